@@ -1,0 +1,36 @@
+# sparkprof build. `make` builds everything; `make test` is what CI runs.
+GO       ?= go
+BIN      := bin/sparkprof
+TESTDATA ?= ../shared/testdata
+# How long each fuzz target runs in `make test` (seconds of fuzzing per target).
+FUZZTIME ?= 4s
+STATICCHECK_VERSION := v0.6.1
+
+.PHONY: all build test unit lint fuzz demo clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/sparkprof
+
+# The whole test suite: lint, unit and integration tests on the real corpus,
+# and a short run of every fuzz target.
+test: lint unit fuzz
+
+unit:
+	$(GO) test -count=1 ./...
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+# Run the offline tools on the real sample data and write reports to out/.
+demo: build
+	./scripts/demo.sh $(TESTDATA)
+
+clean:
+	rm -rf bin out

@@ -1,0 +1,140 @@
+package profile
+
+import (
+	"sort"
+	"strings"
+)
+
+// Standard label names. The CLI filters, the server's API and the UI use
+// them the same way.
+const (
+	LabelServiceName  = "service_name" // the app name, as Pyroscope calls it
+	LabelAppID        = "spark_app_id"
+	LabelAppAttempt   = "spark_app_attempt"
+	LabelExecutorID   = "spark_executor_id" // "driver" for the driver
+	LabelHost         = "host"
+	LabelRole         = "role" // "driver" or "executor"
+	LabelStageID      = "spark_stage_id"
+	LabelStageAttempt = "spark_stage_attempt"
+	LabelTaskID       = "spark_task_id"
+	LabelPartition    = "spark_partition"
+	LabelThreadPool   = "thread_pool"
+	LabelThreadName   = "thread_name"
+)
+
+// Label is one name=value pair.
+type Label struct {
+	Name, Value string
+}
+
+// Labels is a set of labels. A normalised set is sorted by name and holds
+// each name at most once.
+type Labels []Label
+
+// FromMap builds a normalised label set from a map.
+func FromMap(m map[string]string) Labels {
+	ls := make(Labels, 0, len(m))
+	for k, v := range m {
+		ls = append(ls, Label{k, v})
+	}
+	return ls.Normalize()
+}
+
+// Normalize returns the set sorted by name, without empty values; of
+// duplicate names the last one wins. It may reorder ls in place.
+func (ls Labels) Normalize() Labels {
+	if len(ls) == 0 {
+		return nil
+	}
+	sorted := true
+	for i := range ls {
+		if ls[i].Value == "" || (i > 0 && ls[i-1].Name >= ls[i].Name) {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return ls
+	}
+	sort.SliceStable(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
+	out := ls[:0]
+	for _, l := range ls {
+		if l.Value == "" {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Name == l.Name {
+			out[n-1] = l
+			continue
+		}
+		out = append(out, l)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// Get returns the value of label name.
+func (ls Labels) Get(name string) (string, bool) {
+	for _, l := range ls {
+		if l.Name == name {
+			return l.Value, true
+		}
+	}
+	return "", false
+}
+
+// Merge returns ls with the labels of other added; other wins on conflicts.
+// Both must be normalised; the result is a new normalised set.
+func (ls Labels) Merge(other Labels) Labels {
+	out := make(Labels, 0, len(ls)+len(other))
+	i, j := 0, 0
+	for i < len(ls) && j < len(other) {
+		switch {
+		case ls[i].Name < other[j].Name:
+			out = append(out, ls[i])
+			i++
+		case ls[i].Name > other[j].Name:
+			out = append(out, other[j])
+			j++
+		default:
+			out = append(out, other[j])
+			i++
+			j++
+		}
+	}
+	out = append(out, ls[i:]...)
+	return append(out, other[j:]...)
+}
+
+// String formats the set as {a="x", b="y"}.
+func (ls Labels) String() string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, l := range ls {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(l.Name)
+		b.WriteString(`="`)
+		b.WriteString(l.Value)
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// key is a unique string for a normalised set, used to intern sets.
+func (ls Labels) key() string {
+	if len(ls) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, l := range ls {
+		b.WriteString(l.Name)
+		b.WriteByte(0)
+		b.WriteString(l.Value)
+		b.WriteByte(0)
+	}
+	return b.String()
+}

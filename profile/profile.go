@@ -1,0 +1,408 @@
+// Package profile is sparkprof's profile model: frames, deduplicated stacks,
+// typed samples with time, thread and labels, and metric series.
+//
+// Every decoder produces a *Profile and every encoder, the server and the UI
+// consume one. Stacks are interned in a prefix tree (a stack is identified by
+// its leaf node), so a profile holds each unique stack once and a sample is a
+// stack id plus a value. Merging profiles therefore costs time proportional to
+// the unique frames and stacks of the inputs, not to their tree sizes.
+package profile
+
+import (
+	"fmt"
+	"strings"
+)
+
+// FrameKind says what kind of code a frame executes.
+type FrameKind uint8
+
+// Frame kinds.
+const (
+	KindUnknown FrameKind = iota
+	KindJava              // interpreted, JIT-compiled or inlined JVM code
+	KindNative            // native (C/C++) code in user space
+	KindKernel            // operating-system kernel code
+	KindPython            // Python code (PySpark workers)
+)
+
+var kindNames = [...]string{"unknown", "java", "native", "kernel", "python"}
+
+// String returns the lower-case name of the kind.
+func (k FrameKind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// Frame is one function activation on a stack.
+type Frame struct {
+	// Name is the function as people read it: "java.lang.Thread.run" for JVM
+	// code, "helper.py:secondsSleep" for Python, the symbol for native code.
+	Name string
+	File string
+	Line int32
+	Kind FrameKind
+}
+
+// Class returns the class part of a JVM frame's name ("java.lang.Thread" of
+// "java.lang.Thread.run"), or "" when the name has no class.
+func (f Frame) Class() string {
+	if f.Kind != KindJava {
+		return ""
+	}
+	if i := strings.LastIndexByte(f.Name, '.'); i > 0 {
+		return f.Name[:i]
+	}
+	return ""
+}
+
+// Method returns the method part of a JVM frame's name, or the whole name.
+func (f Frame) Method() string {
+	if f.Kind == KindJava {
+		if i := strings.LastIndexByte(f.Name, '.'); i > 0 {
+			return f.Name[i+1:]
+		}
+	}
+	return f.Name
+}
+
+// FrameID indexes Profile.Frames.
+type FrameID uint32
+
+// StackID identifies an interned stack. NoStack (0) is the empty stack.
+type StackID uint32
+
+// NoStack is the empty stack: a sample with no frames.
+const NoStack StackID = 0
+
+// ThreadID indexes Profile.Threads. NoThread (0) means unknown.
+type ThreadID uint32
+
+// NoThread marks a sample whose thread is unknown.
+const NoThread ThreadID = 0
+
+// LabelSetID indexes the profile's label sets. NoLabels (0) is the empty set.
+type LabelSetID uint32
+
+// NoLabels is the empty label set.
+const NoLabels LabelSetID = 0
+
+// Thread is a thread a sample was taken on.
+type Thread struct {
+	ID   int64 // JVM or OS thread id; 0 when unknown
+	Name string
+}
+
+// ThreadState is the state of the sampled thread at the time of a sample.
+type ThreadState uint8
+
+// Thread states, following java.lang.Thread.State plus the states
+// async-profiler reports for native code.
+const (
+	StateUnknown ThreadState = iota
+	StateRunnable
+	StateBlocked
+	StateWaiting
+	StateTimedWaiting
+	StateSleeping // async-profiler's STATE_SLEEPING: off-CPU in wall mode
+	StateNative   // running native code or blocked in I/O
+	StateNew
+	StateTerminated
+)
+
+var stateNames = [...]string{"", "RUNNABLE", "BLOCKED", "WAITING", "TIMED_WAITING", "SLEEPING", "NATIVE", "NEW", "TERMINATED"}
+
+// String returns the state as Java spells it, or "" when unknown.
+func (s ThreadState) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", s)
+}
+
+// ParseThreadState maps a Java, JFR or async-profiler state name
+// ("RUNNABLE", "STATE_RUNNABLE", "TIMED_WAITING", ...) to a ThreadState.
+func ParseThreadState(s string) ThreadState {
+	s = strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(s)), "STATE_")
+	switch s {
+	case "RUNNABLE", "RUNNING", "DEFAULT":
+		return StateRunnable
+	case "BLOCKED":
+		return StateBlocked
+	case "WAITING", "PARKED", "CONTENDED":
+		return StateWaiting
+	case "TIMED_WAITING":
+		return StateTimedWaiting
+	case "SLEEPING", "IDLE":
+		return StateSleeping
+	case "IN_NATIVE", "NATIVE", "IO", "SYSCALL":
+		return StateNative
+	case "NEW":
+		return StateNew
+	case "TERMINATED":
+		return StateTerminated
+	}
+	return StateUnknown
+}
+
+// SampleType names what a sample's value measures.
+type SampleType struct {
+	Name string // "cpu", "wall", "alloc_bytes", ...
+	Unit string // "nanoseconds", "bytes", "count", ...
+}
+
+// String returns "name:unit".
+func (t SampleType) String() string { return t.Name + ":" + t.Unit }
+
+// The sample types sparkprof's decoders produce.
+var (
+	TypeCPU          = SampleType{"cpu", "nanoseconds"}
+	TypeWall         = SampleType{"wall", "nanoseconds"}
+	TypeItimer       = SampleType{"itimer", "count"} // cpu samples without a known period
+	TypeSamples      = SampleType{"samples", "count"}
+	TypeAllocBytes   = SampleType{"alloc_bytes", "bytes"}
+	TypeAllocObjects = SampleType{"alloc_objects", "count"}
+	TypeLockCount    = SampleType{"lock_contentions", "count"}
+	TypeLockDelay    = SampleType{"lock_delay", "nanoseconds"}
+	TypeLiveObjects  = SampleType{"live_objects", "count"}
+	TypeLiveBytes    = SampleType{"live_bytes", "bytes"}
+)
+
+// Family returns the profile family a sample type belongs to, as the CLI's
+// --type flag and the UI name them: "cpu", "wall", "alloc", "lock", "live",
+// or the type's own name.
+func (t SampleType) Family() string {
+	switch t.Name {
+	case "cpu", "itimer":
+		return "cpu"
+	case "alloc_bytes", "alloc_objects":
+		return "alloc"
+	case "lock_contentions", "lock_delay":
+		return "lock"
+	case "live_objects", "live_bytes":
+		return "live"
+	}
+	return t.Name
+}
+
+// TypeID indexes Profile.Types.
+type TypeID uint8
+
+// Sample is one observation: Value units of Types[Type] on a stack.
+type Sample struct {
+	Stack  StackID
+	Value  int64
+	Time   int64 // Unix nanoseconds; 0 when the source has no time
+	Labels LabelSetID
+	Thread ThreadID
+	Type   TypeID
+	State  ThreadState
+}
+
+// Point is one value of a metric series.
+type Point struct {
+	Time  int64 // Unix nanoseconds
+	Value float64
+}
+
+// Series is a metric over time: GC pauses, CPU load, heap used, RSS, ...
+type Series struct {
+	Name   string // e.g. "jvm.gc.pause", "process.cpu.load"
+	Unit   string // e.g. "nanoseconds", "ratio", "bytes"
+	Labels Labels
+	Points []Point
+}
+
+// Profile is a set of samples with their frames, stacks, threads and labels.
+// The zero value is not ready for use; call New.
+type Profile struct {
+	// Types lists the sample types; Sample.Type indexes it.
+	Types []SampleType
+	// Frames is the frame table; FrameID indexes it.
+	Frames []Frame
+	// Threads is the thread table; ThreadID indexes it, entry 0 is unknown.
+	Threads []Thread
+	// Samples holds the observations in the order they were added.
+	Samples []Sample
+	// Labels apply to every sample (app, executor, host, role, ...).
+	Labels Labels
+	// Series are metric series recorded with the profile.
+	Series []Series
+	// Start and End bound the recording in Unix nanoseconds (0 if unknown).
+	Start, End int64
+	// Source names where the profile came from, for messages.
+	Source string
+	// Warnings describe data that could not be decoded but was skipped.
+	Warnings []string
+
+	frameIndex map[Frame]FrameID
+	stacks     []stackNode // stacks[0] is the empty stack
+	stackIndex map[stackNode]StackID
+	threadIdx  map[Thread]ThreadID
+	labelSets  []Labels // labelSets[0] is empty
+	labelIndex map[string]LabelSetID
+	typeIndex  map[SampleType]TypeID
+}
+
+type stackNode struct {
+	parent StackID
+	frame  FrameID
+}
+
+// New returns an empty profile.
+func New() *Profile {
+	return &Profile{
+		Threads:    []Thread{{}},
+		frameIndex: map[Frame]FrameID{},
+		stacks:     []stackNode{{}},
+		stackIndex: map[stackNode]StackID{},
+		threadIdx:  map[Thread]ThreadID{{}: NoThread},
+		labelSets:  []Labels{nil},
+		labelIndex: map[string]LabelSetID{"": NoLabels},
+		typeIndex:  map[SampleType]TypeID{},
+	}
+}
+
+// AddType returns the id of sample type t, adding it if needed.
+func (p *Profile) AddType(t SampleType) TypeID {
+	if id, ok := p.typeIndex[t]; ok {
+		return id
+	}
+	if len(p.Types) > 255 {
+		panic("profile: more than 256 sample types")
+	}
+	id := TypeID(len(p.Types))
+	p.Types = append(p.Types, t)
+	p.typeIndex[t] = id
+	return id
+}
+
+// TypeIndex returns the id of sample type t and whether the profile has it.
+func (p *Profile) TypeIndex(t SampleType) (TypeID, bool) {
+	id, ok := p.typeIndex[t]
+	return id, ok
+}
+
+// AddFrame returns the id of frame f, adding it if needed.
+func (p *Profile) AddFrame(f Frame) FrameID {
+	if id, ok := p.frameIndex[f]; ok {
+		return id
+	}
+	id := FrameID(len(p.Frames))
+	p.Frames = append(p.Frames, f)
+	p.frameIndex[f] = id
+	return id
+}
+
+// AddStack interns a stack given root first and returns its id.
+func (p *Profile) AddStack(rootFirst []FrameID) StackID {
+	s := NoStack
+	for _, f := range rootFirst {
+		s = p.Push(s, f)
+	}
+	return s
+}
+
+// Push returns the id of the stack that is parent with frame f called on top.
+func (p *Profile) Push(parent StackID, f FrameID) StackID {
+	n := stackNode{parent, f}
+	if id, ok := p.stackIndex[n]; ok {
+		return id
+	}
+	id := StackID(len(p.stacks))
+	p.stacks = append(p.stacks, n)
+	p.stackIndex[n] = id
+	return id
+}
+
+// Stack appends the frames of stack s to buf, root first, and returns it.
+func (p *Profile) Stack(s StackID, buf []FrameID) []FrameID {
+	start := len(buf)
+	for ; s != NoStack; s = p.stacks[s].parent {
+		buf = append(buf, p.stacks[s].frame)
+	}
+	for i, j := start, len(buf)-1; i < j; i, j = i+1, j-1 {
+		buf[i], buf[j] = buf[j], buf[i]
+	}
+	return buf
+}
+
+// Leaf returns the innermost frame of a non-empty stack.
+func (p *Profile) Leaf(s StackID) FrameID { return p.stacks[s].frame }
+
+// Parent returns the stack without its innermost frame.
+func (p *Profile) Parent(s StackID) StackID { return p.stacks[s].parent }
+
+// NumStacks returns the number of interned stacks, the empty one included.
+func (p *Profile) NumStacks() int { return len(p.stacks) }
+
+// AddThread returns the id of thread t, adding it if needed.
+func (p *Profile) AddThread(t Thread) ThreadID {
+	if id, ok := p.threadIdx[t]; ok {
+		return id
+	}
+	id := ThreadID(len(p.Threads))
+	p.Threads = append(p.Threads, t)
+	p.threadIdx[t] = id
+	return id
+}
+
+// AddLabels returns the id of label set ls, adding it if needed. The set is
+// normalised (sorted, empty values and duplicate names dropped).
+func (p *Profile) AddLabels(ls Labels) LabelSetID {
+	ls = ls.Normalize()
+	key := ls.key()
+	if id, ok := p.labelIndex[key]; ok {
+		return id
+	}
+	id := LabelSetID(len(p.labelSets))
+	p.labelSets = append(p.labelSets, ls)
+	p.labelIndex[key] = id
+	return id
+}
+
+// LabelSet returns the labels of set id (nil for NoLabels). Callers must not
+// modify the result.
+func (p *Profile) LabelSet(id LabelSetID) Labels { return p.labelSets[id] }
+
+// SampleLabels returns every label of sample s: the profile's labels
+// overridden by the sample's own.
+func (p *Profile) SampleLabels(s Sample) Labels {
+	own := p.labelSets[s.Labels]
+	if len(own) == 0 {
+		return p.Labels
+	}
+	if len(p.Labels) == 0 {
+		return own
+	}
+	return p.Labels.Merge(own)
+}
+
+// Label returns the value of label name for sample s, or "".
+func (p *Profile) Label(s Sample, name string) string {
+	if v, ok := p.labelSets[s.Labels].Get(name); ok {
+		return v
+	}
+	v, _ := p.Labels.Get(name)
+	return v
+}
+
+// Add appends a sample.
+func (p *Profile) Add(s Sample) { p.Samples = append(p.Samples, s) }
+
+// Total returns the sum of values of sample type t.
+func (p *Profile) Total(t TypeID) int64 {
+	var sum int64
+	for _, s := range p.Samples {
+		if s.Type == t {
+			sum += s.Value
+		}
+	}
+	return sum
+}
+
+// Warnf records a warning about data that was skipped.
+func (p *Profile) Warnf(format string, args ...any) {
+	p.Warnings = append(p.Warnings, fmt.Sprintf(format, args...))
+}

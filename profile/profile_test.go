@@ -1,0 +1,171 @@
+package profile
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// build returns a profile with one cpu sample per folded line "a;b;c N".
+func build(t *testing.T, labels Labels, lines ...string) *Profile {
+	t.Helper()
+	p := New()
+	p.Labels = labels.Normalize()
+	cpu := p.AddType(TypeCPU)
+	for _, line := range lines {
+		i := strings.LastIndexByte(line, ' ')
+		var v int64
+		for _, c := range line[i+1:] {
+			v = v*10 + int64(c-'0')
+		}
+		var ids []FrameID
+		for _, name := range strings.Split(line[:i], ";") {
+			ids = append(ids, p.AddFrame(Frame{Name: name, Kind: KindJava}))
+		}
+		p.Add(Sample{Stack: p.AddStack(ids), Value: v, Type: cpu})
+	}
+	return p
+}
+
+func folded(tr *Tree) []string {
+	var out []string
+	var path []string
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		path = append(path, n.Name)
+		if n.Self != 0 {
+			out = append(out, strings.Join(path[1:], ";")+" "+itoa(n.Self))
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+		path = path[:len(path)-1]
+	}
+	walk(tr.Root)
+	return out
+}
+
+func itoa(v int64) string {
+	if v == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; v > 0; v /= 10 {
+		b = append([]byte{byte('0' + v%10)}, b...)
+	}
+	return string(b)
+}
+
+func TestStackInterning(t *testing.T) {
+	p := build(t, nil, "a;b;c 1", "a;b;c 2", "a;b 3", "a;x;c 4")
+	// a, a;b, a;b;c, a;x, a;x;c plus the empty stack.
+	if got, want := p.NumStacks(), 6; got != want {
+		t.Errorf("NumStacks = %d, want %d", got, want)
+	}
+	if p.Samples[0].Stack != p.Samples[1].Stack {
+		t.Errorf("equal stacks got different ids")
+	}
+	var names []string
+	for _, f := range p.Stack(p.Samples[3].Stack, nil) {
+		names = append(names, p.Frames[f].Name)
+	}
+	if got := strings.Join(names, ";"); got != "a;x;c" {
+		t.Errorf("Stack = %q, want a;x;c", got)
+	}
+}
+
+func TestMergeLabels(t *testing.T) {
+	a := build(t, Labels{{LabelAppID, "app1"}, {LabelExecutorID, "1"}}, "a;b 1")
+	b := build(t, Labels{{LabelAppID, "app1"}, {LabelExecutorID, "2"}}, "a;b 2", "a;c 5")
+	m := Merge(a, b)
+	if got, want := m.Labels.String(), `{spark_app_id="app1"}`; got != want {
+		t.Errorf("common labels = %s, want %s", got, want)
+	}
+	byExec := map[string]int64{}
+	for _, s := range m.Samples {
+		byExec[m.Label(s, LabelExecutorID)] += s.Value
+	}
+	if byExec["1"] != 1 || byExec["2"] != 7 {
+		t.Errorf("values by executor = %v, want 1:1 2:7", byExec)
+	}
+	if a.Labels.String() != `{spark_app_id="app1", spark_executor_id="1"}` {
+		t.Errorf("Merge modified its input: %s", a.Labels)
+	}
+}
+
+func TestMergeAggregate(t *testing.T) {
+	m := NewMerger(MergeOptions{Aggregate: true})
+	for i := 0; i < 100; i++ {
+		m.Add(build(t, Labels{{LabelExecutorID, "1"}}, "a;b 1", "a;c 2"))
+	}
+	p := m.Profile()
+	if len(p.Samples) != 2 {
+		t.Fatalf("aggregated samples = %d, want 2", len(p.Samples))
+	}
+	if got := p.Total(0); got != 300 {
+		t.Errorf("total = %d, want 300", got)
+	}
+}
+
+func TestFilter(t *testing.T) {
+	tests := []struct {
+		name string
+		f    Filter
+		want int64
+	}{
+		{"all", Filter{}, 1 + 2 + 4},
+		{"focus", Filter{Focus: regexp.MustCompile(`^x$`)}, 4},
+		{"ignore", Filter{Ignore: regexp.MustCompile(`^b$`)}, 4},
+		{"family", Filter{Family: "alloc"}, 0},
+		{"label", Filter{Labels: []Matcher{must(ParseMatcher("host=~h.*"))}}, 7},
+		{"label miss", Filter{Labels: []Matcher{must(ParseMatcher("host!=h1"))}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := build(t, Labels{{LabelHost, "h1"}}, "a;b;c 1", "a;b 2", "a;x;c 4")
+			p.Filter(tt.f)
+			if got := p.Total(0); got != tt.want {
+				t.Errorf("total = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func must(m Matcher, err error) Matcher {
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+func TestTreeAndTop(t *testing.T) {
+	p := build(t, nil, "a;b;c 1", "a;b;c 2", "a;b 3", "a;a;c 4")
+	tr := NewTree(p, TypeCPU)
+	if got, want := strings.Join(folded(tr), "|"), "a;a;c 4|a;b 3|a;b;c 3"; got != want {
+		t.Errorf("tree = %s, want %s", got, want)
+	}
+	top := tr.Top(2)
+	if top[0].Name != "c" || top[0].Self != 7 || top[0].Total != 7 {
+		t.Errorf("top[0] = %+v, want c self 7 total 7", top[0])
+	}
+	// a recurses on one path: its total counts that path once.
+	for _, s := range tr.Top(0) {
+		if s.Name == "a" && s.Total != 10 {
+			t.Errorf("total of recursive a = %d, want 10", s.Total)
+		}
+	}
+}
+
+func TestDiff(t *testing.T) {
+	base := build(t, nil, "a;b 10", "a;c 10")
+	next := build(t, nil, "a;b 30", "a;c 10")
+	d := Diff(base, next, TypeCPU)
+	if !d.HasBase || d.Root.Total != 40 || d.Root.BaseTotal != 20 || d.BaseScale() != 2 {
+		t.Fatalf("diff root = %+v scale %v", d.Root, d.BaseScale())
+	}
+	// c kept its absolute value but halved its share.
+	c := d.Root.Children[0].Children[1]
+	if c.Name != "c" || float64(c.Total)-float64(c.BaseTotal)*d.BaseScale() != -10 {
+		t.Errorf("normalised change of c = %v, want -10", float64(c.Total)-float64(c.BaseTotal)*d.BaseScale())
+	}
+}

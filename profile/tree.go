@@ -1,0 +1,206 @@
+package profile
+
+import (
+	"sort"
+)
+
+// Node is a call-tree node: a function reached by one call path.
+type Node struct {
+	Name     string
+	Kind     FrameKind
+	Self     int64
+	Total    int64
+	Children []*Node
+	// BaseSelf and BaseTotal hold the baseline's values in a diff tree.
+	BaseSelf, BaseTotal int64
+}
+
+// Tree is a call tree (flame graph) of one sample type, or the difference
+// of two trees when it has a baseline.
+type Tree struct {
+	Root *Node // Root.Name is "total"
+	Type SampleType
+	// HasBase marks a diff tree: Base* fields hold the baseline's values.
+	HasBase bool
+}
+
+// Total returns the tree's total value.
+func (t *Tree) Total() int64 { return t.Root.Total }
+
+// BaseScale is the factor that normalises baseline values to the new
+// total: a node's expected value is BaseTotal*BaseScale. It is 1 when
+// either total is zero.
+func (t *Tree) BaseScale() float64 {
+	if t.Root.BaseTotal == 0 || t.Root.Total == 0 {
+		return 1
+	}
+	return float64(t.Root.Total) / float64(t.Root.BaseTotal)
+}
+
+// A TreeBuilder accumulates the samples of one type from many profiles into
+// a call tree. Each Add costs time proportional to the profile's samples
+// plus its unique stacks; memory grows with unique call paths only.
+type TreeBuilder struct {
+	typ   SampleType
+	root  *Node
+	child map[childKey]*Node
+}
+
+type childKey struct {
+	parent *Node
+	name   string
+}
+
+// NewTreeBuilder returns a builder for sample type t.
+func NewTreeBuilder(t SampleType) *TreeBuilder {
+	return &TreeBuilder{typ: t, root: &Node{Name: "total"}, child: map[childKey]*Node{}}
+}
+
+// NewTree returns the call tree of sample type t in p.
+func NewTree(p *Profile, t SampleType) *Tree {
+	b := NewTreeBuilder(t)
+	b.Add(p)
+	return b.Tree()
+}
+
+// Add adds the samples of p that have the builder's type.
+func (b *TreeBuilder) Add(p *Profile) { b.add(p, false) }
+
+// AddBase adds the samples of p as the baseline of a diff tree.
+func (b *TreeBuilder) AddBase(p *Profile) { b.add(p, true) }
+
+func (b *TreeBuilder) add(p *Profile, base bool) {
+	typ, ok := p.TypeIndex(b.typ)
+	if !ok {
+		return
+	}
+	perStack := map[StackID]int64{}
+	for _, s := range p.Samples {
+		if s.Type == typ {
+			perStack[s.Stack] += s.Value
+		}
+	}
+	nodeOf := map[StackID]*Node{NoStack: b.root}
+	for s, v := range perStack {
+		leaf := b.node(p, s, nodeOf)
+		if base {
+			leaf.BaseSelf += v
+		} else {
+			leaf.Self += v
+		}
+	}
+}
+
+// node returns the tree node of stack s, creating the path as needed.
+func (b *TreeBuilder) node(p *Profile, s StackID, nodeOf map[StackID]*Node) *Node {
+	if n, ok := nodeOf[s]; ok {
+		return n
+	}
+	parent := b.node(p, p.stacks[s].parent, nodeOf)
+	f := p.Frames[p.stacks[s].frame]
+	k := childKey{parent, f.Name}
+	n, ok := b.child[k]
+	if !ok {
+		n = &Node{Name: f.Name, Kind: f.Kind}
+		b.child[k] = n
+		parent.Children = append(parent.Children, n)
+	}
+	nodeOf[s] = n
+	return n
+}
+
+// Tree computes totals, sorts children by name and returns the tree. The
+// builder can go on accumulating; call Tree again for the new totals.
+func (b *TreeBuilder) Tree() *Tree {
+	var hasBase bool
+	var finish func(n *Node)
+	finish = func(n *Node) {
+		n.Total, n.BaseTotal = n.Self, n.BaseSelf
+		sort.Slice(n.Children, func(i, j int) bool { return n.Children[i].Name < n.Children[j].Name })
+		for _, c := range n.Children {
+			finish(c)
+			n.Total += c.Total
+			n.BaseTotal += c.BaseTotal
+		}
+	}
+	finish(b.root)
+	hasBase = b.root.BaseTotal != 0
+	return &Tree{Root: b.root, Type: b.typ, HasBase: hasBase}
+}
+
+// Diff returns the differential tree of next against base for type t.
+func Diff(base, next *Profile, t SampleType) *Tree {
+	b := NewTreeBuilder(t)
+	b.AddBase(base)
+	b.Add(next)
+	tr := b.Tree()
+	tr.HasBase = true
+	return tr
+}
+
+// Walk calls fn for every node in depth-first order with its depth (the
+// root has depth 0). fn returning false skips the node's children.
+func (t *Tree) Walk(fn func(n *Node, depth int) bool) {
+	var walk func(n *Node, depth int)
+	walk = func(n *Node, depth int) {
+		if !fn(n, depth) {
+			return
+		}
+		for _, c := range n.Children {
+			walk(c, depth+1)
+		}
+	}
+	walk(t.Root, 0)
+}
+
+// FuncStat is one row of a top table.
+type FuncStat struct {
+	Name  string
+	Self  int64
+	Total int64 // counted once per call path, however often it recurses
+}
+
+// Top returns the n functions with the highest self value (all when n <= 0),
+// ties broken by total then name.
+func (t *Tree) Top(n int) []FuncStat {
+	stats := map[string]*FuncStat{}
+	onPath := map[string]int{}
+	var walk func(nd *Node)
+	walk = func(nd *Node) {
+		st := stats[nd.Name]
+		if st == nil {
+			st = &FuncStat{Name: nd.Name}
+			stats[nd.Name] = st
+		}
+		st.Self += nd.Self
+		if onPath[nd.Name] == 0 {
+			st.Total += nd.Total
+		}
+		onPath[nd.Name]++
+		for _, c := range nd.Children {
+			walk(c)
+		}
+		onPath[nd.Name]--
+	}
+	for _, c := range t.Root.Children {
+		walk(c)
+	}
+	out := make([]FuncStat, 0, len(stats))
+	for _, s := range stats {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Self != b.Self {
+			return a.Self > b.Self
+		}
+		if a.Total != b.Total {
+			return a.Total > b.Total
+		}
+		return a.Name < b.Name
+	})
+	if n > 0 && len(out) > n {
+		out = out[:n]
+	}
+	return out
+}

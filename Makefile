@@ -6,16 +6,20 @@ TESTDATA ?= ../shared/testdata
 FUZZTIME ?= 4s
 STATICCHECK_VERSION := v0.6.1
 
-.PHONY: all build test unit lint fuzz demo clean
+.PHONY: all build agent test unit lint fuzz demo clean
 
-all: build
+all: build agent
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sparkprof
 
 # The whole test suite: lint, unit and integration tests on the real corpus,
 # and a short run of every fuzz target.
-test: lint unit fuzz
+test: agent lint unit fuzz
+
+# The JVM agent jar, agent/build/sparkprof-agent.jar, built with javac and jar.
+agent:
+	./agent/build.sh
 
 unit:
 	$(GO) test -count=1 ./...

@@ -12,15 +12,25 @@ type MergeOptions struct {
 	DropThreads bool
 }
 
-// A Merger combines profiles into one. Each Add costs time proportional to
-// the added profile's frames, stacks and samples.
+// A Merger combines profiles into one. Each Add costs a hash per frame and
+// per stack of the added profile plus a lookup per sample; only stacks the
+// output does not have yet are interned node by node.
 type Merger struct {
 	opts  MergeOptions
 	out   *Profile
 	first bool
 	// sampleIndex maps an aggregation key to its sample in out.Samples.
 	sampleIndex map[sampleKey]int
+	// stackByHash finds an output stack by the hash of its frames.
+	stackByHash map[uint64]StackID
+
+	// Per-Add scratch space, indexed by the added profile's ids.
+	frameHash, stackHash []uint64
+	frameMap             []FrameID // noFrame when not mapped yet
+	stackMap             []StackID // NoStack when not mapped yet (but for 0)
 }
+
+const noFrame = ^FrameID(0)
 
 type sampleKey struct {
 	stack  StackID
@@ -32,7 +42,7 @@ type sampleKey struct {
 
 // NewMerger returns a Merger with the given options.
 func NewMerger(opts MergeOptions) *Merger {
-	m := &Merger{opts: opts, out: New(), first: true}
+	m := &Merger{opts: opts, out: New(), first: true, stackByHash: map[uint64]StackID{}}
 	if opts.Aggregate {
 		m.sampleIndex = map[sampleKey]int{}
 	}
@@ -60,16 +70,13 @@ func (m *Merger) Add(p *Profile) {
 	for i, t := range p.Types {
 		typeMap[i] = out.AddType(t)
 	}
-	frameMap := make([]FrameID, len(p.Frames))
-	for i, f := range p.Frames {
-		frameMap[i] = out.AddFrame(f)
+	m.frameHash = p.frameHashes(true, m.frameHash)
+	m.stackHash = p.stackHashes(m.frameHash, m.stackHash)
+	m.frameMap = resize(m.frameMap, len(p.Frames))
+	for i := range m.frameMap {
+		m.frameMap[i] = noFrame
 	}
-	// Parents are interned before their children, so one pass suffices.
-	stackMap := make([]StackID, len(p.stacks))
-	for i := 1; i < len(p.stacks); i++ {
-		n := p.stacks[i]
-		stackMap[i] = out.Push(stackMap[n.parent], frameMap[n.frame])
-	}
+	m.stackMap = resize(m.stackMap, len(p.stacks))
 	threadMap := make([]ThreadID, len(p.Threads))
 	if !m.opts.DropThreads {
 		for i := 1; i < len(p.Threads); i++ {
@@ -85,7 +92,7 @@ func (m *Merger) Add(p *Profile) {
 	}
 
 	for _, s := range p.Samples {
-		s.Stack = stackMap[s.Stack]
+		s.Stack = m.mapStack(p, s.Stack)
 		s.Type = typeMap[s.Type]
 		s.Thread = threadMap[s.Thread]
 		s.Labels = labelMap[s.Labels]
@@ -107,6 +114,29 @@ func (m *Merger) Add(p *Profile) {
 	} else if p.Source != "" && p.Source != out.Source {
 		out.Source = "merged profiles"
 	}
+}
+
+// mapStack returns the output stack equal to stack s of p, adding the
+// frames and stack nodes the output lacks.
+func (m *Merger) mapStack(p *Profile, s StackID) StackID {
+	if s == NoStack || m.stackMap[s] != NoStack {
+		return m.stackMap[s]
+	}
+	h := m.stackHash[s]
+	id, ok := m.stackByHash[h]
+	if !ok {
+		n := p.stacks[s]
+		parent := m.mapStack(p, n.parent)
+		f := m.frameMap[n.frame]
+		if f == noFrame {
+			f = m.out.AddFrame(p.Frames[n.frame])
+			m.frameMap[n.frame] = f
+		}
+		id = m.out.Push(parent, f)
+		m.stackByHash[h] = id
+	}
+	m.stackMap[s] = id
+	return id
 }
 
 func (m *Merger) addSample(s Sample) {

@@ -38,22 +38,22 @@ func (t *Tree) BaseScale() float64 {
 }
 
 // A TreeBuilder accumulates the samples of one type from many profiles into
-// a call tree. Each Add costs time proportional to the profile's samples
-// plus its unique stacks; memory grows with unique call paths only.
+// a call tree. Each Add costs a hash per frame and per stack of the profile
+// plus a pass over its samples; memory grows with unique call paths only.
 type TreeBuilder struct {
-	typ   SampleType
-	root  *Node
-	child map[childKey]*Node
-}
+	typ    SampleType
+	root   *Node
+	byHash map[uint64]*Node // call-path hash (frame names) to node
 
-type childKey struct {
-	parent *Node
-	name   string
+	// Per-Add scratch space, indexed by the added profile's ids.
+	frameHash, stackHash []uint64
+	values               []int64
+	nodes                []*Node
 }
 
 // NewTreeBuilder returns a builder for sample type t.
 func NewTreeBuilder(t SampleType) *TreeBuilder {
-	return &TreeBuilder{typ: t, root: &Node{Name: "total"}, child: map[childKey]*Node{}}
+	return &TreeBuilder{typ: t, root: &Node{Name: "total"}, byHash: map[uint64]*Node{}}
 }
 
 // NewTree returns the call tree of sample type t in p.
@@ -74,45 +74,50 @@ func (b *TreeBuilder) add(p *Profile, base bool) {
 	if !ok {
 		return
 	}
-	perStack := map[StackID]int64{}
+	b.values = resize(b.values, len(p.stacks))
 	for _, s := range p.Samples {
 		if s.Type == typ {
-			perStack[s.Stack] += s.Value
+			b.values[s.Stack] += s.Value
 		}
 	}
-	nodeOf := map[StackID]*Node{NoStack: b.root}
-	for s, v := range perStack {
-		leaf := b.node(p, s, nodeOf)
+	b.frameHash = p.frameHashes(false, b.frameHash)
+	b.stackHash = p.stackHashes(b.frameHash, b.stackHash)
+	b.nodes = resize(b.nodes, len(p.stacks))
+	b.nodes[NoStack] = b.root
+	for s, v := range b.values {
+		if v == 0 {
+			continue
+		}
+		n := b.node(p, StackID(s))
 		if base {
-			leaf.BaseSelf += v
+			n.BaseSelf += v
 		} else {
-			leaf.Self += v
+			n.Self += v
 		}
 	}
 }
 
 // node returns the tree node of stack s, creating the path as needed.
-func (b *TreeBuilder) node(p *Profile, s StackID, nodeOf map[StackID]*Node) *Node {
-	if n, ok := nodeOf[s]; ok {
+func (b *TreeBuilder) node(p *Profile, s StackID) *Node {
+	if n := b.nodes[s]; n != nil {
 		return n
 	}
-	parent := b.node(p, p.stacks[s].parent, nodeOf)
-	f := p.Frames[p.stacks[s].frame]
-	k := childKey{parent, f.Name}
-	n, ok := b.child[k]
+	h := b.stackHash[s]
+	n, ok := b.byHash[h]
 	if !ok {
+		parent := b.node(p, p.stacks[s].parent)
+		f := &p.Frames[p.stacks[s].frame]
 		n = &Node{Name: f.Name, Kind: f.Kind}
-		b.child[k] = n
 		parent.Children = append(parent.Children, n)
+		b.byHash[h] = n
 	}
-	nodeOf[s] = n
+	b.nodes[s] = n
 	return n
 }
 
 // Tree computes totals, sorts children by name and returns the tree. The
 // builder can go on accumulating; call Tree again for the new totals.
 func (b *TreeBuilder) Tree() *Tree {
-	var hasBase bool
 	var finish func(n *Node)
 	finish = func(n *Node) {
 		n.Total, n.BaseTotal = n.Self, n.BaseSelf
@@ -124,8 +129,7 @@ func (b *TreeBuilder) Tree() *Tree {
 		}
 	}
 	finish(b.root)
-	hasBase = b.root.BaseTotal != 0
-	return &Tree{Root: b.root, Type: b.typ, HasBase: hasBase}
+	return &Tree{Root: b.root, Type: b.typ, HasBase: b.root.BaseTotal != 0}
 }
 
 // Diff returns the differential tree of next against base for type t.

@@ -1,0 +1,106 @@
+package format
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// profileSuffixes are the file names Expand picks up inside directories.
+// Files named on the command line are always read, whatever their name.
+var profileSuffixes = []string{
+	".jfr", ".pprof", ".pb", ".prof", ".folded", ".collapsed", ".speedscope.json", ".json",
+}
+
+// Expand turns paths into a sorted list of files: a file stays as it is, a
+// directory is walked for files whose names (less .gz) end in a known
+// profile suffix, such as all profile-exec-*.jfr of a Spark app.
+func Expand(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.Type().IsRegular() && isProfileName(d.Name()) {
+				found = append(found, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("%s: no profile files (*.jfr, *.pprof, *.folded, *.json, optionally .gz) in directory", p)
+		}
+		sort.Strings(found)
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+func isProfileName(name string) bool {
+	name = strings.TrimSuffix(name, ".gz")
+	for _, s := range profileSuffixes {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	// Spark 4's profiler plugin: <outputDir>/<appId>[_<attempt>]/profile-exec-<id>.jfr
+	// or profile-driver.jfr; Spark 3.5's: profile-<appId>-exec-<id>.jfr.
+	execFile    = regexp.MustCompile(`^profile-exec-([^/]+)\.jfr$`)
+	oldExecFile = regexp.MustCompile(`^profile-(.+)-exec-([^/-]+)\.jfr$`)
+	driverFile  = regexp.MustCompile(`^profile-driver\.jfr$`)
+	appDir      = regexp.MustCompile(`^((?:application_\d+_\d+)|(?:app-\d+-\d+)|(?:local-\d+)|(?:spark-[0-9a-f]+))(?:_(\d+))?$`)
+)
+
+// SparkPathLabels returns the labels a path written by Spark's profiler
+// plugin implies: app id, attempt, executor id and role.
+func SparkPathLabels(path string) profile.Labels {
+	name := strings.TrimSuffix(filepath.Base(path), ".gz")
+	var ls profile.Labels
+	add := func(k, v string) { ls = append(ls, profile.Label{Name: k, Value: v}) }
+	switch {
+	case execFile.MatchString(name):
+		add(profile.LabelExecutorID, execFile.FindStringSubmatch(name)[1])
+		add(profile.LabelRole, "executor")
+	case driverFile.MatchString(name):
+		add(profile.LabelExecutorID, "driver")
+		add(profile.LabelRole, "driver")
+	case oldExecFile.MatchString(name):
+		m := oldExecFile.FindStringSubmatch(name)
+		add(profile.LabelAppID, m[1])
+		add(profile.LabelExecutorID, m[2])
+		add(profile.LabelRole, "executor")
+	default:
+		return nil
+	}
+	if m := appDir.FindStringSubmatch(filepath.Base(filepath.Dir(path))); m != nil {
+		if _, ok := ls.Get(profile.LabelAppID); !ok {
+			add(profile.LabelAppID, m[1])
+		}
+		if m[2] != "" {
+			add(profile.LabelAppAttempt, m[2])
+		}
+	}
+	return ls.Normalize()
+}

@@ -1,0 +1,61 @@
+package format
+
+import (
+	"bytes"
+	"compress/gzip"
+	"strings"
+	"testing"
+)
+
+func gz(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestDecompress(t *testing.T) {
+	plain := []byte("a;b;c 1\n")
+	bomb := gz(t, make([]byte, 1<<20))
+	full := gz(t, bytes.Repeat(plain, 1000))
+	tests := []struct {
+		name    string
+		in      []byte
+		max     int64
+		want    []byte
+		wantErr string
+	}{
+		{"plain", plain, 0, plain, ""},
+		{"gzip", gz(t, plain), 0, plain, ""},
+		{"double gzip", gz(t, gz(t, plain)), 0, plain, ""},
+		{"bomb", bomb, 1 << 16, nil, "decompresses to more than 65536 bytes"},
+		{"truncated keeps prefix", full[:len(full)/2], 0, nil, ""},
+		{"bad header", []byte{0x1f, 0x8b, 0, 0}, 0, nil, "bad gzip header"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Decompress(tt.in, "in.gz", tt.max)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "in.gz") {
+					t.Fatalf("err = %v, want one naming in.gz and containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want != nil && !bytes.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+			if tt.want == nil && (len(got) == 0 || !bytes.HasPrefix(bytes.Repeat(plain, 1000), got)) {
+				t.Errorf("truncated stream gave %d bytes, want a non-empty prefix", len(got))
+			}
+		})
+	}
+}

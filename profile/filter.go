@@ -3,6 +3,7 @@ package profile
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -91,6 +92,8 @@ type Filter struct {
 	From, Until int64
 	// Focus keeps samples with a frame matching it; Ignore drops them.
 	Focus, Ignore *regexp.Regexp
+	// States keeps samples taken in one of these thread states.
+	States []ThreadState
 }
 
 // Filter drops the samples f does not select, in place.
@@ -122,6 +125,8 @@ func (p *Profile) Filter(f Filter) {
 		case keepThread != nil && !keepThread[s.Thread]:
 			continue
 		case labelOK != nil && !labelOK[s.Labels]:
+			continue
+		case len(f.States) > 0 && !slices.Contains(f.States, s.State):
 			continue
 		}
 		if f.From != 0 || f.Until != 0 {

@@ -119,6 +119,8 @@ func TestFilter(t *testing.T) {
 		{"family", Filter{Family: "alloc"}, 0},
 		{"label", Filter{Labels: []Matcher{must(ParseMatcher("host=~h.*"))}}, 7},
 		{"label miss", Filter{Labels: []Matcher{must(ParseMatcher("host!=h1"))}}, 0},
+		{"state", Filter{States: []ThreadState{StateBlocked}}, 0},
+		{"state unknown", Filter{States: []ThreadState{StateUnknown}}, 7},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

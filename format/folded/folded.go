@@ -1,0 +1,287 @@
+// Package folded reads and writes folded (collapsed) stacks, the text
+// format of Brendan Gregg's stackcollapse scripts and flamegraph.pl: one
+// line per stack, frames root first separated by ';', then a space and the
+// sample count:
+//
+//	java.lang.Thread.run;com.example.Work.run;com.example.Work.compute 123
+//
+// Decode also accepts the count in brackets ("a;b [123]"), as grafana's
+// jfr-parser writes its collapsed goldens, any run of spaces or tabs before
+// the count, CRLF line ends and blank lines. A line holding only a count
+// (" 610") is a sample with the empty stack.
+//
+// The format is simple enough that no library is warranted; it is read and
+// written by hand here.
+package folded
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// MaxLineSize bounds one input line.
+const MaxLineSize = 16 << 20
+
+// Sniff reports whether head, the start of a file, looks like folded
+// stacks: its first complete lines (at most three, or the only line) each
+// end in a count and none starts like JSON or binary data.
+func Sniff(head []byte) bool {
+	n := 0
+	for len(head) > 0 && n < 3 {
+		i := bytes.IndexByte(head, '\n')
+		if i < 0 {
+			if n > 0 {
+				break // an incomplete last line proves nothing
+			}
+			i = len(head)
+		}
+		line := bytes.TrimRight(head[:i], " \t\r")
+		head = head[min(i+1, len(head)):]
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if line[0] == '{' || line[0] == '[' || bytes.IndexByte(line, 0) >= 0 {
+			return false
+		}
+		if _, _, err := splitLine(line); err != nil {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// splitLine splits a non-blank line into its stack and its count.
+func splitLine(line []byte) (stack []byte, count int64, err error) {
+	var num []byte
+	if line[len(line)-1] == ']' {
+		i := bytes.LastIndexByte(line, '[')
+		if i < 0 {
+			return nil, 0, fmt.Errorf("expected \"[count]\" at the end of the line")
+		}
+		stack, num = line[:i], line[i+1:len(line)-1]
+	} else {
+		i := bytes.LastIndexAny(line, " \t")
+		if i < 0 {
+			return nil, 0, fmt.Errorf("expected \"stack count\", found no count after the stack")
+		}
+		stack, num = line[:i], line[i+1:]
+	}
+	count, err = strconv.ParseInt(string(num), 10, 64)
+	if err != nil || count < 0 {
+		return nil, 0, fmt.Errorf("expected a non-negative integer count at the end of the line, found %q", clip(num))
+	}
+	return bytes.TrimRight(stack, " \t"), count, nil
+}
+
+// Decode parses folded stacks. Samples have type profile.TypeSamples and
+// no time or thread; frame kinds are guessed from the names (see Kind). On
+// a malformed line Decode returns the profile of the lines before it and a
+// *profile.DecodeError naming the line.
+func Decode(data []byte, source string) (*profile.Profile, error) {
+	p := profile.New()
+	p.Source = source
+	typ := p.AddType(profile.TypeSamples)
+	frames := map[string]profile.FrameID{}
+	lineNo := 0
+	for len(data) > 0 {
+		lineNo++
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		line = bytes.TrimRight(line, " \t\r")
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if len(line) > MaxLineSize {
+			return p, &profile.DecodeError{Source: source, Offset: -1, Line: lineNo,
+				Msg: fmt.Sprintf("line of %d bytes exceeds the %d-byte limit", len(line), MaxLineSize)}
+		}
+		stack, count, err := splitLine(line)
+		if err != nil {
+			return p, &profile.DecodeError{Source: source, Offset: -1, Line: lineNo, Msg: err.Error()}
+		}
+		s := profile.NoStack
+		for len(stack) > 0 {
+			name := stack
+			if i := bytes.IndexByte(stack, ';'); i >= 0 {
+				name, stack = stack[:i], stack[i+1:]
+			} else {
+				stack = nil
+			}
+			id, ok := frames[string(name)]
+			if !ok {
+				id = p.AddFrame(Frame(string(name)))
+				frames[string(name)] = id
+			}
+			s = p.Push(s, id)
+		}
+		p.Add(profile.Sample{Stack: s, Value: count, Type: typ})
+	}
+	return p, nil
+}
+
+// async-profiler's frame type suffixes.
+var suffixKinds = []struct {
+	suffix string
+	kind   profile.FrameKind
+}{
+	{"_[j]", profile.KindJava},   // JIT-compiled
+	{"_[i]", profile.KindJava},   // inlined
+	{"_[0]", profile.KindJava},   // interpreted
+	{"_[1]", profile.KindJava},   // C1-compiled
+	{"_[k]", profile.KindKernel}, // kernel
+}
+
+// Frame returns the frame a folded frame name stands for: async-profiler's
+// type suffixes ("_[j]", "_[i]", "_[k]", ...) are removed and set the kind;
+// otherwise the kind is guessed by Kind.
+func Frame(name string) profile.Frame {
+	for _, sk := range suffixKinds {
+		if strings.HasSuffix(name, sk.suffix) {
+			return profile.Frame{Name: strings.TrimSuffix(name, sk.suffix), Kind: sk.kind}
+		}
+	}
+	return profile.Frame{Name: name, Kind: Kind(name)}
+}
+
+// Kind guesses the kind of a frame from its name: Python when it names a
+// .py file, Java when it looks like a qualified JVM method ("pkg.Class.m",
+// "pkg/Class.m", optionally with ":line"), native otherwise.
+func Kind(name string) profile.FrameKind {
+	switch {
+	case strings.Contains(name, ".py:") || strings.HasSuffix(name, ".py"):
+		return profile.KindPython
+	case looksJava(name):
+		return profile.KindJava
+	}
+	return profile.KindNative
+}
+
+func looksJava(name string) bool {
+	if i := strings.LastIndexByte(name, ':'); i > 0 {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			name = name[:i]
+		}
+	}
+	if name == "" || strings.Contains(name, "::") || strings.Contains(name, ".so") {
+		return false
+	}
+	dot := strings.LastIndexByte(name, '.')
+	if dot <= 0 || dot == len(name)-1 {
+		return false
+	}
+	c := name[0]
+	if !(c == '_' || c == '$' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '_' || c == '$' || c == '.' || c == '/' || c == '<' || c == '>' || c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// EncodeOptions control Encode.
+type EncodeOptions struct {
+	// Type selects the sample type to write; the zero value selects the
+	// profile's first type.
+	Type profile.SampleType
+	// Lines appends ":line" to frames with a known line number, so that a
+	// flame graph shows one node per line rather than per function.
+	Lines bool
+}
+
+// Encode writes the samples of one sample type as folded stacks, one line
+// per distinct root-first path of frame names with the sum of its values,
+// sorted by path. Frame names have ';' and line breaks replaced by '_' so
+// that each line stays parseable. The empty stack is written as " N".
+// Paths whose values sum to zero are left out.
+func Encode(w io.Writer, p *profile.Profile, opts EncodeOptions) error {
+	if len(p.Types) == 0 {
+		return nil
+	}
+	typ := profile.TypeID(0)
+	if opts.Type != (profile.SampleType{}) {
+		var ok bool
+		if typ, ok = p.TypeIndex(opts.Type); !ok {
+			return fmt.Errorf("folded: profile has no sample type %v", opts.Type)
+		}
+	}
+	byStack := map[profile.StackID]int64{}
+	for _, s := range p.Samples {
+		if s.Type == typ {
+			byStack[s.Stack] += s.Value
+		}
+	}
+	names := make([]string, len(p.Frames))
+	for i, f := range p.Frames {
+		names[i] = frameName(f, opts.Lines)
+	}
+	byPath := make(map[string]int64, len(byStack))
+	var buf []profile.FrameID
+	var sb strings.Builder
+	for s, v := range byStack {
+		buf = p.Stack(s, buf[:0])
+		sb.Reset()
+		for i, f := range buf {
+			if i > 0 {
+				sb.WriteByte(';')
+			}
+			sb.WriteString(names[f])
+		}
+		byPath[sb.String()] += v
+	}
+	paths := make([]string, 0, len(byPath))
+	for path, v := range byPath {
+		if v != 0 {
+			paths = append(paths, path)
+		}
+	}
+	sort.Strings(paths)
+	bw := bufio.NewWriter(w)
+	for _, path := range paths {
+		bw.WriteString(path)
+		bw.WriteByte(' ')
+		bw.WriteString(strconv.FormatInt(byPath[path], 10))
+		bw.WriteByte('\n')
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("folded: %w", err)
+	}
+	return nil
+}
+
+var nameReplacer = strings.NewReplacer(";", "_", "\n", "_", "\r", "_")
+
+func frameName(f profile.Frame, lines bool) string {
+	name := nameReplacer.Replace(f.Name)
+	if lines && f.Line > 0 {
+		name += ":" + strconv.Itoa(int(f.Line))
+	}
+	return name
+}
+
+// clip shortens b for an error message.
+func clip(b []byte) string {
+	const n = 40
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}

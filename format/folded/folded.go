@@ -29,6 +29,9 @@ import (
 // MaxLineSize bounds one input line.
 const MaxLineSize = 16 << 20
 
+// maxTypes bounds the values of one bracket-form line.
+const maxTypes = 16
+
 // Sniff reports whether head, the start of a file, looks like folded
 // stacks: its first complete lines (at most three, or the only line) each
 // end in a count and none starts like JSON or binary data.
@@ -50,7 +53,7 @@ func Sniff(head []byte) bool {
 		if line[0] == '{' || line[0] == '[' || bytes.IndexByte(line, 0) >= 0 {
 			return false
 		}
-		if _, _, err := splitLine(line); err != nil {
+		if _, _, err := splitLine(line, nil); err != nil {
 			return false
 		}
 		n++
@@ -58,37 +61,48 @@ func Sniff(head []byte) bool {
 	return n > 0
 }
 
-// splitLine splits a non-blank line into its stack and its count.
-func splitLine(line []byte) (stack []byte, count int64, err error) {
-	var num []byte
+// splitLine splits a non-blank line into its stack and its counts,
+// appended to vals: one count, or in the bracket form one or more.
+func splitLine(line []byte, vals []int64) (stack []byte, _ []int64, err error) {
+	var nums []byte
 	if line[len(line)-1] == ']' {
 		i := bytes.LastIndexByte(line, '[')
 		if i < 0 {
-			return nil, 0, fmt.Errorf("expected \"[count]\" at the end of the line")
+			return nil, vals, fmt.Errorf("expected \"[count]\" at the end of the line, found no '['")
 		}
-		stack, num = line[:i], line[i+1:len(line)-1]
+		stack, nums = line[:i], line[i+1:len(line)-1]
 	} else {
 		i := bytes.LastIndexAny(line, " \t")
 		if i < 0 {
-			return nil, 0, fmt.Errorf("expected \"stack count\", found no count after the stack")
+			return nil, vals, fmt.Errorf("expected \"stack count\", found no count after the stack")
 		}
-		stack, num = line[:i], line[i+1:]
+		stack, nums = line[:i], line[i+1:]
 	}
-	count, err = strconv.ParseInt(string(num), 10, 64)
-	if err != nil || count < 0 {
-		return nil, 0, fmt.Errorf("expected a non-negative integer count at the end of the line, found %q", clip(num))
+	for _, f := range bytes.Fields(nums) {
+		v, err := strconv.ParseInt(string(f), 10, 64)
+		if err != nil || v < 0 {
+			return nil, vals, fmt.Errorf("expected a non-negative integer count at the end of the line, found %q", clip(f))
+		}
+		vals = append(vals, v)
 	}
-	return bytes.TrimRight(stack, " \t"), count, nil
+	if len(vals) == 0 {
+		return nil, vals, fmt.Errorf("expected a count at the end of the line, found %q", clip(nums))
+	}
+	return bytes.TrimRight(stack, " \t"), vals, nil
 }
 
 // Decode parses folded stacks. Samples have type profile.TypeSamples and
-// no time or thread; frame kinds are guessed from the names (see Kind). On
+// no time or thread; frame kinds are guessed from the names (see Kind).
+// Lines of the bracket form may hold several values ("a;b [1 512]"), one
+// per sample type; the format does not name them, so the second and later
+// types are named "samples_2", "samples_3", ... with unit "count". On
 // a malformed line Decode returns the profile of the lines before it and a
 // *profile.DecodeError naming the line.
 func Decode(data []byte, source string) (*profile.Profile, error) {
 	p := profile.New()
 	p.Source = source
-	typ := p.AddType(profile.TypeSamples)
+	p.AddType(profile.TypeSamples)
+	var vals []int64
 	frames := map[string]profile.FrameID{}
 	lineNo := 0
 	for len(data) > 0 {
@@ -107,7 +121,9 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 			return p, &profile.DecodeError{Source: source, Offset: -1, Line: lineNo,
 				Msg: fmt.Sprintf("line of %d bytes exceeds the %d-byte limit", len(line), MaxLineSize)}
 		}
-		stack, count, err := splitLine(line)
+		var stack []byte
+		var err error
+		stack, vals, err = splitLine(line, vals[:0])
 		if err != nil {
 			return p, &profile.DecodeError{Source: source, Offset: -1, Line: lineNo, Msg: err.Error()}
 		}
@@ -126,7 +142,16 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 			}
 			s = p.Push(s, id)
 		}
-		p.Add(profile.Sample{Stack: s, Value: count, Type: typ})
+		if len(vals) > maxTypes {
+			return p, &profile.DecodeError{Source: source, Offset: -1, Line: lineNo,
+				Msg: fmt.Sprintf("expected at most %d values in brackets, found %d", maxTypes, len(vals))}
+		}
+		for i, v := range vals {
+			for i >= len(p.Types) {
+				p.AddType(profile.SampleType{Name: fmt.Sprintf("samples_%d", len(p.Types)+1), Unit: "count"})
+			}
+			p.Add(profile.Sample{Stack: s, Value: v, Type: profile.TypeID(i)})
+		}
 	}
 	return p, nil
 }

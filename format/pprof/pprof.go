@@ -129,6 +129,10 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 		}
 		stack := profile.NoStack
 		for j := len(s.Location) - 1; j >= 0; j-- {
+			if s.Location[j] == nil {
+				return p, &profile.DecodeError{Source: source, Offset: -1, Field: fmt.Sprintf("sample[%d].location_id[%d]", i, j),
+					Msg: "refers to no location"}
+			}
 			for _, f := range locFrames[s.Location[j].ID] {
 				stack = p.Push(stack, f)
 			}

@@ -247,6 +247,55 @@ func TestProcessInfoCorpus(t *testing.T) {
 	}
 }
 
+// TestPySparkStraggler checks the README's expectations for the PySpark
+// straggler's JVM: 28,519 records of 29,160 samples, the task 0 thread
+// RUNNABLE in socketRead0 (waiting for Python) for ~566 samples, and a
+// nearly idle JVM.
+func TestPySparkStraggler(t *testing.T) {
+	p := decodeCorpus(t, stopwatch, "profile_straggler", "Stacktrace.json.gz")
+	if n, total := len(p.Samples), p.Total(0); n != 28519 || total != 29160 {
+		t.Errorf("%d records of %d samples, want 28519 of 29160", n, total)
+	}
+	var read int64
+	for _, s := range p.Samples {
+		if s.State == profile.StateRunnable && s.Stack != profile.NoStack &&
+			p.Frames[p.Leaf(s.Stack)].Name == "java.net.SocketInputStream.socketRead0" &&
+			p.Threads[s.Thread].Name == "Executor task launch worker for task 0" {
+			read += s.Value
+		}
+	}
+	if read < 550 || read > 580 {
+		t.Errorf("task 0 RUNNABLE in socketRead0 for %d samples, want ~566", read)
+	}
+
+	m := decodeCorpus(t, stopwatch, "profile_straggler", "CpuAndMemory.json.gz")
+	cpu := seriesByName(m, SeriesProcessCPULoad, "", "")
+	if cpu == nil || len(cpu.Points) != 5700 {
+		t.Fatalf("process CPU series = %v, want 5,700 points", cpu)
+	}
+	var sum float64
+	for _, pt := range cpu.Points {
+		sum += pt.Value
+	}
+	if mean := sum / float64(len(cpu.Points)); mean > 0.01 {
+		t.Errorf("mean process CPU load %.4f, want ~0.004", mean)
+	}
+}
+
+// TestNoRecords decodes phil_stopwatch's Spark console log, which holds
+// agent start-up lines but no records (the File reporter wrote those).
+func TestNoRecords(t *testing.T) {
+	data := corpus.Read(t, "applogs", "phil_stopwatch", "ProfileStraggler", "JobStraggler.log.gz")
+	if Sniff(data[:512]) {
+		t.Error("Sniff = true on a Spark console log")
+	}
+	_, err := Decode(data, "JobStraggler.log")
+	want := "JobStraggler.log: offset 0: no jvm-profiler records in 161 lines"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %v, want %q...", err, want)
+	}
+}
+
 // TestConsoleReporter decodes a log in which Console reporter lines are
 // mixed with other output.
 func TestConsoleReporter(t *testing.T) {

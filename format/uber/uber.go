@@ -18,10 +18,11 @@ package uber
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/valyala/fastjson"
 
 	"github.com/sparkprof/sparkprof/format/pyspark"
 	"github.com/sparkprof/sparkprof/profile"
@@ -90,96 +91,79 @@ func Sniff(head []byte) bool {
 
 var consoleMarker = []byte("ConsoleOutputReporter - ")
 
-// num is a JSON number that may also be written as a string ("NaN",
-// "Infinity", "12"), as the profiler's Jackson serialiser does for
-// non-finite doubles. ok is false for null, absent and non-finite values.
+// num is a metric value; ok is false for null, absent and non-finite
+// values (Jackson writes NaN as the string "NaN").
 type num struct {
 	v  float64
 	ok bool
 }
 
-func (n *num) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*n = num{}
-		return nil
+// getNum returns the number under key, which may be written as a JSON
+// number or, for non-finite values, a string ("NaN", "Infinity").
+func getNum(v *fastjson.Value, key string) (num, error) {
+	f := v.Get(key)
+	if f == nil {
+		return num{}, nil
 	}
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
+	var x float64
+	switch f.Type() {
+	case fastjson.TypeNull:
+		return num{}, nil
+	case fastjson.TypeNumber:
+		x = f.GetFloat64()
+	case fastjson.TypeString:
+		var err error
+		if x, err = strconv.ParseFloat(string(f.GetStringBytes()), 64); err != nil {
+			return num{}, fmt.Errorf("%q: expected a number, found %s", key, clip([]byte(f.String())))
 		}
-		b = []byte(s)
+	default:
+		return num{}, fmt.Errorf("%q: expected a number, found %s", key, clip([]byte(f.String())))
 	}
-	v, err := strconv.ParseFloat(string(b), 64)
+	return num{x, !math.IsNaN(x) && !math.IsInf(x, 0)}, nil
+}
+
+// getString returns the string under key, "" when absent or null.
+func getString(v *fastjson.Value, key string) (string, error) {
+	f := v.Get(key)
+	if f == nil || f.Type() == fastjson.TypeNull {
+		return "", nil
+	}
+	b, err := f.StringBytes()
 	if err != nil {
-		return fmt.Errorf("expected a number, found %q", b)
+		return "", fmt.Errorf("%q: expected a string, found %s", key, clip([]byte(f.String())))
 	}
-	*n = num{v, !math.IsNaN(v) && !math.IsInf(v, 0)}
-	return nil
+	return string(b), nil
 }
 
-type gcRecord struct {
-	Name            string `json:"name"`
-	CollectionCount num    `json:"collectionCount"`
-	CollectionTime  num    `json:"collectionTime"` // milliseconds
+// getInt returns the integer under key and whether it is present.
+func getInt(v *fastjson.Value, key string) (int64, bool, error) {
+	f := v.Get(key)
+	if f == nil || f.Type() == fastjson.TypeNull {
+		return 0, false, nil
+	}
+	n, err := f.Int64()
+	if err != nil {
+		// Counts and epochs are integers, but accept integral floats.
+		x, ferr := f.Float64()
+		if ferr != nil || x != math.Trunc(x) || math.Abs(x) > 1<<62 {
+			return 0, false, fmt.Errorf("%q: expected an integer, found %s", key, clip([]byte(f.String())))
+		}
+		n = int64(x)
+	}
+	return n, true, nil
 }
 
-type memoryPool struct {
-	Name      string `json:"name"`
-	UsageUsed num    `json:"usageUsed"`
-}
-
-type bufferPool struct {
-	Name          string `json:"name"`
-	Count         num    `json:"count"`
-	TotalCapacity num    `json:"totalCapacity"`
-	MemoryUsed    num    `json:"memoryUsed"`
-}
-
-// record is the union of the record kinds; present fields tell them apart.
-type record struct {
-	// Stacktrace.
-	Stacktrace  *[]string `json:"stacktrace"`
-	Count       *int64    `json:"count"`
-	ThreadName  string    `json:"threadName"`
-	ThreadState string    `json:"threadState"`
-	StartEpoch  int64     `json:"startEpoch"`
-	EndEpoch    int64     `json:"endEpoch"`
-
-	// PySpark stack records.
-	ID string `json:"i_d"`
-
-	// Common to all jvm-profiler records.
-	Host        string  `json:"host"`
-	Name        string  `json:"name"`
-	AppID       *string `json:"appId"`
-	EpochMillis int64   `json:"epochMillis"`
-
-	// CpuAndMemory.
-	ProcessCPULoad         num          `json:"processCpuLoad"`
-	SystemCPULoad          num          `json:"systemCpuLoad"`
-	ProcessCPUTime         num          `json:"processCpuTime"`
-	HeapMemoryTotalUsed    num          `json:"heapMemoryTotalUsed"`
-	HeapMemoryCommitted    num          `json:"heapMemoryCommitted"`
-	HeapMemoryMax          num          `json:"heapMemoryMax"`
-	NonHeapMemoryTotalUsed num          `json:"nonHeapMemoryTotalUsed"`
-	NonHeapMemoryCommitted num          `json:"nonHeapMemoryCommitted"`
-	NonHeapMemoryMax       num          `json:"nonHeapMemoryMax"`
-	VMRSS                  num          `json:"vmRSS"`
-	VMHWM                  num          `json:"vmHWM"`
-	VMSize                 num          `json:"vmSize"`
-	VMPeak                 num          `json:"vmPeak"`
-	GC                     []gcRecord   `json:"gc"`
-	MemoryPools            []memoryPool `json:"memoryPools"`
-	BufferPools            []bufferPool `json:"bufferPools"`
-
-	// ProcessInfo.
-	XmxBytes          *num    `json:"xmxBytes"`
-	JVMInputArguments *string `json:"jvmInputArguments"`
-}
-
-func (r *record) isCPUAndMemory() bool {
-	return r.GC != nil || r.ProcessCPULoad.ok || r.HeapMemoryTotalUsed.ok || r.MemoryPools != nil
+// getArray returns the array under key, nil when absent or null.
+func getArray(v *fastjson.Value, key string) ([]*fastjson.Value, error) {
+	f := v.Get(key)
+	if f == nil || f.Type() == fastjson.TypeNull {
+		return nil, nil
+	}
+	a, err := f.Array()
+	if err != nil {
+		return nil, fmt.Errorf("%q: expected an array, found %s", key, clip([]byte(f.String())))
+	}
+	return a, nil
 }
 
 // Decode decodes jvm-profiler records. Lines that are not records are
@@ -273,10 +257,14 @@ type decoder struct {
 	sets        map[setKey]profile.LabelSetID
 	info        profile.Labels // from ProcessInfo records
 	unsupported int
+	parser      fastjson.Parser
+	strs        [][]byte // scratch for a record's frames
 }
 
 // record decodes one JSON record; kind is the Console reporter's profiler
-// name, or "" for File reporter lines.
+// name, or "" for File reporter lines. jvm-profiler writes a handful of
+// record kinds told apart by their fields; fastjson parses a line once
+// without reflection, and the fields each kind needs are read from it.
 func (d *decoder) record(line []byte, kind string) error {
 	if len(line) > MaxLineSize {
 		return fmt.Errorf("line of %d bytes exceeds the %d-byte limit", len(line), MaxLineSize)
@@ -287,74 +275,135 @@ func (d *decoder) record(line []byte, kind string) error {
 		d.unsupported++
 		return nil
 	}
-	var r record
-	if err := json.Unmarshal(line, &r); err != nil {
+	v, err := d.parser.ParseBytes(line)
+	if err != nil {
 		return fmt.Errorf("not a jvm-profiler record: %v", err)
 	}
+	if v.Type() != fastjson.TypeObject {
+		return fmt.Errorf("not a jvm-profiler record: expected a JSON object, found %s", clip(line))
+	}
 	switch {
-	case r.Stacktrace != nil:
-		return d.stacktrace(&r)
-	case r.isCPUAndMemory():
-		d.cpuAndMemory(&r)
-	case r.XmxBytes != nil || r.JVMInputArguments != nil:
-		d.processInfo(&r)
+	case v.Exists("stacktrace"):
+		return d.stacktrace(v)
+	case v.Exists("gc") || v.Exists("processCpuLoad") || v.Exists("heapMemoryTotalUsed") || v.Exists("memoryPools"):
+		return d.cpuAndMemory(v)
+	case v.Exists("xmxBytes") || v.Exists("jvmInputArguments"):
+		return d.processInfo(v)
 	case kind != "":
 		return fmt.Errorf("%s record without its fields: %q", kind, clip(line))
-	default:
-		return fmt.Errorf("not a Stacktrace, CpuAndMemory or ProcessInfo record: %q", clip(line))
 	}
-	return nil
+	return fmt.Errorf("not a Stacktrace, CpuAndMemory or ProcessInfo record: %q", clip(line))
 }
 
-func (d *decoder) stacktrace(r *record) error {
-	if r.Count == nil {
+// common holds the fields every jvm-profiler record has.
+type common struct {
+	host, name, appID string
+	hasApp            bool
+	epochMillis       int64
+}
+
+func getCommon(v *fastjson.Value) (c common, err error) {
+	if c.host, err = getString(v, "host"); err != nil {
+		return c, err
+	}
+	if c.name, err = getString(v, "name"); err != nil {
+		return c, err
+	}
+	if c.appID, err = getString(v, "appId"); err != nil {
+		return c, err
+	}
+	c.hasApp = c.appID != ""
+	c.epochMillis, _, err = getInt(v, "epochMillis")
+	return c, err
+}
+
+func (d *decoder) stacktrace(v *fastjson.Value) error {
+	st, err := getArray(v, "stacktrace")
+	if err != nil {
+		return err
+	}
+	count, ok, err := getInt(v, "count")
+	if err != nil {
+		return err
+	}
+	if !ok {
 		return fmt.Errorf("missing \"count\" in Stacktrace record")
 	}
-	if *r.Count < 0 {
-		return fmt.Errorf("negative count %d in Stacktrace record", *r.Count)
+	if count < 0 {
+		return fmt.Errorf("negative count %d in Stacktrace record", count)
+	}
+	thread, err := getString(v, "threadName")
+	if err != nil {
+		return err
 	}
 	if !d.hasTyp {
 		d.typ, d.hasTyp = d.p.AddType(profile.TypeSamples), true
 	}
-	st := *r.Stacktrace
-	if r.ID != "" && r.ThreadName == "" {
+	frames := d.strs[:0]
+	for i, f := range st {
+		b, err := f.StringBytes()
+		if err != nil {
+			return fmt.Errorf("\"stacktrace\"[%d]: expected a string, found %s", i, clip([]byte(f.String())))
+		}
+		frames = append(frames, b)
+	}
+	d.strs = frames
+	if thread == "" && v.Exists("i_d") {
 		// A PySpark stack record: no thread, host or time.
-		d.p.Add(profile.Sample{Stack: pyspark.AddStack(d.p, st), Value: *r.Count, Type: d.typ})
+		leafFirst := make([]string, len(frames))
+		for i, b := range frames {
+			leafFirst[i] = string(b)
+		}
+		d.p.Add(profile.Sample{Stack: pyspark.AddStack(d.p, leafFirst), Value: count, Type: d.typ})
 		return nil
 	}
+	c, err := getCommon(v)
+	if err != nil {
+		return err
+	}
+	state, err := getString(v, "threadState")
+	if err != nil {
+		return err
+	}
+	start, _, err := getInt(v, "startEpoch")
+	if err != nil {
+		return err
+	}
+	end, _, err := getInt(v, "endEpoch")
+	if err != nil {
+		return err
+	}
 	s := profile.NoStack
-	for i := len(st) - 1; i >= 0; i-- {
-		f, ok := d.frames[st[i]]
+	for i := len(frames) - 1; i >= 0; i-- {
+		f, ok := d.frames[string(frames[i])]
 		if !ok {
-			f = d.p.AddFrame(profile.Frame{Name: st[i], Kind: profile.KindJava})
-			d.frames[st[i]] = f
+			name := string(frames[i])
+			f = d.p.AddFrame(profile.Frame{Name: name, Kind: profile.KindJava})
+			d.frames[name] = f
 		}
 		s = d.p.Push(s, f)
 	}
-	var thread profile.ThreadID
-	if r.ThreadName != "" {
-		thread = d.p.AddThread(profile.Thread{Name: r.ThreadName})
+	var tid profile.ThreadID
+	if thread != "" {
+		tid = d.p.AddThread(profile.Thread{Name: thread})
 	}
 	d.p.Add(profile.Sample{
 		Stack:  s,
-		Value:  *r.Count,
-		Time:   r.EndEpoch * 1e6,
-		Labels: d.labels(r),
-		Thread: thread,
+		Value:  count,
+		Time:   end * 1e6,
+		Labels: d.labels(c),
+		Thread: tid,
 		Type:   d.typ,
-		State:  profile.ParseThreadState(r.ThreadState),
+		State:  profile.ParseThreadState(state),
 	})
-	d.span(r.StartEpoch)
-	d.span(r.EndEpoch)
+	d.span(start)
+	d.span(end)
 	return nil
 }
 
 // labels returns the label set of the record's host and app id.
-func (d *decoder) labels(r *record) profile.LabelSetID {
-	k := setKey{host: r.Host}
-	if r.AppID != nil {
-		k.app = *r.AppID
-	}
+func (d *decoder) labels(c common) profile.LabelSetID {
+	k := setKey{host: c.host, app: c.appID}
 	id, ok := d.sets[k]
 	if !ok {
 		id = d.p.AddLabels(profile.Labels{{Name: profile.LabelHost, Value: k.host}, {Name: profile.LabelAppID, Value: k.app}})
@@ -377,52 +426,105 @@ func (d *decoder) span(ms int64) {
 	}
 }
 
-func (d *decoder) cpuAndMemory(r *record) {
-	t := r.EpochMillis * 1e6
-	d.span(r.EpochMillis)
-	pt := func(name, unit, label, sub string, v num, scale float64) {
-		if v.ok {
-			d.point(name, unit, r.Name, label, sub, t, v.v*scale)
+// cpuAndMemory adds a CpuAndMemory record's metrics to the series.
+func (d *decoder) cpuAndMemory(v *fastjson.Value) error {
+	c, err := getCommon(v)
+	if err != nil {
+		return err
+	}
+	t := c.epochMillis * 1e6
+	d.span(c.epochMillis)
+	add := func(o *fastjson.Value, key, name, unit, label, sub string, scale float64) error {
+		n, err := getNum(o, key)
+		if err != nil {
+			return err
+		}
+		if n.ok {
+			d.point(name, unit, c.name, label, sub, t, n.v*scale)
+		}
+		return nil
+	}
+	for _, m := range []struct{ key, name, unit string }{
+		{"processCpuLoad", SeriesProcessCPULoad, "ratio"},
+		{"systemCpuLoad", SeriesSystemCPULoad, "ratio"},
+		{"processCpuTime", SeriesProcessCPUTime, "nanoseconds"},
+		{"heapMemoryTotalUsed", SeriesHeapUsed, "bytes"},
+		{"heapMemoryCommitted", SeriesHeapCommitted, "bytes"},
+		{"heapMemoryMax", SeriesHeapMax, "bytes"},
+		{"nonHeapMemoryTotalUsed", SeriesNonHeapUsed, "bytes"},
+		{"nonHeapMemoryCommitted", SeriesNonHeapCommitted, "bytes"},
+		{"nonHeapMemoryMax", SeriesNonHeapMax, "bytes"},
+		{"vmRSS", SeriesRSS, "bytes"},
+		{"vmHWM", SeriesRSSPeak, "bytes"},
+		{"vmSize", SeriesVirtual, "bytes"},
+		{"vmPeak", SeriesVirtualPeak, "bytes"},
+	} {
+		if err := add(v, m.key, m.name, m.unit, "", "", 1); err != nil {
+			return err
 		}
 	}
-	pt(SeriesProcessCPULoad, "ratio", "", "", r.ProcessCPULoad, 1)
-	pt(SeriesSystemCPULoad, "ratio", "", "", r.SystemCPULoad, 1)
-	pt(SeriesProcessCPUTime, "nanoseconds", "", "", r.ProcessCPUTime, 1)
-	pt(SeriesHeapUsed, "bytes", "", "", r.HeapMemoryTotalUsed, 1)
-	pt(SeriesHeapCommitted, "bytes", "", "", r.HeapMemoryCommitted, 1)
-	pt(SeriesHeapMax, "bytes", "", "", r.HeapMemoryMax, 1)
-	pt(SeriesNonHeapUsed, "bytes", "", "", r.NonHeapMemoryTotalUsed, 1)
-	pt(SeriesNonHeapCommitted, "bytes", "", "", r.NonHeapMemoryCommitted, 1)
-	pt(SeriesNonHeapMax, "bytes", "", "", r.NonHeapMemoryMax, 1)
-	pt(SeriesRSS, "bytes", "", "", r.VMRSS, 1)
-	pt(SeriesRSSPeak, "bytes", "", "", r.VMHWM, 1)
-	pt(SeriesVirtual, "bytes", "", "", r.VMSize, 1)
-	pt(SeriesVirtualPeak, "bytes", "", "", r.VMPeak, 1)
-	for _, g := range r.GC {
-		pt(SeriesGCCount, "count", LabelGC, g.Name, g.CollectionCount, 1)
-		pt(SeriesGCTime, "nanoseconds", LabelGC, g.Name, g.CollectionTime, 1e6)
+	// Per-collector and per-pool arrays: key, series fields.
+	type metric struct {
+		key, name, unit string
+		scale           float64
 	}
-	for _, m := range r.MemoryPools {
-		pt(SeriesPoolUsed, "bytes", LabelPool, m.Name, m.UsageUsed, 1)
+	arrays := []struct {
+		key, label string
+		metrics    []metric
+	}{
+		{"gc", LabelGC, []metric{
+			{"collectionCount", SeriesGCCount, "count", 1},
+			{"collectionTime", SeriesGCTime, "nanoseconds", 1e6}, // milliseconds
+		}},
+		{"memoryPools", LabelPool, []metric{{"usageUsed", SeriesPoolUsed, "bytes", 1}}},
+		{"bufferPools", LabelPool, []metric{
+			{"memoryUsed", SeriesBufferUsed, "bytes", 1},
+			{"totalCapacity", SeriesBufferCapacity, "bytes", 1},
+			{"count", SeriesBufferCount, "count", 1},
+		}},
 	}
-	for _, b := range r.BufferPools {
-		pt(SeriesBufferUsed, "bytes", LabelPool, b.Name, b.MemoryUsed, 1)
-		pt(SeriesBufferCapacity, "bytes", LabelPool, b.Name, b.TotalCapacity, 1)
-		pt(SeriesBufferCount, "count", LabelPool, b.Name, b.Count, 1)
+	for _, a := range arrays {
+		elems, err := getArray(v, a.key)
+		if err != nil {
+			return err
+		}
+		for i, e := range elems {
+			if e.Type() != fastjson.TypeObject {
+				return fmt.Errorf("%q[%d]: expected an object", a.key, i)
+			}
+			name, err := getString(e, "name")
+			if err != nil {
+				return fmt.Errorf("%q[%d]: %v", a.key, i, err)
+			}
+			for _, m := range a.metrics {
+				if err := add(e, m.key, m.name, m.unit, a.label, name, m.scale); err != nil {
+					return fmt.Errorf("%q[%d]: %v", a.key, i, err)
+				}
+			}
+		}
 	}
+	return nil
 }
 
-func (d *decoder) processInfo(r *record) {
-	d.span(r.EpochMillis)
-	if r.Host != "" {
-		d.info = append(d.info, profile.Label{Name: profile.LabelHost, Value: r.Host})
+// processInfo adds a ProcessInfo record's host and app id to the
+// profile's labels and its -Xmx to the SeriesXmx series.
+func (d *decoder) processInfo(v *fastjson.Value) error {
+	c, err := getCommon(v)
+	if err != nil {
+		return err
 	}
-	if r.AppID != nil {
-		d.info = append(d.info, profile.Label{Name: profile.LabelAppID, Value: *r.AppID})
+	xmx, err := getNum(v, "xmxBytes")
+	if err != nil {
+		return err
 	}
-	if r.XmxBytes != nil && r.XmxBytes.ok {
-		d.point(SeriesXmx, "bytes", r.Name, "", "", r.EpochMillis*1e6, r.XmxBytes.v)
+	d.span(c.epochMillis)
+	d.info = append(d.info,
+		profile.Label{Name: profile.LabelHost, Value: c.host},
+		profile.Label{Name: profile.LabelAppID, Value: c.appID})
+	if xmx.ok {
+		d.point(SeriesXmx, "bytes", c.name, "", "", c.epochMillis*1e6, xmx.v)
 	}
+	return nil
 }
 
 func (d *decoder) point(name, unit, process, label, sub string, t int64, v float64) {

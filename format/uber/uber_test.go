@@ -323,7 +323,7 @@ func TestConsoleReporter(t *testing.T) {
 		t.Errorf("folded = %q, want %q", got, want)
 	}
 	wantWarn := []string{
-		"line 7: not a jvm-profiler record: unexpected end of JSON input",
+		"line 7: not a jvm-profiler record: cannot parse JSON: cannot parse object: cannot parse object value: cannot parse array: missing ']'; unparsed tail: \"\"",
 		"skipped 2 lines that are not jvm-profiler records",
 		"skipped 1 records of unsupported kinds",
 	}
@@ -351,10 +351,15 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"empty", "", "t.json: offset 0: no jvm-profiler records in 0 lines"},
 		{"log only", "hello\nworld\n", "t.json: offset 0: no jvm-profiler records in 2 lines"},
-		{"bad json", "{\"stacktrace\":[1]}\n", "t.json:1: not a jvm-profiler record: json: cannot unmarshal number"},
+		{"bad json", "{\"stacktrace\":[1}\n", "t.json:1: not a jvm-profiler record: cannot parse JSON"},
+		{"frame not a string", "{\"stacktrace\":[1],\"count\":1}\n", `t.json:1: "stacktrace"[0]: expected a string, found 1`},
+		{"count not an integer", "{\"stacktrace\":[],\"count\":1.5}\n", `t.json:1: "count": expected an integer, found 1.5`},
+		{"thread not a string", "{\"stacktrace\":[],\"count\":1,\"threadName\":{}}\n", `t.json:1: "threadName": expected a string, found {}`},
+		{"gc not an array", "{\"gc\":3}\n", `t.json:1: "gc": expected an array, found 3`},
+		{"gc element", "{\"gc\":[{\"name\":\"G1\",\"collectionCount\":true}]}\n", `t.json:1: "gc"[0]: "collectionCount": expected a number, found true`},
 		{"no count", "\n{\"stacktrace\":[],\"threadName\":\"x\"}", "t.json:2: missing \"count\" in Stacktrace record"},
 		{"negative", `{"stacktrace":[],"count":-3}`, "t.json:1: negative count -3 in Stacktrace record"},
-		{"bad number", `{"processCpuLoad":"high"}`, `t.json:1: not a jvm-profiler record: expected a number, found "high"`},
+		{"bad number", `{"processCpuLoad":"high"}`, `t.json:1: "processCpuLoad": expected a number, found "high"`},
 		{"unknown", `{"metricName":"x"}`, "t.json:1: not a Stacktrace, CpuAndMemory or ProcessInfo record"},
 		{"console no fields", `ConsoleOutputReporter - Stacktrace: {"a":1}`, "t.json:1: Stacktrace record without its fields"},
 	}

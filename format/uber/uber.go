@@ -207,6 +207,12 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 				continue
 			}
 			kind, line = string(rest[:j]), rest[j+2:]
+			switch kind {
+			case "Stacktrace", "CpuAndMemory", "ProcessInfo":
+			default:
+				d.unsupported++ // MethodDuration, IO, ThreadInfo, ...
+				continue
+			}
 		}
 		if err := d.record(line, kind); err != nil {
 			bad++
@@ -226,7 +232,7 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 	if records == 0 {
 		if firstErr == nil {
 			return d.p, &profile.DecodeError{Source: source, Offset: 0,
-				Msg: fmt.Sprintf("no jvm-profiler records in %d lines: expected JSON records or ConsoleOutputReporter lines", other)}
+				Msg: fmt.Sprintf("no Stacktrace, CpuAndMemory or ProcessInfo records in %d lines: expected JSON records or ConsoleOutputReporter lines", lineNo)}
 		}
 		return d.p, firstErr
 	}
@@ -268,12 +274,6 @@ type decoder struct {
 func (d *decoder) record(line []byte, kind string) error {
 	if len(line) > MaxLineSize {
 		return fmt.Errorf("line of %d bytes exceeds the %d-byte limit", len(line), MaxLineSize)
-	}
-	switch kind {
-	case "", "Stacktrace", "CpuAndMemory", "ProcessInfo":
-	default:
-		d.unsupported++
-		return nil
 	}
 	v, err := d.parser.ParseBytes(line)
 	if err != nil {

@@ -290,7 +290,7 @@ func TestNoRecords(t *testing.T) {
 		t.Error("Sniff = true on a Spark console log")
 	}
 	_, err := Decode(data, "JobStraggler.log")
-	want := "JobStraggler.log: offset 0: no jvm-profiler records in 161 lines"
+	want := "JobStraggler.log: offset 0: no Stacktrace, CpuAndMemory or ProcessInfo records in 161 lines"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("err = %v, want %q...", err, want)
 	}
@@ -349,8 +349,9 @@ func TestDecodeErrors(t *testing.T) {
 	tests := []struct {
 		name, in, wantErr string
 	}{
-		{"empty", "", "t.json: offset 0: no jvm-profiler records in 0 lines"},
-		{"log only", "hello\nworld\n", "t.json: offset 0: no jvm-profiler records in 2 lines"},
+		{"empty", "", "t.json: offset 0: no Stacktrace, CpuAndMemory or ProcessInfo records in 0 lines"},
+		{"log only", "hello\nworld\n", "t.json: offset 0: no Stacktrace, CpuAndMemory or ProcessInfo records in 2 lines"},
+		{"unsupported only", "x ConsoleOutputReporter - IO: {\"a\":1}", "t.json: offset 0: no Stacktrace, CpuAndMemory or ProcessInfo records in 1 lines"},
 		{"bad json", "{\"stacktrace\":[1}\n", "t.json:1: not a jvm-profiler record: cannot parse JSON"},
 		{"frame not a string", "{\"stacktrace\":[1],\"count\":1}\n", `t.json:1: "stacktrace"[0]: expected a string, found 1`},
 		{"count not an integer", "{\"stacktrace\":[],\"count\":1.5}\n", `t.json:1: "count": expected an integer, found 1.5`},

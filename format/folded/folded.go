@@ -127,6 +127,10 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 		if err != nil {
 			return p, &profile.DecodeError{Source: source, Offset: -1, Line: lineNo, Msg: err.Error()}
 		}
+		if len(vals) > maxTypes {
+			return p, &profile.DecodeError{Source: source, Offset: -1, Line: lineNo,
+				Msg: fmt.Sprintf("expected at most %d values in brackets, found %d", maxTypes, len(vals))}
+		}
 		s := profile.NoStack
 		for len(stack) > 0 {
 			name := stack
@@ -141,10 +145,6 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 				frames[string(name)] = id
 			}
 			s = p.Push(s, id)
-		}
-		if len(vals) > maxTypes {
-			return p, &profile.DecodeError{Source: source, Offset: -1, Line: lineNo,
-				Msg: fmt.Sprintf("expected at most %d values in brackets, found %d", maxTypes, len(vals))}
 		}
 		for i, v := range vals {
 			for i >= len(p.Types) {

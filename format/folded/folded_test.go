@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sparkprof/sparkprof/format/uber"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
 )
@@ -288,5 +289,25 @@ func BenchmarkEncode(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(len(p.Samples))*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// BenchmarkEncodeStraggler folds the Uber straggler profile: 47,473
+// samples on 2,000-odd distinct stacks.
+func BenchmarkEncodeStraggler(b *testing.B) {
+	rel := []string{"jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz"}
+	p, err := uber.Decode(corpus.Read(b, rel...), "Stacktrace.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := Encode(&buf, p, EncodeOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(buf.Len()))
 	b.ReportMetric(float64(len(p.Samples))*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 }

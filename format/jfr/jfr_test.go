@@ -1,0 +1,359 @@
+package jfr
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// corpusFiles are the JFR recordings of the shared corpus.
+var corpusFiles = []string{
+	"FastSlow_2024_01_16_180855",
+	"async-profiler",
+	"cortex-dev-01__kafka-0__cpu_lock0_alloc0__0",
+	"dump1",
+	"dump2",
+	"wall",
+}
+
+func decodeCorpus(t testing.TB, name string) *profile.Profile {
+	t.Helper()
+	data := corpus.Read(t, "jfr", name+".jfr.gz")
+	p, err := Decode(data, name+".jfr")
+	if err != nil {
+		t.Fatalf("Decode(%s): %v", name, err)
+	}
+	return p
+}
+
+func TestDecodeCorpus(t *testing.T) {
+	for _, name := range corpusFiles {
+		t.Run(name, func(t *testing.T) {
+			p := decodeCorpus(t, name)
+			if len(p.Samples) == 0 {
+				t.Fatal("no samples")
+			}
+			if p.Start == 0 || p.End <= p.Start {
+				t.Errorf("Start, End = %d, %d; want 0 < Start < End", p.Start, p.End)
+			}
+			for i, s := range p.Samples {
+				if s.Time < p.Start || s.Time > p.End+1e9 {
+					t.Fatalf("sample %d: time %d outside recording [%d, %d]", i, s.Time, p.Start, p.End)
+				}
+			}
+		})
+	}
+}
+
+// family groups sample types the way jfr-parser's golden files do: one
+// golden profile per family, with one or two values per stack.
+type family struct {
+	match string               // substring of the golden file name
+	types []profile.SampleType // our types, in the golden's value order
+}
+
+var families = []family{
+	{"process_cpu", []profile.SampleType{profile.TypeCPU}},
+	{"wall_wall", []profile.SampleType{profile.TypeWall}},
+	{"memory_alloc", []profile.SampleType{profile.TypeAllocObjects, profile.TypeAllocBytes}},
+	{"contentions__count delay", []profile.SampleType{profile.TypeLockCount, profile.TypeLockDelay}},
+	{"memory_live__count", []profile.SampleType{profile.TypeLiveObjects}},
+}
+
+// goldenFrame renders a frame as jfr-parser's collapsed goldens do, except
+// that sparkprof writes class names with dots ("java.lang.Thread.run:833"
+// where the golden has "java/lang/Thread.run:833"): golden stacks are
+// compared after replacing every "/" by ".". Native frames print with their
+// library (Frame.File, possibly empty) as class (".no_Java_frame:0").
+func goldenFrame(f profile.Frame) string {
+	// jfr-parser prints line numbers unsigned: -1 (unknown) is 4294967295.
+	if f.Kind == profile.KindJava {
+		return fmt.Sprintf("%s:%d", f.Name, uint32(f.Line))
+	}
+	return fmt.Sprintf("%s.%s:%d", f.File, f.Name, uint32(f.Line))
+}
+
+// collapse renders the samples of the family's types as sorted collapsed
+// lines "a;b;c [v1 v2]", summed per stack, dropping all-zero stacks.
+func collapse(p *profile.Profile, fam family) map[string][]int64 {
+	idx := map[profile.TypeID]int{}
+	for i, t := range fam.types {
+		if id, ok := p.TypeIndex(t); ok {
+			idx[id] = i
+		}
+	}
+	sums := map[string][]int64{}
+	var buf []profile.FrameID
+	for _, s := range p.Samples {
+		i, ok := idx[s.Type]
+		if !ok {
+			continue
+		}
+		buf = p.Stack(s.Stack, buf[:0])
+		names := make([]string, len(buf))
+		for j, f := range buf {
+			names[j] = goldenFrame(p.Frames[f])
+		}
+		k := strings.ReplaceAll(strings.Join(names, ";"), "/", ".")
+		if sums[k] == nil {
+			sums[k] = make([]int64, len(fam.types))
+		}
+		sums[k][i] += s.Value
+	}
+	return sums
+}
+
+func renderSums(sums map[string][]int64) string {
+	var lines []string
+	for k, v := range sums {
+		zero := true
+		for _, x := range v {
+			zero = zero && x == 0
+		}
+		if !zero {
+			lines = append(lines, fmt.Sprintf("%s %v", k, v))
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// goldenSums adds up the golden collapsed files of one recording and family.
+// sparkprof has one alloc and one lock family where jfr-parser splits them
+// by event (in/outside TLAB, monitor/park), so their goldens are summed.
+func goldenSums(t *testing.T, name string, fam family, tps int64) (map[string][]int64, int) {
+	dir := corpus.Path(t, "jfr", "golden")
+	files, err := filepath.Glob(filepath.Join(dir, name+"_[0-9]_*_expected_collapsed.txt.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string][]int64{}
+	n := 0
+	for _, f := range files {
+		if !strings.Contains(filepath.Base(f), fam.match) {
+			continue
+		}
+		n++
+		for _, line := range strings.Split(string(corpus.Read(t, "jfr", "golden", filepath.Base(f))), "\n") {
+			if line == "" {
+				continue
+			}
+			i := strings.LastIndex(line, " [")
+			if i < 0 {
+				t.Fatalf("%s: bad line %q", f, line)
+			}
+			fields := strings.Fields(strings.Trim(line[i+1:], "[]"))
+			k := strings.ReplaceAll(line[:i], "/", ".")
+			if sums[k] == nil {
+				sums[k] = make([]int64, len(fam.types))
+			}
+			for j := range fam.types {
+				var v int64
+				if _, err := fmt.Sscan(fields[j], &v); err != nil {
+					t.Fatalf("%s: bad value in %q", f, line)
+				}
+				if fam.types[j] == profile.TypeLockDelay {
+					// jfr-parser keeps durations in ticks; sparkprof
+					// converts each to nanoseconds (rounding down).
+					v = v * 1e9 / tps
+				}
+				sums[k][j] += v
+			}
+		}
+	}
+	return sums, n
+}
+
+func TestGoldens(t *testing.T) {
+	checked := 0
+	for _, name := range corpusFiles {
+		p := decodeCorpus(t, name)
+		for _, fam := range families {
+			h, err := readChunkHeader(corpus.Read(t, "jfr", name+".jfr.gz"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, n := goldenSums(t, name, fam, h.ticksPerSecond)
+			if n == 0 {
+				if got := collapse(p, fam); len(got) != 0 {
+					t.Errorf("%s %s: no golden, yet decoded %d stacks", name, fam.match, len(got))
+				}
+				continue
+			}
+			checked += n
+			t.Run(name+"/"+fam.match, func(t *testing.T) {
+				gotSums := collapse(p, fam)
+				// Lock delays are converted from ticks per event, so each
+				// event may round down by up to 1 ns against the golden's
+				// converted sum: accept that, then compare exactly.
+				for k, w := range want {
+					if g := gotSums[k]; g != nil && len(w) == 2 && fam.types[1] == profile.TypeLockDelay &&
+						g[0] == w[0] && w[1]-g[1] >= 0 && w[1]-g[1] <= w[0] {
+						g[1] = w[1]
+					}
+				}
+				got, want := renderSums(gotSums), renderSums(want)
+				if got != want {
+					gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+					for i := 0; i < len(gl) && i < len(wl); i++ {
+						if gl[i] != wl[i] {
+							j := 0
+							for j < len(gl[i]) && j < len(wl[i]) && gl[i][j] == wl[i][j] {
+								j++
+							}
+							j = max(0, j-80)
+							t.Fatalf("line %d, column %d:\n got ...%s\nwant ...%s\n(%d vs %d lines)", i+1, j, gl[i][j:], wl[i][j:], len(gl), len(wl))
+						}
+					}
+					t.Fatalf("got %d lines, want %d", len(gl), len(wl))
+				}
+			})
+		}
+	}
+	if checked != 18 {
+		t.Errorf("checked %d golden files, want all 18", checked)
+	}
+}
+
+func TestSniff(t *testing.T) {
+	for _, tc := range []struct {
+		head string
+		want bool
+	}{
+		{"FLR\x00\x00\x02", true},
+		{"FLR\x00", true},
+		{"FLR", false},
+		{"FLRX", false},
+		{"", false},
+		{"\x1f\x8b", false},
+	} {
+		if got := Sniff([]byte(tc.head)); got != tc.want {
+			t.Errorf("Sniff(%q) = %v, want %v", tc.head, got, tc.want)
+		}
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	dump1 := corpus.Read(t, "jfr", "dump1.jfr.gz")
+	bigSize := bytes.Clone(dump1[:chunkHeaderSize])
+	copy(bigSize[8:16], []byte{0, 0, 0, 1, 0, 0, 0, 0})
+	for _, tc := range []struct {
+		name, data string
+		offset     int64
+		msg        string
+	}{
+		{"empty", "", 0, "not a JFR recording"},
+		{"not jfr", "hello world", 0, "not a JFR recording"},
+		{"short header", "FLR\x00\x00\x02\x00\x00", 0, "truncated chunk header"},
+		{"truncated", string(dump1[:len(dump1)/2]), 0, "truncated to"},
+		{"absurd size", string(bigSize), 0, "out of range"},
+		{"garbage second chunk", string(dump1) + "FLR\x00garbage", int64(len(dump1)), "truncated chunk header"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Decode([]byte(tc.data), "x.jfr")
+			var de *profile.DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("err = %v, want *profile.DecodeError", err)
+			}
+			if de.Source != "x.jfr" || de.Offset != tc.offset || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("err = %v (offset %d), want offset %d and %q", err, de.Offset, tc.offset, tc.msg)
+			}
+			if p != nil && tc.name == "garbage second chunk" && len(p.Samples) == 0 {
+				t.Error("samples of the good first chunk were dropped")
+			}
+		})
+	}
+}
+
+// TestCorruptedChunk flips bytes in the middle of a chunk: decoding must
+// return an error or a profile, never panic.
+func TestCorruptedChunk(t *testing.T) {
+	data := corpus.Read(t, "jfr", "dump1.jfr.gz")
+	for _, off := range []int{chunkHeaderSize, 100, len(data) / 3, len(data) / 2, len(data) - 10} {
+		b := bytes.Clone(data)
+		for i := off; i < off+8 && i < len(b); i++ {
+			b[i] ^= 0xff
+		}
+		_, _ = Decode(b, "x.jfr") // must not panic
+	}
+}
+
+func TestLabels(t *testing.T) {
+	data := corpus.Read(t, "jfr", "dump1.jfr.gz")
+	labels := corpus.Read(t, "jfr", "dump1.labels.pb.gz")
+	p, err := DecodeWithOptions(data, "dump1.jfr", Options{Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withLabel := 0
+	for _, s := range p.Samples {
+		if v := p.Label(s, profile.LabelThreadName); v != "" {
+			if !strings.HasPrefix(v, "pool-2-thread-") {
+				t.Fatalf("thread_name = %q, want pool-2-thread-N", v)
+			}
+			withLabel++
+		}
+	}
+	if withLabel == 0 {
+		t.Fatal("no sample got a thread_name label from the labels snapshot")
+	}
+	if _, err := DecodeWithOptions(data, "dump1.jfr", Options{Labels: []byte{0xff, 0xff}}); err == nil {
+		t.Error("invalid labels protobuf accepted")
+	}
+}
+
+// TestThreadsAndFrames checks thread names, states and frame kinds.
+func TestThreadsAndFrames(t *testing.T) {
+	p := decodeCorpus(t, "wall")
+	kinds := map[profile.FrameKind]int{}
+	for _, f := range p.Frames {
+		kinds[f.Kind]++
+	}
+	if kinds[profile.KindJava] == 0 || kinds[profile.KindNative] == 0 {
+		t.Errorf("frame kinds %v, want java and native frames", kinds)
+	}
+	states := map[profile.ThreadState]int{}
+	named := 0
+	for _, s := range p.Samples {
+		states[s.State]++
+		if p.Threads[s.Thread].Name != "" {
+			named++
+		}
+	}
+	if states[profile.StateRunnable] == 0 || states[profile.StateSleeping] == 0 {
+		t.Errorf("states %v, want runnable and sleeping samples", states)
+	}
+	if named != len(p.Samples) {
+		t.Errorf("%d of %d samples have a thread name", named, len(p.Samples))
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, name := range corpusFiles {
+		data := corpus.Read(f, "jfr", name+".jfr.gz")
+		if len(data) < 64<<10 {
+			f.Add(data)
+		}
+		f.Add(data[:min(len(data), 4096)])
+		f.Add(data[:min(len(data), 200)])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Decode(data, "fuzz.jfr")
+		if err != nil {
+			var de *profile.DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("error %v is not a *profile.DecodeError", err)
+			}
+		}
+		if p == nil && err == nil {
+			t.Fatal("nil profile without error")
+		}
+	})
+}

@@ -357,3 +357,25 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func benchmarkDecode(b *testing.B, name string) {
+	data := corpus.Read(b, "jfr", name+".jfr.gz")
+	p, err := Decode(data, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := len(p.Samples)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Decode(data, name); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+func BenchmarkDecodeAsyncProfiler(b *testing.B) { benchmarkDecode(b, "async-profiler") }
+func BenchmarkDecodeCortex(b *testing.B)        { benchmarkDecode(b, "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0") }
+func BenchmarkDecodeFastSlow(b *testing.B)      { benchmarkDecode(b, "FastSlow_2024_01_16_180855") }

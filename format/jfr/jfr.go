@@ -57,8 +57,7 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 // DecodeWithOptions is Decode with options. On damaged input it returns the
 // samples decoded so far together with a *profile.DecodeError.
 func DecodeWithOptions(data []byte, source string, opts Options) (*profile.Profile, error) {
-	d := &decoder{p: profile.New(), source: source}
-	d.p.Source = source
+	d := newDecoder(source)
 	if len(opts.Labels) > 0 {
 		d.labels = new(pprof.LabelsSnapshot)
 		if err := d.labels.UnmarshalVT(opts.Labels); err != nil {
@@ -67,9 +66,18 @@ func DecodeWithOptions(data []byte, source string, opts Options) (*profile.Profi
 		d.ctxLabels = make(map[uint64]profile.LabelSetID)
 	}
 	err := d.decode(data)
-	sparkthread.LabelProfile(d.p)
+	d.finish()
 	return d.p, err
 }
+
+func newDecoder(source string) *decoder {
+	d := &decoder{p: profile.New(), source: source, counts: make(map[string]int)}
+	d.p.Source = source
+	return d
+}
+
+// finish adds the Spark thread labels once all samples are in.
+func (d *decoder) finish() { sparkthread.LabelProfile(d.p) }
 
 // chunkHeader is the part of a chunk header the decoder needs.
 type chunkHeader struct {
@@ -130,6 +138,8 @@ type decoder struct {
 	labels    *pprof.LabelsSnapshot
 	ctxLabels map[uint64]profile.LabelSetID
 
+	counts map[string]int // events read per JFR event type, for tests
+
 	wallMode bool // async-profiler ran in wall mode: ExecutionSamples are wall samples
 	interval int64
 
@@ -138,7 +148,6 @@ type decoder struct {
 	hdr    chunkHeader
 	stacks map[types.StackTraceRef]profile.StackID
 	thrs   map[types.ThreadRef]profile.ThreadID
-	frames []profile.FrameID
 }
 
 func (d *decoder) errorf(off int64, err error, format string, args ...any) error {
@@ -198,6 +207,9 @@ func (d *decoder) chunk(b []byte, h chunkHeader) (err error) {
 func (d *decoder) event(typ def.TypeID) {
 	jp := d.jp
 	tm := &jp.TypeMap
+	if c := tm.IDMap[typ]; c != nil {
+		d.counts[c.Name]++
+	}
 	switch typ {
 	case tm.T_EXECUTION_SAMPLE:
 		// As jfr-parser's pprof package does: a sample of a sleeping thread

@@ -377,5 +377,7 @@ func benchmarkDecode(b *testing.B, name string) {
 }
 
 func BenchmarkDecodeAsyncProfiler(b *testing.B) { benchmarkDecode(b, "async-profiler") }
-func BenchmarkDecodeCortex(b *testing.B)        { benchmarkDecode(b, "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0") }
-func BenchmarkDecodeFastSlow(b *testing.B)      { benchmarkDecode(b, "FastSlow_2024_01_16_180855") }
+func BenchmarkDecodeCortex(b *testing.B) {
+	benchmarkDecode(b, "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0")
+}
+func BenchmarkDecodeFastSlow(b *testing.B) { benchmarkDecode(b, "FastSlow_2024_01_16_180855") }

@@ -64,6 +64,23 @@ func TestJDKRecording(t *testing.T) {
 			t.Errorf("no %s samples on task threads (have %v)", typ, byType)
 		}
 	}
+	series := map[string]int{}
+	for _, s := range p.Series {
+		series[s.Name] += len(s.Points)
+		if s.Name == "jvm.gc.pause" {
+			if gc, _ := s.Labels.Get("gc"); gc == "" {
+				t.Errorf("GC pause series without gc name label")
+			}
+		}
+	}
+	for _, name := range []string{"jvm.gc.pause", "jvm.cpu.user", "jvm.cpu.system", "machine.cpu.total", "jvm.heap.used"} {
+		if series[name] == 0 {
+			t.Errorf("no points in series %s (have %v)", name, series)
+		}
+	}
+	if len(p.Warnings) > 0 {
+		t.Errorf("warnings: %q", p.Warnings)
+	}
 	for _, id := range []string{"17", "18", "19", "20"} {
 		if !tasks[id] {
 			t.Errorf("no samples of task %s (have %v)", id, tasks)

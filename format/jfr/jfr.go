@@ -71,7 +71,7 @@ func DecodeWithOptions(data []byte, source string, opts Options) (*profile.Profi
 }
 
 func newDecoder(source string) *decoder {
-	d := &decoder{p: profile.New(), source: source, counts: make(map[string]int)}
+	d := &decoder{p: profile.New(), source: source, counts: make(map[string]int), series: make(map[string]int)}
 	d.p.Source = source
 	return d
 }
@@ -82,6 +82,8 @@ func (d *decoder) finish() { sparkthread.LabelProfile(d.p) }
 // chunkHeader is the part of a chunk header the decoder needs.
 type chunkHeader struct {
 	size           int64
+	metaOffset     int64
+	features       uint32
 	startNanos     int64
 	durationNanos  int64
 	startTicks     int64
@@ -107,6 +109,8 @@ func readChunkHeader(b []byte) (chunkHeader, error) {
 	h.durationNanos = int64(be.Uint64(b[40:]))
 	h.startTicks = int64(be.Uint64(b[48:]))
 	h.ticksPerSecond = int64(be.Uint64(b[56:]))
+	h.features = be.Uint32(b[64:])
+	h.metaOffset = meta
 	switch {
 	case h.size < chunkHeaderSize || h.size > MaxChunkSize:
 		return h, fmt.Errorf("chunk size %d out of range [%d, %d]", h.size, chunkHeaderSize, MaxChunkSize)
@@ -139,6 +143,8 @@ type decoder struct {
 	ctxLabels map[uint64]profile.LabelSetID
 
 	counts map[string]int // events read per JFR event type, for tests
+
+	series map[string]int // index in p.Series by name and label
 
 	wallMode bool // async-profiler ran in wall mode: ExecutionSamples are wall samples
 	interval int64
@@ -194,6 +200,7 @@ func (d *decoder) chunk(b []byte, h chunkHeader) (err error) {
 	for {
 		typ, err := d.jp.ParseEvent()
 		if err == io.EOF {
+			d.skim(b)
 			return nil
 		}
 		if err != nil {
@@ -257,6 +264,68 @@ func (d *decoder) event(typ def.TypeID) {
 	case tm.T_ACTIVE_SETTING:
 		d.setting(jp.ActiveSetting.Id == uint64(tm.T_EXECUTION_SAMPLE), jp.ActiveSetting.Name, jp.ActiveSetting.Value)
 	}
+}
+
+// compressedInts is the chunk feature flag of LEB128-style integers, which
+// the skimmer requires (the JDK and async-profiler always set it).
+const compressedInts = 1
+
+// skim reads the events jfr-parser skips: GC pauses, CPU load and heap
+// usage become series, native method samples become wall samples. A
+// failure costs only those and is reported as a warning.
+func (d *decoder) skim(chunk []byte) {
+	if d.hdr.features&compressedInts == 0 {
+		d.p.Warnings = append(d.p.Warnings, "chunk without compressed integers: GC, CPU load and heap series skipped")
+		return
+	}
+	gcNames := map[int64]string{}
+	var gcs []event
+	names, err := skimEvents(chunk, d.hdr.metaOffset, func(ev event) {
+		d.counts[ev.typ]++
+		f := ev.fields
+		t := d.hdr.time(uint64(f["startTime"].i))
+		switch ev.typ {
+		case "jdk.GarbageCollection":
+			gcs = append(gcs, ev) // names come from the constant pool, read last
+		case "jdk.CPULoad":
+			d.point("jvm.cpu.user", "ratio", "", "", t, f["jvmUser"].f)
+			d.point("jvm.cpu.system", "ratio", "", "", t, f["jvmSystem"].f)
+			d.point("machine.cpu.total", "ratio", "", "", t, f["machineTotal"].f)
+		case "jdk.GCHeapSummary":
+			d.point("jvm.heap.used", "bytes", "", "", t, float64(f["heapUsed"].i))
+		case "jdk.NativeMethodSample":
+			state := d.stateName(types.ThreadStateRef(f["state"].i))
+			d.add(profile.TypeWall, d.period(), uint64(f["startTime"].i), types.StackTraceRef(f["stackTrace"].i),
+				types.ThreadRef(f["sampledThread"].i), state, 0)
+		}
+	})
+	for k, v := range names {
+		gcNames[k] = v
+	}
+	for _, ev := range gcs {
+		f := ev.fields
+		d.point("jvm.gc.pause", "nanoseconds", "gc", gcNames[f["name"].i],
+			d.hdr.time(uint64(f["startTime"].i)), float64(d.ticksToNanos(uint64(f["duration"].i))))
+	}
+	if err != nil {
+		d.p.Warnings = append(d.p.Warnings, fmt.Sprintf("%s: GC, CPU load and heap events: %v", d.source, err))
+	}
+}
+
+// point appends a point to the series of that name and label.
+func (d *decoder) point(name, unit, label, value string, t int64, v float64) {
+	key := name + "\x00" + value
+	i, ok := d.series[key]
+	if !ok {
+		i = len(d.p.Series)
+		d.series[key] = i
+		s := profile.Series{Name: name, Unit: unit}
+		if label != "" && value != "" {
+			s.Labels = profile.Labels{{Name: label, Value: value}}
+		}
+		d.p.Series = append(d.p.Series, s)
+	}
+	d.p.Series[i].Points = append(d.p.Series[i].Points, profile.Point{Time: t, Value: v})
 }
 
 // setting records the async-profiler settings the sample values depend on.

@@ -24,6 +24,9 @@ var svgScript string
 type Options struct {
 	// Title is shown above the graph; empty means the tree's sample type.
 	Title string
+	// Type picks the sample type an HTML page shows first, as "name:unit",
+	// a name or a family ("cpu", "alloc", ...); empty means the first.
+	Type string
 	// Width is the image width in pixels; 0 means 1200.
 	Width int
 	// MinWidth hides frames narrower than this many pixels; 0 means 0.1.

@@ -16,13 +16,13 @@ func TestSVGGolden(t *testing.T) {
 	stacks := map[string]int64{
 		"java.lang.Thread.run;org.apache.spark.executor.Executor$TaskRunner.run;compute": 700,
 		"java.lang.Thread.run;org.apache.spark.executor.Executor$TaskRunner.run;write":   200,
-		"java.lang.Thread.run;epoll_wait": 100,
+		"java.lang.Thread.run;epoll_wait":                                                100,
 	}
 	kinds := map[string]profile.FrameKind{"epoll_wait": profile.KindNative}
 	base := build(t, profile.TypeCPU, stacks, kinds)
 	next := build(t, profile.TypeCPU, map[string]int64{
 		"java.lang.Thread.run;org.apache.spark.executor.Executor$TaskRunner.run;compute": 300,
-		"java.lang.Thread.run;epoll_wait": 700,
+		"java.lang.Thread.run;epoll_wait":                                                700,
 	}, kinds)
 	tests := []struct {
 		file string

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 )
 
 var errShort = errors.New("unexpected end of chunk")
@@ -190,15 +191,16 @@ func readMetadata(chunk []byte, off int64) (map[uint64]*class, error) {
 	var walk func(e *element)
 	walk = func(e *element) {
 		if e.name == "class" {
-			var id uint64
-			fmt.Sscan(e.attrs["id"], &id)
+			id, err := strconv.ParseUint(e.attrs["id"], 10, 64)
+			if err != nil {
+				return // not a usable class; events of it are skipped
+			}
 			c := &class{name: e.attrs["name"]}
 			for _, f := range e.children {
 				if f.name != "field" {
 					continue
 				}
-				var t uint64
-				fmt.Sscan(f.attrs["class"], &t)
+				t, _ := strconv.ParseUint(f.attrs["class"], 10, 64) // 0 is no type: reading such a field fails
 				c.fields = append(c.fields, field{name: f.attrs["name"], typ: t,
 					cpool: f.attrs["constantPool"] == "true", array: f.attrs["dimension"] == "1"})
 			}

@@ -1,0 +1,267 @@
+package flamegraph
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// browser starts headless Chromium and returns a context for chromedp and
+// a function returning the console errors and exceptions pages reported. Without Chromium the
+// test is skipped, unless CI=true.
+func browser(t *testing.T) (context.Context, func() []string) {
+	t.Helper()
+	path := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium not installed (apt-get install chromium)")
+		}
+		t.Skip("chromium not installed")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	var problems []string
+	var mu sync.Mutex
+	err := chromedp.Listen(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "exception: "+ev.ExceptionDetails.Text)
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
+				var args []string
+				for _, a := range ev.Args {
+					args = append(args, string(a.Value))
+				}
+				problems = append(problems, "console: "+strings.Join(args, " "))
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return ctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), problems...)
+	}
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// load opens page from a file:// URL and waits for the canvas.
+func load(t *testing.T, ctx context.Context, page []byte) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(writePageFile(t, page)), chromedp.WaitReady("#flame")); err != nil {
+		t.Fatalf("loading page: %v", err)
+	}
+}
+
+func screenshot(t *testing.T, ctx context.Context, path string) {
+	t.Helper()
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wait lets events already sent by the page reach the listener.
+func wait(ctx context.Context) {
+	_, _ = chromedp.Run(ctx, chromedp.Evaluate[int](`1`))
+}
+
+// writePageFile writes page to a file and returns its file:// URL.
+func writePageFile(t *testing.T, page []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "flame.html")
+	if err := os.WriteFile(path, page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return "file://" + path
+}
+
+// drawnPixels counts canvas pixels that are not transparent.
+const drawnPixels = `(() => {
+  const c = document.getElementById("flame");
+  const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 3; i < d.length; i += 4) if (d[i] !== 0) n++;
+  return n;
+})()`
+
+func TestBrowserHTML(t *testing.T) {
+	ctx, problems := browser(t)
+	p := labelled(t)
+	var buf bytes.Buffer
+	if err := HTML(&buf, p, Options{Title: "<script>alert('XSS')</script>"}); err != nil {
+		t.Fatal(err)
+	}
+	load(t, ctx, buf.Bytes())
+	pixels := eval[int](t, ctx, drawnPixels)
+	total := eval[string](t, ctx, `document.body.dataset.total`)
+	title := eval[string](t, ctx, `document.getElementById("title").textContent`)
+	matched := eval[string](t, ctx, `(() => { const s = document.getElementById("search");
+		s.value = "Shuffle"; s.dispatchEvent(new Event("input"));
+		return document.getElementById("matched").textContent })()`)
+	screenshot(t, ctx, filepath.Join(t.TempDir(), "labelled.png"))
+	crumbs := eval[int](t, ctx, `document.querySelectorAll("#crumbs a").length`)
+	// Task.run is the third row (total, Thread.run, Task.run), at the left edge.
+	zoomedCrumbs := eval[int](t, ctx, `(() => { const c = document.getElementById("flame"), b = c.getBoundingClientRect();
+		c.dispatchEvent(new MouseEvent("click", {clientX: b.left + 5, clientY: b.top + 18*2 + 5}));
+		return document.querySelectorAll("#crumbs a").length })()`)
+	gcTotal := eval[string](t, ctx, `(() => { const p = document.getElementById("pool");
+		p.value = "`+poolIndex(t, p, "gc")+`"; p.dispatchEvent(new Event("change"));
+		return document.body.dataset.total })()`)
+	wait(ctx)
+	if p := problems(); len(p) > 0 {
+		t.Errorf("page reported problems: %q", p)
+	}
+	if pixels == 0 {
+		t.Error("canvas is blank")
+	}
+	if title != "<script>alert('XSS')</script>" {
+		t.Errorf("title shown as %q", title)
+	}
+	if total != "75" { // cpu: 10*3 + 20*2 + 5
+		t.Errorf("total %s, want 75", total)
+	}
+	if matched != "Matched: 53.33% of total" { // 40 of 75
+		t.Errorf("search: %q", matched)
+	}
+	if crumbs != 1 || zoomedCrumbs != 3 {
+		t.Errorf("crumbs before and after zoom on Task.run: %d %d, want 1 3", crumbs, zoomedCrumbs)
+	}
+	if gcTotal != "5" {
+		t.Errorf("total with thread pool gc: %s, want 5", gcTotal)
+	}
+}
+
+// poolIndex returns the option value of thread pool name in p's page.
+func poolIndex(t *testing.T, p *profile.Profile, name string) string {
+	e := newEncoder()
+	e.add(p)
+	for i, v := range e.d.Pools {
+		if v == name {
+			return strconv.Itoa(i)
+		}
+	}
+	t.Fatalf("no pool %q", name)
+	return ""
+}
+
+// foldedProfile reads folded stacks ("a;b;c 12" lines) into a profile of
+// sample counts; a test helper, not a decoder.
+func foldedProfile(t *testing.T, data []byte) *profile.Profile {
+	t.Helper()
+	p := profile.New()
+	ti := p.AddType(profile.TypeSamples)
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<24)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimRight(sc.Text(), "\r\n ")
+		if text == "" {
+			continue
+		}
+		i := strings.LastIndexByte(text, ' ')
+		if i < 0 {
+			t.Fatalf("line %d: want \"stack count\"", line)
+		}
+		v, err := strconv.ParseInt(text[i+1:], 10, 64)
+		if err != nil {
+			t.Fatalf("line %d: count: %v", line, err)
+		}
+		var ids []profile.FrameID
+		if text[:i] != "" { // an empty JVM stack is kept as " count"
+			for _, name := range strings.Split(text[:i], ";") {
+				ids = append(ids, p.AddFrame(profile.Frame{Name: name, Kind: profile.KindPython}))
+			}
+		}
+		p.Add(profile.Sample{Stack: p.AddStack(ids), Value: v, Type: ti})
+	}
+	return p
+}
+
+func TestBrowserLargeAndDiff(t *testing.T) {
+	ctx, problems := browser(t)
+	real := foldedProfile(t, corpus.Read(t, "jvm-profiler", "phil_stopwatch", "profile_slacker", "CombinedStack.folded.gz"))
+	half := foldedProfile(t, corpus.Read(t, "jvm-profiler", "phil_stopwatch", "profile_slacker", "CombinedStack.folded.gz"))
+	for i := range half.Samples {
+		if i%2 == 0 {
+			half.Samples[i].Value *= 3
+		}
+	}
+	pages := []struct {
+		name  string
+		write func(*bytes.Buffer) error
+	}{
+		{"large", func(b *bytes.Buffer) error { return HTML(b, wideProfile(50000), Options{}) }},
+		{"folded", func(b *bytes.Buffer) error { return HTML(b, real, Options{}) }},
+		{"diff", func(b *bytes.Buffer) error { return DiffHTML(b, real, half, Options{}) }},
+	}
+	dir := t.TempDir()
+	for _, pg := range pages {
+		var buf bytes.Buffer
+		if err := pg.write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		load(t, ctx, buf.Bytes())
+		if eval[int](t, ctx, drawnPixels) == 0 {
+			t.Errorf("%s: canvas is blank", pg.name)
+		}
+		screenshot(t, ctx, filepath.Join(dir, pg.name+".png"))
+	}
+	wait(ctx)
+	if p := problems(); len(p) > 0 {
+		t.Errorf("pages reported problems: %q", p)
+	}
+	if os.Getenv("FLAMEGRAPH_SHOTS") != "" {
+		fmt.Println("screenshots in", dir)
+	}
+}

@@ -155,6 +155,17 @@ func TestBrowserHTML(t *testing.T) {
 	zoomedCrumbs := eval[int](t, ctx, `(() => { const c = document.getElementById("flame"), b = c.getBoundingClientRect();
 		c.dispatchEvent(new MouseEvent("click", {clientX: b.left + 5, clientY: b.top + 18*2 + 5}));
 		return document.querySelectorAll("#crumbs a").length })()`)
+	// Sandwich: pick Task.run in the top table, then show its callees.
+	sandwich := eval[string](t, ctx, `(() => {
+		const row = [...document.querySelectorAll("#top tbody tr")].find(r => r.cells[0].textContent === "Task.run");
+		row.click();
+		const v = document.getElementById("view");
+		v.value = "callees"; v.dispatchEvent(new Event("change"));
+		const callees = document.body.dataset.viewTotal + " " + document.querySelector("#crumbs a").textContent;
+		v.value = "callers"; v.dispatchEvent(new Event("change"));
+		const callers = document.body.dataset.viewTotal;
+		v.value = "flame"; v.dispatchEvent(new Event("change"));
+		return callees + " " + callers + " " + document.body.dataset.viewTotal })()`)
 	gcTotal := eval[string](t, ctx, `(() => { const p = document.getElementById("pool");
 		p.value = "`+poolIndex(t, p, "gc")+`"; p.dispatchEvent(new Event("change"));
 		return document.body.dataset.total })()`)
@@ -176,6 +187,9 @@ func TestBrowserHTML(t *testing.T) {
 	}
 	if crumbs != 1 || zoomedCrumbs != 3 {
 		t.Errorf("crumbs before and after zoom on Task.run: %d %d, want 1 3", crumbs, zoomedCrumbs)
+	}
+	if want := "70 Task.run 70 75"; sandwich != want { // Task.run: 10*3 + 20*2 of 75
+		t.Errorf("sandwich callees, callers of Task.run, then flame view: %q, want %q", sandwich, want)
 	}
 	if gcTotal != "5" {
 		t.Errorf("total with thread pool gc: %s, want 5", gcTotal)

@@ -164,7 +164,9 @@ func initialType(types []string, want string) (int, error) {
 }
 
 // HTML writes one self-contained interactive HTML page for p: a canvas
-// flame graph with zoom, search, a top table, a tooltip, and filters by
+// flame graph with zoom, search, a top table, a tooltip, a sandwich view
+// (callers and callees of the function picked in the top table, or of a
+// frame clicked with Shift), and filters by
 // sample type, thread pool, stage and thread name, all applied in the page
 // from an embedded compact encoding of p. opts.Type picks the type shown
 // first.
@@ -227,6 +229,7 @@ const pageBody = `<header>
 <label>Stage <select id="stage"></select></label>
 <label>Thread <input id="thread" placeholder="regex"></label>
 <label>Search <input id="search" placeholder="regex or text"></label>
+<label>View <select id="view"><option value="flame">flame graph</option><option value="callers">callers of function</option><option value="callees">callees of function</option></select></label>
 <button id="reset">Reset zoom</button>
 <span id="matched"></span>
 </div>

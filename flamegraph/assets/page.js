@@ -10,7 +10,7 @@
   var diff = D.base !== null;
   var $ = function (id) { return document.getElementById(id); };
   var canvas = $("flame"), ctx = canvas.getContext("2d"), tip = $("tip");
-  var state = { root: null, focus: null, search: null, rects: [], sort: "total" };
+  var state = { full: null, root: null, focus: null, search: null, rects: [], sort: "total", fn: null };
 
   $("title").textContent = D.title;
 
@@ -174,8 +174,8 @@
     (function walk(n) {
       if (n.parent && state.search(n.name)) { sum += n.total; return; }
       n.children.forEach(walk);
-    })(state.root);
-    $("matched").textContent = "Matched: " + pct(sum, state.root.total) + " of total";
+    })(state.full);
+    $("matched").textContent = "Matched: " + pct(sum, state.full.total) + " of total";
     $("matched").setAttribute("data-value", sum);
   }
 
@@ -201,28 +201,77 @@
       onPath[n.name] = (onPath[n.name] || 0) + 1;
       n.children.forEach(walk);
       onPath[n.name]--;
-    })(state.root);
+    })(state.full);
     delete stats.total;
     var rows = Object.keys(stats).map(function (k) { return stats[k]; });
     var key = state.sort === "selfp" ? "self" : state.sort === "totalp" ? "total" : state.sort;
     rows.sort(function (a, b) { return key === "name" ? (a.name < b.name ? -1 : 1) : b[key] - a[key]; });
-    var body = document.querySelector("#top tbody"), all = state.root.total;
+    var body = document.querySelector("#top tbody"), all = state.full.total;
     body.textContent = "";
     rows.slice(0, 200).forEach(function (s) {
       var tr = document.createElement("tr");
       [s.name, fmt(s.self), pct(s.self, all), fmt(s.total), pct(s.total, all)].forEach(function (v) {
         var td = document.createElement("td"); td.textContent = v; tr.appendChild(td);
       });
-      tr.addEventListener("click", function () { setSearch(s.name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")); });
+      tr.addEventListener("click", function () {
+        state.fn = s.name;
+        setSearch(s.name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+        if ($("view").value !== "flame") view();
+      });
       body.appendChild(tr);
     });
   }
 
+  // merge adds the subtree of n into the children of dst.
+  function merge(dst, n) {
+    var c = dst.byName[n.name];
+    if (!c) { c = node(n.name, n.kind, dst); dst.byName[n.name] = c; dst.children.push(c); }
+    c.self += n.self; c.total += n.total; c.bself += n.bself; c.btotal += n.btotal;
+    n.children.forEach(function (k) { merge(c, k); });
+  }
+
+  // sandwich returns the callees tree (calls made below fn, outermost
+  // calls of fn only) or the callers tree (call paths into fn, fn on top,
+  // its callers below) of the full tree.
+  function sandwich(full, fn, callers) {
+    var root = node(fn, 0, null);
+    (function walk(n) {
+      if (n.parent && n.name === fn) {
+        root.kind = n.kind;
+        root.total += n.total; root.btotal += n.btotal; root.self += n.self; root.bself += n.bself;
+        if (callers) {
+          var dst = root;
+          for (var a = n.parent; a && a.parent; a = a.parent) {
+            var c = dst.byName[a.name];
+            if (!c) { c = node(a.name, a.kind, dst); dst.byName[a.name] = c; dst.children.push(c); }
+            c.total += n.total; c.btotal += n.btotal;
+            dst = c;
+          }
+        } else {
+          n.children.forEach(function (k) { merge(root, k); });
+        }
+        return;
+      }
+      n.children.forEach(walk);
+    })(full);
+    root.scale = full.scale;
+    return root;
+  }
+
+  function view() {
+    var v = $("view").value;
+    state.root = v === "flame" || !state.fn ? state.full : sandwich(state.full, state.fn, v === "callers");
+    state.focus = null;
+    document.body.setAttribute("data-view-total", state.root.total);
+    draw();
+  }
+
   function rebuild() {
-    state.root = build(); state.focus = null;
-    document.body.setAttribute("data-total", state.root.total);
+    state.full = state.root = build(); state.focus = null;
+    document.body.setAttribute("data-total", state.full.total);
     setSearch($("search").value);
     top();
+    view();
   }
 
   function hit(ev) {
@@ -237,7 +286,9 @@
 
   canvas.addEventListener("click", function (ev) {
     var n = hit(ev);
-    if (n) { state.focus = n; draw(); }
+    if (!n) return;
+    if (ev.shiftKey) { state.fn = n.name; $("view").value = "callers"; view(); return; }
+    state.focus = n; draw();
   });
   canvas.addEventListener("mousemove", function (ev) {
     var n = hit(ev);
@@ -259,6 +310,7 @@
   });
   canvas.addEventListener("mouseleave", function () { tip.hidden = true; });
   $("reset").addEventListener("click", function () { state.focus = null; draw(); });
+  $("view").addEventListener("change", view);
   ["type", "pool", "stage"].forEach(function (id) { $(id).addEventListener("change", rebuild); });
   $("thread").addEventListener("input", rebuild);
   $("search").addEventListener("input", function () { setSearch($("search").value); });

@@ -1,0 +1,306 @@
+// Package eventlog reads Apache Spark event logs as a stream of JSON lines.
+//
+// Open accepts a single log file (plain, gzip or zstd, detected by suffix and
+// by magic bytes), a rolling "eventlog_v2_" directory or a Databricks-style
+// rolled directory, and returns a Reader that yields the lines of every part
+// in order together with their position.
+package eventlog
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// maxZstdWindow is the largest zstd window accepted. Databricks logs such as
+// nds_q88_photon_db_13_3 are written with a 128 MiB window.
+const maxZstdWindow = 1 << 30
+
+// maxLine bounds a single event line; EnvironmentUpdate lines reach a few MB.
+const maxLine = 512 << 20
+
+// Pos is the position of a line in an event log.
+type Pos struct {
+	File   string // path of the part holding the line
+	Part   int    // index of the part in the log, from 0
+	Line   int    // line number within the part, from 1
+	Offset int64  // byte offset of the line start in the uncompressed part
+}
+
+func (p Pos) String() string {
+	return fmt.Sprintf("%s:%d (offset %d)", p.File, p.Line, p.Offset)
+}
+
+// Truncation describes a part whose data ended early: a compressed stream
+// cut mid-frame or a last line without its end.
+type Truncation struct {
+	Pos Pos   // position where the complete data stopped
+	Err error // the decoder's error, or io.ErrUnexpectedEOF for a cut line
+}
+
+// Reader streams the lines of an event log, part after part.
+type Reader struct {
+	parts []string
+	part  int
+	f     *os.File
+	dec   io.Reader
+	close func()
+	br    *bufio.Reader
+	line  int
+	off   int64
+	pos   Pos
+	buf   []byte
+
+	// Truncations lists every part whose data ended early, in order.
+	Truncations []Truncation
+}
+
+// Open opens the event log at path: a file or a rolling directory.
+func Open(path string) (*Reader, error) {
+	parts, err := Parts(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{parts: parts, part: -1}, nil
+}
+
+// Parts returns the files making up the event log at path, in the order
+// their lines must be read.
+func Parts(path string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: %w", err)
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: %w", err)
+	}
+	type part struct {
+		key  string
+		n    int
+		name string
+	}
+	var ps []part
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, "events_"):
+			// Spark 3.0+ rolling log: events_<N>_<appid>[.<codec>].
+			rest := name[len("events_"):]
+			i := strings.IndexByte(rest, '_')
+			if i <= 0 {
+				return nil, fmt.Errorf("eventlog: %s: part %q has no index", path, name)
+			}
+			n, err := strconv.Atoi(rest[:i])
+			if err != nil {
+				return nil, fmt.Errorf("eventlog: %s: part %q: index: %w", path, name, err)
+			}
+			ps = append(ps, part{n: n, name: name})
+		case name == "eventlog":
+			// Databricks: the un-suffixed part is the newest.
+			ps = append(ps, part{key: "\xff", name: name})
+		case strings.HasPrefix(name, "eventlog-"):
+			// Databricks: eventlog-YYYY-MM-DD--HH-MM[.gz], ordered by time.
+			key := strings.TrimSuffix(name[len("eventlog-"):], ".gz")
+			ps = append(ps, part{key: key, name: name})
+		}
+	}
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("eventlog: %s: directory holds no events_<N>_* or eventlog* parts", path)
+	}
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].n != ps[j].n {
+			return ps[i].n < ps[j].n
+		}
+		return ps[i].key < ps[j].key
+	})
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = filepath.Join(path, p.name)
+	}
+	return out, nil
+}
+
+// Next returns the next non-empty line, without its line end, and its
+// position. The returned slice is valid until the following call. At the end
+// of the log Next returns io.EOF. A part cut short is recorded in
+// Truncations and reading goes on with the next part.
+func (r *Reader) Next() ([]byte, Pos, error) {
+	for {
+		if r.br == nil {
+			if r.part+1 >= len(r.parts) {
+				return nil, Pos{}, io.EOF
+			}
+			r.part++
+			if err := r.openPart(); err != nil {
+				return nil, Pos{}, err
+			}
+		}
+		line, err := r.readLine()
+		pos := Pos{File: r.parts[r.part], Part: r.part, Line: r.line, Offset: r.off - int64(len(line))}
+		if err == nil {
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			return trimCR(line), pos, nil
+		}
+		// End of this part, clean or not.
+		cut := err != io.EOF
+		if len(line) > 0 && !cut {
+			// Last line without newline: complete only if it is a whole
+			// JSON object; the caller's decoder decides, so yield it.
+			r.closePart()
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			return trimCR(line), pos, nil
+		}
+		if cut {
+			r.Truncations = append(r.Truncations, Truncation{Pos: pos, Err: err})
+		}
+		r.closePart()
+	}
+}
+
+func trimCR(b []byte) []byte {
+	return bytes.TrimSuffix(b, []byte{'\r'})
+}
+
+// readLine reads one line, growing r.buf as needed. It returns the line
+// without '\n' and nil, or any partial data and the error ending the part.
+func (r *Reader) readLine() ([]byte, error) {
+	r.buf = r.buf[:0]
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		r.off += int64(len(chunk))
+		if err == nil {
+			r.line++
+			if len(r.buf) == 0 {
+				return chunk[:len(chunk)-1], nil
+			}
+			r.buf = append(r.buf, chunk[:len(chunk)-1]...)
+			return r.buf, nil
+		}
+		r.buf = append(r.buf, chunk...)
+		if err == bufio.ErrBufferFull {
+			if len(r.buf) > maxLine {
+				return nil, fmt.Errorf("line %d longer than %d bytes", r.line+1, maxLine)
+			}
+			continue
+		}
+		if len(r.buf) > 0 {
+			r.line++
+		}
+		return r.buf, err
+	}
+}
+
+func (r *Reader) openPart() error {
+	name := r.parts[r.part]
+	f, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("eventlog: %w", err)
+	}
+	dec, closeFn, err := decoder(name, f)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	r.f, r.dec, r.close = f, dec, closeFn
+	r.br = bufio.NewReaderSize(dec, 1<<20)
+	r.line, r.off = 0, 0
+	return nil
+}
+
+func (r *Reader) closePart() {
+	if r.close != nil {
+		r.close()
+	}
+	if r.f != nil {
+		r.f.Close()
+	}
+	r.f, r.dec, r.close, r.br = nil, nil, nil, nil
+}
+
+// Close releases the open part, if any.
+func (r *Reader) Close() error {
+	r.closePart()
+	r.part = len(r.parts)
+	return nil
+}
+
+// Codec names a compression format of an event log file.
+type Codec string
+
+// Codecs recognised by Detect.
+const (
+	Plain Codec = "plain"
+	Gzip  Codec = "gzip"
+	Zstd  Codec = "zstd"
+)
+
+// Detect returns the codec of a file from its magic bytes, falling back to
+// its name's suffix when the head is too short to tell.
+func Detect(name string, head []byte) Codec {
+	switch {
+	case bytes.HasPrefix(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		return Zstd
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		return Gzip
+	case len(head) >= 4:
+		return Plain
+	}
+	n := strings.TrimSuffix(name, ".inprogress")
+	switch {
+	case strings.HasSuffix(n, ".zstd"), strings.HasSuffix(n, ".zst"):
+		return Zstd
+	case strings.HasSuffix(n, ".gz"):
+		return Gzip
+	}
+	return Plain
+}
+
+func decoder(name string, f *os.File) (io.Reader, func(), error) {
+	br := bufio.NewReaderSize(f, 256<<10)
+	head, _ := br.Peek(4)
+	switch Detect(name, head) {
+	case Zstd:
+		d, err := zstd.NewReader(br, zstd.WithDecoderMaxWindow(maxZstdWindow), zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, nil, fmt.Errorf("eventlog: %s: zstd: %w", name, err)
+		}
+		return d, d.Close, nil
+	case Gzip:
+		if len(head) < 2 {
+			return eofReader{io.ErrUnexpectedEOF}, nil, nil
+		}
+		d, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("eventlog: %s: gzip: %w", name, err)
+		}
+		return d, func() { d.Close() }, nil
+	}
+	return br, nil, nil
+}
+
+type eofReader struct{ err error }
+
+func (e eofReader) Read([]byte) (int, error) { return 0, e.err }
+
+// ErrTruncated reports whether err is a cut-short stream error.
+func ErrTruncated(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF)
+}

@@ -1,0 +1,368 @@
+// Package applog parses Spark driver and executor log4j logs and derives
+// jobs, stages, tasks and grouped errors from their lines, for runs that
+// have no event log.
+package applog
+
+import (
+	"bufio"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Layout names a log line layout recognised by Parse.
+type Layout string
+
+// Recognised layouts.
+const (
+	// LayoutLog4j is the log4j default "yy/MM/dd HH:mm:ss LEVEL Logger: msg",
+	// optionally with ".SSS" and a thread name (which may hold spaces)
+	// before the level, as Spark 3 DriverLogger writes.
+	LayoutLog4j Layout = "log4j"
+	// LayoutLog4jLine is "yyyy-MM-dd HH:mm:ss[,SSS] LEVEL Logger:Line - msg".
+	LayoutLog4jLine Layout = "log4j-line"
+)
+
+// Job is a Spark job seen in DAGScheduler lines.
+type Job struct {
+	ID         int
+	Name       string
+	Partitions int
+	Start, End time.Time
+	// Took is the duration printed in "Job N finished: ... took X s".
+	Took time.Duration
+}
+
+// Stage is a stage submission seen in DAGScheduler lines.
+type Stage struct {
+	ID        int
+	Kind      string // "ResultStage" or "ShuffleMapStage"
+	Name      string
+	Submitted time.Time
+}
+
+// Task is one task attempt seen in TaskSetManager and Executor lines.
+type Task struct {
+	TID          int
+	Stage        int
+	StageAttempt int
+	Index        int
+	Executor     string
+	Host         string
+	Launch       time.Time
+	Finish       time.Time
+	// Duration is taken from the "in N ms" text of the Finished line.
+	Duration time.Duration
+	Status   string // "RUNNING" or "SUCCESS"
+	// PythonTotal is PythonRunner's "Times: total" attributed to this task
+	// (by the executor thread name when present), zero if none was seen.
+	PythonTotal time.Duration
+}
+
+// PythonTimes is one PythonRunner "Times:" line.
+type PythonTimes struct {
+	Time                      time.Time
+	Total, Boot, Init, Finish time.Duration
+}
+
+// ErrorGroup is a set of ERROR/WARN records whose normalised text is equal.
+type ErrorGroup struct {
+	Level   string
+	Logger  string
+	Message string // first record's message with continuation lines
+	Key     string // normalised text
+	Count   int
+	First   time.Time
+	Last    time.Time
+}
+
+// Log is the result of parsing one log file.
+type Log struct {
+	Source string
+	Role   string // "driver", "executor" or ""
+	Layout Layout
+	Lines  int
+	Start  time.Time
+	End    time.Time
+	Levels map[string]int
+	Jobs   []Job
+	Stages []Stage
+	Tasks  []Task
+	Python []PythonTimes
+	// Errors holds ERROR and WARN groups, newest first.
+	Errors []ErrorGroup
+	// Unparsed counts lines without a recognised prefix that did not
+	// continue a record (for example agent output).
+	Unparsed int
+}
+
+// Options control parsing.
+type Options struct {
+	// Location is the zone of the log's timestamps; nil means UTC.
+	Location *time.Location
+}
+
+var (
+	reLog4j = regexp.MustCompile(`^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d(?:\.\d{3})?) (?:(.*?) )?(TRACE|DEBUG|INFO|WARN|ERROR|FATAL) +([\w.$]+): (.*)$`)
+	reLine  = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[,.]\d{3})?) (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) +([\w.$]+):(\d+) - (.*)$`)
+
+	reGotJob    = regexp.MustCompile(`^Got job (\d+) \((.*)\) with (\d+) output partitions`)
+	reJobDone   = regexp.MustCompile(`^Job (\d+) finished: (.*), took ([\d.]+) s`)
+	reSubmit    = regexp.MustCompile(`^Submitting (ResultStage|ShuffleMapStage) (\d+) \((.*)\)`)
+	reStartTask = regexp.MustCompile(`^Starting task (\d+)\.\d+ in stage (\d+)\.(\d+) \(TID (\d+)(?:\) \(|, )([^,]+), executor ([^,]+), partition`)
+	reFinTask   = regexp.MustCompile(`^Finished task (\d+)\.\d+ in stage (\d+)\.(\d+) \(TID (\d+)\) in (\d+) ms on (\S+) \(executor ([^)]+)\)`)
+	rePyTimes   = regexp.MustCompile(`^Times: total = (\d+), boot = (-?\d+), init = (\d+), finish = (\d+)`)
+	reTIDThread = regexp.MustCompile(`\(TID (\d+)\)`)
+	reNorm      = regexp.MustCompile(`0x[0-9a-fA-F]+|[0-9a-fA-F]{8,}|\d+`)
+)
+
+// Open parses the log file at path, gunzipping it when it ends in ".gz".
+func Open(path string, opt Options) (*Log, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("applog: %w", err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("applog: %s: %w", path, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	return Parse(r, path, opt)
+}
+
+// record is one parsed line prefix.
+type record struct {
+	t                          time.Time
+	thread, level, logger, msg string
+}
+
+// parseLine splits a log line into its prefix fields. ok is false for a
+// line with no recognised prefix.
+func parseLine(line string, loc *time.Location) (rec record, layout Layout, ok bool) {
+	if m := reLog4j.FindStringSubmatch(line); m != nil {
+		lay := "06/01/02 15:04:05"
+		if len(m[1]) > len(lay) {
+			lay += ".000"
+		}
+		t, err := time.ParseInLocation(lay, m[1], loc)
+		if err != nil {
+			return rec, "", false
+		}
+		return record{t, m[2], m[3], m[4], m[5]}, LayoutLog4j, true
+	}
+	if m := reLine.FindStringSubmatch(line); m != nil {
+		ts := strings.Replace(m[1], ",", ".", 1)
+		lay := "2006-01-02 15:04:05"
+		if len(ts) > len(lay) {
+			lay += ".000"
+		}
+		t, err := time.ParseInLocation(lay, ts, loc)
+		if err != nil {
+			return rec, "", false
+		}
+		return record{t, "", m[2], m[3], m[5]}, LayoutLog4jLine, true
+	}
+	return rec, "", false
+}
+
+// Parse reads a log from r line by line; source names it in errors.
+// Memory grows with the number of jobs, tasks and distinct error groups,
+// not with the log size.
+func Parse(r io.Reader, source string, opt Options) (*Log, error) {
+	loc := opt.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	l := &Log{Source: source, Levels: map[string]int{}}
+	tasks := map[int]int{} // TID -> index in l.Tasks
+	groups := map[string]*ErrorGroup{}
+	var cur *ErrorGroup // group receiving continuation lines
+	var curText strings.Builder
+	flush := func() {
+		if cur == nil {
+			return
+		}
+		text := curText.String()
+		key := cur.Level + " " + cur.Logger + ": " + reNorm.ReplaceAllString(text, "N")
+		if g, ok := groups[key]; ok {
+			g.Count++
+			g.Last = cur.Last
+		} else {
+			cur.Message, cur.Key, cur.Count = text, key, 1
+			groups[key] = cur
+		}
+		cur = nil
+		curText.Reset()
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		l.Lines++
+		rec, layout, ok := parseLine(line, loc)
+		if !ok {
+			if cur != nil && line != "" {
+				curText.WriteByte('\n')
+				curText.WriteString(line)
+			} else {
+				l.Unparsed++
+			}
+			continue
+		}
+		flush()
+		if l.Layout == "" {
+			l.Layout = layout
+		}
+		if l.Start.IsZero() {
+			l.Start = rec.t
+		}
+		l.End = rec.t
+		l.Levels[rec.level]++
+		if rec.level == "WARN" || rec.level == "ERROR" || rec.level == "FATAL" {
+			cur = &ErrorGroup{Level: rec.level, Logger: rec.logger, First: rec.t, Last: rec.t}
+			curText.WriteString(rec.msg)
+		}
+		if err := l.event(rec, tasks); err != nil {
+			return nil, fmt.Errorf("applog: %s:%d: %w", source, l.Lines, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("applog: %s: after line %d: %w", source, l.Lines, err)
+	}
+	flush()
+	for _, g := range groups {
+		l.Errors = append(l.Errors, *g)
+	}
+	sort.Slice(l.Errors, func(i, j int) bool {
+		a, b := l.Errors[i], l.Errors[j]
+		if !a.Last.Equal(b.Last) {
+			return a.Last.After(b.Last)
+		}
+		return a.Key < b.Key
+	})
+	if l.Role == "" && len(l.Jobs) > 0 {
+		l.Role = "driver"
+	}
+	return l, nil
+}
+
+func atoi(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("number %q: %w", s, err)
+	}
+	return n, nil
+}
+
+// event interprets a record's message.
+func (l *Log) event(rec record, tasks map[int]int) error {
+	msg := rec.msg
+	switch rec.logger {
+	case "DAGScheduler", "org.apache.spark.scheduler.DAGScheduler":
+		if m := reGotJob.FindStringSubmatch(msg); m != nil {
+			id, err := atoi(m[1])
+			if err != nil {
+				return err
+			}
+			p, err := atoi(m[3])
+			if err != nil {
+				return err
+			}
+			l.Jobs = append(l.Jobs, Job{ID: id, Name: m[2], Partitions: p, Start: rec.t})
+		} else if m := reJobDone.FindStringSubmatch(msg); m != nil {
+			id, err := atoi(m[1])
+			if err != nil {
+				return err
+			}
+			took, err := strconv.ParseFloat(m[3], 64)
+			if err != nil {
+				return fmt.Errorf("job %d duration %q: %w", id, m[3], err)
+			}
+			for i := range l.Jobs {
+				if l.Jobs[i].ID == id {
+					l.Jobs[i].End = rec.t
+					l.Jobs[i].Took = time.Duration(took * float64(time.Second))
+				}
+			}
+		} else if m := reSubmit.FindStringSubmatch(msg); m != nil {
+			id, err := atoi(m[2])
+			if err != nil {
+				return err
+			}
+			l.Stages = append(l.Stages, Stage{ID: id, Kind: m[1], Name: m[3], Submitted: rec.t})
+		}
+	case "TaskSetManager", "org.apache.spark.scheduler.TaskSetManager":
+		if m := reStartTask.FindStringSubmatch(msg); m != nil {
+			var n [4]int
+			for i, s := range []string{m[1], m[2], m[3], m[4]} {
+				v, err := atoi(s)
+				if err != nil {
+					return err
+				}
+				n[i] = v
+			}
+			tasks[n[3]] = len(l.Tasks)
+			l.Tasks = append(l.Tasks, Task{TID: n[3], Index: n[0], Stage: n[1], StageAttempt: n[2],
+				Host: m[5], Executor: m[6], Launch: rec.t, Status: "RUNNING"})
+		} else if m := reFinTask.FindStringSubmatch(msg); m != nil {
+			tid, err := atoi(m[4])
+			if err != nil {
+				return err
+			}
+			ms, err := atoi(m[5])
+			if err != nil {
+				return err
+			}
+			i, ok := tasks[tid]
+			if !ok {
+				idx, _ := atoi(m[1])
+				st, _ := atoi(m[2])
+				sa, _ := atoi(m[3])
+				i = len(l.Tasks)
+				tasks[tid] = i
+				l.Tasks = append(l.Tasks, Task{TID: tid, Index: idx, Stage: st, StageAttempt: sa, Host: m[6], Executor: m[7]})
+			}
+			t := &l.Tasks[i]
+			t.Finish, t.Duration, t.Status = rec.t, time.Duration(ms)*time.Millisecond, "SUCCESS"
+		}
+	case "PythonRunner", "org.apache.spark.api.python.PythonRunner":
+		if m := rePyTimes.FindStringSubmatch(msg); m != nil {
+			var d [4]time.Duration
+			for i := range d {
+				v, err := atoi(m[i+1])
+				if err != nil {
+					return err
+				}
+				d[i] = time.Duration(v) * time.Millisecond
+			}
+			l.Python = append(l.Python, PythonTimes{Time: rec.t, Total: d[0], Boot: d[1], Init: d[2], Finish: d[3]})
+			if tm := reTIDThread.FindStringSubmatch(rec.thread); tm != nil {
+				if tid, err := atoi(tm[1]); err == nil {
+					if i, ok := tasks[tid]; ok {
+						l.Tasks[i].PythonTotal = d[0]
+					}
+				}
+			}
+		}
+	case "SparkContext", "org.apache.spark.SparkContext":
+		if strings.HasPrefix(msg, "Running Spark version") {
+			l.Role = "driver"
+		}
+	case "CoarseGrainedExecutorBackend", "org.apache.spark.executor.CoarseGrainedExecutorBackend":
+		if l.Role == "" {
+			l.Role = "executor"
+		}
+	}
+	return nil
+}

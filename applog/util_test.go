@@ -1,0 +1,5 @@
+package applog
+
+import "os"
+
+func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o644) }

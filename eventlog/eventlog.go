@@ -37,6 +37,7 @@ type Pos struct {
 	Offset int64  // byte offset of the line start in the uncompressed part
 }
 
+// String formats p as file:line (offset n).
 func (p Pos) String() string {
 	return fmt.Sprintf("%s:%d (offset %d)", p.File, p.Line, p.Offset)
 }
@@ -58,7 +59,6 @@ type Reader struct {
 	br    *bufio.Reader
 	line  int
 	off   int64
-	pos   Pos
 	buf   []byte
 
 	// Truncations lists every part whose data ended early, in order.

@@ -1,0 +1,101 @@
+package spark
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/sparkprof/sparkprof/eventlog"
+	"github.com/sparkprof/sparkprof/internal/corpus"
+)
+
+func build(t *testing.T, rel ...string) (*App, *Report) {
+	t.Helper()
+	r, err := eventlog.Open(corpus.Path(t, rel...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	app, rep, err := Build(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app, rep
+}
+
+// TestCounts checks Build against the counts in the corpus README tables.
+// -1 marks a figure the README does not state.
+func TestCounts(t *testing.T) {
+	tests := []struct {
+		rel                  []string
+		tasks, failed        int
+		added, removed       int
+		jobs, sql, malformed int
+		missingEnd           bool
+	}{
+		{[]string{"nvidia", "tasks_executors_fail_compressed_eventlog.zstd"}, 8630, 53, 8, 2, 75, 28, 0, false}, // README says no ApplicationEnd, but line 17715 is one (two JobEnds follow)
+		{[]string{"nvidia", "eventlog_4nodes_8cores_dynamic_alloc.zstd"}, 235, 0, 15, 14, 20, 5, 0, false},
+		{[]string{"nvidia", "rp_sql_eventlog.zstd"}, 217, -1, 9, 1, 2, 1, 0, false},
+		{[]string{"nvidia", "malformed_json_eventlog.zstd"}, 217, -1, 9, 1, 2, 1, 1, false},
+		{[]string{"nvidia", "nds_q88_photon_db_13_3.zstd"}, 4896, -1, -1, 1, 57, 27, 0, true},
+		{[]string{"nvidia", "truncated_eventlog"}, 21, -1, -1, -1, 2, 2, 0, true},
+		{[]string{"nvidia", "spark2-eventlog.zstd"}, 6, -1, -1, -1, 6, 4, 0, false},
+		{[]string{"nvidia", "eventlog_v2_local-1623876083964"}, 2801, -1, -1, -1, -1, -1, 0, false},
+		{[]string{"nvidia", "db_sim_eventlog"}, 2801, -1, -1, -1, -1, -1, 0, false},
+		{[]string{"nvidia", "aqeshuffle_eventlog.zstd"}, 26, -1, -1, -1, 4, 1, 0, false},
+		{[]string{"nvidia", "java_udf_eventlog"}, 2, -1, -1, -1, 2, 3, 0, false},
+		{[]string{"apache", "local-1642039451826"}, 35, -1, -1, -1, 6, 2, 0, false},
+		{[]string{"apache", "app-20161116163331-0000"}, 24, 8, 4, -1, -1, -1, 0, false},
+		{[]string{"apache", "eventlog_v2_local-1766844910796"}, 2, 0, -1, -1, 1, -1, 0, false},
+		{[]string{"apache", "local-1430917381535_1"}, 0, 0, -1, -1, 0, 0, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(filepath.Join(tt.rel...), func(t *testing.T) {
+			app, rep := build(t, append([]string{"eventlogs"}, tt.rel...)...)
+			removed := 0
+			for _, e := range app.Executors {
+				if e.RemovedMs > 0 {
+					removed++
+				}
+			}
+			added := 0
+			for _, e := range app.Executors {
+				if e.AddedMs > 0 {
+					added++
+				}
+			}
+			check := func(name string, got, want int) {
+				if want >= 0 && got != want {
+					t.Errorf("%s = %d, want %d", name, got, want)
+				}
+			}
+			check("tasks", app.TaskCount, tt.tasks)
+			check("failed tasks", app.FailedTaskCount, tt.failed)
+			check("executors added", added, tt.added)
+			check("executors removed", removed, tt.removed)
+			check("jobs", app.JobCount, tt.jobs)
+			check("SQL executions", app.SQLCount, tt.sql)
+			check("malformed lines", len(rep.Malformed), tt.malformed)
+			if rep.MissingEnd != tt.missingEnd {
+				t.Errorf("MissingEnd = %v, want %v", rep.MissingEnd, tt.missingEnd)
+			}
+		})
+	}
+}
+
+// TestFailureReasons groups the 53 failed tasks of the failure log by reason.
+func TestFailureReasons(t *testing.T) {
+	app, _ := build(t, "eventlogs", "nvidia", "tasks_executors_fail_compressed_eventlog.zstd")
+	want := map[string]int{"Resubmitted": 50, "FetchFailed": 2, "ExecutorLostFailure": 1}
+	if !reflect.DeepEqual(app.FailureReasons, want) {
+		t.Errorf("FailureReasons = %v, want %v", app.FailureReasons, want)
+	}
+}
+
+// TestMalformedPosition checks that the corrupted line 4 is reported.
+func TestMalformedPosition(t *testing.T) {
+	_, rep := build(t, "eventlogs", "nvidia", "malformed_json_eventlog.zstd")
+	if len(rep.Malformed) != 1 || rep.Malformed[0].Line != 4 {
+		t.Errorf("Malformed = %v, want line 4", rep.Malformed)
+	}
+}

@@ -1,8 +1,13 @@
 package spark
 
 import (
+	"bytes"
+	"encoding/csv"
+	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/sparkprof/sparkprof/eventlog"
@@ -97,5 +102,94 @@ func TestMalformedPosition(t *testing.T) {
 	_, rep := build(t, "eventlogs", "nvidia", "malformed_json_eventlog.zstd")
 	if len(rep.Malformed) != 1 || rep.Malformed[0].Line != 4 {
 		t.Errorf("Malformed = %v, want line 4", rep.Malformed)
+	}
+}
+
+// TestExecutorsRemovedGolden compares removals with spark-rapids-tools'
+// executors_removed_eventlog_expectation.csv row by row.
+func TestExecutorsRemovedGolden(t *testing.T) {
+	app, _ := build(t, "eventlogs", "nvidia", "tasks_executors_fail_compressed_eventlog.zstd")
+	rows, err := csv.NewReader(bytes.NewReader(corpus.Read(t, "eventlogs", "golden", "nvidia", "executors_removed_eventlog_expectation.csv"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]string
+	for _, e := range app.Executors {
+		if e.RemovedMs > 0 {
+			got = append(got, []string{e.ID, strconv.FormatInt(e.RemovedMs, 10), e.RemovalReason})
+		}
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i][0] < got[j][0] })
+	if want := rows[1:]; !reflect.DeepEqual(got, want) {
+		t.Errorf("removed executors:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestTruncatedZstd cuts a zstd log at several offsets: Build must return a
+// partial result and report where the data stopped.
+func TestTruncatedZstd(t *testing.T) {
+	raw, err := os.ReadFile(corpus.Path(t, "eventlogs", "nvidia", "rp_sql_eventlog.zstd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, cut := range []int{len(raw) / 4, len(raw) / 2, len(raw) - 10} {
+		path := filepath.Join(dir, "cut.zstd")
+		if err := os.WriteFile(path, raw[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := eventlog.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		app, rep, err := Build(r)
+		r.Close()
+		if err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		if len(rep.Truncations) != 1 {
+			t.Errorf("cut %d: truncations = %v, want 1", cut, rep.Truncations)
+		}
+		if app.TaskCount > 217 {
+			t.Errorf("cut %d: %d tasks, more than the whole log", cut, app.TaskCount)
+		}
+	}
+}
+
+func FuzzBuild(f *testing.F) {
+	for _, l := range bytes.Split(corpus.Read(f, "eventlogs", "nvidia", "spark2-eventlog.zstd"), []byte("\n")) {
+		f.Add(l)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, line []byte) {
+		path := filepath.Join(dir, "log")
+		if err := os.WriteFile(path, line, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := eventlog.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if _, _, err := Build(r); err != nil {
+			t.Skip(err)
+		}
+	})
+}
+
+// BenchmarkBuild measures Build on a 36.5 MB (uncompressed) zstd log; the
+// reported MB/s is of uncompressed log bytes.
+func BenchmarkBuild(b *testing.B) {
+	path := corpus.Path(b, "eventlogs", "nvidia", "tasks_executors_fail_compressed_eventlog.zstd")
+	b.SetBytes(36555789)
+	for b.Loop() {
+		r, err := eventlog.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := Build(r); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
 	}
 }

@@ -82,21 +82,33 @@ type ErrorGroup struct {
 	Last    time.Time
 }
 
+// ExecutorEvent is an executor loss, decommission or exclusion line.
+type ExecutorEvent struct {
+	Time     time.Time
+	Kind     string // "lost", "decommission" or "excluded"
+	Executor string // executor ID when the line names one
+	Message  string
+}
+
 // Log is the result of parsing one log file.
 type Log struct {
 	Source string
-	Role   string // "driver", "executor" or ""
-	Layout Layout
-	Lines  int
-	Start  time.Time
-	End    time.Time
-	Levels map[string]int
-	Jobs   []Job
-	Stages []Stage
-	Tasks  []Task
-	Python []PythonTimes
+	// Container is the YARN container directory name, set by OpenDir.
+	Container string
+	Role      string // "driver", "executor" or ""
+	Layout    Layout
+	Lines     int
+	Start     time.Time
+	End       time.Time
+	Levels    map[string]int
+	Jobs      []Job
+	Stages    []Stage
+	Tasks     []Task
+	Python    []PythonTimes
 	// Errors holds ERROR and WARN groups, newest first.
 	Errors []ErrorGroup
+	// ExecutorEvents are executor losses, decommissions and exclusions.
+	ExecutorEvents []ExecutorEvent
 	// Unparsed counts lines without a recognised prefix that did not
 	// continue a record (for example agent output).
 	Unparsed int
@@ -119,6 +131,7 @@ var (
 	reFinTask   = regexp.MustCompile(`^Finished task (\d+)\.\d+ in stage (\d+)\.(\d+) \(TID (\d+)\) in (\d+) ms on (\S+) \(executor ([^)]+)\)`)
 	rePyTimes   = regexp.MustCompile(`^Times: total = (\d+), boot = (-?\d+), init = (\d+), finish = (\d+)`)
 	reTIDThread = regexp.MustCompile(`\(TID (\d+)\)`)
+	reExecID    = regexp.MustCompile(`[Ee]xecutor (\d+|driver)\b`)
 	reNorm      = regexp.MustCompile(`0x[0-9a-fA-F]+|[0-9a-fA-F]{8,}|\d+`)
 )
 
@@ -268,6 +281,13 @@ func atoi(s string) (int, error) {
 // event interprets a record's message.
 func (l *Log) event(rec record, tasks map[int]int) error {
 	msg := rec.msg
+	if kind := executorEventKind(msg); kind != "" {
+		ev := ExecutorEvent{Time: rec.t, Kind: kind, Message: msg}
+		if m := reExecID.FindStringSubmatch(msg); m != nil {
+			ev.Executor = m[1]
+		}
+		l.ExecutorEvents = append(l.ExecutorEvents, ev)
+	}
 	switch rec.logger {
 	case "DAGScheduler", "org.apache.spark.scheduler.DAGScheduler":
 		if m := reGotJob.FindStringSubmatch(msg); m != nil {
@@ -365,4 +385,20 @@ func (l *Log) event(rec record, tasks map[int]int) error {
 		}
 	}
 	return nil
+}
+
+// executorEventKind classifies scheduler messages about executors leaving
+// or being excluded; it returns "" for other messages.
+func executorEventKind(msg string) string {
+	switch {
+	case strings.HasPrefix(msg, "Lost executor"), strings.Contains(msg, "Executor lost:"),
+		strings.HasPrefix(msg, "Removing executor") && strings.Contains(msg, "with no recent heartbeats"):
+		return "lost"
+	case strings.Contains(msg, "ecommission"):
+		return "decommission"
+	case strings.Contains(msg, "xcluding executor"), strings.Contains(msg, "lacklisting executor"),
+		strings.Contains(msg, "is excluded"), strings.Contains(msg, "blacklisted"):
+		return "excluded"
+	}
+	return ""
 }

@@ -6,6 +6,7 @@ package applog
 import (
 	"bufio"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +28,9 @@ const (
 	LayoutLog4j Layout = "log4j"
 	// LayoutLog4jLine is "yyyy-MM-dd HH:mm:ss[,SSS] LEVEL Logger:Line - msg".
 	LayoutLog4jLine Layout = "log4j-line"
+	// LayoutJSON is Spark 4's structured layout: one JSON object a line
+	// with ts, level, logger, msg, context and exception.
+	LayoutJSON Layout = "json"
 )
 
 // Job is a Spark job seen in DAGScheduler lines.
@@ -90,6 +94,14 @@ type ExecutorEvent struct {
 	Message  string
 }
 
+// Chunk is a pattern that repeats on consecutive lines.
+type Chunk struct {
+	Pattern string // "LEVEL Logger: normalised message"
+	Example string // first message
+	Runs    int    // runs of two or more consecutive records
+	Lines   int    // records covered by those runs
+}
+
 // Log is the result of parsing one log file.
 type Log struct {
 	Source string
@@ -107,6 +119,9 @@ type Log struct {
 	Python    []PythonTimes
 	// Errors holds ERROR and WARN groups, newest first.
 	Errors []ErrorGroup
+	// Chunks are runs of consecutive lines with the same normalised
+	// logger and message, grouped by that pattern, most lines first.
+	Chunks []Chunk
 	// ExecutorEvents are executor losses, decommissions and exclusions.
 	ExecutorEvents []ExecutorEvent
 	// Unparsed counts lines without a recognised prefix that did not
@@ -163,6 +178,9 @@ type record struct {
 // parseLine splits a log line into its prefix fields. ok is false for a
 // line with no recognised prefix.
 func parseLine(line string, loc *time.Location) (rec record, layout Layout, ok bool) {
+	if strings.HasPrefix(line, "{") {
+		return parseJSONLine(line)
+	}
 	if m := reLog4j.FindStringSubmatch(line); m != nil {
 		lay := "06/01/02 15:04:05"
 		if len(m[1]) > len(lay) {
@@ -218,6 +236,21 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 		cur = nil
 		curText.Reset()
 	}
+	chunks := map[string]*Chunk{}
+	var runKey, runMsg string
+	runLen := 0
+	endRun := func() {
+		if runLen >= 2 {
+			c := chunks[runKey]
+			if c == nil {
+				c = &Chunk{Pattern: runKey, Example: runMsg}
+				chunks[runKey] = c
+			}
+			c.Runs++
+			c.Lines += runLen
+		}
+		runLen = 0
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for sc.Scan() {
@@ -242,6 +275,12 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 		}
 		l.End = rec.t
 		l.Levels[rec.level]++
+		if key := rec.level + " " + rec.logger + ": " + reNorm.ReplaceAllString(rec.msg, "N"); key == runKey {
+			runLen++
+		} else {
+			endRun()
+			runKey, runMsg, runLen = key, rec.msg, 1
+		}
 		if rec.level == "WARN" || rec.level == "ERROR" || rec.level == "FATAL" {
 			cur = &ErrorGroup{Level: rec.level, Logger: rec.logger, First: rec.t, Last: rec.t}
 			curText.WriteString(rec.msg)
@@ -254,6 +293,17 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 		return nil, fmt.Errorf("applog: %s: after line %d: %w", source, l.Lines, err)
 	}
 	flush()
+	endRun()
+	for _, c := range chunks {
+		l.Chunks = append(l.Chunks, *c)
+	}
+	sort.Slice(l.Chunks, func(i, j int) bool {
+		a, b := l.Chunks[i], l.Chunks[j]
+		if a.Lines != b.Lines {
+			return a.Lines > b.Lines
+		}
+		return a.Pattern < b.Pattern
+	})
 	for _, g := range groups {
 		l.Errors = append(l.Errors, *g)
 	}
@@ -401,4 +451,52 @@ func executorEventKind(msg string) string {
 		return "excluded"
 	}
 	return ""
+}
+
+// jsonLine is one record of Spark 4's JSON layout.
+type jsonLine struct {
+	TS        string            `json:"ts"`
+	Level     string            `json:"level"`
+	Msg       string            `json:"msg"`
+	Logger    string            `json:"logger"`
+	Context   map[string]string `json:"context"`
+	Exception *struct {
+		Class      string `json:"class"`
+		Msg        string `json:"msg"`
+		Stacktrace []struct {
+			Class  string `json:"class"`
+			Method string `json:"method"`
+			File   string `json:"file"`
+			Line   int    `json:"line"`
+		} `json:"stacktrace"`
+	} `json:"exception"`
+}
+
+// parseJSONLine decodes a Spark 4 JSON layout line. The exception, if
+// any, is appended to the message as a Java-style stack trace so that
+// error grouping treats both layouts alike.
+func parseJSONLine(line string) (rec record, layout Layout, ok bool) {
+	var j jsonLine
+	if err := json.Unmarshal([]byte(line), &j); err != nil || j.Level == "" {
+		return rec, "", false
+	}
+	t, err := time.Parse(time.RFC3339Nano, j.TS)
+	if err != nil {
+		return rec, "", false
+	}
+	msg := j.Msg
+	if e := j.Exception; e != nil {
+		var b strings.Builder
+		b.WriteString(msg)
+		fmt.Fprintf(&b, "\n%s: %s", e.Class, e.Msg)
+		for _, f := range e.Stacktrace {
+			fmt.Fprintf(&b, "\n\tat %s.%s(%s:%d)", f.Class, f.Method, f.File, f.Line)
+		}
+		msg = b.String()
+	}
+	logger := j.Logger
+	if i := strings.LastIndexByte(logger, '.'); i >= 0 {
+		logger = logger[i+1:]
+	}
+	return record{t: t, thread: j.Context["thread"], level: j.Level, logger: logger, msg: msg}, LayoutJSON, true
 }

@@ -193,3 +193,33 @@ func BenchmarkBuild(b *testing.B) {
 		r.Close()
 	}
 }
+
+// TestEveryLog builds every event log of the corpus (incl. the hand-edited
+// sparkscope error fixtures and the sparklens and sparklint logs): none may
+// fail, and each must yield at least one event. The sparklint .zip (History
+// Server download format) is not decoded yet and is skipped.
+func TestEveryLog(t *testing.T) {
+	root := corpus.Path(t, "eventlogs")
+	for _, group := range []string{"apache", "nvidia", "sparklens", "sparklint", "sparkscope"} {
+		ents, err := os.ReadDir(filepath.Join(root, group))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			if filepath.Ext(e.Name()) == ".zip" {
+				continue
+			}
+			rel := []string{"eventlogs", group, e.Name()}
+			if e.Name() == "directory_source" {
+				// A directory of separate logs, not a rolled log.
+				rel = append(rel, "event_log_1")
+			}
+			t.Run(group+"/"+e.Name(), func(t *testing.T) {
+				app, rep := build(t, rel...)
+				if app.ID == "" && app.TaskCount == 0 && len(rep.Unknown) == 0 {
+					t.Errorf("no events read; report %+v", rep)
+				}
+			})
+		}
+	}
+}

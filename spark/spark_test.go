@@ -97,11 +97,22 @@ func TestFailureReasons(t *testing.T) {
 	}
 }
 
-// TestMalformedPosition checks that the corrupted line 4 is reported.
+// TestMalformedPosition checks that bad lines are reported by line number:
+// the corrupted line 4 of malformed_json_eventlog and the last line of the
+// sparkscope running-incomplete log, cut mid-object.
 func TestMalformedPosition(t *testing.T) {
-	_, rep := build(t, "eventlogs", "nvidia", "malformed_json_eventlog.zstd")
-	if len(rep.Malformed) != 1 || rep.Malformed[0].Line != 4 {
-		t.Errorf("Malformed = %v, want line 4", rep.Malformed)
+	tests := []struct {
+		rel  []string
+		line int
+	}{
+		{[]string{"eventlogs", "nvidia", "malformed_json_eventlog.zstd"}, 4},
+		{[]string{"eventlogs", "sparkscope", "app-20231025121456-0004-eventLog-running-incomplete"}, 15},
+	}
+	for _, tt := range tests {
+		_, rep := build(t, tt.rel...)
+		if len(rep.Malformed) != 1 || rep.Malformed[0].Line != tt.line {
+			t.Errorf("%s: Malformed = %v, want line %d", tt.rel[2], rep.Malformed, tt.line)
+		}
 	}
 }
 

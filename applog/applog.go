@@ -107,16 +107,18 @@ type Log struct {
 	Source string
 	// Container is the YARN container directory name, set by OpenDir.
 	Container string
-	Role      string // "driver", "executor" or ""
-	Layout    Layout
-	Lines     int
-	Start     time.Time
-	End       time.Time
-	Levels    map[string]int
-	Jobs      []Job
-	Stages    []Stage
-	Tasks     []Task
-	Python    []PythonTimes
+	// Host is the node the container ran on, from yarn-logs headers.
+	Host   string
+	Role   string // "driver", "executor" or ""
+	Layout Layout
+	Lines  int
+	Start  time.Time
+	End    time.Time
+	Levels map[string]int
+	Jobs   []Job
+	Stages []Stage
+	Tasks  []Task
+	Python []PythonTimes
 	// Errors holds ERROR and WARN groups, newest first.
 	Errors []ErrorGroup
 	// Chunks are runs of consecutive lines with the same normalised

@@ -138,7 +138,7 @@ type Options struct {
 }
 
 var (
-	reLog4j = regexp.MustCompile(`^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d(?:\.\d{3})?) (?:(.*?) )?(TRACE|DEBUG|INFO|WARN|ERROR|FATAL) +([\w.$]+): (.*)$`)
+	reLog4j = regexp.MustCompile(`^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d(?:\.\d{3})?) (?:(.*?) )?(TRACE|DEBUG|INFO|WARN|ERROR|FATAL) +([\w.$]+): ?(.*)$`)
 	reLine  = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[,.]\d{3})?) (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) +([\w.$]+):(\d+) - (.*)$`)
 
 	reGotJob    = regexp.MustCompile(`^Got job (\d+) \((.*)\) with (\d+) output partitions`)
@@ -149,7 +149,6 @@ var (
 	rePyTimes   = regexp.MustCompile(`^Times: total = (\d+), boot = (-?\d+), init = (\d+), finish = (\d+)`)
 	reTIDThread = regexp.MustCompile(`\(TID (\d+)\)`)
 	reExecID    = regexp.MustCompile(`[Ee]xecutor (\d+|driver)\b`)
-	reNorm      = regexp.MustCompile(`0x[0-9a-fA-F]+|[0-9a-fA-F]{8,}|\d+`)
 )
 
 // Open parses the log file at path, gunzipping it when it ends in ".gz".
@@ -182,6 +181,11 @@ type record struct {
 func parseLine(line string, loc *time.Location) (rec record, layout Layout, ok bool) {
 	if strings.HasPrefix(line, "{") {
 		return parseJSONLine(line)
+	}
+	if !hasDatePrefix(line) {
+		// Cheap rejection of continuation and agent lines before the
+		// regular expressions run.
+		return rec, "", false
 	}
 	if m := reLog4j.FindStringSubmatch(line); m != nil {
 		lay := "06/01/02 15:04:05"
@@ -227,7 +231,7 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 			return
 		}
 		text := curText.String()
-		key := cur.Level + " " + cur.Logger + ": " + reNorm.ReplaceAllString(text, "N")
+		key := cur.Level + " " + cur.Logger + ": " + normalize(text)
 		if g, ok := groups[key]; ok {
 			g.Count++
 			g.Last = cur.Last
@@ -277,7 +281,7 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 		}
 		l.End = rec.t
 		l.Levels[rec.level]++
-		if key := rec.level + " " + rec.logger + ": " + reNorm.ReplaceAllString(rec.msg, "N"); key == runKey {
+		if key := rec.level + " " + rec.logger + ": " + normalize(rec.msg); key == runKey {
 			runLen++
 		} else {
 			endRun()
@@ -501,4 +505,81 @@ func parseJSONLine(line string) (rec record, layout Layout, ok bool) {
 		logger = logger[i+1:]
 	}
 	return record{t: t, thread: j.Context["thread"], level: j.Level, logger: logger, msg: msg}, LayoutJSON, true
+}
+
+// hasDatePrefix reports whether line starts like "yy/MM/dd " or
+// "yyyy-MM-dd ", the only prefixes the text layouts can have.
+func hasDatePrefix(line string) bool {
+	digits := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case len(line) >= 9 && line[2] == '/' && line[5] == '/' && line[8] == ' ':
+		return digits(line[:2]) && digits(line[3:5]) && digits(line[6:8])
+	case len(line) >= 11 && line[4] == '-' && line[7] == '-' && line[10] == ' ':
+		return digits(line[:4]) && digits(line[5:7]) && digits(line[8:10])
+	}
+	return false
+}
+
+// normalize replaces the variable parts of a message by "N" so that
+// messages differing only in numbers, hex ids, timestamps, IPs or
+// numbered host names compare equal: a word that is a 0x literal or at
+// least 8 hex digits becomes N, and every other run of digits becomes N.
+// It is hand-written because a regular expression made it the parser's
+// hottest spot.
+func normalize(s string) string {
+	isAlnum := func(c byte) bool {
+		return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	isHex := func(w string) bool {
+		digit := false
+		for i := 0; i < len(w); i++ {
+			c := w[i]
+			switch {
+			case c >= '0' && c <= '9':
+				digit = true
+			case c >= 'a' && c <= 'f', c >= 'A' && c <= 'F':
+			default:
+				return false
+			}
+		}
+		return digit
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		if !isAlnum(s[i]) {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isAlnum(s[j]) {
+			j++
+		}
+		w := s[i:j]
+		if (len(w) > 2 && w[0] == '0' && (w[1] == 'x' || w[1] == 'X') && isHex(w[2:])) || (len(w) >= 8 && isHex(w)) {
+			b.WriteByte('N')
+		} else {
+			for k := 0; k < len(w); {
+				if w[k] >= '0' && w[k] <= '9' {
+					for k < len(w) && w[k] >= '0' && w[k] <= '9' {
+						k++
+					}
+					b.WriteByte('N')
+					continue
+				}
+				b.WriteByte(w[k])
+				k++
+			}
+		}
+		i = j
+	}
+	return b.String()
 }

@@ -66,3 +66,18 @@ func TestChunks(t *testing.T) {
 		}
 	}
 }
+
+func TestNormalize(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"TID 1825 on host-10-0-0-1:7337", "TID N on host-N-N-N-N:N"},
+		{"addr 0x7f3a12 id deadbeef01", "addr N id N"},
+		{"23/11/07 10:59:24.793", "N/N/N N:N:N.N"},
+		{"Exception in task", "Exception in task"},
+		{"abcdefgh stays", "abcdefgh stays"},
+	}
+	for _, tt := range tests {
+		if got := normalize(tt.in); got != tt.want {
+			t.Errorf("normalize(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

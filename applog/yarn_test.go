@@ -1,8 +1,12 @@
 package applog
 
 import (
+	"bytes"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/sparkprof/sparkprof/internal/corpus"
 )
 
 // TestYarnLogs reads testdata/yarn_logs.txt, a generated fixture in the
@@ -45,4 +49,19 @@ func TestYarnLogsErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func FuzzParseYarnLogs(f *testing.F) {
+	b, err := os.ReadFile("testdata/yarn_logs.txt")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add(append([]byte("Container: c_1 on h_1\nLogType:stderr\nLogContents:\n"), corpus.Read(f, "applogs", "nvidia", "driverlog")[:4096]...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		logs, err := ParseYarnLogs(bytes.NewReader(b), "fuzz", Options{})
+		if err == nil && len(logs) == 0 {
+			t.Error("no error and no logs")
+		}
+	})
 }

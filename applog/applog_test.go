@@ -67,6 +67,9 @@ func TestCorpusTasks(t *testing.T) {
 			for _, p := range l.Python {
 				maxPy = max(maxPy, p.Total)
 			}
+			if tt.python != 0 && len(l.Python) != len(tt.durations) {
+				t.Errorf("got %d PythonRunner lines, want one per task (%d)", len(l.Python), len(tt.durations))
+			}
 			if maxPy != tt.python {
 				t.Errorf("max PythonRunner total = %v, want %v", maxPy, tt.python)
 			}

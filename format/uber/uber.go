@@ -78,10 +78,27 @@ func Sniff(head []byte) bool {
 	if len(head) == 0 || head[0] != '{' {
 		return false
 	}
-	if i := bytes.IndexByte(head, '\n'); i >= 0 {
-		head = head[:i]
+	// Records of several kinds may be concatenated, as in phil_stopwatch's
+	// CombinedStack.json (PySpark stacks, then Uber ones): any record in
+	// the head decides.
+	for len(head) > 0 {
+		line := head
+		if i := bytes.IndexByte(head, '\n'); i >= 0 {
+			line, head = head[:i], head[i+1:]
+		} else {
+			head = nil
+		}
+		if uberRecord(line) {
+			return true
+		}
 	}
-	has := func(key string) bool { return bytes.Contains(head, []byte(`"`+key+`"`)) }
+	return false
+}
+
+// uberRecord reports whether a JSON line (possibly cut short) looks like
+// one of the Uber record kinds.
+func uberRecord(line []byte) bool {
+	has := func(key string) bool { return bytes.Contains(line, []byte(`"`+key+`"`)) }
 	// A PySpark stack record, which Decode reads too, ends with "i_d"; a
 	// Stacktrace record's thread name may lie beyond a short head.
 	return (has("stacktrace") && (has("threadName") || !has("i_d"))) ||

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	gpprof "github.com/google/pprof/profile"
+	"github.com/sparkprof/sparkprof/internal/corpus"
+)
+
+// sparkprof runs the command line in-process and returns its exit code,
+// stdout and stderr.
+func sparkprof(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), &env{stdout: &out, stderr: &errb}, args)
+	return code, out.String(), errb.String()
+}
+
+func TestHelpListsCommands(t *testing.T) {
+	code, out, _ := sparkprof(t, "help")
+	if code != 0 {
+		t.Fatalf("help: exit %d", code)
+	}
+	for _, c := range []string{"flame", "diff", "top", "convert", "version"} {
+		if !regexp.MustCompile(`(?m)^  ` + c + ` `).MatchString(out) {
+			t.Errorf("help does not list %s:\n%s", c, out)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	straggler := corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz")
+	tests := []struct {
+		args []string
+		code int
+		want string // in stderr
+	}{
+		{[]string{"nosuch"}, 2, `unknown command "nosuch"`},
+		{[]string{"flame"}, 2, "no input paths"},
+		{[]string{"flame", "-o", "x.png", straggler}, 2, "want a .html or .svg file"},
+		{[]string{"convert", straggler}, 2, "--to is required"},
+		{[]string{"convert", "--to", "json", straggler}, 2, `--to "json"`},
+		{[]string{"top", "--stage", "x", straggler}, 2, "want a stage id"},
+		{[]string{"top", "--thread", "(", straggler}, 2, "--thread"},
+		{[]string{"top", "--state", "SLEEPY", straggler}, 2, `unknown thread state "SLEEPY"`},
+		{[]string{"top", "--format", "xml", straggler}, 2, `--format "xml"`},
+		{[]string{"top", "--from", "yesterday", straggler}, 2, "want RFC 3339"},
+		{[]string{"diff", straggler}, 2, "want two inputs"},
+		{[]string{"top", "--type", "alloc", straggler}, 1, "no such samples; they have samples:count"},
+		{[]string{"top", filepath.Join(t.TempDir(), "missing.jfr")}, 1, "missing.jfr"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, _, stderr := sparkprof(t, tt.args...)
+			if code != tt.code || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, tt.code, tt.want)
+			}
+		})
+	}
+}
+
+// TestBadInputSkipped checks that a corrupt input among good ones is named
+// on stderr while the others still produce output, and that an input with
+// nothing readable fails.
+func TestBadInputSkipped(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "broken.jfr")
+	if err := os.WriteFile(bad, []byte("FLR\x00\x00\x02\x00\x01garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz")
+	code, out, stderr := sparkprof(t, "top", "-n", "1", bad, good)
+	if code != 0 || !strings.Contains(stderr, "broken.jfr") || !strings.Contains(stderr, "1 of 2 inputs skipped") || !strings.Contains(out, "total 47,473") {
+		t.Errorf("exit %d\nstdout %s\nstderr %s", code, out, stderr)
+	}
+	code, _, stderr = sparkprof(t, "top", bad)
+	if code != 1 || !strings.Contains(stderr, "none of the 1 inputs") {
+		t.Errorf("only a bad input: exit %d, stderr %s", code, stderr)
+	}
+}
+
+// TestConvertCombinedStackGolden folds phil_stopwatch's combined JVM and
+// PySpark stacks exactly as its fold_stacks.py did.
+func TestConvertCombinedStackGolden(t *testing.T) {
+	in := corpus.Path(t, "jvm-profiler", "phil_stopwatch", "profile_slacker", "CombinedStack.json.gz")
+	code, out, stderr := sparkprof(t, "convert", "--to", "folded", in)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := corpus.Read(t, "jvm-profiler", "phil_stopwatch", "profile_slacker", "CombinedStack.folded.gz")
+	got, wantLines := sortedLines(out), sortedLines(string(want))
+	if len(got) != 43 || !slices.Equal(got, wantLines) {
+		t.Errorf("folded output (%d lines) differs from the golden (%d lines)", len(got), len(wantLines))
+	}
+}
+
+// TestTopStraggler checks the straggler riddle: the busy task thread spends
+// ~99% of its samples in the List append (:+) called from JobStraggler, with
+// TraversableOnce.nonEmpty as the top self frame.
+func TestTopStraggler(t *testing.T) {
+	in := corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz")
+	args := []string{"top", "-n", "0", "--thread", "Executor task launch", "--state", "RUNNABLE"}
+	code, out, stderr := sparkprof(t, append(args, in)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rows := strings.Split(strings.TrimSpace(out), "\n")
+	if len(rows) < 3 || !strings.HasSuffix(rows[2], "scala.collection.TraversableOnce$class.nonEmpty") || !strings.Contains(rows[2], "1,044") {
+		t.Errorf("top self row = %q, want TraversableOnce$class.nonEmpty with 1,044 samples\n%s", rows[2], out)
+	}
+	m := regexp.MustCompile(`(?m)^\s*\S+\s+\S+\s+([\d,]+)\s+([\d.]+)%\s+scala\.collection\.SeqLike\$class\.\$colon\$plus$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no SeqLike$class.$colon$plus row:\n%s", out)
+	}
+	if pct, _ := strconv.ParseFloat(m[2], 64); pct < 99 {
+		t.Errorf(":+ covers %s%% of busy task samples, want >= 99%%", m[2])
+	}
+	if !strings.Contains(out, "profile.sparkjobs.JobStraggler$$anonfun$3.apply") {
+		t.Errorf("JobStraggler frame missing from the table")
+	}
+}
+
+func TestFlameAndDiffFiles(t *testing.T) {
+	dir := t.TempDir()
+	jfrFile := corpus.Path(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz")
+	a := corpus.Path(t, "jvm-profiler", "phil_stopwatch", "profile_straggler", "Stacktrace.json.gz")
+	b := corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz")
+	tests := []struct {
+		name string
+		args []string
+		out  string
+		want []string // substrings of the output file
+	}{
+		{"html", []string{"flame", "--type", "cpu", jfrFile}, "cpu.html", []string{"<!DOCTYPE html", "kafka"}},
+		{"svg alloc", []string{"flame", "--type", "alloc", jfrFile}, "alloc.svg", []string{"<svg", "alloc"}},
+		{"diff html", []string{"diff", a, b}, "diff.html", []string{"<!DOCTYPE html", "JobStraggler"}},
+		{"diff svg", []string{"diff", a, b}, "diff.svg", []string{"<svg", "JobStraggler"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(dir, tt.out)
+			args := append([]string{tt.args[0], "-o", out}, tt.args[1:]...)
+			if code, _, stderr := sparkprof(t, args...); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !bytes.Contains(bytes.ToLower(data), bytes.ToLower([]byte(w))) {
+					t.Errorf("%s lacks %q", tt.out, w)
+				}
+			}
+		})
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) > 0 {
+		t.Errorf("temporary files left behind: %v", left)
+	}
+}
+
+// TestConvertPprofValid checks that a JFR converted to pprof parses with
+// google/pprof and keeps the sample total.
+func TestConvertPprofValid(t *testing.T) {
+	in := corpus.Path(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz")
+	out := filepath.Join(t.TempDir(), "cpu.pb.gz")
+	if code, _, stderr := sparkprof(t, "convert", "--to", "pprof", "--type", "cpu", "-o", out, in); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := gpprof.Parse(f)
+	if err != nil {
+		t.Fatalf("go tool pprof could not read the output: %v", err)
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, s := range p.Sample {
+		sum += s.Value[0]
+	}
+	_, folded, _ := sparkprof(t, "convert", "--to", "folded", "--type", "cpu", in)
+	var want int64
+	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
+		var v int64
+		for _, c := range l[strings.LastIndexByte(l, ' ')+1:] {
+			v = v*10 + int64(c-'0')
+		}
+		want += v
+	}
+	if len(p.Sample) == 0 || sum != want {
+		t.Errorf("pprof total %d over %d samples, folded total %d", sum, len(p.Sample), want)
+	}
+}
+
+func sortedLines(s string) []string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	slices.Sort(lines)
+	return lines
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/sparkprof/sparkprof/format/folded"
+	"github.com/sparkprof/sparkprof/format/pprof"
+	"github.com/sparkprof/sparkprof/format/speedscope"
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+func init() {
+	register(&command{
+		name:    "convert",
+		usage:   "--to folded|pprof|speedscope [-o FILE] [selection flags] PATH...",
+		summary: "convert and merge profiles into folded stacks, pprof or speedscope JSON",
+		run:     runConvert,
+	})
+}
+
+func runConvert(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "convert")
+	to := fs.String("to", "", "output format: folded, pprof or speedscope")
+	out := fs.String("o", "-", "output file (- for stdout)")
+	lines := fs.Bool("lines", true, "folded: append :line to frames with a line number")
+	var sel selection
+	sel.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: no input paths", errUsage)
+	}
+	var encode func(w io.Writer, p *profile.Profile, types []profile.SampleType) error
+	switch *to {
+	case "folded":
+		encode = func(w io.Writer, p *profile.Profile, types []profile.SampleType) error {
+			return folded.Encode(w, p, folded.EncodeOptions{Type: types[0], Lines: *lines})
+		}
+	case "pprof":
+		encode = func(w io.Writer, p *profile.Profile, types []profile.SampleType) error {
+			return pprof.Encode(w, p, pprof.EncodeOptions{Types: types})
+		}
+	case "speedscope":
+		encode = func(w io.Writer, p *profile.Profile, types []profile.SampleType) error {
+			return speedscope.Encode(w, p, speedscope.EncodeOptions{Types: types})
+		}
+	case "":
+		return fmt.Errorf("%w: --to is required", errUsage)
+	default:
+		return fmt.Errorf("%w: --to %q: want folded, pprof or speedscope", errUsage, *to)
+	}
+	p, err := sel.load(e, fs.Args())
+	if err != nil {
+		return err
+	}
+	// Folded stacks hold one value per stack, so they take one type: the
+	// one --type picks. The other formats keep every type unless --type
+	// narrows them.
+	var types []profile.SampleType
+	if sel.typ != "" || *to == "folded" {
+		t, err := sel.pickType(p)
+		if err != nil {
+			return err
+		}
+		types = []profile.SampleType{t}
+	}
+	return writeOutput(e, *out, func(w io.Writer) error { return encode(w, p, types) })
+}

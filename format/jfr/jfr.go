@@ -148,6 +148,9 @@ type decoder struct {
 
 	wallMode bool // async-profiler ran in wall mode: ExecutionSamples are wall samples
 	interval int64
+	// wallInterval is async-profiler's wall sampling period when it ran
+	// wall-clock sampling beside another event (its "wall" option).
+	wallInterval int64
 
 	// per chunk
 	jp     *parser.Parser
@@ -223,8 +226,14 @@ func (d *decoder) event(typ def.TypeID) {
 		// is no CPU time, and in wall mode every sample is wall time.
 		e := &jp.ExecutionSample
 		state := d.stateName(e.State)
+		// async-profiler 2.x with a "wall" interval beside cpu writes its
+		// wall samples as ExecutionSamples too; the sleeping ones are
+		// the off-CPU time a latency view needs, so they become wall
+		// samples rather than being dropped.
 		if state != "STATE_SLEEPING" {
 			d.add(profile.TypeCPU, d.period(), e.StartTime, e.StackTrace, e.SampledThread, state, e.ContextId)
+		} else if !d.wallMode && d.wallInterval > 0 {
+			d.add(profile.TypeWall, d.wallInterval, e.StartTime, e.StackTrace, e.SampledThread, state, e.ContextId)
 		}
 		if d.wallMode {
 			d.add(profile.TypeWall, d.period(), e.StartTime, e.StackTrace, e.SampledThread, state, e.ContextId)
@@ -338,6 +347,10 @@ func (d *decoder) setting(execSample bool, name, value string) {
 	switch {
 	case name == "event":
 		d.wallMode = value == "wall"
+	case name == "wall":
+		if n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64); err == nil && n > 0 {
+			d.wallInterval = n
+		}
 	case name == "interval":
 		if n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64); err == nil && n > 0 {
 			d.interval = n

@@ -157,6 +157,9 @@ type decoder struct {
 	hdr    chunkHeader
 	stacks map[types.StackTraceRef]profile.StackID
 	thrs   map[types.ThreadRef]profile.ThreadID
+	// frames caches interned frames by method ref and line: stacks share
+	// most of their frames, and building a frame's name is the costly part.
+	frames map[uint64]profile.FrameID
 }
 
 func (d *decoder) errorf(off int64, err error, format string, args ...any) error {
@@ -198,6 +201,7 @@ func (d *decoder) chunk(b []byte, h chunkHeader) (err error) {
 	d.jp = parser.NewParser(b, parser.Options{ChunkSizeLimit: MaxChunkSize, SymbolProcessor: parser.ProcessSymbols})
 	d.stacks = make(map[types.StackTraceRef]profile.StackID)
 	d.thrs = make(map[types.ThreadRef]profile.ThreadID)
+	d.frames = make(map[uint64]profile.FrameID)
 	// Wall samples are recognised per recording: the setting is written at
 	// the start of the first chunk only.
 	for {
@@ -473,19 +477,32 @@ func (d *decoder) stack(ref types.StackTraceRef) profile.StackID {
 	id := profile.NoStack
 	for i := len(st.Frames) - 1; i >= 0; i-- {
 		f := &st.Frames[i]
-		m := d.jp.GetMethod(f.Method)
-		if m == nil {
+		key := uint64(f.Method)<<32 | uint64(f.LineNumber)
+		fid, ok := d.frames[key]
+		if !ok {
+			m := d.jp.GetMethod(f.Method)
+			if m == nil {
+				d.frames[key] = noFrame
+				continue
+			}
+			var class string
+			if c := d.jp.GetClass(m.Type); c != nil {
+				class = d.jp.GetSymbolString(c.Name)
+			}
+			fid = d.p.AddFrame(frame(class, d.jp.GetSymbolString(m.Name), f.LineNumber))
+			d.frames[key] = fid
+		}
+		if fid == noFrame {
 			continue
 		}
-		var class string
-		if c := d.jp.GetClass(m.Type); c != nil {
-			class = d.jp.GetSymbolString(c.Name)
-		}
-		id = d.p.Push(id, d.p.AddFrame(frame(class, d.jp.GetSymbolString(m.Name), f.LineNumber)))
+		id = d.p.Push(id, fid)
 	}
 	d.stacks[ref] = id
 	return id
 }
+
+// noFrame marks a method ref the chunk does not resolve.
+const noFrame = ^profile.FrameID(0)
 
 // frame builds a frame from a JFR class (with slashes) and method name.
 //

@@ -65,6 +65,20 @@ func BenchmarkMerge10k(b *testing.B) {
 		}
 		reportHeap(b)
 	})
+	b.Run("tree-parallel", func(b *testing.B) {
+		all := make([]*Profile, uploads)
+		for i := range all {
+			all[i] = inputs[i%len(inputs)]
+		}
+		for b.Loop() {
+			tb := NewTreeBuilder(TypeCPU)
+			tb.AddAll(all)
+			if tr := tb.Tree(); tr.Total() != uploads*1000*10_000_000 {
+				b.Fatalf("total %d", tr.Total())
+			}
+		}
+		reportHeap(b)
+	})
 	b.Run("aggregate", func(b *testing.B) {
 		for b.Loop() {
 			m := NewMerger(MergeOptions{Aggregate: true, DropThreads: true})

@@ -1,7 +1,9 @@
 package profile
 
 import (
+	"runtime"
 	"sort"
+	"sync"
 )
 
 // Node is a call-tree node: a function reached by one call path.
@@ -45,10 +47,17 @@ type TreeBuilder struct {
 	root   *Node
 	byHash map[uint64]*Node // call-path hash (frame names) to node
 
-	// Per-Add scratch space, indexed by the added profile's ids.
+	scratch prepared
+	nodes   []*Node // per-Add scratch: tree node of each stack of the added profile
+}
+
+// prepared is what a TreeBuilder needs of one profile before it touches the
+// tree: the value of each stack and the hash of each call path. Preparing
+// is independent of the tree, so AddAll prepares profiles in parallel.
+type prepared struct {
+	p                    *Profile
 	frameHash, stackHash []uint64
 	values               []int64
-	nodes                []*Node
 }
 
 // NewTreeBuilder returns a builder for sample type t.
@@ -64,31 +73,95 @@ func NewTree(p *Profile, t SampleType) *Tree {
 }
 
 // Add adds the samples of p that have the builder's type.
-func (b *TreeBuilder) Add(p *Profile) { b.add(p, false) }
+func (b *TreeBuilder) Add(p *Profile) {
+	if b.prepare(p, &b.scratch) {
+		b.insert(&b.scratch, false)
+	}
+}
 
 // AddBase adds the samples of p as the baseline of a diff tree.
-func (b *TreeBuilder) AddBase(p *Profile) { b.add(p, true) }
+func (b *TreeBuilder) AddBase(p *Profile) {
+	if b.prepare(p, &b.scratch) {
+		b.insert(&b.scratch, true)
+	}
+}
 
-func (b *TreeBuilder) add(p *Profile, base bool) {
-	typ, ok := p.TypeIndex(b.typ)
-	if !ok {
+// AddAll adds the samples of every profile in ps, as Add does, using all
+// CPUs: profiles are hashed in parallel while the tree is extended by one
+// goroutine. At most a few profiles per CPU are in flight.
+func (b *TreeBuilder) AddAll(ps []*Profile) {
+	workers := min(runtime.GOMAXPROCS(0), len(ps))
+	if workers < 2 {
+		for _, p := range ps {
+			b.Add(p)
+		}
 		return
 	}
-	b.values = resize(b.values, len(p.stacks))
+	free := make(chan *prepared, 2*workers)
+	for range cap(free) {
+		free <- new(prepared)
+	}
+	todo := make(chan int)
+	ready := make(chan *prepared, cap(free))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range todo {
+				pr := <-free
+				if b.prepare(ps[i], pr) {
+					ready <- pr
+				} else {
+					free <- pr
+				}
+			}
+		}()
+	}
+	go func() {
+		for i := range ps {
+			todo <- i
+		}
+		close(todo)
+		wg.Wait()
+		close(ready)
+	}()
+	// Children are sorted by name in Tree, so the order in which profiles
+	// are inserted does not matter.
+	for pr := range ready {
+		b.insert(pr, false)
+		free <- pr
+	}
+}
+
+// prepare fills pr for p and reports whether p has the builder's type. It
+// reads only b.typ, so several goroutines may prepare at once.
+func (b *TreeBuilder) prepare(p *Profile, pr *prepared) bool {
+	typ, ok := p.TypeIndex(b.typ)
+	if !ok {
+		return false
+	}
+	pr.p = p
+	pr.values = resize(pr.values, len(p.stacks))
 	for _, s := range p.Samples {
 		if s.Type == typ {
-			b.values[s.Stack] += s.Value
+			pr.values[s.Stack] += s.Value
 		}
 	}
-	b.frameHash = p.frameHashes(false, b.frameHash)
-	b.stackHash = p.stackHashes(b.frameHash, b.stackHash)
-	b.nodes = resize(b.nodes, len(p.stacks))
+	pr.frameHash = p.frameHashes(false, pr.frameHash)
+	pr.stackHash = p.stackHashes(pr.frameHash, pr.stackHash)
+	return true
+}
+
+// insert adds a prepared profile's values to the tree.
+func (b *TreeBuilder) insert(pr *prepared, base bool) {
+	b.nodes = resize(b.nodes, len(pr.p.stacks))
 	b.nodes[NoStack] = b.root
-	for s, v := range b.values {
+	for s, v := range pr.values {
 		if v == 0 {
 			continue
 		}
-		n := b.node(p, StackID(s))
+		n := b.node(pr, StackID(s))
 		if base {
 			n.BaseSelf += v
 		} else {
@@ -98,14 +171,15 @@ func (b *TreeBuilder) add(p *Profile, base bool) {
 }
 
 // node returns the tree node of stack s, creating the path as needed.
-func (b *TreeBuilder) node(p *Profile, s StackID) *Node {
+func (b *TreeBuilder) node(pr *prepared, s StackID) *Node {
 	if n := b.nodes[s]; n != nil {
 		return n
 	}
-	h := b.stackHash[s]
+	p := pr.p
+	h := pr.stackHash[s]
 	n, ok := b.byHash[h]
 	if !ok {
-		parent := b.node(p, p.stacks[s].parent)
+		parent := b.node(pr, p.stacks[s].parent)
 		f := &p.Frames[p.stacks[s].frame]
 		n = &Node{Name: f.Name, Kind: f.Kind}
 		parent.Children = append(parent.Children, n)

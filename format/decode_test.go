@@ -202,3 +202,29 @@ func gzipBytes(t *testing.T, data []byte) []byte {
 	}
 	return b.Bytes()
 }
+
+// FuzzDecode feeds arbitrary bytes through detection and every decoder:
+// Decode may fail but must not panic, and a profile it returns must have
+// consistent tables.
+func FuzzDecode(f *testing.F) {
+	for _, rel := range [][]string{
+		{"jfr", "dump1.jfr.gz"},
+		{"jvm-profiler", "phil_stopwatch", "profile_slacker", "CombinedStack.folded.gz"},
+		{"pyspark-profiler", "phil_stopwatch", "profile_straggler", "s_1_stack.json.gz"},
+	} {
+		data := corpus.Read(f, rel...)
+		f.Add(data[:min(len(data), 4096)])
+	}
+	f.Add([]byte("{\"stacktrace\":[\"a.b\"],\"threadName\":\"Executor task launch worker for task 1.0 in stage 2.0 (TID 3)\",\"count\":1}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := format.Decode(data, "fuzz", format.Options{MaxSize: 1 << 20})
+		if err != nil {
+			return
+		}
+		for _, s := range p.Samples {
+			if int(s.Type) >= len(p.Types) || int(s.Stack) >= p.NumStacks() {
+				t.Fatalf("sample %+v out of range: %d types, %d stacks", s, len(p.Types), p.NumStacks())
+			}
+		}
+	})
+}

@@ -1,0 +1,603 @@
+package spark
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sparkprof/sparkprof/eventlog"
+	"github.com/valyala/fastjson"
+)
+
+// Build reads every line of r and returns the application model. It fails
+// only when the log cannot be read; bad lines go to the Report.
+func Build(r *eventlog.Reader) (*App, *Report, error) {
+	b := newBuilder()
+	var p fastjson.Parser
+	for {
+		line, pos, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("spark: reading event log: %w", err)
+		}
+		v, err := p.ParseBytes(line)
+		if err != nil || v.Type() != fastjson.TypeObject {
+			b.rep.Malformed = append(b.rep.Malformed, pos)
+			continue
+		}
+		b.event(v)
+	}
+	b.rep.Truncations = r.Truncations
+	return b.finish(), b.rep, nil
+}
+
+type builder struct {
+	app    *App
+	rep    *Report
+	execs  map[string]*Executor
+	jobs   map[int]*Job
+	stages map[[2]int]*Stage
+	tasks  map[int64]*Task
+	sql    map[int64]*SQLExecution
+	// stageJob maps a stage id to the job that submitted it, for stages
+	// submitted after their job start.
+	stageJob map[int]int
+	// lastAttempt maps a stage id to its latest attempt number.
+	lastAttempt map[int]int
+}
+
+func newBuilder() *builder {
+	return &builder{
+		app:         &App{FailureReasons: map[string]int{}},
+		rep:         &Report{Unknown: map[string]int{}, MissingEnd: true},
+		execs:       map[string]*Executor{},
+		jobs:        map[int]*Job{},
+		stages:      map[[2]int]*Stage{},
+		tasks:       map[int64]*Task{},
+		sql:         map[int64]*SQLExecution{},
+		stageJob:    map[int]int{},
+		lastAttempt: map[int]int{},
+	}
+}
+
+func str(v *fastjson.Value, keys ...string) string { return string(v.GetStringBytes(keys...)) }
+
+// num reads a number that may also be written as a string (some versions
+// and tools quote ids).
+func num(v *fastjson.Value, keys ...string) int64 {
+	x := v.Get(keys...)
+	if x == nil {
+		return 0
+	}
+	switch x.Type() {
+	case fastjson.TypeNumber:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+		f, _ := x.Float64()
+		return int64(f)
+	case fastjson.TypeString:
+		n, _ := strconv.ParseInt(string(x.GetStringBytes()), 10, 64)
+		return n
+	}
+	return 0
+}
+
+func (b *builder) event(v *fastjson.Value) {
+	app := b.app
+	// Some versions write scheduler events with their package.
+	switch ev := strings.TrimPrefix(str(v, "Event"), "org.apache.spark.scheduler."); ev {
+	case "SparkListenerLogStart":
+		app.SparkVersion = str(v, "Spark Version")
+	case "DBCEventLoggingListenerMetadata":
+		// Databricks logs start with this instead of LogStart.
+		if app.SparkVersion == "" {
+			app.SparkVersion = str(v, "Spark Version")
+		}
+	case "SparkListenerApplicationStart":
+		app.ID = str(v, "App ID")
+		app.Name = str(v, "App Name")
+		app.User = str(v, "User")
+		app.AttemptID = str(v, "App Attempt ID")
+		app.StartMs = num(v, "Timestamp")
+	case "SparkListenerApplicationEnd":
+		app.EndMs = num(v, "Timestamp")
+		b.rep.MissingEnd = false
+	case "SparkListenerEnvironmentUpdate":
+		b.environment(v)
+	case "SparkListenerExecutorAdded":
+		e := b.executor(str(v, "Executor ID"))
+		e.AddedMs = num(v, "Timestamp")
+		e.Host = str(v, "Executor Info", "Host")
+		e.Cores = int(num(v, "Executor Info", "Total Cores"))
+	case "SparkListenerExecutorRemoved":
+		e := b.executor(str(v, "Executor ID"))
+		e.RemovedMs = num(v, "Timestamp")
+		e.RemovalReason = str(v, "Removed Reason")
+	case "SparkListenerBlockManagerAdded":
+		id := str(v, "Block Manager ID", "Executor ID")
+		e := b.executor(id)
+		if e.Host == "" {
+			e.Host = str(v, "Block Manager ID", "Host")
+		}
+		e.MaxMemory = num(v, "Maximum Memory")
+		if e.AddedMs == 0 {
+			// The driver has no ExecutorAdded: the History Server dates
+			// it from its block manager.
+			e.AddedMs = num(v, "Timestamp")
+		}
+	case "SparkListenerExecutorBlacklisted", "SparkListenerExecutorExcluded":
+		b.exclude(v, str(v, "executorId"), "", -1, true)
+	case "SparkListenerExecutorUnblacklisted", "SparkListenerExecutorUnexcluded":
+		b.exclude(v, str(v, "executorId"), "", -1, false)
+	case "SparkListenerNodeBlacklisted", "SparkListenerNodeExcluded":
+		b.exclude(v, "", str(v, "hostId"), -1, true)
+	case "SparkListenerNodeUnblacklisted", "SparkListenerNodeUnexcluded":
+		b.exclude(v, "", str(v, "hostId"), -1, false)
+	case "SparkListenerExecutorBlacklistedForStage", "SparkListenerExecutorExcludedForStage":
+		b.exclude(v, str(v, "executorId"), "", int(num(v, "stageId")), true)
+	case "SparkListenerNodeBlacklistedForStage", "SparkListenerNodeExcludedForStage":
+		b.exclude(v, "", str(v, "hostId"), int(num(v, "stageId")), true)
+	case "SparkListenerJobStart":
+		b.jobStart(v)
+	case "SparkListenerJobEnd":
+		j := b.job(int(num(v, "Job ID")))
+		j.EndMs = num(v, "Completion Time")
+		j.Result = str(v, "Job Result", "Result")
+		if j.Result == "JobFailed" {
+			j.Failure = str(v, "Job Result", "Exception", "Message")
+		}
+	case "SparkListenerStageSubmitted":
+		b.stageInfo(v.Get("Stage Info"), v.Get("Properties"), false)
+	case "SparkListenerStageCompleted":
+		b.stageInfo(v.Get("Stage Info"), nil, true)
+	case "SparkListenerTaskStart":
+		b.taskStart(v)
+	case "SparkListenerTaskEnd":
+		b.taskEnd(v)
+	case "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart":
+		s := b.sqlExec(num(v, "executionId"))
+		s.Description = str(v, "description")
+		s.StartMs = num(v, "time")
+	case "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd":
+		s := b.sqlExec(num(v, "executionId"))
+		s.EndMs = num(v, "time")
+		s.Error = str(v, "errorMessage")
+	case "SparkListenerTaskGettingResult", "SparkListenerSpeculativeTaskSubmitted",
+		"SparkListenerBlockManagerRemoved", "SparkListenerUnpersistRDD", "SparkListenerStageExecutorMetrics",
+		"SparkListenerExecutorMetricsUpdate", "SparkListenerBlockUpdated", "SparkListenerResourceProfileAdded",
+		"org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate",
+		"org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveSQLMetricUpdates",
+		"org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates":
+		// Known events that do not change the model.
+	default:
+		b.rep.Unknown[ev]++
+	}
+}
+
+func (b *builder) environment(v *fastjson.Value) {
+	props := v.Get("Spark Properties")
+	if props == nil {
+		return
+	}
+	get := func(k string) (string, bool) {
+		// An object in most versions; a list of [key, value] pairs in some.
+		if o, err := props.Object(); err == nil {
+			x := o.Get(k)
+			if x == nil {
+				return "", false
+			}
+			return string(x.GetStringBytes()), true
+		}
+		for _, kv := range props.GetArray() {
+			if a := kv.GetArray(); len(a) == 2 && string(a[0].GetStringBytes()) == k {
+				return string(a[1].GetStringBytes()), true
+			}
+		}
+		return "", false
+	}
+	if b.app.Config == nil {
+		b.app.Config = map[string]string{}
+	}
+	for _, k := range KeyConfig {
+		if val, ok := get(k); ok {
+			b.app.Config[k] = val
+		}
+	}
+	b.app.Master = b.app.Config["spark.master"]
+	if b.app.User == "" {
+		if o, err := v.Get("System Properties").Object(); err == nil && o.Get("user.name") != nil {
+			b.app.User = string(o.Get("user.name").GetStringBytes())
+		}
+	}
+}
+
+func (b *builder) executor(id string) *Executor {
+	e := b.execs[id]
+	if e == nil {
+		e = &Executor{ID: id}
+		b.execs[id] = e
+		b.app.Executors = append(b.app.Executors, e)
+	}
+	return e
+}
+
+func (b *builder) exclude(v *fastjson.Value, exec, host string, stage int, excluded bool) {
+	b.app.Exclusion = append(b.app.Exclusion, ExclusionEvent{
+		TimeMs: num(v, "time"), ExecutorID: exec, Host: host, StageID: stage, Excluded: excluded,
+	})
+	if stage >= 0 {
+		return
+	}
+	if exec != "" {
+		b.executor(exec).Excluded = excluded
+	}
+	// A node's exclusion covers its executors, not the driver.
+	for _, e := range b.app.Executors {
+		if host != "" && e.Host == host && e.ID != "driver" {
+			e.Excluded = excluded
+		}
+	}
+}
+
+func (b *builder) job(id int) *Job {
+	j := b.jobs[id]
+	if j == nil {
+		j = &Job{ID: id, SQLID: -1}
+		b.jobs[id] = j
+		b.app.Jobs = append(b.app.Jobs, j)
+	}
+	return j
+}
+
+func (b *builder) jobStart(v *fastjson.Value) {
+	j := b.job(int(num(v, "Job ID")))
+	j.SubmitMs = num(v, "Submission Time")
+	b.app.JobCount++
+	for _, s := range v.GetArray("Stage IDs") {
+		id := s.GetInt()
+		j.StageIDs = append(j.StageIDs, id)
+		b.stageJob[id] = j.ID
+	}
+	if props := v.Get("Properties"); props != nil {
+		if id := str(props, "spark.sql.execution.id"); id != "" {
+			if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+				j.SQLID = n
+				s := b.sqlExec(n)
+				s.JobIDs = append(s.JobIDs, j.ID)
+			}
+		}
+		j.Group = str(props, "spark.jobGroup.id")
+		j.Description = str(props, "spark.job.description")
+	}
+	// Stage infos of the job: stages that are never submitted (skipped)
+	// still have their parents and names here.
+	for _, si := range v.GetArray("Stage Infos") {
+		id, attempt := int(num(si, "Stage ID")), int(num(si, "Stage Attempt ID"))
+		if _, ok := b.stages[[2]int{id, attempt}]; !ok {
+			st := b.stage(id, attempt)
+			b.fillStage(st, si)
+			st.Status = "PENDING"
+		}
+	}
+}
+
+func (b *builder) stage(id, attempt int) *Stage {
+	k := [2]int{id, attempt}
+	st := b.stages[k]
+	if st == nil {
+		st = &Stage{ID: id, Attempt: attempt, JobID: -1, SQLID: -1, Status: "PENDING"}
+		if j, ok := b.stageJob[id]; ok {
+			st.JobID = j
+			st.SQLID = b.jobs[j].SQLID
+		}
+		b.stages[k] = st
+		b.app.Stages = append(b.app.Stages, st)
+	}
+	if attempt > b.lastAttempt[id] {
+		b.lastAttempt[id] = attempt
+	}
+	return st
+}
+
+func (b *builder) fillStage(st *Stage, si *fastjson.Value) {
+	if name := str(si, "Stage Name"); name != "" {
+		st.Name = name
+	}
+	if n := num(si, "Number of Tasks"); n > 0 {
+		st.NumTasks = int(n)
+	}
+	if ps := si.GetArray("Parent IDs"); ps != nil {
+		st.Parents = st.Parents[:0]
+		for _, p := range ps {
+			st.Parents = append(st.Parents, p.GetInt())
+		}
+	}
+	if rdds := si.GetArray("RDD Info"); rdds != nil {
+		st.RDDIDs = st.RDDIDs[:0]
+		for _, r := range rdds {
+			st.RDDIDs = append(st.RDDIDs, int(num(r, "RDD ID")))
+		}
+	}
+}
+
+func (b *builder) stageInfo(si, props *fastjson.Value, completed bool) {
+	if si == nil {
+		return
+	}
+	st := b.stage(int(num(si, "Stage ID")), int(num(si, "Stage Attempt ID")))
+	b.fillStage(st, si)
+	if t := num(si, "Submission Time"); t > 0 {
+		st.SubmitMs = t
+	}
+	if props != nil {
+		if id := str(props, "spark.sql.execution.id"); id != "" {
+			if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+				st.SQLID = n
+			}
+		}
+	}
+	if !completed {
+		st.Status = "ACTIVE"
+		return
+	}
+	st.CompleteMs = num(si, "Completion Time")
+	if f := str(si, "Failure Reason"); f != "" {
+		st.Status = "FAILED"
+		st.Failure = f
+	} else {
+		st.Status = "COMPLETE"
+	}
+}
+
+func (b *builder) sqlExec(id int64) *SQLExecution {
+	s := b.sql[id]
+	if s == nil {
+		s = &SQLExecution{ID: id}
+		b.sql[id] = s
+		b.app.SQL = append(b.app.SQL, s)
+	}
+	return s
+}
+
+// taskInfo fills t from a "Task Info" object.
+func taskInfo(t *Task, ti *fastjson.Value) {
+	t.ID = num(ti, "Task ID")
+	t.Index = int(num(ti, "Index"))
+	t.Attempt = int(num(ti, "Attempt"))
+	t.Partition = -1
+	if ti.Get("Partition ID") != nil {
+		t.Partition = int(num(ti, "Partition ID"))
+	}
+	t.ExecutorID = str(ti, "Executor ID")
+	t.Host = str(ti, "Host")
+	t.Locality = str(ti, "Locality")
+	t.Speculative = ti.GetBool("Speculative")
+	t.LaunchMs = num(ti, "Launch Time")
+	t.FetchStartMs = num(ti, "Getting Result Time")
+	t.FinishMs = num(ti, "Finish Time")
+}
+
+func (b *builder) taskStart(v *fastjson.Value) {
+	ti := v.Get("Task Info")
+	if ti == nil {
+		return
+	}
+	t := &Task{StageID: int(num(v, "Stage ID")), StageAttempt: int(num(v, "Stage Attempt ID")), Status: "RUNNING"}
+	taskInfo(t, ti)
+	b.tasks[t.ID] = t
+	b.app.Tasks = append(b.app.Tasks, t)
+	st := b.stage(t.StageID, t.StageAttempt)
+	if st.FirstLaunchMs == 0 || t.LaunchMs < st.FirstLaunchMs {
+		st.FirstLaunchMs = t.LaunchMs
+	}
+}
+
+func (b *builder) taskEnd(v *fastjson.Value) {
+	ti := v.Get("Task Info")
+	if ti == nil {
+		return
+	}
+	id := num(ti, "Task ID")
+	t := b.tasks[id]
+	if t == nil {
+		b.rep.Orphans++
+		t = &Task{}
+		b.tasks[id] = t
+		b.app.Tasks = append(b.app.Tasks, t)
+	}
+	t.StageID, t.StageAttempt = int(num(v, "Stage ID")), int(num(v, "Stage Attempt ID"))
+	taskInfo(t, ti)
+	reason := v.Get("Task End Reason")
+	cls := str(reason, "Reason")
+	switch {
+	case cls == "Success" || cls == "":
+		t.Status = "SUCCESS"
+	case cls == "TaskKilled" || ti.GetBool("Killed"):
+		t.Status = "KILLED"
+	default:
+		t.Status = "FAILED"
+	}
+	if t.Status != "SUCCESS" {
+		t.Reason = cls
+		t.Message, t.TopFrame = endReason(cls, reason)
+	}
+	readMetrics(&t.Metrics, v.Get("Task Metrics"))
+
+	app := b.app
+	app.TaskCount++
+	if t.Status != "SUCCESS" {
+		app.FailedTaskCount++
+		app.FailureReasons[cls]++
+		if t.Status == "KILLED" {
+			app.KilledTaskCount++
+		}
+	}
+	st := b.stage(t.StageID, t.StageAttempt)
+	st.TaskCount++
+	switch t.Status {
+	case "FAILED":
+		st.FailedTaskCount++
+	case "KILLED":
+		st.KilledTaskCount++
+	}
+	st.Metrics.Add(&t.Metrics)
+	if st.FirstLaunchMs == 0 || t.LaunchMs < st.FirstLaunchMs {
+		st.FirstLaunchMs = t.LaunchMs
+	}
+
+	e := b.executor(t.ExecutorID)
+	if e.Host == "" {
+		e.Host = t.Host
+	}
+	e.TotalTasks++
+	switch t.Status {
+	case "SUCCESS":
+		e.CompletedTasks++
+	case "KILLED":
+		e.KilledTasks++
+	default:
+		e.FailedTasks++
+	}
+	e.TotalDurationMs += t.DurationMs()
+	e.TotalGCTimeMs += t.Metrics.GCTimeMs
+	e.InputBytes += t.Metrics.InputBytes
+	e.ShuffleRead += t.Metrics.ShuffleReadBytes()
+	e.ShuffleWrite += t.Metrics.ShuffleWriteBytes
+}
+
+// endReason renders a task end reason's details and, for an exception, its
+// top stack frame.
+func endReason(cls string, r *fastjson.Value) (msg, top string) {
+	switch cls {
+	case "ExceptionFailure":
+		msg = str(r, "Class Name")
+		if d := str(r, "Description"); d != "" {
+			msg += ": " + d
+		}
+		if st := r.GetArray("Stack Trace"); len(st) > 0 {
+			f := st[0]
+			top = fmt.Sprintf("%s.%s(%s:%d)", str(f, "Declaring Class"), str(f, "Method Name"), str(f, "File Name"), num(f, "Line Number"))
+		}
+	case "FetchFailed":
+		msg = str(r, "Message")
+		if msg == "" {
+			msg = fmt.Sprintf("shuffle %d map %d reduce %d from %s", num(r, "Shuffle ID"), num(r, "Map ID"),
+				num(r, "Reduce ID"), str(r, "Block Manager Address", "Executor ID"))
+		}
+	case "ExecutorLostFailure":
+		msg = str(r, "Loss Reason")
+		if e := str(r, "Executor ID"); e != "" {
+			msg = "executor " + e + ": " + msg
+		}
+	case "TaskKilled":
+		msg = str(r, "Kill Reason")
+	}
+	return strings.TrimSpace(msg), top
+}
+
+// readMetrics fills m from a "Task Metrics" object of any Spark version.
+func readMetrics(m *TaskMetrics, v *fastjson.Value) {
+	if v == nil {
+		return
+	}
+	m.RunTimeMs = num(v, "Executor Run Time")
+	m.CPUTimeNs = num(v, "Executor CPU Time")
+	m.DeserializeMs = num(v, "Executor Deserialize Time")
+	m.DeserializeCPUNs = num(v, "Executor Deserialize CPU Time")
+	m.ResultSerializationMs = num(v, "Result Serialization Time")
+	m.GCTimeMs = num(v, "JVM GC Time")
+	m.ResultSize = num(v, "Result Size")
+	m.PeakExecutionMemory = num(v, "Peak Execution Memory")
+	m.MemorySpilled = num(v, "Memory Bytes Spilled")
+	m.DiskSpilled = num(v, "Disk Bytes Spilled")
+	if in := v.Get("Input Metrics"); in != nil {
+		m.InputBytes = num(in, "Bytes Read")
+		m.InputRecords = num(in, "Records Read")
+	}
+	if out := v.Get("Output Metrics"); out != nil {
+		m.OutputBytes = num(out, "Bytes Written")
+		m.OutputRecords = num(out, "Records Written")
+	}
+	if sr := v.Get("Shuffle Read Metrics"); sr != nil {
+		m.ShuffleRemoteBlocks = num(sr, "Remote Blocks Fetched")
+		m.ShuffleLocalBlocks = num(sr, "Local Blocks Fetched")
+		m.ShuffleFetchWaitMs = num(sr, "Fetch Wait Time")
+		m.ShuffleRemoteBytes = num(sr, "Remote Bytes Read")
+		m.ShuffleRemoteToDisk = num(sr, "Remote Bytes Read To Disk")
+		m.ShuffleLocalBytes = num(sr, "Local Bytes Read")
+		m.ShuffleReadRecords = num(sr, "Total Records Read")
+	}
+	if sw := v.Get("Shuffle Write Metrics"); sw != nil {
+		m.ShuffleWriteBytes = num(sw, "Shuffle Bytes Written")
+		m.ShuffleWriteTimeNs = num(sw, "Shuffle Write Time")
+		m.ShuffleWriteRecords = num(sw, "Shuffle Records Written")
+	}
+}
+
+// finish computes durations and orders the model.
+func (b *builder) finish() *App {
+	app := b.app
+	if app.EndMs > 0 && app.StartMs > 0 {
+		app.DurationMs = app.EndMs - app.StartMs
+	}
+	app.SQLCount = len(app.SQL)
+	for _, j := range app.Jobs {
+		if j.EndMs > 0 && j.SubmitMs > 0 {
+			j.DurationMs = j.EndMs - j.SubmitMs
+		}
+	}
+	for _, st := range app.Stages {
+		if st.JobID < 0 {
+			if j, ok := b.stageJob[st.ID]; ok {
+				st.JobID = j
+			}
+		}
+		if st.SQLID < 0 && st.JobID >= 0 {
+			st.SQLID = b.jobs[st.JobID].SQLID
+		}
+		if st.CompleteMs > 0 && st.SubmitMs > 0 {
+			st.DurationMs = st.CompleteMs - st.SubmitMs
+		}
+		if st.Status == "ACTIVE" && st.CompleteMs == 0 && !b.rep.MissingEnd {
+			// The app ended with the stage never completed.
+			st.Status = "ACTIVE"
+		}
+	}
+	for _, s := range app.SQL {
+		if s.EndMs > 0 && s.StartMs > 0 {
+			s.DurationMs = s.EndMs - s.StartMs
+		}
+	}
+	sort.SliceStable(app.Jobs, func(i, j int) bool { return app.Jobs[i].ID < app.Jobs[j].ID })
+	sort.SliceStable(app.Stages, func(i, j int) bool {
+		a, c := app.Stages[i], app.Stages[j]
+		if a.ID != c.ID {
+			return a.ID < c.ID
+		}
+		return a.Attempt < c.Attempt
+	})
+	sort.SliceStable(app.SQL, func(i, j int) bool { return app.SQL[i].ID < app.SQL[j].ID })
+	// Executors seen only through tasks or block managers (the driver in
+	// local mode) stay; order: driver first, then by id.
+	sort.SliceStable(app.Executors, func(i, j int) bool { return execLess(app.Executors[i].ID, app.Executors[j].ID) })
+	return app
+}
+
+// execLess orders executor ids: driver first, then numerically.
+func execLess(a, b string) bool {
+	if a == "driver" || b == "driver" {
+		return a == "driver" && b != "driver"
+	}
+	x, errA := strconv.Atoi(a)
+	y, errB := strconv.Atoi(b)
+	if errA == nil && errB == nil {
+		return x < y
+	}
+	return a < b
+}

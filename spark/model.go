@@ -1,0 +1,264 @@
+// Package spark builds the model of a Spark application — app, executors,
+// jobs, stages, tasks with every task metric, SQL executions — from its
+// event log.
+//
+// Build streams the log line by line: it keeps one small record per task,
+// stage, job and executor, never the decoded JSON.
+package spark
+
+import "github.com/sparkprof/sparkprof/eventlog"
+
+// App is one application attempt.
+type App struct {
+	ID           string `json:"id"`
+	AttemptID    string `json:"attemptId,omitempty"`
+	Name         string `json:"name"`
+	User         string `json:"user,omitempty"`
+	SparkVersion string `json:"sparkVersion"`
+	Master       string `json:"master,omitempty"`
+	StartMs      int64  `json:"startMs"`
+	EndMs        int64  `json:"endMs"`
+	DurationMs   int64  `json:"durationMs"`
+	// TaskCount counts task attempts that ended; FailedTaskCount those that
+	// ended with a reason other than Success (Resubmitted, TaskKilled and
+	// the failures), as Spark's own tools count them.
+	TaskCount       int `json:"taskCount"`
+	FailedTaskCount int `json:"failedTaskCount"`
+	KilledTaskCount int `json:"killedTaskCount"`
+	JobCount        int `json:"jobCount"`
+	SQLCount        int `json:"sqlCount"`
+	// Config holds the Spark properties that matter for performance (see
+	// KeyConfig), as the EnvironmentUpdate event gives them.
+	Config map[string]string `json:"config,omitempty"`
+	// FailureReasons counts failed task ends by their reason class.
+	FailureReasons map[string]int `json:"failureReasons"`
+
+	Executors []*Executor      `json:"executors"`
+	Jobs      []*Job           `json:"jobs"`
+	Stages    []*Stage         `json:"stages"`
+	Tasks     []*Task          `json:"-"`
+	SQL       []*SQLExecution  `json:"sql"`
+	Exclusion []ExclusionEvent `json:"exclusions,omitempty"`
+}
+
+// KeyConfig lists the Spark properties App.Config keeps.
+var KeyConfig = []string{
+	"spark.master", "spark.submit.deployMode", "spark.executor.cores", "spark.executor.memory",
+	"spark.executor.memoryOverhead", "spark.executor.instances", "spark.driver.memory", "spark.driver.cores",
+	"spark.dynamicAllocation.enabled", "spark.dynamicAllocation.minExecutors", "spark.dynamicAllocation.maxExecutors",
+	"spark.sql.shuffle.partitions", "spark.default.parallelism", "spark.sql.adaptive.enabled",
+	"spark.memory.fraction", "spark.memory.offHeap.enabled", "spark.serializer", "spark.speculation",
+	"spark.task.cpus", "spark.decommission.enabled", "spark.plugins", "spark.eventLog.rolling.enabled",
+}
+
+// Executor is an executor (or the driver, ID "driver") with its life and a
+// summary of its tasks as the History Server's executors page shows it.
+type Executor struct {
+	ID            string `json:"id"`
+	Host          string `json:"host"`
+	Cores         int    `json:"cores"`
+	MaxMemory     int64  `json:"maxMemory,omitempty"` // storage memory of its block manager, bytes
+	AddedMs       int64  `json:"addedMs"`
+	RemovedMs     int64  `json:"removedMs"`
+	RemovalReason string `json:"removalReason"`
+	Excluded      bool   `json:"excluded,omitempty"`
+
+	TotalTasks      int   `json:"totalTasks"`
+	CompletedTasks  int   `json:"completedTasks"`
+	FailedTasks     int   `json:"failedTasks"`
+	KilledTasks     int   `json:"killedTasks"`
+	TotalDurationMs int64 `json:"totalDurationMs"` // sum of task durations (launch to finish)
+	TotalGCTimeMs   int64 `json:"totalGCTimeMs"`
+	InputBytes      int64 `json:"totalInputBytes"`
+	ShuffleRead     int64 `json:"totalShuffleRead"`
+	ShuffleWrite    int64 `json:"totalShuffleWrite"`
+}
+
+// ExclusionEvent is an executor or node excluded (blacklisted before Spark
+// 3.1) or let back in.
+type ExclusionEvent struct {
+	TimeMs     int64  `json:"timeMs"`
+	ExecutorID string `json:"executorId,omitempty"`
+	Host       string `json:"host,omitempty"`
+	StageID    int    `json:"stageId"` // -1 when app-wide
+	Excluded   bool   `json:"excluded"`
+}
+
+// Job is a Spark job.
+type Job struct {
+	ID          int    `json:"jobId"`
+	StageIDs    []int  `json:"stageIds"`
+	SubmitMs    int64  `json:"submitMs"`
+	EndMs       int64  `json:"endMs"`
+	DurationMs  int64  `json:"durationMs"`
+	Result      string `json:"result"` // JobSucceeded, JobFailed, or "" while running
+	Failure     string `json:"failure,omitempty"`
+	SQLID       int64  `json:"sqlId"` // -1 when not part of a SQL execution
+	Group       string `json:"group,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// Stage is one attempt of a stage, with the sums of its tasks' metrics.
+type Stage struct {
+	ID         int    `json:"stageId"`
+	Attempt    int    `json:"attempt"`
+	Name       string `json:"name"`
+	NumTasks   int    `json:"numTasks"` // tasks the stage was submitted with
+	Parents    []int  `json:"parentIds"`
+	RDDIDs     []int  `json:"rddIds"`
+	JobID      int    `json:"jobId"` // -1 when no job named it
+	SQLID      int64  `json:"sqlId"` // -1 when not part of a SQL execution
+	SubmitMs   int64  `json:"submitMs"`
+	CompleteMs int64  `json:"completeMs"`
+	DurationMs int64  `json:"durationMs"`
+	// FirstLaunchMs is the launch time of its first task.
+	FirstLaunchMs   int64       `json:"firstTaskLaunchMs"`
+	Status          string      `json:"status"` // COMPLETE, FAILED, ACTIVE, PENDING
+	Failure         string      `json:"failure,omitempty"`
+	TaskCount       int         `json:"taskCount"` // task attempts that ended
+	FailedTaskCount int         `json:"failedTaskCount"`
+	KilledTaskCount int         `json:"killedTaskCount"`
+	Metrics         TaskMetrics `json:"metrics"`
+}
+
+// Task is one task attempt.
+type Task struct {
+	ID           int64  `json:"taskId"`
+	Index        int    `json:"index"`
+	Attempt      int    `json:"attempt"`
+	Partition    int    `json:"partition"` // -1 before Spark 3.3 logged it
+	StageID      int    `json:"stageId"`
+	StageAttempt int    `json:"stageAttempt"`
+	ExecutorID   string `json:"executorId"`
+	Host         string `json:"host"`
+	Locality     string `json:"locality,omitempty"`
+	Speculative  bool   `json:"speculative,omitempty"`
+	LaunchMs     int64  `json:"launchMs"`
+	FinishMs     int64  `json:"finishMs"` // 0 while running
+	// FetchStartMs is when the driver started fetching an indirect result.
+	FetchStartMs int64  `json:"fetchStartMs,omitempty"`
+	Status       string `json:"status"` // SUCCESS, FAILED, KILLED, RUNNING
+	// Reason is the end reason's class for a task that did not succeed:
+	// ExceptionFailure, FetchFailed, ExecutorLostFailure, TaskKilled,
+	// Resubmitted, TaskResultLost, TaskCommitDenied, UnknownReason.
+	Reason string `json:"reason,omitempty"`
+	// Message details the reason: the exception class and message, the
+	// fetch failure, the loss reason.
+	Message string `json:"message,omitempty"`
+	// TopFrame is the first stack frame of an ExceptionFailure.
+	TopFrame string      `json:"topFrame,omitempty"`
+	Metrics  TaskMetrics `json:"metrics"`
+}
+
+// DurationMs is the task's wall time from launch to finish.
+func (t *Task) DurationMs() int64 {
+	if t.FinishMs == 0 {
+		return 0
+	}
+	return t.FinishMs - t.LaunchMs
+}
+
+// GettingResultMs is the time the driver spent fetching the task's result.
+func (t *Task) GettingResultMs() int64 {
+	if t.FetchStartMs == 0 || t.FinishMs == 0 {
+		return 0
+	}
+	return t.FinishMs - t.FetchStartMs
+}
+
+// SchedulerDelayMs is the part of the task's time not spent running,
+// deserialising, serialising the result or fetching it: scheduling and
+// shipping, computed as the History Server does.
+func (t *Task) SchedulerDelayMs() int64 {
+	d := t.DurationMs() - t.Metrics.RunTimeMs - t.Metrics.DeserializeMs - t.Metrics.ResultSerializationMs - t.GettingResultMs()
+	if t.FinishMs == 0 || d < 0 {
+		return 0
+	}
+	return d
+}
+
+// TaskMetrics are the metrics of a task, or their sum over tasks. Times
+// are in ms unless named Ns.
+type TaskMetrics struct {
+	RunTimeMs             int64 `json:"executorRunTime"`
+	CPUTimeNs             int64 `json:"executorCpuTime"`
+	DeserializeMs         int64 `json:"executorDeserializeTime"`
+	DeserializeCPUNs      int64 `json:"executorDeserializeCpuTime"`
+	ResultSerializationMs int64 `json:"resultSerializationTime"`
+	GCTimeMs              int64 `json:"jvmGcTime"`
+	ResultSize            int64 `json:"resultSize"`
+	PeakExecutionMemory   int64 `json:"peakExecutionMemory"`
+	MemorySpilled         int64 `json:"memoryBytesSpilled"`
+	DiskSpilled           int64 `json:"diskBytesSpilled"`
+	InputBytes            int64 `json:"inputBytes"`
+	InputRecords          int64 `json:"inputRecords"`
+	OutputBytes           int64 `json:"outputBytes"`
+	OutputRecords         int64 `json:"outputRecords"`
+	ShuffleRemoteBlocks   int64 `json:"shuffleRemoteBlocksFetched"`
+	ShuffleLocalBlocks    int64 `json:"shuffleLocalBlocksFetched"`
+	ShuffleFetchWaitMs    int64 `json:"shuffleFetchWaitTime"`
+	ShuffleRemoteBytes    int64 `json:"shuffleRemoteBytesRead"`
+	ShuffleRemoteToDisk   int64 `json:"shuffleRemoteBytesReadToDisk"`
+	ShuffleLocalBytes     int64 `json:"shuffleLocalBytesRead"`
+	ShuffleReadRecords    int64 `json:"shuffleReadRecords"`
+	ShuffleWriteBytes     int64 `json:"shuffleWriteBytes"`
+	ShuffleWriteTimeNs    int64 `json:"shuffleWriteTime"`
+	ShuffleWriteRecords   int64 `json:"shuffleWriteRecords"`
+}
+
+// ShuffleReadBytes is the bytes a task read from shuffle, remote and local.
+func (m *TaskMetrics) ShuffleReadBytes() int64 { return m.ShuffleRemoteBytes + m.ShuffleLocalBytes }
+
+// Add adds o to m, field by field.
+func (m *TaskMetrics) Add(o *TaskMetrics) {
+	m.RunTimeMs += o.RunTimeMs
+	m.CPUTimeNs += o.CPUTimeNs
+	m.DeserializeMs += o.DeserializeMs
+	m.DeserializeCPUNs += o.DeserializeCPUNs
+	m.ResultSerializationMs += o.ResultSerializationMs
+	m.GCTimeMs += o.GCTimeMs
+	m.ResultSize += o.ResultSize
+	m.PeakExecutionMemory += o.PeakExecutionMemory
+	m.MemorySpilled += o.MemorySpilled
+	m.DiskSpilled += o.DiskSpilled
+	m.InputBytes += o.InputBytes
+	m.InputRecords += o.InputRecords
+	m.OutputBytes += o.OutputBytes
+	m.OutputRecords += o.OutputRecords
+	m.ShuffleRemoteBlocks += o.ShuffleRemoteBlocks
+	m.ShuffleLocalBlocks += o.ShuffleLocalBlocks
+	m.ShuffleFetchWaitMs += o.ShuffleFetchWaitMs
+	m.ShuffleRemoteBytes += o.ShuffleRemoteBytes
+	m.ShuffleRemoteToDisk += o.ShuffleRemoteToDisk
+	m.ShuffleLocalBytes += o.ShuffleLocalBytes
+	m.ShuffleReadRecords += o.ShuffleReadRecords
+	m.ShuffleWriteBytes += o.ShuffleWriteBytes
+	m.ShuffleWriteTimeNs += o.ShuffleWriteTimeNs
+	m.ShuffleWriteRecords += o.ShuffleWriteRecords
+}
+
+// SQLExecution is a Spark SQL query execution.
+type SQLExecution struct {
+	ID          int64  `json:"sqlId"`
+	Description string `json:"description"`
+	StartMs     int64  `json:"startMs"`
+	EndMs       int64  `json:"endMs"`
+	DurationMs  int64  `json:"durationMs"`
+	JobIDs      []int  `json:"jobIds"`
+	Error       string `json:"error,omitempty"`
+}
+
+// Report lists what was missing or wrong in the log.
+type Report struct {
+	// Malformed holds the position of every line that is not a JSON event.
+	Malformed []eventlog.Pos
+	// Unknown counts events of types Build does not model, by name.
+	Unknown map[string]int
+	// Truncations lists the parts whose data ended early.
+	Truncations []eventlog.Truncation
+	// MissingEnd is true when no SparkListenerApplicationEnd was seen.
+	MissingEnd bool
+	// Orphans counts task ends without a task start (their launch time is
+	// taken from the end event).
+	Orphans int
+}

@@ -347,7 +347,7 @@ func (b *builder) stageInfo(si, props *fastjson.Value, completed bool) {
 		return
 	}
 	st.CompleteMs = num(si, "Completion Time")
-	if f := str(si, "Failure Reason"); f != "" {
+	if f := strings.TrimRight(str(si, "Failure Reason"), "\n\t "); f != "" {
 		st.Status = "FAILED"
 		st.Failure = f
 	} else {
@@ -471,32 +471,49 @@ func (b *builder) taskEnd(v *fastjson.Value) {
 	e.ShuffleWrite += t.Metrics.ShuffleWriteBytes
 }
 
-// endReason renders a task end reason's details and, for an exception, its
-// top stack frame.
+// endReason renders a task end reason as Spark's UI and tools show it
+// (TaskEndReason.toErrorString) and, for an exception, its top frame.
 func endReason(cls string, r *fastjson.Value) (msg, top string) {
 	switch cls {
 	case "ExceptionFailure":
-		msg = str(r, "Class Name")
-		if d := str(r, "Description"); d != "" {
-			msg += ": " + d
-		}
 		if st := r.GetArray("Stack Trace"); len(st) > 0 {
 			f := st[0]
 			top = fmt.Sprintf("%s.%s(%s:%d)", str(f, "Declaring Class"), str(f, "Method Name"), str(f, "File Name"), num(f, "Line Number"))
 		}
+		if full := str(r, "Full Stack Trace"); full != "" {
+			return full, top
+		}
+		msg = str(r, "Class Name")
+		if d := str(r, "Description"); d != "" {
+			msg += ": " + d
+		}
 	case "FetchFailed":
-		msg = str(r, "Message")
-		if msg == "" {
-			msg = fmt.Sprintf("shuffle %d map %d reduce %d from %s", num(r, "Shuffle ID"), num(r, "Map ID"),
-				num(r, "Reduce ID"), str(r, "Block Manager Address", "Executor ID"))
+		bm := r.Get("Block Manager Address")
+		addr := "null"
+		if bm != nil && bm.Type() == fastjson.TypeObject {
+			addr = fmt.Sprintf("BlockManagerId(%s, %s, %d, None)", str(bm, "Executor ID"), str(bm, "Host"), num(bm, "Port"))
 		}
+		msg = fmt.Sprintf("FetchFailed(%s, shuffleId=%d, mapIndex=%d, mapId=%d, reduceId=%d, message=\n%s\n)",
+			addr, num(r, "Shuffle ID"), num(r, "Map Index"), num(r, "Map ID"), num(r, "Reduce ID"), str(r, "Message"))
+		return msg, top
 	case "ExecutorLostFailure":
-		msg = str(r, "Loss Reason")
-		if e := str(r, "Executor ID"); e != "" {
-			msg = "executor " + e + ": " + msg
+		behaviour := "unrelated to the running tasks"
+		if r.GetBool("Exit Caused By App") {
+			behaviour = "caused by one of the running tasks"
 		}
+		return fmt.Sprintf("ExecutorLostFailure (executor %s exited %s) Reason: %s",
+			str(r, "Executor ID"), behaviour, str(r, "Loss Reason")), top
 	case "TaskKilled":
-		msg = str(r, "Kill Reason")
+		msg = "TaskKilled (" + str(r, "Kill Reason") + ")"
+	case "Resubmitted":
+		msg = "Resubmitted (resubmitted due to lost executor)"
+	case "TaskResultLost":
+		msg = "TaskResultLost (result lost from block manager)"
+	case "TaskCommitDenied":
+		msg = fmt.Sprintf("TaskCommitDenied (Driver denied task commit) for job: %d, partition: %d, attemptNumber: %d",
+			num(r, "Job ID"), num(r, "Partition ID"), num(r, "Attempt Number"))
+	default:
+		msg = cls
 	}
 	return strings.TrimSpace(msg), top
 }

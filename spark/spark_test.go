@@ -3,11 +3,13 @@ package spark
 import (
 	"bytes"
 	"encoding/csv"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/sparkprof/sparkprof/eventlog"
@@ -231,6 +233,110 @@ func TestEveryLog(t *testing.T) {
 					t.Errorf("no events read; report %+v", rep)
 				}
 			})
+		}
+	}
+}
+
+// escapeCSV writes line breaks and tabs as spark-rapids-tools' CSVs do.
+func escapeCSV(s string) string {
+	return strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(s)
+}
+
+func nvidiaCSV(t *testing.T, name string) []map[string]string {
+	t.Helper()
+	rows, err := csv.NewReader(bytes.NewReader(corpus.Read(t, "eventlogs", "golden", "nvidia", name))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]string
+	for _, r := range rows[1:] {
+		m := map[string]string{}
+		for i, k := range rows[0] {
+			m[k] = r[i]
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestFailureTablesGolden checks the failed tasks, stages and jobs of
+// tasks_executors_fail_compressed_eventlog.zstd against spark-rapids-tools'
+// expected CSVs, reason texts included. Like those tables, failed tasks
+// are those with status FAILED (not Resubmitted or killed ones).
+func TestFailureTablesGolden(t *testing.T) {
+	app, _ := build(t, "eventlogs", "nvidia", "tasks_executors_fail_compressed_eventlog.zstd")
+
+	var failed []*Task
+	for _, tk := range app.Tasks {
+		if tk.Status == "FAILED" && tk.Reason != "Resubmitted" {
+			failed = append(failed, tk)
+		}
+	}
+	want := nvidiaCSV(t, "tasks_failure_eventlog_expectation.csv")
+	if len(failed) != len(want) {
+		t.Errorf("%d failed tasks, golden has %d", len(failed), len(want))
+	}
+	for i := 0; i < len(failed) && i < len(want); i++ {
+		tk, w := failed[i], want[i]
+		got := map[string]string{
+			"stageId": fmt.Sprint(tk.StageID), "stageAttemptId": fmt.Sprint(tk.StageAttempt), "taskId": fmt.Sprint(tk.ID),
+			"attempt": fmt.Sprint(tk.Attempt), "taskStatus": tk.Status, "speculative": fmt.Sprint(tk.Speculative),
+			"duration": fmt.Sprint(tk.DurationMs()), "executorRunTime": fmt.Sprint(tk.Metrics.RunTimeMs),
+			"jvmGCTime": fmt.Sprint(tk.Metrics.GCTimeMs), "failureReason": escapeCSV(tk.Message),
+		}
+		for k, g := range got {
+			if g != w[k] {
+				t.Errorf("task %s: %s = %.200q, golden %.200q", w["taskId"], k, g, w[k])
+			}
+		}
+	}
+
+	var stages []*Stage
+	for _, st := range app.Stages {
+		if st.Status == "FAILED" {
+			stages = append(stages, st)
+		}
+	}
+	wantStages := nvidiaCSV(t, "stages_failure_eventlog_expectation.csv")
+	if len(stages) != len(wantStages) {
+		t.Errorf("%d failed stages, golden has %d", len(stages), len(wantStages))
+	}
+	for i := 0; i < len(stages) && i < len(wantStages); i++ {
+		st, w := stages[i], wantStages[i]
+		got := map[string]string{"stageId": fmt.Sprint(st.ID), "attemptId": fmt.Sprint(st.Attempt), "name": st.Name,
+			"numTasks": fmt.Sprint(st.NumTasks), "failureReason": escapeCSV(st.Failure)}
+		for k, g := range got {
+			if g != w[k] {
+				i := 0
+				for i < len(g) && i < len(w[k]) && g[i] == w[k][i] {
+					i++
+				}
+				t.Errorf("stage %s: %s differs from byte %d: %.200q, golden %.200q", w["stageId"], k, i, g[i:], w[k][i:])
+			}
+		}
+	}
+
+	var jobs []*Job
+	for _, j := range app.Jobs {
+		if j.Result == "JobFailed" {
+			jobs = append(jobs, j)
+		}
+	}
+	wantJobs := nvidiaCSV(t, "jobs_failure_eventlog_expectation.csv")
+	if len(jobs) != len(wantJobs) {
+		t.Fatalf("%d failed jobs, golden has %d", len(jobs), len(wantJobs))
+	}
+	for i, j := range jobs {
+		w := wantJobs[i]
+		// Intended difference: the event log gives a failed job's
+		// exception message only; spark-rapids-tools prints it as a
+		// java.lang.Exception, sparkprof keeps the message.
+		got := map[string]string{"jobID": fmt.Sprint(j.ID), "sqlID": fmt.Sprint(j.SQLID), "jobResult": j.Result,
+			"failureReason": "java.lang.Exception: " + escapeCSV(j.Failure)}
+		for k, g := range got {
+			if g != w[k] {
+				t.Errorf("job %s: %s = %q, golden %q", w["jobID"], k, g, w[k])
+			}
 		}
 	}
 }

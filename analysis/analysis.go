@@ -1,0 +1,815 @@
+// Package analysis explains a slow or expensive Spark application: from the
+// app model (built from an event log or from container logs) it derives a
+// short list of findings, each with its evidence and a suggestion, one
+// verdict per stage rather than a wall of alerts.
+package analysis
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/sparkprof/sparkprof/applog"
+	"github.com/sparkprof/sparkprof/spark"
+)
+
+// Kinds of findings.
+const (
+	KindStraggler         = "straggler"
+	KindSkew              = "skew"
+	KindGC                = "gc"
+	KindSpill             = "spill"
+	KindShuffleWait       = "shuffle-wait"
+	KindSchedulerOverhead = "scheduler-overhead"
+	KindTaskSize          = "task-size"
+	KindIdleExecutors     = "idle-executors"
+	KindDriverTime        = "driver-time"
+	KindCriticalPath      = "critical-path"
+	KindFailures          = "failures"
+	KindExecutorLoss      = "executor-loss"
+	KindWhatIf            = "what-if"
+	KindErrors            = "errors"
+	KindLogChunks         = "logChunks"
+	KindWarnings          = "warnings"
+)
+
+// Severities, from the least to the most urgent.
+const (
+	Info     = "info"
+	Warning  = "warning"
+	Critical = "critical"
+)
+
+func severityRank(s string) int {
+	switch s {
+	case Critical:
+		return 2
+	case Warning:
+		return 1
+	}
+	return 0
+}
+
+// Finding is one thing worth knowing about the application.
+type Finding struct {
+	Kind       string         `json:"kind"`
+	Severity   string         `json:"severity"`
+	StageID    *int           `json:"stageId,omitempty"`
+	TaskID     *int64         `json:"taskId,omitempty"`
+	ExecutorID string         `json:"executorId,omitempty"`
+	Message    string         `json:"message"`
+	Suggestion string         `json:"suggestion,omitempty"`
+	Evidence   map[string]any `json:"evidence"`
+	score      float64        // orders findings of one severity: the biggest effect first
+}
+
+// Thresholds decide when a measurement becomes a finding. The zero value is
+// not useful; start from DefaultThresholds.
+type Thresholds struct {
+	// StragglerRatio: a task is a straggler when it runs this many times
+	// longer than its stage's median task, and at least StragglerMinMs.
+	StragglerRatio float64
+	StragglerMinMs int64
+	// SkewRatio: a stage is skewed when its largest task reads this many
+	// times more than the median task, and at least SkewMinBytes.
+	SkewRatio    float64
+	SkewMinBytes int64
+	// GCShare of task run time spent in GC (warning; twice it is critical).
+	GCShare float64
+	// ShuffleWaitShare of task run time spent waiting for shuffle data.
+	ShuffleWaitShare float64
+	// OverheadShare of task time spent in scheduling and (de)serialisation.
+	OverheadShare float64
+	// TinyTaskMs: the median task of a stage with at least TinyTaskCount
+	// tasks below this is too small.
+	TinyTaskMs    int64
+	TinyTaskCount int
+	// IdleShare of allocated executor core time with no task running.
+	IdleShare float64
+	// DriverShare of the application's time with no task running.
+	DriverShare float64
+	// MinStageMs: stages shorter than this get no performance verdict.
+	MinStageMs int64
+}
+
+// DefaultThresholds are the thresholds sparkprof uses unless told otherwise.
+var DefaultThresholds = Thresholds{
+	StragglerRatio:   3,
+	StragglerMinMs:   5_000,
+	SkewRatio:        4,
+	SkewMinBytes:     64 << 20,
+	GCShare:          0.10,
+	ShuffleWaitShare: 0.20,
+	OverheadShare:    0.30,
+	TinyTaskMs:       100,
+	TinyTaskCount:    200,
+	IdleShare:        0.50,
+	DriverShare:      0.25,
+	MinStageMs:       1_000,
+}
+
+// Input is what an analysis looks at.
+type Input struct {
+	App *spark.App
+	// Report lists problems of the event log, if one was read.
+	Report *spark.Report
+	// Logs are container logs, if any were read.
+	Logs []*applog.Log
+	// Warnings are problems met while reading the inputs.
+	Warnings []string
+}
+
+// Analyze returns the findings for in, most severe first.
+func Analyze(in Input, th Thresholds) []Finding {
+	app := in.App
+	var out []Finding
+	byStage := map[[2]int][]*spark.Task{}
+	for _, t := range app.Tasks {
+		k := [2]int{t.StageID, t.StageAttempt}
+		byStage[k] = append(byStage[k], t)
+	}
+	for _, st := range app.Stages {
+		if f, ok := stageVerdict(st, byStage[[2]int{st.ID, st.Attempt}], th); ok {
+			out = append(out, f)
+		}
+	}
+	out = append(out, failures(app)...)
+	out = append(out, executorLoss(app, in.Logs)...)
+	if f, ok := idleExecutors(app, th); ok {
+		out = append(out, f)
+	}
+	if f, ok := driverTime(app, th); ok {
+		out = append(out, f)
+	}
+	if f, ok := criticalPath(app); ok {
+		out = append(out, f)
+	}
+	if f, ok := whatIf(app, byStage); ok {
+		out = append(out, f)
+	}
+	out = append(out, logFindings(in.Logs)...)
+	if f, ok := warnings(in); ok {
+		out = append(out, f)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if a, b := severityRank(out[i].Severity), severityRank(out[j].Severity); a != b {
+			return a > b
+		}
+		return out[i].score > out[j].score
+	})
+	return out
+}
+
+func intp(v int) *int       { return &v }
+func int64p(v int64) *int64 { return &v }
+
+// median returns the median of xs (sorted in place).
+func median(xs []int64) int64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
+
+func share(part, whole int64) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
+// stageVerdict finds what is wrong with one stage attempt and keeps the
+// finding with the biggest effect, listing the others in its evidence.
+func stageVerdict(st *spark.Stage, tasks []*spark.Task, th Thresholds) (Finding, bool) {
+	var ok []*spark.Task
+	for _, t := range tasks {
+		if t.Status == "SUCCESS" && t.FinishMs > 0 {
+			ok = append(ok, t)
+		}
+	}
+	if len(ok) == 0 {
+		return Finding{}, false
+	}
+	span := st.CompleteMs - st.FirstLaunchMs
+	if st.CompleteMs == 0 {
+		span = 0
+		for _, t := range ok {
+			span = max(span, t.FinishMs-st.FirstLaunchMs)
+		}
+	}
+	var cands []Finding
+	stage := func(kind, sev, msg, sugg string, score float64, ev map[string]any) {
+		ev["stageName"] = st.Name
+		ev["stageAttempt"] = st.Attempt
+		cands = append(cands, Finding{Kind: kind, Severity: sev, StageID: intp(st.ID), Message: msg, Suggestion: sugg, Evidence: ev, score: score})
+	}
+	durs := make([]int64, len(ok))
+	var total spark.TaskMetrics
+	var sumDur, overhead int64
+	longest := ok[0]
+	for i, t := range ok {
+		durs[i] = t.DurationMs()
+		total.Add(&t.Metrics)
+		sumDur += durs[i]
+		overhead += t.SchedulerDelayMs() + t.Metrics.DeserializeMs + t.Metrics.ResultSerializationMs
+		if durs[i] > longest.DurationMs() {
+			longest = t
+		}
+	}
+	med := median(slices.Clone(durs))
+
+	// Straggler: the longest task against the median of the others.
+	if len(ok) >= 3 && med > 0 {
+		r := float64(longest.DurationMs()) / float64(med)
+		if r >= th.StragglerRatio && longest.DurationMs() >= th.StragglerMinMs {
+			sev := Warning
+			if share(longest.DurationMs()-med, span) >= 0.5 {
+				sev = Critical
+			}
+			stage(KindStraggler, sev,
+				fmt.Sprintf("stage %d: task %d (partition %d, executor %s) ran %s, %.1fx the median task (%s)",
+					st.ID, longest.ID, longest.Index, longest.ExecutorID, fmtMs(longest.DurationMs()), r, fmtMs(med)),
+				"look at what makes this partition different (data skew, a slow node, a costly record); the flame graph of this task shows where its time went",
+				float64(longest.DurationMs()-med), map[string]any{
+					"taskMs": longest.DurationMs(), "medianMs": med, "ratio": round2(r), "tasks": len(ok),
+					"partition": longest.Index, "host": longest.Host, "stageSpanMs": span,
+				})
+			cands[len(cands)-1].TaskID = int64p(longest.ID)
+			cands[len(cands)-1].ExecutorID = longest.ExecutorID
+		}
+	}
+	if span < th.MinStageMs && len(cands) == 0 {
+		return Finding{}, false
+	}
+	// Skew: input plus shuffle read per task.
+	if len(ok) >= 3 {
+		reads := make([]int64, len(ok))
+		var maxRead int64
+		var maxTask *spark.Task
+		for i, t := range ok {
+			reads[i] = t.Metrics.InputBytes + t.Metrics.ShuffleReadBytes()
+			if reads[i] > maxRead {
+				maxRead, maxTask = reads[i], t
+			}
+		}
+		m := median(reads)
+		if maxRead >= th.SkewMinBytes && m > 0 && float64(maxRead)/float64(m) >= th.SkewRatio {
+			r := float64(maxRead) / float64(m)
+			stage(KindSkew, Warning,
+				fmt.Sprintf("stage %d: task %d read %s, %.1fx the median task (%s)", st.ID, maxTask.ID, fmtBytes(maxRead), r, fmtBytes(m)),
+				"repartition on a better-distributed key, salt the hot key, or enable AQE skew join handling (spark.sql.adaptive.skewJoin.enabled)",
+				float64(maxTask.DurationMs()-med), map[string]any{"maxBytes": maxRead, "medianBytes": m, "ratio": round2(r), "taskId": maxTask.ID})
+		}
+	}
+	if total.RunTimeMs > 0 {
+		if g := share(total.GCTimeMs, total.RunTimeMs); g >= th.GCShare {
+			sev := Warning
+			if g >= 2*th.GCShare {
+				sev = Critical
+			}
+			stage(KindGC, sev, fmt.Sprintf("stage %d: %.0f%% of task time in GC (%s of %s)", st.ID, 100*g, fmtMs(total.GCTimeMs), fmtMs(total.RunTimeMs)),
+				"give executors more memory or fewer cores each, cache less, or use more partitions so each task holds less",
+				g*float64(span), map[string]any{"gcMs": total.GCTimeMs, "runMs": total.RunTimeMs, "share": round2(g)})
+		}
+		if w := share(total.ShuffleFetchWaitMs, total.RunTimeMs); w >= th.ShuffleWaitShare {
+			stage(KindShuffleWait, Warning, fmt.Sprintf("stage %d: tasks waited %.0f%% of their run time for shuffle data (%s)", st.ID, 100*w, fmtMs(total.ShuffleFetchWaitMs)),
+				"check for a slow or lost node, network limits, or too many small shuffle blocks (fewer, larger partitions; the external shuffle service)",
+				w*float64(span), map[string]any{"fetchWaitMs": total.ShuffleFetchWaitMs, "runMs": total.RunTimeMs, "share": round2(w)})
+		}
+	}
+	if total.DiskSpilled > 0 {
+		stage(KindSpill, Warning, fmt.Sprintf("stage %d: spilled %s to disk (%s in memory)", st.ID, fmtBytes(total.DiskSpilled), fmtBytes(total.MemorySpilled)),
+			"use more partitions or more executor memory so aggregations and sorts fit in memory",
+			0.1*float64(span), map[string]any{"diskBytes": total.DiskSpilled, "memoryBytes": total.MemorySpilled})
+	}
+	if len(ok) >= 10 && sumDur > 0 {
+		if o := share(overhead, sumDur); o >= th.OverheadShare {
+			stage(KindSchedulerOverhead, Warning, fmt.Sprintf("stage %d: %.0f%% of task time is scheduling and (de)serialisation, not work", st.ID, 100*o),
+				"use fewer, larger tasks; broadcast large closures instead of shipping them with each task",
+				o*float64(span), map[string]any{"overheadMs": overhead, "taskMs": sumDur, "share": round2(o)})
+		}
+	}
+	if len(ok) >= th.TinyTaskCount && med < th.TinyTaskMs {
+		stage(KindTaskSize, Warning, fmt.Sprintf("stage %d: %d tasks with a median of %s: too many tiny tasks", st.ID, len(ok), fmtMs(med)),
+			"lower spark.sql.shuffle.partitions or coalesce; aim for tasks of 100 ms or more",
+			0.2*float64(span), map[string]any{"tasks": len(ok), "medianMs": med})
+	}
+	if len(cands) == 0 {
+		return Finding{}, false
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if a, b := severityRank(cands[i].Severity), severityRank(cands[j].Severity); a != b {
+			return a > b
+		}
+		return cands[i].score > cands[j].score
+	})
+	best := cands[0]
+	if len(cands) > 1 {
+		var also []string
+		for _, c := range cands[1:] {
+			also = append(also, c.Kind+": "+c.Message)
+		}
+		best.Evidence["also"] = also
+	}
+	return best, true
+}
+
+// failures groups failed tasks by reason and top frame, and lists failed
+// stages and jobs.
+func failures(app *spark.App) []Finding {
+	type group struct {
+		reason, detail string
+		tasks          []int64
+		stages         map[int]bool
+		executors      map[string]bool
+	}
+	groups := map[string]*group{}
+	for _, t := range app.Tasks {
+		if t.Status == "SUCCESS" || t.Status == "RUNNING" || t.FinishMs == 0 {
+			continue
+		}
+		detail := failureDetail(t)
+		k := t.Reason + "\x00" + detail
+		g := groups[k]
+		if g == nil {
+			g = &group{reason: t.Reason, detail: detail, stages: map[int]bool{}, executors: map[string]bool{}}
+			groups[k] = g
+		}
+		g.tasks = append(g.tasks, t.ID)
+		g.stages[t.StageID] = true
+		g.executors[t.ExecutorID] = true
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	list := make([]*group, 0, len(groups))
+	for _, g := range groups {
+		list = append(list, g)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if len(list[i].tasks) != len(list[j].tasks) {
+			return len(list[i].tasks) > len(list[j].tasks)
+		}
+		return list[i].reason < list[j].reason
+	})
+	var rows []map[string]any
+	var parts []string
+	total := 0
+	for _, g := range list {
+		total += len(g.tasks)
+		rows = append(rows, map[string]any{
+			"reason": g.reason, "detail": g.detail, "count": len(g.tasks), "taskIds": firstN(g.tasks, 10),
+			"stages": sortedKeys(g.stages), "executors": sortedStrings(g.executors),
+		})
+		parts = append(parts, fmt.Sprintf("%d %s", len(g.tasks), g.reason))
+	}
+	var failedStages, failedJobs []int
+	for _, st := range app.Stages {
+		if st.Status == "FAILED" {
+			failedStages = append(failedStages, st.ID)
+		}
+	}
+	for _, j := range app.Jobs {
+		if j.Result == "JobFailed" {
+			failedJobs = append(failedJobs, j.ID)
+		}
+	}
+	sev := Warning
+	if len(failedJobs) > 0 {
+		sev = Critical
+	}
+	return []Finding{{
+		Kind: KindFailures, Severity: sev,
+		Message: fmt.Sprintf("%d task attempts did not succeed: %s; %d stage attempts and %d jobs failed",
+			total, strings.Join(parts, ", "), len(failedStages), len(failedJobs)),
+		Suggestion: "start with the biggest group; FetchFailed and ExecutorLostFailure point at lost executors or nodes, exceptions at the code (top frame)",
+		Evidence:   map[string]any{"groups": rows, "failedStages": failedStages, "failedJobs": failedJobs, "tasks": total},
+		score:      float64(total),
+	}}
+}
+
+// failureDetail summarises a failure for grouping: the exception class and
+// top frame, or the first line of the reason with numbers kept out.
+func failureDetail(t *spark.Task) string {
+	switch t.Reason {
+	case "ExceptionFailure":
+		cls, _, _ := strings.Cut(t.Message, ":")
+		if t.TopFrame != "" {
+			return cls + " at " + t.TopFrame
+		}
+		return cls
+	case "FetchFailed":
+		msg := t.Message
+		if i := strings.Index(msg, "message=\n"); i >= 0 {
+			msg = msg[i+len("message=\n"):]
+		}
+		first, _, _ := strings.Cut(msg, "\n")
+		cls, _, _ := strings.Cut(first, ":")
+		return cls
+	case "ExecutorLostFailure":
+		if _, reason, ok := strings.Cut(t.Message, "Reason: "); ok {
+			return reason
+		}
+	}
+	first, _, _ := strings.Cut(t.Message, "\n")
+	return first
+}
+
+func executorLoss(app *spark.App, logs []*applog.Log) []Finding {
+	var lost []map[string]any
+	for _, e := range app.Executors {
+		if e.RemovedMs == 0 {
+			continue
+		}
+		r := strings.ToLower(e.RemovalReason)
+		// Executors released by dynamic allocation are not losses.
+		if strings.Contains(r, "killed by driver") || strings.Contains(r, "dynamic allocation") {
+			continue
+		}
+		lost = append(lost, map[string]any{"executorId": e.ID, "host": e.Host, "timeMs": e.RemovedMs, "reason": e.RemovalReason})
+	}
+	kinds := map[string]int{}
+	for _, l := range logs {
+		for _, ev := range l.ExecutorEvents {
+			kinds[ev.Kind]++
+			if len(lost) < 50 {
+				lost = append(lost, map[string]any{"executorId": ev.Executor, "timeMs": ms(ev.Time), "reason": ev.Message, "kind": ev.Kind, "source": l.Source})
+			}
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	return []Finding{{
+		Kind: KindExecutorLoss, Severity: Warning,
+		Message:    fmt.Sprintf("%d executors lost, decommissioned or excluded during the run", len(lost)),
+		Suggestion: "lost executors cost their running tasks and shuffle output: check container memory (overhead), node health, or spot interruptions",
+		Evidence:   map[string]any{"executors": lost, "logEvents": kinds},
+		score:      float64(len(lost)),
+	}}
+}
+
+// busy returns the union of task intervals, merged, in time order.
+func busy(app *spark.App) [][2]int64 {
+	var iv [][2]int64
+	for _, t := range app.Tasks {
+		if t.FinishMs > t.LaunchMs {
+			iv = append(iv, [2]int64{t.LaunchMs, t.FinishMs})
+		}
+	}
+	slices.SortFunc(iv, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	var out [][2]int64
+	for _, x := range iv {
+		if n := len(out); n > 0 && x[0] <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], x[1])
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+func driverTime(app *spark.App, th Thresholds) (Finding, bool) {
+	if app.DurationMs <= 0 || len(app.Tasks) == 0 {
+		return Finding{}, false
+	}
+	var busyMs int64
+	for _, b := range busy(app) {
+		busyMs += b[1] - b[0]
+	}
+	idle := app.DurationMs - busyMs
+	s := share(idle, app.DurationMs)
+	if s < th.DriverShare {
+		return Finding{}, false
+	}
+	return Finding{
+		Kind: KindDriverTime, Severity: Warning,
+		Message:    fmt.Sprintf("%.0f%% of the application's time (%s of %s) ran no task: driver-only work, scheduling gaps or waiting", 100*s, fmtMs(idle), fmtMs(app.DurationMs)),
+		Suggestion: "profile the driver (collect, planning, file listing, small sequential jobs); parallelise driver-side loops",
+		Evidence:   map[string]any{"noTaskMs": idle, "appMs": app.DurationMs, "share": round2(s)},
+		score:      float64(idle),
+	}, true
+}
+
+func idleExecutors(app *spark.App, th Thresholds) (Finding, bool) {
+	var allocated, used int64
+	for _, e := range app.Executors {
+		if e.ID == "driver" || e.Cores == 0 || e.AddedMs == 0 {
+			continue
+		}
+		end := e.RemovedMs
+		if end == 0 {
+			end = app.EndMs
+		}
+		if end <= e.AddedMs {
+			continue
+		}
+		allocated += (end - e.AddedMs) * int64(e.Cores)
+		used += e.TotalDurationMs
+	}
+	if allocated == 0 {
+		return Finding{}, false
+	}
+	idle := share(allocated-used, allocated)
+	if idle < th.IdleShare {
+		return Finding{}, false
+	}
+	wastedHours := float64(allocated-used) / 3.6e6
+	return Finding{
+		Kind: KindIdleExecutors, Severity: Warning,
+		Message:    fmt.Sprintf("executor cores were idle %.0f%% of the time they were allocated: %.2f core-hours wasted", 100*idle, wastedHours),
+		Suggestion: "enable dynamic allocation (or lower its idle timeout), use fewer or smaller executors, or give the job more partitions to fill them",
+		Evidence:   map[string]any{"allocatedCoreMs": allocated, "taskMs": used, "idleShare": round2(idle), "wastedCoreHours": round2(wastedHours)},
+		score:      float64(allocated - used),
+	}, true
+}
+
+// criticalPath finds the chain of stages, following parent links, whose
+// durations add up to the most.
+func criticalPath(app *spark.App) (Finding, bool) {
+	dur := map[int]int64{}
+	parents := map[int][]int{}
+	for _, st := range app.Stages {
+		if st.DurationMs > dur[st.ID] {
+			dur[st.ID] = st.DurationMs
+		}
+		if len(st.Parents) > 0 {
+			parents[st.ID] = st.Parents
+		}
+	}
+	if len(dur) < 2 {
+		return Finding{}, false
+	}
+	memo := map[int]int64{}
+	next := map[int]int{}
+	var longest func(id int, depth int) int64
+	longest = func(id int, depth int) int64 {
+		if v, ok := memo[id]; ok || depth > 10_000 {
+			return v
+		}
+		best, via := int64(0), -1
+		for _, p := range parents[id] {
+			if v := longest(p, depth+1); v > best {
+				best, via = v, p
+			}
+		}
+		memo[id] = best + dur[id]
+		next[id] = via
+		return memo[id]
+	}
+	end, total := -1, int64(0)
+	for id := range dur {
+		if v := longest(id, 0); v > total || (v == total && id < end) {
+			end, total = id, v
+		}
+	}
+	if total == 0 {
+		return Finding{}, false
+	}
+	var path []int
+	for id := end; id >= 0 && len(path) < 1000; id = next[id] {
+		path = append([]int{id}, path...)
+		if _, ok := next[id]; !ok {
+			break
+		}
+	}
+	return Finding{
+		Kind: KindCriticalPath, Severity: Info,
+		Message:    fmt.Sprintf("critical path through the stage graph: stages %s, %s", joinInts(path), fmtMs(total)),
+		Suggestion: "only these stages bound the wall time: speed them up first",
+		Evidence:   map[string]any{"stages": path, "durationMs": total},
+	}, true
+}
+
+// whatIf estimates the wall time with other numbers of executors by
+// replaying each stage's task durations on that many task slots (longest
+// task first), keeping the time outside stages as observed.
+func whatIf(app *spark.App, byStage map[[2]int][]*spark.Task) (Finding, bool) {
+	var execs, cores int
+	for _, e := range app.Executors {
+		if e.ID != "driver" && e.Cores > 0 {
+			execs++
+			cores = max(cores, e.Cores)
+		}
+	}
+	if execs == 0 || app.DurationMs <= 0 {
+		return Finding{}, false
+	}
+	var observedSpan int64
+	type stageTasks struct{ durs []int64 }
+	var stages []stageTasks
+	for _, st := range app.Stages {
+		ts := byStage[[2]int{st.ID, st.Attempt}]
+		var first, last int64
+		var durs []int64
+		for _, t := range ts {
+			if t.FinishMs == 0 {
+				continue
+			}
+			if first == 0 || t.LaunchMs < first {
+				first = t.LaunchMs
+			}
+			last = max(last, t.FinishMs)
+			durs = append(durs, t.DurationMs())
+		}
+		if len(durs) == 0 {
+			continue
+		}
+		observedSpan += last - first
+		stages = append(stages, stageTasks{durs})
+	}
+	outside := max(app.DurationMs-observedSpan, 0)
+	estimate := func(n int) int64 {
+		total := outside
+		for _, s := range stages {
+			total += makespan(s.durs, n*cores)
+		}
+		return total
+	}
+	var rows []map[string]any
+	for _, n := range []int{max(execs/2, 1), execs, execs * 2, execs * 4} {
+		rows = append(rows, map[string]any{"executors": n, "estimatedMs": estimate(n)})
+	}
+	base := estimate(execs)
+	twice := estimate(execs * 2)
+	return Finding{
+		Kind: KindWhatIf, Severity: Info,
+		Message: fmt.Sprintf("with %d executors instead of %d the run would take about %s instead of %s (replaying the observed task times)",
+			execs*2, execs, fmtMs(twice), fmtMs(base)),
+		Suggestion: "if doubling executors barely helps, the run is bound by a few long tasks or by the driver, not by capacity",
+		Evidence:   map[string]any{"estimates": rows, "coresPerExecutor": cores, "observedMs": app.DurationMs},
+	}, true
+}
+
+// makespan schedules durations longest first onto slots and returns when
+// the last one ends.
+func makespan(durs []int64, slots int) int64 {
+	if slots <= 0 {
+		slots = 1
+	}
+	ds := slices.Clone(durs)
+	slices.SortFunc(ds, func(a, b int64) int { return cmp.Compare(b, a) })
+	if len(ds) <= slots {
+		return ds[0]
+	}
+	free := make([]int64, slots)
+	for _, d := range ds {
+		i := 0
+		for j := range free {
+			if free[j] < free[i] {
+				i = j
+			}
+		}
+		free[i] += d
+	}
+	return slices.Max(free)
+}
+
+func logFindings(logs []*applog.Log) []Finding {
+	var out []Finding
+	var errs []map[string]any
+	var chunks []map[string]any
+	var errCount, lines int
+	for _, l := range logs {
+		lines += l.Lines
+		for _, e := range l.Errors {
+			errCount += e.Count
+			errs = append(errs, map[string]any{"level": e.Level, "logger": e.Logger, "message": firstLine(e.Message),
+				"count": e.Count, "first": e.First, "last": e.Last, "source": l.Source})
+		}
+		for _, c := range l.Chunks {
+			chunks = append(chunks, map[string]any{"pattern": c.Pattern, "example": c.Example, "runs": c.Runs, "lines": c.Lines, "source": l.Source})
+		}
+	}
+	if len(errs) > 0 {
+		sort.SliceStable(errs, func(i, j int) bool {
+			return fmt.Sprint(errs[i]["last"]) > fmt.Sprint(errs[j]["last"])
+		})
+		sev := Info
+		for _, e := range errs {
+			if e["level"] == "ERROR" {
+				sev = Warning
+			}
+		}
+		out = append(out, Finding{
+			Kind: KindErrors, Severity: sev,
+			Message:    fmt.Sprintf("%d distinct errors and warnings in the logs (%d lines), newest first: %s", len(errs), errCount, errs[0]["message"]),
+			Suggestion: "read the newest ERROR first; repeated WARN lines often explain slow stages",
+			Evidence:   map[string]any{"errors": firstNMaps(errs, 20)},
+		})
+	}
+	if len(chunks) > 0 {
+		sort.SliceStable(chunks, func(i, j int) bool { return chunks[i]["lines"].(int) > chunks[j]["lines"].(int) })
+		top := chunks[0]
+		out = append(out, Finding{
+			Kind: KindLogChunks, Severity: Info,
+			Message:  fmt.Sprintf("the most repeated run of log lines covers %d of %d lines: %s", top["lines"], lines, top["pattern"]),
+			Evidence: map[string]any{"chunks": firstNMaps(chunks, 10), "lines": lines},
+		})
+	}
+	return out
+}
+
+func warnings(in Input) (Finding, bool) {
+	ws := slices.Clone(in.Warnings)
+	if r := in.Report; r != nil {
+		for i, p := range r.Malformed {
+			if i == 20 {
+				ws = append(ws, fmt.Sprintf("... and %d more malformed lines", len(r.Malformed)-20))
+				break
+			}
+			ws = append(ws, "malformed line skipped at "+p.String())
+		}
+		for _, t := range r.Truncations {
+			ws = append(ws, fmt.Sprintf("log ends early at %s: %v (analysed everything before)", t.Pos, t.Err))
+		}
+		if r.MissingEnd {
+			ws = append(ws, "no ApplicationEnd event: the application was still running, crashed, or the log is incomplete")
+		}
+		if r.Orphans > 0 {
+			ws = append(ws, fmt.Sprintf("%d task ends without a task start", r.Orphans))
+		}
+		var unknown []string
+		for name, n := range r.Unknown {
+			unknown = append(unknown, fmt.Sprintf("%s (%d)", name, n))
+		}
+		if len(unknown) > 0 {
+			sort.Strings(unknown)
+			ws = append(ws, "events not modelled: "+strings.Join(unknown, ", "))
+		}
+	}
+	if len(ws) == 0 {
+		return Finding{}, false
+	}
+	return Finding{
+		Kind: KindWarnings, Severity: Info,
+		Message:  fmt.Sprintf("%d problems with the inputs; results cover what could be read", len(ws)),
+		Evidence: map[string]any{"warnings": ws},
+	}, true
+}
+
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
+}
+
+func firstN(xs []int64, n int) []int64 { return xs[:min(n, len(xs))] }
+
+func firstNMaps(xs []map[string]any, n int) []map[string]any { return xs[:min(n, len(xs))] }
+
+func sortedKeys(m map[int]bool) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func sortedStrings(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, " → ")
+}
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+// fmtMs renders milliseconds for people.
+func fmtMs(ms int64) string {
+	switch {
+	case ms >= 3_600_000:
+		return fmt.Sprintf("%.1f h", float64(ms)/3.6e6)
+	case ms >= 60_000:
+		return fmt.Sprintf("%.1f min", float64(ms)/6e4)
+	case ms >= 1_000:
+		return fmt.Sprintf("%.1f s", float64(ms)/1e3)
+	}
+	return fmt.Sprintf("%d ms", ms)
+}
+
+// fmtBytes renders a byte count for people.
+func fmtBytes(b int64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}

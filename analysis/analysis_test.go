@@ -1,0 +1,171 @@
+package analysis
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sparkprof/sparkprof/applog"
+	"github.com/sparkprof/sparkprof/eventlog"
+	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/spark"
+)
+
+func fromEventLog(t *testing.T, rel ...string) Input {
+	t.Helper()
+	r, err := eventlog.Open(corpus.Path(t, rel...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	app, rep, err := spark.Build(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Input{App: app, Report: rep}
+}
+
+func fromLog(t *testing.T, rel ...string) Input {
+	t.Helper()
+	logs, err := applog.OpenAll(corpus.Path(t, rel...), applog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Input{App: FromLogs(logs), Logs: logs}
+}
+
+func find(fs []Finding, kind string) []Finding {
+	var out []Finding
+	for _, f := range fs {
+		if f.Kind == kind {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestStragglerRiddles checks that both of Phil's straggler riddles, from
+// their console logs alone, name task 0 as the straggler with the ratio the
+// corpus README computes from the TaskSetManager durations.
+func TestStragglerRiddles(t *testing.T) {
+	tests := []struct {
+		name          string
+		rel           []string
+		taskMs, ratio float64
+	}{
+		{"Scala ProfileStraggler", []string{"applogs", "phil_stopwatch", "ProfileStraggler", "JobStraggler.log.gz"}, 1_070_586, 7.79},
+		{"PySpark profile_straggler", []string{"applogs", "phil_stopwatch", "profile_straggler", "Straggler_PySpark.log.gz"}, 566_462, 14.16},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := find(Analyze(fromLog(t, tt.rel...), DefaultThresholds), KindStraggler)
+			if len(fs) != 1 {
+				t.Fatalf("%d straggler findings, want 1", len(fs))
+			}
+			f := fs[0]
+			if f.TaskID == nil || *f.TaskID != 0 || f.StageID == nil || *f.StageID != 0 {
+				t.Errorf("straggler = task %v of stage %v, want task 0 of stage 0: %s", f.TaskID, f.StageID, f.Message)
+			}
+			if ms := f.Evidence["taskMs"].(int64); float64(ms) < tt.taskMs-1000 || float64(ms) > tt.taskMs+1000 {
+				t.Errorf("task ran %d ms, want about %.0f", ms, tt.taskMs)
+			}
+			if r := f.Evidence["ratio"].(float64); r < tt.ratio-0.2 || r > tt.ratio+0.2 {
+				t.Errorf("ratio %.2f, want about %.2f", r, tt.ratio)
+			}
+		})
+	}
+}
+
+// TestFailuresGrouped checks the 53 failed task attempts of
+// tasks_executors_fail_compressed_eventlog.zstd grouped by reason.
+func TestFailuresGrouped(t *testing.T) {
+	fs := find(Analyze(fromEventLog(t, "eventlogs", "nvidia", "tasks_executors_fail_compressed_eventlog.zstd"), DefaultThresholds), KindFailures)
+	if len(fs) != 1 {
+		t.Fatalf("%d failures findings, want 1", len(fs))
+	}
+	got := map[string]int{}
+	for _, g := range fs[0].Evidence["groups"].([]map[string]any) {
+		got[g["reason"].(string)] += g["count"].(int)
+	}
+	want := map[string]int{"Resubmitted": 50, "FetchFailed": 2, "ExecutorLostFailure": 1}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %d tasks, want %d (groups %v)", k, got[k], v, got)
+		}
+	}
+	if fs[0].Evidence["tasks"].(int) != 53 || fs[0].Severity != Critical {
+		t.Errorf("finding %+v", fs[0])
+	}
+}
+
+// TestEveryEventLog analyses every event log of the corpus: no panic, a
+// report that encodes, and warnings where the log is incomplete.
+func TestEveryEventLog(t *testing.T) {
+	root := corpus.Path(t, "eventlogs")
+	var logs []string
+	for _, dir := range []string{"apache", "nvidia", "sparklint", "sparklens", "sparkscope"} {
+		entries, err := os.ReadDir(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".zip") || e.Name() == "directory_source" {
+				continue
+			}
+			logs = append(logs, filepath.Join(dir, e.Name()))
+		}
+	}
+	for _, rel := range logs {
+		t.Run(rel, func(t *testing.T) {
+			in := fromEventLog(t, "eventlogs", rel)
+			fs := Analyze(in, DefaultThresholds)
+			var b bytes.Buffer
+			if err := json.NewEncoder(&b).Encode(NewReport(in, fs, nil, nil)); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteHTML(&b, NewReport(in, fs, nil, nil)); err != nil {
+				t.Fatal(err)
+			}
+			if in.Report.MissingEnd && len(find(fs, KindWarnings)) == 0 {
+				t.Errorf("log without ApplicationEnd but no warning")
+			}
+		})
+	}
+}
+
+func TestMakespan(t *testing.T) {
+	tests := []struct {
+		durs  []int64
+		slots int
+		want  int64
+	}{
+		{[]int64{10, 10, 10, 10}, 2, 20},
+		{[]int64{30, 10, 10, 10}, 2, 30},
+		{[]int64{5}, 8, 5},
+		{[]int64{7, 5, 4, 3, 1}, 2, 10},
+	}
+	for _, tt := range tests {
+		if got := makespan(tt.durs, tt.slots); got != tt.want {
+			t.Errorf("makespan(%v, %d) = %d, want %d", tt.durs, tt.slots, got, tt.want)
+		}
+	}
+}
+
+// TestHTMLEscapes checks that the Spark 4.2 log's app name, a script tag,
+// cannot run in the report.
+func TestHTMLEscapes(t *testing.T) {
+	in := fromEventLog(t, "eventlogs", "apache", "eventlog_v2_local-1766844910796")
+	if !strings.Contains(in.App.Name, "<script>") {
+		t.Fatalf("app name %q: the corpus file changed?", in.App.Name)
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, NewReport(in, Analyze(in, DefaultThresholds), nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "<script>alert") {
+		t.Error("the app name's script tag appears unescaped in the report")
+	}
+}

@@ -1,0 +1,117 @@
+package analysis
+
+import (
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/spark"
+)
+
+// Report is the result of `sparkprof analyze` for one application; its JSON
+// form is documented in docs/analyze-json.md and kept stable.
+type Report struct {
+	App       AppSummary            `json:"app"`
+	Executors []*spark.Executor     `json:"executors"`
+	Jobs      []*spark.Job          `json:"jobs"`
+	Stages    []*spark.Stage        `json:"stages"`
+	SQL       []*spark.SQLExecution `json:"sql"`
+	Findings  []Finding             `json:"findings"`
+	// Metrics are per-executor metric series (CPU load, heap, GC) from
+	// profiler records, for the timeline.
+	Metrics []Series `json:"metrics,omitempty"`
+	// Sources lists the inputs, with what each was read as.
+	Sources []Source `json:"sources"`
+	// Tasks are kept for the HTML timeline; JSON leaves them out.
+	Tasks []*spark.Task `json:"-"`
+}
+
+// AppSummary is the application part of a Report.
+type AppSummary struct {
+	ID              string            `json:"id"`
+	AttemptID       string            `json:"attemptId,omitempty"`
+	Name            string            `json:"name"`
+	User            string            `json:"user,omitempty"`
+	SparkVersion    string            `json:"sparkVersion"`
+	Master          string            `json:"master,omitempty"`
+	StartMs         int64             `json:"startMs"`
+	EndMs           int64             `json:"endMs"`
+	DurationMs      int64             `json:"durationMs"`
+	TaskCount       int               `json:"taskCount"`
+	FailedTaskCount int               `json:"failedTaskCount"`
+	KilledTaskCount int               `json:"killedTaskCount"`
+	JobCount        int               `json:"jobCount"`
+	SQLCount        int               `json:"sqlCount"`
+	ExecutorCount   int               `json:"executorCount"`
+	Config          map[string]string `json:"config,omitempty"`
+	FailureReasons  map[string]int    `json:"failureReasons"`
+}
+
+// Series is a metric over time for one executor (or process).
+type Series struct {
+	Name       string     `json:"name"`
+	Unit       string     `json:"unit"`
+	ExecutorID string     `json:"executorId,omitempty"`
+	Source     string     `json:"source,omitempty"`
+	Points     [][2]int64 `json:"points"` // [time ms, value]; fractions are scaled by 1000 (unit "permille")
+}
+
+// Source is one input of an analysis.
+type Source struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"` // eventlog, logs, profile
+}
+
+// NewReport assembles the report of in with its findings.
+func NewReport(in Input, findings []Finding, sources []Source, profiles []*profile.Profile) *Report {
+	app := in.App
+	execs := 0
+	for _, e := range app.Executors {
+		if e.ID != "driver" {
+			execs++
+		}
+	}
+	r := &Report{
+		App: AppSummary{
+			ID: app.ID, AttemptID: app.AttemptID, Name: app.Name, User: app.User, SparkVersion: app.SparkVersion,
+			Master: app.Master, StartMs: app.StartMs, EndMs: app.EndMs, DurationMs: app.DurationMs,
+			TaskCount: app.TaskCount, FailedTaskCount: app.FailedTaskCount, KilledTaskCount: app.KilledTaskCount,
+			JobCount: app.JobCount, SQLCount: app.SQLCount, ExecutorCount: execs, Config: app.Config,
+			FailureReasons: app.FailureReasons,
+		},
+		Executors: nonNil(app.Executors), Jobs: nonNil(app.Jobs), Stages: nonNil(app.Stages), SQL: nonNil(app.SQL),
+		Findings: nonNil(findings), Sources: sources, Tasks: app.Tasks,
+	}
+	for _, p := range profiles {
+		r.Metrics = append(r.Metrics, metricSeries(p)...)
+	}
+	return r
+}
+
+func nonNil[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
+}
+
+// metricSeries converts a profile's series to report series: times in ms,
+// fractional values (CPU load) in permille so that they stay integers.
+func metricSeries(p *profile.Profile) []Series {
+	exec, _ := p.Labels.Get(profile.LabelExecutorID)
+	var out []Series
+	for _, s := range p.Series {
+		rs := Series{Name: s.Name, Unit: s.Unit, ExecutorID: exec, Source: p.Source}
+		if e, ok := s.Labels.Get(profile.LabelExecutorID); ok {
+			rs.ExecutorID = e
+		}
+		scale := 1.0
+		if rs.Unit == "" || rs.Unit == "ratio" || rs.Unit == "fraction" {
+			scale, rs.Unit = 1000, "permille"
+		}
+		step := max(len(s.Points)/2000, 1) // keep reports small
+		for i := 0; i < len(s.Points); i += step {
+			pt := s.Points[i]
+			rs.Points = append(rs.Points, [2]int64{pt.Time / 1e6, int64(pt.Value * scale)})
+		}
+		out = append(out, rs)
+	}
+	return out
+}

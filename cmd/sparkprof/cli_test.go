@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -209,4 +211,102 @@ func sortedLines(s string) []string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	slices.Sort(lines)
 	return lines
+}
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestAnalyzeJSONGolden pins the JSON schema of analyze (docs/analyze-json.md)
+// on a small real log.
+func TestAnalyzeJSONGolden(t *testing.T) {
+	in := corpus.Path(t, "eventlogs", "apache", "local-1642039451826")
+	code, out, stderr := sparkprof(t, "analyze", "--json", in)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// The source path depends on where the corpus is.
+	out = strings.ReplaceAll(out, in, "local-1642039451826")
+	golden := filepath.Join("testdata", "analyze-local-1642039451826.json")
+	if *update {
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("analyze --json differs from %s; run go test ./cmd/sparkprof -run AnalyzeJSON -update and review the diff", golden)
+	}
+	var r struct {
+		App struct {
+			ID        string `json:"id"`
+			TaskCount int    `json:"taskCount"`
+		} `json:"app"`
+		Stages   []map[string]any `json:"stages"`
+		Findings []map[string]any `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.App.ID != "local-1642039451826" || r.App.TaskCount != 35 || len(r.Stages) == 0 {
+		t.Errorf("report %+v", r.App)
+	}
+}
+
+func TestAnalyzeInputs(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string // in stdout
+	}{
+		{"straggler from a console log", []string{corpus.Path(t, "applogs", "phil_stopwatch", "ProfileStraggler", "JobStraggler.log.gz")},
+			[]string{"straggler: stage 0: task 0", "7.8x"}},
+		{"event log with failures", []string{corpus.Path(t, "eventlogs", "nvidia", "tasks_executors_fail_compressed_eventlog.zstd")},
+			[]string{"53 task attempts did not succeed", "50 × Resubmitted"}},
+		{"log and profiler records", []string{
+			corpus.Path(t, "applogs", "phil_stopwatch", "ProfileStraggler", "JobStraggler.log.gz"),
+			corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "CpuAndMemory.json.gz")},
+			[]string{"straggler: stage 0: task 0"}},
+		{"truncated log", []string{corpus.Path(t, "eventlogs", "nvidia", "truncated_eventlog")},
+			[]string{"no ApplicationEnd event"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, stderr := sparkprof(t, append([]string{"analyze"}, tt.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+	code, _, stderr := sparkprof(t, "analyze", corpus.Path(t, "jfr", "dump1.jfr.gz"))
+	if code != 1 || !strings.Contains(stderr, "no event log or container log") {
+		t.Errorf("profile alone: exit %d, %s", code, stderr)
+	}
+}
+
+// TestAnalyzeHTML writes the HTML report of the straggler riddle with its
+// CPU metrics and checks it holds the data the timeline draws.
+func TestAnalyzeHTML(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "report.html")
+	code, _, stderr := sparkprof(t, "analyze", "--html", out,
+		corpus.Path(t, "applogs", "phil_stopwatch", "ProfileStraggler", "JobStraggler.log.gz"),
+		corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "CpuAndMemory.json.gz"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"<!DOCTYPE html>", `"kind":"straggler"`, `"metrics":[{"name":"process.cpu.load"`, `id="timeline"`} {
+		if !strings.Contains(string(data), w) {
+			t.Errorf("report lacks %q", w)
+		}
+	}
 }

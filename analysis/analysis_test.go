@@ -112,10 +112,11 @@ func TestEveryEventLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range entries {
-			if strings.HasSuffix(e.Name(), ".zip") || e.Name() == "directory_source" {
-				continue
+			name := filepath.Join(dir, e.Name())
+			if e.Name() == "directory_source" {
+				name = filepath.Join(name, "event_log_1")
 			}
-			logs = append(logs, filepath.Join(dir, e.Name()))
+			logs = append(logs, name)
 		}
 	}
 	for _, rel := range logs {

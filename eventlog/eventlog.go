@@ -1,9 +1,10 @@
 // Package eventlog reads Apache Spark event logs as a stream of JSON lines.
 //
-// Open accepts a single log file (plain, gzip or zstd, detected by suffix and
-// by magic bytes), a rolling "eventlog_v2_" directory or a Databricks-style
-// rolled directory, and returns a Reader that yields the lines of every part
-// in order together with their position.
+// Open accepts a single log file in any codec Spark writes (plain, gzip,
+// zstd, lz4, snappy, lzf; detected by magic bytes, then by suffix), a
+// rolling "eventlog_v2_" directory, a Databricks-style rolled directory, or
+// a zip as the History Server's download serves, and returns a Reader that
+// yields the lines of every part in order together with their position.
 package eventlog
 
 import (
@@ -82,20 +83,41 @@ func Parts(path string) ([]string, error) {
 		return nil, fmt.Errorf("eventlog: %w", err)
 	}
 	if !st.IsDir() {
+		if isZip(path) {
+			return zipParts(path)
+		}
 		return []string{path}, nil
 	}
 	ents, err := os.ReadDir(path)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: %w", err)
 	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	ordered, err := orderParts(path, names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(ordered))
+	for i, n := range ordered {
+		out[i] = filepath.Join(path, n)
+	}
+	return out, nil
+}
+
+// orderParts picks the event-log parts among the file names of dir and
+// returns them in reading order.
+func orderParts(dir string, names []string) ([]string, error) {
 	type part struct {
 		key  string
 		n    int
 		name string
 	}
+	path := dir
 	var ps []part
-	for _, e := range ents {
-		name := e.Name()
+	for _, name := range names {
 		switch {
 		case strings.HasPrefix(name, "events_"):
 			// Spark 3.0+ rolling log: events_<N>_<appid>[.<codec>].
@@ -129,7 +151,7 @@ func Parts(path string) ([]string, error) {
 	})
 	out := make([]string, len(ps))
 	for i, p := range ps {
-		out[i] = filepath.Join(path, p.name)
+		out[i] = p.name
 	}
 	return out, nil
 }
@@ -210,6 +232,27 @@ func (r *Reader) readLine() ([]byte, error) {
 
 func (r *Reader) openPart() error {
 	name := r.parts[r.part]
+	if archive, entry, ok := splitZipPart(name); ok {
+		rc, closeZip, err := openZipEntry(archive, entry)
+		if err != nil {
+			return err
+		}
+		dec, closeFn, err := decoder(entry, rc)
+		if err != nil {
+			closeZip()
+			return err
+		}
+		r.dec = dec
+		r.close = func() {
+			if closeFn != nil {
+				closeFn()
+			}
+			closeZip()
+		}
+		r.br = bufio.NewReaderSize(dec, 1<<20)
+		r.line, r.off = 0, 0
+		return nil
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return fmt.Errorf("eventlog: %w", err)
@@ -247,9 +290,12 @@ type Codec string
 
 // Codecs recognised by Detect.
 const (
-	Plain Codec = "plain"
-	Gzip  Codec = "gzip"
-	Zstd  Codec = "zstd"
+	Plain  Codec = "plain"
+	Gzip   Codec = "gzip"
+	Zstd   Codec = "zstd"
+	LZ4    Codec = "lz4"    // lz4-java's LZ4BlockOutputStream, as Spark writes it
+	Snappy Codec = "snappy" // snappy-java's SnappyOutputStream
+	LZF    Codec = "lzf"    // compress-lzf's LZFOutputStream
 )
 
 // Detect returns the codec of a file from its magic bytes, falling back to
@@ -260,6 +306,12 @@ func Detect(name string, head []byte) Codec {
 		return Zstd
 	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
 		return Gzip
+	case bytes.HasPrefix(head, lz4Magic[:min(len(head), 8)]) && len(head) >= 4:
+		return LZ4
+	case bytes.HasPrefix(head, snappyMagic[:min(len(head), 8)]) && len(head) >= 4:
+		return Snappy
+	case len(head) >= 4 && head[0] == 'Z' && head[1] == 'V' && head[2] <= 1:
+		return LZF
 	case len(head) >= 4:
 		return Plain
 	}
@@ -269,14 +321,26 @@ func Detect(name string, head []byte) Codec {
 		return Zstd
 	case strings.HasSuffix(n, ".gz"):
 		return Gzip
+	case strings.HasSuffix(n, ".lz4"):
+		return LZ4
+	case strings.HasSuffix(n, ".snappy"):
+		return Snappy
+	case strings.HasSuffix(n, ".lzf"):
+		return LZF
 	}
 	return Plain
 }
 
-func decoder(name string, f *os.File) (io.Reader, func(), error) {
+func decoder(name string, f io.Reader) (io.Reader, func(), error) {
 	br := bufio.NewReaderSize(f, 256<<10)
-	head, _ := br.Peek(4)
+	head, _ := br.Peek(8)
 	switch Detect(name, head) {
+	case LZ4:
+		return lz4Block(br), nil, nil
+	case Snappy:
+		return snappyStream(br), nil, nil
+	case LZF:
+		return lzfStream(br), nil, nil
 	case Zstd:
 		d, err := zstd.NewReader(br, zstd.WithDecoderMaxWindow(maxZstdWindow), zstd.WithDecoderConcurrency(1))
 		if err != nil {

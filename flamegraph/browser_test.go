@@ -5,92 +5,17 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/sparkprof/sparkprof/internal/browsertest"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
 )
-
-// browser starts headless Chromium and returns a context for chromedp and
-// a function returning the console errors and exceptions pages reported. Without Chromium the
-// test is skipped, unless CI=true.
-func browser(t *testing.T) (context.Context, func() []string) {
-	t.Helper()
-	path := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium not installed (apt-get install chromium)")
-		}
-		t.Skip("chromium not installed")
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
-	var problems []string
-	var mu sync.Mutex
-	err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "exception: "+ev.ExceptionDetails.Text)
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
-				var args []string
-				for _, a := range ev.Args {
-					args = append(args, string(a.Value))
-				}
-				problems = append(problems, "console: "+strings.Join(args, " "))
-			}
-		}
-	})
-	if err != nil {
-		t.Fatalf("starting chromium: %v", err)
-	}
-	return ctx, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), problems...)
-	}
-}
-
-// eval evaluates a JavaScript expression in the page.
-func eval[T any](t *testing.T, ctx context.Context, expr string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
-}
 
 // load opens page from a file:// URL and waits for the canvas.
 func load(t *testing.T, ctx context.Context, page []byte) {
@@ -136,27 +61,27 @@ const drawnPixels = `(() => {
 })()`
 
 func TestBrowserHTML(t *testing.T) {
-	ctx, problems := browser(t)
+	ctx, problems := browsertest.Start(t)
 	p := labelled(t)
 	var buf bytes.Buffer
 	if err := HTML(&buf, p, Options{Title: "<script>alert('XSS')</script>"}); err != nil {
 		t.Fatal(err)
 	}
 	load(t, ctx, buf.Bytes())
-	pixels := eval[int](t, ctx, drawnPixels)
-	total := eval[string](t, ctx, `document.body.dataset.total`)
-	title := eval[string](t, ctx, `document.getElementById("title").textContent`)
-	matched := eval[string](t, ctx, `(() => { const s = document.getElementById("search");
+	pixels := browsertest.Eval[int](t, ctx, drawnPixels)
+	total := browsertest.Eval[string](t, ctx, `document.body.dataset.total`)
+	title := browsertest.Eval[string](t, ctx, `document.getElementById("title").textContent`)
+	matched := browsertest.Eval[string](t, ctx, `(() => { const s = document.getElementById("search");
 		s.value = "Shuffle"; s.dispatchEvent(new Event("input"));
 		return document.getElementById("matched").textContent })()`)
 	screenshot(t, ctx, filepath.Join(t.TempDir(), "labelled.png"))
-	crumbs := eval[int](t, ctx, `document.querySelectorAll("#crumbs a").length`)
+	crumbs := browsertest.Eval[int](t, ctx, `document.querySelectorAll("#crumbs a").length`)
 	// Task.run is the third row (total, Thread.run, Task.run), at the left edge.
-	zoomedCrumbs := eval[int](t, ctx, `(() => { const c = document.getElementById("flame"), b = c.getBoundingClientRect();
+	zoomedCrumbs := browsertest.Eval[int](t, ctx, `(() => { const c = document.getElementById("flame"), b = c.getBoundingClientRect();
 		c.dispatchEvent(new MouseEvent("click", {clientX: b.left + 5, clientY: b.top + 18*2 + 5}));
 		return document.querySelectorAll("#crumbs a").length })()`)
 	// Sandwich: pick Task.run in the top table, then show its callees.
-	sandwich := eval[string](t, ctx, `(() => {
+	sandwich := browsertest.Eval[string](t, ctx, `(() => {
 		const row = [...document.querySelectorAll("#top tbody tr")].find(r => r.cells[0].textContent === "Task.run");
 		row.click();
 		const v = document.getElementById("view");
@@ -166,7 +91,7 @@ func TestBrowserHTML(t *testing.T) {
 		const callers = document.body.dataset.viewTotal;
 		v.value = "flame"; v.dispatchEvent(new Event("change"));
 		return callees + " " + callers + " " + document.body.dataset.viewTotal })()`)
-	gcTotal := eval[string](t, ctx, `(() => { const p = document.getElementById("pool");
+	gcTotal := browsertest.Eval[string](t, ctx, `(() => { const p = document.getElementById("pool");
 		p.value = "`+poolIndex(t, p, "gc")+`"; p.dispatchEvent(new Event("change"));
 		return document.body.dataset.total })()`)
 	wait(ctx)
@@ -242,7 +167,7 @@ func foldedProfile(t *testing.T, data []byte) *profile.Profile {
 }
 
 func TestBrowserLargeAndDiff(t *testing.T) {
-	ctx, problems := browser(t)
+	ctx, problems := browsertest.Start(t)
 	real := foldedProfile(t, corpus.Read(t, "jvm-profiler", "phil_stopwatch", "profile_slacker", "CombinedStack.folded.gz"))
 	half := foldedProfile(t, corpus.Read(t, "jvm-profiler", "phil_stopwatch", "profile_slacker", "CombinedStack.folded.gz"))
 	for i := range half.Samples {
@@ -269,7 +194,7 @@ func TestBrowserLargeAndDiff(t *testing.T) {
 			t.Fatal(err)
 		}
 		load(t, ctx, buf.Bytes())
-		if eval[int](t, ctx, drawnPixels) == 0 {
+		if browsertest.Eval[int](t, ctx, drawnPixels) == 0 {
 			t.Errorf("%s: canvas is blank", pg.name)
 		}
 		screenshot(t, ctx, filepath.Join(dir, pg.name+".png"))

@@ -29,6 +29,13 @@ run "Kafka broker: lock contention (JFR)" "$out/kafka-lock.html" \
 run "Diff: JVM straggler run vs PySpark straggler run (Uber records)" "$out/diff.html" \
 	diff -o "$out/diff.html" "$td/jvm-profiler/phil_stopwatch/profile_straggler/Stacktrace.json.gz" \
 	"$td/jvm-profiler/phil_stopwatch/ProfileStraggler/Stacktrace.json.gz"
+run "Analysis of Phil's straggler riddle: console log + Uber CPU/memory records (timeline, findings)" "$out/straggler-report.html" \
+	analyze --html "$out/straggler-report.html" "$td/applogs/phil_stopwatch/ProfileStraggler/JobStraggler.log.gz" \
+	"$td/jvm-profiler/phil_stopwatch/ProfileStraggler/CpuAndMemory.json.gz"
+run "Analysis of a YARN app with failed tasks and lost executors (event log)" "$out/failures-report.html" \
+	analyze --html "$out/failures-report.html" "$td/eventlogs/nvidia/tasks_executors_fail_compressed_eventlog.zstd"
+"$bin" analyze "$td/eventlogs/nvidia/tasks_executors_fail_compressed_eventlog.zstd" | tee "$out/failures-report.txt"
+links+=("<li><a href=\"failures-report.txt\">The same analysis as text</a></li>")
 "$bin" top -n 15 "$td/jvm-profiler/phil_stopwatch/ProfileStraggler/Stacktrace.json.gz" | tee "$out/straggler-top.txt"
 links+=("<li><a href=\"straggler-top.txt\">Top functions of the straggler riddle</a></li>")
 

@@ -1,0 +1,64 @@
+package analysis
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/browsertest"
+	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// TestBrowserReport opens the HTML report of the straggler riddle (console
+// log and Uber CPU records) in headless Chromium: no console errors, the
+// timeline draws the tasks with the straggler marked and the metric rows,
+// and hovering a task shows its tooltip.
+func TestBrowserReport(t *testing.T) {
+	ctx, problems := browsertest.Start(t)
+	in := fromLog(t, "applogs", "phil_stopwatch", "ProfileStraggler", "JobStraggler.log.gz")
+	p, err := format.Load(corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "CpuAndMemory.json.gz"), format.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, NewReport(in, Analyze(in, DefaultThresholds), nil, []*profile.Profile{p})); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path), chromedp.WaitReady("#timeline")); err != nil {
+		t.Fatal(err)
+	}
+	if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll("#findings tbody tr").length`); n < 1 {
+		t.Errorf("findings table has %d rows", n)
+	}
+	if n := browsertest.Eval[int](t, ctx, `hits.filter(h => h[4].startsWith("task ")).length`); n != 3 {
+		t.Errorf("timeline drew %d tasks, want 3", n)
+	}
+	if n := browsertest.Eval[int](t, ctx, `hits.filter(h => h[4].includes("straggler")).length`); n != 1 {
+		t.Errorf("timeline marked %d stragglers, want 1", n)
+	}
+	if n := browsertest.Eval[int](t, ctx, `metricRow.size`); n < 2 {
+		t.Errorf("%d metric rows, want the CPU and heap series", n)
+	}
+	// Hover the straggler: the tooltip names it.
+	tip := browsertest.Eval[string](t, ctx, `(() => {
+		const h = hits.find(h => h[4].includes("straggler"));
+		const r = canvas.getBoundingClientRect();
+		canvas.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + h[0] + 2, clientY: r.top + h[1] + 1}));
+		return tip.textContent;
+	})()`)
+	if tip == "" || !bytes.Contains([]byte(tip), []byte("task 0")) {
+		t.Errorf("tooltip %q, want task 0", tip)
+	}
+	if ps := problems(); len(ps) > 0 {
+		t.Errorf("page problems: %v", ps)
+	}
+}

@@ -1,9 +1,8 @@
 package spark
 
 import (
-	"errors"
 	"fmt"
-	"io"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,26 +13,35 @@ import (
 
 // Build reads every line of r and returns the application model. It fails
 // only when the log cannot be read; bad lines go to the Report.
+//
+// Task events, nearly all of a log's bytes, are parsed on all CPUs; the
+// model is then updated in log order by one goroutine.
 func Build(r *eventlog.Reader) (*App, *Report, error) {
 	b := newBuilder()
-	var p fastjson.Parser
-	for {
-		line, pos, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("spark: reading event log: %w", err)
-		}
-		v, err := p.ParseBytes(line)
-		if err != nil || v.Type() != fastjson.TypeObject {
-			b.rep.Malformed = append(b.rep.Malformed, pos)
-			continue
-		}
-		b.event(v)
+	if err := b.run(r, runtime.GOMAXPROCS(0)); err != nil {
+		return nil, nil, fmt.Errorf("spark: reading event log: %w", err)
 	}
 	b.rep.Truncations = r.Truncations
 	return b.finish(), b.rep, nil
+}
+
+// apply updates the model with one parsed line.
+func (b *builder) apply(res *result, p *fastjson.Parser) {
+	switch res.kind {
+	case resMalformed:
+		b.rep.Malformed = append(b.rep.Malformed, res.pos)
+	case resTaskStart:
+		b.addTaskStart(res.task)
+	case resTaskEnd:
+		b.addTaskEnd(res.task, res.cls)
+	case resOther:
+		v, err := p.ParseBytes(res.line)
+		if err != nil || v.Type() != fastjson.TypeObject {
+			b.rep.Malformed = append(b.rep.Malformed, res.pos)
+			return
+		}
+		b.event(v)
+	}
 }
 
 type builder struct {
@@ -157,9 +165,13 @@ func (b *builder) event(v *fastjson.Value) {
 	case "SparkListenerStageCompleted":
 		b.stageInfo(v.Get("Stage Info"), nil, true)
 	case "SparkListenerTaskStart":
-		b.taskStart(v)
+		if t, ok := parseTaskStart(v); ok {
+			b.addTaskStart(t)
+		}
 	case "SparkListenerTaskEnd":
-		b.taskEnd(v)
+		if t, cls, ok := parseTaskEnd(v); ok {
+			b.addTaskEnd(t, cls)
+		}
 	case "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart":
 		s := b.sqlExec(num(v, "executionId"))
 		s.Description = str(v, "description")
@@ -383,13 +395,18 @@ func taskInfo(t *Task, ti *fastjson.Value) {
 	t.FinishMs = num(ti, "Finish Time")
 }
 
-func (b *builder) taskStart(v *fastjson.Value) {
+// parseTaskStart reads a TaskStart event.
+func parseTaskStart(v *fastjson.Value) (*Task, bool) {
 	ti := v.Get("Task Info")
 	if ti == nil {
-		return
+		return nil, false
 	}
 	t := &Task{StageID: int(num(v, "Stage ID")), StageAttempt: int(num(v, "Stage Attempt ID")), Status: "RUNNING"}
 	taskInfo(t, ti)
+	return t, true
+}
+
+func (b *builder) addTaskStart(t *Task) {
 	b.tasks[t.ID] = t
 	b.app.Tasks = append(b.app.Tasks, t)
 	st := b.stage(t.StageID, t.StageAttempt)
@@ -398,20 +415,13 @@ func (b *builder) taskStart(v *fastjson.Value) {
 	}
 }
 
-func (b *builder) taskEnd(v *fastjson.Value) {
+// parseTaskEnd reads a TaskEnd event into a task and its end reason class.
+func parseTaskEnd(v *fastjson.Value) (*Task, string, bool) {
 	ti := v.Get("Task Info")
 	if ti == nil {
-		return
+		return nil, "", false
 	}
-	id := num(ti, "Task ID")
-	t := b.tasks[id]
-	if t == nil {
-		b.rep.Orphans++
-		t = &Task{}
-		b.tasks[id] = t
-		b.app.Tasks = append(b.app.Tasks, t)
-	}
-	t.StageID, t.StageAttempt = int(num(v, "Stage ID")), int(num(v, "Stage Attempt ID"))
+	t := &Task{StageID: int(num(v, "Stage ID")), StageAttempt: int(num(v, "Stage Attempt ID"))}
 	taskInfo(t, ti)
 	reason := v.Get("Task End Reason")
 	cls := str(reason, "Reason")
@@ -428,6 +438,20 @@ func (b *builder) taskEnd(v *fastjson.Value) {
 		t.Message, t.TopFrame = endReason(cls, reason)
 	}
 	readMetrics(&t.Metrics, v.Get("Task Metrics"))
+	return t, cls, true
+}
+
+// addTaskEnd records an ended task: the TaskEnd event carries everything
+// its TaskStart did, so it replaces the started task's record.
+func (b *builder) addTaskEnd(ended *Task, cls string) {
+	t := b.tasks[ended.ID]
+	if t == nil {
+		b.rep.Orphans++
+		t = &Task{}
+		b.tasks[ended.ID] = t
+		b.app.Tasks = append(b.app.Tasks, t)
+	}
+	*t = *ended
 
 	app := b.app
 	app.TaskCount++

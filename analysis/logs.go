@@ -3,6 +3,7 @@ package analysis
 import (
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sparkprof/sparkprof/applog"
@@ -46,6 +47,13 @@ func FromLogs(logs []*applog.Log) *spark.App {
 			}
 			if task.FinishMs == 0 && t.Duration > 0 {
 				task.FinishMs = task.LaunchMs + t.Duration.Milliseconds()
+			}
+			if t.Failure != "" {
+				task.Reason, task.Message = failureClass(t.Failure), t.Failure
+				app.FailureReasons[task.Reason]++
+				if task.Status == "KILLED" {
+					app.KilledTaskCount++
+				}
 			}
 			app.Tasks = append(app.Tasks, task)
 			st := stages[t.Stage]
@@ -105,6 +113,19 @@ func FromLogs(logs []*applog.Log) *spark.App {
 		app.DurationMs = app.EndMs - app.StartMs
 	}
 	return app
+}
+
+// failureClass names a "Lost task" reason the way event logs do:
+// ExceptionFailure for a Java exception, else its first word
+// (ExecutorLostFailure, TaskKilled, FetchFailed, ...).
+func failureClass(reason string) string {
+	first, _, _ := strings.Cut(reason, " ")
+	first, _, _ = strings.Cut(first, "(")
+	first = strings.TrimSuffix(first, ":")
+	if strings.Contains(first, ".") {
+		return "ExceptionFailure"
+	}
+	return first
 }
 
 func ms(t time.Time) int64 {

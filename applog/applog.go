@@ -63,7 +63,9 @@ type Task struct {
 	Finish       time.Time
 	// Duration is taken from the "in N ms" text of the Finished line.
 	Duration time.Duration
-	Status   string // "RUNNING" or "SUCCESS"
+	Status   string // "RUNNING", "SUCCESS", "FAILED" or "KILLED"
+	// Failure is the reason of a lost task, as the "Lost task" line gives it.
+	Failure string
 	// PythonTotal is PythonRunner's "Times: total" attributed to this task
 	// (by the executor thread name when present), zero if none was seen.
 	PythonTotal time.Duration
@@ -146,6 +148,9 @@ var (
 	reSubmit    = regexp.MustCompile(`^Submitting (ResultStage|ShuffleMapStage) (\d+) \((.*)\)`)
 	reStartTask = regexp.MustCompile(`^Starting task (\d+)\.\d+ in stage (\d+)\.(\d+) \(TID (\d+)(?:\) \(|, )([^,]+), executor ([^,]+), partition`)
 	reFinTask   = regexp.MustCompile(`^Finished task (\d+)\.\d+ in stage (\d+)\.(\d+) \(TID (\d+)\) in (\d+) ms on (\S+) \(executor ([^)]+)\)`)
+	// "Lost task 1.0 in stage 0.0 (TID 1) (host executor 2): reason" (3.x)
+	// or "(TID 1, host, executor 2): reason" (2.x).
+	reLostTask = regexp.MustCompile(`^Lost task (\d+)\.\d+ in stage (\d+)\.(\d+) \(TID (\d+)(?:\) \(|, )(\S+?),? executor ([^)]+)\): (.*)$`)
 	rePyTimes   = regexp.MustCompile(`^Times: total = (\d+), boot = (-?\d+), init = (\d+), finish = (\d+)`)
 	reTIDThread = regexp.MustCompile(`\(TID (\d+)\)`)
 	reExecID    = regexp.MustCompile(`[Ee]xecutor (\d+|driver)\b`)
@@ -411,6 +416,29 @@ func (l *Log) event(rec record, tasks map[int]int) error {
 			}
 			t := &l.Tasks[i]
 			t.Finish, t.Duration, t.Status = rec.t, time.Duration(ms)*time.Millisecond, "SUCCESS"
+		} else if m := reLostTask.FindStringSubmatch(msg); m != nil {
+			tid, err := atoi(m[4])
+			if err != nil {
+				return err
+			}
+			i, ok := tasks[tid]
+			if !ok {
+				idx, _ := atoi(m[1])
+				st, _ := atoi(m[2])
+				sa, _ := atoi(m[3])
+				i = len(l.Tasks)
+				tasks[tid] = i
+				l.Tasks = append(l.Tasks, Task{TID: tid, Index: idx, Stage: st, StageAttempt: sa, Host: m[5], Executor: m[6], Launch: rec.t})
+			}
+			t := &l.Tasks[i]
+			t.Finish, t.Failure = rec.t, m[7]
+			t.Status = "FAILED"
+			if strings.HasPrefix(m[7], "TaskKilled") {
+				t.Status = "KILLED"
+			}
+			if !t.Launch.IsZero() {
+				t.Duration = t.Finish.Sub(t.Launch)
+			}
 		}
 	case "PythonRunner", "org.apache.spark.api.python.PythonRunner":
 		if m := rePyTimes.FindStringSubmatch(msg); m != nil {

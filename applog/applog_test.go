@@ -215,3 +215,40 @@ func BenchmarkParse(b *testing.B) {
 	}
 	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 }
+
+// TestLostTasks checks failed and killed task lines of Spark 2.x and 3.x
+// (generated: the corpus logs have no lost task).
+func TestLostTasks(t *testing.T) {
+	log := strings.Join([]string{
+		"21/03/01 10:00:00 INFO TaskSetManager: Starting task 1.0 in stage 0.0 (TID 1) (10.0.0.5, executor 2, partition 1, PROCESS_LOCAL, 4433 bytes) taskResourceAssignments Map()",
+		"21/03/01 10:00:05 WARN TaskSetManager: Lost task 1.0 in stage 0.0 (TID 1) (10.0.0.5 executor 2): java.lang.RuntimeException: boom",
+		"\tat Job$.run(Job.scala:10)",
+		"19/02/17 10:00:06 WARN TaskSetManager: Lost task 2.0 in stage 0.0 (TID 2, 10.0.0.6, executor 3): ExecutorLostFailure (executor 3 exited caused by one of the running tasks) Reason: Container killed",
+		"21/03/01 10:00:07 WARN TaskSetManager: Lost task 3.0 in stage 0.0 (TID 3) (10.0.0.5 executor 2): TaskKilled (another attempt succeeded)",
+	}, "\n")
+	l, err := Parse(strings.NewReader(log), "lost.log", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		tid            int
+		status, prefix string
+		exec           string
+	}{
+		{1, "FAILED", "java.lang.RuntimeException: boom", "2"},
+		{2, "FAILED", "ExecutorLostFailure", "3"},
+		{3, "KILLED", "TaskKilled", "2"},
+	}
+	if len(l.Tasks) != len(want) {
+		t.Fatalf("%d tasks: %+v", len(l.Tasks), l.Tasks)
+	}
+	for i, w := range want {
+		tk := l.Tasks[i]
+		if tk.TID != w.tid || tk.Status != w.status || !strings.HasPrefix(tk.Failure, w.prefix) || tk.Executor != w.exec {
+			t.Errorf("task %d = %+v, want %+v", i, tk, w)
+		}
+	}
+	if l.Tasks[0].Duration != 5*time.Second {
+		t.Errorf("lost task duration %v, want 5s", l.Tasks[0].Duration)
+	}
+}

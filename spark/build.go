@@ -17,7 +17,20 @@ import (
 // Task events, nearly all of a log's bytes, are parsed on all CPUs; the
 // model is then updated in log order by one goroutine.
 func Build(r *eventlog.Reader) (*App, *Report, error) {
+	return BuildWith(r, Options{})
+}
+
+// Options control BuildWith.
+type Options struct {
+	// Progress, when set, is called now and then with the uncompressed
+	// bytes read so far, from another goroutine.
+	Progress func(bytes int64)
+}
+
+// BuildWith is Build with options.
+func BuildWith(r *eventlog.Reader, opts Options) (*App, *Report, error) {
 	b := newBuilder()
+	b.progress = opts.Progress
 	if err := b.run(r, runtime.GOMAXPROCS(0)); err != nil {
 		return nil, nil, fmt.Errorf("spark: reading event log: %w", err)
 	}
@@ -57,6 +70,7 @@ type builder struct {
 	stageJob map[int]int
 	// lastAttempt maps a stage id to its latest attempt number.
 	lastAttempt map[int]int
+	progress    func(bytes int64)
 }
 
 func newBuilder() *builder {

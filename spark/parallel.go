@@ -91,7 +91,8 @@ func (b *builder) run(r *eventlog.Reader, workers int) error {
 	go func() {
 		defer close(jobs)
 		defer close(ordered)
-		for {
+		var read int64
+		for n := 0; ; n++ {
 			bt := &batch{done: make(chan struct{})}
 			for len(bt.ends) < batchLines && len(bt.buf) < batchBytes {
 				line, pos, err := r.Next()
@@ -108,6 +109,10 @@ func (b *builder) run(r *eventlog.Reader, workers int) error {
 			}
 			if len(bt.ends) == 0 {
 				return
+			}
+			read += int64(len(bt.buf) + len(bt.ends))
+			if b.progress != nil && n%64 == 0 {
+				b.progress(read)
 			}
 			ordered <- bt
 			jobs <- bt

@@ -132,7 +132,9 @@ func readInputs(e *env, paths []string) (*inputs, error) {
 			if err != nil {
 				return nil, fmt.Errorf("event log %s: %w", path, err)
 			}
-			app, rep, err := spark.Build(r)
+			app, rep, err := spark.BuildWith(r, spark.Options{Progress: func(n int64) {
+				prog.detail(fmt.Sprintf("%s: %d MB", path, n>>20))
+			}})
 			r.Close()
 			if err != nil {
 				return nil, fmt.Errorf("event log %s: %w", path, err)

@@ -224,7 +224,7 @@ func (s *selection) pickType(p *profile.Profile) (profile.SampleType, error) {
 }
 
 // progress prints "loading 3/120 path" on one terminal line. It stays
-// silent for a single input or when stderr is not a terminal.
+// silent when stderr is not a terminal.
 type progress struct {
 	w      io.Writer
 	verb   string
@@ -234,7 +234,7 @@ type progress struct {
 
 func newProgress(w io.Writer, verb string, n int) *progress {
 	p := &progress{w: w, verb: verb, n: n}
-	if f, ok := w.(*os.File); ok && n > 1 {
+	if f, ok := w.(*os.File); ok && n > 0 {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			p.active = true
 		}
@@ -248,6 +248,13 @@ func (p *progress) step(what string) {
 		if len(what) > 60 {
 			what = "…" + what[len(what)-59:]
 		}
+		fmt.Fprintf(p.w, "\r\033[K%s %d/%d %s", p.verb, p.i, p.n, what)
+	}
+}
+
+// detail replaces the current line's text, for progress within one input.
+func (p *progress) detail(what string) {
+	if p.active {
 		fmt.Fprintf(p.w, "\r\033[K%s %d/%d %s", p.verb, p.i, p.n, what)
 	}
 }

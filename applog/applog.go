@@ -150,7 +150,7 @@ var (
 	reFinTask   = regexp.MustCompile(`^Finished task (\d+)\.\d+ in stage (\d+)\.(\d+) \(TID (\d+)\) in (\d+) ms on (\S+) \(executor ([^)]+)\)`)
 	// "Lost task 1.0 in stage 0.0 (TID 1) (host executor 2): reason" (3.x)
 	// or "(TID 1, host, executor 2): reason" (2.x).
-	reLostTask = regexp.MustCompile(`^Lost task (\d+)\.\d+ in stage (\d+)\.(\d+) \(TID (\d+)(?:\) \(|, )(\S+?),? executor ([^)]+)\): (.*)$`)
+	reLostTask  = regexp.MustCompile(`^Lost task (\d+)\.\d+ in stage (\d+)\.(\d+) \(TID (\d+)(?:\) \(|, )(\S+?),? executor ([^)]+)\): (.*)$`)
 	rePyTimes   = regexp.MustCompile(`^Times: total = (\d+), boot = (-?\d+), init = (\d+), finish = (\d+)`)
 	reTIDThread = regexp.MustCompile(`\(TID (\d+)\)`)
 	reExecID    = regexp.MustCompile(`[Ee]xecutor (\d+|driver)\b`)

@@ -1,0 +1,49 @@
+package profile
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestWireRoundTrip(t *testing.T) {
+	for _, p := range synthetic(3, 200, 50) {
+		p.AddLabels(Labels{{LabelStageID, "7"}})
+		p.Series = []Series{{Name: "cpu", Unit: "ratio", Points: []Point{{1, 0.5}}}}
+		data, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var q Profile
+		if err := q.UnmarshalBinary(data); err != nil {
+			t.Fatal(err)
+		}
+		a, b := treeLines(NewTree(p, TypeCPU)), treeLines(NewTree(&q, TypeCPU))
+		if strings.Join(a, "\n") != strings.Join(b, "\n") || len(q.Samples) != len(p.Samples) {
+			t.Fatalf("round trip changed the profile")
+		}
+		for i := range p.Samples {
+			if p.Samples[i] != q.Samples[i] || p.SampleLabels(p.Samples[i]).String() != q.SampleLabels(q.Samples[i]).String() {
+				t.Fatalf("sample %d: %+v vs %+v", i, p.Samples[i], q.Samples[i])
+			}
+		}
+		// The restored profile keeps interning.
+		if id := q.AddLabels(Labels{{LabelStageID, "7"}}); int(id) >= len(q.labelSets) {
+			t.Fatal("label set not found after restore")
+		}
+		if q.Series[0].Points[0].Value != 0.5 || q.Labels.String() != p.Labels.String() {
+			t.Errorf("series or labels lost")
+		}
+	}
+}
+
+func FuzzUnmarshalBinary(f *testing.F) {
+	p := synthetic(1, 20, 10)[0]
+	data, _ := p.MarshalBinary()
+	f.Add(data)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var q Profile
+		if q.UnmarshalBinary(data) == nil {
+			NewTree(&q, TypeCPU)
+		}
+	})
+}

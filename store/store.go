@@ -1,0 +1,73 @@
+// Package store keeps uploaded profiles: crash-safe on disk, indexed in
+// memory, behind the Store interface so that a distributed backend can
+// replace the embedded one without touching ingest or query code.
+package store
+
+import (
+	"errors"
+
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// Upload is one ingested profile with what the agent said about it.
+type Upload struct {
+	ID       uint64           // assigned by Append, increasing per tenant
+	Received int64            // Unix ns when it was stored
+	From     int64            // Unix ns, start of the window the profile covers
+	Until    int64            // Unix ns, end of the window
+	Labels   profile.Labels   // upload-level labels: service_name, app, executor, host, role
+	Agent    string           // the client, e.g. Pyroscope's spyName
+	Bytes    int              // request body size
+	Profile  *profile.Profile // samples with stack, value, time, thread and per-sample labels
+}
+
+// Query selects uploads.
+type Query struct {
+	// Matchers must all match the upload's labels. A matcher on a label an
+	// upload does not carry is left to the sample filter (stage, task and
+	// thread labels live on samples).
+	Matchers []profile.Matcher
+	// From and Until bound the uploads' windows (Unix ns); zero is open.
+	From, Until int64
+}
+
+// Store is where ingested profiles live.
+type Store interface {
+	// Append stores u for tenant durably before returning.
+	Append(tenant string, u *Upload) error
+	// Select calls fn for each upload of tenant that q selects, oldest
+	// first. The uploads must not be modified.
+	Select(tenant string, q Query, fn func(*Upload) error) error
+	// Tenants lists the tenants with data.
+	Tenants() []string
+	// Close flushes and releases the store.
+	Close() error
+}
+
+// ErrClosed is returned by a closed store.
+var ErrClosed = errors.New("store: closed")
+
+// Matches reports whether upload labels ls satisfy the query's matchers;
+// matchers on names the upload lacks are not decided here.
+func (q Query) Matches(u *Upload) bool {
+	if q.From != 0 && u.Until != 0 && u.Until < q.From {
+		return false
+	}
+	if q.Until != 0 && u.From != 0 && u.From >= q.Until {
+		return false
+	}
+	for _, m := range q.Matchers {
+		v, ok := u.Labels.Get(m.Name)
+		if !ok {
+			if pv, ok := u.Profile.Labels.Get(m.Name); ok {
+				v = pv
+			} else {
+				continue
+			}
+		}
+		if !m.Matches(v) {
+			return false
+		}
+	}
+	return true
+}

@@ -83,6 +83,9 @@ type Options struct {
 	// MaxSize bounds the decompressed size of one input; 0 means
 	// DefaultMaxSize.
 	MaxSize int64
+	// JFRLabels is a Pyroscope LabelsSnapshot sent beside a JFR upload; it
+	// maps the samples' async-profiler context ids to labels.
+	JFRLabels []byte
 }
 
 // Decode decompresses data, detects its format, decodes it and labels the
@@ -107,7 +110,13 @@ func Decode(data []byte, source string, opts Options) (*profile.Profile, error) 
 				Msg: "not a profile in any known format (" + strings.Join(Names(), ", ") + "); pass the format explicitly if it is one of them"}
 		}
 	}
-	p, err := f.Decode(data, source)
+	decode := f.Decode
+	if f.Name == "jfr" && len(opts.JFRLabels) > 0 {
+		decode = func(data []byte, source string) (*profile.Profile, error) {
+			return jfr.DecodeWithOptions(data, source, jfr.Options{Labels: opts.JFRLabels})
+		}
+	}
+	p, err := decode(data, source)
 	if err != nil {
 		return nil, err
 	}

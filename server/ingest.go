@@ -1,0 +1,228 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// labelAliases maps label names other agents use to the standard ones.
+var labelAliases = map[string]string{
+	"appId": profile.LabelAppID, "app_id": profile.LabelAppID, "spark.app.id": profile.LabelAppID,
+	"executorId": profile.LabelExecutorID, "executor_id": profile.LabelExecutorID, "spark.executor.id": profile.LabelExecutorID,
+	"hostname": profile.LabelHost, "hostName": profile.LabelHost,
+	"attemptId": profile.LabelAppAttempt,
+}
+
+// typeSuffixes are the profile-type suffixes Pyroscope agents append to the
+// application name ("myapp.cpu").
+var typeSuffixes = []string{".cpu", ".itimer", ".wall", ".alloc_objects", ".alloc_space", ".lock_count", ".lock_duration", ".alloc_in_new_tlab_objects", ".alloc_in_new_tlab_bytes"}
+
+// parseName parses Pyroscope's "app.cpu{key=value,...}" into labels.
+func parseName(name string) (profile.Labels, error) {
+	app, rest, hasLabels := strings.Cut(name, "{")
+	app = strings.TrimSpace(app)
+	for _, suf := range typeSuffixes {
+		app = strings.TrimSuffix(app, suf)
+	}
+	if app == "" {
+		return nil, fmt.Errorf("name %q: want app{key=value,...}", name)
+	}
+	ls := profile.Labels{{Name: profile.LabelServiceName, Value: app}}
+	if hasLabels {
+		body, ok := strings.CutSuffix(strings.TrimSpace(rest), "}")
+		if !ok {
+			return nil, fmt.Errorf("name %q: labels do not end with }", name)
+		}
+		for _, kv := range strings.Split(body, ",") {
+			if strings.TrimSpace(kv) == "" {
+				continue
+			}
+			k, v, ok := strings.Cut(kv, "=")
+			k, v = strings.TrimSpace(k), strings.Trim(strings.TrimSpace(v), `"`)
+			if !ok || k == "" {
+				return nil, fmt.Errorf("name %q: label %q: want key=value", name, kv)
+			}
+			if std, ok := labelAliases[k]; ok {
+				k = std
+			}
+			if k == "__name__" {
+				continue
+			}
+			ls = append(ls, profile.Label{Name: k, Value: v})
+		}
+	}
+	return ls.Normalize(), nil
+}
+
+// parseTime reads from/until in seconds, ms, µs or ns, told apart by size.
+func parseTime(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("time %q: want an integer", s)
+	}
+	switch {
+	case n > 1e17:
+		return n, nil
+	case n > 1e14:
+		return n * 1e3, nil
+	case n > 1e11:
+		return n * 1e6, nil
+	}
+	return n * 1e9, nil
+}
+
+// formatFor maps Pyroscope's format parameter to a decoder name.
+func formatFor(f string) string {
+	switch f {
+	case "jfr", "pprof", "speedscope":
+		return f
+	}
+	return "folded" // folded, lines, trie (unsupported) and anything else
+}
+
+func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	ten := tenant(r)
+	q := r.URL.Query()
+	fail := func(code int, format string, args ...any) {
+		s.metrics.uploadError(code)
+		s.agents.failed(ten, q.Get("name"), r.RemoteAddr, fmt.Sprintf(format, args...))
+		httpError(w, code, format, args...)
+	}
+	if !s.allow(ten) {
+		fail(http.StatusTooManyRequests, "tenant %q is over its upload rate (%.0f/s); retry later", ten, s.cfg.RatePerSecond)
+		return
+	}
+	labels, err := parseName(q.Get("name"))
+	if err != nil {
+		fail(http.StatusBadRequest, "%v", err)
+		return
+	}
+	from, err := parseTime(q.Get("from"))
+	if err != nil {
+		fail(http.StatusBadRequest, "from: %v", err)
+		return
+	}
+	until, err := parseTime(q.Get("until"))
+	if err != nil {
+		fail(http.StatusBadRequest, "until: %v", err)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		fail(http.StatusRequestEntityTooLarge, "body larger than %d bytes", s.cfg.MaxBodyBytes)
+		return
+	}
+	if err != nil {
+		fail(http.StatusBadRequest, "reading body: %v", err)
+		return
+	}
+	data, jfrLabels := body, []byte(nil)
+	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {
+		data, jfrLabels, err = multipartParts(body, params["boundary"])
+		if err != nil {
+			fail(http.StatusBadRequest, "multipart: %v", err)
+			return
+		}
+	}
+	if jfrLabels != nil {
+		if jfrLabels, err = format.Decompress(jfrLabels, "labels", s.cfg.MaxDecodedBytes); err != nil {
+			fail(http.StatusUnprocessableEntity, "labels part: %v", err)
+			return
+		}
+	}
+	fmtName := formatFor(q.Get("format"))
+	if fmtName == "folded" && q.Get("format") == "lines" {
+		data = linesToFolded(data)
+	}
+	p, err := format.Decode(data, "upload", format.Options{Format: fmtName, MaxSize: s.cfg.MaxDecodedBytes, JFRLabels: jfrLabels})
+	if err != nil {
+		if strings.Contains(err.Error(), "gzip bomb") || strings.Contains(err.Error(), "larger than") {
+			fail(http.StatusRequestEntityTooLarge, "%v", err)
+			return
+		}
+		fail(http.StatusUnprocessableEntity, "%v", err)
+		return
+	}
+	p.Labels = p.Labels.Merge(labels)
+	if from == 0 {
+		from = p.Start
+	}
+	if until == 0 {
+		until = p.End
+	}
+	u := &store.Upload{From: from, Until: until, Labels: labels, Agent: q.Get("spyName"), Bytes: len(body), Profile: p}
+	if err := s.cfg.Store.Append(ten, u); err != nil {
+		s.log.Error("store append failed", "tenant", ten, "err", err)
+		fail(http.StatusServiceUnavailable, "storing the upload failed: %v", err)
+		return
+	}
+	s.metrics.uploaded(len(body), len(p.Samples), time.Since(start))
+	s.agents.uploaded(ten, labels, r.RemoteAddr, len(body))
+	w.WriteHeader(http.StatusOK)
+}
+
+// multipartParts returns the "jfr" (or first) part and the optional
+// "labels" part of a Pyroscope multipart upload.
+func multipartParts(body []byte, boundary string) (data, labels []byte, err error) {
+	if boundary == "" {
+		return nil, nil, errors.New("no boundary")
+	}
+	mr := multipart.NewReader(bytes.NewReader(body), boundary)
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := io.ReadAll(part)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch part.FormName() {
+		case "labels":
+			labels = b
+		case "jfr", "profile":
+			data = b
+		default:
+			if data == nil {
+				data = b
+			}
+		}
+	}
+	if data == nil {
+		return nil, nil, errors.New("no jfr part")
+	}
+	return data, labels, nil
+}
+
+// linesToFolded turns Pyroscope's "lines" format (one stack per line,
+// each counting one sample) into folded stacks.
+func linesToFolded(data []byte) []byte {
+	var b bytes.Buffer
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		if l = bytes.TrimSpace(l); len(l) > 0 {
+			b.Write(l)
+			b.WriteString(" 1\n")
+		}
+	}
+	return b.Bytes()
+}

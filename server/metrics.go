@@ -1,0 +1,133 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// metrics are the server's own counters, served in Prometheus text format.
+type metrics struct {
+	mu                       sync.Mutex
+	uploads, samples, bytes  int64
+	errors                   map[int]int64
+	ingestSeconds, querySecs float64
+	queries                  int64
+}
+
+func newMetrics() *metrics { return &metrics{errors: map[int]int64{}} }
+
+func (m *metrics) uploaded(bytes, samples int, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.uploads++
+	m.bytes += int64(bytes)
+	m.samples += int64(samples)
+	m.ingestSeconds += d.Seconds()
+}
+
+func (m *metrics) uploadError(code int) {
+	m.mu.Lock()
+	m.errors[code]++
+	m.mu.Unlock()
+}
+
+func (m *metrics) queried(d time.Duration) {
+	m.mu.Lock()
+	m.queries++
+	m.querySecs += d.Seconds()
+	m.mu.Unlock()
+}
+
+func (m *metrics) handle(w http.ResponseWriter, r *http.Request) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	fmt.Fprintf(w, "# HELP sparkprof_uploads_total Profiles ingested.\n# TYPE sparkprof_uploads_total counter\nsparkprof_uploads_total %d\n", m.uploads)
+	fmt.Fprintf(w, "# HELP sparkprof_upload_bytes_total Request bytes ingested.\n# TYPE sparkprof_upload_bytes_total counter\nsparkprof_upload_bytes_total %d\n", m.bytes)
+	fmt.Fprintf(w, "# HELP sparkprof_samples_total Samples ingested.\n# TYPE sparkprof_samples_total counter\nsparkprof_samples_total %d\n", m.samples)
+	fmt.Fprintf(w, "# HELP sparkprof_ingest_seconds_total Time spent ingesting.\n# TYPE sparkprof_ingest_seconds_total counter\nsparkprof_ingest_seconds_total %g\n", m.ingestSeconds)
+	fmt.Fprintf(w, "# HELP sparkprof_upload_errors_total Rejected uploads by status code.\n# TYPE sparkprof_upload_errors_total counter\n")
+	codes := make([]int, 0, len(m.errors))
+	for c := range m.errors {
+		codes = append(codes, c)
+	}
+	sort.Ints(codes)
+	for _, c := range codes {
+		fmt.Fprintf(w, "sparkprof_upload_errors_total{code=\"%d\"} %d\n", c, m.errors[c])
+	}
+	fmt.Fprintf(w, "# HELP sparkprof_queries_total Flame graph queries.\n# TYPE sparkprof_queries_total counter\nsparkprof_queries_total %d\n", m.queries)
+	fmt.Fprintf(w, "# HELP sparkprof_query_seconds_total Time spent answering queries.\n# TYPE sparkprof_query_seconds_total counter\nsparkprof_query_seconds_total %g\n", m.querySecs)
+}
+
+// agents tracks who sends data, so that a user sees at once why nothing
+// shows up.
+type agents struct {
+	mu sync.Mutex
+	by map[string]*Agent
+}
+
+// Agent is one sender: an app's executor on a host.
+type Agent struct {
+	Tenant     string `json:"tenant"`
+	App        string `json:"app"`
+	AppID      string `json:"appId,omitempty"`
+	ExecutorID string `json:"executorId,omitempty"`
+	Host       string `json:"host,omitempty"`
+	Remote     string `json:"remote"`
+	First      int64  `json:"firstUploadMs"`
+	Last       int64  `json:"lastUploadMs"`
+	Uploads    int64  `json:"uploads"`
+	Bytes      int64  `json:"bytes"`
+	Errors     int64  `json:"errors"`
+	LastError  string `json:"lastError,omitempty"`
+}
+
+func newAgents() *agents { return &agents{by: map[string]*Agent{}} }
+
+func (a *agents) get(tenant, app, appID, exec, host, remote string) *Agent {
+	key := tenant + "\x00" + app + "\x00" + appID + "\x00" + exec + "\x00" + host
+	ag := a.by[key]
+	if ag == nil {
+		ag = &Agent{Tenant: tenant, App: app, AppID: appID, ExecutorID: exec, Host: host, First: time.Now().UnixMilli()}
+		a.by[key] = ag
+	}
+	ag.Remote = remote
+	return ag
+}
+
+func (a *agents) uploaded(tenant string, ls profile.Labels, remote string, bytes int) {
+	get := func(n string) string { v, _ := ls.Get(n); return v }
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ag := a.get(tenant, get(profile.LabelServiceName), get(profile.LabelAppID), get(profile.LabelExecutorID), get(profile.LabelHost), remote)
+	ag.Uploads++
+	ag.Bytes += int64(bytes)
+	ag.Last = time.Now().UnixMilli()
+}
+
+func (a *agents) failed(tenant, name, remote, why string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ag := a.get(tenant, name, "", "", "", remote)
+	ag.Errors++
+	ag.LastError = why
+	ag.Last = time.Now().UnixMilli()
+}
+
+func (s *Server) handleAgents(w http.ResponseWriter, r *http.Request) {
+	s.agents.mu.Lock()
+	out := []Agent{}
+	for _, a := range s.agents.by {
+		if a.Tenant == tenant(r) {
+			out = append(out, *a)
+		}
+	}
+	s.agents.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Last > out[j].Last })
+	writeJSON(w, out)
+}

@@ -1,0 +1,320 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sparkprof/sparkprof/format/folded"
+	"github.com/sparkprof/sparkprof/format/pprof"
+	"github.com/sparkprof/sparkprof/format/speedscope"
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// parseSelector parses `{name="v", other=~"re"}`, optionally prefixed with
+// an app name as Pyroscope writes queries (`app.cpu{...}`).
+func parseSelector(sel string) ([]profile.Matcher, error) {
+	sel = strings.TrimSpace(sel)
+	if sel == "" {
+		return nil, nil
+	}
+	app, rest, ok := strings.Cut(sel, "{")
+	var ms []profile.Matcher
+	if app = strings.TrimSpace(app); app != "" {
+		for _, suf := range typeSuffixes {
+			app = strings.TrimSuffix(app, suf)
+		}
+		m, err := profile.NewMatcher(profile.LabelServiceName, profile.MatchEqual, app)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	if !ok {
+		return ms, nil
+	}
+	body, ok := strings.CutSuffix(strings.TrimSpace(rest), "}")
+	if !ok {
+		return nil, fmt.Errorf("selector %q: no closing }", sel)
+	}
+	for _, part := range splitOutsideQuotes(body) {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		m, err := profile.ParseMatcher(strings.TrimSpace(part))
+		if err != nil {
+			return nil, fmt.Errorf("selector %q: %w", sel, err)
+		}
+		if std, ok := labelAliases[m.Name]; ok {
+			m.Name = std
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+func splitOutsideQuotes(s string) []string {
+	var out []string
+	inQuote := false
+	start := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			inQuote = !inQuote
+		case ',':
+			if !inQuote {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
+
+// request is a parsed query: which uploads, which samples, which type.
+type request struct {
+	query  store.Query
+	filter profile.Filter
+	typ    string
+}
+
+func parseRequest(r *http.Request, selParam string) (request, error) {
+	q := r.URL.Query()
+	ms, err := parseSelector(q.Get(selParam))
+	if err != nil {
+		return request{}, err
+	}
+	from, err := parseTimeParam(q.Get("from"))
+	if err != nil {
+		return request{}, fmt.Errorf("from: %w", err)
+	}
+	until, err := parseTimeParam(q.Get("until"))
+	if err != nil {
+		return request{}, fmt.Errorf("until: %w", err)
+	}
+	req := request{query: store.Query{Matchers: ms, From: from, Until: until}, typ: q.Get("type")}
+	req.filter.Labels = ms
+	req.filter.From, req.filter.Until = from, until
+	if req.typ == "" {
+		req.typ = "cpu"
+	}
+	return req, nil
+}
+
+// parseTimeParam accepts Unix times in s/ms/µs/ns and Pyroscope's relative
+// "now-1h" form.
+func parseTimeParam(s string) (int64, error) {
+	if s == "" || s == "now" {
+		if s == "now" {
+			return time.Now().UnixNano(), nil
+		}
+		return 0, nil
+	}
+	if rel, ok := strings.CutPrefix(s, "now-"); ok {
+		d, err := time.ParseDuration(rel)
+		if err != nil {
+			return 0, err
+		}
+		return time.Now().Add(-d).UnixNano(), nil
+	}
+	return parseTime(s)
+}
+
+// merge returns the selected samples of the request's uploads as one
+// profile, and the sample type picked.
+func (s *Server) merge(r *http.Request, req request) (*profile.Profile, error) {
+	m := profile.NewMerger(profile.MergeOptions{Aggregate: true})
+	err := s.cfg.Store.Select(tenant(r), req.query, func(u *store.Upload) error {
+		// Upload labels go onto the profile; the filter then sees them
+		// for every sample. The stored profile is not modified.
+		cp := *u.Profile
+		cp.Labels = cp.Labels.Merge(u.Labels)
+		cp.Samples = append([]profile.Sample(nil), u.Profile.Samples...)
+		cp.Filter(req.filter)
+		m.Add(&cp)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m.Profile(), nil
+}
+
+// pickType finds the sample type of p named by a family or type name.
+func pickType(p *profile.Profile, want string) (profile.SampleType, bool) {
+	for _, t := range p.Types {
+		if t.Name == want || t.String() == want {
+			return t, true
+		}
+	}
+	for _, t := range p.Types {
+		if t.Family() == want {
+			return t, true
+		}
+	}
+	return profile.SampleType{}, false
+}
+
+func (s *Server) tree(w http.ResponseWriter, r *http.Request, selParam string) (*profile.Tree, *profile.Profile, bool) {
+	start := time.Now()
+	defer func() { s.metrics.queried(time.Since(start)) }()
+	req, err := parseRequest(r, selParam)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "%v", err)
+		return nil, nil, false
+	}
+	p, err := s.merge(r, req)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "%v", err)
+		return nil, nil, false
+	}
+	t, ok := pickType(p, req.typ)
+	if !ok {
+		t = profile.SampleType{Name: req.typ}
+	}
+	return profile.NewTree(p, t), p, true
+}
+
+// renderResponse is the answer of /api/v1/render.
+type renderResponse struct {
+	Flamebearer *Flamebearer         `json:"flamebearer"`
+	Type        string               `json:"type"`
+	Unit        string               `json:"unit"`
+	Types       []profile.SampleType `json:"types"`
+	Samples     int                  `json:"samples"`
+}
+
+func (s *Server) handleRender(w http.ResponseWriter, r *http.Request) {
+	t, p, ok := s.tree(w, r, "query")
+	if !ok {
+		return
+	}
+	writeJSON(w, renderResponse{Flamebearer: newFlamebearer(t), Type: t.Type.Name, Unit: t.Type.Unit, Types: p.Types, Samples: len(p.Samples)})
+}
+
+// handlePyroscopeRender answers as Pyroscope's /render does.
+func (s *Server) handlePyroscopeRender(w http.ResponseWriter, r *http.Request) {
+	t, _, ok := s.tree(w, r, "query")
+	if !ok {
+		return
+	}
+	units := "samples"
+	switch t.Type.Unit {
+	case "nanoseconds":
+		units = "nanoseconds"
+	case "bytes":
+		units = "bytes"
+	}
+	writeJSON(w, map[string]any{
+		"version":     1,
+		"flamebearer": newFlamebearer(t),
+		"metadata":    map[string]any{"format": "single", "units": units, "name": t.Type.Name},
+	})
+}
+
+func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) {
+	t, _, ok := s.tree(w, r, "query")
+	if !ok {
+		return
+	}
+	writeJSON(w, map[string]any{"type": t.Type, "total": t.Total(), "functions": t.Top(100)})
+}
+
+func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
+	req, err := parseRequest(r, "query")
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	p, err := s.merge(r, req)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	t, ok := pickType(p, req.typ)
+	if !ok {
+		httpError(w, http.StatusNotFound, "no %s samples selected", req.typ)
+		return
+	}
+	switch r.URL.Query().Get("format") {
+	case "pprof":
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", `attachment; filename="profile.pb.gz"`)
+		err = pprof.Encode(w, p, pprof.EncodeOptions{Types: []profile.SampleType{t}})
+	case "speedscope":
+		w.Header().Set("Content-Type", "application/json")
+		err = speedscope.Encode(w, p, speedscope.EncodeOptions{Types: []profile.SampleType{t}})
+	case "folded", "":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		err = folded.Encode(w, p, folded.EncodeOptions{Type: t})
+	default:
+		httpError(w, http.StatusBadRequest, "format: want pprof, speedscope or folded")
+		return
+	}
+	if err != nil {
+		s.log.Warn("export failed", "err", err)
+	}
+}
+
+// labelValues collects label values of the tenant's uploads and samples.
+func (s *Server) labelValues(r *http.Request) (map[string]map[string]bool, error) {
+	vals := map[string]map[string]bool{}
+	add := func(ls profile.Labels) {
+		for _, l := range ls {
+			if vals[l.Name] == nil {
+				vals[l.Name] = map[string]bool{}
+			}
+			vals[l.Name][l.Value] = true
+		}
+	}
+	err := s.cfg.Store.Select(tenant(r), store.Query{}, func(u *store.Upload) error {
+		add(u.Labels)
+		add(u.Profile.Labels)
+		seen := map[profile.LabelSetID]bool{}
+		for _, smp := range u.Profile.Samples {
+			if !seen[smp.Labels] {
+				seen[smp.Labels] = true
+				add(u.Profile.LabelSet(smp.Labels))
+			}
+		}
+		return nil
+	})
+	return vals, err
+}
+
+func (s *Server) handleLabels(w http.ResponseWriter, r *http.Request) {
+	vals, err := s.labelValues(r)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	names := make([]string, 0, len(vals))
+	for n := range vals {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	writeJSON(w, names)
+}
+
+func (s *Server) handleLabelValues(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("name")
+	if name == "" {
+		name = r.URL.Query().Get("label")
+	}
+	vals, err := s.labelValues(r)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	out := []string{}
+	for v := range vals[name] {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	writeJSON(w, out)
+}

@@ -1,0 +1,164 @@
+// Package server is sparkprof's HTTP hub: Pyroscope-compatible ingest,
+// the query API the UI and CLI use, Pyroscope's read endpoints, health and
+// metrics. Storage is behind store.Store.
+package server
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// Config configures a Server.
+type Config struct {
+	Store store.Store
+	// AuthToken, when set, must come as "Authorization: Bearer <token>" on
+	// every request but /healthz and /ready.
+	AuthToken string
+	// MaxBodyBytes bounds an upload's body; MaxDecodedBytes its
+	// decompressed size (gzip bombs are rejected with 413).
+	MaxBodyBytes, MaxDecodedBytes int64
+	// RatePerSecond bounds uploads per tenant and second (a burst of
+	// twice that is allowed); zero means no limit.
+	RatePerSecond float64
+	Logger        *slog.Logger
+	// AgentJar is the path of the agent jar served at /agent.jar.
+	AgentJar string
+}
+
+// Server handles sparkprof's HTTP API.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	mux     *http.ServeMux
+	metrics *metrics
+	agents  *agents
+	limits  sync.Map // tenant -> *bucket
+	ready   bool
+	mu      sync.Mutex
+}
+
+// New returns a server over cfg.Store.
+func New(cfg Config) *Server {
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 64 << 20
+	}
+	if cfg.MaxDecodedBytes == 0 {
+		cfg.MaxDecodedBytes = 512 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: newMetrics(), agents: newAgents()}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("POST /ingest", s.handleIngest)
+	s.mux.HandleFunc("GET /api/v1/render", s.handleRender)
+	s.mux.HandleFunc("GET /api/v1/top", s.handleTop)
+	s.mux.HandleFunc("GET /api/v1/export", s.handleExport)
+	s.mux.HandleFunc("GET /api/v1/labels", s.handleLabels)
+	s.mux.HandleFunc("GET /api/v1/label-values", s.handleLabelValues)
+	s.mux.HandleFunc("GET /api/v1/agents", s.handleAgents)
+	s.mux.HandleFunc("GET /pyroscope/render", s.handlePyroscopeRender)
+	s.mux.HandleFunc("GET /pyroscope/label-values", s.handleLabelValues)
+	s.mux.HandleFunc("GET /pyroscope/labels", s.handleLabels)
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	s.mux.HandleFunc("GET /ready", s.handleReady)
+	s.mux.HandleFunc("GET /metrics", s.metrics.handle)
+	s.mux.HandleFunc("GET /agent.jar", s.handleAgentJar)
+}
+
+// SetReady marks the server ready (after start-up work such as preloading).
+func (s *Server) SetReady() {
+	s.mu.Lock()
+	s.ready = true
+	s.mu.Unlock()
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	ready := s.ready
+	s.mu.Unlock()
+	if !ready {
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+func (s *Server) handleAgentJar(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.AgentJar == "" {
+		http.Error(w, "no agent jar configured: build it with `make agent` and start serve with --agent-jar", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/java-archive")
+	http.ServeFile(w, r, s.cfg.AgentJar)
+}
+
+// ServeHTTP implements http.Handler: authentication, then the routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.AuthToken != "" && r.URL.Path != "/healthz" && r.URL.Path != "/ready" {
+		got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.AuthToken)) != 1 {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			httpError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// tenant returns the request's tenant (X-Scope-OrgID, as Pyroscope and the
+// Grafana stack use), "" when none is given.
+func tenant(r *http.Request) string { return r.Header.Get("X-Scope-OrgID") }
+
+func httpError(w http.ResponseWriter, code int, format string, args ...any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf(format, args...)})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		// The client went away; nothing to tell it.
+		return
+	}
+}
+
+// bucket is a token bucket for one tenant's uploads.
+type bucket struct {
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
+}
+
+func (s *Server) allow(tenant string) bool {
+	rate := s.cfg.RatePerSecond
+	if rate <= 0 {
+		return true
+	}
+	v, _ := s.limits.LoadOrStore(tenant, &bucket{tokens: 2 * rate, last: time.Now()})
+	b := v.(*bucket)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	b.tokens = min(2*rate, b.tokens+now.Sub(b.last).Seconds()*rate)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

@@ -1,0 +1,297 @@
+package server
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+func newTestServer(t *testing.T, cfg Config) (*httptest.Server, *store.DB) {
+	t.Helper()
+	db, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Store = db
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ts := httptest.NewServer(New(cfg))
+	t.Cleanup(func() { ts.Close(); db.Close() })
+	return ts, db
+}
+
+func post(t *testing.T, ts *httptest.Server, query url.Values, contentType string, body []byte, hdr ...string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", ts.URL+"/ingest?"+query.Encode(), bytes.NewReader(body))
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func getJSON(t *testing.T, ts *httptest.Server, path string, v any, hdr ...string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", ts.URL+path, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// multipartJFR builds the body the Pyroscope Java agent sends: a "jfr" file
+// part and, when given, a "labels" part with the LabelsSnapshot.
+func multipartJFR(t *testing.T, jfr, labels []byte) (string, []byte) {
+	t.Helper()
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	w, _ := mw.CreateFormFile("jfr", "jfr")
+	w.Write(jfr)
+	if labels != nil {
+		w, _ = mw.CreateFormFile("labels", "labels")
+		w.Write(labels)
+	}
+	mw.Close()
+	return mw.FormDataContentType(), b.Bytes()
+}
+
+func offlineTotal(t *testing.T, data []byte, labels []byte, typ string) int64 {
+	t.Helper()
+	p, err := format.Decode(data, "offline", format.Options{JFRLabels: mustGunzip(t, labels)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ty := range p.Types {
+		if ty.Family() == typ {
+			return p.Total(profile.TypeID(i))
+		}
+	}
+	return 0
+}
+
+func mustGunzip(t *testing.T, b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	out, err := format.Decompress(b, "labels", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func render(t *testing.T, ts *httptest.Server, sel, typ string, hdr ...string) renderResponse {
+	t.Helper()
+	var r renderResponse
+	getJSON(t, ts, "/api/v1/render?"+url.Values{"query": {sel}, "type": {typ}}.Encode(), &r, hdr...)
+	return r
+}
+
+// TestIngestEndToEnd sends real JFRs raw, gzipped and as the Pyroscope Java
+// agent's multipart with a LabelsSnapshot, and checks that flame graph
+// totals equal the offline decoder's.
+func TestIngestEndToEnd(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	cortexGz := corpus.Read(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz") // corpus.Read gunzips
+	dumpJFR := corpus.Read(t, "jfr", "dump1.jfr.gz")
+	dumpLabels := corpus.Read(t, "jfr", "dump1.labels.pb.gz")
+	var gz bytes.Buffer
+	{
+		data, err := format.Decompress(cortexGz, "x", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gz.Write(gzipBytes(t, data))
+	}
+	q := func(app string, extra ...string) url.Values {
+		v := url.Values{"name": {app + ".cpu{spark_app_id=app-1,executorId=3,hostname=node1}"}, "format": {"jfr"},
+			"from": {"1700000000"}, "until": {"1700000010"}, "spyName": {"javaspy"}}
+		for i := 0; i+1 < len(extra); i += 2 {
+			v.Set(extra[i], extra[i+1])
+		}
+		return v
+	}
+	if code := post(t, ts, q("raw"), "", cortexGz); code != 200 {
+		t.Fatalf("raw JFR: %d", code)
+	}
+	if code := post(t, ts, q("gz"), "", gz.Bytes()); code != 200 {
+		t.Fatalf("gzip JFR: %d", code)
+	}
+	ct, body := multipartJFR(t, gzipBytes(t, dumpJFR), gzipBytes(t, dumpLabels))
+	if code := post(t, ts, q("multi"), ct, body); code != 200 {
+		t.Fatalf("multipart JFR: %d", code)
+	}
+	want := offlineTotal(t, cortexGz, nil, "cpu")
+	for _, app := range []string{"raw", "gz"} {
+		if got := render(t, ts, `{service_name="`+app+`"}`, "cpu").Flamebearer.NumTicks; got != want || want == 0 {
+			t.Errorf("%s: cpu total %d, offline %d", app, got, want)
+		}
+	}
+	wantMulti := offlineTotal(t, dumpJFR, dumpLabels, "cpu")
+	if got := render(t, ts, `multi.cpu{}`, "cpu").Flamebearer.NumTicks; got != wantMulti || wantMulti == 0 {
+		t.Errorf("multipart: cpu total %d, offline %d", got, wantMulti)
+	}
+	// Aliased labels arrive under the standard names, and executor selection works.
+	if got := render(t, ts, `{spark_executor_id="3", host="node1", service_name="raw"}`, "cpu").Flamebearer.NumTicks; got != want {
+		t.Errorf("by executor and host: %d, want %d", got, want)
+	}
+	if got := render(t, ts, `{spark_executor_id="4"}`, "cpu").Flamebearer.NumTicks; got != 0 {
+		t.Errorf("other executor: %d, want 0", got)
+	}
+	// The LabelsSnapshot's labels became sample labels.
+	var names []string
+	getJSON(t, ts, "/api/v1/labels", &names)
+	p, _ := format.Decode(dumpJFR, "x", format.Options{JFRLabels: mustGunzip(t, dumpLabels)})
+	var ctxLabel string
+	for _, s := range p.Samples {
+		if ls := p.LabelSet(s.Labels); len(ls) > 0 {
+			ctxLabel = ls[0].Name
+			break
+		}
+	}
+	if ctxLabel == "" || !contains(names, ctxLabel) || !contains(names, "service_name") {
+		t.Errorf("label names %v lack the snapshot's %q", names, ctxLabel)
+	}
+	var agents []Agent
+	getJSON(t, ts, "/api/v1/agents", &agents)
+	if len(agents) != 3 || agents[0].Uploads != 1 || agents[0].ExecutorID != "3" {
+		t.Errorf("agents %+v", agents)
+	}
+	// Pyroscope's read endpoint answers with the same tree.
+	var pr struct {
+		Flamebearer Flamebearer `json:"flamebearer"`
+	}
+	getJSON(t, ts, "/pyroscope/render?query=raw.cpu%7B%7D&from=now-100000h&until=now", &pr)
+	if pr.Flamebearer.NumTicks != want {
+		t.Errorf("pyroscope render: %d, want %d", pr.Flamebearer.NumTicks, want)
+	}
+}
+
+// TestBadUploads checks each bad upload's status and that nothing stored
+// is lost.
+func TestBadUploads(t *testing.T) {
+	ts, db := newTestServer(t, Config{MaxBodyBytes: 1 << 20, MaxDecodedBytes: 4 << 20})
+	good := url.Values{"name": {"app"}, "format": {"folded"}}
+	if code := post(t, ts, good, "", []byte("main;work 5\n")); code != 200 {
+		t.Fatalf("good upload: %d", code)
+	}
+	bomb := gzipBytes(t, bytes.Repeat([]byte("main;work 1\n"), 1<<20))
+	tests := []struct {
+		name  string
+		query url.Values
+		body  []byte
+		want  int
+	}{
+		{"no name", url.Values{"format": {"folded"}}, []byte("a 1\n"), 400},
+		{"bad from", url.Values{"name": {"app"}, "from": {"yesterday"}}, []byte("a 1\n"), 400},
+		{"bad label", url.Values{"name": {"app{oops}"}}, []byte("a 1\n"), 400},
+		{"not a JFR", url.Values{"name": {"app"}, "format": {"jfr"}}, []byte("FLR\x00garbage"), 422},
+		{"gzip bomb", url.Values{"name": {"app"}}, bomb, 413},
+		{"body too large", url.Values{"name": {"app"}}, bytes.Repeat([]byte("a"), 2<<20), 413},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if code := post(t, ts, tt.query, "", tt.body); code != tt.want {
+				t.Errorf("status %d, want %d", code, tt.want)
+			}
+		})
+	}
+	n := 0
+	db.Select("", store.Query{}, func(*store.Upload) error { n++; return nil })
+	if n != 1 {
+		t.Errorf("%d uploads stored, want the one good upload", n)
+	}
+	// Over the rate: the burst allows 6, then 429.
+	ts, _ = newTestServer(t, Config{RatePerSecond: 3})
+	codes := map[int]int{}
+	for range 10 {
+		codes[post(t, ts, good, "", []byte("main;work 1\n"), "X-Scope-OrgID", "busy")]++
+	}
+	if codes[429] == 0 || codes[200] == 0 {
+		t.Errorf("rate limit: %v", codes)
+	}
+}
+
+func TestAuthAndTenants(t *testing.T) {
+	ts, _ := newTestServer(t, Config{AuthToken: "s3cret"})
+	q := url.Values{"name": {"app"}}
+	if code := post(t, ts, q, "", []byte("a;b 1\n")); code != 401 {
+		t.Errorf("without token: %d", code)
+	}
+	auth := []string{"Authorization", "Bearer s3cret"}
+	if code := post(t, ts, q, "", []byte("a;b 7\n"), append(auth, "X-Scope-OrgID", "team-a")...); code != 200 {
+		t.Fatalf("with token: %d", code)
+	}
+	if got := render(t, ts, "app{}", "samples", append(auth, "X-Scope-OrgID", "team-a")...).Flamebearer.NumTicks; got != 7 {
+		t.Errorf("team-a sees %d", got)
+	}
+	if got := render(t, ts, "app{}", "samples", append(auth, "X-Scope-OrgID", "team-b")...).Flamebearer.NumTicks; got != 0 {
+		t.Errorf("team-b sees %d of team-a's samples", got)
+	}
+	resp, err := http.Get(ts.URL + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Errorf("healthz without token: %v %v", resp, err)
+	}
+}
+
+func TestFlamebearer(t *testing.T) {
+	p, err := format.Decode([]byte("a;b 3\na;c 2\nd 1\n"), "x", format.Options{Format: "folded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := newFlamebearer(profile.NewTree(p, p.Types[0]))
+	got := fmt.Sprint(fb.Names, fb.Levels, fb.NumTicks, fb.MaxSelf)
+	want := "[total a d b c] [[0 6 0 0] [0 5 0 1 0 1 1 2] [0 3 3 3 0 2 2 4]] 6 3"
+	if got != want {
+		t.Errorf("flamebearer %s, want %s", got, want)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func gzipBytes(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write(data)
+	zw.Close()
+	return b.Bytes()
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startServe runs the sparkprof binary's serve command on a free port and
+// returns its base URL.
+func startServe(t *testing.T, bin, data string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if _, after, ok := strings.Cut(sc.Text(), "listening on "); ok {
+			base, _, _ := strings.Cut(after, " ")
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			return cmd, base
+		}
+	}
+	t.Fatalf("serve did not start: %v", sc.Err())
+	return nil, ""
+}
+
+// TestCrashSafety kills the server with SIGKILL during a stream of uploads,
+// restarts it, and checks that every acknowledged upload is there exactly
+// once.
+func TestCrashSafety(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sparkprof")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	data := filepath.Join(dir, "data")
+	cmd, base := startServe(t, bin, data)
+
+	var mu sync.Mutex
+	acked := map[int]bool{}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; ; i += 4 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// Each upload's value is unique: a duplicate would double it.
+				body := fmt.Sprintf("main;work;step%d %d\n", i%7, i+1)
+				resp, err := http.Post(base+"/ingest?"+url.Values{"name": {fmt.Sprintf("app%d", i)}}.Encode(), "text/plain", strings.NewReader(body))
+				if err != nil {
+					return // the server is gone
+				}
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					mu.Lock()
+					acked[i] = true
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for {
+		time.Sleep(50 * time.Millisecond)
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 40 {
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	close(stop)
+	wg.Wait()
+
+	cmd, base = startServe(t, bin, data)
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	for i := range acked {
+		resp, err := http.Get(base + "/api/v1/render?" + url.Values{"query": {fmt.Sprintf(`{service_name="app%d"}`, i)}, "type": {"samples"}}.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Flamebearer struct{ NumTicks int64 } `json:"flamebearer"`
+		}
+		json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		if r.Flamebearer.NumTicks != int64(i+1) {
+			t.Errorf("acknowledged upload app%d: total %d after the crash, want %d", i, r.Flamebearer.NumTicks, i+1)
+		}
+	}
+	t.Logf("%d acknowledged uploads survived kill -9", len(acked))
+	if _, err := os.Stat(data); err != nil {
+		t.Fatal(err)
+	}
+}

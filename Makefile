@@ -32,9 +32,13 @@ lint:
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
-# Run the offline tools on the real sample data and write reports to out/.
+# Run the offline tools on the real sample data (reports in out/), then the
+# server preloaded with the sample profiles at http://127.0.0.1:4040.
+ADDR ?= 127.0.0.1:4040
 demo: build
 	./scripts/demo.sh $(TESTDATA)
+	@echo "demo: offline reports in out/index.html; starting the server at http://$(ADDR)/ (Ctrl-C stops it)"
+	$(BIN) serve --addr $(ADDR) --data out/data --preload $(TESTDATA)
 
 clean:
 	rm -rf bin out

@@ -77,6 +77,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /ready", s.handleReady)
 	s.mux.HandleFunc("GET /metrics", s.metrics.handle)
 	s.mux.HandleFunc("GET /agent.jar", s.handleAgentJar)
+	s.mux.HandleFunc("GET /flame", s.handleFlame)
+	s.mux.HandleFunc("GET /{$}", s.handleLanding)
 }
 
 // SetReady marks the server ready (after start-up work such as preloading).

@@ -295,3 +295,24 @@ func gzipBytes(t *testing.T, data []byte) []byte {
 	zw.Close()
 	return b.Bytes()
 }
+
+func TestLandingAndFlamePage(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	if code := post(t, ts, url.Values{"name": {"straggler"}}, "", []byte("main;work 3\n")); code != 200 {
+		t.Fatal(code)
+	}
+	for path, want := range map[string]string{
+		"/": "straggler",
+		"/flame?" + url.Values{"query": {`{service_name="straggler"}`}, "type": {"samples"}}.Encode(): "<canvas",
+	} {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Contains(b, []byte(want)) {
+			t.Errorf("GET %s: %d, body lacks %q", path, resp.StatusCode, want)
+		}
+	}
+}

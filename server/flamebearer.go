@@ -53,3 +53,50 @@ func newFlamebearer(t *profile.Tree) *Flamebearer {
 	}
 	return fb
 }
+
+// newDiffFlamebearer lays out a diff tree in Pyroscope's diff format: each
+// block has seven numbers [left x offset, left total, left self, right x
+// offset, right total, right self, name index], left being the baseline
+// scaled to the new total and right the new profile.
+func newDiffFlamebearer(t *profile.Tree) *Flamebearer {
+	scale := t.BaseScale()
+	base := func(v int64) int64 { return int64(float64(v)*scale + 0.5) }
+	fb := &Flamebearer{NumTicks: t.Root.Total + base(t.Root.BaseTotal)}
+	index := map[string]int64{}
+	name := func(n string) int64 {
+		i, ok := index[n]
+		if !ok {
+			i = int64(len(fb.Names))
+			index[n] = i
+			fb.Names = append(fb.Names, n)
+		}
+		return i
+	}
+	type placed struct {
+		n      *profile.Node
+		lx, rx int64
+	}
+	level := []placed{{t.Root, 0, 0}}
+	for len(level) > 0 {
+		var row []int64
+		var next []placed
+		var lend, rend int64
+		for _, p := range level {
+			lt, ls := base(p.n.BaseTotal), base(p.n.BaseSelf)
+			row = append(row, p.lx-lend, lt, ls, p.rx-rend, p.n.Total, p.n.Self, name(p.n.Name))
+			lend, rend = p.lx+lt, p.rx+p.n.Total
+			fb.MaxSelf = max(fb.MaxSelf, p.n.Self, ls)
+			lx, rx := p.lx, p.rx
+			for _, c := range p.n.Children {
+				if c.Total > 0 || c.BaseTotal > 0 {
+					next = append(next, placed{c, lx, rx})
+				}
+				lx += base(c.BaseTotal)
+				rx += c.Total
+			}
+		}
+		fb.Levels = append(fb.Levels, row)
+		level = next
+	}
+	return fb
+}

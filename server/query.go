@@ -318,3 +318,61 @@ func (s *Server) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 	sort.Strings(out)
 	writeJSON(w, out)
 }
+
+// handleDiff answers a diff of two selections (base and next query
+// parameters, same type): Pyroscope's diff flamebearer with the baseline
+// normalised to the new total.
+func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
+	baseReq, err := parseRequest(r, "base")
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "base: %v", err)
+		return
+	}
+	nextReq, err := parseRequest(r, "next")
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "next: %v", err)
+		return
+	}
+	base, err := s.merge(r, baseReq)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	next, err := s.merge(r, nextReq)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	t, ok := pickType(next, nextReq.typ)
+	if !ok {
+		t, ok = pickType(base, nextReq.typ)
+	}
+	if !ok {
+		httpError(w, http.StatusNotFound, "no %s samples in either selection", nextReq.typ)
+		return
+	}
+	tree := profile.Diff(base, next, t)
+	writeJSON(w, map[string]any{
+		"version":     1,
+		"flamebearer": newDiffFlamebearer(tree),
+		"metadata":    map[string]any{"format": "double", "name": t.Name, "unit": t.Unit},
+		"leftTicks":   tree.Root.BaseTotal,
+		"rightTicks":  tree.Root.Total,
+	})
+}
+
+// handlePyroscopeDiff maps Pyroscope's leftQuery/rightQuery parameters onto
+// handleDiff.
+func (s *Server) handlePyroscopeDiff(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	q.Set("base", q.Get("leftQuery"))
+	q.Set("next", q.Get("rightQuery"))
+	if q.Get("from") == "" {
+		q.Set("from", q.Get("leftFrom"))
+	}
+	if q.Get("until") == "" {
+		q.Set("until", q.Get("rightUntil"))
+	}
+	r.URL.RawQuery = q.Encode()
+	s.handleDiff(w, r)
+}

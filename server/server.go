@@ -64,8 +64,11 @@ func New(cfg Config) *Server {
 
 func (s *Server) routes() {
 	s.mux.HandleFunc("POST /ingest", s.handleIngest)
+	s.mux.HandleFunc("POST /api/v1/import", s.handleImport)
 	s.mux.HandleFunc("GET /api/v1/render", s.handleRender)
 	s.mux.HandleFunc("GET /api/v1/top", s.handleTop)
+	s.mux.HandleFunc("GET /api/v1/diff", s.handleDiff)
+	s.mux.HandleFunc("GET /pyroscope/render-diff", s.handlePyroscopeDiff)
 	s.mux.HandleFunc("GET /api/v1/export", s.handleExport)
 	s.mux.HandleFunc("GET /api/v1/labels", s.handleLabels)
 	s.mux.HandleFunc("GET /api/v1/label-values", s.handleLabelValues)

@@ -316,3 +316,22 @@ func TestLandingAndFlamePage(t *testing.T) {
 		}
 	}
 }
+
+func TestDiff(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	post(t, ts, url.Values{"name": {"yesterday"}}, "", []byte("main;slow 2\nmain;fast 2\n"))
+	post(t, ts, url.Values{"name": {"today"}}, "", []byte("main;slow 6\nmain;fast 2\n"))
+	var d struct {
+		Flamebearer           Flamebearer
+		LeftTicks, RightTicks int64
+	}
+	getJSON(t, ts, "/api/v1/diff?"+url.Values{"base": {"yesterday{}"}, "next": {"today{}"}, "type": {"samples"}}.Encode(), &d)
+	if d.LeftTicks != 4 || d.RightTicks != 8 {
+		t.Fatalf("ticks %d/%d", d.LeftTicks, d.RightTicks)
+	}
+	// Level 2: fast then slow; the baseline is scaled x2 to the new total.
+	got := fmt.Sprint(d.Flamebearer.Names, d.Flamebearer.Levels[2])
+	if got != "[total main fast slow] [0 4 4 0 2 2 2 0 4 4 0 6 6 3]" {
+		t.Errorf("diff level 2: %s", got)
+	}
+}

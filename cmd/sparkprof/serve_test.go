@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sparkprof/sparkprof/internal/corpus"
 )
 
 // startServe runs the sparkprof binary's serve command on a free port and
@@ -120,5 +122,43 @@ func TestCrashSafety(t *testing.T) {
 	t.Logf("%d acknowledged uploads survived kill -9", len(acked))
 	if _, err := os.Stat(data); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestImportSparkProfilerDir imports a directory laid out as Spark 4's
+// profiler writes it and finds the executor labels on the server.
+func TestImportSparkProfilerDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sparkprof")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	out := filepath.Join(dir, "profiles", "app-20240101000000-0001")
+	os.MkdirAll(out, 0o755)
+	for i, src := range []string{"dump1.jfr.gz", "dump2.jfr.gz"} {
+		data, err := os.ReadFile(corpus.Path(t, "jfr", src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(out, fmt.Sprintf("profile-exec-%d.jfr", i+1)), data, 0o644)
+	}
+	cmd, base := startServe(t, bin, filepath.Join(dir, "data"))
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	code, _, stderr := sparkprof(t, "import", "--server", base, filepath.Join(dir, "profiles"))
+	if code != 0 || !strings.Contains(stderr, "imported 2 of 2") {
+		t.Fatalf("import: exit %d, %s", code, stderr)
+	}
+	resp, err := http.Get(base + "/api/v1/label-values?name=spark_executor_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals []string
+	json.NewDecoder(resp.Body).Decode(&vals)
+	resp.Body.Close()
+	if fmt.Sprint(vals) != "[1 2]" {
+		t.Errorf("executor ids %v, want [1 2]", vals)
 	}
 }

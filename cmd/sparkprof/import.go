@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sparkprof/sparkprof/format"
+)
+
+func init() {
+	register(&command{
+		name:    "import",
+		usage:   "--server URL [--tenant T] [--auth-token-file F] [--app NAME] PATH...",
+		summary: "send profile files or directories (e.g. Spark 4's profiler output) to a sparkprof server",
+		run:     runImport,
+	})
+}
+
+func runImport(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "import")
+	server := fs.String("server", "http://127.0.0.1:4040", "sparkprof server URL")
+	ten := fs.String("tenant", "", "tenant (X-Scope-OrgID)")
+	tokenFile := fs.String("auth-token-file", "", "file holding the server's bearer token")
+	app := fs.String("app", "", "service_name for the imported profiles (default: the Spark app id or file name)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: no input paths", errUsage)
+	}
+	var token string
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return err
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	files, err := format.Expand(fs.Args())
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Timeout: 5 * time.Minute}
+	prog := newProgress(e.stderr, "importing", len(files))
+	defer prog.done()
+	failed := 0
+	for _, f := range files {
+		prog.step(f)
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		q := url.Values{"path": {f}}
+		if *app != "" {
+			q.Set("app", *app)
+		}
+		req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(*server, "/")+"/api/v1/import?"+q.Encode(), bytes.NewReader(data))
+		if err != nil {
+			return err
+		}
+		if *ten != "" {
+			req.Header.Set("X-Scope-OrgID", *ten)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("import %s: %w", f, err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			failed++
+			prog.clear()
+			fmt.Fprintf(e.stderr, "sparkprof: %s: %s %s\n", f, resp.Status, strings.TrimSpace(string(body)))
+		}
+	}
+	prog.done()
+	fmt.Fprintf(e.stderr, "imported %d of %d files into %s\n", len(files)-failed, len(files), *server)
+	if failed > 0 {
+		return fmt.Errorf("%d files were refused", failed)
+	}
+	return nil
+}

@@ -72,7 +72,7 @@ func getJSON(t *testing.T, ts *httptest.Server, path string, v any, hdr ...strin
 
 // multipartJFR builds the body the Pyroscope Java agent sends: a "jfr" file
 // part and, when given, a "labels" part with the LabelsSnapshot.
-func multipartJFR(t *testing.T, jfr, labels []byte) (string, []byte) {
+func multipartJFR(t testing.TB, jfr, labels []byte) (string, []byte) {
 	t.Helper()
 	var b bytes.Buffer
 	mw := multipart.NewWriter(&b)
@@ -287,7 +287,7 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-func gzipBytes(t *testing.T, data []byte) []byte {
+func gzipBytes(t testing.TB, data []byte) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	zw := gzip.NewWriter(&b)

@@ -1,0 +1,6 @@
+package org.apache.spark;
+
+/** Compile-only mirror of Spark's TaskFailedReason trait. */
+public interface TaskFailedReason {
+  String toErrorString();
+}

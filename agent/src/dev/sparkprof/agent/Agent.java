@@ -1,0 +1,401 @@
+package dev.sparkprof.agent;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.instrument.Instrumentation;
+import java.lang.reflect.Method;
+import java.net.HttpURLConnection;
+import java.net.InetAddress;
+import java.net.URI;
+import java.net.URL;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.Comparator;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
+import java.util.zip.GZIPOutputStream;
+
+/**
+ * The sparkprof JVM agent: profiles this JVM with the JDK's Flight Recorder and ships each window to a
+ * sparkprof (or Pyroscope) server, and/or writes the whole recording to an output directory at exit. It
+ * starts from {@code -javaagent:sparkprof-agent.jar[=options]} or from the Spark plugin. Nothing it does
+ * may hurt the job: every error is logged once and swallowed, its threads are daemons, the data it holds
+ * is bounded (the oldest windows are dropped and counted), and it never blocks a task thread.
+ */
+public final class Agent {
+  private static Agent instance;
+
+  final Config cfg;
+  final Labels labels = new Labels();
+  final TaskWindows tasks = new TaskWindows();
+  private final String app, role, appId, executorId;
+  private final Path workDir;
+  private final Profiler profiler;
+  private final Deque<Profiler.Window> pending = new ArrayDeque<>();
+  private final Deque<Profiler.Window> kept = new ArrayDeque<>();
+  private final Object wake = new Object();
+  private Thread shipper;
+  private volatile boolean stopping;
+  private boolean stopped;
+  final AtomicLong uploads = new AtomicLong(), failures = new AtomicLong(), droppedWindows = new AtomicLong();
+
+  /** Entry point of {@code -javaagent:sparkprof-agent.jar=key=value,...}. */
+  public static void premain(String options, Instrumentation inst) {
+    try {
+      Config cfg = new Config();
+      cfg.parseOptions(options);
+      cfg.parseEnv(System.getenv());
+      String[] who = fromCommandLine(System.getProperty("sun.java.command", ""));
+      String role = cfg.get("executorId") != null ? "executor" : who[0];
+      Agent a = start(cfg, role, first(cfg.get("appId"), who[1]), cfg.get("appName"), first(cfg.get("executorId"), who[2]));
+      if (a != null) {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> a.stop(5_000), "sparkprof-shutdown"));
+      }
+    } catch (Throwable t) {
+      Log.once("agent failed to start", t);
+    }
+  }
+
+  /** Entry point when attached to a running JVM. */
+  public static void agentmain(String options, Instrumentation inst) {
+    premain(options, inst);
+  }
+
+  /**
+   * Reads role, app id and executor id from the JVM's main class and arguments, as Spark starts executors:
+   * {@code CoarseGrainedExecutorBackend ... --executor-id 3 ... --app-id app-123} (YARN's
+   * YarnCoarseGrainedExecutorBackend and Kubernetes' KubernetesExecutorBackend too).
+   */
+  static String[] fromCommandLine(String command) {
+    String[] args = command.trim().split("\\s+");
+    String role = "driver", appId = null, exec = null;
+    if (args.length > 0 && args[0].endsWith("ExecutorBackend")) {
+      role = "executor";
+    } else if (args.length > 0 && !args[0].contains("spark")) {
+      role = "jvm";
+    }
+    for (int i = 0; i + 1 < args.length; i++) {
+      if (args[i].equals("--executor-id")) {
+        exec = args[i + 1];
+      } else if (args[i].equals("--app-id")) {
+        appId = args[i + 1];
+      }
+    }
+    return new String[] {role, appId, "driver".equals(role) ? "driver" : exec};
+  }
+
+  private static String first(String a, String b) {
+    return a != null ? a : b;
+  }
+
+  /**
+   * Starts the agent once per JVM; a second start (the Spark plugin after the javaagent) only adds what it
+   * knows to the labels. Returns null when profiling is off for this JVM.
+   */
+  static synchronized Agent start(Config cfg, String role, String appId, String appName, String executorId) {
+    if (instance != null) {
+      instance.labels.put("spark_app_id", appId);
+      instance.labels.put("spark_executor_id", executorId);
+      return instance;
+    }
+    if (!cfg.bool("enabled") || ("driver".equals(role) && !cfg.bool("driver.enabled"))
+        || ("executor".equals(role) && !cfg.bool("executor.enabled"))) {
+      return null;
+    }
+    // Like Spark 4's profiler plugin: a random share of executors is profiled.
+    if ("executor".equals(role) && Math.random() >= cfg.fraction()) {
+      Log.info("executor " + executorId + " not picked for profiling (fraction " + cfg.fraction() + ")");
+      return null;
+    }
+    if (cfg.get("server") == null && cfg.get("outputDir") == null) {
+      Log.once("neither server nor outputDir is set: nothing to do", null);
+      return null;
+    }
+    try {
+      instance = new Agent(cfg, role, appId, appName, executorId);
+      instance.begin();
+      return instance;
+    } catch (Throwable t) {
+      Log.once("agent failed to start", t);
+      instance = null;
+      return null;
+    }
+  }
+
+  /** The running agent, or null. */
+  static synchronized Agent current() {
+    return instance;
+  }
+
+  private Agent(Config cfg, String role, String appId, String appName, String executorId) throws IOException {
+    this.cfg = cfg;
+    this.role = role;
+    this.appId = appId;
+    this.executorId = executorId;
+    this.app = first(appName, first(appId, "jvm"));
+    labels.put("spark_app_id", appId);
+    labels.put("spark_executor_id", executorId);
+    labels.put("role", role);
+    labels.put("host", hostname());
+    labels.parse(cfg.get("labels"));
+    workDir = Files.createTempDirectory("sparkprof-");
+    profiler = new Profiler(cfg, workDir);
+  }
+
+  private static String hostname() {
+    try {
+      return InetAddress.getLocalHost().getHostName();
+    } catch (IOException | RuntimeException e) {
+      return null;
+    }
+  }
+
+  private void begin() {
+    profiler.start();
+    shipper = new Thread(this::shipLoop, "sparkprof-shipper");
+    shipper.setDaemon(true);
+    shipper.start();
+    Log.info("profiling " + role + (executorId != null ? " " + executorId : "") + " of " + app + " to "
+        + (cfg.get("server") != null ? cfg.get("server") : "") + (cfg.get("outputDir") != null ? " " + cfg.get("outputDir") : ""));
+  }
+
+  private void shipLoop() {
+    long every = Math.max(100, cfg.millis("uploadInterval", 10_000));
+    while (!stopping) {
+      synchronized (wake) {
+        try {
+          wake.wait(every);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+      if (stopping) {
+        return;
+      }
+      try {
+        window(profiler.rotate(false), Long.MAX_VALUE);
+      } catch (Throwable t) {
+        Log.once("recording a window failed", t);
+      }
+    }
+  }
+
+  /** Queues a finished window for upload and/or the output file, then sends what is pending. */
+  private synchronized void window(Profiler.Window w, long deadline) {
+    if (w == null) {
+      return;
+    }
+    if (cfg.get("server") != null) {
+      pending.add(w);
+    }
+    if (cfg.get("outputDir") != null) {
+      kept.add(w);
+    }
+    bound();
+    if (cfg.get("server") != null) {
+      while (!pending.isEmpty() && System.currentTimeMillis() < deadline) {
+        Profiler.Window next = pending.peek();
+        if (!upload(next, deadline)) {
+          break; // the server is down or slow: keep it for the next round, within the bound
+        }
+        pending.poll();
+        release(next);
+      }
+    }
+    if (!pending.contains(w) && !kept.contains(w)) {
+      Profiler.delete(w);
+    }
+  }
+
+  /** Drops the oldest windows while more than maxQueuedBytes wait. */
+  private void bound() {
+    long max = cfg.bytes("maxQueuedBytes", 64L << 20);
+    for (Deque<Profiler.Window> q : java.util.List.of(pending, kept)) {
+      long size = 0;
+      for (Profiler.Window w : q) {
+        size += w.file.toFile().length();
+      }
+      while (size > max && q.size() > 1) {
+        Profiler.Window old = q.poll();
+        size -= old.file.toFile().length();
+        droppedWindows.incrementAndGet();
+        Log.once("dropping the oldest profile windows: more than " + max + " bytes wait (server down or output too big)", null);
+        release(old);
+      }
+    }
+  }
+
+  private void release(Profiler.Window w) {
+    if (!pending.contains(w) && !kept.contains(w)) {
+      Profiler.delete(w);
+    }
+  }
+
+  /** Sends one window to the server's /ingest, returning whether it was accepted. */
+  private boolean upload(Profiler.Window w, long deadline) {
+    String server = cfg.get("server");
+    try {
+      byte[] jfr = gzip(Files.readAllBytes(w.file));
+      String tasksJson = tasks.drain();
+      String query = "name=" + enc(labels.pyroscopeName(app)) + "&from=" + w.fromMs / 1000 + "&until=" + (w.untilMs + 999) / 1000
+          + "&format=jfr&spyName=sparkprof&sampleRate=" + (1000 / Math.max(1, cfg.millis("interval", 10)));
+      HttpURLConnection c = (HttpURLConnection) new URL(server.replaceAll("/+$", "") + "/ingest?" + query).openConnection();
+      int budget = (int) Math.max(500, Math.min(10_000, deadline - System.currentTimeMillis()));
+      c.setConnectTimeout(Math.min(2_000, budget));
+      c.setReadTimeout(budget);
+      c.setDoOutput(true);
+      c.setRequestMethod("POST");
+      if (cfg.get("authToken") != null) {
+        c.setRequestProperty("Authorization", "Bearer " + cfg.get("authToken"));
+      }
+      if (cfg.get("tenant") != null) {
+        c.setRequestProperty("X-Scope-OrgID", cfg.get("tenant"));
+      }
+      byte[] body;
+      if (tasksJson == null) {
+        c.setRequestProperty("Content-Type", "application/octet-stream");
+        body = jfr;
+      } else {
+        String boundary = "sparkprof" + Long.toHexString(System.nanoTime());
+        c.setRequestProperty("Content-Type", "multipart/form-data; boundary=" + boundary);
+        ByteArrayOutputStream b = new ByteArrayOutputStream(jfr.length + tasksJson.length() + 512);
+        part(b, boundary, "jfr", jfr);
+        part(b, boundary, "tasks", tasksJson.getBytes(StandardCharsets.UTF_8));
+        b.write(("--" + boundary + "--\r\n").getBytes(StandardCharsets.US_ASCII));
+        body = b.toByteArray();
+      }
+      c.setFixedLengthStreamingMode(body.length);
+      try (OutputStream out = c.getOutputStream()) {
+        out.write(body);
+      }
+      int code = c.getResponseCode();
+      try (InputStream in = code < 400 ? c.getInputStream() : c.getErrorStream()) {
+        if (in != null) {
+          in.readAllBytes();
+        }
+      }
+      if (code / 100 != 2) {
+        failures.incrementAndGet();
+        Log.once("the server refused an upload with HTTP " + code, null);
+        // A 4xx will not get better: drop the window rather than retry it.
+        return code >= 400 && code < 500 && code != 429;
+      }
+      uploads.incrementAndGet();
+      return true;
+    } catch (IOException | RuntimeException e) {
+      failures.incrementAndGet();
+      Log.once("cannot reach the sparkprof server " + server, e);
+      return false;
+    }
+  }
+
+  private static void part(ByteArrayOutputStream b, String boundary, String name, byte[] data) throws IOException {
+    b.write(("--" + boundary + "\r\nContent-Disposition: form-data; name=\"" + name + "\"; filename=\"" + name
+        + "\"\r\nContent-Type: application/octet-stream\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+    b.write(data);
+    b.write("\r\n".getBytes(StandardCharsets.US_ASCII));
+  }
+
+  private static byte[] gzip(byte[] data) throws IOException {
+    ByteArrayOutputStream b = new ByteArrayOutputStream(data.length / 4 + 64);
+    try (GZIPOutputStream z = new GZIPOutputStream(b)) {
+      z.write(data);
+    }
+    return b.toByteArray();
+  }
+
+  private static String enc(String s) {
+    return URLEncoder.encode(s, StandardCharsets.UTF_8);
+  }
+
+  /**
+   * Stops profiling: ends the last window and ships it (the window Pyroscope's agent loses at exit), writes
+   * the output file, and cleans up, waiting at most timeoutMs.
+   */
+  void stop(long timeoutMs) {
+    long deadline = System.currentTimeMillis() + timeoutMs;
+    synchronized (this) {
+      if (stopped) {
+        return;
+      }
+      stopped = true;
+    }
+    stopping = true;
+    synchronized (wake) {
+      wake.notifyAll();
+    }
+    try {
+      shipper.join(Math.max(1, (deadline - System.currentTimeMillis()) / 2));
+      window(profiler.rotate(true), deadline);
+      if (cfg.get("outputDir") != null) {
+        writeOutput();
+      }
+    } catch (Throwable t) {
+      Log.once("stopping the profiler failed", t);
+    } finally {
+      profiler.stop();
+      deleteTree(workDir);
+      Log.info("stopped: " + uploads.get() + " uploads, " + failures.get() + " failed, " + droppedWindows.get()
+          + " windows dropped, " + tasks.dropped.get() + " task records dropped");
+    }
+  }
+
+  /**
+   * Writes the kept windows as one JFR file (JFR files are sequences of chunks, so windows concatenate) to
+   * {@code <outputDir>/<appId>/profile-exec-<id>.jfr} or {@code profile-driver.jfr}, as Spark 4's profiler
+   * does: a local path, or HDFS/S3 through Hadoop's FileSystem when it is on the class path.
+   */
+  private synchronized void writeOutput() throws Exception {
+    if (kept.isEmpty()) {
+      return;
+    }
+    Path all = workDir.resolve("profile.jfr");
+    try (OutputStream out = Files.newOutputStream(all, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING)) {
+      for (Profiler.Window w : kept) {
+        Files.copy(w.file, out);
+      }
+    }
+    String name = "executor".equals(role) ? "profile-exec-" + executorId + ".jfr" : "profile-driver.jfr";
+    String dir = cfg.get("outputDir").replaceAll("/+$", "") + "/" + (appId != null ? appId : "unknown-app");
+    URI uri = URI.create(dir);
+    if (uri.getScheme() == null || "file".equals(uri.getScheme())) {
+      Path target = uri.getScheme() == null ? Paths.get(dir) : Paths.get(uri);
+      Files.createDirectories(target);
+      Files.move(all, target.resolve(name), StandardCopyOption.REPLACE_EXISTING);
+    } else {
+      hadoopCopy(all, dir + "/" + name);
+    }
+    Log.info("wrote " + dir + "/" + name);
+  }
+
+  /** Copies a local file to a Hadoop FileSystem URI by reflection (no compile-time Hadoop dependency). */
+  private static void hadoopCopy(Path local, String target) throws Exception {
+    ClassLoader cl = Thread.currentThread().getContextClassLoader();
+    Class<?> confClass = Class.forName("org.apache.hadoop.conf.Configuration", true, cl);
+    Class<?> pathClass = Class.forName("org.apache.hadoop.fs.Path", true, cl);
+    Class<?> fsClass = Class.forName("org.apache.hadoop.fs.FileSystem", true, cl);
+    Object conf = confClass.getConstructor().newInstance();
+    Object dst = pathClass.getConstructor(String.class).newInstance(target);
+    Object src = pathClass.getConstructor(String.class).newInstance(local.toUri().toString());
+    Object fs = fsClass.getMethod("get", URI.class, confClass).invoke(null, URI.create(target), conf);
+    Method copy = fsClass.getMethod("copyFromLocalFile", boolean.class, boolean.class, pathClass, pathClass);
+    copy.invoke(fs, true, true, src, dst);
+  }
+
+  private static void deleteTree(Path dir) {
+    try (Stream<Path> s = Files.walk(dir)) {
+      s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (IOException | RuntimeException e) {
+      Log.once("cannot clean " + dir, e);
+    }
+  }
+}

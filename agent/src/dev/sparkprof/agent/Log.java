@@ -1,0 +1,23 @@
+package dev.sparkprof.agent;
+
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/** Logs each distinct problem once to stderr, so a failing agent never floods a job's log. */
+final class Log {
+  private static final Set<String> seen = ConcurrentHashMap.newKeySet();
+
+  private Log() {}
+
+  static void info(String msg) {
+    System.err.println("[sparkprof] " + msg);
+  }
+
+  /** Logs msg and the throwable's message once per distinct message. */
+  static void once(String msg, Throwable t) {
+    String line = t == null ? msg : msg + ": " + t;
+    if (seen.size() < 1000 && seen.add(msg)) {
+      System.err.println("[sparkprof] " + line + " (logged once; the agent goes on without it)");
+    }
+  }
+}

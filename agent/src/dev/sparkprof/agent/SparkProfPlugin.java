@@ -1,0 +1,121 @@
+package dev.sparkprof.agent;
+
+import java.util.Collections;
+import java.util.Map;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.TaskFailedReason;
+import org.apache.spark.api.plugin.DriverPlugin;
+import org.apache.spark.api.plugin.ExecutorPlugin;
+import org.apache.spark.api.plugin.PluginContext;
+import org.apache.spark.api.plugin.SparkPlugin;
+
+/**
+ * The Spark plugin: {@code --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin}. It profiles the
+ * driver and the executors with the settings of the {@code spark.sparkprof.*} properties, and records
+ * each task's start and end on its thread.
+ */
+public final class SparkProfPlugin implements SparkPlugin {
+  @Override
+  public DriverPlugin driverPlugin() {
+    return new Driver();
+  }
+
+  @Override
+  public ExecutorPlugin executorPlugin() {
+    return new Executor();
+  }
+
+  static Config config(SparkConf conf) {
+    Config cfg = new Config();
+    for (String k : Config.KEYS) {
+      try {
+        cfg.put(k, conf.get(Config.PREFIX + k, null));
+      } catch (RuntimeException e) {
+        Log.once("cannot read " + Config.PREFIX + k, e);
+      }
+    }
+    cfg.parseEnv(System.getenv());
+    return cfg;
+  }
+
+  static final class Driver implements DriverPlugin {
+    private Agent agent;
+
+    @Override
+    public Map<String, String> init(SparkContext sc, PluginContext ctx) {
+      try {
+        SparkConf conf = sc.getConf();
+        agent = Agent.start(config(conf), "driver", sc.applicationId(), sc.appName(), "driver");
+      } catch (Throwable t) {
+        Log.once("driver plugin failed to start", t);
+      }
+      return Collections.emptyMap();
+    }
+
+    @Override
+    public void shutdown() {
+      if (agent != null) {
+        agent.stop(10_000);
+      }
+    }
+  }
+
+  static final class Executor implements ExecutorPlugin {
+    private volatile Agent agent;
+
+    @Override
+    public void init(PluginContext ctx, Map<String, String> extraConf) {
+      try {
+        SparkConf conf = ctx.conf();
+        agent = Agent.start(config(conf), "executor", conf.get("spark.app.id", null), conf.get("spark.app.name", null),
+            ctx.executorID());
+        if (agent != null) {
+          agent.labels.put("host", ctx.hostname());
+        }
+      } catch (Throwable t) {
+        Log.once("executor plugin failed to start", t);
+      }
+    }
+
+    @Override
+    public void onTaskStart() {
+      Agent a = agent;
+      if (a != null) {
+        try {
+          a.tasks.start();
+        } catch (Throwable t) {
+          Log.once("task start hook failed", t);
+        }
+      }
+    }
+
+    @Override
+    public void onTaskSucceeded() {
+      end("SUCCESS");
+    }
+
+    @Override
+    public void onTaskFailed(TaskFailedReason reason) {
+      end("FAILED");
+    }
+
+    private void end(String status) {
+      Agent a = agent;
+      if (a != null) {
+        try {
+          a.tasks.end(status);
+        } catch (Throwable t) {
+          Log.once("task end hook failed", t);
+        }
+      }
+    }
+
+    @Override
+    public void shutdown() {
+      if (agent != null) {
+        agent.stop(10_000);
+      }
+    }
+  }
+}

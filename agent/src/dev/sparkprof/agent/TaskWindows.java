@@ -1,0 +1,121 @@
+package dev.sparkprof.agent;
+
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Exact task start and end per thread, from the executor plugin's task hooks, shipped with each upload so
+ * that the server can attribute samples even where thread names do not say the task. Hooks run on task
+ * threads: they only read the TaskContext and touch lock-free queues.
+ */
+final class TaskWindows {
+  static final int MAX = 100_000;
+
+  static final class Task {
+    final long threadId;
+    final String threadName;
+    final int stageId, stageAttempt, partition;
+    final long taskId, startMs;
+    volatile long endMs;
+    volatile String status = "RUNNING";
+
+    Task(long threadId, String threadName, int stageId, int stageAttempt, int partition, long taskId, long startMs) {
+      this.threadId = threadId;
+      this.threadName = threadName;
+      this.stageId = stageId;
+      this.stageAttempt = stageAttempt;
+      this.partition = partition;
+      this.taskId = taskId;
+      this.startMs = startMs;
+    }
+
+    String json() {
+      return String.format(
+          "{\"threadId\":%d,\"threadName\":\"%s\",\"stageId\":%d,\"stageAttempt\":%d,\"partition\":%d,"
+              + "\"taskId\":%d,\"startMs\":%d,\"endMs\":%d,\"status\":\"%s\"}",
+          threadId, threadName.replace("\\", "\\\\").replace("\"", "\\\""), stageId, stageAttempt, partition, taskId,
+          startMs, endMs, status);
+    }
+  }
+
+  private final ConcurrentHashMap<Long, Task> running = new ConcurrentHashMap<>();
+  private final ConcurrentLinkedQueue<Task> ended = new ConcurrentLinkedQueue<>();
+  private final AtomicInteger endedSize = new AtomicInteger();
+  final AtomicLong dropped = new AtomicLong();
+
+  private static volatile Method get, stageId, stageAttempt, partitionId, taskAttemptId;
+  private static volatile boolean reflectFailed;
+
+  /** Records the start of the task running on the current thread. */
+  void start() {
+    Object tc = taskContext();
+    if (tc == null) {
+      return;
+    }
+    try {
+      Thread t = Thread.currentThread();
+      Task task =
+          new Task(t.getId(), t.getName(), (Integer) stageId.invoke(tc), (Integer) stageAttempt.invoke(tc),
+              (Integer) partitionId.invoke(tc), (Long) taskAttemptId.invoke(tc), System.currentTimeMillis());
+      if (running.size() < MAX) {
+        running.put(t.getId(), task);
+      }
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      Log.once("cannot read the TaskContext", e);
+    }
+  }
+
+  /** Records the end of the current thread's task. */
+  void end(String status) {
+    Task task = running.remove(Thread.currentThread().getId());
+    if (task == null) {
+      return;
+    }
+    task.endMs = System.currentTimeMillis();
+    task.status = status;
+    ended.add(task);
+    if (endedSize.incrementAndGet() > MAX && ended.poll() != null) {
+      endedSize.decrementAndGet();
+      dropped.incrementAndGet();
+    }
+  }
+
+  /** Takes the ended tasks and a snapshot of the running ones, as JSON lines. */
+  String drain() {
+    List<String> lines = new ArrayList<>();
+    for (Task t; (t = ended.poll()) != null; ) {
+      endedSize.decrementAndGet();
+      lines.add(t.json());
+    }
+    for (Task t : running.values()) {
+      lines.add(t.json());
+    }
+    return lines.isEmpty() ? null : String.join("\n", lines) + "\n";
+  }
+
+  private static Object taskContext() {
+    if (reflectFailed) {
+      return null;
+    }
+    try {
+      if (get == null) {
+        Class<?> c = Class.forName("org.apache.spark.TaskContext");
+        stageId = c.getMethod("stageId");
+        stageAttempt = c.getMethod("stageAttemptNumber");
+        partitionId = c.getMethod("partitionId");
+        taskAttemptId = c.getMethod("taskAttemptId");
+        get = c.getMethod("get");
+      }
+      return get.invoke(null);
+    } catch (ReflectiveOperationException | LinkageError e) {
+      reflectFailed = true;
+      Log.once("no org.apache.spark.TaskContext: task windows come from thread names only", e);
+      return null;
+    }
+  }
+}

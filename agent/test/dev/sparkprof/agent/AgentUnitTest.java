@@ -1,0 +1,55 @@
+package dev.sparkprof.agent;
+
+import java.util.Map;
+
+/** Unit tests of the agent's parsing; exits non-zero on the first failure (no JUnit offline). */
+public final class AgentUnitTest {
+  static int failures;
+
+  static void check(String what, Object got, Object want) {
+    if (!String.valueOf(got).equals(String.valueOf(want))) {
+      System.err.println("FAIL " + what + ": got " + got + ", want " + want);
+      failures++;
+    }
+  }
+
+  public static void main(String[] args) {
+    String[] yarn = Agent.fromCommandLine(
+        "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend --driver-url spark://CoarseGrainedScheduler@10.0.0.1:35000 "
+            + "--executor-id 3 --hostname node-7 --cores 4 --app-id application_1603128018386_7846 --resourceProfileId 0");
+    check("yarn role", yarn[0], "executor");
+    check("yarn app", yarn[1], "application_1603128018386_7846");
+    check("yarn executor", yarn[2], "3");
+    String[] standalone = Agent.fromCommandLine(
+        "org.apache.spark.executor.CoarseGrainedExecutorBackend --driver-url x --executor-id 12 --hostname h --cores 2 --app-id app-20240101-0001");
+    check("standalone executor", standalone[2], "12");
+    String[] driver = Agent.fromCommandLine("org.apache.spark.deploy.SparkSubmit --class Main app.jar");
+    check("driver role", driver[0], "driver");
+    check("driver id", driver[2], "driver");
+    check("other jvm", Agent.fromCommandLine("com.example.Main")[0], "jvm");
+
+    Config cfg = new Config();
+    cfg.parseOptions("server=http://h:4040,uploadInterval=2s,fraction=0.5");
+    cfg.parseEnv(Map.of("SPARKPROF_UPLOAD_INTERVAL", "3s", "SPARKPROF_AUTH_TOKEN", "t", "PATH", "/bin"));
+    check("option", cfg.get("server"), "http://h:4040");
+    check("env overrides option", cfg.millis("uploadInterval", 0), 3000);
+    check("env camel case", cfg.get("authToken"), "t");
+    check("fraction", cfg.fraction(), 0.5);
+    check("default events", cfg.hasEvent("lock"), true);
+    Config bad = new Config();
+    bad.put("interval", "soon");
+    check("bad duration falls back", bad.millis("interval", 10), 10);
+    check("size", new Config().bytes("maxQueuedBytes", 0), 64L << 20);
+
+    Labels ls = new Labels();
+    ls.put("spark_app_id", "app-1");
+    ls.put("host", "node 1");
+    ls.parse("team=data;cost_center=42");
+    check("name", ls.pyroscopeName("my app"), "my_app{cost_center=42,host=node_1,spark_app_id=app-1,team=data}");
+
+    if (failures > 0) {
+      System.exit(1);
+    }
+    System.out.println("agent: unit tests passed");
+  }
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// runWorkload runs the agent's Spark-like workload (agent/test) in a real
+// JVM with the plugin, returning its stdout and stderr.
+func runWorkload(t *testing.T, server, fraction, outDir string, extra ...string) (string, string) {
+	t.Helper()
+	cp := strings.Join([]string{"../../agent/build/test", "../../agent/build/sparkprof-agent.jar", "../../agent/build/api"}, string(os.PathListSeparator))
+	args := append([]string{"-Xmx256m", "-cp", cp, "dev.sparkprof.agent.SparkLikeWorkload", server, fraction, outDir}, extra...)
+	cmd := exec.Command("java", args...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("workload: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "DONE") || strings.Contains(stderr.String(), "Exception in thread") {
+		t.Fatalf("workload did not finish cleanly:\n%s\n%s", stdout.String(), stderr.String())
+	}
+	return stdout.String(), stderr.String()
+}
+
+func getTenant(t *testing.T, base, path, tenant string, v any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+path, nil)
+	req.Header.Set("X-Scope-OrgID", tenant)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ticks(t *testing.T, base, tenant, sel, typ string) int64 {
+	var r struct {
+		Flamebearer struct{ NumTicks int64 } `json:"flamebearer"`
+	}
+	getTenant(t, base, "/api/v1/render?"+url.Values{"query": {sel}, "type": {typ}}.Encode(), tenant, &r)
+	return r.Flamebearer.NumTicks
+}
+
+// TestAgentWithServer runs the JVM agent's plugin in a real JVM against a
+// real sparkprof serve: samples arrive attributed to their stage and task,
+// the last window arrives at shutdown, the fraction is honoured, a dead
+// server costs nothing, and file mode writes Spark 4's layout.
+func TestAgentWithServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a JVM")
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("java not installed")
+		}
+		t.Skip("java not installed")
+	}
+	if out, err := exec.Command("../../agent/build.sh").CombinedOutput(); err != nil {
+		t.Fatalf("agent build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sparkprof")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd, base := startServe(t, bin, filepath.Join(dir, "data"))
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+
+	t.Run("live uploads attributed to stages and tasks", func(t *testing.T) {
+		runWorkload(t, base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=live")
+		var stages, tasks []string
+		getTenant(t, base, "/api/v1/label-values?name=spark_stage_id", "live", &stages)
+		getTenant(t, base, "/api/v1/label-values?name=spark_task_id", "live", &tasks)
+		if fmt.Sprint(stages) != "[1 2]" || len(tasks) != 8 {
+			t.Errorf("stages %v, tasks %v; want stages 1 and 2 with 8 tasks", stages, tasks)
+		}
+		if n := ticks(t, base, "live", `{spark_stage_id="1", thread_pool="task"}`, "cpu"); n == 0 {
+			t.Error("no CPU samples for stage 1")
+		}
+		if n := ticks(t, base, "live", `{spark_stage_id="2"}`, "lock"); n == 0 {
+			t.Error("no lock samples for stage 2")
+		}
+		if n := ticks(t, base, "live", `{spark_task_id="3", spark_executor_id="7", spark_app_id="app-20261122000000-0001"}`, "cpu"); n == 0 {
+			t.Error("no CPU samples for task 3 of executor 7")
+		}
+		var agents []struct{ Uploads int }
+		getTenant(t, base, "/api/v1/agents", "live", &agents)
+		if len(agents) != 1 || agents[0].Uploads < 2 {
+			t.Errorf("agents %+v, want one with several uploads", agents)
+		}
+	})
+	t.Run("last window shipped at shutdown", func(t *testing.T) {
+		// With a 10-minute interval, only the shutdown flush can deliver.
+		runWorkload(t, base, "1.0", "-", "spark.sparkprof.uploadInterval=10m", "spark.sparkprof.tenant=last")
+		if n := ticks(t, base, "last", `{spark_stage_id="2"}`, "lock"); n == 0 {
+			t.Error("the last window did not arrive")
+		}
+	})
+	t.Run("fraction 0 profiles nothing", func(t *testing.T) {
+		_, stderr := runWorkload(t, base, "0", "-", "spark.sparkprof.tenant=zero")
+		var agents []any
+		getTenant(t, base, "/api/v1/agents", "zero", &agents)
+		if len(agents) != 0 || !strings.Contains(stderr, "not picked") {
+			t.Errorf("fraction 0: agents %v, stderr %s", agents, stderr)
+		}
+	})
+	t.Run("server down", func(t *testing.T) {
+		ln := "http://127.0.0.1:9" // discard port: nothing listens
+		stdout, stderr := runWorkload(t, ln, "1.0", "-", "spark.sparkprof.uploadInterval=500ms")
+		var workMs, shutdownMs int
+		fmt.Sscanf(stdout[strings.Index(stdout, "work_ms="):], "work_ms=%d shutdown_ms=%d", &workMs, &shutdownMs)
+		if shutdownMs > 11_000 || !strings.Contains(stderr, "cannot reach") {
+			t.Errorf("shutdown took %d ms; stderr %s", shutdownMs, stderr)
+		}
+	})
+	t.Run("javaagent", func(t *testing.T) {
+		// The same workload started with -javaagent: the plugin finds the
+		// running agent and adds its labels.
+		cp := strings.Join([]string{"../../agent/build/test", "../../agent/build/sparkprof-agent.jar", "../../agent/build/api"}, string(os.PathListSeparator))
+		cmd := exec.Command("java", "-javaagent:../../agent/build/sparkprof-agent.jar=server="+base+",tenant=ja,uploadInterval=1s",
+			"-cp", cp, "dev.sparkprof.agent.SparkLikeWorkload", "-", "1.0", "-")
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "DONE") {
+			t.Fatalf("javaagent run: %v\n%s", err, out)
+		}
+		if n := ticks(t, base, "ja", `{spark_stage_id="1", spark_executor_id="7"}`, "cpu"); n == 0 {
+			t.Error("no CPU samples for stage 1 through the javaagent")
+		}
+	})
+	t.Run("file mode", func(t *testing.T) {
+		out := filepath.Join(dir, "profiles")
+		runWorkload(t, "-", "1.0", out, "spark.sparkprof.uploadInterval=1s")
+		path := filepath.Join(out, "app-20261122000000-0001", "profile-exec-7.jfr")
+		p, err := format.Load(path, format.Options{})
+		if err != nil {
+			t.Fatalf("the output file: %v", err)
+		}
+		if id, _ := p.Labels.Get(profile.LabelExecutorID); id != "7" {
+			t.Errorf("executor label from the path: %q", id)
+		}
+		stages := map[string]bool{}
+		for _, s := range p.Samples {
+			stages[p.Label(s, profile.LabelStageID)] = true
+		}
+		if !stages["1"] || !stages["2"] {
+			t.Errorf("stages in the output file: %v", stages)
+		}
+	})
+}

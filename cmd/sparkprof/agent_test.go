@@ -130,9 +130,11 @@ func TestAgentWithServer(t *testing.T) {
 	})
 	t.Run("javaagent", func(t *testing.T) {
 		// The same workload started with -javaagent: the plugin finds the
-		// running agent and adds its labels.
+		// running agent and adds its labels. With a 10-minute interval only
+		// the JVM shutdown hook can ship the data (the recorder's own hook
+		// may run first).
 		cp := strings.Join([]string{"../../agent/build/test", "../../agent/build/sparkprof-agent.jar", "../../agent/build/api"}, string(os.PathListSeparator))
-		cmd := exec.Command("java", "-javaagent:../../agent/build/sparkprof-agent.jar=server="+base+",tenant=ja,uploadInterval=1s",
+		cmd := exec.Command("java", "-javaagent:../../agent/build/sparkprof-agent.jar=server="+base+",tenant=ja,uploadInterval=10m",
 			"-cp", cp, "dev.sparkprof.agent.SparkLikeWorkload", "-", "1.0", "-")
 		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "DONE") {
 			t.Fatalf("javaagent run: %v\n%s", err, out)

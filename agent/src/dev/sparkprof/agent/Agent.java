@@ -159,7 +159,7 @@ public final class Agent {
     }
   }
 
-  private void begin() {
+  private void begin() throws IOException {
     profiler.start();
     shipper = new Thread(this::shipLoop, "sparkprof-shipper");
     shipper.setDaemon(true);

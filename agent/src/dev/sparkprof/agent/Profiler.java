@@ -7,15 +7,16 @@ import java.time.Duration;
 import jdk.jfr.Recording;
 
 /**
- * Records with the JDK's Flight Recorder in windows: each window is its own recording, stopped and
- * dumped to a file when the next one starts, so that every upload holds only new data. Between two
- * windows the recorder is off for the time a recording takes to stop and start (about a millisecond
- * every upload interval).
+ * Records with the JDK's Flight Recorder in windows: each window is its own recording, written to its
+ * own file when stopped, so that every upload holds only new data. The next window starts right after
+ * the previous one stops (the recorder is off for about a millisecond every upload interval). Windows
+ * are also written at JVM exit by the recorder's own shutdown hook, which may run before the agent's.
  */
 final class Profiler {
   private final Config cfg;
   private final Path dir;
   private Recording current;
+  private Path currentFile;
   private long currentStartMs;
   private int seq;
 
@@ -36,10 +37,15 @@ final class Profiler {
     this.dir = dir;
   }
 
-  synchronized void start() {
-    current = newRecording();
+  synchronized void start() throws IOException {
+    currentFile = nextFile();
+    current = newRecording(currentFile);
     current.start();
     currentStartMs = System.currentTimeMillis();
+  }
+
+  private Path nextFile() {
+    return dir.resolve(String.format("window-%06d.jfr", seq++));
   }
 
   /**
@@ -48,25 +54,52 @@ final class Profiler {
    */
   synchronized Window rotate(boolean last) throws IOException {
     Recording ended = current;
+    Path file = currentFile;
     long from = currentStartMs;
     if (ended == null) {
       return null;
     }
-    Recording next = last ? null : newRecording();
+    Path nextFile = last ? null : nextFile();
+    Recording next = last ? null : newRecording(nextFile);
     long now = System.currentTimeMillis();
-    ended.stop();
+    try {
+      // Stopping writes the window to its destination file.
+      ended.stop();
+    } catch (IllegalStateException e) {
+      // At JVM exit the recorder's own shutdown hook may have stopped the
+      // recording first; it writes the destination file itself.
+      awaitFile(file, 3_000);
+    } finally {
+      ended.close();
+    }
     if (next != null) {
       next.start();
     }
     current = next;
+    currentFile = nextFile;
     currentStartMs = now;
-    Path file = dir.resolve(String.format("window-%06d.jfr", seq++));
-    try {
-      ended.dump(file);
-    } finally {
-      ended.close();
+    if (!Files.exists(file)) {
+      throw new IOException("the recorder wrote no data for " + file);
     }
     return new Window(file, from, now);
+  }
+
+  /** Waits until file exists and stops growing, at most timeoutMs. */
+  private static void awaitFile(Path file, long timeoutMs) {
+    long deadline = System.currentTimeMillis() + timeoutMs;
+    long last = -1;
+    try {
+      while (System.currentTimeMillis() < deadline) {
+        long size = Files.exists(file) ? Files.size(file) : -1;
+        if (size > 0 && size == last) {
+          return;
+        }
+        last = size;
+        Thread.sleep(50);
+      }
+    } catch (IOException | InterruptedException e) {
+      Log.once("waiting for the last window failed", e);
+    }
   }
 
   synchronized void stop() {
@@ -76,10 +109,12 @@ final class Profiler {
     }
   }
 
-  private Recording newRecording() {
+  private Recording newRecording(Path file) throws IOException {
     Recording r = new Recording();
     r.setName("sparkprof");
     r.setToDisk(true);
+    r.setDestination(file);
+    r.setDumpOnExit(true);
     long interval = Math.max(1, cfg.millis("interval", 10));
     long lock = cfg.millis("lockThreshold", 10);
     if (cfg.hasEvent("cpu")) {

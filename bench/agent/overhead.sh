@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The agent's overhead: the same CPU-bound multi-threaded workload with and
+# without -javaagent at default settings (10 ms CPU sampling, 10 s uploads to
+# a local sparkprof serve), alternating runs, then the time ratio and the
+# heap and RSS the agent adds.
+#
+# usage: bench/agent/overhead.sh [RUNS (default 5)] [ITERATIONS per thread]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+runs=${1:-5}
+iters=${2:-3000000000}
+threads=$(nproc)
+tmp=$(mktemp -d)
+cd "$root"
+./agent/build.sh >/dev/null 2>&1
+go build -o "$tmp/sparkprof" ./cmd/sparkprof
+javac -d "$tmp" bench/agent/CpuBench.java
+"$tmp/sparkprof" serve --addr 127.0.0.1:0 --data "$tmp/data" 2>"$tmp/serve.log" &
+server=$!
+trap 'kill $server 2>/dev/null; rm -rf "$tmp"' EXIT
+for _ in $(seq 50); do grep -q "listening on" "$tmp/serve.log" && break; sleep 0.1; done
+url=$(grep -o 'http://[0-9.:]*' "$tmp/serve.log" | head -1)
+agent="-javaagent:$root/agent/build/sparkprof-agent.jar=server=$url"
+
+# run LABEL [JVM flags...]: prints elapsed ms, heap used after the run (bytes) and peak RSS (KiB).
+run() {
+	# first argument: label only
+	shift
+	/usr/bin/time -f "rss_kib=%M" java -Xmx512m "$@" -cp "$tmp" CpuBench "$threads" "$iters" 2>&1 | grep -E "elapsed_ms|rss_kib" | tr '\n' ' '
+	echo
+}
+echo "workload: $threads threads x $iters iterations, $runs runs each, alternating"
+base=() agentr=()
+for i in $(seq "$runs"); do
+	b=$(run base)
+	a=$(run agent "$agent")
+	echo "run $i  without: $b"
+	echo "run $i  with:    $a"
+	base+=("$b")
+	agentr+=("$a")
+done
+summary() { # field values...
+	local field=$1
+	shift
+	printf '%s\n' "$@" | grep -o "$field=[0-9]*" | cut -d= -f2 | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
+bt=$(summary elapsed_ms "${base[@]}")
+at=$(summary elapsed_ms "${agentr[@]}")
+bh=$(summary heap_used "${base[@]}")
+ah=$(summary heap_used "${agentr[@]}")
+br=$(summary rss_kib "${base[@]}")
+ar=$(summary rss_kib "${agentr[@]}")
+echo "median elapsed: without $bt ms, with $at ms, ratio $(echo "scale=4; $at / $bt" | bc)"
+echo "median heap after GC: without $((bh >> 10)) KiB, with $((ah >> 10)) KiB (agent: $(((ah - bh) >> 10)) KiB)"
+echo "median peak RSS: without $br KiB, with $ar KiB (agent: $((ar - br)) KiB)"
+echo "uploads received: $(curl -s "$url/metrics" | grep '^sparkprof_uploads_total' | cut -d' ' -f2)"

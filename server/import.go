@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -8,15 +9,32 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/store"
 )
 
-// handleImport stores a profile file sent whole: ?path= names the file as
+// handleImport stores a file sent whole: an event log is saved and
+// analysed (see /api/v1/apps); a profile is stored as an upload: ?path= names the file as
 // it was on disk, so that Spark's profiler layout
 // (<appId>/profile-exec-<id>.jfr) labels it, and ?app= sets service_name
 // (default: the app id or the file name).
+// looksLikeEventLog reports whether data is a Spark event log: JSON lines
+// starting with a listener event, plain or in one of Spark's codecs.
+func looksLikeEventLog(data []byte, max int64) bool {
+	head := data[:min(len(data), 64)]
+	switch eventlog.Detect("", head) {
+	case eventlog.Zstd, eventlog.LZ4, eventlog.Snappy, eventlog.LZF:
+		return true
+	case eventlog.Gzip:
+		if d, err := format.Decompress(data[:min(len(data), 1<<20)], "head", max); err == nil {
+			head = d
+		}
+	}
+	return bytes.HasPrefix(bytes.TrimSpace(head[:min(len(head), 64)]), []byte(`{"Event"`))
+}
+
 func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	q := r.URL.Query()
@@ -33,6 +51,15 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		httpError(w, http.StatusBadRequest, "reading body: %v", err)
+		return
+	}
+	if q.Get("kind") == "eventlog" || (q.Get("kind") == "" && looksLikeEventLog(body, s.cfg.MaxDecodedBytes)) {
+		rep, err := s.apps.add(tenant(r), name, body)
+		if err != nil {
+			httpError(w, http.StatusUnprocessableEntity, "event log %s: %v", name, err)
+			return
+		}
+		writeJSON(w, map[string]any{"app": rep.App, "findings": len(rep.Findings)})
 		return
 	}
 	p, err := format.Decode(body, name, format.Options{Format: q.Get("format"), MaxSize: s.cfg.MaxDecodedBytes})

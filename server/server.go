@@ -32,6 +32,9 @@ type Config struct {
 	Logger        *slog.Logger
 	// AgentJar is the path of the agent jar served at /agent.jar.
 	AgentJar string
+	// EventLogDir keeps imported event logs, analysed again at start; empty
+	// keeps them in memory only.
+	EventLogDir string
 }
 
 // Server handles sparkprof's HTTP API.
@@ -41,6 +44,7 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	agents  *agents
+	apps    *apps
 	limits  sync.Map // tenant -> *bucket
 	ready   bool
 	mu      sync.Mutex
@@ -57,7 +61,17 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: newMetrics(), agents: newAgents()}
+	if cfg.EventLogDir == "" {
+		dir, err := os.MkdirTemp("", "sparkprof-eventlogs-")
+		if err != nil {
+			cfg.Logger.Error("no directory for imported event logs", "err", err)
+		}
+		cfg.EventLogDir = dir
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: newMetrics(), agents: newAgents(), apps: newApps(cfg.EventLogDir)}
+	if err := s.apps.load(); err != nil {
+		s.log.Error("analysing saved event logs", "dir", cfg.EventLogDir, "err", err)
+	}
 	s.routes()
 	return s
 }
@@ -73,6 +87,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/labels", s.handleLabels)
 	s.mux.HandleFunc("GET /api/v1/label-values", s.handleLabelValues)
 	s.mux.HandleFunc("GET /api/v1/agents", s.handleAgents)
+	s.mux.HandleFunc("GET /api/v1/apps", s.handleApps)
+	s.mux.HandleFunc("GET /api/v1/apps/{id}", s.handleApp)
+	s.mux.HandleFunc("GET /api/v1/apps/{id}/stages/{stage}/slow-vs-rest", s.handleSlowVsRest)
 	s.mux.HandleFunc("GET /pyroscope/render", s.handlePyroscopeRender)
 	s.mux.HandleFunc("GET /pyroscope/label-values", s.handleLabelValues)
 	s.mux.HandleFunc("GET /pyroscope/labels", s.handleLabels)

@@ -335,3 +335,66 @@ func TestDiff(t *testing.T) {
 		t.Errorf("diff level 2: %s", got)
 	}
 }
+
+// TestAppsAndSlowVsRest imports a real event log, lists and opens the app,
+// then diffs the slowest task of a stage against the others with profiles
+// labelled per task.
+func TestAppsAndSlowVsRest(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	req, _ := http.NewRequest("POST", ts.URL+"/api/v1/import?path=local-1532512550423", bytes.NewReader(corpus.Read(t, "eventlogs", "sparklens", "local-1532512550423")))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("import: %v %v", resp.Status, err)
+	}
+	resp.Body.Close()
+	var apps []AppSummary
+	getJSON(t, ts, "/api/v1/apps", &apps)
+	if len(apps) != 1 || apps[0].ID != "local-1532512550423" || apps[0].TaskCount != 8 || apps[0].Status != "finished" {
+		t.Fatalf("apps %+v", apps)
+	}
+	var app struct {
+		Stages []struct{ StageID int }
+		Tasks  []struct {
+			TaskID             int64
+			StageID            int
+			LaunchMs, FinishMs int64
+		}
+	}
+	getJSON(t, ts, "/api/v1/apps/local-1532512550423", &app)
+	if len(app.Stages) != 2 || len(app.Tasks) != 8 {
+		t.Fatalf("app detail: %d stages, %d tasks", len(app.Stages), len(app.Tasks))
+	}
+	// One profile per task of stage 0; the slowest task runs "slow".
+	var slowest int64 = -1
+	var longest int64
+	for _, tk := range app.Tasks {
+		if tk.StageID == 0 && tk.FinishMs-tk.LaunchMs > longest {
+			slowest, longest = tk.TaskID, tk.FinishMs-tk.LaunchMs
+		}
+	}
+	for _, tk := range app.Tasks {
+		if tk.StageID != 0 {
+			continue
+		}
+		body := "main;fast 10\n"
+		if tk.TaskID == slowest {
+			body = "main;slow 30\n"
+		}
+		name := fmt.Sprintf("app{spark_app_id=local-1532512550423,spark_stage_id=0,spark_task_id=%d}", tk.TaskID)
+		if code := post(t, ts, url.Values{"name": {name}}, "", []byte(body)); code != 200 {
+			t.Fatal(code)
+		}
+	}
+	var d struct {
+		Flamebearer           Flamebearer
+		LeftTicks, RightTicks int64
+	}
+	getJSON(t, ts, "/api/v1/apps/local-1532512550423/stages/0/slow-vs-rest?percent=10&type=samples", &d)
+	if d.RightTicks != 30 || d.LeftTicks != 30 || !contains(d.Flamebearer.Names, "slow") {
+		t.Errorf("slow-vs-rest: left %d right %d names %v; want the slow task (30) against 3 typical tasks (30)", d.LeftTicks, d.RightTicks, d.Flamebearer.Names)
+	}
+	resp, _ = http.Get(ts.URL + "/api/v1/apps/nope")
+	if resp.StatusCode != 404 {
+		t.Errorf("unknown app: %d", resp.StatusCode)
+	}
+}

@@ -18,7 +18,7 @@ func init() {
 	register(&command{
 		name:    "import",
 		usage:   "--server URL [--tenant T] [--auth-token-file F] [--app NAME] PATH...",
-		summary: "send profile files or directories (e.g. Spark 4's profiler output) to a sparkprof server",
+		summary: "send event logs and profile files or directories (e.g. Spark 4's profiler output) to a sparkprof server",
 		run:     runImport,
 	})
 }
@@ -43,9 +43,23 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	files, err := format.Expand(fs.Args())
-	if err != nil {
-		return err
+	// Event log files go as they are; everything else expands to profiles.
+	var files []string
+	for _, path := range fs.Args() {
+		if st, err := os.Stat(path); err == nil && !st.IsDir() && isEventLog(path) {
+			files = append(files, path)
+			continue
+		}
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			if kind, _ := classify(path); kind == "eventlog" {
+				return fmt.Errorf("%s: a rolling event log directory; import its parts with sparkprof analyze locally, or zip it", path)
+			}
+		}
+		more, err := format.Expand([]string{path})
+		if err != nil {
+			return err
+		}
+		files = append(files, more...)
 	}
 	client := &http.Client{Timeout: 5 * time.Minute}
 	prog := newProgress(e.stderr, "importing", len(files))

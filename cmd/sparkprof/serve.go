@@ -70,7 +70,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if _, err := os.Stat(*agentJar); err != nil {
 		*agentJar = ""
 	}
-	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: *agentJar, RatePerSecond: *rate})
+	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: *agentJar, RatePerSecond: *rate,
+		EventLogDir: filepath.Join(*data, "eventlogs")})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -84,7 +85,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			log.Warn("preload incomplete", "dir", *preload, "err", err)
 		}
-		fmt.Fprintf(e.stderr, "sparkprof serve: preloaded %d profiles from %s\n", n, *preload)
+		apps := preloadEventLogs(srv, *preload)
+		fmt.Fprintf(e.stderr, "sparkprof serve: preloaded %d profiles and %d event logs from %s\n", n, apps, *preload)
 	}
 	srv.SetReady()
 	select {
@@ -100,6 +102,29 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// preloadEventLogs imports a few event logs of the sample data, analysed as
+// the apps the server shows.
+func preloadEventLogs(srv *server.Server, dir string) int {
+	n := 0
+	for _, rel := range []string{
+		"eventlogs/nvidia/tasks_executors_fail_compressed_eventlog.zstd",
+		"eventlogs/nvidia/eventlog_4nodes_8cores_dynamic_alloc.zstd",
+		"eventlogs/apache/local-1642039451826",
+		"eventlogs/apache/app-20161116163331-0000",
+		"eventlogs/sparklens/local-1532512550423",
+		"eventlogs/sparklint/spark_event_log_example",
+	} {
+		data, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			continue
+		}
+		if err := srv.ImportEventLog("", filepath.Base(rel), data); err == nil {
+			n++
+		}
+	}
+	return n
 }
 
 func parseRetention(s string) (time.Duration, error) {

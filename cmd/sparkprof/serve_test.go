@@ -147,8 +147,9 @@ func TestImportSparkProfilerDir(t *testing.T) {
 	}
 	cmd, base := startServe(t, bin, filepath.Join(dir, "data"))
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
-	code, _, stderr := sparkprof(t, "import", "--server", base, filepath.Join(dir, "profiles"))
-	if code != 0 || !strings.Contains(stderr, "imported 2 of 2") {
+	code, _, stderr := sparkprof(t, "import", "--server", base, filepath.Join(dir, "profiles"),
+		corpus.Path(t, "eventlogs", "nvidia", "tasks_executors_fail_compressed_eventlog.zstd"))
+	if code != 0 || !strings.Contains(stderr, "imported 3 of 3") {
 		t.Fatalf("import: exit %d, %s", code, stderr)
 	}
 	resp, err := http.Get(base + "/api/v1/label-values?name=spark_executor_id")
@@ -160,5 +161,18 @@ func TestImportSparkProfilerDir(t *testing.T) {
 	resp.Body.Close()
 	if fmt.Sprint(vals) != "[1 2]" {
 		t.Errorf("executor ids %v, want [1 2]", vals)
+	}
+	resp, err = http.Get(base + "/api/v1/apps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var apps []struct {
+		ID              string
+		FailedTaskCount int
+	}
+	json.NewDecoder(resp.Body).Decode(&apps)
+	resp.Body.Close()
+	if len(apps) != 1 || apps[0].ID != "application_1603128018386_7846" || apps[0].FailedTaskCount != 53 {
+		t.Errorf("apps after importing the event log: %+v", apps)
 	}
 }

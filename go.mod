@@ -8,6 +8,7 @@ require (
 	github.com/google/pprof v0.0.0-20260507013755-92041b743c96
 	github.com/grafana/jfr-parser v0.19.0
 	github.com/klauspost/compress v1.18.0
+	github.com/pierrec/lz4/v4 v4.1.22
 	github.com/valyala/fastjson v1.6.4
 )
 
@@ -16,7 +17,6 @@ require (
 	github.com/google/gnostic v0.7.1 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/grafana/pyroscope/api v1.5.0 // indirect
-	github.com/pierrec/lz4/v4 v4.1.22 // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20250313105119-ba97887b0a25 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/text v0.39.0 // indirect

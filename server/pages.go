@@ -2,10 +2,12 @@ package server
 
 import (
 	"html/template"
+	"time"
 	"net/http"
 	"net/url"
 	"sort"
 
+	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/flamegraph"
 	"github.com/sparkprof/sparkprof/profile"
 )
@@ -16,6 +18,12 @@ var landing = template.Must(template.New("landing").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>sparkprof</title>
 <style>body{font:14px system-ui,sans-serif;margin:24px}td,th{padding:3px 10px;text-align:left}</style></head>
 <body><h1>sparkprof</h1>
+<h2>Spark applications</h2>
+<table><tr><th>application</th><th>id</th><th>Spark</th><th>duration</th><th>tasks</th><th>findings</th></tr>
+{{range .Analysed}}<tr><td><a href="/apps/{{.ID}}/report">{{.Name}}</a></td><td>{{.ID}}</td><td>{{.SparkVersion}}</td><td>{{.Duration}}</td><td>{{.TaskCount}} ({{.FailedTaskCount}} not successful)</td><td>{{.FindingsCount}} ({{.Critical}} critical)</td></tr>
+{{else}}<tr><td colspan="6">No event logs yet: <code>sparkprof import --server URL EVENTLOG</code>.</td></tr>{{end}}
+</table>
+<h2>Profiles</h2>
 <p>Applications with profiles on this server (tenant {{printf "%q" .Tenant}}):</p>
 <table><tr><th>application</th><th>flame graphs</th><th>export</th></tr>
 {{range .Apps}}<tr><td>{{.Name}}</td><td>{{range .Types}}<a href="/flame?{{.Query}}">{{.Family}}</a> {{end}}</td>
@@ -61,8 +69,39 @@ func (s *Server) handleLanding(w http.ResponseWriter, r *http.Request) {
 		}
 		apps = append(apps, a)
 	}
+	type analysed struct {
+		AppSummary
+		Duration string
+	}
+	var list []analysed
+	s.apps.mu.RLock()
+	for _, rep := range s.apps.by[tenant(r)] {
+		a := analysed{AppSummary: AppSummary{AppSummary: rep.App, FindingsCount: len(rep.Findings)}, Duration: (time.Duration(rep.App.DurationMs) * time.Millisecond).String()}
+		for _, f := range rep.Findings {
+			if f.Severity == analysis.Critical {
+				a.Critical++
+			}
+		}
+		list = append(list, a)
+	}
+	s.apps.mu.RUnlock()
+	sort.Slice(list, func(i, j int) bool { return list[i].StartMs > list[j].StartMs })
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	landing.Execute(w, map[string]any{"Tenant": tenant(r), "Apps": apps})
+	landing.Execute(w, map[string]any{"Tenant": tenant(r), "Apps": apps, "Analysed": list})
+}
+
+// handleReport serves an application's offline HTML report (timeline,
+// findings, stages, executors).
+func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
+	rep := s.apps.get(tenant(r), r.PathValue("id"))
+	if rep == nil {
+		httpError(w, http.StatusNotFound, "no application %q", r.PathValue("id"))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := analysis.WriteHTML(w, rep); err != nil {
+		s.log.Warn("report failed", "err", err)
+	}
 }
 
 // handleFlame renders the selection as the self-contained HTML flame graph

@@ -98,6 +98,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /metrics", s.metrics.handle)
 	s.mux.HandleFunc("GET /agent.jar", s.handleAgentJar)
 	s.mux.HandleFunc("GET /flame", s.handleFlame)
+	s.mux.HandleFunc("GET /apps/{id}/report", s.handleReport)
 	s.mux.HandleFunc("GET /{$}", s.handleLanding)
 }
 

@@ -393,6 +393,18 @@ func TestAppsAndSlowVsRest(t *testing.T) {
 	if d.RightTicks != 30 || d.LeftTicks != 30 || !contains(d.Flamebearer.Names, "slow") {
 		t.Errorf("slow-vs-rest: left %d right %d names %v; want the slow task (30) against 3 typical tasks (30)", d.LeftTicks, d.RightTicks, d.Flamebearer.Names)
 	}
+	resp, _ = http.Get(ts.URL + "/apps/local-1532512550423/report")
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(page, []byte(`id="timeline"`)) {
+		t.Errorf("report page: %d", resp.StatusCode)
+	}
+	resp, _ = http.Get(ts.URL + "/")
+	page, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(page, []byte("/apps/local-1532512550423/report")) {
+		t.Error("landing page does not link the app's report")
+	}
 	resp, _ = http.Get(ts.URL + "/api/v1/apps/nope")
 	if resp.StatusCode != 404 {
 		t.Errorf("unknown app: %d", resp.StatusCode)

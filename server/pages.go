@@ -2,10 +2,10 @@ package server
 
 import (
 	"html/template"
-	"time"
 	"net/http"
 	"net/url"
 	"sort"
+	"time"
 
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/flamegraph"

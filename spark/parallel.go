@@ -57,6 +57,14 @@ func (bt *batch) parse(p *fastjson.Parser) {
 			bt.results = append(bt.results, res)
 			continue
 		}
+		if t, end, ok := scanTaskEvent(line); ok {
+			res.kind, res.task = resTaskStart, t
+			if end {
+				res.kind, res.cls = resTaskEnd, "Success"
+			}
+			bt.results = append(bt.results, res)
+			continue
+		}
 		v, err := p.ParseBytes(line)
 		if err != nil || v.Type() != fastjson.TypeObject {
 			res.kind = resMalformed

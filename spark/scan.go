@@ -1,0 +1,354 @@
+package spark
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// The fast path for task events. TaskStart and TaskEnd lines are nearly all
+// of a log's bytes, and most of each TaskEnd is accumulator and executor
+// metric arrays the model does not keep. fastjson builds a value for every
+// one of them; this scanner walks the line once, reads the fields the model
+// needs and skips the rest without allocating. Anything it does not expect
+// (escaped strings, an end reason other than Success, odd types) makes it
+// give up, and the line goes to fastjson: the scanner only has to be right
+// about what it accepts. A test checks it against fastjson on every task
+// event of the corpus.
+
+type scanner struct {
+	b   []byte
+	i   int
+	bad bool
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) expect(c byte) {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != c {
+		s.bad = true
+		return
+	}
+	s.i++
+}
+
+// str reads a string without escapes and returns its bytes.
+func (s *scanner) str() []byte {
+	s.expect('"')
+	if s.bad {
+		return nil
+	}
+	start := s.i
+	j := bytes.IndexByte(s.b[s.i:], '"')
+	if j < 0 {
+		s.bad = true
+		return nil
+	}
+	v := s.b[start : start+j]
+	if bytes.IndexByte(v, '\\') >= 0 {
+		s.bad = true // escapes: let fastjson decode it
+		return nil
+	}
+	s.i = start + j + 1
+	return v
+}
+
+func (s *scanner) num() int64 {
+	s.ws()
+	start := s.i
+	for s.i < len(s.b) && (s.b[s.i] == '-' || (s.b[s.i] >= '0' && s.b[s.i] <= '9')) {
+		s.i++
+	}
+	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.bad = true
+		return 0
+	}
+	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+	if err != nil {
+		s.bad = true
+	}
+	return n
+}
+
+func (s *scanner) boolean() bool {
+	s.ws()
+	switch {
+	case bytes.HasPrefix(s.b[s.i:], []byte("true")):
+		s.i += 4
+		return true
+	case bytes.HasPrefix(s.b[s.i:], []byte("false")):
+		s.i += 5
+		return false
+	}
+	s.bad = true
+	return false
+}
+
+// skip skips one value of any type.
+func (s *scanner) skip() {
+	s.ws()
+	if s.i >= len(s.b) {
+		s.bad = true
+		return
+	}
+	switch c := s.b[s.i]; c {
+	case '"':
+		s.i++
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case '\\':
+				s.i += 2
+				continue
+			case '"':
+				s.i++
+				return
+			}
+			s.i++
+		}
+		s.bad = true
+	case '{', '[':
+		depth := 0
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case '"':
+				s.skip()
+				if s.bad {
+					return
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					s.i++
+					return
+				}
+			}
+			s.i++
+		}
+		s.bad = true
+	default:
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case ',', '}', ']', ' ', '\n', '\t', '\r':
+				return
+			}
+			s.i++
+		}
+	}
+}
+
+// object calls field for each key of an object; field must consume the
+// value (or call skip).
+func (s *scanner) object(field func(key []byte)) {
+	s.expect('{')
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return
+	}
+	for !s.bad {
+		k := s.str()
+		s.expect(':')
+		if s.bad {
+			return
+		}
+		field(k)
+		s.ws()
+		if s.i >= len(s.b) {
+			s.bad = true
+			return
+		}
+		if s.b[s.i] == ',' {
+			s.i++
+			continue
+		}
+		if s.b[s.i] == '}' {
+			s.i++
+			return
+		}
+		s.bad = true
+	}
+}
+
+// taskInfo reads a "Task Info" object and reports its Killed flag.
+func (s *scanner) taskInfo(t *Task) (killed bool) {
+	t.Partition = -1
+	s.object(func(k []byte) {
+		switch string(k) {
+		case "Task ID":
+			t.ID = s.num()
+		case "Index":
+			t.Index = int(s.num())
+		case "Attempt":
+			t.Attempt = int(s.num())
+		case "Partition ID":
+			t.Partition = int(s.num())
+		case "Launch Time":
+			t.LaunchMs = s.num()
+		case "Executor ID":
+			t.ExecutorID = string(s.str())
+		case "Host":
+			t.Host = string(s.str())
+		case "Locality":
+			t.Locality = string(s.str())
+		case "Speculative":
+			t.Speculative = s.boolean()
+		case "Getting Result Time":
+			t.FetchStartMs = s.num()
+		case "Finish Time":
+			t.FinishMs = s.num()
+		case "Killed":
+			killed = s.boolean()
+		default:
+			s.skip()
+		}
+	})
+	return killed
+}
+
+func (s *scanner) metrics(m *TaskMetrics) {
+	s.object(func(k []byte) {
+		switch string(k) {
+		case "Executor Run Time":
+			m.RunTimeMs = s.num()
+		case "Executor CPU Time":
+			m.CPUTimeNs = s.num()
+		case "Executor Deserialize Time":
+			m.DeserializeMs = s.num()
+		case "Executor Deserialize CPU Time":
+			m.DeserializeCPUNs = s.num()
+		case "Result Serialization Time":
+			m.ResultSerializationMs = s.num()
+		case "JVM GC Time":
+			m.GCTimeMs = s.num()
+		case "Result Size":
+			m.ResultSize = s.num()
+		case "Peak Execution Memory":
+			m.PeakExecutionMemory = s.num()
+		case "Memory Bytes Spilled":
+			m.MemorySpilled = s.num()
+		case "Disk Bytes Spilled":
+			m.DiskSpilled = s.num()
+		case "Input Metrics":
+			s.object(func(k []byte) {
+				switch string(k) {
+				case "Bytes Read":
+					m.InputBytes = s.num()
+				case "Records Read":
+					m.InputRecords = s.num()
+				default:
+					s.skip()
+				}
+			})
+		case "Output Metrics":
+			s.object(func(k []byte) {
+				switch string(k) {
+				case "Bytes Written":
+					m.OutputBytes = s.num()
+				case "Records Written":
+					m.OutputRecords = s.num()
+				default:
+					s.skip()
+				}
+			})
+		case "Shuffle Read Metrics":
+			s.object(func(k []byte) {
+				switch string(k) {
+				case "Remote Blocks Fetched":
+					m.ShuffleRemoteBlocks = s.num()
+				case "Local Blocks Fetched":
+					m.ShuffleLocalBlocks = s.num()
+				case "Fetch Wait Time":
+					m.ShuffleFetchWaitMs = s.num()
+				case "Remote Bytes Read":
+					m.ShuffleRemoteBytes = s.num()
+				case "Remote Bytes Read To Disk":
+					m.ShuffleRemoteToDisk = s.num()
+				case "Local Bytes Read":
+					m.ShuffleLocalBytes = s.num()
+				case "Total Records Read":
+					m.ShuffleReadRecords = s.num()
+				default:
+					s.skip()
+				}
+			})
+		case "Shuffle Write Metrics":
+			s.object(func(k []byte) {
+				switch string(k) {
+				case "Shuffle Bytes Written":
+					m.ShuffleWriteBytes = s.num()
+				case "Shuffle Write Time":
+					m.ShuffleWriteTimeNs = s.num()
+				case "Shuffle Records Written":
+					m.ShuffleWriteRecords = s.num()
+				default:
+					s.skip()
+				}
+			})
+		default:
+			s.skip()
+		}
+	})
+}
+
+// scanTaskEvent parses a TaskStart or a successful TaskEnd line without
+// building values. ok is false when the line needs the full parser.
+func scanTaskEvent(line []byte) (t *Task, end bool, ok bool) {
+	s := scanner{b: line}
+	t = &Task{}
+	var event []byte
+	var info, reasonOK bool
+	killed := false
+	s.object(func(k []byte) {
+		switch string(k) {
+		case "Event":
+			event = s.str()
+		case "Stage ID":
+			t.StageID = int(s.num())
+		case "Stage Attempt ID":
+			t.StageAttempt = int(s.num())
+		case "Task Info":
+			killed = s.taskInfo(t)
+			info = true
+		case "Task End Reason":
+			s.object(func(k []byte) {
+				if string(k) == "Reason" && string(s.str()) == "Success" {
+					reasonOK = true
+					return
+				}
+				s.skip()
+			})
+		case "Task Metrics":
+			s.metrics(&t.Metrics)
+		default:
+			s.skip()
+		}
+	})
+	s.ws()
+	if s.bad || s.i != len(line) || !info {
+		return nil, false, false
+	}
+	switch string(event) {
+	case "SparkListenerTaskStart":
+		t.Status = "RUNNING"
+		return t, false, true
+	case "SparkListenerTaskEnd":
+		if !reasonOK || killed {
+			return nil, false, false
+		}
+		t.Status = "SUCCESS"
+		return t, true, true
+	}
+	return nil, false, false
+}

@@ -98,8 +98,8 @@ type ExecutorEvent struct {
 
 // Chunk is a pattern that repeats on consecutive lines.
 type Chunk struct {
-	Pattern string // "LEVEL Logger: normalised message"
-	Example string // first message
+	Pattern string // "LEVEL Logger: normalised message", one line per record of a repeating block
+	Example string // the first message of each pattern line
 	Runs    int    // runs of two or more consecutive records
 	Lines   int    // records covered by those runs
 }
@@ -247,21 +247,11 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 		cur = nil
 		curText.Reset()
 	}
-	chunks := map[string]*Chunk{}
-	var runKey, runMsg string
-	runLen := 0
-	endRun := func() {
-		if runLen >= 2 {
-			c := chunks[runKey]
-			if c == nil {
-				c = &Chunk{Pattern: runKey, Example: runMsg}
-				chunks[runKey] = c
-			}
-			c.Runs++
-			c.Lines += runLen
-		}
-		runLen = 0
-	}
+	// Every record's normalised pattern, interned: 4 bytes a line, for
+	// the repeated-run pass at the end.
+	var seq []int32
+	patterns := map[string]int32{}
+	var keys, examples []string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for sc.Scan() {
@@ -286,12 +276,15 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 		}
 		l.End = rec.t
 		l.Levels[rec.level]++
-		if key := rec.level + " " + rec.logger + ": " + normalize(rec.msg); key == runKey {
-			runLen++
-		} else {
-			endRun()
-			runKey, runMsg, runLen = key, rec.msg, 1
+		key := rec.level + " " + rec.logger + ": " + normalize(rec.msg)
+		id, ok := patterns[key]
+		if !ok {
+			id = int32(len(keys))
+			patterns[key] = id
+			keys = append(keys, key)
+			examples = append(examples, rec.msg)
 		}
+		seq = append(seq, id)
 		if rec.level == "WARN" || rec.level == "ERROR" || rec.level == "FATAL" {
 			cur = &ErrorGroup{Level: rec.level, Logger: rec.logger, First: rec.t, Last: rec.t}
 			curText.WriteString(rec.msg)
@@ -304,10 +297,7 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 		return nil, fmt.Errorf("applog: %s: after line %d: %w", source, l.Lines, err)
 	}
 	flush()
-	endRun()
-	for _, c := range chunks {
-		l.Chunks = append(l.Chunks, *c)
-	}
+	l.Chunks = repeatedRuns(seq, keys, examples)
 	sort.Slice(l.Chunks, func(i, j int) bool {
 		a, b := l.Chunks[i], l.Chunks[j]
 		if a.Lines != b.Lines {
@@ -329,6 +319,56 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 		l.Role = "driver"
 	}
 	return l, nil
+}
+
+// maxPeriod is the longest block of different lines a repeated run may
+// consist of.
+const maxPeriod = 4
+
+// repeatedRuns finds runs where a block of 1 to maxPeriod consecutive
+// record patterns repeats at least twice (A A A, or A B A B A B), groups
+// them by block and ranks them by the lines they cover. At each position
+// the block covering the most lines wins, the shorter block on ties.
+func repeatedRuns(seq []int32, keys, examples []string) []Chunk {
+	chunks := map[string]*Chunk{}
+	var order []string
+	for i := 0; i < len(seq); {
+		bestP, bestLines := 0, 0
+		for p := 1; p <= maxPeriod && i+2*p <= len(seq); p++ {
+			r := 0
+			for j := i + p; j < len(seq) && seq[j] == seq[j-p]; j++ {
+				r++
+			}
+			if r >= p && r+p > bestLines {
+				bestP, bestLines = p, r+p
+			}
+		}
+		if bestP == 0 {
+			i++
+			continue
+		}
+		block := seq[i : i+bestP]
+		pats := make([]string, bestP)
+		exs := make([]string, bestP)
+		for k, id := range block {
+			pats[k], exs[k] = keys[id], examples[id]
+		}
+		pattern := strings.Join(pats, "\n")
+		c := chunks[pattern]
+		if c == nil {
+			c = &Chunk{Pattern: pattern, Example: strings.Join(exs, "\n")}
+			chunks[pattern] = c
+			order = append(order, pattern)
+		}
+		c.Runs++
+		c.Lines += bestLines
+		i += bestLines
+	}
+	out := make([]Chunk, 0, len(order))
+	for _, p := range order {
+		out = append(out, *chunks[p])
+	}
+	return out
 }
 
 func atoi(s string) (int, error) {

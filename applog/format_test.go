@@ -67,6 +67,32 @@ func TestChunks(t *testing.T) {
 	}
 }
 
+// TestMultiLineChunks checks blocks of several different lines that repeat
+// (generated: the corpus logs have none long enough).
+func TestMultiLineChunks(t *testing.T) {
+	var b strings.Builder
+	line := func(logger, msg string) { fmt.Fprintf(&b, "24/01/02 10:00:00 INFO %s: %s\n", logger, msg) }
+	line("SparkContext", "Starting job")
+	for i := range 4 {
+		line("MemoryStore", fmt.Sprintf("Block broadcast_%d stored as values in memory", i))
+		line("BlockManagerInfo", fmt.Sprintf("Added broadcast_%d_piece0 in memory on host:%d", i, 4000+i))
+		line("SparkContext", fmt.Sprintf("Created broadcast %d from textFile", i))
+	}
+	line("SparkContext", "Job done")
+	l, err := Parse(strings.NewReader(b.String()), "gen", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Chunks) != 1 {
+		t.Fatalf("chunks = %+v", l.Chunks)
+	}
+	c := l.Chunks[0]
+	want := "INFO MemoryStore: Block broadcast_N stored as values in memory\nINFO BlockManagerInfo: Added broadcast_N_pieceN in memory on host:N\nINFO SparkContext: Created broadcast N from textFile"
+	if c.Pattern != want || c.Lines != 12 || c.Runs != 1 {
+		t.Errorf("chunk = %+v, want the 3-line block covering 12 lines", c)
+	}
+}
+
 func TestNormalize(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"TID 1825 on host-10-0-0-1:7337", "TID N on host-N-N-N-N:N"},

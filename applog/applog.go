@@ -112,6 +112,9 @@ type Log struct {
 	// Host is the node the container ran on, from yarn-logs headers.
 	Host   string
 	Role   string // "driver", "executor" or ""
+	// ExecutorID, AppID and Pod come from a Kubernetes pod log's
+	// entrypoint line ("+ exec ... --executor-id 1 --app-id spark-... --podName ...").
+	ExecutorID, AppID, Pod string
 	Layout Layout
 	Lines  int
 	Start  time.Time
@@ -258,6 +261,9 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 		line := strings.TrimRight(sc.Text(), "\r")
 		l.Lines++
 		rec, layout, ok := parseLine(line, loc)
+		if !ok && strings.HasPrefix(line, "+ exec ") {
+			l.entrypoint(line)
+		}
 		if !ok {
 			if cur != nil && line != "" {
 				curText.WriteByte('\n')
@@ -319,6 +325,27 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 		l.Role = "driver"
 	}
 	return l, nil
+}
+
+// entrypoint reads the command Spark's Kubernetes image entrypoint traces
+// before it runs the driver (spark-submit) or an executor backend.
+func (l *Log) entrypoint(line string) {
+	args := strings.Fields(line)
+	for i, a := range args {
+		switch {
+		case strings.HasSuffix(a, "spark-submit"):
+			l.Role = "driver"
+			l.ExecutorID = "driver"
+		case strings.HasSuffix(a, "ExecutorBackend"):
+			l.Role = "executor"
+		case i+1 < len(args) && a == "--executor-id":
+			l.ExecutorID = args[i+1]
+		case i+1 < len(args) && a == "--app-id":
+			l.AppID = args[i+1]
+		case i+1 < len(args) && a == "--podName":
+			l.Pod = args[i+1]
+		}
+	}
 }
 
 // maxPeriod is the longest block of different lines a repeated run may

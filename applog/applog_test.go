@@ -252,3 +252,34 @@ func TestLostTasks(t *testing.T) {
 		t.Errorf("lost task duration %v, want 5s", l.Tasks[0].Duration)
 	}
 }
+
+// TestKubernetesPodLogs reads driver and executor pod logs as kubectl logs
+// prints them: the image entrypoint's shell trace, then Spark's lines
+// (generated: the corpus has no Kubernetes logs).
+func TestKubernetesPodLogs(t *testing.T) {
+	driver := strings.Join([]string{
+		"++ id -u",
+		"+ myuid=185",
+		"+ exec /usr/bin/tini -s -- /opt/spark/bin/spark-submit --conf spark.driver.bindAddress=10.1.2.3 --deploy-mode client --properties-file /opt/spark/conf/spark.properties --class org.apache.spark.examples.SparkPi local:///opt/spark/examples/jars/spark-examples.jar",
+		"24/05/01 10:00:00 INFO SparkContext: Running Spark version 3.5.1",
+		"24/05/01 10:00:05 WARN KubernetesClusterSchedulerBackend: Executor 2 on 10.1.2.5 decommissioned (spot interruption)",
+	}, "\n")
+	executor := strings.Join([]string{
+		"+ exec /usr/bin/tini -s -- /opt/java/openjdk/bin/java -Xms1024m -Xmx1024m -cp '/opt/spark/conf::/opt/spark/jars/*:' org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend --driver-url spark://CoarseGrainedScheduler@spark-pi-driver-svc.default.svc:7078 --executor-id 3 --cores 1 --app-id spark-1f2e3d --hostname 10.1.2.6 --resourceProfileId 0 --podName spark-pi-exec-3",
+		"24/05/01 10:00:02 INFO Executor: Starting executor ID 3 on host 10.1.2.6",
+	}, "\n")
+	d, err := Parse(strings.NewReader(driver), "spark-pi-driver.log", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Role != "driver" || d.ExecutorID != "driver" || len(d.ExecutorEvents) != 1 || d.ExecutorEvents[0].Kind != "decommission" {
+		t.Errorf("driver pod log: role %q id %q events %+v", d.Role, d.ExecutorID, d.ExecutorEvents)
+	}
+	e, err := Parse(strings.NewReader(executor), "spark-pi-exec-3.log", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Role != "executor" || e.ExecutorID != "3" || e.AppID != "spark-1f2e3d" || e.Pod != "spark-pi-exec-3" {
+		t.Errorf("executor pod log: %+v", e)
+	}
+}

@@ -110,20 +110,20 @@ type Log struct {
 	// Container is the YARN container directory name, set by OpenDir.
 	Container string
 	// Host is the node the container ran on, from yarn-logs headers.
-	Host   string
-	Role   string // "driver", "executor" or ""
+	Host string
+	Role string // "driver", "executor" or ""
 	// ExecutorID, AppID and Pod come from a Kubernetes pod log's
 	// entrypoint line ("+ exec ... --executor-id 1 --app-id spark-... --podName ...").
 	ExecutorID, AppID, Pod string
-	Layout Layout
-	Lines  int
-	Start  time.Time
-	End    time.Time
-	Levels map[string]int
-	Jobs   []Job
-	Stages []Stage
-	Tasks  []Task
-	Python []PythonTimes
+	Layout                 Layout
+	Lines                  int
+	Start                  time.Time
+	End                    time.Time
+	Levels                 map[string]int
+	Jobs                   []Job
+	Stages                 []Stage
+	Tasks                  []Task
+	Python                 []PythonTimes
 	// Errors holds ERROR and WARN groups, newest first.
 	Errors []ErrorGroup
 	// Chunks are runs of consecutive lines with the same normalised

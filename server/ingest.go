@@ -133,13 +133,18 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "reading body: %v", err)
 		return
 	}
-	data, jfrLabels := body, []byte(nil)
+	data, jfrLabels, tasksPart := body, []byte(nil), []byte(nil)
 	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {
-		data, jfrLabels, err = multipartParts(body, params["boundary"])
+		data, jfrLabels, tasksPart, err = multipartParts(body, params["boundary"])
 		if err != nil {
 			fail(http.StatusBadRequest, "multipart: %v", err)
 			return
 		}
+	}
+	windows, err := parseTaskWindows(tasksPart)
+	if err != nil {
+		fail(http.StatusBadRequest, "%v", err)
+		return
 	}
 	if jfrLabels != nil {
 		if jfrLabels, err = format.Decompress(jfrLabels, "labels", s.cfg.MaxDecodedBytes); err != nil {
@@ -161,6 +166,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Labels = p.Labels.Merge(labels)
+	attributeTasks(p, windows)
 	if from == 0 {
 		from = p.Start
 	}
@@ -178,11 +184,12 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// multipartParts returns the "jfr" (or first) part and the optional
-// "labels" part of a Pyroscope multipart upload.
-func multipartParts(body []byte, boundary string) (data, labels []byte, err error) {
+// multipartParts returns the "jfr" (or first) part, the optional "labels"
+// part of a Pyroscope multipart upload and the optional "tasks" part the
+// sparkprof agent adds.
+func multipartParts(body []byte, boundary string) (data, labels, tasks []byte, err error) {
 	if boundary == "" {
-		return nil, nil, errors.New("no boundary")
+		return nil, nil, nil, errors.New("no boundary")
 	}
 	mr := multipart.NewReader(bytes.NewReader(body), boundary)
 	for {
@@ -191,15 +198,17 @@ func multipartParts(body []byte, boundary string) (data, labels []byte, err erro
 			break
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		b, err := io.ReadAll(part)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		switch part.FormName() {
 		case "labels":
 			labels = b
+		case "tasks":
+			tasks = b
 		case "jfr", "profile":
 			data = b
 		default:
@@ -209,9 +218,9 @@ func multipartParts(body []byte, boundary string) (data, labels []byte, err erro
 		}
 	}
 	if data == nil {
-		return nil, nil, errors.New("no jfr part")
+		return nil, nil, nil, errors.New("no jfr part")
 	}
-	return data, labels, nil
+	return data, labels, tasks, nil
 }
 
 // linesToFolded turns Pyroscope's "lines" format (one stack per line,

@@ -410,3 +410,17 @@ func TestAppsAndSlowVsRest(t *testing.T) {
 		t.Errorf("unknown app: %d", resp.StatusCode)
 	}
 }
+
+func TestBadTasksPart(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	w, _ := mw.CreateFormFile("jfr", "jfr")
+	w.Write(corpus.Read(t, "jfr", "dump1.jfr.gz"))
+	w, _ = mw.CreateFormFile("tasks", "tasks")
+	w.Write([]byte("{\"threadId\": 1}\nnot json\n"))
+	mw.Close()
+	if code := post(t, ts, url.Values{"name": {"app"}, "format": {"jfr"}}, mw.FormDataContentType(), b.Bytes()); code != 400 {
+		t.Errorf("bad tasks part: %d, want 400", code)
+	}
+}

@@ -20,8 +20,14 @@ import (
 // JVM with the plugin, returning its stdout and stderr.
 func runWorkload(t *testing.T, server, fraction, outDir string, extra ...string) (string, string) {
 	t.Helper()
+	return runWorkloadJVM(t, nil, server, fraction, outDir, extra...)
+}
+
+// runWorkloadJVM is runWorkload with extra JVM flags.
+func runWorkloadJVM(t *testing.T, jvm []string, server, fraction, outDir string, extra ...string) (string, string) {
+	t.Helper()
 	cp := strings.Join([]string{"../../agent/build/test", "../../agent/build/sparkprof-agent.jar", "../../agent/build/api"}, string(os.PathListSeparator))
-	args := append([]string{"-Xmx256m", "-cp", cp, "dev.sparkprof.agent.SparkLikeWorkload", server, fraction, outDir}, extra...)
+	args := append(append(append([]string{"-Xmx256m"}, jvm...), "-cp", cp, "dev.sparkprof.agent.SparkLikeWorkload", server, fraction, outDir), extra...)
 	cmd := exec.Command("java", args...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -102,6 +108,20 @@ func TestAgentWithServer(t *testing.T) {
 		getTenant(t, base, "/api/v1/agents", "live", &agents)
 		if len(agents) != 1 || agents[0].Uploads < 2 {
 			t.Errorf("agents %+v, want one with several uploads", agents)
+		}
+	})
+	t.Run("task hooks attribute pool threads", func(t *testing.T) {
+		// Thread names without stage or task: only the plugin's task
+		// windows, sent in the upload's tasks part, can attribute samples.
+		runWorkloadJVM(t, []string{"-Dworkload.poolThreadNames=true"}, base, "1.0", "-", "spark.sparkprof.tenant=pool")
+		var stages, tasks []string
+		getTenant(t, base, "/api/v1/label-values?name=spark_stage_id", "pool", &stages)
+		getTenant(t, base, "/api/v1/label-values?name=spark_task_id", "pool", &tasks)
+		if fmt.Sprint(stages) != "[1 2]" || len(tasks) != 8 {
+			t.Errorf("stages %v, tasks %v from the task hooks; want stages 1 and 2 with 8 tasks", stages, tasks)
+		}
+		if n := ticks(t, base, "pool", `{spark_stage_id="1"}`, "cpu"); n == 0 {
+			t.Error("no CPU samples attributed to stage 1")
 		}
 	})
 	t.Run("last window shipped at shutdown", func(t *testing.T) {

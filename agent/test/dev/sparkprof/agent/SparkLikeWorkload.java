@@ -59,7 +59,11 @@ public final class SparkLikeWorkload {
     List<Thread> threads = new ArrayList<>();
     for (int i = 0; i < tasks; i++) {
       final int index = i, tid = firstTid + i;
-      String name = "Executor task launch worker for task " + index + ".0 in stage " + stage + ".0 (TID " + tid + ")";
+      // -Dworkload.poolThreadNames=true names threads as Spark's task pool does before a task
+      // renames them, so that only the plugin's task hooks tell the stage and task.
+      String name = Boolean.getBoolean("workload.poolThreadNames")
+          ? "Executor task launch worker-" + tid
+          : "Executor task launch worker for task " + index + ".0 in stage " + stage + ".0 (TID " + tid + ")";
       Thread t = new Thread(() -> {
         TaskContext.set(new TaskContext(stage, 0, index, tid));
         exec.onTaskStart();

@@ -323,6 +323,10 @@ func skimEvents(chunk []byte, metaOff int64, fn func(event)) (gcNames map[int64]
 	}
 	gcNames = map[int64]string{}
 	s := &skimmer{r: reader{b: chunk}, classes: classes}
+	// Constant pools are read only for GC names, so only when the chunk has
+	// GC events: most of a profiler chunk's checkpoint bytes are stacks.
+	var checkpoints [][2]int
+	sawGC := false
 	for pos := chunkHeaderSize; pos < len(chunk); {
 		s.r.pos = pos
 		size, err := s.r.varint()
@@ -340,10 +344,9 @@ func skimEvents(chunk []byte, metaOff int64, fn func(event)) (gcNames map[int64]
 		}
 		switch c := classes[typ]; {
 		case typ == 1:
-			if err := s.checkpoint(gcNames); err != nil {
-				return gcNames, fmt.Errorf("checkpoint at chunk offset %d: %w", pos, err)
-			}
+			checkpoints = append(checkpoints, [2]int{pos, end})
 		case c != nil && wantedEvents[c.name]:
+			sawGC = sawGC || c.name == "jdk.GarbageCollection"
 			ev := event{typ: c.name, fields: map[string]value{}}
 			for _, f := range c.fields {
 				v, err := s.field(f, 0)
@@ -356,6 +359,21 @@ func skimEvents(chunk []byte, metaOff int64, fn func(event)) (gcNames map[int64]
 		}
 		s.r.b = chunk
 		pos = end
+	}
+	if sawGC {
+		for _, cp := range checkpoints {
+			s.r.b, s.r.pos = chunk[:cp[1]], cp[0]
+			if _, err := s.r.varint(); err != nil { // size
+				return gcNames, err
+			}
+			if _, err := s.r.varint(); err != nil { // type
+				return gcNames, err
+			}
+			if err := s.checkpoint(gcNames); err != nil {
+				return gcNames, fmt.Errorf("checkpoint at chunk offset %d: %w", cp[0], err)
+			}
+		}
+		s.r.b = chunk
 	}
 	return gcNames, nil
 }

@@ -61,6 +61,7 @@ type Reader struct {
 	line  int
 	off   int64
 	buf   []byte
+	carry []byte // NextBlock: the partial line left over from the last block
 
 	// Truncations lists every part whose data ended early, in order.
 	Truncations []Truncation
@@ -172,7 +173,11 @@ func (r *Reader) Next() ([]byte, Pos, error) {
 			}
 		}
 		line, err := r.readLine()
-		pos := Pos{File: r.parts[r.part], Part: r.part, Line: r.line, Offset: r.off - int64(len(line))}
+		start := r.off - int64(len(line))
+		if err == nil {
+			start-- // the '\n' readLine consumed
+		}
+		pos := Pos{File: r.parts[r.part], Part: r.part, Line: r.line, Offset: start}
 		if err == nil {
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue

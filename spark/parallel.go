@@ -27,49 +27,40 @@ type result struct {
 	pos  eventlog.Pos
 }
 
-// A batch is a run of consecutive lines, copied out of the reader, parsed
-// by one worker.
+// A batch is a block of consecutive lines, straight from the reader,
+// parsed by one worker.
 type batch struct {
-	buf     []byte
-	ends    []int
-	pos     []eventlog.Pos
+	block   eventlog.Block
 	results []result
 	done    chan struct{}
 }
 
-const (
-	batchLines = 256
-	batchBytes = 2 << 20
-)
+// batchBytes is the size of a batch.
+const batchBytes = 1 << 20
 
 var taskEventPrefix = []byte(`{"Event":"SparkListenerTask`)
 
 // parse fills b.results; p is the worker's parser.
 func (bt *batch) parse(p *fastjson.Parser) {
 	bt.results = bt.results[:0]
-	start := 0
-	for i, end := range bt.ends {
-		line := bt.buf[start:end]
-		start = end
-		res := result{pos: bt.pos[i]}
+	bt.block.Lines(func(line []byte, pos eventlog.Pos) {
+		res := result{pos: pos}
+		defer func() { bt.results = append(bt.results, res) }()
 		if !bytes.HasPrefix(line, taskEventPrefix) {
 			res.line = line
-			bt.results = append(bt.results, res)
-			continue
+			return
 		}
 		if t, end, ok := scanTaskEvent(line); ok {
 			res.kind, res.task = resTaskStart, t
 			if end {
 				res.kind, res.cls = resTaskEnd, "Success"
 			}
-			bt.results = append(bt.results, res)
-			continue
+			return
 		}
 		v, err := p.ParseBytes(line)
 		if err != nil || v.Type() != fastjson.TypeObject {
 			res.kind = resMalformed
-			bt.results = append(bt.results, res)
-			continue
+			return
 		}
 		var ok bool
 		switch string(v.GetStringBytes("Event")) {
@@ -85,8 +76,7 @@ func (bt *batch) parse(p *fastjson.Parser) {
 		if !ok {
 			res.kind = resSkip
 		}
-		bt.results = append(bt.results, res)
-	}
+	})
 }
 
 // run reads r in batches parsed by workers goroutines and applies the
@@ -101,32 +91,21 @@ func (b *builder) run(r *eventlog.Reader, workers int) error {
 		defer close(ordered)
 		var read int64
 		for n := 0; ; n++ {
-			bt := &batch{done: make(chan struct{})}
-			for len(bt.ends) < batchLines && len(bt.buf) < batchBytes {
-				line, pos, err := r.Next()
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					readErr = err
-					break
-				}
-				bt.buf = append(bt.buf, line...)
-				bt.ends = append(bt.ends, len(bt.buf))
-				bt.pos = append(bt.pos, pos)
-			}
-			if len(bt.ends) == 0 {
+			block, err := r.NextBlock(batchBytes)
+			if errors.Is(err, io.EOF) {
 				return
 			}
-			read += int64(len(bt.buf) + len(bt.ends))
+			if err != nil {
+				readErr = err
+				return
+			}
+			read += int64(len(block.Data))
 			if b.progress != nil && n%64 == 0 {
 				b.progress(read)
 			}
+			bt := &batch{block: block, done: make(chan struct{})}
 			ordered <- bt
 			jobs <- bt
-			if readErr != nil {
-				return
-			}
 		}
 	}()
 	var wg sync.WaitGroup

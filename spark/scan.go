@@ -116,25 +116,36 @@ func (s *scanner) skip() {
 		}
 		s.bad = true
 	case '{', '[':
+		// The hot loop of the scanner: accumulator arrays are most of a
+		// TaskEnd. Plain bytes are skipped by table lookup, strings by
+		// searching for their closing quote.
 		depth := 0
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
+		b, i := s.b, s.i
+		for i < len(b) {
+			c := b[i]
+			if !structural[c] {
+				i++
+				continue
+			}
+			switch c {
 			case '"':
-				s.skip()
-				if s.bad {
+				end, ok := stringEnd(b, i+1)
+				if !ok {
+					s.bad = true
 					return
 				}
-				continue
+				i = end + 1
 			case '{', '[':
 				depth++
-			case '}', ']':
+				i++
+			default: // '}', ']'
 				depth--
+				i++
 				if depth == 0 {
-					s.i++
+					s.i = i
 					return
 				}
 			}
-			s.i++
 		}
 		s.bad = true
 	default:
@@ -145,6 +156,29 @@ func (s *scanner) skip() {
 			}
 			s.i++
 		}
+	}
+}
+
+// structural marks the bytes skip must look at inside containers.
+var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
+
+// stringEnd returns the index of the quote closing a string whose content
+// starts at i.
+func stringEnd(b []byte, i int) (int, bool) {
+	for {
+		k := bytes.IndexByte(b[i:], '"')
+		if k < 0 {
+			return 0, false
+		}
+		j := i + k
+		n := 0
+		for m := j - 1; m >= 0 && b[m] == '\\'; m-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j, true
+		}
+		i = j + 1
 	}
 }
 

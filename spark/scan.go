@@ -182,6 +182,18 @@ func stringEnd(b []byte, i int) (int, bool) {
 	}
 }
 
+// once reports whether field bit of an object is met for the first time.
+// A repeated key makes the scanner give up: fastjson, which takes the
+// first of duplicate keys, decides.
+func (s *scanner) once(seen *uint64, bit uint) bool {
+	if *seen&(1<<bit) != 0 {
+		s.bad = true
+		return false
+	}
+	*seen |= 1 << bit
+	return true
+}
+
 // object calls field for each key of an object; field must consume the
 // value (or call skip).
 func (s *scanner) object(field func(key []byte)) {
@@ -218,31 +230,68 @@ func (s *scanner) object(field func(key []byte)) {
 // taskInfo reads a "Task Info" object and reports its Killed flag.
 func (s *scanner) taskInfo(t *Task) (killed bool) {
 	t.Partition = -1
+	var seen1 uint64
 	s.object(func(k []byte) {
 		switch string(k) {
 		case "Task ID":
+			if !s.once(&seen1, 0) {
+				return
+			}
 			t.ID = s.num()
 		case "Index":
+			if !s.once(&seen1, 1) {
+				return
+			}
 			t.Index = int(s.num())
 		case "Attempt":
+			if !s.once(&seen1, 2) {
+				return
+			}
 			t.Attempt = int(s.num())
 		case "Partition ID":
+			if !s.once(&seen1, 3) {
+				return
+			}
 			t.Partition = int(s.num())
 		case "Launch Time":
+			if !s.once(&seen1, 4) {
+				return
+			}
 			t.LaunchMs = s.num()
 		case "Executor ID":
+			if !s.once(&seen1, 5) {
+				return
+			}
 			t.ExecutorID = string(s.str())
 		case "Host":
+			if !s.once(&seen1, 6) {
+				return
+			}
 			t.Host = string(s.str())
 		case "Locality":
+			if !s.once(&seen1, 7) {
+				return
+			}
 			t.Locality = string(s.str())
 		case "Speculative":
+			if !s.once(&seen1, 8) {
+				return
+			}
 			t.Speculative = s.boolean()
 		case "Getting Result Time":
+			if !s.once(&seen1, 9) {
+				return
+			}
 			t.FetchStartMs = s.num()
 		case "Finish Time":
+			if !s.once(&seen1, 10) {
+				return
+			}
 			t.FinishMs = s.num()
 		case "Killed":
+			if !s.once(&seen1, 11) {
+				return
+			}
 			killed = s.boolean()
 		default:
 			s.skip()
@@ -252,79 +301,168 @@ func (s *scanner) taskInfo(t *Task) (killed bool) {
 }
 
 func (s *scanner) metrics(m *TaskMetrics) {
+	var seen2 uint64
 	s.object(func(k []byte) {
 		switch string(k) {
 		case "Executor Run Time":
+			if !s.once(&seen2, 0) {
+				return
+			}
 			m.RunTimeMs = s.num()
 		case "Executor CPU Time":
+			if !s.once(&seen2, 1) {
+				return
+			}
 			m.CPUTimeNs = s.num()
 		case "Executor Deserialize Time":
+			if !s.once(&seen2, 2) {
+				return
+			}
 			m.DeserializeMs = s.num()
 		case "Executor Deserialize CPU Time":
+			if !s.once(&seen2, 3) {
+				return
+			}
 			m.DeserializeCPUNs = s.num()
 		case "Result Serialization Time":
+			if !s.once(&seen2, 4) {
+				return
+			}
 			m.ResultSerializationMs = s.num()
 		case "JVM GC Time":
+			if !s.once(&seen2, 5) {
+				return
+			}
 			m.GCTimeMs = s.num()
 		case "Result Size":
+			if !s.once(&seen2, 6) {
+				return
+			}
 			m.ResultSize = s.num()
 		case "Peak Execution Memory":
+			if !s.once(&seen2, 7) {
+				return
+			}
 			m.PeakExecutionMemory = s.num()
 		case "Memory Bytes Spilled":
+			if !s.once(&seen2, 8) {
+				return
+			}
 			m.MemorySpilled = s.num()
 		case "Disk Bytes Spilled":
+			if !s.once(&seen2, 9) {
+				return
+			}
 			m.DiskSpilled = s.num()
 		case "Input Metrics":
+			if !s.once(&seen2, 10) {
+				return
+			}
+			var seen3 uint64
 			s.object(func(k []byte) {
 				switch string(k) {
 				case "Bytes Read":
+					if !s.once(&seen3, 0) {
+						return
+					}
 					m.InputBytes = s.num()
 				case "Records Read":
+					if !s.once(&seen3, 1) {
+						return
+					}
 					m.InputRecords = s.num()
 				default:
 					s.skip()
 				}
 			})
 		case "Output Metrics":
+			if !s.once(&seen2, 11) {
+				return
+			}
+			var seen4 uint64
 			s.object(func(k []byte) {
 				switch string(k) {
 				case "Bytes Written":
+					if !s.once(&seen4, 0) {
+						return
+					}
 					m.OutputBytes = s.num()
 				case "Records Written":
+					if !s.once(&seen4, 1) {
+						return
+					}
 					m.OutputRecords = s.num()
 				default:
 					s.skip()
 				}
 			})
 		case "Shuffle Read Metrics":
+			if !s.once(&seen2, 12) {
+				return
+			}
+			var seen5 uint64
 			s.object(func(k []byte) {
 				switch string(k) {
 				case "Remote Blocks Fetched":
+					if !s.once(&seen5, 0) {
+						return
+					}
 					m.ShuffleRemoteBlocks = s.num()
 				case "Local Blocks Fetched":
+					if !s.once(&seen5, 1) {
+						return
+					}
 					m.ShuffleLocalBlocks = s.num()
 				case "Fetch Wait Time":
+					if !s.once(&seen5, 2) {
+						return
+					}
 					m.ShuffleFetchWaitMs = s.num()
 				case "Remote Bytes Read":
+					if !s.once(&seen5, 3) {
+						return
+					}
 					m.ShuffleRemoteBytes = s.num()
 				case "Remote Bytes Read To Disk":
+					if !s.once(&seen5, 4) {
+						return
+					}
 					m.ShuffleRemoteToDisk = s.num()
 				case "Local Bytes Read":
+					if !s.once(&seen5, 5) {
+						return
+					}
 					m.ShuffleLocalBytes = s.num()
 				case "Total Records Read":
+					if !s.once(&seen5, 6) {
+						return
+					}
 					m.ShuffleReadRecords = s.num()
 				default:
 					s.skip()
 				}
 			})
 		case "Shuffle Write Metrics":
+			if !s.once(&seen2, 13) {
+				return
+			}
+			var seen6 uint64
 			s.object(func(k []byte) {
 				switch string(k) {
 				case "Shuffle Bytes Written":
+					if !s.once(&seen6, 0) {
+						return
+					}
 					m.ShuffleWriteBytes = s.num()
 				case "Shuffle Write Time":
+					if !s.once(&seen6, 1) {
+						return
+					}
 					m.ShuffleWriteTimeNs = s.num()
 				case "Shuffle Records Written":
+					if !s.once(&seen6, 2) {
+						return
+					}
 					m.ShuffleWriteRecords = s.num()
 				default:
 					s.skip()
@@ -344,18 +482,34 @@ func scanTaskEvent(line []byte) (t *Task, end bool, ok bool) {
 	var event []byte
 	var info, reasonOK bool
 	killed := false
+	var seen7 uint64
 	s.object(func(k []byte) {
 		switch string(k) {
 		case "Event":
+			if !s.once(&seen7, 0) {
+				return
+			}
 			event = s.str()
 		case "Stage ID":
+			if !s.once(&seen7, 1) {
+				return
+			}
 			t.StageID = int(s.num())
 		case "Stage Attempt ID":
+			if !s.once(&seen7, 2) {
+				return
+			}
 			t.StageAttempt = int(s.num())
 		case "Task Info":
+			if !s.once(&seen7, 3) {
+				return
+			}
 			killed = s.taskInfo(t)
 			info = true
 		case "Task End Reason":
+			if !s.once(&seen7, 4) {
+				return
+			}
 			s.object(func(k []byte) {
 				if string(k) == "Reason" && string(s.str()) == "Success" {
 					reasonOK = true
@@ -364,6 +518,9 @@ func scanTaskEvent(line []byte) (t *Task, end bool, ok bool) {
 				s.skip()
 			})
 		case "Task Metrics":
+			if !s.once(&seen7, 5) {
+				return
+			}
 			s.metrics(&t.Metrics)
 		default:
 			s.skip()

@@ -327,6 +327,21 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 	return l, nil
 }
 
+// task returns the task with TID tid, adding it when its start line was not
+// seen; ids holds its index, stage and stage attempt as the line gives them.
+func (l *Log) task(tasks map[int]int, tid int, ids []string, host, executor string, launch time.Time) *Task {
+	i, ok := tasks[tid]
+	if !ok {
+		idx, _ := atoi(ids[0])
+		st, _ := atoi(ids[1])
+		sa, _ := atoi(ids[2])
+		i = len(l.Tasks)
+		tasks[tid] = i
+		l.Tasks = append(l.Tasks, Task{TID: tid, Index: idx, Stage: st, StageAttempt: sa, Host: host, Executor: executor, Launch: launch})
+	}
+	return &l.Tasks[i]
+}
+
 // entrypoint reads the command Spark's Kubernetes image entrypoint traces
 // before it runs the driver (spark-submit) or an executor backend.
 func (l *Log) entrypoint(line string) {
@@ -472,32 +487,14 @@ func (l *Log) event(rec record, tasks map[int]int) error {
 			if err != nil {
 				return err
 			}
-			i, ok := tasks[tid]
-			if !ok {
-				idx, _ := atoi(m[1])
-				st, _ := atoi(m[2])
-				sa, _ := atoi(m[3])
-				i = len(l.Tasks)
-				tasks[tid] = i
-				l.Tasks = append(l.Tasks, Task{TID: tid, Index: idx, Stage: st, StageAttempt: sa, Host: m[6], Executor: m[7]})
-			}
-			t := &l.Tasks[i]
+			t := l.task(tasks, tid, m[1:4], m[6], m[7], time.Time{})
 			t.Finish, t.Duration, t.Status = rec.t, time.Duration(ms)*time.Millisecond, "SUCCESS"
 		} else if m := reLostTask.FindStringSubmatch(msg); m != nil {
 			tid, err := atoi(m[4])
 			if err != nil {
 				return err
 			}
-			i, ok := tasks[tid]
-			if !ok {
-				idx, _ := atoi(m[1])
-				st, _ := atoi(m[2])
-				sa, _ := atoi(m[3])
-				i = len(l.Tasks)
-				tasks[tid] = i
-				l.Tasks = append(l.Tasks, Task{TID: tid, Index: idx, Stage: st, StageAttempt: sa, Host: m[5], Executor: m[6], Launch: rec.t})
-			}
-			t := &l.Tasks[i]
+			t := l.task(tasks, tid, m[1:4], m[5], m[6], rec.t)
 			t.Finish, t.Failure = rec.t, m[7]
 			t.Status = "FAILED"
 			if strings.HasPrefix(m[7], "TaskKilled") {

@@ -17,6 +17,9 @@ const DefaultMaxSize = 2 << 30
 
 var gzipMagic = []byte{0x1f, 0x8b}
 
+// ErrTooLarge is wrapped by the errors of inputs over the size limit.
+var ErrTooLarge = errors.New("input over the size limit")
+
 // ReadFile returns the contents of the file at path, gunzipped when it
 // starts with the gzip magic (whatever its name), failing when the result
 // would exceed max bytes (DefaultMaxSize when max <= 0).
@@ -47,7 +50,7 @@ func Decompress(data []byte, source string, max int64) ([]byte, error) {
 		switch {
 		case int64(len(out)) > max:
 			return nil, &profile.DecodeError{Source: source, Offset: -1,
-				Msg: fmt.Sprintf("decompresses to more than %d bytes (a gzip bomb, or raise the limit)", max)}
+				Msg: fmt.Sprintf("decompresses to more than %d bytes (a gzip bomb, or raise the limit)", max), Err: ErrTooLarge}
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			// A truncated gzip stream: decode what arrived; the decoder
 			// reports where its data ends.
@@ -60,7 +63,7 @@ func Decompress(data []byte, source string, max int64) ([]byte, error) {
 		data = out
 	}
 	if int64(len(data)) > max {
-		return nil, &profile.DecodeError{Source: source, Offset: -1, Msg: fmt.Sprintf("larger than %d bytes", max)}
+		return nil, &profile.DecodeError{Source: source, Offset: -1, Msg: fmt.Sprintf("larger than %d bytes", max), Err: ErrTooLarge}
 	}
 	return data, nil
 }

@@ -406,3 +406,20 @@ func (p *Profile) Total(t TypeID) int64 {
 func (p *Profile) Warnf(format string, args ...any) {
 	p.Warnings = append(p.Warnings, fmt.Sprintf(format, args...))
 }
+
+// FindType returns the sample type of p named by want: a "name:unit", a
+// type name, or a family ("cpu", "wall", "alloc", "lock", "live"), the
+// exact names first.
+func (p *Profile) FindType(want string) (SampleType, bool) {
+	for _, t := range p.Types {
+		if t.Name == want || t.String() == want {
+			return t, true
+		}
+	}
+	for _, t := range p.Types {
+		if t.Family() == want {
+			return t, true
+		}
+	}
+	return SampleType{}, false
+}

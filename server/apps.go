@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/spark"
+	"github.com/sparkprof/sparkprof/store"
 )
 
 // apps holds the analysed applications of each tenant, from imported
@@ -43,7 +43,7 @@ func (a *apps) load() error {
 		return err
 	}
 	for _, t := range tenants {
-		name, err := tenantFromDir(t.Name())
+		name, err := store.TenantName(t.Name())
 		if err != nil {
 			continue
 		}
@@ -57,19 +57,11 @@ func (a *apps) load() error {
 	return nil
 }
 
-func tenantFromDir(d string) (string, error) {
-	if !strings.HasPrefix(d, "t-") {
-		return "", fmt.Errorf("not a tenant dir")
-	}
-	b, err := hex.DecodeString(d[2:])
-	return string(b), err
-}
-
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
 // add saves an event log for tenant and analyses it.
 func (a *apps) add(tenant, name string, data []byte) (*analysis.Report, error) {
-	dir := filepath.Join(a.dir, fmt.Sprintf("t-%x", tenant))
+	dir := filepath.Join(a.dir, store.TenantDir(tenant))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -13,12 +13,11 @@ type Flamebearer struct {
 	MaxSelf  int64     `json:"maxSelf"`
 }
 
-// newFlamebearer lays a call tree out as a flamebearer, children in the
-// tree's order (sorted by name).
-func newFlamebearer(t *profile.Tree) *Flamebearer {
-	fb := &Flamebearer{NumTicks: t.Root.Total}
+// nameIndex returns a function giving a frame name's index in fb.Names,
+// adding it on first use.
+func (fb *Flamebearer) nameIndex() func(string) int64 {
 	index := map[string]int64{}
-	name := func(n string) int64 {
+	return func(n string) int64 {
 		i, ok := index[n]
 		if !ok {
 			i = int64(len(fb.Names))
@@ -27,6 +26,13 @@ func newFlamebearer(t *profile.Tree) *Flamebearer {
 		}
 		return i
 	}
+}
+
+// newFlamebearer lays a call tree out as a flamebearer, children in the
+// tree's order (sorted by name).
+func newFlamebearer(t *profile.Tree) *Flamebearer {
+	fb := &Flamebearer{NumTicks: t.Root.Total}
+	name := fb.nameIndex()
 	type placed struct {
 		n *profile.Node
 		x int64
@@ -62,16 +68,7 @@ func newDiffFlamebearer(t *profile.Tree) *Flamebearer {
 	scale := t.BaseScale()
 	base := func(v int64) int64 { return int64(float64(v)*scale + 0.5) }
 	fb := &Flamebearer{NumTicks: t.Root.Total + base(t.Root.BaseTotal)}
-	index := map[string]int64{}
-	name := func(n string) int64 {
-		i, ok := index[n]
-		if !ok {
-			i = int64(len(fb.Names))
-			index[n] = i
-			fb.Names = append(fb.Names, n)
-		}
-		return i
-	}
+	name := fb.nameIndex()
 	type placed struct {
 		n      *profile.Node
 		lx, rx int64

@@ -158,7 +158,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := format.Decode(data, "upload", format.Options{Format: fmtName, MaxSize: s.cfg.MaxDecodedBytes, JFRLabels: jfrLabels})
 	if err != nil {
-		if strings.Contains(err.Error(), "gzip bomb") || strings.Contains(err.Error(), "larger than") {
+		if errors.Is(err, format.ErrTooLarge) {
 			fail(http.StatusRequestEntityTooLarge, "%v", err)
 			return
 		}

@@ -107,14 +107,8 @@ func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 // handleFlame renders the selection as the self-contained HTML flame graph
 // of package flamegraph.
 func (s *Server) handleFlame(w http.ResponseWriter, r *http.Request) {
-	req, err := parseRequest(r, "query")
-	if err != nil {
-		httpError(w, http.StatusBadRequest, "%v", err)
-		return
-	}
-	p, err := s.merge(r, req)
-	if err != nil {
-		httpError(w, http.StatusInternalServerError, "%v", err)
+	p, req, ok := s.selection(w, r, "query")
+	if !ok {
 		return
 	}
 	if len(p.Samples) == 0 {

@@ -145,35 +145,30 @@ func (s *Server) merge(r *http.Request, req request) (*profile.Profile, error) {
 	return m.Profile(), nil
 }
 
-// pickType finds the sample type of p named by a family or type name.
-func pickType(p *profile.Profile, want string) (profile.SampleType, bool) {
-	for _, t := range p.Types {
-		if t.Name == want || t.String() == want {
-			return t, true
-		}
+// selection parses the selector in query parameter selParam and merges
+// what it selects. On failure it has answered the request.
+func (s *Server) selection(w http.ResponseWriter, r *http.Request, selParam string) (*profile.Profile, request, bool) {
+	req, err := parseRequest(r, selParam)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "%s: %v", selParam, err)
+		return nil, req, false
 	}
-	for _, t := range p.Types {
-		if t.Family() == want {
-			return t, true
-		}
+	p, err := s.merge(r, req)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "%v", err)
+		return nil, req, false
 	}
-	return profile.SampleType{}, false
+	return p, req, true
 }
 
 func (s *Server) tree(w http.ResponseWriter, r *http.Request, selParam string) (*profile.Tree, *profile.Profile, bool) {
 	start := time.Now()
 	defer func() { s.metrics.queried(time.Since(start)) }()
-	req, err := parseRequest(r, selParam)
-	if err != nil {
-		httpError(w, http.StatusBadRequest, "%v", err)
+	p, req, ok := s.selection(w, r, selParam)
+	if !ok {
 		return nil, nil, false
 	}
-	p, err := s.merge(r, req)
-	if err != nil {
-		httpError(w, http.StatusInternalServerError, "%v", err)
-		return nil, nil, false
-	}
-	t, ok := pickType(p, req.typ)
+	t, ok := p.FindType(req.typ)
 	if !ok {
 		t = profile.SampleType{Name: req.typ}
 	}
@@ -226,21 +221,16 @@ func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
-	req, err := parseRequest(r, "query")
-	if err != nil {
-		httpError(w, http.StatusBadRequest, "%v", err)
+	p, req, ok := s.selection(w, r, "query")
+	if !ok {
 		return
 	}
-	p, err := s.merge(r, req)
-	if err != nil {
-		httpError(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	t, ok := pickType(p, req.typ)
+	t, ok := p.FindType(req.typ)
 	if !ok {
 		httpError(w, http.StatusNotFound, "no %s samples selected", req.typ)
 		return
 	}
+	var err error
 	switch r.URL.Query().Get("format") {
 	case "pprof":
 		w.Header().Set("Content-Type", "application/octet-stream")
@@ -323,29 +313,17 @@ func (s *Server) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 // parameters, same type): Pyroscope's diff flamebearer with the baseline
 // normalised to the new total.
 func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
-	baseReq, err := parseRequest(r, "base")
-	if err != nil {
-		httpError(w, http.StatusBadRequest, "base: %v", err)
-		return
-	}
-	nextReq, err := parseRequest(r, "next")
-	if err != nil {
-		httpError(w, http.StatusBadRequest, "next: %v", err)
-		return
-	}
-	base, err := s.merge(r, baseReq)
-	if err != nil {
-		httpError(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	next, err := s.merge(r, nextReq)
-	if err != nil {
-		httpError(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	t, ok := pickType(next, nextReq.typ)
+	base, _, ok := s.selection(w, r, "base")
 	if !ok {
-		t, ok = pickType(base, nextReq.typ)
+		return
+	}
+	next, nextReq, ok := s.selection(w, r, "next")
+	if !ok {
+		return
+	}
+	t, ok := next.FindType(nextReq.typ)
+	if !ok {
+		t, ok = base.FindType(nextReq.typ)
 	}
 	if !ok {
 		httpError(w, http.StatusNotFound, "no %s samples in either selection", nextReq.typ)

@@ -44,39 +44,45 @@ var taskEventPrefix = []byte(`{"Event":"SparkListenerTask`)
 func (bt *batch) parse(p *fastjson.Parser) {
 	bt.results = bt.results[:0]
 	bt.block.Lines(func(line []byte, pos eventlog.Pos) {
-		res := result{pos: pos}
-		defer func() { bt.results = append(bt.results, res) }()
-		if !bytes.HasPrefix(line, taskEventPrefix) {
-			res.line = line
-			return
-		}
-		if t, end, ok := scanTaskEvent(line); ok {
-			res.kind, res.task = resTaskStart, t
-			if end {
-				res.kind, res.cls = resTaskEnd, "Success"
-			}
-			return
-		}
-		v, err := p.ParseBytes(line)
-		if err != nil || v.Type() != fastjson.TypeObject {
-			res.kind = resMalformed
-			return
-		}
-		var ok bool
-		switch string(v.GetStringBytes("Event")) {
-		case "SparkListenerTaskStart":
-			res.kind = resTaskStart
-			res.task, ok = parseTaskStart(v)
-		case "SparkListenerTaskEnd":
-			res.kind = resTaskEnd
-			res.task, res.cls, ok = parseTaskEnd(v)
-		default:
-			res.line, ok = line, true // TaskGettingResult and the like
-		}
-		if !ok {
-			res.kind = resSkip
-		}
+		bt.results = append(bt.results, parseLine(line, pos, p))
 	})
+}
+
+// parseLine parses a task event, by the scanner when it can, and leaves
+// any other line to the builder.
+func parseLine(line []byte, pos eventlog.Pos, p *fastjson.Parser) result {
+	res := result{pos: pos}
+	if !bytes.HasPrefix(line, taskEventPrefix) {
+		res.line = line
+		return res
+	}
+	if t, end, ok := scanTaskEvent(line); ok {
+		res.kind, res.task = resTaskStart, t
+		if end {
+			res.kind, res.cls = resTaskEnd, "Success"
+		}
+		return res
+	}
+	v, err := p.ParseBytes(line)
+	if err != nil || v.Type() != fastjson.TypeObject {
+		res.kind = resMalformed
+		return res
+	}
+	var ok bool
+	switch string(v.GetStringBytes("Event")) {
+	case "SparkListenerTaskStart":
+		res.kind = resTaskStart
+		res.task, ok = parseTaskStart(v)
+	case "SparkListenerTaskEnd":
+		res.kind = resTaskEnd
+		res.task, res.cls, ok = parseTaskEnd(v)
+	default:
+		res.line, ok = line, true // TaskGettingResult and the like
+	}
+	if !ok {
+		res.kind = resSkip
+	}
+	return res
 }
 
 // run reads r in batches parsed by workers goroutines and applies the

@@ -93,7 +93,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		if !e.IsDir() {
 			continue
 		}
-		name, err := tenantName(e.Name())
+		name, err := TenantName(e.Name())
 		if err != nil {
 			continue
 		}
@@ -105,11 +105,12 @@ func Open(dir string, opts Options) (*DB, error) {
 	return db, nil
 }
 
-// tenantDir encodes a tenant name as a directory name: hex, so that any
+// TenantDir encodes a tenant name as a directory name: hex, so that any
 // X-Scope-OrgID is safe on any file system.
-func tenantDir(name string) string { return fmt.Sprintf("t-%x", name) }
+func TenantDir(name string) string { return fmt.Sprintf("t-%x", name) }
 
-func tenantName(dir string) (string, error) {
+// TenantName decodes a directory name made by TenantDir.
+func TenantName(dir string) (string, error) {
 	if !strings.HasPrefix(dir, "t-") {
 		return "", fmt.Errorf("not a tenant dir")
 	}
@@ -243,7 +244,7 @@ func (db *DB) Append(name string, u *Upload) error {
 	}
 	t := db.tenants[name]
 	if t == nil {
-		t = &tenant{dir: filepath.Join(db.dir, tenantDir(name)), nextID: 1}
+		t = &tenant{dir: filepath.Join(db.dir, TenantDir(name)), nextID: 1}
 		if err := os.MkdirAll(t.dir, 0o755); err != nil {
 			return fmt.Errorf("store: %w", err)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -279,22 +281,14 @@ func printReport(w io.Writer, r *analysis.Report) {
 	}
 	if len(r.Stages) > 0 {
 		fmt.Fprintln(w, "\nlongest stages:")
-		stages := append([]*spark.Stage(nil), r.Stages...)
-		sortStagesByDuration(stages)
+		stages := slices.Clone(r.Stages)
+		slices.SortStableFunc(stages, func(a, b *spark.Stage) int { return cmp.Compare(b.DurationMs, a.DurationMs) })
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  stage\ttasks\tfailed\tduration\tstatus\tname")
 		for _, s := range stages[:min(10, len(stages))] {
 			fmt.Fprintf(tw, "  %d.%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Attempt, s.TaskCount, s.FailedTaskCount, fmtMs(s.DurationMs), s.Status, truncate(s.Name, 60))
 		}
 		tw.Flush()
-	}
-}
-
-func sortStagesByDuration(ss []*spark.Stage) {
-	for i := 1; i < len(ss); i++ {
-		for j := i; j > 0 && ss[j].DurationMs > ss[j-1].DurationMs; j-- {
-			ss[j], ss[j-1] = ss[j-1], ss[j]
-		}
 	}
 }
 

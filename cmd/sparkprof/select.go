@@ -206,15 +206,8 @@ func (s *selection) pickType(p *profile.Profile) (profile.SampleType, error) {
 		}
 		return p.Types[0], nil
 	}
-	for _, t := range p.Types {
-		if t.Name == want || t.String() == want {
-			return t, nil
-		}
-	}
-	for _, t := range p.Types {
-		if t.Family() == want {
-			return t, nil
-		}
+	if t, ok := p.FindType(want); ok {
+		return t, nil
 	}
 	have := make([]string, len(p.Types))
 	for i, t := range p.Types {

@@ -1,23 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/sparkprof/sparkprof/analysis"
-	"github.com/sparkprof/sparkprof/applog"
-	"github.com/sparkprof/sparkprof/eventlog"
-	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
 )
@@ -50,15 +44,13 @@ func runAnalyze(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: no input paths", errUsage)
 	}
-	in, err := readInputs(e, fs.Args())
+	prog := newProgress(e.stderr, "reading", fs.NArg())
+	in, err := analysis.ReadInputs(fs.Args(), analysis.ReadOptions{Step: prog.step, Detail: prog.detail})
+	prog.done()
 	if err != nil {
 		return err
 	}
-	var reports []*analysis.Report
-	for _, input := range in.apps() {
-		findings := analysis.Analyze(input, th)
-		reports = append(reports, analysis.NewReport(input, findings, in.sources, in.profiles))
-	}
+	reports := in.Reports(th)
 	if *htmlOut != "" {
 		for i, r := range reports {
 			path := *htmlOut
@@ -87,163 +79,6 @@ func runAnalyze(ctx context.Context, e *env, args []string) error {
 		printReport(e.stdout, r)
 	}
 	return nil
-}
-
-// inputs is everything analyze read, sorted by kind.
-type inputs struct {
-	apps_    []analysis.Input // one per event log
-	logs     []*applog.Log
-	profiles []*profile.Profile
-	sources  []analysis.Source
-	warnings []string
-}
-
-// apps returns one analysis input per application: each event log with the
-// container logs and profiles, or, without event logs, the app the
-// container logs describe.
-func (in *inputs) apps() []analysis.Input {
-	if len(in.apps_) == 0 {
-		return []analysis.Input{{App: analysis.FromLogs(in.logs), Logs: in.logs, Warnings: in.warnings}}
-	}
-	out := make([]analysis.Input, len(in.apps_))
-	for i, a := range in.apps_ {
-		a.Logs = in.logs
-		a.Warnings = append(a.Warnings, in.warnings...)
-		out[i] = a
-	}
-	return out
-}
-
-// readInputs classifies and reads every path: event logs (files or rolling
-// directories), container logs (files, YARN log directories, yarn logs
-// output) and profiler records.
-func readInputs(e *env, paths []string) (*inputs, error) {
-	in := &inputs{}
-	prog := newProgress(e.stderr, "reading", len(paths))
-	defer prog.done()
-	for _, path := range paths {
-		prog.step(path)
-		kind, err := classify(path)
-		if err != nil {
-			return nil, err
-		}
-		in.sources = append(in.sources, analysis.Source{Path: path, Kind: kind})
-		switch kind {
-		case "eventlog":
-			r, err := eventlog.Open(path)
-			if err != nil {
-				return nil, fmt.Errorf("event log %s: %w", path, err)
-			}
-			app, rep, err := spark.BuildWith(r, spark.Options{Progress: func(n int64) {
-				prog.detail(fmt.Sprintf("%s: %d MB", path, n>>20))
-			}})
-			r.Close()
-			if err != nil {
-				return nil, fmt.Errorf("event log %s: %w", path, err)
-			}
-			in.apps_ = append(in.apps_, analysis.Input{App: app, Report: rep})
-		case "logs":
-			logs, err := applog.OpenAll(path, applog.Options{})
-			if err != nil {
-				return nil, fmt.Errorf("container logs %s: %w", path, err)
-			}
-			in.logs = append(in.logs, logs...)
-		case "profile":
-			files, err := format.Expand([]string{path})
-			if err != nil {
-				return nil, err
-			}
-			err = format.LoadAll(files, format.Options{}, func(r format.Result) error {
-				if r.Err != nil {
-					in.warnings = append(in.warnings, r.Err.Error())
-					return nil
-				}
-				in.profiles = append(in.profiles, r.Profile)
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
-	if len(in.apps_) == 0 && len(in.logs) == 0 {
-		return nil, fmt.Errorf("no event log or container log among the inputs; analyze needs one (use flame or top for profiles alone)")
-	}
-	return in, nil
-}
-
-// classify tells what a path holds by its content.
-func classify(path string) (string, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return "", err
-	}
-	if st.IsDir() {
-		base := filepath.Base(path)
-		if strings.HasPrefix(base, "eventlog_v2_") {
-			return "eventlog", nil
-		}
-		entries, err := os.ReadDir(path)
-		if err != nil {
-			return "", err
-		}
-		for _, en := range entries {
-			n := en.Name()
-			switch {
-			case strings.HasPrefix(n, "container_"):
-				return "logs", nil
-			case n == "eventlog" || strings.HasPrefix(n, "eventlog-") || strings.HasPrefix(n, "events_") || strings.HasPrefix(n, "appstatus_"):
-				return "eventlog", nil
-			}
-		}
-		return "profile", nil
-	}
-	if isEventLog(path) {
-		return "eventlog", nil
-	}
-	head, err := readHead(path)
-	if err != nil {
-		return "", err
-	}
-	if f, ok := format.Detect(head); ok && f.Name != "folded" {
-		return "profile", nil
-	}
-	return "logs", nil
-}
-
-// isEventLog reports whether the first line of path, in any codec the
-// event-log reader knows, is a Spark listener event.
-func isEventLog(path string) bool {
-	r, err := eventlog.Open(path)
-	if err != nil {
-		return false
-	}
-	defer r.Close()
-	line, _, err := r.Next()
-	if err != nil {
-		return false
-	}
-	return bytes.HasPrefix(bytes.TrimSpace(line), []byte(`{"Event"`))
-}
-
-// readHead returns up to 64 KiB of path, decompressed.
-func readHead(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	n, err := io.ReadFull(f, buf)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	data, err := format.Decompress(buf[:n], path, 0)
-	if err != nil {
-		// A gzip stream cut by our 1 MiB read: what decompressed is enough.
-		return buf[:n], nil
-	}
-	return data[:min(len(data), 64<<10)], nil
 }
 
 // printReport writes the terminal form of a report.

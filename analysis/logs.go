@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +27,9 @@ func FromLogs(logs []*applog.Log) *spark.App {
 		if l.End.After(end) {
 			end = l.End
 		}
+		app.ID = cmp.Or(app.ID, l.AppID)
+		app.Name = cmp.Or(app.Name, l.AppName)
+		app.SparkVersion = cmp.Or(app.SparkVersion, l.SparkVersion)
 		for _, j := range l.Jobs {
 			job := &spark.Job{ID: j.ID, SQLID: -1, Description: j.Name, SubmitMs: ms(j.Start), EndMs: ms(j.End)}
 			if !j.End.IsZero() {

@@ -115,15 +115,20 @@ type Log struct {
 	// ExecutorID, AppID and Pod come from a Kubernetes pod log's
 	// entrypoint line ("+ exec ... --executor-id 1 --app-id spark-... --podName ...").
 	ExecutorID, AppID, Pod string
-	Layout                 Layout
-	Lines                  int
-	Start                  time.Time
-	End                    time.Time
-	Levels                 map[string]int
-	Jobs                   []Job
-	Stages                 []Stage
-	Tasks                  []Task
-	Python                 []PythonTimes
+	// AppName and SparkVersion come from the driver's SparkContext lines;
+	// AppID is also taken from the scheduler backend's lines when the log
+	// prints it ("Connected to Spark cluster with app ID ...",
+	// "Submitted application application_...").
+	AppName, SparkVersion string
+	Layout                Layout
+	Lines                 int
+	Start                 time.Time
+	End                   time.Time
+	Levels                map[string]int
+	Jobs                  []Job
+	Stages                []Stage
+	Tasks                 []Task
+	Python                []PythonTimes
 	// Errors holds ERROR and WARN groups, newest first.
 	Errors []ErrorGroup
 	// Chunks are runs of consecutive lines with the same normalised
@@ -524,8 +529,19 @@ func (l *Log) event(rec record, tasks map[int]int) error {
 			}
 		}
 	case "SparkContext", "org.apache.spark.SparkContext":
-		if strings.HasPrefix(msg, "Running Spark version") {
+		if v, ok := strings.CutPrefix(msg, "Running Spark version "); ok {
 			l.Role = "driver"
+			l.SparkVersion = strings.TrimSpace(v)
+		} else if name, ok := strings.CutPrefix(msg, "Submitted application: "); ok {
+			l.AppName = strings.TrimSpace(name)
+		}
+	case "StandaloneSchedulerBackend", "org.apache.spark.scheduler.cluster.StandaloneSchedulerBackend":
+		if id, ok := strings.CutPrefix(msg, "Connected to Spark cluster with app ID "); ok && l.AppID == "" {
+			l.AppID = strings.TrimSpace(id)
+		}
+	case "YarnClientImpl", "org.apache.hadoop.yarn.client.api.impl.YarnClientImpl":
+		if id, ok := strings.CutPrefix(msg, "Submitted application "); ok && l.AppID == "" {
+			l.AppID = strings.TrimSpace(id)
 		}
 	case "CoarseGrainedExecutorBackend", "org.apache.spark.executor.CoarseGrainedExecutorBackend":
 		if l.Role == "" {

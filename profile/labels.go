@@ -20,6 +20,7 @@ const (
 	LabelPartition    = "spark_partition"
 	LabelThreadPool   = "thread_pool"
 	LabelThreadName   = "thread_name"
+	LabelAllocClass   = "alloc_class" // class of the allocated objects (allocation and live samples)
 )
 
 // Label is one name=value pair.

@@ -141,6 +141,7 @@ type decoder struct {
 
 	labels    *pprof.LabelsSnapshot
 	ctxLabels map[uint64]profile.LabelSetID
+	allocSets map[allocKey]profile.LabelSetID
 
 	counts map[string]int // events read per JFR event type, for tests
 
@@ -202,6 +203,7 @@ func (d *decoder) chunk(b []byte, h chunkHeader) (err error) {
 	d.stacks = make(map[types.StackTraceRef]profile.StackID)
 	d.thrs = make(map[types.ThreadRef]profile.ThreadID)
 	d.frames = make(map[uint64]profile.FrameID)
+	d.allocSets = nil // class references are per chunk
 	// Wall samples are recognised per recording: the setting is written at
 	// the start of the first chunk only.
 	for {
@@ -252,16 +254,13 @@ func (d *decoder) event(typ def.TypeID) {
 		d.add(profile.TypeWall, v, e.StartTime, e.StackTrace, e.SampledThread, state, e.ContextId)
 	case tm.T_ALLOC_IN_NEW_TLAB:
 		e := &jp.ObjectAllocationInNewTLAB
-		d.add(profile.TypeAllocObjects, 1, e.StartTime, e.StackTrace, e.EventThread, "", e.ContextId)
-		d.add(profile.TypeAllocBytes, int64(e.TlabSize), e.StartTime, e.StackTrace, e.EventThread, "", e.ContextId)
+		d.addAlloc(profile.TypeAllocObjects, profile.TypeAllocBytes, int64(e.TlabSize), e.StartTime, e.StackTrace, e.EventThread, e.ContextId, e.ObjectClass)
 	case tm.T_ALLOC_OUTSIDE_TLAB:
 		e := &jp.ObjectAllocationOutsideTLAB
-		d.add(profile.TypeAllocObjects, 1, e.StartTime, e.StackTrace, e.EventThread, "", e.ContextId)
-		d.add(profile.TypeAllocBytes, int64(e.AllocationSize), e.StartTime, e.StackTrace, e.EventThread, "", e.ContextId)
+		d.addAlloc(profile.TypeAllocObjects, profile.TypeAllocBytes, int64(e.AllocationSize), e.StartTime, e.StackTrace, e.EventThread, e.ContextId, e.ObjectClass)
 	case tm.T_ALLOC_SAMPLE:
 		e := &jp.ObjectAllocationSample
-		d.add(profile.TypeAllocObjects, 1, e.StartTime, e.StackTrace, e.EventThread, "", 0)
-		d.add(profile.TypeAllocBytes, int64(e.Weight), e.StartTime, e.StackTrace, e.EventThread, "", 0)
+		d.addAlloc(profile.TypeAllocObjects, profile.TypeAllocBytes, int64(e.Weight), e.StartTime, e.StackTrace, e.EventThread, 0, e.ObjectClass)
 	case tm.T_MONITOR_ENTER:
 		e := &jp.JavaMonitorEnter
 		d.add(profile.TypeLockCount, 1, e.StartTime, e.StackTrace, e.EventThread, "", e.ContextId)
@@ -272,8 +271,7 @@ func (d *decoder) event(typ def.TypeID) {
 		d.add(profile.TypeLockDelay, d.ticksToNanos(e.Duration), e.StartTime, e.StackTrace, e.EventThread, "", 0)
 	case tm.T_LIVE_OBJECT:
 		e := &jp.LiveObject
-		d.add(profile.TypeLiveObjects, 1, e.StartTime, e.StackTrace, e.EventThread, "", 0)
-		d.add(profile.TypeLiveBytes, int64(e.AllocationSize), e.StartTime, e.StackTrace, e.EventThread, "", 0)
+		d.addAlloc(profile.TypeLiveObjects, profile.TypeLiveBytes, int64(e.AllocationSize), e.StartTime, e.StackTrace, e.EventThread, 0, e.ObjectClass)
 	case tm.T_ACTIVE_SETTING:
 		d.setting(jp.ActiveSetting.Id == uint64(tm.T_EXECUTION_SAMPLE), jp.ActiveSetting.Name, jp.ActiveSetting.Value)
 	}
@@ -424,6 +422,49 @@ func (d *decoder) add(t profile.SampleType, v int64, ticks uint64, st types.Stac
 		s.Labels = d.contextLabels(ctx)
 	}
 	d.p.Add(s)
+}
+
+// addAlloc adds an allocation (or live object) event as two samples, one
+// object and its bytes, labelled with the allocated class.
+func (d *decoder) addAlloc(objects, bytes profile.SampleType, size int64, ticks uint64, st types.StackTraceRef, th types.ThreadRef, ctx uint64, class types.ClassRef) {
+	s := profile.Sample{
+		Type:   d.p.AddType(objects),
+		Value:  1,
+		Time:   d.hdr.time(ticks),
+		Stack:  d.stack(st),
+		Thread: d.thread(th),
+		Labels: d.allocLabels(ctx, class),
+	}
+	d.p.Add(s)
+	s.Type, s.Value = d.p.AddType(bytes), size
+	d.p.Add(s)
+}
+
+type allocKey struct {
+	ctx   uint64
+	class types.ClassRef
+}
+
+// allocLabels returns the label set of a context id (when labels are
+// known) plus the allocated class's Java name.
+func (d *decoder) allocLabels(ctx uint64, class types.ClassRef) profile.LabelSetID {
+	k := allocKey{ctx, class}
+	if id, ok := d.allocSets[k]; ok {
+		return id
+	}
+	var ls profile.Labels
+	if d.labels != nil && ctx != 0 {
+		ls = append(ls, d.p.LabelSet(d.contextLabels(ctx))...)
+	}
+	if c := d.jp.GetClass(class); c != nil {
+		ls = append(ls, profile.Label{Name: profile.LabelAllocClass, Value: strings.ReplaceAll(d.jp.GetSymbolString(c.Name), "/", ".")})
+	}
+	id := d.p.AddLabels(ls)
+	if d.allocSets == nil {
+		d.allocSets = map[allocKey]profile.LabelSetID{}
+	}
+	d.allocSets[k] = id
+	return id
 }
 
 // contextLabels returns the label set of a Pyroscope context id.

@@ -410,3 +410,28 @@ func TestAsyncProfilerWallBesideCPU(t *testing.T) {
 		t.Errorf("%d wall samples, want 199,549", n)
 	}
 }
+
+// Every allocation sample names the allocated class, in Java's dotted form.
+func TestAllocClass(t *testing.T) {
+	p := decodeCorpus(t, "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0")
+	bytesType, ok := p.TypeIndex(profile.TypeAllocBytes)
+	if !ok {
+		t.Fatal("no alloc_bytes samples")
+	}
+	byClass := map[string]int64{}
+	n := 0
+	for _, s := range p.Samples {
+		if s.Type != bytesType {
+			continue
+		}
+		n++
+		c := p.Label(s, profile.LabelAllocClass)
+		if c == "" || strings.Contains(c, "/") {
+			t.Fatalf("sample %d: alloc_class %q", n, c)
+		}
+		byClass[c] += s.Value
+	}
+	if len(byClass) < 10 || byClass["byte[]"]+byClass["[B"] == 0 {
+		t.Errorf("%d classes over %d samples; want many, with byte arrays among them: %v", len(byClass), n, byClass)
+	}
+}

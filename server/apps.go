@@ -18,16 +18,18 @@ import (
 )
 
 // apps holds the analysed applications of each tenant, from imported
-// event logs. The logs themselves are kept in dir and analysed again at
-// start.
+// event logs and container logs. The files are kept in dir and analysed
+// again at start: an event log as a file of its own, the container logs
+// (and metric records) of one app together in a bundle directory.
 type apps struct {
-	dir string
-	mu  sync.RWMutex
-	by  map[string]map[string]*analysis.Report // tenant -> app id -> report
+	dir     string
+	mu      sync.RWMutex
+	by      map[string]map[string]*analysis.Report // tenant -> app id -> report
+	bundles map[string]map[string]*analysis.Report // tenant -> bundle name -> report
 }
 
 func newApps(dir string) *apps {
-	return &apps{dir: dir, by: map[string]map[string]*analysis.Report{}}
+	return &apps{dir: dir, by: map[string]map[string]*analysis.Report{}, bundles: map[string]map[string]*analysis.Report{}}
 }
 
 // load analyses every event log saved under dir.
@@ -47,9 +49,16 @@ func (a *apps) load() error {
 		if err != nil {
 			continue
 		}
-		logs, _ := os.ReadDir(filepath.Join(a.dir, t.Name()))
-		for _, l := range logs {
-			if _, err := a.analyse(name, filepath.Join(a.dir, t.Name(), l.Name())); err != nil {
+		entries, _ := os.ReadDir(filepath.Join(a.dir, t.Name()))
+		for _, e := range entries {
+			path := filepath.Join(a.dir, t.Name(), e.Name())
+			var err error
+			if e.IsDir() {
+				_, err = a.analyseBundle(name, path)
+			} else if !strings.HasSuffix(e.Name(), ".tmp") {
+				_, err = a.analyse(name, path)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -59,15 +68,120 @@ func (a *apps) load() error {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
+// safeName turns name into a file name of its own.
+func safeName(name string) string {
+	return unsafeName.ReplaceAllString(filepath.Base(strings.ReplaceAll(name, "\\", "/")), "_")
+}
+
+// bundleDirPrefix marks bundle directories, so that no event log name can
+// collide with one.
+const bundleDirPrefix = "app-"
+
+// addToBundle saves a container log or metric record file as part of the
+// bundle named app and analyses the bundle again. The app id is the one the
+// logs print, else the bundle name.
+func (a *apps) addToBundle(tenant, app, name string, data []byte) (*analysis.Report, error) {
+	dir := filepath.Join(a.dir, store.TenantDir(tenant), bundleDirPrefix+safeName(app))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, safeName(name))
+	if err := writeFileAtomic(path, data); err != nil {
+		return nil, err
+	}
+	r, err := a.analyseBundle(tenant, dir)
+	if err != nil {
+		os.Remove(path)
+		a.analyseBundle(tenant, dir) // restore the bundle's previous analysis
+		return nil, err
+	}
+	return r, nil
+}
+
+// writeFileAtomic writes path through a synced temporary file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// analyseBundle analyses the files of a bundle directory as one app.
+func (a *apps) analyseBundle(tenant, dir string) (*analysis.Report, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, e := range entries {
+		if !e.IsDir() && !strings.HasSuffix(e.Name(), ".tmp") {
+			paths = append(paths, filepath.Join(dir, e.Name()))
+		}
+	}
+	in, err := analysis.ReadInputs(paths, analysis.ReadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	reps := in.Reports(analysis.DefaultThresholds)
+	if len(reps) == 0 {
+		return nil, fmt.Errorf("%s: nothing to analyse", filepath.Base(dir))
+	}
+	r := reps[0]
+	name := strings.TrimPrefix(filepath.Base(dir), bundleDirPrefix)
+	if r.App.ID == "" {
+		r.App.ID = name
+	}
+	if r.App.Name == "" {
+		r.App.Name = name
+	}
+	for i := range r.Sources {
+		r.Sources[i].Path = filepath.Base(r.Sources[i].Path)
+	}
+	for i := range r.Metrics {
+		r.Metrics[i].Source = filepath.Base(r.Metrics[i].Source)
+	}
+	a.mu.Lock()
+	if a.by[tenant] == nil {
+		a.by[tenant] = map[string]*analysis.Report{}
+		a.bundles[tenant] = map[string]*analysis.Report{}
+	}
+	a.by[tenant][r.App.ID] = r
+	a.bundles[tenant][name] = r
+	a.mu.Unlock()
+	return r, nil
+}
+
+// bundle returns the report of the bundle named app, or nil.
+func (a *apps) bundle(tenant, app string) *analysis.Report {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.bundles[tenant][safeName(app)]
+}
+
 // add saves an event log for tenant and analyses it.
 func (a *apps) add(tenant, name string, data []byte) (*analysis.Report, error) {
 	dir := filepath.Join(a.dir, store.TenantDir(tenant))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, unsafeName.ReplaceAllString(filepath.Base(name), "_"))
+	path := filepath.Join(dir, safeName(name))
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := writeFileAtomic(tmp, data); err != nil {
 		return nil, err
 	}
 	r, err := a.analyse(tenant, tmp)
@@ -102,6 +216,7 @@ func (a *apps) analyse(tenant, path string) (*analysis.Report, error) {
 	a.mu.Lock()
 	if a.by[tenant] == nil {
 		a.by[tenant] = map[string]*analysis.Report{}
+		a.bundles[tenant] = map[string]*analysis.Report{}
 	}
 	a.by[tenant][app.ID] = r
 	a.mu.Unlock()
@@ -201,15 +316,10 @@ func (s *Server) handleSlowVsRest(w http.ResponseWriter, r *http.Request) {
 	}
 	app := `spark_app_id="` + rep.App.ID + `"`
 	q := r.URL.Query()
-	q.Set("base", fmt.Sprintf(`{%s, spark_stage_id="%d", spark_task_id=~"%s"}`, app, stage, ids(tasks[nSlow:])))
-	q.Set("next", fmt.Sprintf(`{%s, spark_stage_id="%d", spark_task_id=~"%s"}`, app, stage, ids(tasks[:nSlow])))
+	// Task ids are unique within an app, and Spark 2.x thread names carry
+	// no stage: select by task id alone.
+	q.Set("base", fmt.Sprintf(`{%s, spark_task_id=~"%s"}`, app, ids(tasks[nSlow:])))
+	q.Set("next", fmt.Sprintf(`{%s, spark_task_id=~"%s"}`, app, ids(tasks[:nSlow])))
 	r.URL.RawQuery = q.Encode()
 	s.handleDiff(w, r)
-}
-
-// ImportEventLog saves and analyses an event log for tenant, as POST
-// /api/v1/import does.
-func (s *Server) ImportEventLog(tenant, name string, data []byte) error {
-	_, err := s.apps.add(tenant, name, data)
-	return err
 }

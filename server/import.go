@@ -3,23 +3,20 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"path"
 	"strings"
 	"time"
 
+	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/store"
 )
 
-// handleImport stores a file sent whole: an event log is saved and
-// analysed (see /api/v1/apps); a profile is stored as an upload: ?path= names the file as
-// it was on disk, so that Spark's profiler layout
-// (<appId>/profile-exec-<id>.jfr) labels it, and ?app= sets service_name
-// (default: the app id or the file name).
 // looksLikeEventLog reports whether data is a Spark event log: JSON lines
 // starting with a listener event, plain or in one of Spark's codecs.
 func looksLikeEventLog(data []byte, max int64) bool {
@@ -35,15 +32,124 @@ func looksLikeEventLog(data []byte, max int64) bool {
 	return bytes.HasPrefix(bytes.TrimSpace(head[:min(len(head), 64)]), []byte(`{"Event"`))
 }
 
-func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
+// ImportFile is one file sent whole to the server.
+type ImportFile struct {
+	// Name is the file's path as it was on disk: Spark's profiler layout
+	// (<appId>/profile-exec-<id>.jfr) labels the profile it holds.
+	Name string
+	// Kind is "eventlog", "logs", "profile", or "" to tell by content.
+	Kind string
+	// App is the application the file belongs to: container logs of one
+	// App are analysed together; profiles get it as service_name (default:
+	// the Spark app id in the profile, or the file name).
+	App string
+	// Format forces a profile format (see format.Options).
+	Format string
+	Data   []byte
+}
+
+// ImportResult says what an import stored.
+type ImportResult struct {
+	App      *analysis.AppSummary `json:"app,omitempty"` // for event logs and container logs
+	Findings int                  `json:"findings,omitempty"`
+	ID       uint64               `json:"id,omitempty"` // for profiles: the upload
+	Samples  int                  `json:"samples,omitempty"`
+	Labels   profile.Labels       `json:"labels,omitempty"`
+}
+
+// importError is an import failure with the HTTP status it answers.
+type importError struct {
+	code int
+	err  error
+}
+
+func (e *importError) Error() string { return e.err.Error() }
+func (e *importError) Unwrap() error { return e.err }
+
+// Import stores one file for tenant, as POST /api/v1/import does: an event
+// log is saved and analysed (see /api/v1/apps); container logs are saved
+// with the other files of their app and the app analysed again; a profile
+// is stored as an upload, and also feeds the metric series of a
+// log-analysed app it names.
+func (s *Server) Import(tenant string, f ImportFile) (*ImportResult, error) {
 	start := time.Now()
+	kind := f.Kind
+	if kind == "" && looksLikeEventLog(f.Data, s.cfg.MaxDecodedBytes) {
+		kind = "eventlog"
+	}
+	if kind == "eventlog" {
+		rep, err := s.apps.add(tenant, f.Name, f.Data)
+		if err != nil {
+			return nil, &importError{http.StatusUnprocessableEntity, fmt.Errorf("event log %s: %w", f.Name, err)}
+		}
+		return &ImportResult{App: &rep.App, Findings: len(rep.Findings)}, nil
+	}
+	var p *profile.Profile
+	if kind != "logs" {
+		var err error
+		p, err = format.Decode(f.Data, f.Name, format.Options{Format: f.Format, MaxSize: s.cfg.MaxDecodedBytes})
+		switch {
+		case errors.Is(err, format.ErrTooLarge):
+			return nil, &importError{http.StatusRequestEntityTooLarge, err}
+		case err != nil && kind == "profile":
+			return nil, &importError{http.StatusUnprocessableEntity, err}
+		case err != nil:
+			kind = "logs" // neither an event log nor a profile: read it as a log
+		}
+	}
+	app := f.App
+	if app == "" && p != nil {
+		app, _ = p.Labels.Get(profile.LabelAppID)
+	}
+	if app == "" {
+		base := path.Base(strings.ReplaceAll(f.Name, "\\", "/"))
+		app = strings.TrimSuffix(strings.TrimSuffix(base, ".gz"), path.Ext(strings.TrimSuffix(base, ".gz")))
+	}
+	bundle := s.apps.bundle(tenant, app)
+	if kind == "logs" || (bundle != nil && len(p.Series) > 0) {
+		rep, err := s.apps.addToBundle(tenant, app, f.Name, f.Data)
+		if err != nil {
+			return nil, &importError{http.StatusUnprocessableEntity, fmt.Errorf("container log %s: %w", f.Name, err)}
+		}
+		bundle = rep
+		if kind == "logs" || len(p.Samples) == 0 {
+			return &ImportResult{App: &rep.App, Findings: len(rep.Findings)}, nil
+		}
+	}
+	ls := profile.Labels{{Name: profile.LabelServiceName, Value: app}}
+	if bundle != nil {
+		ls = append(ls, profile.Label{Name: profile.LabelAppID, Value: bundle.App.ID})
+	}
+	for _, l := range p.Labels {
+		if l.Name == profile.LabelAppID || l.Name == profile.LabelExecutorID || l.Name == profile.LabelRole || l.Name == profile.LabelAppAttempt {
+			ls = append(ls, l)
+		}
+	}
+	ls = ls.Normalize()
+	p.Labels = p.Labels.Merge(ls)
+	u := &store.Upload{From: p.Start, Until: p.End, Labels: ls, Agent: "import", Bytes: len(f.Data), Profile: p}
+	if err := s.cfg.Store.Append(tenant, u); err != nil {
+		return nil, &importError{http.StatusServiceUnavailable, fmt.Errorf("storing failed: %w", err)}
+	}
+	s.metrics.uploaded(len(f.Data), len(p.Samples), time.Since(start))
+	return &ImportResult{ID: u.ID, Samples: len(p.Samples), Labels: ls}, nil
+}
+
+func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	name := q.Get("path")
-	if name == "" {
+	f := ImportFile{Name: q.Get("path"), Kind: q.Get("kind"), App: q.Get("app"), Format: q.Get("format")}
+	if f.Name == "" {
 		httpError(w, http.StatusBadRequest, "path: name the file being imported")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	switch f.Kind {
+	case "", "eventlog", "logs", "profile":
+	default:
+		httpError(w, http.StatusBadRequest, "kind %q: want eventlog, logs or profile (or none to tell by content)", f.Kind)
+		return
+	}
+	var err error
+	f.Data, err = io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		httpError(w, http.StatusRequestEntityTooLarge, "file larger than %d bytes", s.cfg.MaxBodyBytes)
@@ -53,42 +159,18 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "reading body: %v", err)
 		return
 	}
-	if q.Get("kind") == "eventlog" || (q.Get("kind") == "" && looksLikeEventLog(body, s.cfg.MaxDecodedBytes)) {
-		rep, err := s.apps.add(tenant(r), name, body)
-		if err != nil {
-			httpError(w, http.StatusUnprocessableEntity, "event log %s: %v", name, err)
-			return
-		}
-		writeJSON(w, map[string]any{"app": rep.App, "findings": len(rep.Findings)})
+	res, err := s.Import(tenant(r), f)
+	var ie *importError
+	if errors.As(err, &ie) {
+		httpError(w, ie.code, "%v", ie.err)
 		return
 	}
-	p, err := format.Decode(body, name, format.Options{Format: q.Get("format"), MaxSize: s.cfg.MaxDecodedBytes})
 	if err != nil {
-		httpError(w, http.StatusUnprocessableEntity, "%v (event logs and container logs are read by `sparkprof analyze`; the server imports profiles)", err)
+		httpError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	app := q.Get("app")
-	if app == "" {
-		app, _ = p.Labels.Get(profile.LabelAppID)
+	if len(res.Labels) > 0 {
+		s.agents.uploaded(tenant(r), res.Labels, r.RemoteAddr, len(f.Data))
 	}
-	if app == "" {
-		base := path.Base(strings.ReplaceAll(name, "\\", "/"))
-		app = strings.TrimSuffix(strings.TrimSuffix(base, ".gz"), path.Ext(strings.TrimSuffix(base, ".gz")))
-	}
-	ls := profile.Labels{{Name: profile.LabelServiceName, Value: app}}
-	for _, l := range p.Labels {
-		if l.Name == profile.LabelAppID || l.Name == profile.LabelExecutorID || l.Name == profile.LabelRole || l.Name == profile.LabelAppAttempt {
-			ls = append(ls, l)
-		}
-	}
-	ls = ls.Normalize()
-	p.Labels = p.Labels.Merge(ls)
-	u := &store.Upload{From: p.Start, Until: p.End, Labels: ls, Agent: "import", Bytes: len(body), Profile: p}
-	if err := s.cfg.Store.Append(tenant(r), u); err != nil {
-		httpError(w, http.StatusServiceUnavailable, "storing failed: %v", err)
-		return
-	}
-	s.metrics.uploaded(len(body), len(p.Samples), time.Since(start))
-	s.agents.uploaded(tenant(r), ls, r.RemoteAddr, len(body))
-	writeJSON(w, map[string]any{"id": u.ID, "samples": len(p.Samples), "labels": ls})
+	writeJSON(w, res)
 }

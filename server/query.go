@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkprof/sparkprof/flamegraph"
 	"github.com/sparkprof/sparkprof/format/folded"
 	"github.com/sparkprof/sparkprof/format/pprof"
 	"github.com/sparkprof/sparkprof/format/speedscope"
@@ -100,8 +101,14 @@ func parseRequest(r *http.Request, selParam string) (request, error) {
 	req := request{query: store.Query{Matchers: ms, From: from, Until: until}, typ: q.Get("type")}
 	req.filter.Labels = ms
 	req.filter.From, req.filter.Until = from, until
-	if req.typ == "" {
-		req.typ = "cpu"
+	if st := q.Get("state"); st != "" {
+		for _, name := range strings.Split(st, ",") {
+			state := profile.ParseThreadState(name)
+			if state == profile.StateUnknown {
+				return request{}, fmt.Errorf("state %q: want RUNNABLE, BLOCKED, WAITING, TIMED_WAITING, SLEEPING or NATIVE", name)
+			}
+			req.filter.States = append(req.filter.States, state)
+		}
 	}
 	return req, nil
 }
@@ -168,11 +175,49 @@ func (s *Server) tree(w http.ResponseWriter, r *http.Request, selParam string) (
 	if !ok {
 		return nil, nil, false
 	}
-	t, ok := p.FindType(req.typ)
-	if !ok {
-		t = profile.SampleType{Name: req.typ}
+	return profile.NewTree(p, sampleType(p, req.typ)), p, true
+}
+
+// sampleType picks the sample type a query asked for; without one, CPU
+// time if the selection has it, else its first type with samples.
+func sampleType(p *profile.Profile, want string) profile.SampleType {
+	if want != "" {
+		if t, ok := p.FindType(want); ok {
+			return t
+		}
+		return profile.SampleType{Name: want}
 	}
-	return profile.NewTree(p, t), p, true
+	ts := presentTypes(p)
+	for _, t := range ts {
+		if t.Family() == "cpu" {
+			return t
+		}
+	}
+	if len(ts) > 0 {
+		return ts[0]
+	}
+	return profile.SampleType{Name: "cpu"}
+}
+
+// hasType reports whether p has the sample type t.
+func hasType(p *profile.Profile, t profile.SampleType) bool {
+	_, ok := p.TypeIndex(t)
+	return ok
+}
+
+// presentTypes lists the sample types of p that have samples.
+func presentTypes(p *profile.Profile) []profile.SampleType {
+	has := make([]bool, len(p.Types))
+	for _, s := range p.Samples {
+		has[s.Type] = true
+	}
+	var out []profile.SampleType
+	for i, t := range p.Types {
+		if has[i] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // renderResponse is the answer of /api/v1/render.
@@ -189,7 +234,7 @@ func (s *Server) handleRender(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, renderResponse{Flamebearer: newFlamebearer(t), Type: t.Type.Name, Unit: t.Type.Unit, Types: p.Types, Samples: len(p.Samples)})
+	writeJSON(w, renderResponse{Flamebearer: newFlamebearer(t), Type: t.Type.Name, Unit: t.Type.Unit, Types: presentTypes(p), Samples: len(p.Samples)})
 }
 
 // handlePyroscopeRender answers as Pyroscope's /render does.
@@ -225,13 +270,16 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	t, ok := p.FindType(req.typ)
-	if !ok {
-		httpError(w, http.StatusNotFound, "no %s samples selected", req.typ)
+	t := sampleType(p, req.typ)
+	if !hasType(p, t) {
+		httpError(w, http.StatusNotFound, "no %s samples selected", t.Name)
 		return
 	}
 	var err error
 	switch r.URL.Query().Get("format") {
+	case "svg":
+		w.Header().Set("Content-Type", "image/svg+xml")
+		err = flamegraph.SVG(w, profile.NewTree(p, t), flamegraph.Options{Title: r.URL.Query().Get("query")})
 	case "pprof":
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Disposition", `attachment; filename="profile.pb.gz"`)
@@ -243,7 +291,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		err = folded.Encode(w, p, folded.EncodeOptions{Type: t})
 	default:
-		httpError(w, http.StatusBadRequest, "format: want pprof, speedscope or folded")
+		httpError(w, http.StatusBadRequest, "format: want pprof, speedscope, folded or svg")
 		return
 	}
 	if err != nil {
@@ -321,12 +369,12 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	t, ok := next.FindType(nextReq.typ)
-	if !ok {
-		t, ok = base.FindType(nextReq.typ)
+	t := sampleType(next, nextReq.typ)
+	if !hasType(next, t) {
+		t = sampleType(base, nextReq.typ)
 	}
-	if !ok {
-		httpError(w, http.StatusNotFound, "no %s samples in either selection", nextReq.typ)
+	if !hasType(next, t) && !hasType(base, t) {
+		httpError(w, http.StatusNotFound, "no %s samples in either selection", t.Name)
 		return
 	}
 	tree := profile.Diff(base, next, t)
@@ -353,4 +401,63 @@ func (s *Server) handlePyroscopeDiff(w http.ResponseWriter, r *http.Request) {
 	}
 	r.URL.RawQuery = q.Encode()
 	s.handleDiff(w, r)
+}
+
+// breakdownRow is one group of a breakdown: its keys in the order asked
+// and the summed value.
+type breakdownRow struct {
+	Keys  []string `json:"keys"`
+	Value int64    `json:"value"`
+}
+
+// handleBreakdown sums the selected samples of one type by thread state
+// and labels: ?by=state,spark_stage_id,spark_executor_id. It answers where
+// time went without a flame graph, e.g. wall time per stage split into
+// RUNNABLE, BLOCKED, WAITING and NATIVE (the latency view).
+func (s *Server) handleBreakdown(w http.ResponseWriter, r *http.Request) {
+	p, req, ok := s.selection(w, r, "query")
+	if !ok {
+		return
+	}
+	by := strings.Split(r.URL.Query().Get("by"), ",")
+	if len(by) == 0 || by[0] == "" || len(by) > 4 {
+		httpError(w, http.StatusBadRequest, "by: name 1 to 4 labels or state, comma-separated")
+		return
+	}
+	t := sampleType(p, req.typ)
+	id, _ := p.TypeIndex(t)
+	groups := map[string]*breakdownRow{}
+	var total int64
+	for _, smp := range p.Samples {
+		if smp.Type != id {
+			continue
+		}
+		keys := make([]string, len(by))
+		for i, name := range by {
+			if name == "state" {
+				keys[i] = smp.State.String()
+			} else {
+				keys[i] = p.Label(smp, name)
+			}
+		}
+		k := strings.Join(keys, "\x00")
+		g := groups[k]
+		if g == nil {
+			g = &breakdownRow{Keys: keys}
+			groups[k] = g
+		}
+		g.Value += smp.Value
+		total += smp.Value
+	}
+	rows := make([]*breakdownRow, 0, len(groups))
+	for _, g := range groups {
+		rows = append(rows, g)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Value != rows[j].Value {
+			return rows[i].Value > rows[j].Value
+		}
+		return strings.Join(rows[i].Keys, "\x00") < strings.Join(rows[j].Keys, "\x00")
+	})
+	writeJSON(w, map[string]any{"type": t, "by": by, "total": total, "rows": rows})
 }

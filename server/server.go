@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sparkprof/sparkprof/store"
+	"github.com/sparkprof/sparkprof/ui"
 )
 
 // Config configures a Server.
@@ -81,6 +82,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/v1/import", s.handleImport)
 	s.mux.HandleFunc("GET /api/v1/render", s.handleRender)
 	s.mux.HandleFunc("GET /api/v1/top", s.handleTop)
+	s.mux.HandleFunc("GET /api/v1/breakdown", s.handleBreakdown)
 	s.mux.HandleFunc("GET /api/v1/diff", s.handleDiff)
 	s.mux.HandleFunc("GET /pyroscope/render-diff", s.handlePyroscopeDiff)
 	s.mux.HandleFunc("GET /api/v1/export", s.handleExport)
@@ -99,7 +101,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /agent.jar", s.handleAgentJar)
 	s.mux.HandleFunc("GET /flame", s.handleFlame)
 	s.mux.HandleFunc("GET /apps/{id}/report", s.handleReport)
-	s.mux.HandleFunc("GET /{$}", s.handleLanding)
+	s.mux.HandleFunc("GET /{$}", ui.Index)
+	s.mux.Handle("GET /ui/", ui.Assets("/ui/"))
 }
 
 // SetReady marks the server ready (after start-up work such as preloading).

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/format"
 )
 
@@ -18,7 +19,7 @@ func init() {
 	register(&command{
 		name:    "import",
 		usage:   "--server URL [--tenant T] [--auth-token-file F] [--app NAME] PATH...",
-		summary: "send event logs and profile files or directories (e.g. Spark 4's profiler output) to a sparkprof server",
+		summary: "send event logs, container logs and profile files or directories (e.g. Spark 4's profiler output) to a sparkprof server",
 		run:     runImport,
 	})
 }
@@ -28,7 +29,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	server := fs.String("server", "http://127.0.0.1:4040", "sparkprof server URL")
 	ten := fs.String("tenant", "", "tenant (X-Scope-OrgID)")
 	tokenFile := fs.String("auth-token-file", "", "file holding the server's bearer token")
-	app := fs.String("app", "", "service_name for the imported profiles (default: the Spark app id or file name)")
+	app := fs.String("app", "", "application the container logs and profiles belong to (default: the Spark app id or file name)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -43,35 +44,47 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	// Event log files go as they are; everything else expands to profiles.
-	var files []string
+	// Event logs and container logs go as they are; everything else
+	// expands to profile files.
+	type file struct{ path, kind string }
+	var files []file
 	for _, path := range fs.Args() {
-		if st, err := os.Stat(path); err == nil && !st.IsDir() && isEventLog(path) {
-			files = append(files, path)
-			continue
+		kind, err := analysis.Classify(path)
+		if err != nil {
+			return err
 		}
-		if st, err := os.Stat(path); err == nil && st.IsDir() {
-			if kind, _ := classify(path); kind == "eventlog" {
-				return fmt.Errorf("%s: a rolling event log directory; import its parts with sparkprof analyze locally, or zip it", path)
-			}
+		st, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
+		switch {
+		case kind == "eventlog" && st.IsDir():
+			return fmt.Errorf("%s: a rolling event log directory; zip it (as the History Server's download does) and import the zip", path)
+		case kind == "logs" && st.IsDir():
+			return fmt.Errorf("%s: a directory of container logs; import its files with --app NAME, or the `yarn logs` output as one file", path)
+		case kind != "profile":
+			files = append(files, file{path, kind})
+			continue
 		}
 		more, err := format.Expand([]string{path})
 		if err != nil {
 			return err
 		}
-		files = append(files, more...)
+		for _, m := range more {
+			files = append(files, file{m, "profile"})
+		}
 	}
 	client := &http.Client{Timeout: 5 * time.Minute}
 	prog := newProgress(e.stderr, "importing", len(files))
 	defer prog.done()
 	failed := 0
 	for _, f := range files {
-		prog.step(f)
-		data, err := os.ReadFile(f)
+		prog.step(f.path)
+		data, err := os.ReadFile(f.path)
 		if err != nil {
 			return err
 		}
-		q := url.Values{"path": {f}}
+		q := url.Values{"path": {f.path}, "kind": {f.kind}}
 		if *app != "" {
 			q.Set("app", *app)
 		}
@@ -87,14 +100,14 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return fmt.Errorf("import %s: %w", f, err)
+			return fmt.Errorf("import %s: %w", f.path, err)
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			failed++
 			prog.clear()
-			fmt.Fprintf(e.stderr, "sparkprof: %s: %s %s\n", f, resp.Status, strings.TrimSpace(string(body)))
+			fmt.Fprintf(e.stderr, "sparkprof: %s: %s %s\n", f.path, resp.Status, strings.TrimSpace(string(body)))
 		}
 	}
 	prog.done()

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sparkprof/sparkprof/format"
-	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/server"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -81,12 +79,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	go func() { errc <- hs.Serve(ln) }()
 	fmt.Fprintf(e.stderr, "sparkprof serve: listening on http://%s (data in %s)\n", ln.Addr(), *data)
 	if *preload != "" {
-		n, err := preloadDir(db, *preload)
+		n, err := preloadDir(srv, db, *preload)
 		if err != nil {
 			log.Warn("preload incomplete", "dir", *preload, "err", err)
 		}
-		apps := preloadEventLogs(srv, *preload)
-		fmt.Fprintf(e.stderr, "sparkprof serve: preloaded %d profiles and %d event logs from %s\n", n, apps, *preload)
+		fmt.Fprintf(e.stderr, "sparkprof serve: preloaded %d files from %s\n", n, *preload)
 	}
 	srv.SetReady()
 	select {
@@ -104,29 +101,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// preloadEventLogs imports a few event logs of the sample data, analysed as
-// the apps the server shows.
-func preloadEventLogs(srv *server.Server, dir string) int {
-	n := 0
-	for _, rel := range []string{
-		"eventlogs/nvidia/tasks_executors_fail_compressed_eventlog.zstd",
-		"eventlogs/nvidia/eventlog_4nodes_8cores_dynamic_alloc.zstd",
-		"eventlogs/apache/local-1642039451826",
-		"eventlogs/apache/app-20161116163331-0000",
-		"eventlogs/sparklens/local-1532512550423",
-		"eventlogs/sparklint/spark_event_log_example",
-	} {
-		data, err := os.ReadFile(filepath.Join(dir, rel))
-		if err != nil {
-			continue
-		}
-		if err := srv.ImportEventLog("", filepath.Base(rel), data); err == nil {
-			n++
-		}
-	}
-	return n
-}
-
 func parseRetention(s string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		d, err := time.ParseDuration(days + "h")
@@ -138,39 +112,66 @@ func parseRetention(s string) (time.Duration, error) {
 	return time.ParseDuration(s)
 }
 
-// preloadDir imports the sample profiles of a corpus-like directory (JFR
-// recordings and Uber Stacktrace records) into the default tenant, unless
-// the store already holds them.
-func preloadDir(db *store.DB, dir string) (int, error) {
+// preloadFile is one file of the sample data the server preloads.
+type preloadFile struct {
+	path, kind, app string
+}
+
+// preloadFiles returns the sample data to preload from a corpus-like
+// directory: a few event logs, Phil's straggler riddle (console log, Uber
+// CPU/memory records and stacks, one app), and the JFR recordings and Uber
+// stacks as profiles.
+func preloadFiles(dir string) []preloadFile {
+	files := []preloadFile{
+		{"eventlogs/nvidia/tasks_executors_fail_compressed_eventlog.zstd", "eventlog", ""},
+		{"eventlogs/nvidia/eventlog_4nodes_8cores_dynamic_alloc.zstd", "eventlog", ""},
+		{"eventlogs/apache/local-1642039451826", "eventlog", ""},
+		{"eventlogs/apache/app-20161116163331-0000", "eventlog", ""},
+		{"eventlogs/sparklens/local-1532512550423", "eventlog", ""},
+		{"eventlogs/sparklint/spark_event_log_example", "eventlog", ""},
+		{"applogs/phil_stopwatch/ProfileStraggler/JobStraggler.log.gz", "logs", "ProfileStraggler"},
+		{"jvm-profiler/phil_stopwatch/ProfileStraggler/CpuAndMemory.json.gz", "profile", "ProfileStraggler"},
+		{"jvm-profiler/phil_stopwatch/ProfileStraggler/Stacktrace.json.gz", "profile", "ProfileStraggler"},
+		{"applogs/phil_stopwatch/profile_straggler/Straggler_PySpark.log.gz", "logs", "profile_straggler"},
+		{"jvm-profiler/phil_stopwatch/profile_straggler/CpuAndMemory.json.gz", "profile", "profile_straggler"},
+		{"jvm-profiler/phil_stopwatch/profile_straggler/Stacktrace.json.gz", "profile", "profile_straggler"},
+	}
+	jfrs, _ := filepath.Glob(filepath.Join(dir, "jfr", "*.jfr.gz"))
+	for _, p := range jfrs {
+		rel, _ := filepath.Rel(dir, p)
+		files = append(files, preloadFile{rel, "profile", ""})
+	}
+	return files
+}
+
+// preloadDir imports the sample data of dir into the default tenant. Event
+// logs and container logs are imported again (replacing the same files);
+// profiles only when the store does not hold them yet.
+func preloadDir(srv *server.Server, db *store.DB, dir string) (int, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return 0, err
+	}
 	already := map[string]bool{}
 	db.Select("", store.Query{}, func(u *store.Upload) error {
 		already[u.Profile.Source] = true
 		return nil
 	})
-	var paths []string
-	for _, pattern := range []string{"jfr/*.jfr.gz", "jvm-profiler/*/*/Stacktrace.json.gz"} {
-		m, err := filepath.Glob(filepath.Join(dir, pattern))
-		if err != nil {
-			return 0, err
-		}
-		paths = append(paths, m...)
-	}
 	n := 0
-	err := format.LoadAll(paths, format.Options{}, func(r format.Result) error {
-		if r.Err != nil || already[r.Path] {
-			return nil
+	var errs []error
+	for _, f := range preloadFiles(dir) {
+		if f.kind == "profile" && already[f.path] {
+			continue
 		}
-		app := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(r.Path), ".gz"), filepath.Ext(strings.TrimSuffix(r.Path, ".gz")))
-		if strings.HasPrefix(filepath.Base(r.Path), "Stacktrace") {
-			app = filepath.Base(filepath.Dir(r.Path))
+		data, err := os.ReadFile(filepath.Join(dir, f.path))
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
-		ls := profile.Labels{{Name: profile.LabelServiceName, Value: app}}.Normalize()
-		r.Profile.Labels = r.Profile.Labels.Merge(ls)
-		if err := db.Append("", &store.Upload{From: r.Profile.Start, Until: r.Profile.End, Labels: ls, Agent: "preload", Profile: r.Profile}); err != nil {
-			return err
+		if _, err := srv.Import("", server.ImportFile{Name: f.path, Kind: f.kind, App: f.app, Data: data}); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.path, err))
+			continue
 		}
 		n++
-		return nil
-	})
-	return n, err
+	}
+	return n, errors.Join(errs...)
 }

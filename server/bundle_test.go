@@ -1,0 +1,113 @@
+package server
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+
+	"github.com/sparkprof/sparkprof/internal/corpus"
+)
+
+// importFile posts one file to /api/v1/import and returns the status.
+func importFile(t *testing.T, ts *httptest.Server, q url.Values, data []byte) int {
+	t.Helper()
+	resp, err := http.Post(ts.URL+"/api/v1/import?"+q.Encode(), "application/octet-stream", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// Phil's straggler riddle as one app: the console log (no event log), the
+// Uber CPU/memory records and the Uber stacks, imported as files.
+func TestImportContainerLogApp(t *testing.T) {
+	dir := t.TempDir()
+	ts, db := newTestServer(t, Config{EventLogDir: dir})
+	files := []struct {
+		path, kind string
+		rel        []string
+	}{
+		{"JobStraggler.log", "logs", []string{"applogs", "phil_stopwatch", "ProfileStraggler", "JobStraggler.log.gz"}},
+		{"CpuAndMemory.json", "", []string{"jvm-profiler", "phil_stopwatch", "ProfileStraggler", "CpuAndMemory.json.gz"}},
+		{"Stacktrace.json", "", []string{"jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz"}},
+	}
+	for _, f := range files {
+		q := url.Values{"path": {f.path}, "app": {"ProfileStraggler"}, "kind": {f.kind}}
+		if code := importFile(t, ts, q, corpus.Read(t, f.rel...)); code != 200 {
+			t.Fatalf("import %s: %d", f.path, code)
+		}
+	}
+	var detail struct {
+		App struct {
+			ID, Name, SparkVersion string
+		}
+		Findings []struct{ Kind string }
+		Metrics  []struct{ Name string }
+		Tasks    []struct{}
+	}
+	getJSON(t, ts, "/api/v1/apps/ProfileStraggler", &detail)
+	if detail.App.Name != "Profile Straggler" || detail.App.SparkVersion != "2.4.0" || len(detail.Tasks) != 3 {
+		t.Errorf("app = %+v with %d tasks, want Profile Straggler, Spark 2.4.0, 3 tasks", detail.App, len(detail.Tasks))
+	}
+	if len(detail.Metrics) == 0 || len(detail.Findings) == 0 || detail.Findings[0].Kind != "straggler" {
+		t.Errorf("metrics %d, findings %+v: want CPU/memory series and the straggler first", len(detail.Metrics), detail.Findings)
+	}
+	// The stacks carry the app id, so the app's flame graph has all of them.
+	r := render(t, ts, `{spark_app_id="ProfileStraggler"}`, "")
+	if r.Type != "samples" || r.Flamebearer.NumTicks != 47473 {
+		t.Errorf("app flame graph: %s, %d ticks; want samples, 47,473", r.Type, r.Flamebearer.NumTicks)
+	}
+	// The straggler (task 0) against tasks 1 and 2, by task id alone:
+	// Spark 2.4 thread names carry no stage.
+	var diff struct{ LeftTicks, RightTicks int64 }
+	getJSON(t, ts, "/api/v1/apps/ProfileStraggler/stages/0/slow-vs-rest?percent=34", &diff)
+	task0 := render(t, ts, `{spark_task_id="0"}`, "samples").Flamebearer.NumTicks
+	if diff.RightTicks != int64(task0) || task0 < 1000 {
+		t.Errorf("slow-vs-rest right = %d, task 0 alone = %d", diff.RightTicks, task0)
+	}
+	// Restarted on the same directories, the app is analysed again.
+	ts2 := httptest.NewServer(New(Config{Store: db, EventLogDir: dir}))
+	defer ts2.Close()
+	getJSON(t, ts2, "/api/v1/apps/ProfileStraggler", &detail)
+	if detail.App.Name != "Profile Straggler" || len(detail.Metrics) == 0 {
+		t.Errorf("after restart: %+v, %d metric series", detail.App, len(detail.Metrics))
+	}
+}
+
+// The thread-state split of the straggler riddle's stacks equals the
+// counts the corpus README gives for the file.
+func TestBreakdownByState(t *testing.T) {
+	ts, _ := newTestServer(t, Config{EventLogDir: t.TempDir()})
+	data := corpus.Read(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz")
+	if code := importFile(t, ts, url.Values{"path": {"Stacktrace.json"}, "app": {"riddle"}}, data); code != 200 {
+		t.Fatal(code)
+	}
+	var got struct {
+		Total int64
+		Rows  []struct {
+			Keys  []string
+			Value int64
+		}
+	}
+	getJSON(t, ts, "/api/v1/breakdown?"+url.Values{"query": {`{service_name="riddle"}`}, "by": {"state"}}.Encode(), &got)
+	want := map[string]int64{"WAITING": 24459, "RUNNABLE": 12082, "TIMED_WAITING": 10928, "BLOCKED": 4}
+	for _, r := range got.Rows {
+		if w, ok := want[r.Keys[0]]; ok && w != r.Value {
+			t.Errorf("%s = %d, want %d", r.Keys[0], r.Value, w)
+		}
+		delete(want, r.Keys[0])
+	}
+	if len(want) > 0 || got.Total != 47473 {
+		t.Errorf("missing states %v; total %d, want 47,473", want, got.Total)
+	}
+	for _, bad := range []string{"by=", "by=state&state=RUNNING_FAST"} {
+		resp, _ := http.Get(ts.URL + "/api/v1/breakdown?" + bad)
+		if resp.StatusCode != 400 {
+			t.Errorf("%s: %d, want 400", bad, resp.StatusCode)
+		}
+		resp.Body.Close()
+	}
+}

@@ -6,7 +6,7 @@ TESTDATA ?= ../shared/testdata
 FUZZTIME ?= 4s
 STATICCHECK_VERSION := v0.6.1
 
-.PHONY: all build agent test unit lint fuzz demo clean
+.PHONY: all build agent test unit lint fuzz demo clean ui ui-deps ui-check ui-test
 
 all: build agent
 
@@ -15,11 +15,30 @@ build:
 
 # The whole test suite: lint, unit and integration tests on the real corpus,
 # and a short run of every fuzz target.
-test: agent lint unit fuzz
+test: agent lint unit ui-check ui-test fuzz
 
 # The JVM agent jar, agent/build/sparkprof-agent.jar, built with javac and jar.
 agent:
 	./agent/build.sh
+
+# The web UI's npm packages (exact versions from ui/package-lock.json).
+ui-deps:
+	@[ -d ui/node_modules ] || (cd ui && npm ci --no-audit --no-fund)
+
+# Rebuild the UI bundle ui/dist (committed generated code, embedded in the
+# binary) after changing ui/src.
+ui: ui-deps
+	cd ui && node build.mjs
+
+# The committed bundle must be what ui/src builds to.
+ui-check: ui-deps
+	@tmp=$$(mktemp -d) && (cd ui && OUTDIR=$$tmp node build.mjs) && \
+	for f in app.js app.css; do cmp -s $$tmp/$$f ui/dist/$$f || { echo "ui/dist/$$f is stale: run make ui"; rm -rf $$tmp; exit 1; }; done; rm -rf $$tmp
+
+# The UI in headless Chromium (Playwright) against a server preloaded with
+# the sample data; screenshots in out/ui-e2e.
+ui-test: build ui-deps
+	cd ui && node e2e/e2e.mjs ../$(BIN) $(abspath $(TESTDATA))
 
 unit:
 	$(GO) test -count=1 ./...

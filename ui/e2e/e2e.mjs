@@ -1,0 +1,184 @@
+// End-to-end test of the web UI in a real browser: Debian's chromium,
+// headless, driven by playwright-core. It starts `sparkprof serve`
+// preloaded with the real sample data, walks the pages a user would, and
+// fails on any console error. Screenshots go to $SCREENSHOTS (default
+// ../out/ui-e2e).
+//
+//   node e2e/e2e.mjs [path/to/sparkprof] [testdata dir]
+import { chromium } from 'playwright-core';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+
+const here = path.dirname(new URL(import.meta.url).pathname);
+const bin = path.resolve(process.argv[2] || path.join(here, '../../bin/sparkprof'));
+const testdata = path.resolve(process.argv[3] || path.join(here, '../../../shared/testdata'));
+const shots = path.resolve(process.env.SCREENSHOTS || path.join(here, '../../out/ui-e2e'));
+const browserPath = process.env.CHROMIUM || '/usr/bin/chromium';
+mkdirSync(shots, { recursive: true });
+
+// startServer runs sparkprof serve on a free port and resolves with its
+// URL once it is ready (preloading done).
+async function startServer() {
+  const data = mkdtempSync(path.join(tmpdir(), 'sparkprof-e2e-'));
+  const proc = spawn(bin, ['serve', '--addr', '127.0.0.1:0', '--data', data, '--preload', testdata], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${log}`)), 60000);
+    proc.stderr.on('data', (b) => {
+      log += b;
+      const m = log.match(/listening on (http:\/\/[\d.:]+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    proc.on('exit', (code) => reject(new Error(`server exited ${code}:\n${log}`)));
+  });
+  for (let i = 0; i < 600; i++) {
+    const r = await fetch(`${url}/ready`).catch(() => null);
+    if (r && r.status === 200) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    stop: () => {
+      proc.kill('SIGTERM');
+      rmSync(data, { recursive: true, force: true });
+    },
+  };
+}
+
+const steps = [];
+async function step(name, fn) {
+  const t = Date.now();
+  await fn();
+  steps.push(`${name}: ${Date.now() - t} ms`);
+  console.log(`ok   ${name} (${Date.now() - t} ms)`);
+}
+
+const server = await startServer();
+const browser = await chromium.launch({
+  executablePath: browserPath,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+});
+const errors = [];
+try {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true });
+  const page = await context.newPage();
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
+  page.setDefaultTimeout(30000);
+
+  await step('apps page lists the preloaded applications', async () => {
+    await page.goto(`${server.url}/`);
+    const table = page.getByTestId('apps');
+    await table.getByText('Profile Straggler').waitFor();
+    const rows = await table.locator('tbody tr').count();
+    assert.ok(rows >= 6, `apps table has ${rows} rows`);
+    await page.getByTestId('app-search').fill('straggler');
+    assert.equal(await table.locator('tbody tr').count(), 2);
+    await page.screenshot({ path: path.join(shots, '1-apps.png'), fullPage: true });
+  });
+
+  await step('open an app: timeline, metrics, findings', async () => {
+    await page.getByText('Profile Straggler').click();
+    await page.getByTestId('app-title').getByText('Profile Straggler').waitFor();
+    await page.getByTestId('timeline').waitFor();
+    await page.getByTestId('findings').getByText('7.8x the median').waitFor();
+    assert.ok((await page.getByTestId('metric-chart').count()) >= 1, 'no metric chart');
+    await page.getByTestId('flame').locator('canvas').first().waitFor();
+    await page.screenshot({ path: path.join(shots, '2-app.png'), fullPage: true });
+  });
+
+  await step('brush a time window on the timeline', async () => {
+    const box = await page.getByTestId('timeline').boundingBox();
+    await page.mouse.move(box.x + 200, box.y + 60);
+    await page.mouse.down();
+    await page.mouse.move(box.x + 500, box.y + 60, { steps: 5 });
+    await page.mouse.up();
+    await page.getByTestId('clear-window').waitFor();
+    assert.match(page.url(), /from=\d+&until=\d+|until=\d+/);
+    await page.getByTestId('clear-window').click();
+  });
+
+  await step('click a stage: its flame graph', async () => {
+    await page.getByTestId('stages').locator('tbody tr').first().click();
+    await page.getByText('Flame graph: stage 0').waitFor();
+    await page.getByTestId('flame').locator('canvas').first().waitFor();
+    assert.match(page.url(), /stage=0/);
+  });
+
+  await step('search a frame', async () => {
+    const search = page.getByTestId('flame').locator('input[type="search"], input[placeholder*="earch"]').first();
+    await search.fill('SeqLike');
+    await page.getByTestId('table-view').locator('tbody').getByText('SeqLike', { exact: false }).first().waitFor();
+    const visible = await page.getByTestId('table-view').locator('tbody tr').count();
+    assert.ok(visible >= 1, 'search left no table rows');
+    await page.screenshot({ path: path.join(shots, '3-stage-flame-search.png'), fullPage: true });
+  });
+
+  await step('slowest tasks vs the rest', async () => {
+    await page.getByTestId('slow-vs-rest').click();
+    await page.getByTestId('diff').locator('canvas').first().waitFor();
+    await page.getByText('typical → slowest').waitFor();
+    await page.screenshot({ path: path.join(shots, '4-slow-vs-rest.png'), fullPage: true });
+  });
+
+  await step('export pprof', async () => {
+    await page.goto(`${server.url}/#/flame?query=${encodeURIComponent('{spark_app_id="ProfileStraggler"}')}`);
+    await page.getByTestId('flame').locator('canvas').first().waitFor();
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-pprof').click()]);
+    const file = await download.path();
+    const b = readFileSync(file);
+    assert.ok(b.length > 100, `pprof export of ${b.length} bytes`);
+    assert.equal(b[0], 0x1f, 'pprof export is not gzip');
+    await page.screenshot({ path: path.join(shots, '5-flame.png'), fullPage: true });
+  });
+
+  await step('latency view splits samples by thread state', async () => {
+    await page.goto(`${server.url}/#/latency?query=${encodeURIComponent('{spark_app_id="ProfileStraggler"}')}&by=spark_task_id&type=samples`);
+    await page.getByTestId('latency').locator('tbody tr').first().waitFor();
+    assert.ok((await page.getByTestId('latency').locator('tbody tr').count()) >= 3);
+    await page.screenshot({ path: path.join(shots, '6-latency.png'), fullPage: true });
+  });
+
+  await step('heap view of a JFR recording with allocations', async () => {
+    await page.goto(`${server.url}/#/heap?query=${encodeURIComponent('{service_name="cortex-dev-01__kafka-0__cpu_lock0_alloc0__0"}')}`);
+    await page.getByTestId('flame').locator('canvas').first().waitFor();
+    await page.getByTestId('classes-alloc_bytes').locator('tbody tr').first().waitFor();
+    await page.screenshot({ path: path.join(shots, '7-heap.png'), fullPage: true });
+  });
+
+  await step('diff of two selections', async () => {
+    const q = new URLSearchParams({ base: '{service_name="dump1"}', next: '{service_name="dump2"}' });
+    await page.goto(`${server.url}/#/diff?${q}`);
+    await page.getByTestId('diff').locator('canvas').first().waitFor();
+  });
+
+  await step('agents page', async () => {
+    await page.goto(`${server.url}/#/agents`);
+    await page.getByText('Every sender of profiles').waitFor();
+    await page.screenshot({ path: path.join(shots, '8-agents.png'), fullPage: true });
+  });
+
+  await step('an app with failures and lost executors', async () => {
+    await page.goto(`${server.url}/#/apps/application_1707709865217_0493`);
+    await page.getByTestId('timeline').waitFor();
+    await page.getByTestId('executors').waitFor();
+    await page.getByTestId('no-profiles').waitFor();
+    await page.screenshot({ path: path.join(shots, '9-app-failures.png'), fullPage: true });
+  });
+} finally {
+  await browser.close();
+  server.stop();
+}
+if (errors.length > 0) {
+  console.error(`FAIL: ${errors.length} browser errors:\n${errors.join('\n')}`);
+  process.exit(1);
+}
+console.log(`PASS: ${steps.length} steps; screenshots in ${shots}`);

@@ -1,0 +1,88 @@
+// The flame graph of a selection, drawn by @pyroscope/flamegraph (canvas,
+// with zoom, search, sandwich, table and copy in its toolbar and menu).
+import React from 'react';
+import { FlamegraphRenderer } from '@pyroscope/flamegraph';
+import { getJSON, pyroscopeProfile, clean, fmtValue } from './api';
+import { useAsync, ErrorBox, Loading } from './common';
+
+// exportLinks are the download links of a selection.
+export function ExportLinks({ sel }) {
+  const q = (format) => `/api/v1/export?${new URLSearchParams(clean({ ...sel, format }))}`;
+  const abs = new URL(q('speedscope'), window.location.href).href;
+  return (
+    <span className="exports">
+      Export:{' '}
+      <a href={q('pprof')} download="profile.pb.gz" data-testid="export-pprof">
+        pprof
+      </a>{' '}
+      <a href={q('speedscope')} download="profile.speedscope.json">
+        speedscope
+      </a>{' '}
+      <a href={q('folded')} download="profile.folded.txt">
+        folded
+      </a>{' '}
+      <a href={q('svg')} download="flamegraph.svg">
+        SVG
+      </a>{' '}
+      <a href={`https://www.speedscope.app/#profileURL=${encodeURIComponent(abs)}`} target="_blank" rel="noreferrer">
+        open in speedscope
+      </a>
+    </span>
+  );
+}
+
+// typeMeaning says what frame width stands for in a sample type.
+export function typeMeaning(type) {
+  const m = {
+    cpu: 'CPU time',
+    itimer: 'CPU time',
+    wall: 'wall-clock time, on and off CPU',
+    samples: 'stack samples (one per thread per sampling interval)',
+    alloc_bytes: 'allocated bytes (sampled)',
+    alloc_objects: 'allocations (sampled)',
+    lock_delay: 'time waiting for locks',
+    lock_contentions: 'lock contentions',
+    live_bytes: 'live heap bytes',
+    live_objects: 'live objects',
+  };
+  return m[type] || type;
+}
+
+// FlameView fetches and draws the flame graph of sel ({query, type, from,
+// until, state}); onType is called with the type the user picks.
+export function FlameView({ sel, onType, title }) {
+  const { data, error, loading } = useAsync(() => getJSON('/api/v1/render', sel), [JSON.stringify(sel)]);
+  if (error) return <ErrorBox error={error} />;
+  if (!data) return <Loading what="flame graph" />;
+  const total = data.flamebearer.numTicks;
+  return (
+    <div className="flame" data-testid="flame">
+      <div className="flame-head">
+        {title && <strong>{title}</strong>}
+        <label>
+          Profile type{' '}
+          <select value={data.type} onChange={(e) => onType && onType(e.target.value)} data-testid="type-select">
+            {(data.types || []).map((t) => (
+              <option key={t.Name} value={t.Name}>
+                {t.Name} ({t.Unit})
+              </option>
+            ))}
+            {!(data.types || []).some((t) => t.Name === data.type) && <option value={data.type}>{data.type}</option>}
+          </select>
+        </label>
+        <span className="muted">
+          frame width = {typeMeaning(data.type)} · {loading ? 'updating… ' : ''}
+          total {fmtValue(total, data.unit)} · {data.flamebearer.names.length.toLocaleString('en')} functions
+        </span>
+        <ExportLinks sel={{ query: sel.query, type: data.type, from: sel.from, until: sel.until, state: sel.state }} />
+      </div>
+      {total === 0 ? (
+        <div className="empty" data-testid="flame-empty">
+          No samples in this selection. Check the Agents page, or widen the selection.
+        </div>
+      ) : (
+        <FlamegraphRenderer profile={pyroscopeProfile(data, data.type, data.unit)} showToolbar colorMode="light" />
+      )}
+    </div>
+  );
+}

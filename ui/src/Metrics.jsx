@@ -1,0 +1,80 @@
+// Metric overlays under the timeline (CPU load, heap, GC per executor),
+// drawn with uPlot on the same time range, with stage boundaries marked.
+import React, { useEffect, useRef } from 'react';
+import uPlot from 'uplot';
+
+const preferred = ['process.cpu.load', 'system.cpu.load', 'jvm.heap.used', 'jvm.gc.time', 'jvm.gc.pause'];
+const palette = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f'];
+
+// chartsOf groups the report's series by metric name, preferred names first.
+export function chartsOf(metrics) {
+  const by = new Map();
+  for (const m of metrics || []) {
+    if (!by.has(m.name)) by.set(m.name, []);
+    by.get(m.name).push(m);
+  }
+  const names = [...by.keys()].sort((a, b) => {
+    const ia = preferred.indexOf(a);
+    const ib = preferred.indexOf(b);
+    return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || a.localeCompare(b);
+  });
+  return names.map((name) => ({ name, series: by.get(name) }));
+}
+
+function scaleValue(unit, v) {
+  return unit === 'permille' ? v / 10 : v;
+}
+
+function unitLabel(unit) {
+  return unit === 'permille' ? '%' : unit;
+}
+
+// MetricChart draws one metric with a line per executor/series.
+export function MetricChart({ chart, range, markers, width }) {
+  const el = useRef(null);
+  useEffect(() => {
+    if (!el.current) return undefined;
+    const tables = chart.series.map((s) => [s.points.map((p) => p[0] / 1000), s.points.map((p) => scaleValue(s.unit, p[1]))]);
+    const data = uPlot.join(tables);
+    const unit = unitLabel(chart.series[0].unit);
+    const opts = {
+      width,
+      height: 120,
+      title: `${chart.name} (${unit})`,
+      scales: { x: { time: true, min: range[0] / 1000, max: range[1] / 1000 } },
+      legend: { show: chart.series.length <= 8 },
+      series: [
+        {},
+        ...chart.series.map((s, i) => ({
+          label: `${s.executorId ? `executor ${s.executorId}` : s.source || 'jvm'}${chart.series.length > 1 && !s.executorId ? ` #${i + 1}` : ''}`,
+          stroke: palette[i % palette.length],
+          width: 1,
+          spanGaps: true,
+        })),
+      ],
+      axes: [{}, { size: 60 }],
+      hooks: {
+        draw: [
+          (u) => {
+            const g = u.ctx;
+            g.save();
+            g.strokeStyle = 'rgba(0,0,0,0.25)';
+            g.setLineDash([3, 3]);
+            for (const m of markers) {
+              const px = u.valToPos(m / 1000, 'x', true);
+              if (px < u.bbox.left || px > u.bbox.left + u.bbox.width) continue;
+              g.beginPath();
+              g.moveTo(px, u.bbox.top);
+              g.lineTo(px, u.bbox.top + u.bbox.height);
+              g.stroke();
+            }
+            g.restore();
+          },
+        ],
+      },
+    };
+    const plot = new uPlot(opts, data, el.current);
+    return () => plot.destroy();
+  }, [chart, range[0], range[1], width, markers]);
+  return <div ref={el} className="metric" data-testid="metric-chart" />;
+}

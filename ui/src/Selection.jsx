@@ -1,0 +1,92 @@
+// The selection editor: label pickers and a raw selector, a time range and
+// a thread state, shared by the flame graph, latency and heap pages.
+import React, { useState, useEffect } from 'react';
+import { getJSON, selector, parseSelector } from './api';
+import { useAsync } from './common';
+
+const pickers = [
+  ['service_name', 'app'],
+  ['spark_app_id', 'app id'],
+  ['spark_executor_id', 'executor'],
+  ['host', 'host'],
+  ['role', 'role'],
+  ['spark_stage_id', 'stage'],
+  ['spark_task_id', 'task'],
+  ['thread_pool', 'thread pool'],
+];
+
+const states = ['', 'RUNNABLE', 'BLOCKED', 'WAITING', 'TIMED_WAITING', 'SLEEPING', 'NATIVE'];
+
+function LabelPicker({ name, title, value, onChange }) {
+  const { data } = useAsync(() => getJSON('/api/v1/label-values', { name }), [name]);
+  if (!data || data.length === 0) return null;
+  const v = typeof value === 'string' ? value : '';
+  return (
+    <label>
+      {title}{' '}
+      <select value={v} onChange={(e) => onChange(e.target.value)} data-testid={`pick-${name}`}>
+        <option value="">all</option>
+        {data.slice(0, 2000).map((x) => (
+          <option key={x} value={x}>
+            {x}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+// SelectionBar edits sel ({query, from, until, state}) and calls onChange
+// with the new selection.
+export function SelectionBar({ sel, onChange, showState = true }) {
+  const [raw, setRaw] = useState(sel.query || '{}');
+  useEffect(() => setRaw(sel.query || '{}'), [sel.query]);
+  const matchers = parseSelector(sel.query);
+  const set = (name, value) => {
+    const m = { ...matchers, [name]: value || undefined };
+    onChange({ ...sel, query: selector(m) });
+  };
+  const toLocal = (ms) => (ms ? new Date(Number(ms) - new Date().getTimezoneOffset() * 60000).toISOString().slice(0, 19) : '');
+  const fromLocal = (s) => (s ? String(new Date(s).getTime()) : '');
+  return (
+    <div className="selbar" data-testid="selection">
+      <div className="row">
+        {pickers.map(([name, title]) => (
+          <LabelPicker key={name} name={name} title={title} value={matchers[name]} onChange={(v) => set(name, v)} />
+        ))}
+        {showState && (
+          <label>
+            thread state{' '}
+            <select value={sel.state || ''} onChange={(e) => onChange({ ...sel, state: e.target.value })}>
+              {states.map((s) => (
+                <option key={s} value={s}>
+                  {s || 'all'}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
+      </div>
+      <div className="row">
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            onChange({ ...sel, query: raw });
+          }}
+        >
+          <label>
+            selector{' '}
+            <input className="query" value={raw} onChange={(e) => setRaw(e.target.value)} spellCheck={false} data-testid="query" />
+          </label>
+          <button type="submit">Apply</button>
+        </form>
+        <label>
+          from <input type="datetime-local" step="1" value={toLocal(sel.from)} onChange={(e) => onChange({ ...sel, from: fromLocal(e.target.value) })} />
+        </label>
+        <label>
+          until <input type="datetime-local" step="1" value={toLocal(sel.until)} onChange={(e) => onChange({ ...sel, until: fromLocal(e.target.value) })} />
+        </label>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,88 @@
+// Small building blocks shared by the pages.
+import React, { useEffect, useState } from 'react';
+
+// useAsync runs fn when deps change and keeps its latest result; older
+// answers that arrive late are dropped.
+export function useAsync(fn, deps) {
+  const [state, setState] = useState({ loading: true });
+  useEffect(() => {
+    let live = true;
+    setState((s) => ({ ...s, loading: true, error: undefined }));
+    fn().then(
+      (data) => live && setState({ data, loading: false }),
+      (error) => live && setState({ error, loading: false }),
+    );
+    return () => {
+      live = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, deps);
+  return state;
+}
+
+export function ErrorBox({ error }) {
+  if (!error) return null;
+  return (
+    <div className="error" role="alert">
+      {String(error.message || error)}
+    </div>
+  );
+}
+
+export function Loading({ what }) {
+  return <div className="loading">Loading {what}…</div>;
+}
+
+export function Severity({ level }) {
+  return <span className={`sev sev-${level}`}>{level}</span>;
+}
+
+// Table renders rows with sortable columns. columns: [{key, title, render,
+// sort (value for sorting), align}].
+export function Table({ columns, rows, initialSort, rowKey, onRowClick, selectedKey, testid }) {
+  const [sort, setSort] = useState(initialSort || { key: columns[0].key, desc: false });
+  const col = columns.find((c) => c.key === sort.key) || columns[0];
+  const value = (r) => (col.sort ? col.sort(r) : r[col.key]);
+  const sorted = [...rows].sort((a, b) => {
+    const x = value(a);
+    const y = value(b);
+    const c = x < y ? -1 : x > y ? 1 : 0;
+    return sort.desc ? -c : c;
+  });
+  return (
+    <table className="grid" data-testid={testid}>
+      <thead>
+        <tr>
+          {columns.map((c) => (
+            <th
+              key={c.key}
+              className={c.align === 'right' ? 'num' : ''}
+              onClick={() => setSort({ key: c.key, desc: sort.key === c.key ? !sort.desc : c.align === 'right' })}
+            >
+              {c.title}
+              {sort.key === c.key ? (sort.desc ? ' ▼' : ' ▲') : ''}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {sorted.map((r, i) => {
+          const k = rowKey ? rowKey(r) : i;
+          return (
+            <tr
+              key={k}
+              className={(onRowClick ? 'clickable ' : '') + (selectedKey === k ? 'selected' : '')}
+              onClick={onRowClick ? () => onRowClick(r) : undefined}
+            >
+              {columns.map((c) => (
+                <td key={c.key} className={c.align === 'right' ? 'num' : ''}>
+                  {c.render ? c.render(r) : r[c.key]}
+                </td>
+              ))}
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}

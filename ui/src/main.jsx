@@ -1,0 +1,62 @@
+// sparkprof's web UI: one page, routed by the URL hash.
+import React from 'react';
+import { createRoot } from 'react-dom/client';
+import { DefaultPalette } from '@pyroscope/flamegraph';
+import '@pyroscope/flamegraph/dist/index.css';
+import 'uplot/dist/uPlot.min.css';
+import './style.css';
+import { useRoute, navigate } from './router';
+import { AppsPage } from './pages/Apps';
+import { AppPage } from './pages/App';
+import { FlamePage } from './pages/Flame';
+import { DiffPage } from './pages/Diff';
+import { LatencyPage } from './pages/Latency';
+import { HeapPage } from './pages/Heap';
+import { AgentsPage } from './pages/Agents';
+
+// Diffs: red grew, blue shrank (the library's default shrank colour is
+// green; its colour-blind palette's blue is used instead).
+DefaultPalette.goodColor = DefaultPalette.goodColor.rgb().red(26).green(133).blue(255);
+
+const nav = [
+  ['/', 'Applications'],
+  ['/flame', 'Flame graph'],
+  ['/diff', 'Diff'],
+  ['/latency', 'Latency'],
+  ['/heap', 'Heap'],
+  ['/agents', 'Agents'],
+];
+
+function Page() {
+  const { path, params } = useRoute();
+  const setParams = (p) => navigate(path, p);
+  let page;
+  const m = path.match(/^\/apps\/([^/]+)$/);
+  if (m) page = <AppPage id={decodeURIComponent(m[1])} params={params} setParams={setParams} />;
+  else if (path === '/flame') page = <FlamePage params={params} setParams={setParams} />;
+  else if (path === '/diff') page = <DiffPage params={params} setParams={setParams} />;
+  else if (path === '/latency') page = <LatencyPage params={params} setParams={setParams} />;
+  else if (path === '/heap') page = <HeapPage params={params} setParams={setParams} />;
+  else if (path === '/agents') page = <AgentsPage />;
+  else page = <AppsPage />;
+  const section = m ? '/' : path;
+  return (
+    <>
+      <header>
+        <a className="brand" href="#/">
+          sparkprof
+        </a>
+        <nav>
+          {nav.map(([p, title]) => (
+            <a key={p} href={`#${p}`} className={section === p ? 'active' : ''}>
+              {title}
+            </a>
+          ))}
+        </nav>
+      </header>
+      <main key={path}>{page}</main>
+    </>
+  );
+}
+
+createRoot(document.getElementById('root')).render(<Page />);

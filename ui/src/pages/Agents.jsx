@@ -1,0 +1,45 @@
+// Connected agents: who sent what, when, and what failed.
+import React from 'react';
+import { getJSON, fmtBytes, fmtTime } from '../api';
+import { useAsync, ErrorBox, Loading, Table } from '../common';
+
+export function AgentsPage() {
+  const { data, error } = useAsync(() => getJSON('/api/v1/agents'), []);
+  if (error) return <ErrorBox error={error} />;
+  if (!data) return <Loading what="agents" />;
+  return (
+    <div>
+      <h1>Agents</h1>
+      <p className="muted">
+        Every sender of profiles since the server started. Nothing here? Check that the agent's <code>server</code> setting
+        points at this server (<code>spark.sparkprof.server</code> or <code>SPARKPROF_SERVER</code>) and that the executors can
+        reach it; the agent jar is served at <a href="/agent.jar">/agent.jar</a>.
+      </p>
+      {data.length === 0 ? (
+        <div className="empty" data-testid="agents-empty">
+          No agent has sent anything yet.
+        </div>
+      ) : (
+        <Table
+          testid="agents"
+          initialSort={{ key: 'lastUploadMs', desc: true }}
+          columns={[
+            { key: 'app', title: 'App' },
+            { key: 'appId', title: 'App id', render: (a) => <code>{a.appId}</code> },
+            { key: 'executorId', title: 'Executor' },
+            { key: 'host', title: 'Host' },
+            { key: 'remote', title: 'From' },
+            { key: 'firstUploadMs', title: 'First upload', render: (a) => fmtTime(a.firstUploadMs) },
+            { key: 'lastUploadMs', title: 'Last upload', render: (a) => fmtTime(a.lastUploadMs) },
+            { key: 'uploads', title: 'Uploads', align: 'right' },
+            { key: 'bytes', title: 'Bytes', align: 'right', render: (a) => fmtBytes(a.bytes) },
+            { key: 'dropped', title: 'Dropped', align: 'right', render: (a) => a.dropped || 0 },
+            { key: 'errors', title: 'Errors', align: 'right', render: (a) => <span className={a.errors ? 'bad' : ''}>{a.errors}</span> },
+            { key: 'lastError', title: 'Last error', render: (a) => <span className="bad">{a.lastError}</span> },
+          ]}
+          rows={data}
+        />
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,59 @@
+// The applications list: searchable, newest first, live apps marked.
+import React, { useState } from 'react';
+import { getJSON, fmtMs, fmtTime } from '../api';
+import { href } from '../router';
+import { useAsync, ErrorBox, Loading, Table } from '../common';
+
+export function AppsPage() {
+  const { data, error } = useAsync(() => getJSON('/api/v1/apps'), []);
+  const [q, setQ] = useState('');
+  if (error) return <ErrorBox error={error} />;
+  if (!data) return <Loading what="applications" />;
+  const needle = q.trim().toLowerCase();
+  const rows = data.filter((a) => !needle || [a.name, a.id, a.sparkVersion, a.user].some((s) => (s || '').toLowerCase().includes(needle)));
+  return (
+    <div>
+      <h1>Applications</h1>
+      <p className="muted">
+        Spark applications from imported event logs and container logs (<code>sparkprof import</code>, or{' '}
+        <code>POST /api/v1/import</code>). Profiles sent by agents show on the Flame graph and Agents pages.
+      </p>
+      <input className="search" placeholder="Search name, id, version, user" value={q} onChange={(e) => setQ(e.target.value)} data-testid="app-search" />
+      {data.length === 0 ? (
+        <div className="empty">No applications yet: import an event log (sparkprof import --server URL eventlog).</div>
+      ) : (
+        <Table
+          testid="apps"
+          rowKey={(a) => a.id}
+          initialSort={{ key: 'startMs', desc: true }}
+          columns={[
+            { key: 'name', title: 'Name', render: (a) => <a href={href(`/apps/${encodeURIComponent(a.id)}`)}>{a.name || '(unnamed)'}</a> },
+            { key: 'id', title: 'App id', render: (a) => <code>{a.id}</code> },
+            { key: 'sparkVersion', title: 'Spark' },
+            { key: 'startMs', title: 'Start', render: (a) => fmtTime(a.startMs) },
+            { key: 'durationMs', title: 'Duration', align: 'right', render: (a) => fmtMs(a.durationMs) },
+            {
+              key: 'status',
+              title: 'Status',
+              render: (a) => <span className={a.status === 'running' ? 'live' : ''}>{a.status === 'running' ? '● live' : a.status}</span>,
+            },
+            { key: 'executorCount', title: 'Executors', align: 'right' },
+            { key: 'taskCount', title: 'Tasks', align: 'right' },
+            {
+              key: 'findingsCount',
+              title: 'Findings',
+              align: 'right',
+              render: (a) => (
+                <span>
+                  {a.findingsCount}
+                  {a.criticalFindings > 0 && <span className="sev sev-critical"> {a.criticalFindings} critical</span>}
+                </span>
+              ),
+            },
+          ]}
+          rows={rows}
+        />
+      )}
+    </div>
+  );
+}

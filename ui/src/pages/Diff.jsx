@@ -1,0 +1,79 @@
+// Diffs: a stage's slowest tasks against its typical ones, or any two
+// selections (e.g. two runs of the same app). Red grew, blue shrank; the
+// baseline is normalised to the new total.
+import React from 'react';
+import { FlamegraphRenderer } from '@pyroscope/flamegraph';
+import { getJSON, pyroscopeProfile, fmtValue } from '../api';
+import { useAsync, ErrorBox, Loading } from '../common';
+import { SelectionBar } from '../Selection';
+
+function DiffView({ load, deps, title }) {
+  const { data, error } = useAsync(load, deps);
+  if (error) return <ErrorBox error={error} />;
+  if (!data) return <Loading what="diff" />;
+  const unit = data.metadata.unit;
+  return (
+    <div className="flame" data-testid="diff">
+      <div className="flame-head">
+        <strong>{title}</strong>
+        <span className="muted">
+          baseline {fmtValue(data.leftTicks, unit)} · comparison {fmtValue(data.rightTicks, unit)} ({data.metadata.name})
+        </span>
+      </div>
+      <FlamegraphRenderer profile={pyroscopeProfile(data, data.metadata.name, unit)} showToolbar colorMode="light" />
+    </div>
+  );
+}
+
+export function DiffPage({ params, setParams }) {
+  if (params.app && params.stage !== undefined) {
+    const pct = params.percent || 10;
+    return (
+      <div>
+        <h1>
+          Stage {params.stage} of <a href={`#/apps/${encodeURIComponent(params.app)}`}>{params.app}</a>: slowest {pct}% of tasks vs the rest
+        </h1>
+        <p className="muted">
+          Baseline: the stage's typical tasks; comparison: its slowest tasks by duration. Frames in red take a larger share in
+          the slow tasks.{' '}
+          <label>
+            slowest{' '}
+            <select value={pct} onChange={(e) => setParams({ ...params, percent: e.target.value })}>
+              {[1, 5, 10, 25, 50].map((p) => (
+                <option key={p} value={p}>
+                  {p}%
+                </option>
+              ))}
+            </select>
+          </label>
+        </p>
+        <DiffView
+          title="typical → slowest"
+          load={() => getJSON(`/api/v1/apps/${encodeURIComponent(params.app)}/stages/${params.stage}/slow-vs-rest`, { percent: pct, type: params.type })}
+          deps={[params.app, params.stage, pct, params.type]}
+        />
+      </div>
+    );
+  }
+  const base = { query: params.base || '{}', from: params.baseFrom, until: params.baseUntil };
+  const next = { query: params.next || '{}', from: params.nextFrom, until: params.nextUntil };
+  return (
+    <div>
+      <h1>Diff of two selections</h1>
+      <p className="muted">Pick a baseline and a comparison, e.g. yesterday's and today's run of the same job (two app ids).</p>
+      <h3>Baseline</h3>
+      <SelectionBar sel={base} showState={false} onChange={(s) => setParams({ ...params, base: s.query, baseFrom: s.from, baseUntil: s.until })} />
+      <h3>Comparison</h3>
+      <SelectionBar sel={next} showState={false} onChange={(s) => setParams({ ...params, next: s.query, nextFrom: s.from, nextUntil: s.until })} />
+      {params.base && params.next ? (
+        <DiffView
+          title="baseline → comparison"
+          load={() => getJSON('/api/v1/diff', { base: base.query, next: next.query, type: params.type, from: base.from, until: base.until })}
+          deps={[params.base, params.next, params.type, base.from, base.until]}
+        />
+      ) : (
+        <div className="empty">Choose both selections to see the diff.</div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,51 @@
+// The heap view: allocation flame graph, the classes allocated most and,
+// when live objects were recorded, the classes holding the most live bytes.
+import React from 'react';
+import { getJSON, fmtBytes } from '../api';
+import { useAsync, ErrorBox } from '../common';
+import { SelectionBar } from '../Selection';
+import { FlameView } from '../Flame';
+
+function TopClasses({ sel, type, title }) {
+  const { data, error } = useAsync(() => getJSON('/api/v1/breakdown', { ...sel, type, by: 'alloc_class' }), [JSON.stringify(sel), type]);
+  if (error) return <ErrorBox error={error} />;
+  if (!data || data.total === 0 || data.type.Name !== type) return null;
+  return (
+    <section>
+      <h2>{title}</h2>
+      <table className="grid" data-testid={`classes-${type}`}>
+        <thead>
+          <tr>
+            <th>class</th>
+            <th className="num">bytes</th>
+            <th className="num">share</th>
+          </tr>
+        </thead>
+        <tbody>
+          {data.rows.slice(0, 25).map((r) => (
+            <tr key={r.keys[0]}>
+              <td>
+                <code>{r.keys[0] || '(unknown)'}</code>
+              </td>
+              <td className="num">{fmtBytes(r.value)}</td>
+              <td className="num">{((100 * r.value) / data.total).toFixed(1)}%</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+export function HeapPage({ params, setParams }) {
+  const sel = { query: params.query || '{}', from: params.from, until: params.until };
+  return (
+    <div>
+      <h1>Heap</h1>
+      <SelectionBar sel={sel} showState={false} onChange={(s) => setParams({ ...params, ...s })} />
+      <FlameView sel={{ ...sel, type: params.type || 'alloc_bytes' }} onType={(t) => setParams({ ...params, type: t })} title="Allocation flame graph" />
+      <TopClasses sel={sel} type="alloc_bytes" title="Top allocated classes (sampled bytes)" />
+      <TopClasses sel={sel} type="live_bytes" title="Top classes by live bytes" />
+    </div>
+  );
+}

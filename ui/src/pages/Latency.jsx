@@ -1,0 +1,129 @@
+// The latency view: wall-clock samples split by thread state per stage and
+// executor, showing where tasks wait instead of compute.
+import React from 'react';
+import { getJSON, fmtValue } from '../api';
+import { useAsync, ErrorBox, Loading } from '../common';
+import { SelectionBar } from '../Selection';
+import { FlameView } from '../Flame';
+
+const stateOrder = ['RUNNABLE', 'NATIVE', 'BLOCKED', 'WAITING', 'TIMED_WAITING', 'SLEEPING', 'UNKNOWN'];
+const stateColor = {
+  RUNNABLE: '#2ca02c',
+  NATIVE: '#17becf',
+  BLOCKED: '#d62728',
+  WAITING: '#ff7f0e',
+  TIMED_WAITING: '#ffbb78',
+  SLEEPING: '#9467bd',
+  UNKNOWN: '#aaa',
+};
+const dims = [
+  ['spark_stage_id', 'stage'],
+  ['spark_executor_id', 'executor'],
+  ['spark_task_id', 'task'],
+  ['thread_pool', 'thread pool'],
+];
+
+export function LatencyPage({ params, setParams }) {
+  const sel = { query: params.query || '{}', type: params.type || 'wall', from: params.from, until: params.until };
+  const by = (params.by || 'spark_stage_id,spark_executor_id').split(',').filter(Boolean);
+  const { data, error } = useAsync(
+    () => getJSON('/api/v1/breakdown', { ...sel, by: ['state', ...by].join(',') }),
+    [JSON.stringify(sel), by.join(',')],
+  );
+  const groups = new Map();
+  let max = 0;
+  for (const r of data?.rows || []) {
+    const key = r.keys.slice(1).join(' · ') || 'all';
+    if (!groups.has(key)) groups.set(key, { key, keys: r.keys.slice(1), total: 0, states: {} });
+    const g = groups.get(key);
+    g.states[r.keys[0]] = (g.states[r.keys[0]] || 0) + r.value;
+    g.total += r.value;
+    max = Math.max(max, g.total);
+  }
+  const rows = [...groups.values()].sort((a, b) => b.total - a.total).slice(0, 200);
+  const unit = data?.type?.Unit;
+  return (
+    <div>
+      <h1>Latency: where threads wait</h1>
+      <p className="muted">
+        Wall-clock samples by thread state. RUNNABLE is computing (or in Java I/O code that looks runnable), NATIVE is native
+        code or I/O, BLOCKED waits for a monitor, WAITING/TIMED_WAITING park or sleep. Without wall samples (JDK JFR CPU
+        profiles), pick another type: Uber stack samples of all threads also count.
+      </p>
+      <SelectionBar sel={sel} showState={false} onChange={(s) => setParams({ ...params, ...s })} />
+      <div className="row">
+        group by:{' '}
+        {dims.map(([d, title]) => (
+          <label key={d}>
+            <input
+              type="checkbox"
+              checked={by.includes(d)}
+              onChange={(e) => setParams({ ...params, by: (e.target.checked ? [...by, d] : by.filter((x) => x !== d)).join(',') })}
+            />{' '}
+            {title}
+          </label>
+        ))}{' '}
+        type{' '}
+        <input value={sel.type} onChange={(e) => setParams({ ...params, type: e.target.value })} size={10} />
+      </div>
+      <ErrorBox error={error} />
+      {!data && !error && <Loading what="breakdown" />}
+      {data && (
+        <>
+          <div className="legend">
+            {stateOrder.map((s) => (
+              <span key={s}>
+                <i style={{ background: stateColor[s] }} /> {s}
+              </span>
+            ))}
+          </div>
+          <table className="grid latency" data-testid="latency">
+            <thead>
+              <tr>
+                <th>{by.map((d) => dims.find((x) => x[0] === d)?.[1] || d).join(' · ') || 'all'}</th>
+                <th className="num">total</th>
+                <th>by state (click to see its flame graph)</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((g) => (
+                <tr key={g.key}>
+                  <td>{g.key}</td>
+                  <td className="num">{fmtValue(g.total, unit)}</td>
+                  <td>
+                    <div className="stack" style={{ width: `${Math.max(2, (g.total / max) * 100)}%` }}>
+                      {stateOrder
+                        .filter((s) => g.states[s])
+                        .map((s) => (
+                          <span
+                            key={s}
+                            title={`${s}: ${fmtValue(g.states[s], unit)} (${((100 * g.states[s]) / g.total).toFixed(1)}%)`}
+                            style={{ width: `${(100 * g.states[s]) / g.total}%`, background: stateColor[s] }}
+                            onClick={() => {
+                              const m = Object.fromEntries(by.map((d, i) => [d, g.keys[i]]).filter(([, v]) => v));
+                              const extra = Object.entries(m).map(([k, v]) => `${k}="${v}"`);
+                              const q = (sel.query || '{}').replace(/}\s*$/, '');
+                              const query = `${q}${q.trim() === '{' || extra.length === 0 ? '' : ', '}${extra.join(', ')}}`;
+                              setParams({ ...params, state: s, focus: query });
+                            }}
+                          />
+                        ))}
+                    </div>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {params.state && (
+            <section>
+              <h2>
+                {params.state} samples of {params.focus || sel.query}
+              </h2>
+              <FlameView sel={{ ...sel, query: params.focus || sel.query, state: params.state }} />
+            </section>
+          )}
+        </>
+      )}
+    </div>
+  );
+}

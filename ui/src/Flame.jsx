@@ -1,6 +1,6 @@
 // The flame graph of a selection, drawn by @pyroscope/flamegraph (canvas,
 // with zoom, search, sandwich, table and copy in its toolbar and menu).
-import React from 'react';
+import React, { useState } from 'react';
 import { FlamegraphRenderer } from '@pyroscope/flamegraph';
 import { getJSON, pyroscopeProfile, clean, fmtValue } from './api';
 import { useAsync, ErrorBox, Loading } from './common';
@@ -48,10 +48,16 @@ export function typeMeaning(type) {
   return m[type] || type;
 }
 
+// bigTable is the number of functions above which the function table is
+// not rendered by default: the library draws every row as a DOM node
+// (18,520 rows took 9 s of a 12.5 s page load; bench/ui/flame.mjs).
+const bigTable = 5000;
+
 // FlameView fetches and draws the flame graph of sel ({query, type, from,
 // until, state}); onType is called with the type the user picks.
 export function FlameView({ sel, onType, title }) {
   const { data, error, loading } = useAsync(() => getJSON('/api/v1/render', sel), [JSON.stringify(sel)]);
+  const [fullUI, setFullUI] = useState(false);
   if (error) return <ErrorBox error={error} />;
   if (!data) return <Loading what="flame graph" />;
   const total = data.flamebearer.numTicks;
@@ -81,7 +87,22 @@ export function FlameView({ sel, onType, title }) {
           No samples in this selection. Check the Agents page, or widen the selection.
         </div>
       ) : (
-        <FlamegraphRenderer profile={pyroscopeProfile(data, data.type, data.unit)} showToolbar colorMode="light" />
+        <>
+          {data.flamebearer.names.length > bigTable && !fullUI && (
+            <div className="muted" data-testid="table-hidden">
+              {data.flamebearer.names.length.toLocaleString('en')} functions: the table and sandwich views are off to keep the
+              page fast.{' '}
+              <button onClick={() => setFullUI(true)}>show them anyway</button>
+            </div>
+          )}
+          <FlamegraphRenderer
+            key={fullUI ? 'full' : 'lean'}
+            profile={pyroscopeProfile(data, data.type, data.unit)}
+            showToolbar
+            colorMode="light"
+            onlyDisplay={data.flamebearer.names.length > bigTable && !fullUI ? 'flamegraph' : undefined}
+          />
+        </>
       )}
     </div>
   );

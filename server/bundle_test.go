@@ -111,3 +111,42 @@ func TestBreakdownByState(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// The straggler's task thread is sampled for the whole job, the other
+// tasks' threads only for their first minutes; all samples are counted.
+func TestSeries(t *testing.T) {
+	ts, _ := newTestServer(t, Config{EventLogDir: t.TempDir()})
+	data := corpus.Read(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz")
+	if code := importFile(t, ts, url.Values{"path": {"Stacktrace.json"}, "app": {"riddle"}}, data); code != 200 {
+		t.Fatal(code)
+	}
+	var all struct {
+		StepMs  int64
+		Untimed int64
+		Series  []struct {
+			Key    string
+			Points [][2]int64
+		}
+	}
+	getJSON(t, ts, "/api/v1/series?"+url.Values{"query": {`{service_name="riddle"}`}, "step": {"1m"}}.Encode(), &all)
+	var sum int64
+	for _, p := range all.Series[0].Points {
+		sum += p[1]
+	}
+	if all.StepMs != 60000 || sum+all.Untimed != 47473 {
+		t.Errorf("step %d ms, %d samples in points + %d untimed; want 60000 ms, 47,473", all.StepMs, sum, all.Untimed)
+	}
+	getJSON(t, ts, "/api/v1/series?"+url.Values{"query": {`{service_name="riddle", spark_task_id=~"0|1"}`}, "step": {"1m"}, "by": {"spark_task_id"}}.Encode(), &all)
+	span := map[string]int64{}
+	for _, s := range all.Series {
+		span[s.Key] = s.Points[len(s.Points)-1][0] - s.Points[0][0]
+	}
+	if len(all.Series) != 2 || span["0"] < 17*60000 || span["1"] > 4*60000 {
+		t.Errorf("task spans %v ms; want task 0 over 17 min, task 1 under 4", span)
+	}
+	resp, _ := http.Get(ts.URL + "/api/v1/series?step=-1s")
+	if resp.StatusCode != 400 {
+		t.Errorf("negative step: %d", resp.StatusCode)
+	}
+	resp.Body.Close()
+}

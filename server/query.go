@@ -82,6 +82,9 @@ type request struct {
 	query  store.Query
 	filter profile.Filter
 	typ    string
+	// keepTimes keeps each sample's time: samples are merged without
+	// summing those that differ only in time.
+	keepTimes bool
 }
 
 func parseRequest(r *http.Request, selParam string) (request, error) {
@@ -135,7 +138,7 @@ func parseTimeParam(s string) (int64, error) {
 // merge returns the selected samples of the request's uploads as one
 // profile, and the sample type picked.
 func (s *Server) merge(r *http.Request, req request) (*profile.Profile, error) {
-	m := profile.NewMerger(profile.MergeOptions{Aggregate: true})
+	m := profile.NewMerger(profile.MergeOptions{Aggregate: !req.keepTimes})
 	err := s.cfg.Store.Select(tenant(r), req.query, func(u *store.Upload) error {
 		// Upload labels go onto the profile; the filter then sees them
 		// for every sample. The stored profile is not modified.
@@ -460,4 +463,92 @@ func (s *Server) handleBreakdown(w http.ResponseWriter, r *http.Request) {
 		return strings.Join(rows[i].Keys, "\x00") < strings.Join(rows[j].Keys, "\x00")
 	})
 	writeJSON(w, map[string]any{"type": t, "by": by, "total": total, "rows": rows})
+}
+
+// seriesAnswer is the answer of /api/v1/series.
+type seriesAnswer struct {
+	Type    profile.SampleType `json:"type"`
+	StepMs  int64              `json:"stepMs"`
+	By      string             `json:"by,omitempty"`
+	Series  []valueSeries      `json:"series"`
+	Untimed int64              `json:"untimed"` // value of samples without a time
+}
+
+// valueSeries is one series of summed sample values: [timeMs, value] per
+// step that has samples.
+type valueSeries struct {
+	Key    string     `json:"key,omitempty"`
+	Points [][2]int64 `json:"points"`
+}
+
+// maxSteps bounds the points of a series; a smaller step is widened.
+const maxSteps = 5000
+
+// handleSeries sums the selected samples of one type per time step (?step=,
+// default 10s), optionally one series per value of a label (?by=).
+func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
+	req, err := parseRequest(r, "query")
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "query: %v", err)
+		return
+	}
+	req.keepTimes = true
+	p, err := s.merge(r, req)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	step := 10 * time.Second
+	if v := r.URL.Query().Get("step"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			httpError(w, http.StatusBadRequest, "step %q: want a duration such as 10s or 1m", v)
+			return
+		}
+		step = d
+	}
+	by := r.URL.Query().Get("by")
+	t := sampleType(p, req.typ)
+	id, _ := p.TypeIndex(t)
+	var lo, hi int64
+	for _, smp := range p.Samples {
+		if smp.Type == id && smp.Time > 0 {
+			if lo == 0 || smp.Time < lo {
+				lo = smp.Time
+			}
+			hi = max(hi, smp.Time)
+		}
+	}
+	if span := time.Duration(hi - lo); span/step > maxSteps {
+		step = (span/maxSteps + time.Second - 1).Truncate(time.Second)
+	}
+	ans := seriesAnswer{Type: t, StepMs: step.Milliseconds(), By: by}
+	sums := map[string]map[int64]int64{}
+	for _, smp := range p.Samples {
+		if smp.Type != id {
+			continue
+		}
+		if smp.Time == 0 {
+			ans.Untimed += smp.Value
+			continue
+		}
+		key := ""
+		if by != "" {
+			key = p.Label(smp, by)
+		}
+		if sums[key] == nil {
+			sums[key] = map[int64]int64{}
+		}
+		sums[key][smp.Time/int64(step)*int64(step)] += smp.Value
+	}
+	for key, m := range sums {
+		vs := valueSeries{Key: key}
+		for at, v := range m {
+			vs.Points = append(vs.Points, [2]int64{at / 1e6, v})
+		}
+		sort.Slice(vs.Points, func(i, j int) bool { return vs.Points[i][0] < vs.Points[j][0] })
+		ans.Series = append(ans.Series, vs)
+	}
+	sort.Slice(ans.Series, func(i, j int) bool { return ans.Series[i].Key < ans.Series[j].Key })
+	writeJSON(w, ans)
 }

@@ -19,7 +19,7 @@ import (
 func init() {
 	register(&command{
 		name:    "serve",
-		usage:   "[--addr 127.0.0.1:4040] [--data DIR] [--retention 30d] [--auth-token-file FILE] [--preload DIR]",
+		usage:   "[--addr 127.0.0.1:4040] [--data DIR] [--retention 30d] [--auth-token-file FILE] [--preload DIR] [--eventlog-dir DIR]",
 		summary: "run the server: Pyroscope-compatible ingest, embedded store, query API",
 		run:     runServe,
 	})
@@ -41,6 +41,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	preload := fs.String("preload", "", "import the profiles of this directory at start (e.g. ../shared/testdata)")
 	agentJar := fs.String("agent-jar", "agent/build/sparkprof-agent.jar", "agent jar served at /agent.jar")
 	rate := fs.Float64("rate", 0, "uploads per second and tenant before 429 (0: no limit)")
+	eventLogDir := fs.String("eventlog-dir", "", "analyse the event logs of this directory (spark.eventLog.dir), new and in-progress ones, as the History Server does")
+	poll := fs.Duration("eventlog-poll", 10*time.Second, "how often --eventlog-dir is scanned for new and grown logs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -84,6 +86,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			log.Warn("preload incomplete", "dir", *preload, "err", err)
 		}
 		fmt.Fprintf(e.stderr, "sparkprof serve: preloaded %d files from %s\n", n, *preload)
+	}
+	if *eventLogDir != "" {
+		if _, err := os.Stat(*eventLogDir); err != nil {
+			return fmt.Errorf("--eventlog-dir: %w", err)
+		}
+		go srv.WatchEventLogs(ctx, "", *eventLogDir, *poll)
 	}
 	srv.SetReady()
 	select {

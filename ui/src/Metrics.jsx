@@ -52,7 +52,7 @@ export function MetricChart({ chart, range, markers, width }) {
           spanGaps: true,
         })),
       ],
-      axes: [{}, { size: 60 }],
+      axes: [{}, { size: 80 }],
       hooks: {
         draw: [
           (u) => {

@@ -108,6 +108,13 @@ export function AppPage({ id, params, setParams }) {
   const { data: appIds } = useAsync(() => getJSON('/api/v1/label-values', { name: 'spark_app_id' }), []);
   const { data: stageLabels } = useAsync(() => getJSON('/api/v1/label-values', { name: 'spark_stage_id' }), []);
   const [chartsRef, width] = useWidth();
+  const { data: samples } = useAsync(
+    () =>
+      rep && (appIds || []).includes(rep.app.id)
+        ? getJSON('/api/v1/series', { query: selector({ spark_app_id: rep.app.id }), by: 'spark_executor_id', step: `${Math.max(1, Math.round(((rep.app.durationMs || 60000) / 200) / 1000))}s` })
+        : Promise.resolve(null),
+    [rep, appIds],
+  );
   const stage = params.stage !== undefined && params.stage !== '' ? Number(params.stage) : null;
   const win = params.from && params.until ? [Number(params.from), Number(params.until)] : null;
   const stragglers = useMemo(
@@ -177,6 +184,17 @@ export function AppPage({ id, params, setParams }) {
           stragglers={stragglers}
         />
         <div ref={chartsRef} className="charts">
+          {samples && samples.series && samples.series.length > 0 && (
+            <MetricChart
+              chart={{
+                name: `profile samples per ${samples.stepMs / 1000} s (${samples.type.Name})`,
+                series: samples.series.map((x) => ({ unit: samples.type.Unit, executorId: x.key || undefined, source: 'samples', points: x.points })),
+              }}
+              range={range}
+              markers={markers}
+              width={width}
+            />
+          )}
           {chartsOf(rep.metrics)
             .slice(0, 4)
             .map((c) => (

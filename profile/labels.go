@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -106,6 +107,17 @@ func (ls Labels) Merge(other Labels) Labels {
 	}
 	out = append(out, ls[i:]...)
 	return append(out, other[j:]...)
+}
+
+// Without returns ls without the labels named.
+func (ls Labels) Without(names ...string) Labels {
+	out := make(Labels, 0, len(ls))
+	for _, l := range ls {
+		if !slices.Contains(names, l.Name) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // String formats the set as {a="x", b="y"}.

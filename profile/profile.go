@@ -10,6 +10,8 @@ package profile
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -360,6 +362,14 @@ func (p *Profile) AddLabels(ls Labels) LabelSetID {
 	p.labelSets = append(p.labelSets, ls)
 	p.labelIndex[key] = id
 	return id
+}
+
+// OwnLabelSets gives p its own copy of the label-set table, so that label
+// sets added to a shallow copy of a shared profile (cp := *p) leave the
+// original unchanged.
+func (p *Profile) OwnLabelSets() {
+	p.labelSets = slices.Clip(p.labelSets) // appends reallocate
+	p.labelIndex = maps.Clone(p.labelIndex)
 }
 
 // LabelSet returns the labels of set id (nil for NoLabels). Callers must not

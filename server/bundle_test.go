@@ -68,6 +68,15 @@ func TestImportContainerLogApp(t *testing.T) {
 	if diff.RightTicks != int64(task0) || task0 < 1000 {
 		t.Errorf("slow-vs-rest right = %d, task 0 alone = %d", diff.RightTicks, task0)
 	}
+	// Joined to the app's task windows: task 1's thread keeps its name for
+	// 59 s after the task ended (183 samples on the thread, 124 while the
+	// 122.8 s task ran), and every task sample gets its stage.
+	if n := render(t, ts, `{spark_task_id="1"}`, "samples").Flamebearer.NumTicks; n != 124 {
+		t.Errorf("task 1: %d samples, want the 124 taken while it ran", n)
+	}
+	if n := render(t, ts, `{spark_stage_id="0"}`, "samples").Flamebearer.NumTicks; n != 1334 {
+		t.Errorf("stage 0: %d samples, want 1,334 (tasks 0, 1, 2 while they ran)", n)
+	}
 	// Restarted on the same directories, the app is analysed again.
 	ts2 := httptest.NewServer(New(Config{Store: db, EventLogDir: dir}))
 	defer ts2.Close()

@@ -139,12 +139,18 @@ func parseTimeParam(s string) (int64, error) {
 // profile, and the sample type picked.
 func (s *Server) merge(r *http.Request, req request) (*profile.Profile, error) {
 	m := profile.NewMerger(profile.MergeOptions{Aggregate: !req.keepTimes})
-	err := s.cfg.Store.Select(tenant(r), req.query, func(u *store.Upload) error {
+	ten := tenant(r)
+	err := s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
 		// Upload labels go onto the profile; the filter then sees them
 		// for every sample. The stored profile is not modified.
 		cp := *u.Profile
 		cp.Labels = cp.Labels.Merge(u.Labels)
 		cp.Samples = append([]profile.Sample(nil), u.Profile.Samples...)
+		if id, ok := cp.Labels.Get(profile.LabelAppID); ok {
+			if rep := s.apps.get(ten, id); rep != nil {
+				joinTasks(&cp, rep)
+			}
+		}
 		cp.Filter(req.filter)
 		m.Add(&cp)
 		return nil

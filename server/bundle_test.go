@@ -86,14 +86,22 @@ func TestImportContainerLogApp(t *testing.T) {
 	}
 }
 
-// The thread-state split of the straggler riddle's stacks equals the
-// counts the corpus README gives for the file.
-func TestBreakdownByState(t *testing.T) {
+// riddleServer is a test server holding the straggler riddle's Uber stacks
+// as app "riddle" (no app model: no join to task windows).
+func riddleServer(t *testing.T) *httptest.Server {
+	t.Helper()
 	ts, _ := newTestServer(t, Config{EventLogDir: t.TempDir()})
 	data := corpus.Read(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz")
 	if code := importFile(t, ts, url.Values{"path": {"Stacktrace.json"}, "app": {"riddle"}}, data); code != 200 {
 		t.Fatal(code)
 	}
+	return ts
+}
+
+// The thread-state split of the straggler riddle's stacks equals the
+// counts the corpus README gives for the file.
+func TestBreakdownByState(t *testing.T) {
+	ts := riddleServer(t)
 	var got struct {
 		Total int64
 		Rows  []struct {
@@ -124,11 +132,7 @@ func TestBreakdownByState(t *testing.T) {
 // The straggler's task thread is sampled for the whole job, the other
 // tasks' threads only for their first minutes; all samples are counted.
 func TestSeries(t *testing.T) {
-	ts, _ := newTestServer(t, Config{EventLogDir: t.TempDir()})
-	data := corpus.Read(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz")
-	if code := importFile(t, ts, url.Values{"path": {"Stacktrace.json"}, "app": {"riddle"}}, data); code != 200 {
-		t.Fatal(code)
-	}
+	ts := riddleServer(t)
 	var all struct {
 		StepMs  int64
 		Untimed int64

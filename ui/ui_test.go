@@ -47,7 +47,7 @@ func TestAssets(t *testing.T) {
 	if resp, _ := get("/ui/app.css", ""); resp.Header.Get("Content-Type") != "text/css; charset=utf-8" {
 		t.Errorf("css type %q", resp.Header.Get("Content-Type"))
 	}
-	for _, p := range []string{"/ui/nope.js", "/ui/../index.html", "/ui/"} {
+	for _, p := range []string{"/ui/nope.js", "/ui/dist/app.js", "/ui/"} {
 		if resp, _ := get(p, ""); resp.StatusCode != 404 {
 			t.Errorf("%s: %d, want 404", p, resp.StatusCode)
 		}

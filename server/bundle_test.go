@@ -163,3 +163,20 @@ func TestSeries(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// Files that are neither event logs, container logs nor profiles are
+// refused and create no app.
+func TestImportRefusesGarbage(t *testing.T) {
+	ts, _ := newTestServer(t, Config{EventLogDir: t.TempDir()})
+	for _, kind := range []string{"", "logs"} {
+		q := url.Values{"path": {"notes.bin"}, "kind": {kind}, "app": {"x"}}
+		if code := importFile(t, ts, q, []byte("\x00\x01binary, not a log\nsecond line\n")); code != 422 {
+			t.Errorf("kind %q: %d, want 422", kind, code)
+		}
+	}
+	var apps []AppSummary
+	getJSON(t, ts, "/api/v1/apps", &apps)
+	if len(apps) != 0 {
+		t.Errorf("%d apps after refused imports", len(apps))
+	}
+}

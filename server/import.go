@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/profile"
@@ -30,6 +31,17 @@ func looksLikeEventLog(data []byte, max int64) bool {
 		}
 	}
 	return bytes.HasPrefix(bytes.TrimSpace(head[:min(len(head), 64)]), []byte(`{"Event"`))
+}
+
+// looksLikeLog reports whether the first MiB of data (decompressed) has a
+// line in a layout package applog knows.
+func (s *Server) looksLikeLog(data []byte) bool {
+	head, err := format.Decompress(data[:min(len(data), 1<<20)], "head", s.cfg.MaxDecodedBytes)
+	if err != nil {
+		head = data[:min(len(data), 1<<20)] // a gzip stream cut short: judge the raw bytes
+	}
+	l, err := applog.Parse(bytes.NewReader(head), "head", applog.Options{})
+	return err == nil && l.Layout != ""
 }
 
 // ImportFile is one file sent whole to the server.
@@ -93,9 +105,13 @@ func (s *Server) Import(tenant string, f ImportFile) (*ImportResult, error) {
 			return nil, &importError{http.StatusRequestEntityTooLarge, err}
 		case err != nil && kind == "profile":
 			return nil, &importError{http.StatusUnprocessableEntity, err}
+		case err != nil && !s.looksLikeLog(f.Data):
+			return nil, &importError{http.StatusUnprocessableEntity, fmt.Errorf("%s: neither an event log, a container log nor a profile (as a profile: %w)", f.Name, err)}
 		case err != nil:
-			kind = "logs" // neither an event log nor a profile: read it as a log
+			kind = "logs"
 		}
+	} else if !s.looksLikeLog(f.Data) {
+		return nil, &importError{http.StatusUnprocessableEntity, fmt.Errorf("%s: no line in a log4j or JSON log layout in the first MiB: not a container log", f.Name)}
 	}
 	app := f.App
 	if app == "" && p != nil {

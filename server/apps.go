@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,7 +13,6 @@ import (
 	"sync"
 
 	"github.com/sparkprof/sparkprof/analysis"
-	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -24,15 +24,22 @@ import (
 type apps struct {
 	dir     string
 	mu      sync.RWMutex
-	by      map[string]map[string]*analysis.Report // tenant -> app id -> report
-	bundles map[string]map[string]*analysis.Report // tenant -> bundle name -> report
+	by      map[string]map[string]*analysedApp // tenant -> app id -> app
+	bundles map[string]map[string]*analysedApp // tenant -> bundle name -> app
+}
+
+// analysedApp is an app's report with its tasks indexed by id, for joining
+// samples to task windows.
+type analysedApp struct {
+	report *analysis.Report
+	tasks  map[int64]*spark.Task
 }
 
 func newApps(dir string) *apps {
-	return &apps{dir: dir, by: map[string]map[string]*analysis.Report{}, bundles: map[string]map[string]*analysis.Report{}}
+	return &apps{dir: dir, by: map[string]map[string]*analysedApp{}, bundles: map[string]map[string]*analysedApp{}}
 }
 
-// load analyses every event log saved under dir.
+// load analyses every event log and bundle saved under dir.
 func (a *apps) load() error {
 	if a.dir == "" {
 		return nil
@@ -56,7 +63,7 @@ func (a *apps) load() error {
 			if e.IsDir() {
 				_, err = a.analyseBundle(name, path)
 			} else if !strings.HasSuffix(e.Name(), ".tmp") {
-				_, err = a.analyse(name, path)
+				_, err = a.analyse(name, []string{path}, "")
 			}
 			if err != nil {
 				return err
@@ -77,6 +84,32 @@ func safeName(name string) string {
 // collide with one.
 const bundleDirPrefix = "app-"
 
+// add saves an event log for tenant and analyses it. A log that cannot be
+// analysed is not kept and leaves a saved one of the same name in place.
+func (a *apps) add(tenant, name string, data []byte) (*analysis.Report, error) {
+	dir := filepath.Join(a.dir, store.TenantDir(tenant))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, safeName(name))
+	tmp := path + ".tmp"
+	if err := writeSynced(tmp, data); err != nil {
+		return nil, err
+	}
+	r, err := a.analyse(tenant, []string{tmp}, "")
+	if err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, err
+	}
+	for i := range r.Sources {
+		r.Sources[i].Path = filepath.Base(name)
+	}
+	return r, nil
+}
+
 // addToBundle saves a container log or metric record file as part of the
 // bundle named app and analyses the bundle again. The app id is the one the
 // logs print, else the bundle name.
@@ -86,7 +119,13 @@ func (a *apps) addToBundle(tenant, app, name string, data []byte) (*analysis.Rep
 		return nil, err
 	}
 	path := filepath.Join(dir, safeName(name))
-	if err := writeFileAtomic(path, data); err != nil {
+	tmp := path + ".tmp"
+	err := writeSynced(tmp, data)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return nil, err
 	}
 	r, err := a.analyseBundle(tenant, dir)
@@ -98,10 +137,9 @@ func (a *apps) addToBundle(tenant, app, name string, data []byte) (*analysis.Rep
 	return r, nil
 }
 
-// writeFileAtomic writes path through a synced temporary file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+// writeSynced writes data to a new file at path and syncs it.
+func writeSynced(path string, data []byte) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
@@ -111,12 +149,6 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
 	}
 	return err
 }
@@ -133,36 +165,49 @@ func (a *apps) analyseBundle(tenant, dir string) (*analysis.Report, error) {
 			paths = append(paths, filepath.Join(dir, e.Name()))
 		}
 	}
+	return a.analyse(tenant, paths, strings.TrimPrefix(filepath.Base(dir), bundleDirPrefix))
+}
+
+// analyse analyses paths as one app and makes it the tenant's app of its
+// id: an event log (file or rolling directory), or the files of the bundle
+// named bundle, whose name stands in for an id and name the logs lack.
+func (a *apps) analyse(tenant string, paths []string, bundle string) (*analysis.Report, error) {
 	in, err := analysis.ReadInputs(paths, analysis.ReadOptions{})
 	if err != nil {
 		return nil, err
 	}
 	reps := in.Reports(analysis.DefaultThresholds)
 	if len(reps) == 0 {
-		return nil, fmt.Errorf("%s: nothing to analyse", filepath.Base(dir))
+		return nil, fmt.Errorf("%s: nothing to analyse", filepath.Base(paths[0]))
 	}
 	r := reps[0]
-	name := strings.TrimPrefix(filepath.Base(dir), bundleDirPrefix)
-	if r.App.ID == "" {
-		r.App.ID = name
+	if r.App.ID == "" && bundle == "" {
+		return nil, fmt.Errorf("%s: no SparkListenerApplicationStart: not an event log", filepath.Base(paths[0]))
 	}
-	if r.App.Name == "" {
-		r.App.Name = name
-	}
+	r.App.ID = cmp.Or(r.App.ID, bundle)
+	r.App.Name = cmp.Or(r.App.Name, bundle)
 	for i := range r.Sources {
 		r.Sources[i].Path = filepath.Base(r.Sources[i].Path)
 	}
 	for i := range r.Metrics {
 		r.Metrics[i].Source = filepath.Base(r.Metrics[i].Source)
 	}
-	a.mu.Lock()
-	if a.by[tenant] == nil {
-		a.by[tenant] = map[string]*analysis.Report{}
-		a.bundles[tenant] = map[string]*analysis.Report{}
+	app := &analysedApp{report: r, tasks: make(map[int64]*spark.Task, len(r.Tasks))}
+	for _, t := range r.Tasks {
+		if cur := app.tasks[t.ID]; cur == nil || t.LaunchMs > cur.LaunchMs {
+			app.tasks[t.ID] = t
+		}
 	}
-	a.by[tenant][r.App.ID] = r
-	a.bundles[tenant][name] = r
-	a.mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.by[tenant] == nil {
+		a.by[tenant] = map[string]*analysedApp{}
+		a.bundles[tenant] = map[string]*analysedApp{}
+	}
+	a.by[tenant][r.App.ID] = app
+	if bundle != "" {
+		a.bundles[tenant][bundle] = app
+	}
 	return r, nil
 }
 
@@ -170,68 +215,35 @@ func (a *apps) analyseBundle(tenant, dir string) (*analysis.Report, error) {
 func (a *apps) bundle(tenant, app string) *analysis.Report {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	return a.bundles[tenant][safeName(app)]
+	if b := a.bundles[tenant][safeName(app)]; b != nil {
+		return b.report
+	}
+	return nil
 }
 
-// add saves an event log for tenant and analyses it.
-func (a *apps) add(tenant, name string, data []byte) (*analysis.Report, error) {
-	dir := filepath.Join(a.dir, store.TenantDir(tenant))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, safeName(name))
-	tmp := path + ".tmp"
-	if err := writeFileAtomic(tmp, data); err != nil {
-		return nil, err
-	}
-	r, err := a.analyse(tenant, tmp)
-	if err != nil {
-		os.Remove(tmp)
-		return nil, err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return nil, err
-	}
-	for i := range r.Sources {
-		r.Sources[i].Path = filepath.Base(name)
-	}
-	return r, nil
-}
-
-func (a *apps) analyse(tenant, path string) (*analysis.Report, error) {
-	rd, err := eventlog.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	app, rep, err := spark.Build(rd)
-	rd.Close()
-	if err != nil {
-		return nil, err
-	}
-	if app.ID == "" {
-		return nil, fmt.Errorf("%s: no SparkListenerApplicationStart: not an event log", filepath.Base(path))
-	}
-	in := analysis.Input{App: app, Report: rep}
-	r := analysis.NewReport(in, analysis.Analyze(in, analysis.DefaultThresholds), []analysis.Source{{Path: filepath.Base(path), Kind: "eventlog"}}, nil)
-	a.mu.Lock()
-	if a.by[tenant] == nil {
-		a.by[tenant] = map[string]*analysis.Report{}
-		a.bundles[tenant] = map[string]*analysis.Report{}
-	}
-	a.by[tenant][app.ID] = r
-	a.mu.Unlock()
-	return r, nil
-}
-
+// get returns the report of the tenant's app id, or nil.
 func (a *apps) get(tenant, id string) *analysis.Report {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	return a.by[tenant][id]
+	if app := a.by[tenant][id]; app != nil {
+		return app.report
+	}
+	return nil
+}
+
+// tasks returns the tasks of the tenant's app id by task id, or nil.
+func (a *apps) tasks(tenant, id string) map[int64]*spark.Task {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if app := a.by[tenant][id]; app != nil {
+		return app.tasks
+	}
+	return nil
 }
 
 // AppSummary is one row of the apps list.
 type AppSummary struct {
-	analysis.AppSummary
+	spark.Summary
 	Status        string `json:"status"` // finished or running (no ApplicationEnd)
 	FindingsCount int    `json:"findingsCount"`
 	Critical      int    `json:"criticalFindings"`
@@ -240,8 +252,9 @@ type AppSummary struct {
 func (s *Server) handleApps(w http.ResponseWriter, r *http.Request) {
 	s.apps.mu.RLock()
 	out := []AppSummary{}
-	for _, rep := range s.apps.by[tenant(r)] {
-		row := AppSummary{AppSummary: rep.App, Status: "finished", FindingsCount: len(rep.Findings)}
+	for _, app := range s.apps.by[tenant(r)] {
+		rep := app.report
+		row := AppSummary{Summary: rep.App, Status: "finished", FindingsCount: len(rep.Findings)}
 		if rep.App.EndMs == 0 {
 			row.Status = "running"
 		}

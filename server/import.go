@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
 )
 
@@ -62,11 +62,11 @@ type ImportFile struct {
 
 // ImportResult says what an import stored.
 type ImportResult struct {
-	App      *analysis.AppSummary `json:"app,omitempty"` // for event logs and container logs
-	Findings int                  `json:"findings,omitempty"`
-	ID       uint64               `json:"id,omitempty"` // for profiles: the upload
-	Samples  int                  `json:"samples,omitempty"`
-	Labels   profile.Labels       `json:"labels,omitempty"`
+	App      *spark.Summary `json:"app,omitempty"` // for event logs and container logs
+	Findings int            `json:"findings,omitempty"`
+	ID       uint64         `json:"id,omitempty"` // for profiles: the upload
+	Samples  int            `json:"samples,omitempty"`
+	Labels   profile.Labels `json:"labels,omitempty"`
 }
 
 // importError is an import failure with the HTTP status it answers.
@@ -97,21 +97,24 @@ func (s *Server) Import(tenant string, f ImportFile) (*ImportResult, error) {
 		return &ImportResult{App: &rep.App, Findings: len(rep.Findings)}, nil
 	}
 	var p *profile.Profile
+	var decodeErr error
 	if kind != "logs" {
-		var err error
-		p, err = format.Decode(f.Data, f.Name, format.Options{Format: f.Format, MaxSize: s.cfg.MaxDecodedBytes})
+		p, decodeErr = format.Decode(f.Data, f.Name, format.Options{Format: f.Format, MaxSize: s.cfg.MaxDecodedBytes})
 		switch {
-		case errors.Is(err, format.ErrTooLarge):
-			return nil, &importError{http.StatusRequestEntityTooLarge, err}
-		case err != nil && kind == "profile":
-			return nil, &importError{http.StatusUnprocessableEntity, err}
-		case err != nil && !s.looksLikeLog(f.Data):
-			return nil, &importError{http.StatusUnprocessableEntity, fmt.Errorf("%s: neither an event log, a container log nor a profile (as a profile: %w)", f.Name, err)}
-		case err != nil:
+		case errors.Is(decodeErr, format.ErrTooLarge):
+			return nil, &importError{http.StatusRequestEntityTooLarge, decodeErr}
+		case decodeErr != nil && kind == "profile":
+			return nil, &importError{http.StatusUnprocessableEntity, decodeErr}
+		case decodeErr != nil:
 			kind = "logs"
 		}
-	} else if !s.looksLikeLog(f.Data) {
-		return nil, &importError{http.StatusUnprocessableEntity, fmt.Errorf("%s: no line in a log4j or JSON log layout in the first MiB: not a container log", f.Name)}
+	}
+	if kind == "logs" && !s.looksLikeLog(f.Data) {
+		err := fmt.Errorf("%s: not a container log (no line in a log4j or JSON layout in the first MiB)", f.Name)
+		if decodeErr != nil {
+			err = fmt.Errorf("%s: neither an event log, a container log nor a profile (as a profile: %w)", f.Name, decodeErr)
+		}
+		return nil, &importError{http.StatusUnprocessableEntity, err}
 	}
 	app := f.App
 	if app == "" && p != nil {

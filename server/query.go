@@ -147,9 +147,7 @@ func (s *Server) merge(r *http.Request, req request) (*profile.Profile, error) {
 		cp.Labels = cp.Labels.Merge(u.Labels)
 		cp.Samples = append([]profile.Sample(nil), u.Profile.Samples...)
 		if id, ok := cp.Labels.Get(profile.LabelAppID); ok {
-			if rep := s.apps.get(ten, id); rep != nil {
-				joinTasks(&cp, rep)
-			}
+			joinTasks(&cp, s.apps.tasks(ten, id))
 		}
 		cp.Filter(req.filter)
 		m.Add(&cp)
@@ -169,6 +167,11 @@ func (s *Server) selection(w http.ResponseWriter, r *http.Request, selParam stri
 		httpError(w, http.StatusBadRequest, "%s: %v", selParam, err)
 		return nil, req, false
 	}
+	return s.selected(w, r, req)
+}
+
+// selected merges what req selects. On failure it has answered the request.
+func (s *Server) selected(w http.ResponseWriter, r *http.Request, req request) (*profile.Profile, request, bool) {
 	p, err := s.merge(r, req)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
@@ -499,9 +502,8 @@ func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.keepTimes = true
-	p, err := s.merge(r, req)
-	if err != nil {
-		httpError(w, http.StatusInternalServerError, "%v", err)
+	p, req, ok := s.selected(w, r, req)
+	if !ok {
 		return
 	}
 	step := 10 * time.Second

@@ -56,7 +56,7 @@ func (s *Server) scanEventLogs(tenant, dir string, seen map[string]stamp) int {
 		if kind, err := analysis.Classify(path); err != nil || kind != "eventlog" {
 			continue
 		}
-		if _, err := s.apps.analyse(tenant, path); err != nil {
+		if _, err := s.apps.analyse(tenant, []string{path}, ""); err != nil {
 			s.log.Warn("event log not analysed", "path", path, "err", err)
 			continue
 		}

@@ -16,7 +16,7 @@ import (
 // TaskSetManager lines. Task metrics other than durations are unknown, so
 // only the findings that need times apply.
 func FromLogs(logs []*applog.Log) *spark.App {
-	app := &spark.App{FailureReasons: map[string]int{}}
+	app := &spark.App{Summary: spark.Summary{FailureReasons: map[string]int{}}}
 	execs := map[string]*spark.Executor{}
 	stages := map[int]*spark.Stage{}
 	var start, end time.Time
@@ -112,6 +112,7 @@ func FromLogs(logs []*applog.Log) *spark.App {
 		}
 		return app.Executors[i].ID < app.Executors[j].ID
 	})
+	app.ExecutorCount = spark.CountExecutors(app.Executors)
 	app.StartMs, app.EndMs = ms(start), ms(end)
 	if app.EndMs > app.StartMs && app.StartMs > 0 {
 		app.DurationMs = app.EndMs - app.StartMs

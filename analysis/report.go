@@ -8,7 +8,7 @@ import (
 // Report is the result of `sparkprof analyze` for one application; its JSON
 // form is documented in docs/analyze-json.md and kept stable.
 type Report struct {
-	App       AppSummary            `json:"app"`
+	App       spark.Summary         `json:"app"`
 	Executors []*spark.Executor     `json:"executors"`
 	Jobs      []*spark.Job          `json:"jobs"`
 	Stages    []*spark.Stage        `json:"stages"`
@@ -21,27 +21,6 @@ type Report struct {
 	Sources []Source `json:"sources"`
 	// Tasks are kept for the HTML timeline; JSON leaves them out.
 	Tasks []*spark.Task `json:"-"`
-}
-
-// AppSummary is the application part of a Report.
-type AppSummary struct {
-	ID              string            `json:"id"`
-	AttemptID       string            `json:"attemptId,omitempty"`
-	Name            string            `json:"name"`
-	User            string            `json:"user,omitempty"`
-	SparkVersion    string            `json:"sparkVersion"`
-	Master          string            `json:"master,omitempty"`
-	StartMs         int64             `json:"startMs"`
-	EndMs           int64             `json:"endMs"`
-	DurationMs      int64             `json:"durationMs"`
-	TaskCount       int               `json:"taskCount"`
-	FailedTaskCount int               `json:"failedTaskCount"`
-	KilledTaskCount int               `json:"killedTaskCount"`
-	JobCount        int               `json:"jobCount"`
-	SQLCount        int               `json:"sqlCount"`
-	ExecutorCount   int               `json:"executorCount"`
-	Config          map[string]string `json:"config,omitempty"`
-	FailureReasons  map[string]int    `json:"failureReasons"`
 }
 
 // Series is a metric over time for one executor (or process).
@@ -62,20 +41,8 @@ type Source struct {
 // NewReport assembles the report of in with its findings.
 func NewReport(in Input, findings []Finding, sources []Source, profiles []*profile.Profile) *Report {
 	app := in.App
-	execs := 0
-	for _, e := range app.Executors {
-		if e.ID != "driver" {
-			execs++
-		}
-	}
 	r := &Report{
-		App: AppSummary{
-			ID: app.ID, AttemptID: app.AttemptID, Name: app.Name, User: app.User, SparkVersion: app.SparkVersion,
-			Master: app.Master, StartMs: app.StartMs, EndMs: app.EndMs, DurationMs: app.DurationMs,
-			TaskCount: app.TaskCount, FailedTaskCount: app.FailedTaskCount, KilledTaskCount: app.KilledTaskCount,
-			JobCount: app.JobCount, SQLCount: app.SQLCount, ExecutorCount: execs, Config: app.Config,
-			FailureReasons: app.FailureReasons,
-		},
+		App:       app.Summary,
 		Executors: nonNil(app.Executors), Jobs: nonNil(app.Jobs), Stages: nonNil(app.Stages), SQL: nonNil(app.SQL),
 		Findings: nonNil(findings), Sources: sources, Tasks: app.Tasks,
 	}

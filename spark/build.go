@@ -75,7 +75,7 @@ type builder struct {
 
 func newBuilder() *builder {
 	return &builder{
-		app:         &App{FailureReasons: map[string]int{}},
+		app:         &App{Summary: Summary{FailureReasons: map[string]int{}}},
 		rep:         &Report{Unknown: map[string]int{}, MissingEnd: true},
 		execs:       map[string]*Executor{},
 		jobs:        map[int]*Job{},
@@ -595,6 +595,17 @@ func readMetrics(m *TaskMetrics, v *fastjson.Value) {
 	}
 }
 
+// CountExecutors counts the executors other than the driver (App.ExecutorCount).
+func CountExecutors(execs []*Executor) int {
+	n := 0
+	for _, e := range execs {
+		if e.ID != "driver" {
+			n++
+		}
+	}
+	return n
+}
+
 // finish computes durations and orders the model.
 func (b *builder) finish() *App {
 	app := b.app
@@ -602,6 +613,7 @@ func (b *builder) finish() *App {
 		app.DurationMs = app.EndMs - app.StartMs
 	}
 	app.SQLCount = len(app.SQL)
+	app.ExecutorCount = CountExecutors(app.Executors)
 	for _, j := range app.Jobs {
 		if j.EndMs > 0 && j.SubmitMs > 0 {
 			j.DurationMs = j.EndMs - j.SubmitMs
@@ -618,10 +630,6 @@ func (b *builder) finish() *App {
 		}
 		if st.CompleteMs > 0 && st.SubmitMs > 0 {
 			st.DurationMs = st.CompleteMs - st.SubmitMs
-		}
-		if st.Status == "ACTIVE" && st.CompleteMs == 0 && !b.rep.MissingEnd {
-			// The app ended with the stage never completed.
-			st.Status = "ACTIVE"
 		}
 	}
 	for _, s := range app.SQL {

@@ -10,6 +10,19 @@ import "github.com/sparkprof/sparkprof/eventlog"
 
 // App is one application attempt.
 type App struct {
+	Summary
+
+	Executors []*Executor      `json:"executors"`
+	Jobs      []*Job           `json:"jobs"`
+	Stages    []*Stage         `json:"stages"`
+	Tasks     []*Task          `json:"-"`
+	SQL       []*SQLExecution  `json:"sql"`
+	Exclusion []ExclusionEvent `json:"exclusions,omitempty"`
+}
+
+// Summary is the application-level part of App: identity, times, counts
+// and key configuration.
+type Summary struct {
 	ID           string `json:"id"`
 	AttemptID    string `json:"attemptId,omitempty"`
 	Name         string `json:"name"`
@@ -27,18 +40,13 @@ type App struct {
 	KilledTaskCount int `json:"killedTaskCount"`
 	JobCount        int `json:"jobCount"`
 	SQLCount        int `json:"sqlCount"`
+	// ExecutorCount counts the executors other than the driver.
+	ExecutorCount int `json:"executorCount"`
 	// Config holds the Spark properties that matter for performance (see
 	// KeyConfig), as the EnvironmentUpdate event gives them.
 	Config map[string]string `json:"config,omitempty"`
 	// FailureReasons counts failed task ends by their reason class.
 	FailureReasons map[string]int `json:"failureReasons"`
-
-	Executors []*Executor      `json:"executors"`
-	Jobs      []*Job           `json:"jobs"`
-	Stages    []*Stage         `json:"stages"`
-	Tasks     []*Task          `json:"-"`
-	SQL       []*SQLExecution  `json:"sql"`
-	Exclusion []ExclusionEvent `json:"exclusions,omitempty"`
 }
 
 // KeyConfig lists the Spark properties App.Config keeps.

@@ -80,10 +80,7 @@ func TestAgentWithServer(t *testing.T) {
 		t.Fatalf("agent build: %v\n%s", err, out)
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "sparkprof")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	cmd, base := startServe(t, bin, filepath.Join(dir, "data"))
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 

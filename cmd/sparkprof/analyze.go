@@ -38,11 +38,8 @@ func runAnalyze(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&th.OverheadShare, "overhead-share", th.OverheadShare, "share of task time in scheduling and (de)serialisation that is a finding")
 	fs.Float64Var(&th.IdleShare, "idle-share", th.IdleShare, "share of allocated executor core time without tasks that is a finding")
 	fs.Float64Var(&th.DriverShare, "driver-share", th.DriverShare, "share of the run without any task that is a finding")
-	if err := fs.Parse(args); err != nil {
+	if err := parsePaths(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: no input paths", errUsage)
 	}
 	prog := newProgress(e.stderr, "reading", fs.NArg())
 	in, err := analysis.ReadInputs(fs.Args(), analysis.ReadOptions{Step: prog.step, Detail: prog.detail})

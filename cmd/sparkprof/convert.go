@@ -27,11 +27,8 @@ func runConvert(ctx context.Context, e *env, args []string) error {
 	lines := fs.Bool("lines", true, "folded: append :line to frames with a line number")
 	var sel selection
 	sel.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parsePaths(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: no input paths", errUsage)
 	}
 	var encode func(w io.Writer, p *profile.Profile, types []profile.SampleType) error
 	switch *to {

@@ -26,11 +26,8 @@ func runFlame(ctx context.Context, e *env, args []string) error {
 	title := fs.String("title", "", "title shown above the graph (default: the inputs)")
 	var sel selection
 	sel.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parsePaths(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: no input paths", errUsage)
 	}
 	svg, err := outputKind(*out)
 	if err != nil {

@@ -30,11 +30,8 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	ten := fs.String("tenant", "", "tenant (X-Scope-OrgID)")
 	tokenFile := fs.String("auth-token-file", "", "file holding the server's bearer token")
 	app := fs.String("app", "", "application the container logs and profiles belong to (default: the Spark app id or file name)")
-	if err := fs.Parse(args); err != nil {
+	if err := parsePaths(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: no input paths", errUsage)
 	}
 	var token string
 	if *tokenFile != "" {

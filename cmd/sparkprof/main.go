@@ -98,6 +98,18 @@ func printHelp(w io.Writer) {
 }
 
 // newFlagSet returns a flag set for command c that reports errors to e.
+// parsePaths parses the flags of a command whose arguments are input paths,
+// of which it needs at least one.
+func parsePaths(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: no input paths", errUsage)
+	}
+	return nil
+}
+
 func newFlagSet(e *env, c string) *flag.FlagSet {
 	fs := flag.NewFlagSet("sparkprof "+c, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)

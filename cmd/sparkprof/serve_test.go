@@ -45,6 +45,41 @@ func startServe(t *testing.T, bin, data string) (*exec.Cmd, string) {
 	return nil, ""
 }
 
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
+}
+
+// buildBinary builds the sparkprof binary once for the package's tests that
+// run it as a process.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sparkprof-test-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "sparkprof")
+		if out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
 // TestCrashSafety kills the server with SIGKILL during a stream of uploads,
 // restarts it, and checks that every acknowledged upload is there exactly
 // once.
@@ -53,10 +88,7 @@ func TestCrashSafety(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "sparkprof")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	data := filepath.Join(dir, "data")
 	cmd, base := startServe(t, bin, data)
 
@@ -132,10 +164,7 @@ func TestImportSparkProfilerDir(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "sparkprof")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	out := filepath.Join(dir, "profiles", "app-20240101000000-0001")
 	os.MkdirAll(out, 0o755)
 	for i, src := range []string{"dump1.jfr.gz", "dump2.jfr.gz"} {

@@ -26,11 +26,8 @@ func runTop(ctx context.Context, e *env, args []string) error {
 	sortBy := fs.String("sort", "self", "order by self or total")
 	var sel selection
 	sel.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parsePaths(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: no input paths", errUsage)
 	}
 	if *sortBy != "self" && *sortBy != "total" {
 		return fmt.Errorf("%w: --sort %q: want self or total", errUsage, *sortBy)

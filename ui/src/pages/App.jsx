@@ -9,16 +9,6 @@ import { Timeline } from '../Timeline';
 import { MetricChart, chartsOf } from '../Metrics';
 import { FlameView } from '../Flame';
 
-// stageMatchers selects a stage's samples: by the stage label when the
-// samples carry it (Spark 3.1+ thread names, the sparkprof agent), else by
-// the task ids the app model gives for the stage (Spark 2.x thread names
-// carry only the task id).
-export function stageMatchers(rep, stageId, stageLabels) {
-  if (stageId === null || stageId === undefined) return {};
-  if (stageLabels.includes(String(stageId))) return { spark_stage_id: String(stageId) };
-  const ids = rep.tasks.filter((t) => t.stageId === stageId).map((t) => t.taskId);
-  return { spark_task_id: { re: ids.slice(0, 5000).join('|') || 'none' } };
-}
 
 // useWidth tracks the width of the element the returned callback ref is
 // attached to (it may appear after the first render).
@@ -106,7 +96,6 @@ function LogFindings({ findings }) {
 export function AppPage({ id, params, setParams }) {
   const { data: rep, error } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(id)}`), [id]);
   const { data: appIds } = useAsync(() => getJSON('/api/v1/label-values', { name: 'spark_app_id' }), []);
-  const { data: stageLabels } = useAsync(() => getJSON('/api/v1/label-values', { name: 'spark_stage_id' }), []);
   const [chartsRef, width] = useWidth();
   const { data: samples } = useAsync(
     () =>
@@ -143,7 +132,9 @@ export function AppPage({ id, params, setParams }) {
   }
   const hasProfiles = (appIds || []).includes(a.id);
   const sel = {
-    query: selector({ spark_app_id: a.id, ...stageMatchers(rep, stage, stageLabels || []) }),
+    // The server joins the app's samples to its task windows, so the stage
+    // label selects a stage even when thread names carry only the task id.
+    query: selector({ spark_app_id: a.id, spark_stage_id: stage === null ? undefined : String(stage) }),
     type: params.type,
     from: win ? win[0] : undefined,
     until: win ? win[1] : undefined,

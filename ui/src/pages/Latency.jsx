@@ -1,7 +1,7 @@
 // The latency view: wall-clock samples split by thread state per stage and
 // executor, showing where tasks wait instead of compute.
 import React from 'react';
-import { getJSON, fmtValue } from '../api';
+import { getJSON, fmtValue, selector, parseSelector } from '../api';
 import { useAsync, ErrorBox, Loading } from '../common';
 import { SelectionBar } from '../Selection';
 import { FlameView } from '../Flame';
@@ -100,11 +100,8 @@ export function LatencyPage({ params, setParams }) {
                             title={`${s}: ${fmtValue(g.states[s], unit)} (${((100 * g.states[s]) / g.total).toFixed(1)}%)`}
                             style={{ width: `${(100 * g.states[s]) / g.total}%`, background: stateColor[s] }}
                             onClick={() => {
-                              const m = Object.fromEntries(by.map((d, i) => [d, g.keys[i]]).filter(([, v]) => v));
-                              const extra = Object.entries(m).map(([k, v]) => `${k}="${v}"`);
-                              const q = (sel.query || '{}').replace(/}\s*$/, '');
-                              const query = `${q}${q.trim() === '{' || extra.length === 0 ? '' : ', '}${extra.join(', ')}}`;
-                              setParams({ ...params, state: s, focus: query });
+                              const group = Object.fromEntries(by.map((d, i) => [d, g.keys[i]]));
+                              setParams({ ...params, state: s, focus: selector({ ...parseSelector(sel.query), ...group }) });
                             }}
                           />
                         ))}

@@ -2,8 +2,9 @@
 GO       ?= go
 BIN      := bin/sparkprof
 TESTDATA ?= ../shared/testdata
-# How long each fuzz target runs in `make test` (seconds of fuzzing per target).
-FUZZTIME ?= 4s
+# How many inputs each fuzz target runs in `make test` (a count, not a
+# duration: see scripts/fuzz.sh).
+FUZZEXECS ?= 10000
 STATICCHECK_VERSION := v0.6.1
 
 .PHONY: all build agent test unit lint fuzz demo clean ui ui-deps ui-check ui-test
@@ -49,7 +50,7 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 fuzz:
-	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+	FUZZEXECS=$(FUZZEXECS) ./scripts/fuzz.sh
 
 # Run the offline tools on the real sample data (reports in out/), then the
 # server preloaded with the sample profiles at http://127.0.0.1:4040.

@@ -130,6 +130,18 @@ func Analyze(in Input, th Thresholds) []Finding {
 		k := [2]int{t.StageID, t.StageAttempt}
 		byStage[k] = append(byStage[k], t)
 	}
+	// The what-if re-schedules every task for several executor counts,
+	// the costliest finding on a big log; it only reads, so it runs beside
+	// the others.
+	type result struct {
+		f  Finding
+		ok bool
+	}
+	what := make(chan result, 1)
+	go func() {
+		f, ok := whatIf(app, byStage)
+		what <- result{f, ok}
+	}()
 	for _, st := range app.Stages {
 		if f, ok := stageVerdict(st, byStage[[2]int{st.ID, st.Attempt}], th); ok {
 			out = append(out, f)
@@ -146,8 +158,8 @@ func Analyze(in Input, th Thresholds) []Finding {
 	if f, ok := criticalPath(app); ok {
 		out = append(out, f)
 	}
-	if f, ok := whatIf(app, byStage); ok {
-		out = append(out, f)
+	if r := <-what; r.ok {
+		out = append(out, r.f)
 	}
 	out = append(out, logFindings(in.Logs)...)
 	if f, ok := warnings(in); ok {

@@ -3,11 +3,12 @@ package applog
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // ParseYarnLogs parses the concatenated output of "yarn logs

@@ -57,7 +57,9 @@ func (r *Reader) NextBlock(size int) (Block, error) {
 		for {
 			for len(buf) < cap(buf) && err == nil {
 				var n int
-				n, err = r.br.Read(buf[len(buf):cap(buf)])
+				// Straight from the decoder: through r.br every byte
+				// would be copied once more.
+				n, err = r.dec.Read(buf[len(buf):cap(buf)])
 				buf = buf[:len(buf)+n]
 			}
 			if err != nil || bytes.IndexByte(buf, '\n') >= 0 {

@@ -2,11 +2,12 @@ package format
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/sparkprof/sparkprof/profile"
 )

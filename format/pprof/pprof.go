@@ -5,7 +5,6 @@ package pprof
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"path"
@@ -13,6 +12,7 @@ import (
 	"strings"
 
 	gprofile "github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/sparkprof/sparkprof/format/folded"
 	"github.com/sparkprof/sparkprof/profile"

@@ -98,6 +98,19 @@ type Filter struct {
 
 // Filter drops the samples f does not select, in place.
 func (p *Profile) Filter(f Filter) {
+	keep := f.Selector(p)
+	kept := p.Samples[:0]
+	for i := range p.Samples {
+		if keep(&p.Samples[i]) {
+			kept = append(kept, p.Samples[i])
+		}
+	}
+	p.Samples = kept
+}
+
+// Selector returns whether f selects a sample of p. Label sets are judged
+// when first seen, so sets added to p later are judged too.
+func (f Filter) Selector(p *Profile) func(*Sample) bool {
 	keepType := make([]bool, len(p.Types))
 	for i, t := range p.Types {
 		keepType[i] = f.Family == "" || t.Family() == f.Family || t.Name == f.Family
@@ -109,7 +122,23 @@ func (p *Profile) Filter(f Filter) {
 			keepThread[i] = f.Thread.MatchString(t.Name)
 		}
 	}
-	labelOK := p.labelSetsMatching(f.Labels)
+	// Per label set: 0 not judged yet, 1 selected, 2 not.
+	var labelOK []uint8
+	labelsMatch := func(id LabelSetID) bool {
+		if len(f.Labels) == 0 {
+			return true
+		}
+		for int(id) >= len(labelOK) {
+			labelOK = append(labelOK, 0)
+		}
+		if labelOK[id] == 0 {
+			labelOK[id] = 2
+			if p.labelSetMatches(id, f.Labels) {
+				labelOK[id] = 1
+			}
+		}
+		return labelOK[id] == 1
+	}
 	frameFocus := p.framesMatching(f.Focus)
 	frameIgnore := p.framesMatching(f.Ignore)
 	focusMemo := map[StackID]bool{}
@@ -117,59 +146,50 @@ func (p *Profile) Filter(f Filter) {
 	unknownTimeOK := (f.From == 0 || p.End == 0 || p.End >= f.From) &&
 		(f.Until == 0 || p.Start == 0 || p.Start < f.Until)
 
-	kept := p.Samples[:0]
-	for _, s := range p.Samples {
+	return func(s *Sample) bool {
 		switch {
 		case !keepType[s.Type]:
-			continue
+			return false
 		case keepThread != nil && !keepThread[s.Thread]:
-			continue
-		case labelOK != nil && !labelOK[s.Labels]:
-			continue
+			return false
 		case len(f.States) > 0 && !slices.Contains(f.States, s.State):
-			continue
+			return false
+		case !labelsMatch(s.Labels):
+			return false
 		}
 		if f.From != 0 || f.Until != 0 {
 			if s.Time == 0 {
 				if !unknownTimeOK {
-					continue
+					return false
 				}
 			} else if (f.From != 0 && s.Time < f.From) || (f.Until != 0 && s.Time >= f.Until) {
-				continue
+				return false
 			}
 		}
 		if frameFocus != nil && !p.stackHas(s.Stack, frameFocus, focusMemo) {
-			continue
+			return false
 		}
 		if frameIgnore != nil && p.stackHas(s.Stack, frameIgnore, ignoreMemo) {
-			continue
+			return false
 		}
-		kept = append(kept, s)
+		return true
 	}
-	p.Samples = kept
 }
 
-// labelSetsMatching returns, per label set, whether its samples satisfy ms,
-// or nil when ms is empty.
-func (p *Profile) labelSetsMatching(ms []Matcher) []bool {
-	if len(ms) == 0 {
-		return nil
-	}
-	ok := make([]bool, len(p.labelSets))
-	for i, own := range p.labelSets {
-		ok[i] = true
-		for _, m := range ms {
-			v, found := own.Get(m.Name)
-			if !found {
-				v, _ = p.Labels.Get(m.Name)
-			}
-			if !m.Matches(v) {
-				ok[i] = false
-				break
-			}
+// labelSetMatches reports whether the samples of label set id satisfy ms;
+// a name the set lacks is looked up in the profile's labels.
+func (p *Profile) labelSetMatches(id LabelSetID, ms []Matcher) bool {
+	own := p.labelSets[id]
+	for _, m := range ms {
+		v, found := own.Get(m.Name)
+		if !found {
+			v, _ = p.Labels.Get(m.Name)
+		}
+		if !m.Matches(v) {
+			return false
 		}
 	}
-	return ok
+	return true
 }
 
 func (p *Profile) framesMatching(re *regexp.Regexp) []bool {

@@ -6,6 +6,13 @@ type MergeOptions struct {
 	// labels into one, dropping their times. Memory is then bounded by the
 	// number of unique keys, not by the number of input samples.
 	Aggregate bool
+	// Resolution, with Aggregate, keeps time to this many nanoseconds:
+	// samples combine only within the same Resolution-long bucket and keep
+	// the bucket's start as their time. Zero drops times.
+	Resolution int64
+	// DropLabels forgets the samples' label sets; the merged profile's
+	// Labels still hold those every input shares.
+	DropLabels bool
 	// DropThreads forgets which thread each sample ran on (its labels, such
 	// as thread_pool and stage, are kept). With Aggregate it bounds memory by
 	// unique stacks when thread names are unique per task.
@@ -19,8 +26,11 @@ type Merger struct {
 	opts  MergeOptions
 	out   *Profile
 	first bool
-	// sampleIndex maps an aggregation key to its sample in out.Samples.
+	// sampleIndex maps an aggregation key to its sample in out.Samples;
+	// fastIndex does for keys with no time, labels or thread, packed into
+	// an integer, which hashes several times faster.
 	sampleIndex map[sampleKey]int
+	fastIndex   map[uint64]int
 	// stackByHash finds an output stack by the hash of its frames.
 	stackByHash map[uint64]StackID
 
@@ -30,9 +40,13 @@ type Merger struct {
 	stackMap             []StackID // NoStack when not mapped yet (but for 0)
 }
 
-const noFrame = ^FrameID(0)
+const (
+	noFrame        = ^FrameID(0)
+	unmappedLabels = ^LabelSetID(0)
+)
 
 type sampleKey struct {
+	time   int64
 	stack  StackID
 	labels LabelSetID
 	thread ThreadID
@@ -45,6 +59,7 @@ func NewMerger(opts MergeOptions) *Merger {
 	m := &Merger{opts: opts, out: New(), first: true, stackByHash: map[uint64]StackID{}}
 	if opts.Aggregate {
 		m.sampleIndex = map[sampleKey]int{}
+		m.fastIndex = map[uint64]int{}
 	}
 	return m
 }
@@ -62,7 +77,12 @@ func Merge(ps ...*Profile) *Profile {
 func (m *Merger) Profile() *Profile { return m.out }
 
 // Add merges p into the result. p is not modified.
-func (m *Merger) Add(p *Profile) {
+func (m *Merger) Add(p *Profile) { m.AddFunc(p, nil) }
+
+// AddFunc merges the samples of p that keep accepts; keep may first change
+// the sample, e.g. to a label set it has added to p. A nil keep accepts
+// every sample.
+func (m *Merger) AddFunc(p *Profile, keep func(*Sample) bool) {
 	out := m.out
 	extra := m.commonLabels(p.Labels)
 
@@ -83,20 +103,37 @@ func (m *Merger) Add(p *Profile) {
 			threadMap[i] = out.AddThread(p.Threads[i])
 		}
 	}
-	labelMap := make([]LabelSetID, len(p.labelSets))
-	for i, ls := range p.labelSets {
-		if len(extra) > 0 {
-			ls = extra.Merge(ls)
+	// Label sets are mapped when a sample first uses them: keep may add
+	// sets, and a block's many sets are not all selected.
+	var labelMap []LabelSetID
+	mapLabels := func(id LabelSetID) LabelSetID {
+		if m.opts.DropLabels {
+			return NoLabels
 		}
-		labelMap[i] = out.AddLabels(ls)
+		for int(id) >= len(labelMap) {
+			labelMap = append(labelMap, unmappedLabels)
+		}
+		if labelMap[id] == unmappedLabels {
+			ls := p.labelSets[id]
+			if len(extra) > 0 {
+				ls = extra.Merge(ls)
+			}
+			labelMap[id] = out.AddLabels(ls)
+		}
+		return labelMap[id]
 	}
 
-	for _, s := range p.Samples {
+	s := new(Sample) // one allocation: keep's argument escapes
+	for i := range p.Samples {
+		*s = p.Samples[i]
+		if keep != nil && !keep(s) {
+			continue
+		}
 		s.Stack = m.mapStack(p, s.Stack)
 		s.Type = typeMap[s.Type]
 		s.Thread = threadMap[s.Thread]
-		s.Labels = labelMap[s.Labels]
-		m.addSample(s)
+		s.Labels = mapLabels(s.Labels)
+		m.addSample(*s)
 	}
 	for _, sr := range p.Series {
 		sr.Labels = p.Labels.Merge(sr.Labels)
@@ -144,12 +181,22 @@ func (m *Merger) addSample(s Sample) {
 		m.out.Samples = append(m.out.Samples, s)
 		return
 	}
-	k := sampleKey{s.Stack, s.Labels, s.Thread, s.Type, s.State}
+	s.Time = bucket(s.Time, m.opts.Resolution)
+	if s.Time == 0 && s.Labels == NoLabels && s.Thread == NoThread {
+		k := uint64(s.Stack)<<16 | uint64(s.Type)<<8 | uint64(s.State)
+		if i, ok := m.fastIndex[k]; ok {
+			m.out.Samples[i].Value += s.Value
+			return
+		}
+		m.fastIndex[k] = len(m.out.Samples)
+		m.out.Samples = append(m.out.Samples, s)
+		return
+	}
+	k := sampleKey{s.Time, s.Stack, s.Labels, s.Thread, s.Type, s.State}
 	if i, ok := m.sampleIndex[k]; ok {
 		m.out.Samples[i].Value += s.Value
 		return
 	}
-	s.Time = 0
 	m.sampleIndex[k] = len(m.out.Samples)
 	m.out.Samples = append(m.out.Samples, s)
 }
@@ -201,6 +248,24 @@ func (m *Merger) pushDown(ls Labels) {
 			k.labels = out.Samples[i].Labels
 			index[k] = i
 		}
+		for _, i := range m.fastIndex {
+			s := out.Samples[i]
+			index[sampleKey{0, s.Stack, s.Labels, s.Thread, s.Type, s.State}] = i
+		}
+		clear(m.fastIndex)
 		m.sampleIndex = index
 	}
+}
+
+// bucket returns the start of the res-long bucket holding t, or 0 when res
+// is not positive.
+func bucket(t, res int64) int64 {
+	if res <= 0 {
+		return 0
+	}
+	b := t - t%res
+	if t < 0 && t%res != 0 {
+		b -= res
+	}
+	return b
 }

@@ -239,8 +239,8 @@ type Profile struct {
 	Warnings []string
 
 	frameIndex map[Frame]FrameID
-	stacks     []stackNode // stacks[0] is the empty stack
-	stackIndex map[stackNode]StackID
+	stacks     []stackNode        // stacks[0] is the empty stack
+	stackIndex map[uint64]StackID // by stackNode.key: integer keys hash fastest
 	threadIdx  map[Thread]ThreadID
 	labelSets  []Labels // labelSets[0] is empty
 	labelIndex map[string]LabelSetID
@@ -252,13 +252,15 @@ type stackNode struct {
 	frame  FrameID
 }
 
+func (n stackNode) key() uint64 { return uint64(n.parent)<<32 | uint64(n.frame) }
+
 // New returns an empty profile.
 func New() *Profile {
 	return &Profile{
 		Threads:    []Thread{{}},
 		frameIndex: map[Frame]FrameID{},
 		stacks:     []stackNode{{}},
-		stackIndex: map[stackNode]StackID{},
+		stackIndex: map[uint64]StackID{},
 		threadIdx:  map[Thread]ThreadID{{}: NoThread},
 		labelSets:  []Labels{nil},
 		labelIndex: map[string]LabelSetID{"": NoLabels},
@@ -309,12 +311,12 @@ func (p *Profile) AddStack(rootFirst []FrameID) StackID {
 // Push returns the id of the stack that is parent with frame f called on top.
 func (p *Profile) Push(parent StackID, f FrameID) StackID {
 	n := stackNode{parent, f}
-	if id, ok := p.stackIndex[n]; ok {
+	if id, ok := p.stackIndex[n.key()]; ok {
 		return id
 	}
 	id := StackID(len(p.stacks))
 	p.stacks = append(p.stacks, n)
-	p.stackIndex[n] = id
+	p.stackIndex[n.key()] = id
 	return id
 }
 
@@ -335,6 +337,9 @@ func (p *Profile) Leaf(s StackID) FrameID { return p.stacks[s].frame }
 
 // Parent returns the stack without its innermost frame.
 func (p *Profile) Parent(s StackID) StackID { return p.stacks[s].parent }
+
+// NumLabelSets returns the number of label sets, NoLabels included.
+func (p *Profile) NumLabelSets() int { return len(p.labelSets) }
 
 // NumStacks returns the number of interned stacks, the empty one included.
 func (p *Profile) NumStacks() int { return len(p.stacks) }

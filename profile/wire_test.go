@@ -47,3 +47,18 @@ func FuzzUnmarshalBinary(f *testing.F) {
 		}
 	})
 }
+
+// TestWireTruncated cuts an encoded profile at every length: each cut is
+// an error naming its offset, never a panic or a silent success.
+func TestWireTruncated(t *testing.T) {
+	p := synthetic(1, 30, 10)[0]
+	p.Series = []Series{{Name: "heap", Unit: "bytes", Points: []Point{{1, 2}, {3, 4}}}}
+	data, _ := p.MarshalBinary()
+	for n := len(columnsMagic); n < len(data); n++ {
+		var q Profile
+		err := q.UnmarshalBinary(data[:n])
+		if err == nil || !strings.Contains(err.Error(), "offset") {
+			t.Fatalf("cut at %d of %d: %v", n, len(data), err)
+		}
+	}
+}

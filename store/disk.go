@@ -2,17 +2,20 @@ package store
 
 import (
 	"bufio"
-	"bytes"
+	"cmp"
 	"encoding/binary"
-	"encoding/gob"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,34 +26,54 @@ import (
 	"github.com/sparkprof/sparkprof/profile"
 )
 
-// DB is the embedded store: per tenant, an append-only log of uploads in
-// segment files (each record length-prefixed, CRC-checked, zstd-compressed,
-// fsynced before Append returns) and an in-memory index of the decoded
-// uploads. A write-ahead log is the whole storage: it is what makes an
-// acknowledged upload survive kill -9, and replaying it at start rebuilds
-// the index. A record cut by a crash is detected by its length or CRC and
-// cut off; the records before it are kept.
+// DB is the embedded store. Per tenant, uploads are first appended to a
+// write-ahead log of segment files (each record length-prefixed,
+// CRC-checked, zstd-compressed, fsynced before Append returns) and kept in
+// memory as they came: the head. That log is what makes an acknowledged
+// upload survive kill -9; replaying it at start rebuilds the head, and a
+// record cut by a crash is detected by its length or CRC and cut off.
+//
+// In the background the head is compacted: once a time partition (ten minutes
+// by default) has had no upload for a while, its uploads are merged into a
+// block file (see block) with frames, stacks, threads and label sets stored
+// once and sample times kept to a resolution (a second by default), and
+// the log segments that held only compacted uploads are deleted. Late
+// uploads for a compacted partition are merged with its block at the next
+// compaction.
 type DB struct {
-	dir       string
-	retention time.Duration
-	log       *slog.Logger
+	dir  string
+	opts Options
+	log  *slog.Logger
 
-	mu      sync.RWMutex
-	tenants map[string]*tenant
-	closed  bool
-	enc     *zstd.Encoder
-	dec     *zstd.Decoder
-	stop    chan struct{}
-	done    chan struct{}
+	mu        sync.RWMutex
+	tenants   map[string]*tenant
+	closed    bool
+	enc       *zstd.Encoder
+	blockEnc  *zstd.Encoder
+	dec       *zstd.Decoder
+	compactMu sync.Mutex // one compaction at a time
+	// compactions and compactionErrors count since Open; under mu.
+	compactions, compactionErrors int64
+	stop                          chan struct{}
+	done                          chan struct{}
 }
 
 type tenant struct {
-	dir     string
-	uploads []*Upload
-	nextID  uint64
-	seg     *os.File // segment being appended to
-	segN    int
-	segSize int64
+	dir       string
+	uploads   []*Upload // the head: not compacted yet, oldest first
+	blocks    []*block
+	nextID    uint64
+	nextBlock uint64
+	seg       *os.File // segment being appended to
+	segN      int
+	segSize   int64
+	segs      []segment
+}
+
+// segment is a log file and the range of upload ids it holds.
+type segment struct {
+	path   string
+	lo, hi uint64 // 0, 0 when it holds none
 }
 
 // segmentSize is when a new segment file is started.
@@ -63,11 +86,39 @@ type Options struct {
 	// Retention drops uploads older than this (by their window end); zero
 	// keeps everything.
 	Retention time.Duration
-	Logger    *slog.Logger
+	// Partition is the time span of a block; default ten minutes, so that
+	// a query over a recent range reads few samples of partly covered
+	// blocks and the rest from whole blocks' rollups.
+	Partition time.Duration
+	// CompactAfter is how long a partition must have had no upload, and
+	// have ended, before it is compacted; default five minutes.
+	CompactAfter time.Duration
+	// Resolution is the time resolution of compacted samples: samples of
+	// the same stack, thread, state and labels within it are summed;
+	// default a second.
+	Resolution time.Duration
+	Logger     *slog.Logger
 }
 
-// Open opens or creates the store in dir and replays its logs.
+func (o *Options) defaults() {
+	if o.Partition <= 0 {
+		o.Partition = 10 * time.Minute
+	}
+	if o.CompactAfter <= 0 {
+		o.CompactAfter = 5 * time.Minute
+	}
+	if o.Resolution <= 0 {
+		o.Resolution = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Open opens or creates the store in dir, reads its blocks and replays its
+// logs.
 func Open(dir string, opts Options) (*DB, error) {
+	opts.defaults()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -75,15 +126,15 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
+	blockEnc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return nil, err
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(4<<30))
+	if err != nil {
+		return nil, err
 	}
-	db := &DB{dir: dir, retention: opts.Retention, log: log, tenants: map[string]*tenant{}, enc: enc, dec: dec,
+	db := &DB{dir: dir, opts: opts, log: opts.Logger, tenants: map[string]*tenant{}, enc: enc, blockEnc: blockEnc, dec: dec,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -101,7 +152,7 @@ func Open(dir string, opts Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	go db.retain()
+	go db.background()
 	return db, nil
 }
 
@@ -118,7 +169,8 @@ func TenantName(dir string) (string, error) {
 	return string(b), err
 }
 
-// record is an upload as a log record holds it.
+// record is the header of an upload in a log record: a uvarint length,
+// this as JSON, then the profile (profile.MarshalBinary), all compressed.
 type record struct {
 	ID          uint64
 	ReceivedNs  int64
@@ -126,38 +178,51 @@ type record struct {
 	Labels      profile.Labels
 	Agent       string
 	Bytes       int
-	Profile     []byte // profile.Profile.MarshalBinary
 }
 
-// load replays a tenant's segments.
+// load reads a tenant's blocks and replays its segments, skipping uploads
+// a block already holds (a crash between writing a block and deleting the
+// segments it made obsolete).
 func (db *DB) load(name, dir string) error {
+	blocks, err := loadBlocks(dir, db.dec)
+	if err != nil {
+		return fmt.Errorf("store: tenant %q: %w", name, err)
+	}
+	t := &tenant{dir: dir, nextID: 1, blocks: blocks}
+	for _, b := range blocks {
+		t.nextID = max(t.nextID, b.meta.maxID()+1)
+		var seq uint64
+		var part int64
+		fmt.Sscanf(filepath.Base(b.path), "%020d-%010d.block", &part, &seq)
+		t.nextBlock = max(t.nextBlock, seq+1)
+	}
 	segs, err := filepath.Glob(filepath.Join(dir, "*.wal"))
 	if err != nil {
 		return err
 	}
 	sort.Strings(segs)
-	t := &tenant{dir: dir, nextID: 1}
-	for i, seg := range segs {
-		n, err := db.replay(t, seg, i == len(segs)-1)
+	for i, path := range segs {
+		n, seg, err := db.replay(t, path, i == len(segs)-1)
 		if err != nil {
 			return err
 		}
-		var idx int
-		fmt.Sscanf(filepath.Base(seg), "%08d.wal", &idx)
-		t.segN = idx
+		fmt.Sscanf(filepath.Base(path), "%08d.wal", &t.segN)
 		t.segSize = n
+		t.segs = append(t.segs, seg)
 	}
+	t.pruneSegments(db.log)
 	db.tenants[name] = t
-	db.log.Info("store: tenant loaded", "tenant", name, "uploads", len(t.uploads), "segments", len(segs))
+	db.log.Info("store: tenant loaded", "tenant", name, "uploads", len(t.uploads), "blocks", len(blocks), "segments", len(segs))
 	return nil
 }
 
 // replay reads one segment; a bad tail of the last segment (a crash during
 // a write, never acknowledged) is cut off.
-func (db *DB) replay(t *tenant, path string, last bool) (int64, error) {
+func (db *DB) replay(t *tenant, path string, last bool) (int64, segment, error) {
+	seg := segment{path: path}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return 0, fmt.Errorf("store: %w", err)
+		return 0, seg, fmt.Errorf("store: %w", err)
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 1<<20)
@@ -166,17 +231,17 @@ func (db *DB) replay(t *tenant, path string, last bool) (int64, error) {
 	for {
 		_, err := io.ReadFull(r, hdr[:])
 		if err == io.EOF {
-			return off, nil
+			return off, seg, nil
 		}
-		bad := func(why string) (int64, error) {
+		bad := func(why string) (int64, segment, error) {
 			if !last {
-				return 0, fmt.Errorf("store: %s: corrupt record at offset %d (%s); move the file away to start without it", path, off, why)
+				return 0, seg, fmt.Errorf("store: %s: corrupt record at offset %d (%s); move the file away to start without it", path, off, why)
 			}
 			db.log.Warn("store: cutting an incomplete record left by a crash", "file", path, "offset", off, "why", why)
 			if err := f.Truncate(off); err != nil {
-				return 0, fmt.Errorf("store: %s: %w", path, err)
+				return 0, seg, fmt.Errorf("store: %s: %w", path, err)
 			}
-			return off, nil
+			return off, seg, nil
 		}
 		if err != nil {
 			return bad("short header")
@@ -195,27 +260,50 @@ func (db *DB) replay(t *tenant, path string, last bool) (int64, error) {
 		}
 		u, err := db.decodeRecord(payload)
 		if err != nil {
-			return bad(err.Error())
+			// The checksum holds, so this is no torn write to cut off: the
+			// record is in a format this version does not read.
+			return 0, seg, fmt.Errorf("store: %s: record at offset %d: %w; the data directory was written by another sparkprof version: move it away (or use another --data) and import the data again", path, off, err)
 		}
 		off += 8 + int64(n)
-		t.uploads = append(t.uploads, u)
-		if u.ID >= t.nextID {
-			t.nextID = u.ID + 1
+		t.nextID = max(t.nextID, u.ID+1)
+		if t.compacted(u.ID) {
+			continue
 		}
+		seg.add(u.ID)
+		t.uploads = append(t.uploads, u)
 	}
 }
 
+// add records that the segment holds upload id.
+func (s *segment) add(id uint64) {
+	if s.lo == 0 || id < s.lo {
+		s.lo = id
+	}
+	s.hi = max(s.hi, id)
+}
+
+// compacted reports whether a block holds upload id.
+func (t *tenant) compacted(id uint64) bool {
+	for _, b := range t.blocks {
+		if b.meta.contains(id) {
+			return true
+		}
+	}
+	return false
+}
+
 func (db *DB) encodeRecord(u *Upload) ([]byte, error) {
+	hdr, err := json.Marshal(record{ID: u.ID, ReceivedNs: u.Received, From: u.From, Until: u.Until, Labels: u.Labels, Agent: u.Agent, Bytes: u.Bytes})
+	if err != nil {
+		return nil, err
+	}
 	pb, err := u.Profile.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	rec := record{ID: u.ID, From: u.From, Until: u.Until, Labels: u.Labels, Agent: u.Agent, Bytes: u.Bytes, Profile: pb, ReceivedNs: u.Received}
-	if err := gob.NewEncoder(&b).Encode(&rec); err != nil {
-		return nil, err
-	}
-	return db.enc.EncodeAll(b.Bytes(), nil), nil
+	b := binary.AppendUvarint(make([]byte, 0, 10+len(hdr)+len(pb)), uint64(len(hdr)))
+	b = append(append(b, hdr...), pb...)
+	return db.enc.EncodeAll(b, nil), nil
 }
 
 func (db *DB) decodeRecord(payload []byte) (*Upload, error) {
@@ -223,12 +311,16 @@ func (db *DB) decodeRecord(payload []byte) (*Upload, error) {
 	if err != nil {
 		return nil, err
 	}
+	n, k := binary.Uvarint(raw)
+	if k <= 0 || n > uint64(len(raw)-k) {
+		return nil, fmt.Errorf("record header length")
+	}
 	var rec record
-	if err := gob.NewDecoder(bytes.NewReader(raw)).Decode(&rec); err != nil {
-		return nil, err
+	if err := json.Unmarshal(raw[k:k+int(n)], &rec); err != nil {
+		return nil, fmt.Errorf("record header: %w", err)
 	}
 	p := new(profile.Profile)
-	if err := p.UnmarshalBinary(rec.Profile); err != nil {
+	if err := p.UnmarshalBinary(raw[k+int(n):]); err != nil {
 		return nil, err
 	}
 	return &Upload{ID: rec.ID, Received: rec.ReceivedNs, From: rec.From, Until: rec.Until, Labels: rec.Labels,
@@ -273,6 +365,7 @@ func (db *DB) Append(name string, u *Upload) error {
 		return fmt.Errorf("store: sync: %w", err)
 	}
 	t.segSize += int64(8 + len(payload))
+	t.segs[len(t.segs)-1].add(u.ID)
 	t.nextID++
 	t.uploads = append(t.uploads, u)
 	return nil
@@ -284,7 +377,7 @@ func (t *tenant) rotate() error {
 	if t.seg != nil {
 		t.seg.Close()
 		t.segN++
-	} else if t.segSize > 0 || t.segN > 0 {
+	} else if len(t.segs) > 0 {
 		t.segN++
 	}
 	path := filepath.Join(t.dir, fmt.Sprintf("%08d.wal", t.segN))
@@ -292,15 +385,43 @@ func (t *tenant) rotate() error {
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	if d, err := os.Open(t.dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	syncDir(t.dir)
 	t.seg, t.segSize = f, 0
+	t.segs = append(t.segs, segment{path: path})
 	return nil
 }
 
-// Select implements Store.
+// pruneSegments deletes the log segments that hold no upload of the head:
+// their uploads were compacted or are past retention. The segment being
+// appended to is closed first when it is among them.
+func (t *tenant) pruneSegments(log *slog.Logger) {
+	live := func(s segment) bool {
+		if s.lo == 0 {
+			return false
+		}
+		i, _ := slices.BinarySearchFunc(t.uploads, s.lo, func(u *Upload, id uint64) int { return cmp.Compare(u.ID, id) })
+		return i < len(t.uploads) && t.uploads[i].ID <= s.hi
+	}
+	keep := t.segs[:0]
+	for i, s := range t.segs {
+		active := t.seg != nil && i == len(t.segs)-1
+		if live(s) || (active && s.lo == 0) {
+			keep = append(keep, s)
+			continue
+		}
+		if active {
+			t.seg.Close()
+			t.seg = nil
+		}
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			log.Warn("store: cannot delete a compacted log segment", "file", s.path, "err", err)
+		}
+	}
+	t.segs = keep
+}
+
+// Select implements Store. Blocks come first (they hold older
+// partitions), then the uploads not compacted yet.
 func (db *DB) Select(name string, q Query, fn func(*Upload) error) error {
 	db.mu.RLock()
 	if db.closed {
@@ -310,7 +431,12 @@ func (db *DB) Select(name string, q Query, fn func(*Upload) error) error {
 	t := db.tenants[name]
 	var ups []*Upload
 	if t != nil {
-		ups = t.uploads[:len(t.uploads):len(t.uploads)]
+		for _, b := range t.blocks {
+			if b.mayMatch(q) {
+				ups = append(ups, b.up)
+			}
+		}
+		ups = append(ups, t.uploads...)
 	}
 	db.mu.RUnlock()
 	for _, u := range ups {
@@ -336,18 +462,34 @@ func (db *DB) Tenants() []string {
 	return out
 }
 
-// retain drops uploads past the retention period from memory and deletes
-// segments whose uploads are all past it, once a minute.
-func (db *DB) retain() {
-	defer close(db.done)
-	if db.retention <= 0 {
-		<-db.stop
-		return
+// Stats implements Store.
+func (db *DB) Stats() Stats {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	st := Stats{Compactions: db.compactions, CompactionErrors: db.compactionErrors}
+	for _, t := range db.tenants {
+		st.HeadUploads += len(t.uploads)
+		st.Blocks += len(t.blocks)
+		for _, b := range t.blocks {
+			st.BlockUploads += b.meta.Uploads
+		}
 	}
+	return st
+}
+
+// background applies retention and compacts, once a minute.
+func (db *DB) background() {
+	defer close(db.done)
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
 	for {
-		db.dropOld(time.Now().Add(-db.retention).UnixNano())
+		now := time.Now()
+		if db.opts.Retention > 0 {
+			db.dropOld(now.Add(-db.opts.Retention).UnixNano())
+		}
+		if err := db.compact(now.UnixNano(), false); err != nil {
+			db.log.Error("store: compaction failed; the uploads stay in the log", "err", err)
+		}
 		select {
 		case <-db.stop:
 			return
@@ -356,30 +498,126 @@ func (db *DB) retain() {
 	}
 }
 
+// Compact compacts every tenant's uploads into blocks now, whether or not
+// their partitions are still receiving uploads.
+func (db *DB) Compact() error { return db.compact(time.Now().UnixNano(), true) }
+
+// compact merges the head uploads of each partition that is ready (ended
+// and quiet for CompactAfter, or any with all) into a block, together with
+// the partition's existing blocks.
+func (db *DB) compact(now int64, all bool) error {
+	db.compactMu.Lock()
+	defer db.compactMu.Unlock()
+	part := int64(db.opts.Partition)
+	quiet := int64(db.opts.CompactAfter)
+	var errs []error
+	for _, name := range db.Tenants() {
+		db.mu.RLock()
+		t := db.tenants[name]
+		if db.closed || t == nil {
+			db.mu.RUnlock()
+			return nil
+		}
+		ups := slices.Clone(t.uploads)
+		blocks := slices.Clone(t.blocks)
+		db.mu.RUnlock()
+
+		byPart := map[int64][]*Upload{}
+		lastReceived := map[int64]int64{}
+		for _, u := range ups {
+			p := partitionOf(u, part)
+			byPart[p] = append(byPart[p], u)
+			lastReceived[p] = max(lastReceived[p], u.Received)
+		}
+		parts := slices.Sorted(maps.Keys(byPart))
+		for _, p := range parts {
+			if !all && (p+part+quiet > now || lastReceived[p]+quiet > now) {
+				continue
+			}
+			err := db.compactPartition(name, t, p, byPart[p], blocks)
+			db.mu.Lock()
+			if err != nil {
+				db.compactionErrors++
+				errs = append(errs, fmt.Errorf("tenant %q partition %s: %w", name, time.Unix(0, p).UTC().Format(time.RFC3339), err))
+			} else {
+				db.compactions++
+			}
+			db.mu.Unlock()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// partitionOf returns the start of the partition holding u: by the start of
+// its window, or when it was received if it has none.
+func partitionOf(u *Upload, part int64) int64 {
+	at := u.From
+	if at == 0 {
+		at = u.Received
+	}
+	return at - ((at%part)+part)%part
+}
+
+func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, blocks []*block) error {
+	var olds []*block
+	for _, b := range blocks {
+		if b.meta.Partition == p {
+			olds = append(olds, b)
+		}
+	}
+	prof, meta := compactUploads(p, olds, ups, int64(db.opts.Resolution))
+	db.mu.Lock()
+	seq := t.nextBlock
+	t.nextBlock++
+	db.mu.Unlock()
+	path := filepath.Join(t.dir, blockName(p, seq))
+	if err := writeBlock(path, meta, prof, db.blockEnc); err != nil {
+		os.Remove(path + ".tmp")
+		return fmt.Errorf("write block: %w", err)
+	}
+	b := newBlock(path, meta, prof)
+
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil
+	}
+	done := map[uint64]bool{}
+	for _, u := range ups {
+		done[u.ID] = true
+	}
+	t.uploads = slices.DeleteFunc(t.uploads, func(u *Upload) bool { return done[u.ID] })
+	t.blocks = slices.DeleteFunc(t.blocks, func(x *block) bool { return slices.Contains(olds, x) })
+	t.blocks = append(t.blocks, b)
+	slices.SortStableFunc(t.blocks, func(x, y *block) int { return cmp.Compare(x.meta.Partition, y.meta.Partition) })
+	for _, o := range olds {
+		os.Remove(o.path)
+	}
+	t.pruneSegments(db.log)
+	db.log.Info("store: compacted", "tenant", name, "partition", time.Unix(0, p).UTC().Format(time.RFC3339),
+		"uploads", meta.Uploads, "samples", len(prof.Samples), "file", filepath.Base(path))
+	return nil
+}
+
+// dropOld drops uploads and blocks whose data ended before cutoff, and the
+// files that held only them.
 func (db *DB) dropOld(cutoff int64) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	for _, t := range db.tenants {
-		keep := t.uploads[:0:0]
-		for _, u := range t.uploads {
-			if end := max(u.Until, u.Received); end >= cutoff {
-				keep = append(keep, u)
+		t.uploads = slices.DeleteFunc(t.uploads, func(u *Upload) bool { return max(u.Until, u.Received) < cutoff })
+		t.blocks = slices.DeleteFunc(t.blocks, func(b *block) bool {
+			if max(b.meta.Until, b.meta.Received) >= cutoff {
+				return false
 			}
-		}
-		t.uploads = keep
-		segs, _ := filepath.Glob(filepath.Join(t.dir, "*.wal"))
-		for _, s := range segs {
-			if t.seg != nil && s == t.seg.Name() {
-				continue
-			}
-			if st, err := os.Stat(s); err == nil && st.ModTime().UnixNano() < cutoff {
-				os.Remove(s)
-			}
-		}
+			os.Remove(b.path)
+			return true
+		})
+		t.pruneSegments(db.log)
 	}
 }
 
-// Close implements Store.
+// Close implements Store. It waits for a compaction under way.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	if db.closed {
@@ -387,14 +625,16 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.closed = true
+	db.mu.Unlock()
+	close(db.stop)
+	<-db.done
+	db.compactMu.Lock()
+	defer db.compactMu.Unlock()
 	var errs []error
 	for _, t := range db.tenants {
 		if t.seg != nil {
 			errs = append(errs, t.seg.Close())
 		}
 	}
-	db.mu.Unlock()
-	close(db.stop)
-	<-db.done
 	return errors.Join(errs...)
 }

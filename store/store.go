@@ -19,6 +19,18 @@ type Upload struct {
 	Agent    string           // the client, e.g. Pyroscope's spyName
 	Bytes    int              // request body size
 	Profile  *profile.Profile // samples with stack, value, time, thread and per-sample labels
+
+	// A compacted block holds many uploads: Uploads counts them (0 for a
+	// single upload) and Sources lists their profiles' sources. Its
+	// upload-level labels are in the samples' label sets.
+	Uploads int
+	Sources []string
+	// Rollup, for a block, is Profile summed over time and threads, with
+	// the labels in RollupDropped removed: what a flame graph needs when
+	// the query covers the whole block and matches no dropped label.
+	Rollup *profile.Profile
+	// FirstSample and LastSample, for a block, bound its samples' times.
+	FirstSample, LastSample int64
 }
 
 // Query selects uploads.
@@ -40,8 +52,19 @@ type Store interface {
 	Select(tenant string, q Query, fn func(*Upload) error) error
 	// Tenants lists the tenants with data.
 	Tenants() []string
+	// Stats describes what the store holds, for monitoring.
+	Stats() Stats
 	// Close flushes and releases the store.
 	Close() error
+}
+
+// Stats describes what a store holds, over all tenants.
+type Stats struct {
+	HeadUploads      int   // uploads not compacted yet
+	Blocks           int   // compacted blocks
+	BlockUploads     int   // uploads the blocks hold
+	Compactions      int64 // blocks written since the store opened
+	CompactionErrors int64 // compactions that failed since the store opened
 }
 
 // ErrClosed is returned by a closed store.

@@ -12,65 +12,83 @@ import (
 // second resolution.
 const windowSlack = int64(time.Second)
 
-// joinTasks attributes the samples of p, a shallow copy of a stored
-// profile, to the tasks of its application's model: a sample labelled with
-// a task id gets the task's stage, stage attempt and partition when it was
-// taken while the task ran; one taken outside the task's window loses its
-// task labels, since before Spark 4.2 a thread keeps a finished task's name
-// until its next task, idling in between. Samples without a time keep their
-// labels. The stored profile is not changed.
-func joinTasks(p *profile.Profile, tasks map[int64]*spark.Task) {
-	if len(tasks) == 0 {
-		return
-	}
-	// Per label set: the task it names (nil for none), and the sets that
-	// replace it inside and outside that task's window.
-	taskOf := map[profile.LabelSetID]*spark.Task{}
-	type key struct {
-		set    profile.LabelSetID
-		inside bool
-	}
-	memo := map[key]profile.LabelSetID{}
-	owned := false
-	for i := range p.Samples {
-		s := &p.Samples[i]
-		if s.Time == 0 {
-			continue
+// taskJoiner returns a function that attributes a sample of p, a shallow
+// copy of a stored profile, to the tasks of its application's model
+// (tasksOf returns an app's tasks by id, nil when it is not known): a
+// sample labelled with a task id gets the task's stage, stage attempt and
+// partition when it was taken while the task ran; one taken outside the
+// task's window loses its task labels, since before Spark 4.2 a thread
+// keeps a finished task's name until its next task, idling in between.
+// Samples without a time keep their labels. The label sets it needs are
+// added to p, whose stored original is not changed.
+func taskJoiner(p *profile.Profile, tasksOf func(appID string) map[int64]*spark.Task) func(*profile.Sample) {
+	// A compacted block holds the samples of many uploads, so the app id
+	// is looked up per label set.
+	appOf := func(ls profile.Labels) string {
+		if v, ok := ls.Get(profile.LabelAppID); ok {
+			return v
 		}
-		t, seen := taskOf[s.Labels]
-		if !seen {
-			if v, ok := p.LabelSet(s.Labels).Get(profile.LabelTaskID); ok {
+		v, _ := p.Labels.Get(profile.LabelAppID)
+		return v
+	}
+	if _, ok := p.Labels.Get(profile.LabelAppID); ok && tasksOf(appOf(nil)) == nil {
+		return func(*profile.Sample) {}
+	}
+	// Per label set of the stored profile: whether it was looked at, the
+	// task it names (nil for none), and the sets that replace it outside
+	// and inside that task's window (NoLabels until made).
+	n := p.NumLabelSets()
+	seen := make([]bool, n)
+	taskOf := make([]*spark.Task, n)
+	var replace [2][]profile.LabelSetID
+	owned := false
+	return func(s *profile.Sample) {
+		if s.Time == 0 || int(s.Labels) >= n {
+			return
+		}
+		if !seen[s.Labels] {
+			seen[s.Labels] = true
+			ls := p.LabelSet(s.Labels)
+			if v, ok := ls.Get(profile.LabelTaskID); ok {
 				if id, err := strconv.ParseInt(v, 10, 64); err == nil {
-					t = tasks[id]
+					if app := appOf(ls); app != "" {
+						taskOf[s.Labels] = tasksOf(app)[id]
+					}
 				}
 			}
-			taskOf[s.Labels] = t
 		}
+		t := taskOf[s.Labels]
 		if t == nil {
-			continue
+			return
 		}
-		inside := s.Time >= t.LaunchMs*1e6-windowSlack && (t.FinishMs == 0 || s.Time <= t.FinishMs*1e6+windowSlack)
-		k := key{s.Labels, inside}
-		nid, ok := memo[k]
-		if !ok {
-			own := p.LabelSet(s.Labels)
-			var ls profile.Labels
-			if inside {
-				ls = own.Merge(profile.Labels{
-					{Name: profile.LabelStageID, Value: strconv.Itoa(t.StageID)},
-					{Name: profile.LabelStageAttempt, Value: strconv.Itoa(t.StageAttempt)},
-					{Name: profile.LabelPartition, Value: strconv.Itoa(t.Partition)},
-				})
-			} else {
-				ls = own.Without(profile.LabelTaskID, profile.LabelStageID, profile.LabelStageAttempt, profile.LabelPartition)
-			}
-			if !owned {
-				p.OwnLabelSets()
-				owned = true
-			}
-			nid = p.AddLabels(ls)
-			memo[k] = nid
+		inside := 0
+		if s.Time >= t.LaunchMs*1e6-windowSlack && (t.FinishMs == 0 || s.Time <= t.FinishMs*1e6+windowSlack) {
+			inside = 1
 		}
-		s.Labels = nid
+		if replace[inside] == nil {
+			replace[inside] = make([]profile.LabelSetID, n)
+		}
+		if id := replace[inside][s.Labels]; id != profile.NoLabels {
+			s.Labels = id
+			return
+		}
+		own := p.LabelSet(s.Labels)
+		var ls profile.Labels
+		if inside == 1 {
+			ls = own.Merge(profile.Labels{
+				{Name: profile.LabelStageID, Value: strconv.Itoa(t.StageID)},
+				{Name: profile.LabelStageAttempt, Value: strconv.Itoa(t.StageAttempt)},
+				{Name: profile.LabelPartition, Value: strconv.Itoa(t.Partition)},
+			})
+		} else {
+			ls = own.Without(profile.LabelTaskID, profile.LabelStageID, profile.LabelStageAttempt, profile.LabelPartition)
+		}
+		if !owned {
+			p.OwnLabelSets()
+			owned = true
+		}
+		id := p.AddLabels(ls)
+		replace[inside][s.Labels] = id
+		s.Labels = id
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"sync"
@@ -43,10 +44,29 @@ func (m *metrics) queried(d time.Duration) {
 	m.mu.Unlock()
 }
 
-func (m *metrics) handle(w http.ResponseWriter, r *http.Request) {
+// handleMetrics serves the server's counters and the store's state in
+// Prometheus text format.
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	s.metrics.write(w)
+	st := s.cfg.Store.Stats()
+	for _, m := range []struct {
+		name, help, typ string
+		v               int64
+	}{
+		{"sparkprof_store_head_uploads", "Uploads in the write-ahead log, not compacted yet.", "gauge", int64(st.HeadUploads)},
+		{"sparkprof_store_blocks", "Compacted blocks.", "gauge", int64(st.Blocks)},
+		{"sparkprof_store_block_uploads", "Uploads the compacted blocks hold.", "gauge", int64(st.BlockUploads)},
+		{"sparkprof_store_compactions_total", "Blocks written by compaction.", "counter", st.Compactions},
+		{"sparkprof_store_compaction_errors_total", "Compactions that failed; their uploads stay in the log.", "counter", st.CompactionErrors},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.typ, m.name, m.v)
+	}
+}
+
+func (m *metrics) write(w io.Writer) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	fmt.Fprintf(w, "# HELP sparkprof_uploads_total Profiles ingested.\n# TYPE sparkprof_uploads_total counter\nsparkprof_uploads_total %d\n", m.uploads)
 	fmt.Fprintf(w, "# HELP sparkprof_upload_bytes_total Request bytes ingested.\n# TYPE sparkprof_upload_bytes_total counter\nsparkprof_upload_bytes_total %d\n", m.bytes)
 	fmt.Fprintf(w, "# HELP sparkprof_samples_total Samples ingested.\n# TYPE sparkprof_samples_total counter\nsparkprof_samples_total %d\n", m.samples)

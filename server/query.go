@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/sparkprof/sparkprof/format/pprof"
 	"github.com/sparkprof/sparkprof/format/speedscope"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
 )
 
@@ -82,6 +84,9 @@ type request struct {
 	query  store.Query
 	filter profile.Filter
 	typ    string
+	// dropLabels forgets sample labels and threads: a flame graph needs
+	// only stacks, types and states.
+	dropLabels bool
 	// keepTimes keeps each sample's time: samples are merged without
 	// summing those that differ only in time.
 	keepTimes bool
@@ -138,19 +143,24 @@ func parseTimeParam(s string) (int64, error) {
 // merge returns the selected samples of the request's uploads as one
 // profile, and the sample type picked.
 func (s *Server) merge(r *http.Request, req request) (*profile.Profile, error) {
-	m := profile.NewMerger(profile.MergeOptions{Aggregate: !req.keepTimes})
+	m := profile.NewMerger(profile.MergeOptions{Aggregate: !req.keepTimes, DropLabels: req.dropLabels, DropThreads: req.dropLabels})
 	ten := tenant(r)
+	tasksOf := func(app string) map[int64]*spark.Task { return s.apps.tasks(ten, app) }
 	err := s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
 		// Upload labels go onto the profile; the filter then sees them
 		// for every sample. The stored profile is not modified.
-		cp := *u.Profile
-		cp.Labels = cp.Labels.Merge(u.Labels)
-		cp.Samples = append([]profile.Sample(nil), u.Profile.Samples...)
-		if id, ok := cp.Labels.Get(profile.LabelAppID); ok {
-			joinTasks(&cp, s.apps.tasks(ten, id))
+		src := u.Profile
+		if rollupServes(u, req, tasksOf) {
+			src = u.Rollup
 		}
-		cp.Filter(req.filter)
-		m.Add(&cp)
+		cp := *src
+		cp.Labels = cp.Labels.Merge(u.Labels)
+		join := taskJoiner(&cp, tasksOf)
+		keep := req.filter.Selector(&cp)
+		m.AddFunc(&cp, func(s *profile.Sample) bool {
+			join(s)
+			return keep(s)
+		})
 		return nil
 	})
 	if err != nil {
@@ -159,14 +169,74 @@ func (s *Server) merge(r *http.Request, req request) (*profile.Profile, error) {
 	return m.Profile(), nil
 }
 
+// rollupServes reports whether the rollup of a compacted block answers req
+// as the block's samples would: a flame graph (no labels, threads or times
+// kept) over a range covering the block, with no thread filter and no
+// matcher on a label the rollup dropped; a matcher on a stage label also
+// needs the block's apps to have no task model, since joining samples to
+// task windows changes their stage labels.
+func rollupServes(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.Task) bool {
+	f := req.filter
+	if u.Rollup == nil || !req.dropLabels || req.keepTimes || f.Thread != nil {
+		return false
+	}
+	// Samples without a time are kept when the profile overlaps the
+	// range, which a range covering every sample time implies.
+	lo, hi := u.FirstSample, u.LastSample
+	if (f.From != 0 && (lo == 0 || f.From > lo)) || (f.Until != 0 && f.Until <= hi) {
+		return false
+	}
+	stage := false
+	for _, m := range f.Labels {
+		if slices.Contains(store.RollupDropped, m.Name) {
+			return false
+		}
+		stage = stage || m.Name == profile.LabelStageID || m.Name == profile.LabelStageAttempt
+	}
+	if stage {
+		for _, app := range labelValuesOf(u.Rollup, profile.LabelAppID) {
+			if tasksOf(app) != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// labelValuesOf lists the values label name takes in p.
+func labelValuesOf(p *profile.Profile, name string) []string {
+	var out []string
+	if v, ok := p.Labels.Get(name); ok {
+		out = append(out, v)
+	}
+	for i := range p.NumLabelSets() {
+		if v, ok := p.LabelSet(profile.LabelSetID(i)).Get(name); ok && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // selection parses the selector in query parameter selParam and merges
 // what it selects. On failure it has answered the request.
 func (s *Server) selection(w http.ResponseWriter, r *http.Request, selParam string) (*profile.Profile, request, bool) {
+	return s.parsedSelection(w, r, selParam, false)
+}
+
+// stacks is selection for flame graphs: the merged profile keeps only
+// stacks, types and thread states, which bounds it by the unique stacks
+// however many threads and tasks the selection spans.
+func (s *Server) stacks(w http.ResponseWriter, r *http.Request, selParam string) (*profile.Profile, request, bool) {
+	return s.parsedSelection(w, r, selParam, true)
+}
+
+func (s *Server) parsedSelection(w http.ResponseWriter, r *http.Request, selParam string, dropLabels bool) (*profile.Profile, request, bool) {
 	req, err := parseRequest(r, selParam)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, "%s: %v", selParam, err)
 		return nil, req, false
 	}
+	req.dropLabels = dropLabels
 	return s.selected(w, r, req)
 }
 
@@ -183,7 +253,7 @@ func (s *Server) selected(w http.ResponseWriter, r *http.Request, req request) (
 func (s *Server) tree(w http.ResponseWriter, r *http.Request, selParam string) (*profile.Tree, *profile.Profile, bool) {
 	start := time.Now()
 	defer func() { s.metrics.queried(time.Since(start)) }()
-	p, req, ok := s.selection(w, r, selParam)
+	p, req, ok := s.stacks(w, r, selParam)
 	if !ok {
 		return nil, nil, false
 	}
@@ -373,11 +443,11 @@ func (s *Server) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 // parameters, same type): Pyroscope's diff flamebearer with the baseline
 // normalised to the new total.
 func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
-	base, _, ok := s.selection(w, r, "base")
+	base, _, ok := s.stacks(w, r, "base")
 	if !ok {
 		return
 	}
-	next, nextReq, ok := s.selection(w, r, "next")
+	next, nextReq, ok := s.stacks(w, r, "next")
 	if !ok {
 		return
 	}

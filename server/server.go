@@ -98,7 +98,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /pyroscope/labels", s.handleLabels)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /ready", s.handleReady)
-	s.mux.HandleFunc("GET /metrics", s.metrics.handle)
+	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 	s.mux.HandleFunc("GET /agent.jar", s.handleAgentJar)
 	s.mux.HandleFunc("GET /flame", s.handleFlame)
 	s.mux.HandleFunc("GET /apps/{id}/report", s.handleReport)

@@ -162,6 +162,9 @@ func preloadDir(srv *server.Server, db *store.DB, dir string) (int, error) {
 	already := map[string]bool{}
 	db.Select("", store.Query{}, func(u *store.Upload) error {
 		already[u.Profile.Source] = true
+		for _, src := range u.Sources {
+			already[src] = true
+		}
 		return nil
 	})
 	n := 0

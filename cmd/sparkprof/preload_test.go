@@ -1,0 +1,43 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/server"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// TestPreloadOnce preloads the sample data, compacts it as a server left
+// running would, and preloads again, as `make demo` does at every start:
+// no profile is stored twice.
+func TestPreloadOnce(t *testing.T) {
+	// One partition for all: the block then holds profiles of several
+	// sources.
+	db, err := store.Open(t.TempDir(), store.Options{Partition: 100 * 365 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	srv := server.New(server.Config{Store: db, EventLogDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	dir := corpus.Dir(t)
+	if _, err := preloadDir(srv, db, dir); err != nil {
+		t.Fatal(err)
+	}
+	first := db.Stats().HeadUploads
+	if first == 0 {
+		t.Fatal("nothing preloaded")
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := preloadDir(srv, db, dir); err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Stats(); st.HeadUploads != 0 || st.BlockUploads != first {
+		t.Errorf("after compaction and a second preload: %+v; want the %d first uploads in blocks and none new", st, first)
+	}
+}

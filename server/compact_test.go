@@ -1,0 +1,106 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/corpus"
+)
+
+// TestCompactionKeepsAnswers renders the same selections before and after
+// the uploads are compacted into a block: whether a query is answered from
+// the block's rollup (whole range, no thread or task matcher) or from its
+// samples (part of the range, a task, a thread state), the flame graph is
+// the one the uploads gave.
+func TestCompactionKeepsAnswers(t *testing.T) {
+	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, db := newTestServer(t, Config{})
+	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	const windows, execs = 6, 3
+	for w := range windows {
+		for e := range execs {
+			if err := db.Append("", benchUpload(base, start, e, w, windows)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sec := func(s int) string { return strconv.FormatInt(start+int64(s)*int64(time.Second), 10) }
+	queries := []url.Values{
+		{"query": {`{spark_app_id="app-bench"}`}},
+		{"query": {`{spark_app_id="app-bench"}`}, "type": {"wall"}},
+		{"query": {`{spark_stage_id="5"}`}, "from": {sec(0)}, "until": {sec(3600)}},
+		{"query": {`{spark_executor_id="1"}`}, "type": {"alloc"}},
+		{"query": {`{spark_app_id="app-bench"}`}, "from": {sec(15)}, "until": {sec(42)}},
+		{"query": {`{spark_task_id="7"}`}, "type": {"wall"}},
+		{"query": {`{spark_app_id="app-bench"}`}, "type": {"wall"}, "state": {"SLEEPING"}},
+	}
+	// Other endpoints read the block's samples; their answers stay too.
+	others := []string{
+		"/api/v1/top?query=" + url.QueryEscape(`{spark_app_id="app-bench"}`) + "&type=wall",
+		"/api/v1/breakdown?by=state,spark_stage_id&query=" + url.QueryEscape(`{spark_executor_id="2"}`) + "&type=wall",
+		"/api/v1/series?by=spark_executor_id&step=10s&query=" + url.QueryEscape(`{spark_app_id="app-bench"}`) + "&type=wall",
+		"/api/v1/labels",
+		"/api/v1/label-values?label=spark_stage_id",
+		"/api/v1/export?format=folded&query=" + url.QueryEscape(`{spark_stage_id="5"}`) + "&type=wall",
+	}
+	get := func(path string) string {
+		w := httptest.NewRecorder()
+		ts.Config.Handler.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		if w.Code != 200 || w.Body.Len() < 10 {
+			t.Fatalf("%s: %d %s", path, w.Code, w.Body)
+		}
+		return w.Body.String()
+	}
+	answers := func() []string {
+		var out []string
+		for _, q := range queries {
+			var r renderResponse
+			if err := json.Unmarshal([]byte(get("/api/v1/render?"+q.Encode())), &r); err != nil {
+				t.Fatalf("%v: %v", q, err)
+			}
+			if r.Flamebearer.NumTicks == 0 {
+				t.Fatalf("%v selects nothing", q)
+			}
+			fb, _ := json.Marshal(r.Flamebearer)
+			out = append(out, string(fb))
+		}
+		for _, path := range others {
+			out = append(out, get(path))
+		}
+		return out
+	}
+	before := answers()
+	if m := get("/metrics"); !strings.Contains(m, "\nsparkprof_store_head_uploads 18\n") || !strings.Contains(m, "\nsparkprof_store_blocks 0\n") {
+		t.Errorf("metrics before compaction:\n%s", m)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	after := answers()
+	m := get("/metrics")
+	for _, want := range []string{"sparkprof_store_head_uploads 0", "sparkprof_store_blocks 1", "sparkprof_store_block_uploads 18", "sparkprof_store_compactions_total 1", "sparkprof_store_compaction_errors_total 0"} {
+		if !strings.Contains(m, "\n"+want+"\n") {
+			t.Errorf("metrics after compaction lack %q:\n%s", want, m)
+		}
+	}
+	for i := range before {
+		if before[i] != after[i] {
+			var what string
+			if i < len(queries) {
+				what = "/api/v1/render?" + queries[i].Encode()
+			} else {
+				what = others[i-len(queries)]
+			}
+			t.Errorf("%s: the answer changed with compaction:\nbefore %.300s\nafter  %.300s", what, before[i], after[i])
+		}
+	}
+}

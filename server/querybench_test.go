@@ -1,0 +1,162 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// Query benchmark shape: an hour of 10 s uploads from 100 executors.
+const (
+	benchExecutors = 100
+	benchWindows   = 360
+	benchStages    = 10
+)
+
+// benchUpload makes the upload of executor exec for 10 s window w from
+// base: the same stacks, with times moved into the window and each
+// thread's samples labelled with a task of its own and the window's stage,
+// as an executor running one task per core would send.
+func benchUpload(base *profile.Profile, start int64, exec, w, windows int) *store.Upload {
+	p := *base
+	p.OwnLabelSets()
+	from := start + int64(w)*int64(10*time.Second)
+	span := max(base.End-base.Start, 1)
+	stage := strconv.Itoa(w * benchStages / windows)
+	sets := make([]profile.LabelSetID, len(base.Threads))
+	for i := range sets {
+		task := (w*benchExecutors+exec)*len(sets) + i
+		sets[i] = p.AddLabels(profile.Labels{
+			{Name: profile.LabelStageID, Value: stage},
+			{Name: profile.LabelTaskID, Value: strconv.Itoa(task)},
+		})
+	}
+	p.Samples = make([]profile.Sample, len(base.Samples))
+	for i, s := range base.Samples {
+		s.Time = from + int64(float64(s.Time-base.Start)*float64(10*time.Second)/float64(span))
+		s.Labels = sets[s.Thread]
+		p.Samples[i] = s
+	}
+	p.Start, p.End = from, from+int64(10*time.Second)
+	return &store.Upload{From: p.Start, Until: p.End, Profile: &p, Labels: profile.Labels{
+		{Name: profile.LabelServiceName, Value: "bench"},
+		{Name: profile.LabelAppID, Value: "app-bench"},
+		{Name: profile.LabelExecutorID, Value: strconv.Itoa(exec)},
+		{Name: profile.LabelHost, Value: fmt.Sprintf("node-%02d", exec%20)},
+	}}
+}
+
+// BenchmarkQuery measures flame-graph query latency over an hour of
+// uploads from 100 executors every 10 s (36,000 uploads made from the
+// corpus's dump1.jfr, 2,188 CPU samples each, with new labels and times),
+// compacted as the server does: the whole app, one stage of ten, and the
+// last quarter of the hour (a range that cuts a block).
+// SPARKPROF_BENCH_WINDOWS=36 makes a tenth of it for a quick run.
+func BenchmarkQuery(b *testing.B) {
+	windows := benchWindows
+	if v, err := strconv.Atoi(os.Getenv("SPARKPROF_BENCH_WINDOWS")); err == nil && v > 0 {
+		windows = v
+	}
+	base, err := format.Load(corpus.Path(b, "jfr", "dump1.jfr.gz"), format.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	db, err := store.Open(dir, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	end := start + int64(windows)*int64(10*time.Second)
+	cut := end - (end-start)/4 // a quarter before the end, inside a partition
+	cut -= cut % int64(time.Second)
+	t0 := time.Now()
+	var samples int
+	want := map[string]int64{} // cpu total per query
+	cpu, _ := base.FindType("cpu")
+	for w := range windows {
+		for e := range benchExecutors {
+			u := benchUpload(base, start, e, w, windows)
+			samples += len(u.Profile.Samples)
+			typ := mustType(b, u.Profile, cpu)
+			for _, s := range u.Profile.Samples {
+				if s.Type != typ {
+					continue
+				}
+				want["whole-app"] += s.Value
+				if w*benchStages/windows == 3 {
+					want["one-stage"] += s.Value
+				}
+				if s.Time >= cut {
+					want["last-quarter"] += s.Value
+				}
+			}
+			if err := db.Append("", u); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if w%60 == 59 || w == windows-1 {
+			if err := db.Compact(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	n := windows * benchExecutors
+	b.Logf("%d uploads, %d samples stored and compacted in %v; heap %d MiB; on disk %.1f MB, %.2f KB per upload",
+		n, samples, time.Since(t0).Round(time.Second), ms.HeapAlloc>>20, float64(dirSize(dir))/(1<<20), float64(dirSize(dir))/float64(n)/1024)
+
+	s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	for _, c := range []struct {
+		name, query string
+		from        int64
+	}{
+		{"whole-app", `{spark_app_id="app-bench"}`, start},
+		{"one-stage", `{spark_app_id="app-bench",spark_stage_id="3"}`, start},
+		{"last-quarter", `{spark_app_id="app-bench"}`, cut},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			q := url.Values{"query": {c.query}, "from": {strconv.FormatInt(c.from, 10)}, "until": {strconv.FormatInt(end, 10)}}
+			var got renderResponse
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				s.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/render?"+q.Encode(), nil))
+				if w.Code != 200 {
+					b.Fatalf("%d: %s", w.Code, w.Body)
+				}
+				got = renderResponse{}
+				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if got.Flamebearer.NumTicks != want[c.name] {
+				b.Fatalf("%s: %d cpu ticks, the uploads hold %d", c.name, got.Flamebearer.NumTicks, want[c.name])
+			}
+		})
+	}
+}
+
+func mustType(tb testing.TB, p *profile.Profile, t profile.SampleType) profile.TypeID {
+	tb.Helper()
+	id, ok := p.TypeIndex(t)
+	if !ok {
+		tb.Fatalf("no %s samples", t)
+	}
+	return id
+}

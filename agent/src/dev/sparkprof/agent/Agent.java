@@ -145,7 +145,6 @@ public final class Agent {
     labels.put("spark_app_id", appId);
     labels.put("spark_executor_id", executorId);
     labels.put("role", role);
-    labels.put("host", hostname());
     labels.parse(cfg.get("labels"));
     workDir = Files.createTempDirectory("sparkprof-");
     profiler = new Profiler(cfg, workDir);
@@ -159,13 +158,31 @@ public final class Agent {
     }
   }
 
-  private void begin() throws IOException {
-    profiler.start();
-    shipper = new Thread(this::shipLoop, "sparkprof-shipper");
+  /**
+   * Starts the shipper thread, which starts the recorder: starting the Flight Recorder costs about half a
+   * second of CPU (it generates and compiles its event classes), which would otherwise delay the JVM's main
+   * method or the executor's registration. The first window begins when the recorder is up.
+   */
+  private void begin() {
+    shipper = new Thread(this::run, "sparkprof-shipper");
     shipper.setDaemon(true);
     shipper.start();
+  }
+
+  private void run() {
+    try {
+      labels.put("host", hostname());
+      profiler.start();
+    } catch (Throwable t) {
+      Log.once("the Flight Recorder failed to start; the agent goes on without profiling", t);
+      return;
+    }
+    if (stopping) {
+      return;
+    }
     Log.info("profiling " + role + (executorId != null ? " " + executorId : "") + " of " + app + " to "
         + (cfg.get("server") != null ? cfg.get("server") : "") + (cfg.get("outputDir") != null ? " " + cfg.get("outputDir") : ""));
+    shipLoop();
   }
 
   private void shipLoop() {

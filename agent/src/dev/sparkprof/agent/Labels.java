@@ -3,18 +3,21 @@ package dev.sparkprof.agent;
 import java.util.Map;
 import java.util.TreeMap;
 
-/** The labels an upload carries, with the standard names of sparkprof's profile model. */
+/**
+ * The labels an upload carries, with the standard names of sparkprof's profile model. The plugin adds to
+ * them while the shipper thread reads them, so every method holds the lock.
+ */
 final class Labels {
   final Map<String, String> values = new TreeMap<>();
 
-  void put(String name, String value) {
+  synchronized void put(String name, String value) {
     if (value != null && !value.isEmpty()) {
       values.put(name, value);
     }
   }
 
   /** Adds extra labels given as {@code k=v;k=v} (the labels setting). */
-  void parse(String extra) {
+  synchronized void parse(String extra) {
     if (extra == null) {
       return;
     }
@@ -27,7 +30,7 @@ final class Labels {
   }
 
   /** Renders the Pyroscope name parameter: {@code app{k=v,...}}. */
-  String pyroscopeName(String app) {
+  synchronized String pyroscopeName(String app) {
     StringBuilder b = new StringBuilder(clean(app == null ? "spark-app" : app)).append('{');
     boolean first = true;
     for (Map.Entry<String, String> e : values.entrySet()) {

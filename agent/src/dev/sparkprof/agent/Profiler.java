@@ -19,6 +19,7 @@ final class Profiler {
   private Path currentFile;
   private long currentStartMs;
   private int seq;
+  private boolean closed;
 
   /** A finished window: its JFR file and time range. */
   static final class Window {
@@ -37,7 +38,11 @@ final class Profiler {
     this.dir = dir;
   }
 
+  /** Starts the first window, unless stop came first. */
   synchronized void start() throws IOException {
+    if (closed) {
+      return;
+    }
     currentFile = nextFile();
     current = newRecording(currentFile);
     current.start();
@@ -103,6 +108,7 @@ final class Profiler {
   }
 
   synchronized void stop() {
+    closed = true;
     if (current != null) {
       current.close();
       current = null;

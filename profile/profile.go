@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // FrameKind says what kind of code a frame executes.
@@ -337,6 +338,40 @@ func (p *Profile) Leaf(s StackID) FrameID { return p.stacks[s].frame }
 
 // Parent returns the stack without its innermost frame.
 func (p *Profile) Parent(s StackID) StackID { return p.stacks[s].parent }
+
+// MemSize estimates the heap bytes p holds: its tables, samples, series
+// and the indexes built when they are used. It sizes caches, not exact
+// accounting.
+func (p *Profile) MemSize() int64 {
+	// Per-entry costs: the struct, a map slot where there is an index, and
+	// the strings.
+	const (
+		frame  = int64(unsafe.Sizeof(Frame{})) + 48
+		thread = int64(unsafe.Sizeof(Thread{})) + 48
+		stack  = int64(unsafe.Sizeof(stackNode{})) + 24
+		sample = int64(unsafe.Sizeof(Sample{}))
+		point  = int64(unsafe.Sizeof(Point{}))
+		label  = int64(unsafe.Sizeof(Label{}))
+	)
+	n := int64(len(p.Frames))*frame + int64(len(p.Threads))*thread + int64(len(p.Samples))*sample +
+		int64(len(p.stacks))*stack
+	for _, f := range p.Frames {
+		n += int64(len(f.Name) + len(f.File))
+	}
+	for _, t := range p.Threads {
+		n += int64(len(t.Name))
+	}
+	for _, ls := range p.labelSets {
+		n += 64 + int64(len(ls))*label
+		for _, l := range ls {
+			n += int64(len(l.Name) + len(l.Value))
+		}
+	}
+	for _, s := range p.Series {
+		n += int64(len(s.Points)) * point
+	}
+	return n
+}
 
 // NumLabelSets returns the number of label sets, NoLabels included.
 func (p *Profile) NumLabelSets() int { return len(p.labelSets) }

@@ -59,6 +59,10 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		{"sparkprof_store_block_uploads", "Uploads the compacted blocks hold.", "gauge", int64(st.BlockUploads)},
 		{"sparkprof_store_compactions_total", "Blocks written by compaction.", "counter", st.Compactions},
 		{"sparkprof_store_compaction_errors_total", "Compactions that failed; their uploads stay in the log.", "counter", st.CompactionErrors},
+		{"sparkprof_store_cache_bytes", "Estimated memory of the block parts cached for queries.", "gauge", st.CacheBytes},
+		{"sparkprof_store_cache_hits_total", "Block part reads the cache answered.", "counter", st.CacheHits},
+		{"sparkprof_store_cache_misses_total", "Block part reads that went to disk.", "counter", st.CacheMisses},
+		{"sparkprof_store_cache_evictions_total", "Block parts dropped from the cache to stay within its budget.", "counter", st.CacheEvictions},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.typ, m.name, m.v)
 	}

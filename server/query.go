@@ -149,9 +149,9 @@ func (s *Server) merge(r *http.Request, req request) (*profile.Profile, error) {
 	err := s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
 		// Upload labels go onto the profile; the filter then sees them
 		// for every sample. The stored profile is not modified.
-		src := u.Profile
-		if rollupServes(u, req, tasksOf) {
-			src = u.Rollup
+		src, err := source(u, req, tasksOf)
+		if err != nil {
+			return err
 		}
 		cp := *src
 		cp.Labels = cp.Labels.Merge(u.Labels)
@@ -169,15 +169,28 @@ func (s *Server) merge(r *http.Request, req request) (*profile.Profile, error) {
 	return m.Profile(), nil
 }
 
-// rollupServes reports whether the rollup of a compacted block answers req
-// as the block's samples would: a flame graph (no labels, threads or times
-// kept) over a range covering the block, with no thread filter and no
-// matcher on a label the rollup dropped; a matcher on a stage label also
-// needs the block's apps to have no task model, since joining samples to
-// task windows changes their stage labels.
-func rollupServes(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.Task) bool {
+// source returns the profile of u that answers req: a compacted block's
+// rollup when it serves, its samples otherwise.
+func source(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.Task) (*profile.Profile, error) {
+	if rollupMayServe(u, req) {
+		r, err := u.LoadRollup()
+		if err != nil {
+			return nil, err
+		}
+		if rollupServes(r, req, tasksOf) {
+			return r, nil
+		}
+	}
+	return u.Load()
+}
+
+// rollupMayServe reports whether the rollup of compacted block u can
+// answer req as the block's samples would: a flame graph (no labels,
+// threads or times kept) over a range covering the block, with no thread
+// filter and no matcher on a label the rollup dropped.
+func rollupMayServe(u *store.Upload, req request) bool {
 	f := req.filter
-	if u.Rollup == nil || !req.dropLabels || req.keepTimes || f.Thread != nil {
+	if !u.Compacted() || !req.dropLabels || req.keepTimes || f.Thread != nil {
 		return false
 	}
 	// Samples without a time are kept when the profile overlaps the
@@ -186,19 +199,29 @@ func rollupServes(u *store.Upload, req request, tasksOf func(string) map[int64]*
 	if (f.From != 0 && (lo == 0 || f.From > lo)) || (f.Until != 0 && f.Until <= hi) {
 		return false
 	}
-	stage := false
 	for _, m := range f.Labels {
 		if slices.Contains(store.RollupDropped, m.Name) {
 			return false
 		}
-		stage = stage || m.Name == profile.LabelStageID || m.Name == profile.LabelStageAttempt
 	}
-	if stage {
-		for _, app := range labelValuesOf(u.Rollup, profile.LabelAppID) {
+	return true
+}
+
+// rollupServes reports whether rollup r, which rollupMayServe admitted,
+// answers req: a matcher on a stage label needs the block's apps to have
+// no task model, since joining samples to task windows changes their
+// stage labels.
+func rollupServes(r *profile.Profile, req request, tasksOf func(string) map[int64]*spark.Task) bool {
+	for _, m := range req.filter.Labels {
+		if m.Name != profile.LabelStageID && m.Name != profile.LabelStageAttempt {
+			continue
+		}
+		for _, app := range labelValuesOf(r, profile.LabelAppID) {
 			if tasksOf(app) != nil {
 				return false
 			}
 		}
+		return true
 	}
 	return true
 }
@@ -393,13 +416,17 @@ func (s *Server) labelValues(r *http.Request) (map[string]map[string]bool, error
 		}
 	}
 	err := s.cfg.Store.Select(tenant(r), store.Query{}, func(u *store.Upload) error {
+		p, err := u.Load()
+		if err != nil {
+			return err
+		}
 		add(u.Labels)
-		add(u.Profile.Labels)
+		add(p.Labels)
 		seen := map[profile.LabelSetID]bool{}
-		for _, smp := range u.Profile.Samples {
+		for _, smp := range p.Samples {
 			if !seen[smp.Labels] {
 				seen[smp.Labels] = true
-				add(u.Profile.LabelSet(smp.Labels))
+				add(p.LabelSet(smp.Labels))
 			}
 		}
 		return nil

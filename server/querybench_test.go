@@ -115,23 +115,39 @@ func BenchmarkQuery(b *testing.B) {
 			}
 		}
 	}
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
 	n := windows * benchExecutors
 	b.Logf("%d uploads, %d samples stored and compacted in %v; heap %d MiB; on disk %.1f MB, %.2f KB per upload",
-		n, samples, time.Since(t0).Round(time.Second), ms.HeapAlloc>>20, float64(dirSize(dir))/(1<<20), float64(dirSize(dir))/float64(n)/1024)
+		n, samples, time.Since(t0).Round(time.Second), heapMiB(), float64(dirSize(dir))/(1<<20), float64(dirSize(dir))/float64(n)/1024)
+	db.Close()
 
-	s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// As after a restart: the blocks' metas in memory, their parts read
+	// on demand, then cached ("warm"), or with no room in the cache, read
+	// from disk every time ("uncached").
+	warm, err := store.Open(dir, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer warm.Close()
+	b.Logf("reopened: heap %d MiB", heapMiB())
+	uncached, err := store.Open(dir, store.Options{CacheBytes: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer uncached.Close()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	servers := map[string]*Server{"warm": New(Config{Store: warm, Logger: logger}), "uncached": New(Config{Store: uncached, Logger: logger})}
 	for _, c := range []struct {
-		name, query string
-		from        int64
+		name, cache, query string
+		from               int64
 	}{
-		{"whole-app", `{spark_app_id="app-bench"}`, start},
-		{"one-stage", `{spark_app_id="app-bench",spark_stage_id="3"}`, start},
-		{"last-quarter", `{spark_app_id="app-bench"}`, cut},
+		{"whole-app", "warm", `{spark_app_id="app-bench"}`, start},
+		{"one-stage", "warm", `{spark_app_id="app-bench",spark_stage_id="3"}`, start},
+		{"last-quarter", "warm", `{spark_app_id="app-bench"}`, cut},
+		{"whole-app", "uncached", `{spark_app_id="app-bench"}`, start},
+		{"last-quarter", "uncached", `{spark_app_id="app-bench"}`, cut},
 	} {
-		b.Run(c.name, func(b *testing.B) {
+		s := servers[c.cache]
+		b.Run(c.name+"/"+c.cache, func(b *testing.B) {
 			q := url.Values{"query": {c.query}, "from": {strconv.FormatInt(c.from, 10)}, "until": {strconv.FormatInt(end, 10)}}
 			var got renderResponse
 			for b.Loop() {
@@ -150,6 +166,15 @@ func BenchmarkQuery(b *testing.B) {
 			}
 		})
 	}
+	b.Logf("after the queries: heap %d MiB; warm store %+v", heapMiB(), warm.Stats())
+}
+
+// heapMiB is the live heap after a collection.
+func heapMiB() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc >> 20
 }
 
 func mustType(tb testing.TB, p *profile.Profile, t profile.SampleType) profile.TypeID {

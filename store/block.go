@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,10 +24,29 @@ import (
 // tables and samples are columns (profile.MarshalBinary), compressed
 // together. Upload-level labels that differ between the uploads move into
 // the samples' label sets.
+//
+// A block file holds three parts, each a length, a CRC-32C and the bytes:
+// the meta (JSON), the rollup and the samples (zstd-compressed columns).
+// Only the meta stays in memory; the rollup and the samples are read when
+// a query needs them, through the store's cache.
 type block struct {
-	path string
-	meta blockMeta
-	up   *Upload // what Select hands out
+	path  string
+	meta  blockMeta
+	parts [numParts]part
+	up    *Upload // what Select hands out; its profiles load on demand
+}
+
+// The parts of a block file after the meta.
+const (
+	partRollup = iota
+	partSamples
+	numParts
+)
+
+// part is where a block part's bytes are in the file.
+type part struct {
+	off, size int64
+	sum       uint32
 }
 
 // blockMeta describes a block; it is written at the head of the file.
@@ -41,6 +61,8 @@ type blockMeta struct {
 	Values      map[string][]string // upload-level label values, for pruning
 	Carried     map[string]int      // how many uploads carried each label
 	Replaces    []string            // blocks of the same partition merged into this one
+	// FirstSample and LastSample bound the samples' times (Unix ns).
+	FirstSample, LastSample int64
 }
 
 // blockMagic starts a block file; the digit is the format version.
@@ -96,9 +118,9 @@ func (b *block) mayMatch(q Query) bool {
 	return true
 }
 
-// compactUploads merges ups (and the blocks they join) into one block
-// profile, keeping sample times to res.
-func compactUploads(partition int64, olds []*block, ups []*Upload, res int64) (*profile.Profile, blockMeta) {
+// compactUploads merges ups (and the blocks they join, whose samples are
+// oldProfiles) into one block profile, keeping sample times to res.
+func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profile, ups []*Upload, res int64) (*profile.Profile, blockMeta) {
 	m := profile.NewMerger(profile.MergeOptions{Aggregate: true, Resolution: res})
 	meta := blockMeta{Partition: partition, Values: map[string][]string{}, Carried: map[string]int{}}
 	var ids []uint64
@@ -118,8 +140,8 @@ func compactUploads(partition int64, olds []*block, ups []*Upload, res int64) (*
 		meta.Until = max(meta.Until, until)
 		meta.Received = max(meta.Received, received)
 	}
-	for _, b := range olds {
-		m.Add(b.up.Profile)
+	for i, b := range olds {
+		m.Add(oldProfiles[i])
 		for i := 0; i+1 < len(b.meta.IDs); i += 2 {
 			for id := b.meta.IDs[i]; id <= b.meta.IDs[i+1]; id++ {
 				ids = append(ids, id)
@@ -160,39 +182,58 @@ func compactUploads(partition int64, olds []*block, ups []*Upload, res int64) (*
 	meta.Sources = slices.Compact(meta.Sources)
 	p := m.Profile()
 	p.Warnings = slices.Compact(p.Warnings)
+	meta.FirstSample, meta.LastSample = sampleSpan(p)
 	return p, meta
 }
 
-// writeBlock writes a block file atomically: a temporary file, fsynced,
-// renamed into place, the directory fsynced.
-func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encoder) error {
+// writeBlock writes a block file atomically (a temporary file, fsynced,
+// renamed into place, the directory fsynced) and returns the block, whose
+// rollup and samples stay on disk.
+func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encoder) (*block, error) {
 	// JSON rather than gob: gob may allocate without bound on damaged
 	// input, and the meta is small.
 	mj, err := json.Marshal(&meta)
 	if err != nil {
-		return fmt.Errorf("encode block meta: %w", err)
+		return nil, fmt.Errorf("encode block meta: %w", err)
+	}
+	rb, err := rollup(p).MarshalBinary()
+	if err != nil {
+		return nil, err
 	}
 	pb, err := p.MarshalBinary()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	body := enc.EncodeAll(pb, nil)
 	var buf bytes.Buffer
 	buf.WriteString(blockMagic)
 	var n [4]byte
-	for _, part := range [][]byte{mj, body} {
-		binary.LittleEndian.PutUint32(n[:], uint32(len(part)))
+	for _, data := range [][]byte{mj, enc.EncodeAll(rb, nil), enc.EncodeAll(pb, nil)} {
+		binary.LittleEndian.PutUint32(n[:], uint32(len(data)))
 		buf.Write(n[:])
-		binary.LittleEndian.PutUint32(n[:], crc32.Checksum(part, castagnoli))
+		binary.LittleEndian.PutUint32(n[:], crc32.Checksum(data, castagnoli))
 		buf.Write(n[:])
-		buf.Write(part)
+		buf.Write(data)
 	}
 	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	if err := writeSynced(tmp, buf.Bytes()); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, err
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	return openBlock(path, bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+}
+
+// writeSynced writes data to a new file and fsyncs it.
+func writeSynced(path string, data []byte) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
 	}
@@ -200,70 +241,101 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
+	return f.Close()
 }
 
-// readBlock reads a block file written by writeBlock.
-func readBlock(path string, dec *zstd.Decoder) (*block, error) {
-	data, err := os.ReadFile(path)
+// readBlock reads the meta of block file path and where its parts are;
+// the parts are checked when they are read.
+func readBlock(path string) (*block, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	return decodeBlock(path, data, dec)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return openBlock(path, f, fi.Size())
 }
 
-// decodeBlock decodes the contents of block file path.
-func decodeBlock(path string, data []byte, dec *zstd.Decoder) (*block, error) {
-	if !bytes.HasPrefix(data, []byte(blockMagic)) {
+// openBlock reads the meta of block file path, of size bytes, from r.
+func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
+	head := make([]byte, len(blockMagic))
+	if _, err := r.ReadAt(head, 0); err != nil || string(head) != blockMagic {
 		return nil, fmt.Errorf("%s: not a sparkprof block (no %q at offset 0)", path, blockMagic)
 	}
-	off := len(blockMagic)
-	var parts [2][]byte
-	for i := range parts {
-		if len(data)-off < 8 {
+	b := &block{path: path}
+	off := int64(len(blockMagic))
+	var metaPart part
+	for i := -1; i < numParts; i++ {
+		var hdr [8]byte
+		if _, err := r.ReadAt(hdr[:], off); err != nil {
 			return nil, fmt.Errorf("%s: truncated at offset %d", path, off)
 		}
-		n := int(binary.LittleEndian.Uint32(data[off:]))
-		sum := binary.LittleEndian.Uint32(data[off+4:])
-		off += 8
-		if n > len(data)-off {
-			return nil, fmt.Errorf("%s: part %d at offset %d is %d bytes, the file has %d left", path, i, off, n, len(data)-off)
+		pt := part{off: off + 8, size: int64(binary.LittleEndian.Uint32(hdr[:])), sum: binary.LittleEndian.Uint32(hdr[4:])}
+		if pt.size > size-pt.off {
+			return nil, fmt.Errorf("%s: part %d at offset %d is %d bytes, the file has %d left", path, i+1, pt.off, pt.size, size-pt.off)
 		}
-		parts[i] = data[off : off+n]
-		if crc32.Checksum(parts[i], castagnoli) != sum {
-			return nil, fmt.Errorf("%s: checksum mismatch in part %d at offset %d", path, i, off)
+		if i < 0 {
+			metaPart = pt
+		} else {
+			b.parts[i] = pt
 		}
-		off += n
+		off = pt.off + pt.size
 	}
-	var meta blockMeta
-	if err := json.Unmarshal(parts[0], &meta); err != nil {
+	mj, err := readPart(path, r, metaPart)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(mj, &b.meta); err != nil {
 		return nil, fmt.Errorf("%s: block meta: %w", path, err)
 	}
-	raw, err := dec.DecodeAll(parts[1], nil)
+	m := &b.meta
+	b.up = &Upload{
+		ID: m.maxID(), Received: m.Received, From: m.From, Until: m.Until, Agent: "compacted", Bytes: m.Bytes,
+		Sources: m.Sources, Uploads: m.Uploads, FirstSample: m.FirstSample, LastSample: m.LastSample,
+	}
+	return b, nil
+}
+
+// readPart reads a part of block file path and checks its checksum.
+func readPart(path string, r io.ReaderAt, pt part) ([]byte, error) {
+	data := make([]byte, pt.size)
+	if _, err := r.ReadAt(data, pt.off); err != nil {
+		return nil, fmt.Errorf("%s: read %d bytes at offset %d: %w", path, pt.size, pt.off, err)
+	}
+	if crc32.Checksum(data, castagnoli) != pt.sum {
+		return nil, fmt.Errorf("%s: checksum mismatch in the part at offset %d; the file is damaged: move it away to query without it", path, pt.off)
+	}
+	return data, nil
+}
+
+// decodePart decodes a block's rollup or samples from r.
+func (b *block) decodePart(r io.ReaderAt, which int, dec *zstd.Decoder) (*profile.Profile, error) {
+	data, err := readPart(b.path, r, b.parts[which])
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
+	}
+	raw, err := dec.DecodeAll(data, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: part at offset %d: %w", b.path, b.parts[which].off, err)
 	}
 	p := new(profile.Profile)
 	if err := p.UnmarshalBinary(raw); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: part at offset %d: %w", b.path, b.parts[which].off, err)
 	}
-	return newBlock(path, meta, p), nil
+	return p, nil
 }
 
-func newBlock(path string, meta blockMeta, p *profile.Profile) *block {
-	b := &block{path: path, meta: meta, up: &Upload{
-		ID: meta.maxID(), Received: meta.Received, From: meta.From, Until: meta.Until,
-		Agent: "compacted", Bytes: meta.Bytes, Profile: p, Sources: meta.Sources, Uploads: meta.Uploads,
-		Rollup: rollup(p),
-	}}
-	b.up.FirstSample, b.up.LastSample = sampleSpan(p)
-	return b
+// load reads a block's rollup or samples from its file.
+func (b *block) load(which int, dec *zstd.Decoder) (*profile.Profile, error) {
+	f, err := os.Open(b.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return b.decodePart(f, which, dec)
 }
 
 // RollupDropped are the labels a block's rollup does not keep: those with
@@ -307,9 +379,10 @@ func sampleSpan(p *profile.Profile) (first, last int64) {
 	return first, last
 }
 
-// loadBlocks reads a tenant's block files. A block that another replaces
-// (a compaction that crashed before deleting its inputs) is removed.
-func loadBlocks(dir string, dec *zstd.Decoder) ([]*block, error) {
+// loadBlocks reads the metas of a tenant's block files. A block that
+// another replaces (a compaction that crashed before deleting its inputs)
+// is removed.
+func loadBlocks(dir string) ([]*block, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.block"))
 	if err != nil {
 		return nil, err
@@ -319,7 +392,7 @@ func loadBlocks(dir string, dec *zstd.Decoder) ([]*block, error) {
 	var errs []error
 	replaced := map[string]bool{}
 	for _, path := range paths {
-		b, err := readBlock(path, dec)
+		b, err := readBlock(path)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w; move the file away to start without it", err))
 			continue

@@ -51,6 +51,7 @@ type DB struct {
 	enc       *zstd.Encoder
 	blockEnc  *zstd.Encoder
 	dec       *zstd.Decoder
+	cache     *cache
 	compactMu sync.Mutex // one compaction at a time
 	// compactions and compactionErrors count since Open; under mu.
 	compactions, compactionErrors int64
@@ -97,12 +98,18 @@ type Options struct {
 	// the same stack, thread, state and labels within it are summed;
 	// default a second.
 	Resolution time.Duration
+	// CacheBytes bounds the memory (estimated) that blocks read from disk
+	// keep for later queries; default 512 MiB.
+	CacheBytes int64
 	Logger     *slog.Logger
 }
 
 func (o *Options) defaults() {
 	if o.Partition <= 0 {
 		o.Partition = 10 * time.Minute
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 512 << 20
 	}
 	if o.CompactAfter <= 0 {
 		o.CompactAfter = 5 * time.Minute
@@ -135,7 +142,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{dir: dir, opts: opts, log: opts.Logger, tenants: map[string]*tenant{}, enc: enc, blockEnc: blockEnc, dec: dec,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		cache: newCache(opts.CacheBytes), stop: make(chan struct{}), done: make(chan struct{})}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -184,12 +191,13 @@ type record struct {
 // a block already holds (a crash between writing a block and deleting the
 // segments it made obsolete).
 func (db *DB) load(name, dir string) error {
-	blocks, err := loadBlocks(dir, db.dec)
+	blocks, err := loadBlocks(dir)
 	if err != nil {
 		return fmt.Errorf("store: tenant %q: %w", name, err)
 	}
 	t := &tenant{dir: dir, nextID: 1, blocks: blocks}
 	for _, b := range blocks {
+		db.attach(b)
 		t.nextID = max(t.nextID, b.meta.maxID()+1)
 		var seq uint64
 		var part int64
@@ -420,6 +428,13 @@ func (t *tenant) pruneSegments(log *slog.Logger) {
 	t.segs = keep
 }
 
+// attach makes block b's upload read its parts through the cache.
+func (db *DB) attach(b *block) {
+	b.up.load = func(part int) (*profile.Profile, error) {
+		return db.cache.get(cacheKey{b.path, part}, func() (*profile.Profile, error) { return b.load(part, db.dec) })
+	}
+}
+
 // Select implements Store. Blocks come first (they hold older
 // partitions), then the uploads not compacted yet.
 func (db *DB) Select(name string, q Query, fn func(*Upload) error) error {
@@ -467,6 +482,7 @@ func (db *DB) Stats() Stats {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	st := Stats{Compactions: db.compactions, CompactionErrors: db.compactionErrors}
+	st.CacheBytes, st.CacheHits, st.CacheMisses, st.CacheEvictions = db.cache.stats()
 	for _, t := range db.tenants {
 		st.HeadUploads += len(t.uploads)
 		st.Blocks += len(t.blocks)
@@ -565,17 +581,28 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, b
 			olds = append(olds, b)
 		}
 	}
-	prof, meta := compactUploads(p, olds, ups, int64(db.opts.Resolution))
+	// The blocks being replaced are read straight from disk: going
+	// through the cache would push out what queries use.
+	oldProfiles := make([]*profile.Profile, len(olds))
+	for i, b := range olds {
+		op, err := b.load(partSamples, db.dec)
+		if err != nil {
+			return fmt.Errorf("read the block to merge into: %w", err)
+		}
+		oldProfiles[i] = op
+	}
+	prof, meta := compactUploads(p, olds, oldProfiles, ups, int64(db.opts.Resolution))
 	db.mu.Lock()
 	seq := t.nextBlock
 	t.nextBlock++
 	db.mu.Unlock()
 	path := filepath.Join(t.dir, blockName(p, seq))
-	if err := writeBlock(path, meta, prof, db.blockEnc); err != nil {
+	b, err := writeBlock(path, meta, prof, db.blockEnc)
+	if err != nil {
 		os.Remove(path + ".tmp")
 		return fmt.Errorf("write block: %w", err)
 	}
-	b := newBlock(path, meta, prof)
+	db.attach(b)
 
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -592,6 +619,7 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, b
 	slices.SortStableFunc(t.blocks, func(x, y *block) int { return cmp.Compare(x.meta.Partition, y.meta.Partition) })
 	for _, o := range olds {
 		os.Remove(o.path)
+		db.cache.forget(o.path)
 	}
 	t.pruneSegments(db.log)
 	db.log.Info("store: compacted", "tenant", name, "partition", time.Unix(0, p).UTC().Format(time.RFC3339),
@@ -611,6 +639,7 @@ func (db *DB) dropOld(cutoff int64) {
 				return false
 			}
 			os.Remove(b.path)
+			db.cache.forget(b.path)
 			return true
 		})
 		t.pruneSegments(db.log)

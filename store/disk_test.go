@@ -28,7 +28,11 @@ func count(t *testing.T, db Store, tenant string, q Query) (n int, total int64) 
 	t.Helper()
 	err := db.Select(tenant, q, func(u *Upload) error {
 		n++
-		for _, s := range u.Profile.Samples {
+		p, err := u.Load()
+		if err != nil {
+			return err
+		}
+		for _, s := range p.Samples {
 			total += s.Value
 		}
 		return nil
@@ -232,20 +236,50 @@ func TestCompactionCrash(t *testing.T) {
 	}
 }
 
-// TestCorruptBlock refuses to start on a damaged block, naming the file.
+// TestCorruptBlock: a damaged block meta stops the start, a damaged part
+// fails the queries that read it; both errors name the file.
 func TestCorruptBlock(t *testing.T) {
-	dir := t.TempDir()
-	db, _ := Open(dir, Options{})
-	db.Append("t", upload(t, "1"))
-	db.Compact()
-	db.Close()
-	blk := files(t, dir, "*.block")[0]
-	data, _ := os.ReadFile(blk)
-	data[len(data)/2] ^= 0xff
-	os.WriteFile(blk, data, 0o644)
-	_, err := Open(dir, Options{})
-	if err == nil || !strings.Contains(err.Error(), filepath.Base(blk)) || !strings.Contains(err.Error(), "checksum") {
-		t.Errorf("a damaged block: %v", err)
+	for _, c := range []struct {
+		name   string
+		offset func(size int) int // of the flipped byte
+		atOpen bool
+	}{
+		{"meta", func(int) int { return len(blockMagic) + 8 + 2 }, true},
+		{"samples", func(size int) int { return size - 2 }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db, _ := Open(dir, Options{})
+			db.Append("t", upload(t, "1"))
+			db.Compact()
+			db.Close()
+			blk := files(t, dir, "*.block")[0]
+			data, _ := os.ReadFile(blk)
+			data[c.offset(len(data))] ^= 0xff
+			os.WriteFile(blk, data, 0o644)
+			named := func(err error) bool {
+				return err != nil && strings.Contains(err.Error(), filepath.Base(blk)) &&
+					(strings.Contains(err.Error(), "checksum") || strings.Contains(err.Error(), "meta"))
+			}
+			db, err := Open(dir, Options{})
+			if c.atOpen {
+				if !named(err) {
+					t.Errorf("open with a damaged block meta: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("open with a damaged block part: %v", err)
+			}
+			defer db.Close()
+			err = db.Select("t", Query{}, func(u *Upload) error {
+				_, err := u.Load()
+				return err
+			})
+			if !named(err) {
+				t.Errorf("query of a damaged block: %v", err)
+			}
+		})
 	}
 }
 
@@ -290,5 +324,70 @@ func TestForeignRecord(t *testing.T) {
 	}
 	if after, _ := os.Stat(seg); after.Size() != before.Size() {
 		t.Errorf("the segment was cut from %d to %d bytes", before.Size(), after.Size())
+	}
+}
+
+// TestBlockCache: blocks stay on disk until a query reads them; what is
+// read is cached within the budget, least recently used out first, and a
+// replaced block's parts leave the cache.
+func TestBlockCache(t *testing.T) {
+	dir := t.TempDir()
+	db, _ := Open(dir, Options{})
+	hour := int64(time.Hour)
+	for i := range 3 {
+		u := upload(t, "1")
+		u.From, u.Until = int64(10+i)*hour, int64(10+i)*hour+int64(10*time.Second)
+		db.Append("t", u)
+	}
+	_, want := count(t, db, "t", Query{})
+	db.Compact()
+	db.Close()
+
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Stats(); st.Blocks != 3 || st.CacheBytes != 0 || st.CacheMisses != 0 {
+		t.Fatalf("after open: %+v, want 3 blocks and nothing read", st)
+	}
+	count(t, db, "t", Query{})
+	one := db.Stats().CacheBytes / 3 // the blocks hold the same samples
+	db.Close()
+
+	db, err = Open(dir, Options{CacheBytes: one * 3 / 2}) // one block's samples fit, not two
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for round := range 2 {
+		if _, total := count(t, db, "t", Query{}); total != want {
+			t.Errorf("round %d: total %d, want %d", round, total, want)
+		}
+	}
+	st := db.Stats()
+	if st.CacheMisses != 6 || st.CacheHits != 0 || st.CacheEvictions != 5 || st.CacheBytes > one*3/2 {
+		t.Errorf("two rounds over three blocks that do not fit: %+v, want 6 misses, 5 evictions, at most %d bytes", st, one*3/2)
+	}
+	// The last block read is cached: reading it again is a hit.
+	last := Query{From: 12 * hour}
+	if n, total := count(t, db, "t", last); n != 1 || total != want/3 {
+		t.Errorf("the last block: %d with %d, want 1 with %d", n, total, want/3)
+	}
+	if st := db.Stats(); st.CacheHits != 1 {
+		t.Errorf("reading the cached block again: %+v, want a hit", st)
+	}
+
+	// A late upload replaces the last block: the old block's parts go.
+	u := upload(t, "2")
+	u.From, u.Until = 12*hour, 12*hour+int64(time.Second)
+	db.Append("t", u)
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Stats(); st.CacheBytes != 0 {
+		t.Errorf("after the cached block was replaced the cache holds %d bytes", st.CacheBytes)
+	}
+	if _, total := count(t, db, "t", Query{}); total != want+want/3 {
+		t.Errorf("after the late upload: total %d, want %d", total, want+want/3)
 	}
 }

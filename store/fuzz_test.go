@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,8 +9,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// FuzzDecodeBlock feeds damaged block files to the block reader: each is
-// an error or a block, never a panic.
+// FuzzDecodeBlock feeds damaged block files to the block reader, meta and
+// parts: each is an error or a block, never a panic.
 func FuzzDecodeBlock(f *testing.F) {
 	dir := f.TempDir()
 	db, err := Open(dir, Options{})
@@ -31,7 +32,14 @@ func FuzzDecodeBlock(f *testing.F) {
 	f.Add(data[:len(data)/2])
 	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(8<<20), zstd.WithDecoderLowmem(true))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		decodeBlock("fuzz.block", data, dec)
+		r := bytes.NewReader(data)
+		b, err := openBlock("fuzz.block", r, int64(len(data)))
+		if err != nil {
+			return
+		}
+		for part := range numParts {
+			b.decodePart(r, part, dec)
+		}
 	})
 }
 

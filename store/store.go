@@ -11,26 +11,51 @@ import (
 
 // Upload is one ingested profile with what the agent said about it.
 type Upload struct {
-	ID       uint64           // assigned by Append, increasing per tenant
-	Received int64            // Unix ns when it was stored
-	From     int64            // Unix ns, start of the window the profile covers
-	Until    int64            // Unix ns, end of the window
-	Labels   profile.Labels   // upload-level labels: service_name, app, executor, host, role
-	Agent    string           // the client, e.g. Pyroscope's spyName
-	Bytes    int              // request body size
-	Profile  *profile.Profile // samples with stack, value, time, thread and per-sample labels
+	ID       uint64         // assigned by Append, increasing per tenant
+	Received int64          // Unix ns when it was stored
+	From     int64          // Unix ns, start of the window the profile covers
+	Until    int64          // Unix ns, end of the window
+	Labels   profile.Labels // upload-level labels: service_name, app, executor, host, role
+	Agent    string         // the client, e.g. Pyroscope's spyName
+	Bytes    int            // request body size
+	// Profile holds the samples with stack, value, time, thread and
+	// per-sample labels. For a compacted block it is nil: Load reads it.
+	Profile *profile.Profile
 
 	// A compacted block holds many uploads: Uploads counts them (0 for a
 	// single upload) and Sources lists their profiles' sources. Its
 	// upload-level labels are in the samples' label sets.
 	Uploads int
 	Sources []string
-	// Rollup, for a block, is Profile summed over time and threads, with
-	// the labels in RollupDropped removed: what a flame graph needs when
-	// the query covers the whole block and matches no dropped label.
-	Rollup *profile.Profile
 	// FirstSample and LastSample, for a block, bound its samples' times.
 	FirstSample, LastSample int64
+
+	// load reads a block's rollup or samples (partRollup, partSamples);
+	// nil for a single upload.
+	load func(part int) (*profile.Profile, error)
+}
+
+// Compacted reports whether u stands for a compacted block of uploads.
+func (u *Upload) Compacted() bool { return u.load != nil }
+
+// Load returns u's profile, reading a compacted block's samples from disk
+// (through the store's cache) when they are not in memory.
+func (u *Upload) Load() (*profile.Profile, error) {
+	if u.load == nil {
+		return u.Profile, nil
+	}
+	return u.load(partSamples)
+}
+
+// LoadRollup returns a compacted block's rollup: its samples summed over
+// time and threads, with the labels in RollupDropped removed, which is
+// what a flame graph needs when the query covers the whole block and
+// matches no dropped label. A single upload has none: nil.
+func (u *Upload) LoadRollup() (*profile.Profile, error) {
+	if u.load == nil {
+		return nil, nil
+	}
+	return u.load(partRollup)
 }
 
 // Query selects uploads.
@@ -65,6 +90,10 @@ type Stats struct {
 	BlockUploads     int   // uploads the blocks hold
 	Compactions      int64 // blocks written since the store opened
 	CompactionErrors int64 // compactions that failed since the store opened
+	// CacheBytes estimates the heap the cache of block parts holds;
+	// CacheHits, CacheMisses and CacheEvictions count its lookups and
+	// drops since the store opened.
+	CacheBytes, CacheHits, CacheMisses, CacheEvictions int64
 }
 
 // ErrClosed is returned by a closed store.
@@ -82,6 +111,10 @@ func (q Query) Matches(u *Upload) bool {
 	for _, m := range q.Matchers {
 		v, ok := u.Labels.Get(m.Name)
 		if !ok {
+			// A block's upload labels are in its samples' label sets.
+			if u.Profile == nil {
+				continue
+			}
 			if pv, ok := u.Profile.Labels.Get(m.Name); ok {
 				v = pv
 			} else {

@@ -37,6 +37,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	addr := fs.String("addr", "127.0.0.1:4040", "address to listen on")
 	data := fs.String("data", defaultDataDir(), "directory of the embedded store")
 	retention := fs.String("retention", "30d", "drop data older than this (e.g. 72h, 30d; 0 keeps all)")
+	cacheMB := fs.Int64("block-cache-mb", 512, "memory (MiB, estimated) that keeps compacted blocks read from disk for later queries")
 	tokenFile := fs.String("auth-token-file", "", "file holding a bearer token that every request must carry")
 	preload := fs.String("preload", "", "import the profiles of this directory at start (e.g. ../shared/testdata)")
 	agentJar := fs.String("agent-jar", "agent/build/sparkprof-agent.jar", "agent jar served at /agent.jar")
@@ -62,7 +63,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		token = strings.TrimSpace(string(b))
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	db, err := store.Open(*data, store.Options{Retention: keep, Logger: log})
+	db, err := store.Open(*data, store.Options{Retention: keep, CacheBytes: *cacheMB << 20, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -161,7 +162,9 @@ func preloadDir(srv *server.Server, db *store.DB, dir string) (int, error) {
 	}
 	already := map[string]bool{}
 	db.Select("", store.Query{}, func(u *store.Upload) error {
-		already[u.Profile.Source] = true
+		if u.Profile != nil {
+			already[u.Profile.Source] = true
+		}
 		for _, src := range u.Sources {
 			already[src] = true
 		}

@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/sparkprof/sparkprof/internal/readall"
 	"github.com/sparkprof/sparkprof/profile"
 )
 
@@ -47,7 +49,12 @@ func Decompress(data []byte, source string, max int64) ([]byte, error) {
 		if err != nil {
 			return nil, &profile.DecodeError{Source: source, Offset: 0, Msg: "bad gzip header", Err: err}
 		}
-		out, err := io.ReadAll(io.LimitReader(zr, max+1))
+		// A gzip stream ends with its size (mod 4 GiB): the buffer's size.
+		var size int64
+		if len(data) >= 4 {
+			size = int64(binary.LittleEndian.Uint32(data[len(data)-4:]))
+		}
+		out, err := readall.ReadAll(io.LimitReader(zr, max+1), min(size, max+1))
 		switch {
 		case int64(len(out)) > max:
 			return nil, &profile.DecodeError{Source: source, Offset: -1,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"path"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/readall"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
@@ -168,7 +168,7 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var err error
-	f.Data, err = io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	f.Data, err = readall.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), min(r.ContentLength, s.cfg.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		httpError(w, http.StatusRequestEntityTooLarge, "file larger than %d bytes", s.cfg.MaxBodyBytes)

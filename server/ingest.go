@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/readall"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -123,7 +124,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "until: %v", err)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body, err := readall.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), min(r.ContentLength, s.cfg.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		fail(http.StatusRequestEntityTooLarge, "body larger than %d bytes", s.cfg.MaxBodyBytes)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // The stored form of a profile is written by hand rather than with gob or
@@ -28,8 +29,11 @@ import (
 const columnsMagic = "SPPC\x01"
 
 // MarshalBinary encodes the profile with all its tables, for storage.
-func (p *Profile) MarshalBinary() ([]byte, error) {
-	e := encoder{b: make([]byte, 0, 64+len(p.Samples)*12+len(p.Frames)*48)}
+func (p *Profile) MarshalBinary() ([]byte, error) { return p.AppendBinary(nil) }
+
+// AppendBinary appends the encoding MarshalBinary returns to b.
+func (p *Profile) AppendBinary(b []byte) ([]byte, error) {
+	e := encoder{b: slices.Grow(b, 64+len(p.Samples)*12+len(p.Frames)*48)}
 	e.b = append(e.b, columnsMagic...)
 	e.uint(len(p.Types))
 	for _, t := range p.Types {

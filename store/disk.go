@@ -45,14 +45,16 @@ type DB struct {
 	opts Options
 	log  *slog.Logger
 
-	mu        sync.RWMutex
-	tenants   map[string]*tenant
-	closed    bool
-	enc       *zstd.Encoder
-	blockEnc  *zstd.Encoder
-	dec       *zstd.Decoder
-	cache     *cache
-	compactMu sync.Mutex // one compaction at a time
+	mu       sync.RWMutex
+	tenants  map[string]*tenant
+	closed   bool
+	enc      *zstd.Encoder
+	blockEnc *zstd.Encoder
+	dec      *zstd.Decoder
+	cache    *cache
+	// rawBuf and recBuf are encodeRecord's buffers; under mu.
+	rawBuf, recBuf []byte
+	compactMu      sync.Mutex // one compaction at a time
 	// compactions and compactionErrors count since Open; under mu.
 	compactions, compactionErrors int64
 	stop                          chan struct{}
@@ -300,18 +302,30 @@ func (t *tenant) compacted(id uint64) bool {
 	return false
 }
 
+// maxKeptBuffer bounds the encodeRecord buffers kept between uploads.
+const maxKeptBuffer = 16 << 20
+
+// encodeRecord returns the log record of u (length, checksum, payload).
+// It is built in buffers kept for the next upload: a record is hundreds of
+// KiB that a fresh buffer would reach through a dozen growths, and on a
+// virtual machine the fresh pages cost more than the encoding.
 func (db *DB) encodeRecord(u *Upload) ([]byte, error) {
 	hdr, err := json.Marshal(record{ID: u.ID, ReceivedNs: u.Received, From: u.From, Until: u.Until, Labels: u.Labels, Agent: u.Agent, Bytes: u.Bytes})
 	if err != nil {
 		return nil, err
 	}
-	pb, err := u.Profile.MarshalBinary()
+	raw := binary.AppendUvarint(db.rawBuf[:0], uint64(len(hdr)))
+	raw, err = u.Profile.AppendBinary(append(raw, hdr...))
 	if err != nil {
 		return nil, err
 	}
-	b := binary.AppendUvarint(make([]byte, 0, 10+len(hdr)+len(pb)), uint64(len(hdr)))
-	b = append(append(b, hdr...), pb...)
-	return db.enc.EncodeAll(b, nil), nil
+	db.rawBuf = raw
+	rec := db.enc.EncodeAll(raw, append(db.recBuf[:0], 0, 0, 0, 0, 0, 0, 0, 0)) // the length and checksum go first
+	db.recBuf = rec
+	payload := rec[8:]
+	binary.LittleEndian.PutUint32(rec[:4], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(rec[4:], crc32.Checksum(payload, castagnoli))
+	return rec, nil
 }
 
 func (db *DB) decodeRecord(payload []byte) (*Upload, error) {
@@ -354,7 +368,7 @@ func (db *DB) Append(name string, u *Upload) error {
 	if u.Received == 0 {
 		u.Received = time.Now().UnixNano()
 	}
-	payload, err := db.encodeRecord(u)
+	rec, err := db.encodeRecord(u)
 	if err != nil {
 		return fmt.Errorf("store: encode upload: %w", err)
 	}
@@ -363,16 +377,16 @@ func (db *DB) Append(name string, u *Upload) error {
 			return err
 		}
 	}
-	var hdr [8]byte
-	binary.LittleEndian.PutUint32(hdr[:4], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(hdr[4:], crc32.Checksum(payload, castagnoli))
-	if _, err := t.seg.Write(append(hdr[:], payload...)); err != nil {
+	if _, err := t.seg.Write(rec); err != nil {
 		return fmt.Errorf("store: write: %w", err)
 	}
 	if err := t.seg.Sync(); err != nil {
 		return fmt.Errorf("store: sync: %w", err)
 	}
-	t.segSize += int64(8 + len(payload))
+	t.segSize += int64(len(rec))
+	if cap(db.rawBuf) > maxKeptBuffer {
+		db.rawBuf, db.recBuf = nil, nil // a rare huge upload: not kept
+	}
 	t.segs[len(t.segs)-1].add(u.ID)
 	t.nextID++
 	t.uploads = append(t.uploads, u)

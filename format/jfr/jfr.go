@@ -12,8 +12,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/grafana/jfr-parser/parser"
 	"github.com/grafana/jfr-parser/parser/types"
@@ -65,10 +67,25 @@ func DecodeWithOptions(data []byte, source string, opts Options) (*profile.Profi
 		}
 		d.ctxLabels = make(map[uint64]profile.LabelSetID)
 	}
+	buf := samplePool.Get().(*[]profile.Sample)
+	d.p.Samples = (*buf)[:0]
 	err := d.decode(data)
 	d.finish()
+	*buf = d.p.Samples[:0]
+	if len(d.p.Samples) == 0 {
+		d.p.Samples = nil
+	} else {
+		d.p.Samples = slices.Clone(d.p.Samples)
+	}
+	samplePool.Put(buf)
 	return d.p, err
 }
+
+// samplePool holds buffers the samples are decoded into before they are
+// copied out at their final size: appending tens of thousands of samples
+// to a new slice grows it a dozen times, and on a virtual machine the
+// fresh pages of each growth cost more than the copying.
+var samplePool = sync.Pool{New: func() any { return new([]profile.Sample) }}
 
 func newDecoder(source string) *decoder {
 	d := &decoder{p: profile.New(), source: source, counts: make(map[string]int), series: make(map[string]int)}

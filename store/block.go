@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -331,6 +332,11 @@ func (b *block) decodePart(r io.ReaderAt, which int, dec *zstd.Decoder) (*profil
 // load reads a block's rollup or samples from its file.
 func (b *block) load(which int, dec *zstd.Decoder) (*profile.Profile, error) {
 	f, err := os.Open(b.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A compaction or retention removed the block after the query
+		// selected it.
+		return nil, fmt.Errorf("%w: compaction or retention removed block %s while the query ran; run it again", err, filepath.Base(b.path))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -391,3 +391,21 @@ func TestBlockCache(t *testing.T) {
 		t.Errorf("after the late upload: total %d, want %d", total, want+want/3)
 	}
 }
+
+// TestBlockGoneDuringQuery: a block file removed between a query's
+// selection and its read gives an error that says to run the query again.
+func TestBlockGoneDuringQuery(t *testing.T) {
+	dir := t.TempDir()
+	db, _ := Open(dir, Options{})
+	defer db.Close()
+	db.Append("t", upload(t, "1"))
+	db.Compact()
+	err := db.Select("t", Query{}, func(u *Upload) error {
+		os.Remove(files(t, dir, "*.block")[0])
+		_, err := u.Load()
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "run it again") {
+		t.Errorf("reading a removed block: %v", err)
+	}
+}

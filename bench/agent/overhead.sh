@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The agent's overhead: the same CPU-bound multi-threaded workload with and
 # without -javaagent at default settings (10 ms CPU sampling, 10 s uploads to
-# a local sparkprof serve), alternating runs, then the time ratio and the
-# heap and RSS the agent adds.
+# a local sparkprof serve), alternating runs, then the time ratios (median
+# and best run), the CPU time the JVM used, and the heap and RSS the agent
+# adds. CPU time is the steadier figure on a shared machine: the work is
+# fixed, so whatever the agent costs (its threads, stalls of the workload's
+# threads) shows up as extra CPU seconds.
 #
 # usage: bench/agent/overhead.sh [RUNS (default 5)] [ITERATIONS per thread]
 set -euo pipefail
@@ -22,12 +25,12 @@ for _ in $(seq 50); do grep -q "listening on" "$tmp/serve.log" && break; sleep 0
 url=$(grep -o 'http://[0-9.:]*' "$tmp/serve.log" | head -1)
 agent="-javaagent:$root/agent/build/sparkprof-agent.jar=server=$url"
 
-# run LABEL [JVM flags...]: prints elapsed ms, heap used after the run (bytes) and peak RSS (KiB).
+# run LABEL [JVM flags...]: prints elapsed ms, heap used after the run (bytes), peak RSS (KiB) and CPU time (ms).
 run() {
 	# first argument: label only
 	shift
-	/usr/bin/time -f "rss_kib=%M" java -Xmx512m "$@" -cp "$tmp" CpuBench "$threads" "$iters" 2>&1 | grep -E "elapsed_ms|rss_kib" | tr '\n' ' '
-	echo
+	/usr/bin/time -f "rss_kib=%M cpu_s=%U %S" java -Xmx512m "$@" -cp "$tmp" CpuBench "$threads" "$iters" 2>&1 |
+		awk '/elapsed_ms/ {printf "%s %s ", $1, $2} /rss_kib/ {sub("cpu_s=", "", $2); printf "%s cpu_ms=%d\n", $1, ($2 + $3) * 1000}'
 }
 echo "workload: $threads threads x $iters iterations, $runs runs each, alternating"
 base=() agentr=()
@@ -46,11 +49,22 @@ summary() { # field values...
 }
 bt=$(summary elapsed_ms "${base[@]}")
 at=$(summary elapsed_ms "${agentr[@]}")
+bc_=$(summary cpu_ms "${base[@]}")
+ac=$(summary cpu_ms "${agentr[@]}")
+best() { # field values...: the smallest
+	local field=$1
+	shift
+	printf '%s\n' "$@" | grep -o "$field=[0-9]*" | cut -d= -f2 | sort -n | head -1
+}
+bb=$(best elapsed_ms "${base[@]}")
+ab=$(best elapsed_ms "${agentr[@]}")
 bh=$(summary heap_used "${base[@]}")
 ah=$(summary heap_used "${agentr[@]}")
 br=$(summary rss_kib "${base[@]}")
 ar=$(summary rss_kib "${agentr[@]}")
 echo "median elapsed: without $bt ms, with $at ms, ratio $(echo "scale=4; $at / $bt" | bc)"
+echo "best elapsed: without $bb ms, with $ab ms, ratio $(echo "scale=4; $ab / $bb" | bc)"
+echo "median CPU time: without $bc_ ms, with $ac ms, ratio $(echo "scale=4; $ac / $bc_" | bc)"
 echo "median heap after GC: without $((bh >> 10)) KiB, with $((ah >> 10)) KiB (agent: $(((ah - bh) >> 10)) KiB)"
 echo "median peak RSS: without $br KiB, with $ar KiB (agent: $((ar - br)) KiB)"
 echo "uploads received: $(curl -s "$url/metrics" | grep '^sparkprof_uploads_total' | cut -d' ' -f2)"

@@ -212,16 +212,16 @@ func rollupMayServe(u *store.Upload, req request) bool {
 // no task model, since joining samples to task windows changes their
 // stage labels.
 func rollupServes(r *profile.Profile, req request, tasksOf func(string) map[int64]*spark.Task) bool {
-	for _, m := range req.filter.Labels {
-		if m.Name != profile.LabelStageID && m.Name != profile.LabelStageAttempt {
-			continue
-		}
-		for _, app := range labelValuesOf(r, profile.LabelAppID) {
-			if tasksOf(app) != nil {
-				return false
-			}
-		}
+	stage := slices.ContainsFunc(req.filter.Labels, func(m profile.Matcher) bool {
+		return m.Name == profile.LabelStageID || m.Name == profile.LabelStageAttempt
+	})
+	if !stage {
 		return true
+	}
+	for _, app := range labelValuesOf(r, profile.LabelAppID) {
+		if tasksOf(app) != nil {
+			return false
+		}
 	}
 	return true
 }

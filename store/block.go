@@ -205,14 +205,19 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 	if err != nil {
 		return nil, err
 	}
+	b := &block{path: path, meta: meta}
 	var buf bytes.Buffer
 	buf.WriteString(blockMagic)
 	var n [4]byte
-	for _, data := range [][]byte{mj, enc.EncodeAll(rb, nil), enc.EncodeAll(pb, nil)} {
+	for i, data := range [][]byte{mj, enc.EncodeAll(rb, nil), enc.EncodeAll(pb, nil)} {
 		binary.LittleEndian.PutUint32(n[:], uint32(len(data)))
 		buf.Write(n[:])
-		binary.LittleEndian.PutUint32(n[:], crc32.Checksum(data, castagnoli))
+		sum := crc32.Checksum(data, castagnoli)
+		binary.LittleEndian.PutUint32(n[:], sum)
 		buf.Write(n[:])
+		if i > 0 {
+			b.parts[i-1] = part{off: int64(buf.Len()), size: int64(len(data)), sum: sum}
+		}
 		buf.Write(data)
 	}
 	tmp := path + ".tmp"
@@ -225,7 +230,8 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
-	return openBlock(path, bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	b.newUpload()
+	return b, nil
 }
 
 // writeSynced writes data to a new file and fsyncs it.
@@ -292,12 +298,17 @@ func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
 	if err := json.Unmarshal(mj, &b.meta); err != nil {
 		return nil, fmt.Errorf("%s: block meta: %w", path, err)
 	}
+	b.newUpload()
+	return b, nil
+}
+
+// newUpload makes the Upload that stands for b in queries.
+func (b *block) newUpload() {
 	m := &b.meta
 	b.up = &Upload{
 		ID: m.maxID(), Received: m.Received, From: m.From, Until: m.Until, Agent: "compacted", Bytes: m.Bytes,
 		Sources: m.Sources, Uploads: m.Uploads, FirstSample: m.FirstSample, LastSample: m.LastSample,
 	}
-	return b, nil
 }
 
 // readPart reads a part of block file path and checks its checksum.

@@ -33,6 +33,9 @@ func LabelProfile(p *profile.Profile) {
 			byThread[i] = Labels(p.Threads[i].Name)
 		}
 	}
+	// Most samples carry no labels of their own: theirs is the thread's
+	// set, looked up by thread; the others are merged once per pair.
+	plain := make([]profile.LabelSetID, len(p.Threads))
 	type key struct {
 		set    profile.LabelSetID
 		thread profile.ThreadID
@@ -41,6 +44,13 @@ func LabelProfile(p *profile.Profile) {
 	for i := range p.Samples {
 		s := &p.Samples[i]
 		if byThread[s.Thread] == nil {
+			continue
+		}
+		if s.Labels == profile.NoLabels {
+			if plain[s.Thread] == profile.NoLabels {
+				plain[s.Thread] = p.AddLabels(byThread[s.Thread])
+			}
+			s.Labels = plain[s.Thread]
 			continue
 		}
 		k := key{s.Labels, s.Thread}

@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/sparkthread"
 )
 
 // TestJDKRecording records testdata/SparkLike.java with the JDK's own
 // Flight Recorder and checks that its Spark task threads come out with
-// stage and task labels and that CPU, allocation and lock samples exist.
+// stage and task labels (as the format package adds them to every
+// profile) and that CPU, allocation and lock samples exist.
 func TestJDKRecording(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a JVM")
@@ -40,6 +42,7 @@ func TestJDKRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sparkthread.LabelProfile(p)
 	if p.Start <= 0 || p.End <= p.Start {
 		t.Errorf("Start, End = %d, %d", p.Start, p.End)
 	}

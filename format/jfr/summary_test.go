@@ -3,6 +3,7 @@ package jfr
 import (
 	"bufio"
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,6 @@ var sampleEvents = []string{
 	"jdk.JavaMonitorEnter",
 	"jdk.ThreadPark",
 	"profiler.LiveObject",
-	// read by events.go rather than jfr-parser
 	"jdk.NativeMethodSample",
 	"jdk.GarbageCollection",
 	"jdk.CPULoad",
@@ -70,14 +70,18 @@ func TestJDKSummary(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			data := corpus.Read(t, "jfr", name+".jfr.gz")
 			want := jdkSummary(t, data)
-			d := newDecoder(name)
-			if err := d.decode(data); err != nil {
+			d := decoders.Get().(*decoder)
+			d.start(name)
+			err := d.decode(data)
+			counts := maps.Clone(d.counts)
+			d.release()
+			if err != nil {
 				t.Fatal(err)
 			}
 			total := 0
 			for _, ev := range sampleEvents {
-				if d.counts[ev] != want[ev] {
-					t.Errorf("%s: decoded %d events, jfr summary counts %d", ev, d.counts[ev], want[ev])
+				if counts[ev] != want[ev] {
+					t.Errorf("%s: decoded %d events, jfr summary counts %d", ev, counts[ev], want[ev])
 				}
 				total += want[ev]
 			}

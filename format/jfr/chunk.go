@@ -1,0 +1,267 @@
+package jfr
+
+import (
+	"fmt"
+	"math"
+)
+
+// This file reads a chunk by its metadata: the constant pools are indexed
+// (key → offset of the value) and their entries decoded only when an event
+// refers to them; events are read field by field into records, keeping the
+// fields the decoder needs.
+//
+// It replaces github.com/grafana/jfr-parser, which parses every constant of
+// every pool into Go values before the first event and spent most of an
+// upload's ingest time doing so (see BENCHMARKS.md); no other Go library
+// reads JFR.
+
+// record holds the fields of one event or constant the decoder keeps, by
+// role: integers and constant pool keys (floats as their bits) in v,
+// strings in s. A record is reused for every value of its kind; roles its
+// class lacks are never written and stay zero.
+type record struct {
+	v [numRoles]uint64
+	s [numRoles][]byte
+}
+
+func (rec *record) float(r role) float64 { return math.Float64frombits(rec.v[r]) }
+
+// maxCheckpoints bounds the constant pool events of a chunk followed
+// through their offset chain.
+const maxCheckpoints = 1 << 16
+
+// index maps constant pool keys to small values (offsets, ids). The JDK
+// and async-profiler number most constants densely from small keys, so
+// keys below limit are kept in a slice.
+type index struct {
+	dense  []uint32 // value+1 by key; 0 is absent
+	sparse map[uint64]uint32
+	limit  uint64
+}
+
+// reset empties x for a chunk of size bytes, keeping its memory.
+func (x *index) reset(size int) {
+	clear(x.dense)
+	x.dense = x.dense[:0]
+	clear(x.sparse)
+	x.limit = uint64(min(size, 1<<20))
+}
+
+func (x *index) get(k uint64) (uint32, bool) {
+	if k < uint64(len(x.dense)) {
+		v := x.dense[k]
+		return v - 1, v != 0
+	}
+	if k < x.limit {
+		return 0, false
+	}
+	v, ok := x.sparse[k]
+	return v, ok
+}
+
+func (x *index) put(k uint64, v uint32) {
+	if k < x.limit {
+		if k >= uint64(len(x.dense)) {
+			n := int(k) + 1
+			if n > cap(x.dense) {
+				x.dense = append(x.dense[:cap(x.dense)], make([]uint32, max(n, 2*cap(x.dense))-cap(x.dense))...)
+			}
+			x.dense = x.dense[:n]
+		}
+		x.dense[k] = v + 1
+		return
+	}
+	if x.sparse == nil {
+		x.sparse = make(map[uint64]uint32)
+	}
+	x.sparse[k] = v
+}
+
+// skipValue moves past a value of class c.
+func skipValue(r *reader, c *class, cpool bool) {
+	if cpool {
+		r.skipVarint()
+		return
+	}
+	switch c.kind {
+	case kindVarint:
+		r.skipVarint()
+	case kindByte:
+		r.bytes(1)
+	case kindFloat:
+		r.bytes(4)
+	case kindDouble:
+		r.bytes(8)
+	case kindString:
+		r.skipString()
+	default:
+		if c.varints > 0 {
+			r.skipVarints(c.varints)
+			return
+		}
+		for i := range c.fields {
+			f := &c.fields[i]
+			switch {
+			case !f.array:
+				skipValue(r, f.class, f.cpool)
+			case !f.cpool && f.class.varints > 0:
+				// Arrays of stack frames: most of a chunk's constants.
+				n := r.count(1)
+				r.skipVarints(int(min(n, uint64(len(r.b)))) * f.class.varints)
+			default:
+				for n := r.count(1); n > 0 && r.err == nil; n-- {
+					skipValue(r, f.class, f.cpool)
+				}
+			}
+		}
+	}
+}
+
+// readFields reads a struct of class c, keeping its top-level scalar
+// fields in rec by role.
+func readFields(r *reader, c *class, rec *record) {
+	for i := range c.fields {
+		f := &c.fields[i]
+		switch {
+		case f.array:
+			for n := r.count(1); n > 0 && r.err == nil; n-- {
+				skipValue(r, f.class, f.cpool)
+			}
+		case f.cpool:
+			rec.v[f.role] = r.varint()
+		default:
+			switch f.class.kind {
+			case kindVarint:
+				rec.v[f.role] = r.varint()
+			case kindByte:
+				rec.v[f.role] = uint64(int64(int8(r.byte())))
+			case kindFloat:
+				rec.v[f.role] = math.Float64bits(float64(math.Float32frombits(r.u32())))
+			case kindDouble:
+				rec.v[f.role] = r.u64()
+			case kindString:
+				rec.s[f.role] = r.string()
+			default:
+				skipValue(r, f.class, false)
+			}
+		}
+	}
+}
+
+// indexPools follows the chain of constant pool events from the one the
+// chunk header points at, recording where each constant of the pools the
+// decoder resolves starts.
+func (d *decoder) indexPools() error {
+	for i := range d.pools {
+		d.pools[i].reset(len(d.chunk))
+	}
+	off := d.hdr.cpOffset
+	for n := 0; ; n++ {
+		if n == maxCheckpoints {
+			return fmt.Errorf("more than %d constant pool events", maxCheckpoints)
+		}
+		delta, err := d.checkpoint(off)
+		if err != nil {
+			return fmt.Errorf("constant pool event at chunk offset %d: %w", off, err)
+		}
+		if delta == 0 {
+			return nil
+		}
+		prev := off + delta
+		if prev < chunkHeaderSize || prev >= off {
+			return fmt.Errorf("constant pool event at chunk offset %d: previous one at offset %d, want one between %d and %d", off, prev, chunkHeaderSize, off)
+		}
+		off = prev
+	}
+}
+
+// checkpoint indexes the constant pool event at off, returning the
+// (negative) offset of the previous one, 0 for none.
+func (d *decoder) checkpoint(off int64) (delta int64, err error) {
+	r := &d.r
+	r.b, r.pos, r.err = d.chunk, int(off), nil
+	size := r.varint()
+	if r.err != nil || size == 0 || size > uint64(len(d.chunk))-uint64(off) {
+		return 0, fmt.Errorf("size %d out of range", size)
+	}
+	r.b = d.chunk[:off+int64(size)]
+	if typ := r.varint(); typ != 1 {
+		return 0, fmt.Errorf("event type %d, want 1 (constant pool)", typ)
+	}
+	r.varint() // start
+	r.varint() // duration
+	delta = int64(r.varint())
+	r.varint() // flush or type mask
+	for pools := r.count(2); pools > 0 && r.err == nil; pools-- {
+		id := r.varint()
+		c := d.md.class(id)
+		if c == nil {
+			if r.err == nil {
+				r.fail(fmt.Errorf("constant pool of undeclared type %d at offset %d", id, r.pos))
+			}
+			break
+		}
+		var x *index
+		if c.pool != poolNone {
+			x = &d.pools[c.pool]
+		}
+		for n := r.count(1); n > 0 && r.err == nil; n-- {
+			key := r.varint()
+			if x != nil {
+				x.put(key, uint32(r.pos))
+			}
+			if c.chunkHeader {
+				r.bytes(chunkHeaderSize)
+				continue
+			}
+			skipValue(r, c, false)
+		}
+	}
+	return delta, r.err
+}
+
+// constant reads the constant of pool kind k with key into the pool's
+// record, reporting whether the chunk has it.
+func (d *decoder) constant(k poolKind, key uint64) (*record, *class, bool) {
+	off, ok := d.pools[k].get(key)
+	if !ok {
+		return nil, nil, false
+	}
+	c := d.poolClass[k]
+	rec := &d.poolRecs[k]
+	r := &d.cr
+	r.b, r.pos, r.err = d.chunk, int(off), nil
+	readFields(r, c, rec)
+	return rec, c, r.err == nil
+}
+
+// events reads every event of the chunk, handing those the decoder knows
+// to event.
+func (d *decoder) events() error {
+	chunk := d.chunk
+	r := &d.r
+	for pos := chunkHeaderSize; pos < len(chunk); {
+		r.b, r.pos, r.err = chunk, pos, nil
+		size := r.varint()
+		if r.err != nil || size == 0 || size > uint64(len(chunk)-pos) {
+			return fmt.Errorf("event at chunk offset %d: size %d out of range", pos, size)
+		}
+		end := pos + int(size)
+		r.b = chunk[:end]
+		if typ := r.varint(); typ > 1 { // 0 is metadata, 1 constant pools
+			if c := d.md.class(typ); c != nil {
+				d.classCounts[c.index]++
+				if c.event != evNone {
+					rec := &d.recs[c.event]
+					readFields(r, c, rec)
+					if r.err != nil {
+						return fmt.Errorf("%s at chunk offset %d: %w", c.name, pos, r.err)
+					}
+					d.event(c.event, rec)
+				}
+			}
+		}
+		pos = end
+	}
+	return nil
+}

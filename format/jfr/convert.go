@@ -1,0 +1,488 @@
+package jfr
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// sampleKind is a sample type the decoder writes.
+type sampleKind uint8
+
+const (
+	kindCPU sampleKind = iota
+	kindWall
+	kindAllocObjects
+	kindAllocBytes
+	kindLockCount
+	kindLockDelay
+	kindLiveObjects
+	kindLiveBytes
+	numKinds
+)
+
+var sampleTypes = [numKinds]profile.SampleType{
+	profile.TypeCPU, profile.TypeWall, profile.TypeAllocObjects, profile.TypeAllocBytes,
+	profile.TypeLockCount, profile.TypeLockDelay, profile.TypeLiveObjects, profile.TypeLiveBytes,
+}
+
+// typeID returns the profile's id of a sample kind, adding the type on
+// first use.
+func (d *decoder) typeID(k sampleKind) profile.TypeID {
+	if id := d.types[k]; id > 0 {
+		return profile.TypeID(id - 1)
+	}
+	id := d.p.AddType(sampleTypes[k])
+	d.types[k] = int(id) + 1
+	return id
+}
+
+// event turns an event into samples, series points or settings.
+func (d *decoder) event(k eventKind, e *record) {
+	v := &e.v
+	switch k {
+	case evExecutionSample:
+		// As jfr-parser's pprof package does: a sample of a sleeping thread
+		// is no CPU time, and in wall mode every sample is wall time.
+		st := d.state(v[roleState])
+		// async-profiler 2.x with a "wall" interval beside cpu writes its
+		// wall samples as ExecutionSamples too; the sleeping ones are
+		// the off-CPU time a latency view needs, so they become wall
+		// samples rather than being dropped.
+		if !st.sleeping {
+			d.add(kindCPU, d.period(), e, st.state)
+		} else if !d.wallMode && d.wallInterval > 0 {
+			d.add(kindWall, d.wallInterval, e, st.state)
+		}
+		if d.wallMode {
+			d.add(kindWall, d.period(), e, st.state)
+		}
+	case evWallClockSample:
+		st := d.state(v[roleState])
+		n := int64(v[roleSamples]) * d.period()
+		if d.wallMode && st.runnable {
+			d.add(kindCPU, n, e, st.state)
+		}
+		d.add(kindWall, n, e, st.state)
+	case evNativeMethodSample:
+		d.add(kindWall, d.period(), e, d.state(v[roleState]).state)
+	case evAllocInNewTLAB:
+		d.addAlloc(kindAllocObjects, kindAllocBytes, int64(v[roleTLABSize]), e)
+	case evAllocOutsideTLAB:
+		d.addAlloc(kindAllocObjects, kindAllocBytes, int64(v[roleAllocationSize]), e)
+	case evAllocSample:
+		d.addAlloc(kindAllocObjects, kindAllocBytes, int64(v[roleWeight]), e)
+	case evLiveObject:
+		d.addAlloc(kindLiveObjects, kindLiveBytes, int64(v[roleAllocationSize]), e)
+	case evMonitorEnter, evThreadPark:
+		d.add(kindLockCount, 1, e, 0)
+		d.add(kindLockDelay, d.ticksToNanos(v[roleDuration]), e, 0)
+	case evActiveSetting:
+		exec := d.md.execSample != nil && v[roleID] == d.md.execSample.id
+		d.setting(exec, string(e.s[roleName]), string(e.s[roleValue]))
+	case evGarbageCollection:
+		var name string
+		if rec, _, ok := d.constant(poolGCName, v[roleName]); ok {
+			name = string(rec.s[roleName])
+		}
+		d.point("jvm.gc.pause", "nanoseconds", "gc", name, d.hdr.time(v[roleStartTime]), float64(d.ticksToNanos(v[roleDuration])))
+	case evCPULoad:
+		t := d.hdr.time(v[roleStartTime])
+		d.point("jvm.cpu.user", "ratio", "", "", t, e.float(roleJVMUser))
+		d.point("jvm.cpu.system", "ratio", "", "", t, e.float(roleJVMSystem))
+		d.point("machine.cpu.total", "ratio", "", "", t, e.float(roleMachineTotal))
+	case evGCHeapSummary:
+		d.point("jvm.heap.used", "bytes", "", "", d.hdr.time(v[roleStartTime]), float64(v[roleHeapUsed]))
+	}
+}
+
+// add appends one sample of the event e.
+func (d *decoder) add(k sampleKind, value int64, e *record, state profile.ThreadState) {
+	s := profile.Sample{
+		Type:   d.typeID(k),
+		Value:  value,
+		Time:   d.hdr.time(e.v[roleStartTime]),
+		Stack:  d.stack(e.v[roleStackTrace]),
+		Thread: d.thread(e.v[roleThread]),
+		State:  state,
+	}
+	if ctx := e.v[roleContextID]; d.labels != nil && ctx != 0 {
+		s.Labels = d.contextLabels(ctx)
+	}
+	d.p.Add(s)
+}
+
+// addAlloc adds an allocation (or live object) event as two samples, one
+// object and its bytes, labelled with the allocated class.
+func (d *decoder) addAlloc(objects, bytes sampleKind, size int64, e *record) {
+	s := profile.Sample{
+		Type:   d.typeID(objects),
+		Value:  1,
+		Time:   d.hdr.time(e.v[roleStartTime]),
+		Stack:  d.stack(e.v[roleStackTrace]),
+		Thread: d.thread(e.v[roleThread]),
+		Labels: d.allocLabels(e.v[roleContextID], e.v[roleObjectClass]),
+	}
+	d.p.Add(s)
+	s.Type, s.Value = d.typeID(bytes), size
+	d.p.Add(s)
+}
+
+type allocKey struct {
+	ctx, class uint64
+}
+
+// allocLabels returns the label set of a context id (when labels are
+// known) plus the allocated class's Java name.
+func (d *decoder) allocLabels(ctx, class uint64) profile.LabelSetID {
+	k := allocKey{ctx, class}
+	if id, ok := d.allocSets[k]; ok {
+		return id
+	}
+	var ls profile.Labels
+	if d.labels != nil && ctx != 0 {
+		ls = append(ls, d.p.LabelSet(d.contextLabels(ctx))...)
+	}
+	if c, ok := d.class(class); ok {
+		ls = append(ls, profile.Label{Name: profile.LabelAllocClass, Value: c.dotted})
+	}
+	id := d.p.AddLabels(ls)
+	if d.allocSets == nil {
+		d.allocSets = map[allocKey]profile.LabelSetID{}
+	}
+	d.allocSets[k] = id
+	return id
+}
+
+// contextLabels returns the label set of a Pyroscope context id.
+func (d *decoder) contextLabels(ctx uint64) profile.LabelSetID {
+	if id, ok := d.ctxLabels[ctx]; ok {
+		return id
+	}
+	var ls profile.Labels
+	if c := d.labels.Contexts[int64(ctx)]; c != nil {
+		for k, v := range c.Labels {
+			ls = append(ls, profile.Label{Name: d.labels.Strings[k], Value: d.labels.Strings[v]})
+		}
+	}
+	id := d.p.AddLabels(ls)
+	d.ctxLabels[ctx] = id
+	return id
+}
+
+// state returns the thread state of a key of the chunk's state pool.
+func (d *decoder) state(key uint64) stateInfo {
+	if i, ok := d.states.get(key); ok {
+		return d.stateInfos[i]
+	}
+	var st stateInfo
+	if rec, _, ok := d.constant(poolThreadState, key); ok {
+		name := rec.s[roleName]
+		st = stateInfo{
+			state:    profile.ParseThreadState(string(name)),
+			sleeping: string(name) == "STATE_SLEEPING",
+			runnable: string(name) == "STATE_RUNNABLE",
+		}
+	}
+	d.states.put(key, uint32(len(d.stateInfos)))
+	d.stateInfos = append(d.stateInfos, st)
+	return st
+}
+
+// thread returns the profile thread of a key of the chunk's thread pool.
+func (d *decoder) thread(key uint64) profile.ThreadID {
+	if id, ok := d.threads.get(key); ok {
+		return profile.ThreadID(id)
+	}
+	id := profile.NoThread
+	if rec, _, ok := d.constant(poolThread, key); ok {
+		th := profile.Thread{ID: int64(rec.v[roleJavaThreadID]), Name: string(rec.s[roleJavaName])}
+		if th.Name == "" {
+			th.Name = string(rec.s[roleOSName])
+		}
+		if th.ID == 0 {
+			th.ID = int64(rec.v[roleOSThreadID])
+		}
+		id = d.p.AddThread(th)
+	}
+	d.threads.put(key, uint32(id))
+	return id
+}
+
+// symbol returns the string of a key of the chunk's symbol pool.
+func (d *decoder) symbol(key uint64) []byte {
+	if rec, _, ok := d.constant(poolSymbol, key); ok {
+		return rec.s[roleString]
+	}
+	return nil
+}
+
+// classInfo is a resolved class.
+type classInfo struct {
+	name   string // with slashes, generated names merged (see mergeGenerated)
+	dotted string // Java's form of name
+	lib    bool   // a native library, as async-profiler names native frames' class
+}
+
+// class returns a class of the chunk's class pool.
+func (d *decoder) class(key uint64) (*classInfo, bool) {
+	if i, ok := d.classes.get(key); ok {
+		return &d.classInfos[i], true
+	}
+	rec, _, ok := d.constant(poolClass, key)
+	if !ok {
+		return nil, false
+	}
+	name := mergeGenerated(string(d.symbol(rec.v[roleName])))
+	d.classes.put(key, uint32(len(d.classInfos)))
+	d.classInfos = append(d.classInfos, classInfo{name: name, dotted: strings.ReplaceAll(name, "/", "."), lib: isLibrary(name)})
+	return &d.classInfos[len(d.classInfos)-1], true
+}
+
+// method returns the position in methodInfos of a method key.
+func (d *decoder) method(key uint64) uint32 {
+	if i, ok := d.methods.get(key); ok {
+		return i
+	}
+	i := uint32(len(d.methodInfos))
+	mi := methodInfo{lines: d.lineBuf(i)}
+	if rec, _, ok := d.constant(poolMethod, key); ok {
+		classKey, nameKey := rec.v[roleType], rec.v[roleName]
+		c, ok := d.class(classKey)
+		if !ok {
+			c = &classInfo{lib: true}
+		}
+		d.setFrameName(&mi, c, d.symbol(nameKey))
+	}
+	d.methods.put(key, i)
+	d.methodInfos = append(d.methodInfos, mi)
+	return i
+}
+
+// setFrameName names the frames of a method of class c.
+//
+// The kind is derived from the names the way async-profiler writes them:
+// native frames have no class or have their shared library as class (File
+// keeps it), and kernel symbols carry a "_[k]" suffix.
+func (d *decoder) setFrameName(mi *methodInfo, c *classInfo, method []byte) {
+	mi.ok = true
+	if c.lib {
+		mi.name, mi.file, mi.kind = string(method), c.name, profile.KindNative
+		if bytes.HasSuffix(method, []byte("_[k]")) {
+			mi.kind = profile.KindKernel
+		}
+		return
+	}
+	d.nameBuf = append(append(append(d.nameBuf[:0], c.dotted...), '.'), method...)
+	mi.name, mi.kind = string(d.nameBuf), profile.KindJava
+}
+
+// lineBuf returns an empty line list for methodInfos[i], reusing the
+// memory of the previous chunk's or recording's method there.
+func (d *decoder) lineBuf(i uint32) []lineFrame {
+	if int(i) < cap(d.methodInfos) {
+		return d.methodInfos[:i+1][i].lines[:0]
+	}
+	return nil
+}
+
+// stack returns the profile stack of a key of the chunk's stack trace pool.
+func (d *decoder) stack(key uint64) profile.StackID {
+	if id, ok := d.stacks.get(key); ok {
+		return profile.StackID(id)
+	}
+	id := profile.NoStack
+	if d.readTrace(key) {
+		id = d.convertTrace()
+	}
+	d.stacks.put(key, uint32(id))
+	return id
+}
+
+// readTrace reads the frames of a stack trace into d.trace, leaf first,
+// reporting whether the chunk has the trace.
+func (d *decoder) readTrace(key uint64) bool {
+	off, ok := d.pools[poolStackTrace].get(key)
+	if !ok {
+		return false
+	}
+	c := d.poolClass[poolStackTrace]
+	r := &d.cr
+	r.b, r.pos, r.err = d.chunk, int(off), nil
+	d.trace = d.trace[:0]
+	for i := range c.fields {
+		f := &c.fields[i]
+		if f.role != roleFrames || !f.array || f.cpool || f.class.kind != kindStruct {
+			if f.array {
+				for n := r.count(1); n > 0 && r.err == nil; n-- {
+					skipValue(r, f.class, f.cpool)
+				}
+			} else {
+				skipValue(r, f.class, f.cpool)
+			}
+			continue
+		}
+		rec := &d.frameRec
+		for n := r.count(1); n > 0 && r.err == nil; n-- {
+			readFields(r, f.class, rec)
+			d.trace = append(d.trace, frameRef{method: rec.v[roleMethod], line: uint32(rec.v[roleLineNumber])})
+		}
+	}
+	return r.err == nil
+}
+
+// convertTrace interns the frames of d.trace as a profile stack.
+func (d *decoder) convertTrace() profile.StackID {
+	// Traces often share their root side with the trace converted before
+	// them: that prefix is taken from the previous trace instead of being
+	// looked up frame by frame.
+	id := profile.NoStack
+	n, depth := len(d.trace), 0
+	for depth < n && depth < len(d.prevRefs) && d.trace[n-1-depth] == d.prevRefs[depth] {
+		id = d.prevIDs[depth]
+		depth++
+	}
+	d.prevRefs, d.prevIDs = d.prevRefs[:depth], d.prevIDs[:depth]
+	for i := n - 1 - depth; i >= 0; i-- {
+		ref := d.trace[i]
+		if fid := d.frame(ref); fid != noFrame {
+			id = d.p.Push(id, fid)
+		}
+		d.prevRefs = append(d.prevRefs, ref)
+		d.prevIDs = append(d.prevIDs, id)
+	}
+	return id
+}
+
+// frame returns the profile frame of a JFR frame, or noFrame when the
+// chunk lacks its method.
+func (d *decoder) frame(ref frameRef) profile.FrameID {
+	mi := &d.methodInfos[d.method(ref.method)]
+	// A method is seen at a few lines: a short list beats a map.
+	for _, lf := range mi.lines {
+		if lf.line == ref.line {
+			return lf.frame
+		}
+	}
+	if len(mi.lines) >= maxLines {
+		key := frameRef{method: ref.method, line: ref.line}
+		if fid, ok := d.frames[key]; ok {
+			return fid
+		}
+		fid := d.newFrame(mi, ref.line)
+		d.frames[key] = fid
+		return fid
+	}
+	fid := d.newFrame(mi, ref.line)
+	mi.lines = append(mi.lines, lineFrame{ref.line, fid})
+	return fid
+}
+
+// maxLines is how many lines of a method frame keeps in its list; further
+// lines go to a map.
+const maxLines = 16
+
+// lineFrame is the profile frame of a method at a line.
+type lineFrame struct {
+	line  uint32
+	frame profile.FrameID
+}
+
+func (d *decoder) newFrame(mi *methodInfo, line uint32) profile.FrameID {
+	if !mi.ok {
+		return noFrame
+	}
+	return d.p.AddFrame(profile.Frame{Name: mi.name, File: mi.file, Line: int32(line), Kind: mi.kind})
+}
+
+// noFrame marks a method key the chunk does not resolve.
+const noFrame = ^profile.FrameID(0)
+
+// isLibrary reports whether a frame's class is in fact a native library
+// (or empty), as async-profiler writes native frames.
+func isLibrary(class string) bool {
+	if class == "" || class == "vdso" || class == "[vdso]" {
+		return true
+	}
+	if strings.IndexByte(class, '/') >= 0 {
+		return false
+	}
+	return strings.HasSuffix(class, ".so") || strings.Contains(class, ".so.") || strings.HasSuffix(class, ".dylib")
+}
+
+// ticksToNanos converts a duration in ticks to nanoseconds.
+func (d *decoder) ticksToNanos(t uint64) int64 {
+	tps := d.hdr.ticksPerSecond
+	dt := int64(t)
+	return dt/tps*1e9 + dt%tps*1e9/tps
+}
+
+// point appends a point to the series of that name and label.
+func (d *decoder) point(name, unit, label, value string, t int64, v float64) {
+	key := name + "\x00" + value
+	i, ok := d.series[key]
+	if !ok {
+		i = len(d.p.Series)
+		d.series[key] = i
+		s := profile.Series{Name: name, Unit: unit}
+		if label != "" && value != "" {
+			s.Labels = profile.Labels{{Name: label, Value: value}}
+		}
+		d.p.Series = append(d.p.Series, s)
+	}
+	d.p.Series[i].Points = append(d.p.Series[i].Points, profile.Point{Time: t, Value: v})
+}
+
+// setting records the async-profiler settings the sample values depend on.
+// async-profiler writes its options as jdk.ActiveSetting events: "event" is
+// the profiling mode (cpu, itimer, wall, ...) and "interval" the sampling
+// period in nanoseconds. Like jfr-parser's pprof package, an "event" of
+// "wall" makes jdk.ExecutionSample events wall-clock samples. The JDK itself
+// writes the jdk.ExecutionSample "period" setting as "20 ms".
+func (d *decoder) setting(execSample bool, name, value string) {
+	switch {
+	case name == "event":
+		d.wallMode = value == "wall"
+	case name == "wall":
+		if n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64); err == nil && n > 0 {
+			d.wallInterval = n
+		}
+	case name == "interval":
+		if n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64); err == nil && n > 0 {
+			d.interval = n
+		}
+	case name == "period" && execSample:
+		if n := parseJDKDuration(value); n > 0 {
+			d.interval = n
+		}
+	}
+}
+
+// parseJDKDuration parses a JFR setting duration such as "20 ms", returning
+// 0 when value is not one.
+func parseJDKDuration(value string) int64 {
+	num, unit, ok := strings.Cut(strings.TrimSpace(value), " ")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	mul := map[string]int64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9}[unit]
+	return n * mul
+}
+
+// defaultPeriod is async-profiler's default sampling interval (10 ms), used
+// when a recording does not state its interval.
+const defaultPeriod = 10_000_000
+
+// period is the sampling interval in nanoseconds.
+func (d *decoder) period() int64 {
+	if d.interval > 0 {
+		return d.interval
+	}
+	return defaultPeriod
+}

@@ -269,6 +269,20 @@ func New() *Profile {
 	}
 }
 
+// Grow makes room for about frames more frames and stacks more stacks, so
+// that interning them does not grow the indexes step by step. It only
+// sizes indexes that are still empty.
+func (p *Profile) Grow(frames, stacks int) {
+	if len(p.frameIndex) == 0 {
+		p.frameIndex = make(map[Frame]FrameID, frames)
+	}
+	if len(p.stackIndex) == 0 {
+		p.stackIndex = make(map[uint64]StackID, stacks)
+	}
+	p.Frames = slices.Grow(p.Frames, frames)
+	p.stacks = slices.Grow(p.stacks, stacks)
+}
+
 // AddType returns the id of sample type t, adding it if needed.
 func (p *Profile) AddType(t SampleType) TypeID {
 	if id, ok := p.typeIndex[t]; ok {

@@ -37,6 +37,7 @@ type index struct {
 	dense  []uint32 // value+1 by key; 0 is absent
 	sparse map[uint64]uint32
 	limit  uint64
+	n      int // keys put
 }
 
 // reset empties x for a chunk of size bytes, keeping its memory.
@@ -45,6 +46,7 @@ func (x *index) reset(size int) {
 	x.dense = x.dense[:0]
 	clear(x.sparse)
 	x.limit = uint64(min(size, 1<<20))
+	x.n = 0
 }
 
 func (x *index) get(k uint64) (uint32, bool) {
@@ -60,6 +62,7 @@ func (x *index) get(k uint64) (uint32, bool) {
 }
 
 func (x *index) put(k uint64, v uint32) {
+	x.n++
 	if k < x.limit {
 		if k >= uint64(len(x.dense)) {
 			n := int(k) + 1

@@ -334,26 +334,59 @@ func (d *decoder) readTrace(key uint64) bool {
 }
 
 // convertTrace interns the frames of d.trace as a profile stack.
+//
+// Distinct traces share most of their root side with some trace converted
+// before them. Each root-side prefix converted so far is kept by a 128-bit
+// hash of its frames, and the longest known prefix of a new trace is found
+// by binary search over its prefixes (known prefixes are closed under
+// shortening), so only the frames past it are resolved and interned: a few
+// map lookups per trace instead of several per frame.
 func (d *decoder) convertTrace() profile.StackID {
-	// Traces often share their root side with the trace converted before
-	// them: that prefix is taken from the previous trace instead of being
-	// looked up frame by frame.
-	id := profile.NoStack
-	n, depth := len(d.trace), 0
-	for depth < n && depth < len(d.prevRefs) && d.trace[n-1-depth] == d.prevRefs[depth] {
-		id = d.prevIDs[depth]
-		depth++
+	n := len(d.trace)
+	d.hashes = d.hashes[:0]
+	h := prefixKey{0x243f6a8885a308d3, 0x13198a2e03707344}
+	for i := n - 1; i >= 0; i-- {
+		h = h.next(d.trace[i])
+		d.hashes = append(d.hashes, h)
 	}
-	d.prevRefs, d.prevIDs = d.prevRefs[:depth], d.prevIDs[:depth]
-	for i := n - 1 - depth; i >= 0; i-- {
-		ref := d.trace[i]
-		if fid := d.frame(ref); fid != noFrame {
+	id := profile.NoStack
+	lo, hi := 0, n // the prefix of lo frames is known, none longer than hi is
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if sid, ok := d.prefixes[d.hashes[mid-1]]; ok {
+			lo, id = mid, sid
+		} else {
+			hi = mid - 1
+		}
+	}
+	for k := lo; k < n; k++ {
+		if fid := d.frame(d.trace[n-1-k]); fid != noFrame {
 			id = d.p.Push(id, fid)
 		}
-		d.prevRefs = append(d.prevRefs, ref)
-		d.prevIDs = append(d.prevIDs, id)
+		d.prefixes[d.hashes[k]] = id
 	}
 	return id
+}
+
+// prefixKey identifies a root-side prefix of a stack trace: two
+// independent 64-bit hashes of its frames.
+type prefixKey struct{ a, b uint64 }
+
+// next returns the key of the prefix extended by frame f.
+func (h prefixKey) next(f frameRef) prefixKey {
+	x := f.method*0x9e3779b97f4a7c15 + uint64(f.line)
+	return prefixKey{mix64(h.a*0xff51afd7ed558ccd ^ x), mix64((h.b ^ x) + 0xc4ceb9fe1a85ec53)}
+}
+
+// mix64 is the finalizer of MurmurHash3: every input bit affects every
+// output bit.
+func mix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
 }
 
 // frame returns the profile frame of a JFR frame, or noFrame when the

@@ -190,10 +190,10 @@ type decoder struct {
 	// maxLines lines.
 	frames map[frameRef]profile.FrameID
 	trace  []frameRef
-	// prevRefs and prevIDs are the last converted trace, root first: its
-	// frames and the stack after each.
-	prevRefs []frameRef
-	prevIDs  []profile.StackID
+	// prefixes are the profile stacks of the trace prefixes converted so
+	// far; hashes the keys of d.trace's prefixes, root first.
+	prefixes map[prefixKey]profile.StackID
+	hashes   []prefixKey
 }
 
 // frameRef is a frame as a JFR stack trace holds it.
@@ -228,6 +228,7 @@ func (d *decoder) start(source string) {
 		d.counts = make(map[string]int)
 		d.series = make(map[string]int)
 		d.frames = make(map[frameRef]profile.FrameID)
+		d.prefixes = make(map[prefixKey]profile.StackID)
 	}
 	d.wallMode, d.interval, d.wallInterval = false, 0, 0
 	d.types = [numKinds]int{}
@@ -300,12 +301,15 @@ func (d *decoder) decodeChunk(b []byte, h chunkHeader) error {
 	}
 	d.methodInfos, d.classInfos, d.stateInfos = d.methodInfos[:0], d.classInfos[:0], d.stateInfos[:0]
 	clear(d.frames) // method keys are per chunk
-	d.prevRefs, d.prevIDs = d.prevRefs[:0], d.prevIDs[:0]
+	clear(d.prefixes)
 	d.allocSets = nil // class keys are per chunk
 
 	if err := d.indexPools(); err != nil {
 		return err
 	}
+	// A chunk's frames are about its methods; its distinct stacks (trace
+	// prefixes) a few per trace.
+	d.p.Grow(d.pools[poolMethod].n*5/4, d.pools[poolStackTrace].n*4)
 	err = d.events()
 	for i, n := range d.classCounts {
 		if n > 0 {

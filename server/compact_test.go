@@ -2,6 +2,8 @@ package server
 
 import (
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/store"
 )
 
 // TestCompactionKeepsAnswers renders the same selections before and after
@@ -23,7 +26,14 @@ func TestCompactionKeepsAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, db := newTestServer(t, Config{})
+	dir := t.TempDir()
+	db, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	handler := New(Config{Store: db, Logger: logger})
 	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
 	const windows, execs = 6, 3
 	for w := range windows {
@@ -54,7 +64,7 @@ func TestCompactionKeepsAnswers(t *testing.T) {
 	}
 	get := func(path string) string {
 		w := httptest.NewRecorder()
-		ts.Config.Handler.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		handler.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
 		if w.Code != 200 || w.Body.Len() < 10 {
 			t.Fatalf("%s: %d %s", path, w.Code, w.Body)
 		}
@@ -86,23 +96,44 @@ func TestCompactionKeepsAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := answers()
-	m := get("/metrics")
-	for _, want := range []string{"sparkprof_store_head_uploads 0", "sparkprof_store_blocks 1", "sparkprof_store_block_uploads 18", "sparkprof_store_compactions_total 1", "sparkprof_store_compaction_errors_total 0",
-		// The block's rollup and samples were each read from disk once.
-		"sparkprof_store_cache_misses_total 2"} {
-		if !strings.Contains(m, "\n"+want+"\n") {
-			t.Errorf("metrics after compaction lack %q:\n%s", want, m)
+	// Compaction left the new block's rollup and samples cached.
+	metrics := func(want ...string) {
+		t.Helper()
+		m := get("/metrics")
+		for _, w := range want {
+			if !strings.Contains(m, "\n"+w+"\n") {
+				t.Errorf("metrics lack %q:\n%s", w, m)
+			}
 		}
 	}
+	metrics("sparkprof_store_head_uploads 0", "sparkprof_store_blocks 1", "sparkprof_store_block_uploads 18",
+		"sparkprof_store_compactions_total 1", "sparkprof_store_compaction_errors_total 0", "sparkprof_store_cache_misses_total 0")
+	// After a restart the block is read from disk: its rollup and samples
+	// once each (label queries answer from the block's meta).
+	db.Close()
+	if db, err = store.Open(dir, store.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	handler = New(Config{Store: db, Logger: logger})
+	labels, stages := get("/api/v1/labels"), get("/api/v1/label-values?label=spark_stage_id")
+	metrics("sparkprof_store_cache_misses_total 0") // answered from the block's meta
+	if labels != before[len(queries)+3] || stages != before[len(queries)+4] {
+		t.Errorf("label queries from the block's meta: %s, %s; want %s, %s", labels, stages, before[len(queries)+3], before[len(queries)+4])
+	}
+	reopened := answers()
+	metrics("sparkprof_store_blocks 1", "sparkprof_store_cache_misses_total 2")
 	for i := range before {
-		if before[i] != after[i] {
-			var what string
+		what := func() string {
 			if i < len(queries) {
-				what = "/api/v1/render?" + queries[i].Encode()
-			} else {
-				what = others[i-len(queries)]
+				return "/api/v1/render?" + queries[i].Encode()
 			}
-			t.Errorf("%s: the answer changed with compaction:\nbefore %.300s\nafter  %.300s", what, before[i], after[i])
+			return others[i-len(queries)]
+		}
+		if before[i] != after[i] {
+			t.Errorf("%s: the answer changed with compaction:\nbefore %.300s\nafter  %.300s", what(), before[i], after[i])
+		}
+		if before[i] != reopened[i] {
+			t.Errorf("%s: the answer changed with compaction and a restart:\nbefore %.300s\nafter  %.300s", what(), before[i], reopened[i])
 		}
 	}
 }

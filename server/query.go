@@ -404,29 +404,51 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// labelValues collects label values of the tenant's uploads and samples.
-func (s *Server) labelValues(r *http.Request) (map[string]map[string]bool, error) {
+// labelValues collects the values of label name ("" for every label) over
+// the tenant's uploads and samples. A compacted block answers from the
+// values its meta lists; its samples are read only for a label with too
+// many values to list.
+func (s *Server) labelValues(r *http.Request, name string) (map[string]map[string]bool, error) {
 	vals := map[string]map[string]bool{}
-	add := func(ls profile.Labels) {
+	add := func(n string, vs ...string) {
+		if vals[n] == nil {
+			vals[n] = map[string]bool{}
+		}
+		for _, v := range vs {
+			vals[n][v] = true
+		}
+	}
+	addSet := func(ls profile.Labels) {
 		for _, l := range ls {
-			if vals[l.Name] == nil {
-				vals[l.Name] = map[string]bool{}
+			if name == "" || l.Name == name {
+				add(l.Name, l.Value)
 			}
-			vals[l.Name][l.Value] = true
 		}
 	}
 	err := s.cfg.Store.Select(tenant(r), store.Query{}, func(u *store.Upload) error {
+		addSet(u.Labels)
+		if u.Values != nil {
+			listed := true
+			for n, vs := range u.Values {
+				if name == "" || n == name {
+					add(n, vs...)
+					listed = listed && (vs != nil || name == "")
+				}
+			}
+			if listed {
+				return nil
+			}
+		}
 		p, err := u.Load()
 		if err != nil {
 			return err
 		}
-		add(u.Labels)
-		add(p.Labels)
+		addSet(p.Labels)
 		seen := map[profile.LabelSetID]bool{}
 		for _, smp := range p.Samples {
 			if !seen[smp.Labels] {
 				seen[smp.Labels] = true
-				add(p.LabelSet(smp.Labels))
+				addSet(p.LabelSet(smp.Labels))
 			}
 		}
 		return nil
@@ -435,7 +457,7 @@ func (s *Server) labelValues(r *http.Request) (map[string]map[string]bool, error
 }
 
 func (s *Server) handleLabels(w http.ResponseWriter, r *http.Request) {
-	vals, err := s.labelValues(r)
+	vals, err := s.labelValues(r, "")
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -453,7 +475,11 @@ func (s *Server) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = r.URL.Query().Get("label")
 	}
-	vals, err := s.labelValues(r)
+	if name == "" {
+		httpError(w, http.StatusBadRequest, "name: missing; say which label's values to list (name=spark_stage_id)")
+		return
+	}
+	vals, err := s.labelValues(r, name)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return

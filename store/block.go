@@ -64,6 +64,42 @@ type blockMeta struct {
 	Replaces    []string            // blocks of the same partition merged into this one
 	// FirstSample and LastSample bound the samples' times (Unix ns).
 	FirstSample, LastSample int64
+	// SampleLabels lists the values of each label the samples carry, so
+	// that label queries need not read the samples; a label with more than
+	// maxMetaValues values (task ids, say) has none listed (null).
+	SampleLabels map[string][]string `json:",omitempty"`
+}
+
+// maxMetaValues bounds the values of one label a block meta lists.
+const maxMetaValues = 64
+
+// sampleLabels returns the values of each label of p's samples, those of
+// labels with more than maxMetaValues values left out.
+func sampleLabels(p *profile.Profile) map[string][]string {
+	out := map[string][]string{}
+	seen := map[profile.Label]bool{}
+	add := func(ls profile.Labels) {
+		for _, l := range ls {
+			vals, listed := out[l.Name]
+			if listed && vals == nil || seen[l] {
+				continue
+			}
+			seen[l] = true
+			if len(vals) == maxMetaValues {
+				out[l.Name] = nil
+				continue
+			}
+			out[l.Name] = append(vals, l.Value)
+		}
+	}
+	add(p.Labels)
+	for i := range p.NumLabelSets() {
+		add(p.LabelSet(profile.LabelSetID(i)))
+	}
+	for _, vals := range out {
+		slices.Sort(vals)
+	}
+	return out
 }
 
 // blockMagic starts a block file; the digit is the format version.
@@ -184,26 +220,28 @@ func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profi
 	p := m.Profile()
 	p.Warnings = slices.Compact(p.Warnings)
 	meta.FirstSample, meta.LastSample = sampleSpan(p)
+	meta.SampleLabels = sampleLabels(p)
 	return p, meta
 }
 
 // writeBlock writes a block file atomically (a temporary file, fsynced,
 // renamed into place, the directory fsynced) and returns the block, whose
-// rollup and samples stay on disk.
-func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encoder) (*block, error) {
+// rollup and samples stay on disk, and the rollup.
+func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encoder) (*block, *profile.Profile, error) {
 	// JSON rather than gob: gob may allocate without bound on damaged
 	// input, and the meta is small.
 	mj, err := json.Marshal(&meta)
 	if err != nil {
-		return nil, fmt.Errorf("encode block meta: %w", err)
+		return nil, nil, fmt.Errorf("encode block meta: %w", err)
 	}
-	rb, err := rollup(p).MarshalBinary()
+	roll := rollup(p)
+	rb, err := roll.MarshalBinary()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pb, err := p.MarshalBinary()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b := &block{path: path, meta: meta}
 	var buf bytes.Buffer
@@ -222,16 +260,16 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 	}
 	tmp := path + ".tmp"
 	if err := writeSynced(tmp, buf.Bytes()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := syncDir(filepath.Dir(path)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b.newUpload()
-	return b, nil
+	return b, roll, nil
 }
 
 // writeSynced writes data to a new file and fsyncs it.
@@ -309,6 +347,26 @@ func (b *block) newUpload() {
 		ID: m.maxID(), Received: m.Received, From: m.From, Until: m.Until, Agent: "compacted", Bytes: m.Bytes,
 		Sources: m.Sources, Uploads: m.Uploads, FirstSample: m.FirstSample, LastSample: m.LastSample,
 	}
+	if m.SampleLabels == nil {
+		return // written before metas listed sample labels: Values stays nil
+	}
+	vals := make(map[string][]string, len(m.SampleLabels)+len(m.Values))
+	for name, vs := range m.Values {
+		vals[name] = vs
+	}
+	for name, vs := range m.SampleLabels {
+		switch old, ok := vals[name]; {
+		case !ok:
+			vals[name] = vs
+		case vs == nil:
+			vals[name] = nil // too many to list
+		default:
+			u := slices.Concat(old, vs)
+			slices.Sort(u)
+			vals[name] = slices.Compact(u)
+		}
+	}
+	b.up.Values = vals
 }
 
 // readPart reads a part of block file path and checks its checksum.

@@ -75,6 +75,20 @@ func (c *cache) get(k cacheKey, load func() (*profile.Profile, error)) (*profile
 	return e.p, nil
 }
 
+// put adds part k, read or made elsewhere (a block just written).
+func (c *cache) put(k cacheKey, p *profile.Profile) {
+	e := &cacheEntry{key: k, ready: make(chan struct{}), p: p, size: p.MemSize()}
+	close(e.ready)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byKey[k]; ok {
+		c.remove(el)
+	}
+	c.byKey[k] = c.lru.PushFront(e)
+	c.used += e.size
+	c.evict()
+}
+
 // evict drops the least recently used loaded parts while over budget; the
 // part just loaded stays even when it alone exceeds the budget.
 func (c *cache) evict() {

@@ -611,12 +611,15 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, b
 	t.nextBlock++
 	db.mu.Unlock()
 	path := filepath.Join(t.dir, blockName(p, seq))
-	b, err := writeBlock(path, meta, prof, db.blockEnc)
+	b, roll, err := writeBlock(path, meta, prof, db.blockEnc)
 	if err != nil {
 		os.Remove(path + ".tmp")
 		return fmt.Errorf("write block: %w", err)
 	}
 	db.attach(b)
+	// The newest block is the likeliest to be queried next.
+	db.cache.put(cacheKey{path, partRollup}, roll)
+	db.cache.put(cacheKey{path, partSamples}, prof)
 
 	db.mu.Lock()
 	defer db.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -384,8 +385,20 @@ func TestBlockCache(t *testing.T) {
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	if st := db.Stats(); st.CacheBytes != 0 {
-		t.Errorf("after the cached block was replaced the cache holds %d bytes", st.CacheBytes)
+	// The new block comes in cached; the old one's parts are gone.
+	db.cache.mu.Lock()
+	for k := range db.cache.byKey {
+		if _, err := os.Stat(k.path); err != nil {
+			t.Errorf("the cache holds %s part %d of a replaced block", k.path, k.part)
+		}
+	}
+	db.cache.mu.Unlock()
+	misses := db.Stats().CacheMisses
+	if _, total := count(t, db, "t", Query{From: 12 * hour}); total != want/3+want/3 {
+		t.Errorf("after the late upload: total %d, want %d", total, want/3+want/3)
+	}
+	if st := db.Stats(); st.CacheMisses != misses {
+		t.Errorf("reading the block compaction just wrote: %d misses, want none", st.CacheMisses-misses)
 	}
 	if _, total := count(t, db, "t", Query{}); total != want+want/3 {
 		t.Errorf("after the late upload: total %d, want %d", total, want+want/3)
@@ -397,9 +410,11 @@ func TestBlockCache(t *testing.T) {
 func TestBlockGoneDuringQuery(t *testing.T) {
 	dir := t.TempDir()
 	db, _ := Open(dir, Options{})
-	defer db.Close()
 	db.Append("t", upload(t, "1"))
 	db.Compact()
+	db.Close()
+	db, _ = Open(dir, Options{}) // nothing cached
+	defer db.Close()
 	err := db.Select("t", Query{}, func(u *Upload) error {
 		os.Remove(files(t, dir, "*.block")[0])
 		_, err := u.Load()
@@ -407,5 +422,24 @@ func TestBlockGoneDuringQuery(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "run it again") {
 		t.Errorf("reading a removed block: %v", err)
+	}
+}
+
+// TestSampleLabels: a block meta lists each sample label's values, up to
+// maxMetaValues of them.
+func TestSampleLabels(t *testing.T) {
+	p := profile.New()
+	for i := range maxMetaValues + 1 {
+		p.Add(profile.Sample{Value: 1, Labels: p.AddLabels(profile.Labels{
+			{Name: "task", Value: strconv.Itoa(i)},
+			{Name: "stage", Value: strconv.Itoa(i % 3)},
+		})})
+	}
+	got := sampleLabels(p)
+	if vals, ok := got["task"]; !ok || vals != nil {
+		t.Errorf("task: %q (listed %v), want listed without values", vals, ok)
+	}
+	if vals := got["stage"]; !slices.Equal(vals, []string{"0", "1", "2"}) {
+		t.Errorf("stage: %q, want 0, 1, 2", vals)
 	}
 }

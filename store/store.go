@@ -29,6 +29,11 @@ type Upload struct {
 	Sources []string
 	// FirstSample and LastSample, for a block, bound its samples' times.
 	FirstSample, LastSample int64
+	// Values, for a block, lists the values of every label its uploads and
+	// samples carry, by name; a label with too many values to list (task
+	// ids, say) maps to nil: Load the samples for those. It is nil for a
+	// single upload and for blocks written before blocks listed them.
+	Values map[string][]string
 
 	// load reads a block's rollup or samples (partRollup, partSamples);
 	// nil for a single upload.

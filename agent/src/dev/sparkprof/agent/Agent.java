@@ -20,6 +20,8 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.Comparator;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 import java.util.zip.GZIPOutputStream;
@@ -176,6 +178,8 @@ public final class Agent {
     } catch (Throwable t) {
       Log.once("the Flight Recorder failed to start; the agent goes on without profiling", t);
       return;
+    } finally {
+      recording.countDown();
     }
     if (stopping) {
       return;
@@ -183,6 +187,24 @@ public final class Agent {
     Log.info("profiling " + role + (executorId != null ? " " + executorId : "") + " of " + app + " to "
         + (cfg.get("server") != null ? cfg.get("server") : "") + (cfg.get("outputDir") != null ? " " + cfg.get("outputDir") : ""));
     shipLoop();
+  }
+
+  /** Counted down once the recorder has started, or failed to. */
+  private final CountDownLatch recording = new CountDownLatch(1);
+
+  /**
+   * Waits at most millis for the recorder to start. The Spark plugins call it from their init, which Spark runs
+   * before the executor takes tasks (or the driver schedules any), so that the first tasks are profiled too; a
+   * recorder slower than that costs the job only the wait.
+   */
+  void awaitRecording(long millis) {
+    try {
+      if (!recording.await(millis, TimeUnit.MILLISECONDS)) {
+        Log.info("the Flight Recorder took over " + millis + " ms to start; the first tasks may go unprofiled");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   private void shipLoop() {

@@ -39,6 +39,12 @@ public final class SparkProfPlugin implements SparkPlugin {
     return cfg;
   }
 
+  /**
+   * How long a plugin's init waits for the Flight Recorder to start (about half a second of CPU): Spark calls
+   * init before the executor takes tasks, so the wait lets the first tasks be profiled.
+   */
+  static final long START_WAIT_MS = 3_000;
+
   static final class Driver implements DriverPlugin {
     private Agent agent;
 
@@ -47,6 +53,9 @@ public final class SparkProfPlugin implements SparkPlugin {
       try {
         SparkConf conf = sc.getConf();
         agent = Agent.start(config(conf), "driver", sc.applicationId(), sc.appName(), "driver");
+        if (agent != null) {
+          agent.awaitRecording(START_WAIT_MS);
+        }
       } catch (Throwable t) {
         Log.once("driver plugin failed to start", t);
       }
@@ -72,6 +81,7 @@ public final class SparkProfPlugin implements SparkPlugin {
             ctx.executorID());
         if (agent != null) {
           agent.labels.put("host", ctx.hostname());
+          agent.awaitRecording(START_WAIT_MS);
         }
       } catch (Throwable t) {
         Log.once("executor plugin failed to start", t);

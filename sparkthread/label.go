@@ -36,11 +36,7 @@ func LabelProfile(p *profile.Profile) {
 	// Most samples carry no labels of their own: theirs is the thread's
 	// set, looked up by thread; the others are merged once per pair.
 	plain := make([]profile.LabelSetID, len(p.Threads))
-	type key struct {
-		set    profile.LabelSetID
-		thread profile.ThreadID
-	}
-	memo := map[key]profile.LabelSetID{}
+	memo := map[uint64]profile.LabelSetID{} // by set << 32 | thread
 	for i := range p.Samples {
 		s := &p.Samples[i]
 		if byThread[s.Thread] == nil {
@@ -53,7 +49,7 @@ func LabelProfile(p *profile.Profile) {
 			s.Labels = plain[s.Thread]
 			continue
 		}
-		k := key{s.Labels, s.Thread}
+		k := uint64(s.Labels)<<32 | uint64(s.Thread)
 		id, ok := memo[k]
 		if !ok {
 			id = p.AddLabels(byThread[s.Thread].Merge(p.LabelSet(s.Labels)))

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"encoding/hex"
@@ -21,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sparkprof/sparkprof/profile"
@@ -48,7 +50,6 @@ type DB struct {
 	mu       sync.RWMutex
 	tenants  map[string]*tenant
 	closed   bool
-	enc      *zstd.Encoder
 	blockEnc *zstd.Encoder
 	dec      *zstd.Decoder
 	cache    *cache
@@ -131,10 +132,6 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		return nil, err
-	}
 	blockEnc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return nil, err
@@ -143,7 +140,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{dir: dir, opts: opts, log: opts.Logger, tenants: map[string]*tenant{}, enc: enc, blockEnc: blockEnc, dec: dec,
+	db := &DB{dir: dir, opts: opts, log: opts.Logger, tenants: map[string]*tenant{}, blockEnc: blockEnc, dec: dec,
 		cache: newCache(opts.CacheBytes), stop: make(chan struct{}), done: make(chan struct{})}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -320,18 +317,50 @@ func (db *DB) encodeRecord(u *Upload) ([]byte, error) {
 		return nil, err
 	}
 	db.rawBuf = raw
-	rec := db.enc.EncodeAll(raw, append(db.recBuf[:0], 0, 0, 0, 0, 0, 0, 0, 0)) // the length and checksum go first
-	db.recBuf = rec
-	payload := rec[8:]
+	// S2 rather than zstd: a record lives only until its partition is
+	// compacted into a zstd block, and S2 compresses a plain JFR upload's
+	// record in a third of the time zstd's fastest level takes, 12 % larger.
+	need := 8 + s2.MaxEncodedLen(len(raw)) // the length and checksum go first
+	if need < 0 {
+		return nil, fmt.Errorf("record of %d bytes too large to compress", len(raw))
+	}
+	if cap(db.recBuf) < need {
+		db.recBuf = make([]byte, need)
+	}
+	payload := s2.Encode(db.recBuf[8:need], raw)
+	rec := db.recBuf[:8+len(payload)]
 	binary.LittleEndian.PutUint32(rec[:4], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(rec[4:], crc32.Checksum(payload, castagnoli))
 	return rec, nil
 }
 
+// zstdMagic starts the payload of log records written before records were
+// S2 blocks. An S2 block starts with its decoded length as a varint, and a
+// record is longer than 127 bytes, so its first byte has the high bit set:
+// it never starts like a zstd frame.
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+// maxRecordBytes bounds the decoded size of a log record.
+const maxRecordBytes = 1 << 30
+
 func (db *DB) decodeRecord(payload []byte) (*Upload, error) {
-	raw, err := db.dec.DecodeAll(payload, nil)
-	if err != nil {
-		return nil, err
+	var raw []byte
+	if bytes.HasPrefix(payload, zstdMagic) {
+		var err error
+		if raw, err = db.dec.DecodeAll(payload, nil); err != nil {
+			return nil, err
+		}
+	} else {
+		n, err := s2.DecodedLen(payload)
+		if err != nil {
+			return nil, err
+		}
+		if n > maxRecordBytes {
+			return nil, fmt.Errorf("record claims %d bytes decoded, more than %d", n, maxRecordBytes)
+		}
+		if raw, err = s2.Decode(nil, payload); err != nil {
+			return nil, err
+		}
 	}
 	n, k := binary.Uvarint(raw)
 	if k <= 0 || n > uint64(len(raw)-k) {

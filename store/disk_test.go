@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
@@ -309,7 +312,8 @@ func TestForeignRecord(t *testing.T) {
 	db.Append("t", upload(t, "1"))
 	db.Close()
 	seg := files(t, dir, "*.wal")[0]
-	payload := db.enc.EncodeAll([]byte("\x05{\"ID\":1}gob!"), nil)
+	enc, _ := zstd.NewWriter(nil)
+	payload := enc.EncodeAll([]byte("\x05{\"ID\":1}gob!"), nil)
 	rec := binary.LittleEndian.AppendUint32(nil, uint32(len(payload)))
 	rec = binary.LittleEndian.AppendUint32(rec, crc32.Checksum(payload, castagnoli))
 	f, err := os.OpenFile(seg, os.O_APPEND|os.O_WRONLY, 0)
@@ -441,5 +445,46 @@ func TestSampleLabels(t *testing.T) {
 	}
 	if vals := got["stage"]; !slices.Equal(vals, []string{"0", "1", "2"}) {
 		t.Errorf("stage: %q, want 0, 1, 2", vals)
+	}
+}
+
+// TestZstdRecords reads a log whose records are zstd frames, as sparkprof
+// wrote them before records were S2 blocks.
+func TestZstdRecords(t *testing.T) {
+	dir := t.TempDir()
+	db, _ := Open(dir, Options{})
+	db.Append("t", upload(t, "1"))
+	db.Append("t", upload(t, "2"))
+	_, want := count(t, db, "t", Query{})
+	db.Close()
+	seg := files(t, dir, "*.wal")[0]
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := zstd.NewWriter(nil)
+	var old []byte
+	for len(data) >= 8 {
+		n := binary.LittleEndian.Uint32(data)
+		raw, err := s2.Decode(nil, data[8:8+n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload := enc.EncodeAll(raw, nil)
+		old = binary.LittleEndian.AppendUint32(old, uint32(len(payload)))
+		old = binary.LittleEndian.AppendUint32(old, crc32.Checksum(payload, castagnoli))
+		old = append(old, payload...)
+		data = data[8+n:]
+	}
+	if err := os.WriteFile(seg, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if n, total := count(t, db, "t", Query{}); n != 2 || total != want {
+		t.Errorf("from zstd records: %d uploads, total %d; want 2, %d", n, total, want)
 	}
 }

@@ -82,6 +82,9 @@ func (x *index) put(k uint64, v uint32) {
 
 // skipValue moves past a value of class c.
 func skipValue(r *reader, c *class, cpool bool) {
+	if !r.step() {
+		return
+	}
 	if cpool {
 		r.skipVarint()
 		return
@@ -123,6 +126,9 @@ func skipValue(r *reader, c *class, cpool bool) {
 // readFields reads a struct of class c, keeping its top-level scalar
 // fields in rec by role.
 func readFields(r *reader, c *class, rec *record) {
+	if !r.step() {
+		return
+	}
 	for i := range c.fields {
 		f := &c.fields[i]
 		switch {
@@ -182,12 +188,12 @@ func (d *decoder) indexPools() error {
 // (negative) offset of the previous one, 0 for none.
 func (d *decoder) checkpoint(off int64) (delta int64, err error) {
 	r := &d.r
-	r.b, r.pos, r.err = d.chunk, int(off), nil
+	r.at(d.chunk, int(off))
 	size := r.varint()
 	if r.err != nil || size == 0 || size > uint64(len(d.chunk))-uint64(off) {
 		return 0, fmt.Errorf("size %d out of range", size)
 	}
-	r.b = d.chunk[:off+int64(size)]
+	r.at(d.chunk[:off+int64(size)], r.pos)
 	if typ := r.varint(); typ != 1 {
 		return 0, fmt.Errorf("event type %d, want 1 (constant pool)", typ)
 	}
@@ -233,7 +239,7 @@ func (d *decoder) constant(k poolKind, key uint64) (*record, *class, bool) {
 	c := d.poolClass[k]
 	rec := &d.poolRecs[k]
 	r := &d.cr
-	r.b, r.pos, r.err = d.chunk, int(off), nil
+	r.at(d.chunk, int(off))
 	readFields(r, c, rec)
 	return rec, c, r.err == nil
 }
@@ -244,13 +250,13 @@ func (d *decoder) events() error {
 	chunk := d.chunk
 	r := &d.r
 	for pos := chunkHeaderSize; pos < len(chunk); {
-		r.b, r.pos, r.err = chunk, pos, nil
+		r.at(chunk, pos)
 		size := r.varint()
 		if r.err != nil || size == 0 || size > uint64(len(chunk)-pos) {
 			return fmt.Errorf("event at chunk offset %d: size %d out of range", pos, size)
 		}
 		end := pos + int(size)
-		r.b = chunk[:end]
+		r.at(chunk[:end], r.pos)
 		if typ := r.varint(); typ > 1 { // 0 is metadata, 1 constant pools
 			if c := d.md.class(typ); c != nil {
 				d.classCounts[c.index]++

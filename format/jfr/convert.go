@@ -83,9 +83,12 @@ func (d *decoder) event(k eventKind, e *record) {
 		exec := d.md.execSample != nil && v[roleID] == d.md.execSample.id
 		d.setting(exec, string(e.s[roleName]), string(e.s[roleValue]))
 	case evGarbageCollection:
-		var name string
-		if rec, _, ok := d.constant(poolGCName, v[roleName]); ok {
-			name = string(rec.s[roleName])
+		name, ok := d.gcNames[v[roleName]]
+		if !ok {
+			if rec, _, ok := d.constant(poolGCName, v[roleName]); ok {
+				name = string(rec.s[roleName])
+			}
+			d.gcNames[v[roleName]] = name
 		}
 		d.point("jvm.gc.pause", "nanoseconds", "gc", name, d.hdr.time(v[roleStartTime]), float64(d.ticksToNanos(v[roleDuration])))
 	case evCPULoad:
@@ -310,7 +313,7 @@ func (d *decoder) readTrace(key uint64) bool {
 	}
 	c := d.poolClass[poolStackTrace]
 	r := &d.cr
-	r.b, r.pos, r.err = d.chunk, int(off), nil
+	r.at(d.chunk, int(off))
 	d.trace = d.trace[:0]
 	for i := range c.fields {
 		f := &c.fields[i]

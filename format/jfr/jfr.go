@@ -186,6 +186,7 @@ type decoder struct {
 	classInfos  []classInfo
 	nameBuf     []byte
 	stateInfos  []stateInfo
+	gcNames     map[uint64]string
 	// frames holds the profile frames of methods seen at more than
 	// maxLines lines.
 	frames map[frameRef]profile.FrameID
@@ -228,6 +229,7 @@ func (d *decoder) start(source string) {
 		d.counts = make(map[string]int)
 		d.series = make(map[string]int)
 		d.frames = make(map[frameRef]profile.FrameID)
+		d.gcNames = make(map[uint64]string)
 		d.prefixes = make(map[prefixKey]profile.StackID)
 	}
 	d.wallMode, d.interval, d.wallInterval = false, 0, 0
@@ -301,6 +303,7 @@ func (d *decoder) decodeChunk(b []byte, h chunkHeader) error {
 	}
 	d.methodInfos, d.classInfos, d.stateInfos = d.methodInfos[:0], d.classInfos[:0], d.stateInfos[:0]
 	clear(d.frames) // method keys are per chunk
+	clear(d.gcNames)
 	clear(d.prefixes)
 	d.allocSets = nil // class keys are per chunk
 

@@ -2,6 +2,7 @@ package jfr
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -341,11 +342,83 @@ func TestThreadsAndFrames(t *testing.T) {
 	}
 }
 
+// smallChunk returns the first chunk of a recording with only its first n
+// events besides the metadata and constant pools, the header's size and
+// offsets and the pools' chain of offsets moved to match: a whole, valid
+// chunk small enough for fuzzing to explore past the header.
+func smallChunk(t testing.TB, data []byte, n int) []byte {
+	h, err := readChunkHeader(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := data[:h.size]
+	out := bytes.Clone(chunk[:chunkHeaderSize])
+	moved := map[int64]int64{} // old offset → new, of the events kept
+	var pools []int64
+	for pos, kept := int64(chunkHeaderSize), 0; pos < h.size; {
+		r := &reader{b: chunk, pos: int(pos)}
+		size, typ := int64(r.varint()), r.varint()
+		if r.err != nil || size <= 0 {
+			t.Fatalf("event at %d: %v", pos, r.err)
+		}
+		if typ <= 1 || kept < n {
+			moved[pos] = int64(len(out))
+			out = append(out, chunk[pos:pos+size]...)
+			if typ == 1 {
+				pools = append(pools, pos)
+			} else if typ > 1 {
+				kept++
+			}
+		}
+		pos += size
+	}
+	for _, old := range pools {
+		at := moved[old]
+		r := &reader{b: out, pos: int(at)}
+		for range 4 { // size, type, start, duration
+			r.varint()
+		}
+		p := r.pos
+		if delta := int64(r.varint()); delta != 0 {
+			if r.pos-p != 9 {
+				t.Fatalf("pool at %d: a negative delta in %d bytes, want 9", old, r.pos-p)
+			}
+			v := uint64(moved[old+delta] - at) // negative: nine bytes again
+			for i := range 8 {
+				out[p+i] = byte(v>>(7*i))&0x7f | 0x80
+			}
+			out[p+8] = byte(v >> 56)
+		}
+	}
+	be := binary.BigEndian
+	be.PutUint64(out[8:], uint64(len(out)))
+	be.PutUint64(out[16:], uint64(moved[h.cpOffset]))
+	be.PutUint64(out[24:], uint64(moved[h.metaOffset]))
+	return out
+}
+
+// TestSmallChunk: the fuzzing seeds smallChunk makes decode, with samples.
+func TestSmallChunk(t *testing.T) {
+	for _, name := range corpusFiles {
+		data := corpus.Read(t, "jfr", name+".jfr.gz")
+		small := smallChunk(t, data, 300)
+		p, err := Decode(small, name)
+		if err != nil {
+			t.Errorf("%s cut to %d bytes: %v", name, len(small), err)
+			continue
+		}
+		if len(p.Samples) == 0 {
+			t.Errorf("%s cut to %d bytes: no samples", name, len(small))
+		}
+	}
+}
+
 func FuzzDecode(f *testing.F) {
+	f.Add(tinyRecording())
 	for _, name := range corpusFiles {
 		data := corpus.Read(f, "jfr", name+".jfr.gz")
-		if len(data) < 64<<10 {
-			f.Add(data)
+		if small := smallChunk(f, data, 300); len(small) < 160<<10 {
+			f.Add(small)
 		}
 		f.Add(data[:min(len(data), 4096)])
 		f.Add(data[:min(len(data), 200)])

@@ -17,6 +17,29 @@ type reader struct {
 	b   []byte
 	pos int
 	err error
+	// steps bounds the values read (see step).
+	steps int
+}
+
+// at starts reading b at pos, allowing values a few times the bytes left:
+// every value but an empty struct takes a byte, so that bounds real data,
+// while arrays of arrays of empty structs could otherwise loop for a
+// number of times quadratic in the data.
+func (r *reader) at(b []byte, pos int) {
+	r.b, r.pos, r.err = b, pos, nil
+	r.steps = 4*(len(b)-pos) + 64
+}
+
+var errSteps = errors.New("values nest more than the data can hold")
+
+// step counts one value read, failing when the budget is spent.
+func (r *reader) step() bool {
+	r.steps--
+	if r.steps < 0 {
+		r.fail(errSteps)
+		return false
+	}
+	return true
 }
 
 // fail records err (the first one wins) and ends reading.

@@ -461,6 +461,10 @@ func BenchmarkDecodeCortex(b *testing.B) {
 }
 func BenchmarkDecodeFastSlow(b *testing.B) { benchmarkDecode(b, "FastSlow_2024_01_16_180855") }
 
+// BenchmarkDecodeDump1 decodes the async-profiler recording of the server's
+// labelled ingest benchmark: 2,188 samples of 2,148 distinct deep traces.
+func BenchmarkDecodeDump1(b *testing.B) { benchmarkDecode(b, "dump1") }
+
 // TestAsyncProfilerWallBesideCPU checks that async-profiler 2.x's sleeping
 // ExecutionSamples, written because it ran with wall=200ms beside cpu,
 // become wall samples of that period: 199,549 of the 199,661 samples.

@@ -2,6 +2,7 @@ package jfr
 
 import (
 	"bytes"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -327,10 +328,38 @@ func (d *decoder) readTrace(key uint64) bool {
 			}
 			continue
 		}
-		rec := &d.frameRec
-		for n := r.count(1); n > 0 && r.err == nil; n-- {
-			readFields(r, f.class, rec)
-			d.trace = append(d.trace, frameRef{method: rec.v[roleMethod], line: uint32(rec.v[roleLineNumber])})
+		fc := f.class
+		if fc.varints == 0 {
+			rec := &d.frameRec
+			for n := r.count(1); n > 0 && r.err == nil; n-- {
+				readFields(r, fc, rec)
+				d.trace = append(d.trace, frameRef{method: rec.v[roleMethod], line: uint32(rec.v[roleLineNumber])})
+			}
+			continue
+		}
+		// Frames of compressed integers only, as the JDK and async-profiler
+		// write them: a run of integers, two of them kept.
+		methodAt, lineAt := -1, -1
+		for j := range fc.fields {
+			switch fc.fields[j].role {
+			case roleMethod:
+				methodAt = j
+			case roleLineNumber:
+				lineAt = j
+			}
+		}
+		n := r.count(fc.varints)
+		for ; n > 0 && r.err == nil; n-- {
+			var ref frameRef
+			for j := range fc.varints {
+				v := r.varint()
+				if j == methodAt {
+					ref.method = v
+				} else if j == lineAt {
+					ref.line = uint32(v)
+				}
+			}
+			d.trace = append(d.trace, ref)
 		}
 	}
 	return r.err == nil
@@ -375,21 +404,14 @@ func (d *decoder) convertTrace() profile.StackID {
 // independent 64-bit hashes of its frames.
 type prefixKey struct{ a, b uint64 }
 
-// next returns the key of the prefix extended by frame f.
+// next returns the key of the prefix extended by frame f: two
+// multiply-rotate hashes with different constants, chained over the frames.
 func (h prefixKey) next(f frameRef) prefixKey {
-	x := f.method*0x9e3779b97f4a7c15 + uint64(f.line)
-	return prefixKey{mix64(h.a*0xff51afd7ed558ccd ^ x), mix64((h.b ^ x) + 0xc4ceb9fe1a85ec53)}
-}
-
-// mix64 is the finalizer of MurmurHash3: every input bit affects every
-// output bit.
-func mix64(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
+	x := f.method ^ uint64(f.line)<<40 ^ uint64(f.line)>>24
+	return prefixKey{
+		bits.RotateLeft64((h.a^x)*0x9e3779b97f4a7c15, 29),
+		bits.RotateLeft64((h.b+x)*0xc2b2ae3d27d4eb4f, 31),
+	}
 }
 
 // frame returns the profile frame of a JFR frame, or noFrame when the

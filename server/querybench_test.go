@@ -166,6 +166,34 @@ func BenchmarkQuery(b *testing.B) {
 			}
 		})
 	}
+	// Label queries, with nothing cached: names and a stage's values come
+	// from the blocks' metas, task ids (too many to list) from the samples.
+	for _, c := range []struct {
+		name, path string
+		want       int // values expected, 0 for any
+	}{
+		{"labels", "/api/v1/labels", 0},
+		{"stage-values", "/api/v1/label-values?name=spark_stage_id", 10},
+		{"task-values", "/api/v1/label-values?name=spark_task_id", 0},
+	} {
+		b.Run(c.name+"/uncached", func(b *testing.B) {
+			var got []string
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				servers["uncached"].ServeHTTP(w, httptest.NewRequest("GET", c.path, nil))
+				if w.Code != 200 {
+					b.Fatalf("%d: %s", w.Code, w.Body)
+				}
+				got = nil
+				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if len(got) == 0 || c.want > 0 && len(got) != c.want {
+				b.Fatalf("%s: %d values, want %d", c.path, len(got), c.want)
+			}
+		})
+	}
 	b.Logf("after the queries: heap %d MiB; warm store %+v", heapMiB(), warm.Stats())
 }
 

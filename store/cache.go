@@ -120,6 +120,15 @@ func (c *cache) forget(path string) {
 	}
 }
 
+// clear drops every part.
+func (c *cache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.Init()
+	clear(c.byKey)
+	c.used = 0
+}
+
 // stats returns the bytes held and the counters.
 func (c *cache) stats() (used, hits, misses, evictions int64) {
 	c.mu.Lock()

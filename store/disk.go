@@ -646,9 +646,10 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, b
 		return fmt.Errorf("write block: %w", err)
 	}
 	db.attach(b)
-	// The newest block is the likeliest to be queried next.
+	// The newest block is the likeliest to be queried next: its rollup,
+	// which most flame graphs read, starts in the cache. Its samples, many
+	// times larger, are read when a query needs them.
 	db.cache.put(cacheKey{path, partRollup}, roll)
-	db.cache.put(cacheKey{path, partSamples}, prof)
 
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -711,5 +712,6 @@ func (db *DB) Close() error {
 			errs = append(errs, t.seg.Close())
 		}
 	}
+	db.cache.clear() // a closed store pins no block parts
 	return errors.Join(errs...)
 }

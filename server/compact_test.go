@@ -121,6 +121,17 @@ func TestCompactionKeepsAnswers(t *testing.T) {
 	if labels != before[len(queries)+3] || stages != before[len(queries)+4] {
 		t.Errorf("label queries from the block's meta: %s, %s; want %s, %s", labels, stages, before[len(queries)+3], before[len(queries)+4])
 	}
+	// A time range bounds label queries; a bad one is a 400.
+	w := httptest.NewRecorder()
+	handler.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/label-values?label=spark_stage_id&from="+sec(7200)+"&until="+sec(7300), nil))
+	if w.Code != 200 || strings.TrimSpace(w.Body.String()) != "[]" {
+		t.Errorf("stage values two hours after the data: %d %s", w.Code, w.Body)
+	}
+	w = httptest.NewRecorder()
+	handler.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/labels?from=yesterday", nil))
+	if w.Code != 400 || !strings.Contains(w.Body.String(), "from") {
+		t.Errorf("labels from=yesterday: %d %s", w.Code, w.Body)
+	}
 	reopened := answers()
 	metrics("sparkprof_store_blocks 1", "sparkprof_store_cache_misses_total 2")
 	for i := range before {

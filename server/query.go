@@ -408,7 +408,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 // the tenant's uploads and samples. A compacted block answers from the
 // values its meta lists; its samples are read only for a label with too
 // many values to list.
-func (s *Server) labelValues(r *http.Request, name string) (map[string]map[string]bool, error) {
+func (s *Server) labelValues(r *http.Request, name string, q store.Query) (map[string]map[string]bool, error) {
 	vals := map[string]map[string]bool{}
 	add := func(n string, vs ...string) {
 		if vals[n] == nil {
@@ -425,7 +425,7 @@ func (s *Server) labelValues(r *http.Request, name string) (map[string]map[strin
 			}
 		}
 	}
-	err := s.cfg.Store.Select(tenant(r), store.Query{}, func(u *store.Upload) error {
+	err := s.cfg.Store.Select(tenant(r), q, func(u *store.Upload) error {
 		addSet(u.Labels)
 		if u.Values != nil {
 			listed := true
@@ -456,8 +456,30 @@ func (s *Server) labelValues(r *http.Request, name string) (map[string]map[strin
 	return vals, err
 }
 
+// labelRange parses the optional from and until of a label query. On
+// failure it has answered the request.
+func labelRange(w http.ResponseWriter, r *http.Request) (store.Query, bool) {
+	var q store.Query
+	for _, p := range []struct {
+		name string
+		t    *int64
+	}{{"from", &q.From}, {"until", &q.Until}} {
+		t, err := parseTimeParam(r.URL.Query().Get(p.name))
+		if err != nil {
+			httpError(w, http.StatusBadRequest, "%s: %v", p.name, err)
+			return q, false
+		}
+		*p.t = t
+	}
+	return q, true
+}
+
 func (s *Server) handleLabels(w http.ResponseWriter, r *http.Request) {
-	vals, err := s.labelValues(r, "")
+	q, ok := labelRange(w, r)
+	if !ok {
+		return
+	}
+	vals, err := s.labelValues(r, "", q)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -479,7 +501,11 @@ func (s *Server) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "name: missing; say which label's values to list (name=spark_stage_id)")
 		return
 	}
-	vals, err := s.labelValues(r, name)
+	q, ok := labelRange(w, r)
+	if !ok {
+		return
+	}
+	vals, err := s.labelValues(r, name, q)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return

@@ -27,34 +27,38 @@ func Labels(name string) profile.Labels {
 // label set, keeping labels the sample already has. Samples without a known
 // thread are left alone.
 func LabelProfile(p *profile.Profile) {
-	byThread := make([]profile.Labels, len(p.Threads))
-	for i := 1; i < len(p.Threads); i++ {
-		if p.Threads[i].Name != "" {
-			byThread[i] = Labels(p.Threads[i].Name)
-		}
+	// Each sampled thread's labels as a set of the profile, made at its
+	// first sample: threads of one pool with no task share theirs.
+	const unset = ^profile.LabelSetID(0)
+	bySet := make([]profile.LabelSetID, len(p.Threads))
+	for i := range bySet {
+		bySet[i] = unset
 	}
-	// Most samples carry no labels of their own: theirs is the thread's
-	// set, looked up by thread; the others are merged once per pair.
-	plain := make([]profile.LabelSetID, len(p.Threads))
-	memo := map[uint64]profile.LabelSetID{} // by set << 32 | thread
+	// Samples with labels of their own are merged with their thread's
+	// once per pair of sets.
+	memo := map[uint64]profile.LabelSetID{} // by own set << 32 | thread's set
 	for i := range p.Samples {
 		s := &p.Samples[i]
-		if byThread[s.Thread] == nil {
-			continue
-		}
-		if s.Labels == profile.NoLabels {
-			if plain[s.Thread] == profile.NoLabels {
-				plain[s.Thread] = p.AddLabels(byThread[s.Thread])
+		ts := bySet[s.Thread]
+		if ts == unset {
+			ts = profile.NoLabels
+			if s.Thread != profile.NoThread && p.Threads[s.Thread].Name != "" {
+				ts = p.AddLabels(Labels(p.Threads[s.Thread].Name))
 			}
-			s.Labels = plain[s.Thread]
-			continue
+			bySet[s.Thread] = ts
 		}
-		k := uint64(s.Labels)<<32 | uint64(s.Thread)
-		id, ok := memo[k]
-		if !ok {
-			id = p.AddLabels(byThread[s.Thread].Merge(p.LabelSet(s.Labels)))
-			memo[k] = id
+		switch {
+		case ts == profile.NoLabels:
+		case s.Labels == profile.NoLabels:
+			s.Labels = ts
+		default:
+			k := uint64(s.Labels)<<32 | uint64(ts)
+			id, ok := memo[k]
+			if !ok {
+				id = p.AddLabels(p.LabelSet(ts).Merge(p.LabelSet(s.Labels)))
+				memo[k] = id
+			}
+			s.Labels = id
 		}
-		s.Labels = id
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sparkprof/sparkprof/internal/corpus"
@@ -511,4 +512,38 @@ func TestAllocClass(t *testing.T) {
 	if len(byClass) < 10 || byClass["byte[]"]+byClass["[B"] == 0 {
 		t.Errorf("%d classes over %d samples; want many, with byte arrays among them: %v", len(byClass), n, byClass)
 	}
+}
+
+// TestConcurrentDecode decodes the corpus from several goroutines at once,
+// as the server does with uploads: pooled decoders and the shared metadata
+// cache give each the same profile as a decode alone.
+func TestConcurrentDecode(t *testing.T) {
+	want := map[string]string{}
+	data := map[string][]byte{}
+	summary := func(p *profile.Profile) string {
+		return fmt.Sprint(len(p.Samples), len(p.Frames), p.NumStacks(), p.NumLabelSets(), len(p.Threads), p.Start, p.End)
+	}
+	for _, name := range corpusFiles {
+		data[name] = corpus.Read(t, "jfr", name+".jfr.gz")
+		want[name] = summary(decodeCorpus(t, name))
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range corpusFiles {
+				name := corpusFiles[(i+g)%len(corpusFiles)]
+				p, err := Decode(data[name], name)
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					return
+				}
+				if got := summary(p); got != want[name] {
+					t.Errorf("%s decoded concurrently: %s, alone: %s", name, got, want[name])
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

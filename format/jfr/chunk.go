@@ -159,11 +159,12 @@ func readFields(r *reader, c *class, rec *record) {
 
 // indexPools follows the chain of constant pool events from the one the
 // chunk header points at, recording where each constant of the pools the
-// decoder resolves starts.
+// decoder resolves starts, and reading the stack traces.
 func (d *decoder) indexPools() error {
 	for i := range d.pools {
 		d.pools[i].reset(len(d.chunk))
 	}
+	d.traceFrames, d.traceSpans = d.traceFrames[:0], d.traceSpans[:0]
 	off := d.hdr.cpOffset
 	for n := 0; ; n++ {
 		if n == maxCheckpoints {
@@ -216,14 +217,18 @@ func (d *decoder) checkpoint(off int64) (delta int64, err error) {
 		}
 		for n := r.count(1); n > 0 && r.err == nil; n-- {
 			key := r.varint()
-			if x != nil {
+			switch {
+			case c.pool == poolStackTrace && c == d.poolClass[poolStackTrace]:
+				x.put(key, uint32(len(d.traceSpans)))
+				d.appendTrace(r, c)
+			case x != nil:
 				x.put(key, uint32(r.pos))
-			}
-			if c.chunkHeader {
+				skipValue(r, c, false)
+			case c.chunkHeader:
 				r.bytes(chunkHeaderSize)
-				continue
+			default:
+				skipValue(r, c, false)
 			}
-			skipValue(r, c, false)
 		}
 	}
 	return delta, r.err

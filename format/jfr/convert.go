@@ -305,17 +305,27 @@ func (d *decoder) stack(key uint64) profile.StackID {
 	return id
 }
 
-// readTrace reads the frames of a stack trace into d.trace, leaf first,
+// readTrace points d.trace at the frames of a stack trace, leaf first,
 // reporting whether the chunk has the trace.
 func (d *decoder) readTrace(key uint64) bool {
-	off, ok := d.pools[poolStackTrace].get(key)
-	if !ok {
+	i, ok := d.pools[poolStackTrace].get(key)
+	if !ok || int(i) >= len(d.traceSpans) {
 		return false
 	}
-	c := d.poolClass[poolStackTrace]
-	r := &d.cr
-	r.at(d.chunk, int(off))
-	d.trace = d.trace[:0]
+	sp := d.traceSpans[i]
+	d.trace = d.traceFrames[sp.start:sp.end]
+	return true
+}
+
+// traceSpan locates a stack trace's frames in traceFrames.
+type traceSpan struct{ start, end int }
+
+// appendTrace reads one stack trace of class c at r, appending its frames
+// (leaf first) to traceFrames and its span to traceSpans. Traces are read
+// this way once, while the pools are indexed: an event refers to most of
+// them, and skipping them then reading them again parsed them twice.
+func (d *decoder) appendTrace(r *reader, c *class) {
+	start := len(d.traceFrames)
 	for i := range c.fields {
 		f := &c.fields[i]
 		if f.role != roleFrames || !f.array || f.cpool || f.class.kind != kindStruct {
@@ -333,7 +343,7 @@ func (d *decoder) readTrace(key uint64) bool {
 			rec := &d.frameRec
 			for n := r.count(1); n > 0 && r.err == nil; n-- {
 				readFields(r, fc, rec)
-				d.trace = append(d.trace, frameRef{method: rec.v[roleMethod], line: uint32(rec.v[roleLineNumber])})
+				d.traceFrames = append(d.traceFrames, frameRef{method: rec.v[roleMethod], line: uint32(rec.v[roleLineNumber])})
 			}
 			continue
 		}
@@ -348,8 +358,7 @@ func (d *decoder) readTrace(key uint64) bool {
 				lineAt = j
 			}
 		}
-		n := r.count(fc.varints)
-		for ; n > 0 && r.err == nil; n-- {
+		for n := r.count(fc.varints); n > 0 && r.step(); n-- {
 			var ref frameRef
 			for j := range fc.varints {
 				v := r.varint()
@@ -359,10 +368,10 @@ func (d *decoder) readTrace(key uint64) bool {
 					ref.line = uint32(v)
 				}
 			}
-			d.trace = append(d.trace, ref)
+			d.traceFrames = append(d.traceFrames, ref)
 		}
 	}
-	return r.err == nil
+	d.traceSpans = append(d.traceSpans, traceSpan{start, len(d.traceFrames)})
 }
 
 // convertTrace interns the frames of d.trace as a profile stack.

@@ -191,6 +191,10 @@ type decoder struct {
 	// maxLines lines.
 	frames map[frameRef]profile.FrameID
 	trace  []frameRef
+	// traceFrames holds the frames of the chunk's stack traces, read
+	// while indexing the pools; traceSpans where each trace's are.
+	traceFrames []frameRef
+	traceSpans  []traceSpan
 	// prefixes are the profile stacks of the trace prefixes converted so
 	// far; hashes the keys of d.trace's prefixes, root first.
 	prefixes map[prefixKey]profile.StackID
@@ -248,8 +252,18 @@ func (d *decoder) release() {
 	d.poolRecs = [numPoolKinds]record{}
 	d.frameRec = record{}
 	d.poolClass = [numPoolKinds]*class{}
+	// Keep the buffers of ordinary uploads, not those of a rare huge one.
+	if cap(d.sampleBuf) > maxKept {
+		d.sampleBuf = nil
+	}
+	if cap(d.traceFrames) > maxKept {
+		d.traceFrames, d.traceSpans = nil, nil
+	}
 	decoders.Put(d)
 }
+
+// maxKept bounds the samples and frames a pooled decoder's buffers keep.
+const maxKept = 1 << 20
 
 func (d *decoder) errorf(off int64, err error, format string, args ...any) error {
 	return &profile.DecodeError{Source: d.source, Offset: off, Msg: fmt.Sprintf(format, args...), Err: err}

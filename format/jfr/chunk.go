@@ -7,8 +7,9 @@ import (
 
 // This file reads a chunk by its metadata: the constant pools are indexed
 // (key → offset of the value) and their entries decoded only when an event
-// refers to them; events are read field by field into records, keeping the
-// fields the decoder needs.
+// refers to them, except stack traces, whose frames are read while indexing
+// (events refer to most of them); events are read field by field into
+// records, keeping the fields the decoder needs.
 //
 // It replaces github.com/grafana/jfr-parser, which parses every constant of
 // every pool into Go values before the first event and spent most of an
@@ -236,17 +237,17 @@ func (d *decoder) checkpoint(off int64) (delta int64, err error) {
 
 // constant reads the constant of pool kind k with key into the pool's
 // record, reporting whether the chunk has it.
-func (d *decoder) constant(k poolKind, key uint64) (*record, *class, bool) {
+func (d *decoder) constant(k poolKind, key uint64) (*record, bool) {
 	off, ok := d.pools[k].get(key)
 	if !ok {
-		return nil, nil, false
+		return nil, false
 	}
 	c := d.poolClass[k]
 	rec := &d.poolRecs[k]
 	r := &d.cr
 	r.at(d.chunk, int(off))
 	readFields(r, c, rec)
-	return rec, c, r.err == nil
+	return rec, r.err == nil
 }
 
 // events reads every event of the chunk, handing those the decoder knows

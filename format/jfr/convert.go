@@ -86,7 +86,7 @@ func (d *decoder) event(k eventKind, e *record) {
 	case evGarbageCollection:
 		name, ok := d.gcNames[v[roleName]]
 		if !ok {
-			if rec, _, ok := d.constant(poolGCName, v[roleName]); ok {
+			if rec, ok := d.constant(poolGCName, v[roleName]); ok {
 				name = string(rec.s[roleName])
 			}
 			d.gcNames[v[roleName]] = name
@@ -182,7 +182,7 @@ func (d *decoder) state(key uint64) stateInfo {
 		return d.stateInfos[i]
 	}
 	var st stateInfo
-	if rec, _, ok := d.constant(poolThreadState, key); ok {
+	if rec, ok := d.constant(poolThreadState, key); ok {
 		name := rec.s[roleName]
 		st = stateInfo{
 			state:    profile.ParseThreadState(string(name)),
@@ -201,7 +201,7 @@ func (d *decoder) thread(key uint64) profile.ThreadID {
 		return profile.ThreadID(id)
 	}
 	id := profile.NoThread
-	if rec, _, ok := d.constant(poolThread, key); ok {
+	if rec, ok := d.constant(poolThread, key); ok {
 		th := profile.Thread{ID: int64(rec.v[roleJavaThreadID]), Name: string(rec.s[roleJavaName])}
 		if th.Name == "" {
 			th.Name = string(rec.s[roleOSName])
@@ -217,7 +217,7 @@ func (d *decoder) thread(key uint64) profile.ThreadID {
 
 // symbol returns the string of a key of the chunk's symbol pool.
 func (d *decoder) symbol(key uint64) []byte {
-	if rec, _, ok := d.constant(poolSymbol, key); ok {
+	if rec, ok := d.constant(poolSymbol, key); ok {
 		return rec.s[roleString]
 	}
 	return nil
@@ -235,7 +235,7 @@ func (d *decoder) class(key uint64) (*classInfo, bool) {
 	if i, ok := d.classes.get(key); ok {
 		return &d.classInfos[i], true
 	}
-	rec, _, ok := d.constant(poolClass, key)
+	rec, ok := d.constant(poolClass, key)
 	if !ok {
 		return nil, false
 	}
@@ -252,7 +252,7 @@ func (d *decoder) method(key uint64) uint32 {
 	}
 	i := uint32(len(d.methodInfos))
 	mi := methodInfo{lines: d.lineBuf(i)}
-	if rec, _, ok := d.constant(poolMethod, key); ok {
+	if rec, ok := d.constant(poolMethod, key); ok {
 		classKey, nameKey := rec.v[roleType], rec.v[roleName]
 		c, ok := d.class(classKey)
 		if !ok {

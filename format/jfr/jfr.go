@@ -186,11 +186,11 @@ type decoder struct {
 	classInfos  []classInfo
 	nameBuf     []byte
 	stateInfos  []stateInfo
-	gcNames     map[uint64]string
+	gcNames     map[uint64]string // GC name key → name
 	// frames holds the profile frames of methods seen at more than
 	// maxLines lines.
 	frames map[frameRef]profile.FrameID
-	trace  []frameRef
+	trace  []frameRef // the trace being converted, leaf first
 	// traceFrames holds the frames of the chunk's stack traces, read
 	// while indexing the pools; traceSpans where each trace's are.
 	traceFrames []frameRef

@@ -107,19 +107,22 @@ func skipValue(r *reader, c *class, cpool bool) {
 			return
 		}
 		for i := range c.fields {
-			f := &c.fields[i]
-			switch {
-			case !f.array:
-				skipValue(r, f.class, f.cpool)
-			case !f.cpool && f.class.varints > 0:
-				// Arrays of stack frames: most of a chunk's constants.
-				n := r.count(1)
-				r.skipVarints(int(min(n, uint64(len(r.b)))) * f.class.varints)
-			default:
-				for n := r.count(1); n > 0 && r.err == nil; n-- {
-					skipValue(r, f.class, f.cpool)
-				}
-			}
+			skipField(r, &c.fields[i])
+		}
+	}
+}
+
+// skipField moves past a value of field f, an array or not.
+func skipField(r *reader, f *field) {
+	switch {
+	case !f.array:
+		skipValue(r, f.class, f.cpool)
+	case !f.cpool && f.class.varints > 0:
+		// Arrays of stack frames: most of a chunk's constants.
+		r.skipVarints(int(r.count(f.class.varints)) * f.class.varints)
+	default:
+		for n := r.count(1); n > 0 && r.err == nil; n-- {
+			skipValue(r, f.class, f.cpool)
 		}
 	}
 }
@@ -134,9 +137,7 @@ func readFields(r *reader, c *class, rec *record) {
 		f := &c.fields[i]
 		switch {
 		case f.array:
-			for n := r.count(1); n > 0 && r.err == nil; n-- {
-				skipValue(r, f.class, f.cpool)
-			}
+			skipField(r, f)
 		case f.cpool:
 			rec.v[f.role] = r.varint()
 		default:
@@ -212,14 +213,14 @@ func (d *decoder) checkpoint(off int64) (delta int64, err error) {
 			}
 			break
 		}
-		var x *index
-		if c.pool != poolNone {
+		var x *index // constants of a second class of a pool's name are skipped
+		if c.pool != poolNone && d.md.pools[c.pool] == c {
 			x = &d.pools[c.pool]
 		}
 		for n := r.count(1); n > 0 && r.err == nil; n-- {
 			key := r.varint()
 			switch {
-			case c.pool == poolStackTrace && c == d.poolClass[poolStackTrace]:
+			case x != nil && c.pool == poolStackTrace:
 				x.put(key, uint32(len(d.traceSpans)))
 				d.appendTrace(r, c)
 			case x != nil:
@@ -242,7 +243,7 @@ func (d *decoder) constant(k poolKind, key uint64) (*record, bool) {
 	if !ok {
 		return nil, false
 	}
-	c := d.poolClass[k]
+	c := d.md.pools[k]
 	rec := &d.poolRecs[k]
 	r := &d.cr
 	r.at(d.chunk, int(off))

@@ -154,7 +154,7 @@ func (d *decoder) allocLabels(ctx, class uint64) profile.LabelSetID {
 	}
 	id := d.p.AddLabels(ls)
 	if d.allocSets == nil {
-		d.allocSets = map[allocKey]profile.LabelSetID{}
+		d.allocSets = make(map[allocKey]profile.LabelSetID)
 	}
 	d.allocSets[k] = id
 	return id
@@ -329,13 +329,7 @@ func (d *decoder) appendTrace(r *reader, c *class) {
 	for i := range c.fields {
 		f := &c.fields[i]
 		if f.role != roleFrames || !f.array || f.cpool || f.class.kind != kindStruct {
-			if f.array {
-				for n := r.count(1); n > 0 && r.err == nil; n-- {
-					skipValue(r, f.class, f.cpool)
-				}
-			} else {
-				skipValue(r, f.class, f.cpool)
-			}
+			skipField(r, f)
 			continue
 		}
 		fc := f.class
@@ -434,12 +428,11 @@ func (d *decoder) frame(ref frameRef) profile.FrameID {
 		}
 	}
 	if len(mi.lines) >= maxLines {
-		key := frameRef{method: ref.method, line: ref.line}
-		if fid, ok := d.frames[key]; ok {
+		if fid, ok := d.frames[ref]; ok {
 			return fid
 		}
 		fid := d.newFrame(mi, ref.line)
-		d.frames[key] = fid
+		d.frames[ref] = fid
 		return fid
 	}
 	fid := d.newFrame(mi, ref.line)

@@ -170,7 +170,6 @@ type decoder struct {
 	md          *metadata
 	r, cr       reader // events and pool indexing; constants
 	pools       [numPoolKinds]index
-	poolClass   [numPoolKinds]*class
 	poolRecs    [numPoolKinds]record
 	recs        [numEventKinds]record
 	frameRec    record
@@ -251,7 +250,6 @@ func (d *decoder) release() {
 	d.recs = [numEventKinds]record{}
 	d.poolRecs = [numPoolKinds]record{}
 	d.frameRec = record{}
-	d.poolClass = [numPoolKinds]*class{}
 	// Keep the buffers of ordinary uploads, not those of a rare huge one.
 	if cap(d.sampleBuf) > maxKept {
 		d.sampleBuf = nil
@@ -300,12 +298,6 @@ func (d *decoder) decodeChunk(b []byte, h chunkHeader) error {
 		return err
 	}
 	d.chunk, d.hdr, d.md = b, h, md
-	d.poolClass = [numPoolKinds]*class{}
-	for _, c := range md.classes {
-		if c.pool != poolNone && d.poolClass[c.pool] == nil {
-			d.poolClass[c.pool] = c
-		}
-	}
 	// Records keep values of the previous chunk's classes in roles this
 	// chunk's classes may lack.
 	d.recs = [numEventKinds]record{}
@@ -319,7 +311,7 @@ func (d *decoder) decodeChunk(b []byte, h chunkHeader) error {
 	clear(d.frames) // method keys are per chunk
 	clear(d.gcNames)
 	clear(d.prefixes)
-	d.allocSets = nil // class keys are per chunk
+	clear(d.allocSets) // class keys are per chunk
 
 	if err := d.indexPools(); err != nil {
 		return err

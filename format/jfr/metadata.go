@@ -176,6 +176,9 @@ type metadata struct {
 	// execSample is jdk.ExecutionSample, whose settings say the CPU
 	// sampling period.
 	execSample *class
+	// pools are the classes of the constant pools the decoder resolves,
+	// by kind (the first class of each name).
+	pools [numPoolKinds]*class
 }
 
 const maxSmallID = 1 << 12
@@ -297,6 +300,9 @@ func readMetadata(raw []byte) (*metadata, error) {
 		c.chunkHeader = c.name == "jdk.types.ChunkHeader"
 		if c.event == evExecutionSample {
 			md.execSample = c
+		}
+		if c.pool != poolNone && md.pools[c.pool] == nil {
+			md.pools[c.pool] = c
 		}
 		md.classes = append(md.classes, c)
 		if id < maxSmallID {

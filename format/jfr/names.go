@@ -13,8 +13,10 @@ import "strings"
 //	a/B$$Lambda$lambda$wrap$2$263.0x00000000000100dd → a/B$$Lambda$lambda$wrap$2_
 //	a/B$$EnhancerBySpringCGLIB$$1234abcd            → a/B$$EnhancerBySpringCGLIB$$_
 //
-// These are the names jfr-parser, and so Pyroscope, merges, so that
-// profiles compare across the tools.
+// The Java names jfr-parser, and so Pyroscope, merges are merged alike, so
+// that profiles compare across the tools; so are the JVM's other reflection
+// accessors. jfr-parser's merging of temporary native library names
+// (libzstd-jni-1.5.1-<digits>.so, ...) is not done here.
 func mergeGenerated(name string) string {
 	for _, p := range []string{
 		"jdk/internal/reflect/GeneratedMethodAccessor",

@@ -13,11 +13,16 @@ import "strings"
 //	a/B$$Lambda$lambda$wrap$2$263.0x00000000000100dd → a/B$$Lambda$lambda$wrap$2_
 //	a/B$$EnhancerBySpringCGLIB$$1234abcd            → a/B$$EnhancerBySpringCGLIB$$_
 //
-// The Java names jfr-parser, and so Pyroscope, merges are merged alike, so
-// that profiles compare across the tools; so are the JVM's other reflection
-// accessors. jfr-parser's merging of temporary native library names
-// (libzstd-jni-1.5.1-<digits>.so, ...) is not done here.
+// Native libraries that Java code extracts to a temporary file with a
+// random name get one name per library (see mergeTempLibrary); a name that
+// is the same on every run (async-profiler's own library) stays. The names
+// jfr-parser, and so Pyroscope, merges are merged alike, so that profiles
+// compare across the tools; so are the JVM's other reflection accessors and
+// the libraries Spark's codecs extract (lz4-java, snappy-java).
 func mergeGenerated(name string) string {
+	if lib, ok := mergeTempLibrary(name); ok {
+		return lib
+	}
 	for _, p := range []string{
 		"jdk/internal/reflect/GeneratedMethodAccessor",
 		"jdk/internal/reflect/GeneratedConstructorAccessor",
@@ -110,3 +115,35 @@ func isDigits(s string) bool {
 
 func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// mergeTempLibrary names a native library extracted to a temporary file
+// (as async-profiler names a native frame's class) by the library alone:
+//
+//	/tmp/libzstd-jni-1.5.1-16931311898282279136.so (deleted) → libzstd-jni-_.so
+//	liblz4-java-8190263467891720291.so                        → liblz4-java-_.so
+//	snappy-1.1.8-6fb9393a-…-libsnappyjava.so                  → snappy-_-libsnappyjava.so
+//	libamazonCorrettoCryptoProvider109b39cf33c563eb.so        → libamazonCorrettoCryptoProvider_.so
+func mergeTempLibrary(name string) (string, bool) {
+	base, _ := strings.CutSuffix(name, " (deleted)")
+	if !strings.HasSuffix(base, ".so") {
+		return "", false
+	}
+	if i := strings.LastIndexByte(base, '/'); i >= 0 {
+		if strings.Contains(base, "amazonCorrettoCryptoProvider") {
+			return "libamazonCorrettoCryptoProvider_.so", true
+		}
+		base = base[i+1:]
+	}
+	lib := strings.TrimSuffix(base, ".so")
+	switch {
+	case strings.HasPrefix(lib, "libzstd-jni-"):
+		return "libzstd-jni-_.so", true
+	case strings.HasPrefix(lib, "liblz4-java-") && isDigits(lib[len("liblz4-java-"):]):
+		return "liblz4-java-_.so", true
+	case strings.HasPrefix(lib, "snappy-") && strings.HasSuffix(lib, "-libsnappyjava"):
+		return "snappy-_-libsnappyjava.so", true
+	case strings.HasPrefix(lib, "libamazonCorrettoCryptoProvider"):
+		return "libamazonCorrettoCryptoProvider_.so", true
+	}
+	return "", false
+}

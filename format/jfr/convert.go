@@ -239,10 +239,37 @@ func (d *decoder) class(key uint64) (*classInfo, bool) {
 	if !ok {
 		return nil, false
 	}
-	name := mergeGenerated(string(d.symbol(rec.v[roleName])))
+	sym := d.symbol(rec.v[roleName])
+	c, ok := d.classNames[string(sym)]
+	if !ok {
+		name := mergeGenerated(string(sym))
+		c = classInfo{name: name, dotted: strings.ReplaceAll(name, "/", "."), lib: isLibrary(name)}
+		if len(d.classNames) >= maxNames {
+			clear(d.classNames)
+		}
+		d.classNames[string(sym)] = c
+	}
 	d.classes.put(key, uint32(len(d.classInfos)))
-	d.classInfos = append(d.classInfos, classInfo{name: name, dotted: strings.ReplaceAll(name, "/", "."), lib: isLibrary(name)})
+	d.classInfos = append(d.classInfos, c)
 	return &d.classInfos[len(d.classInfos)-1], true
+}
+
+// maxNames bounds the class and frame names a decoder keeps between
+// recordings.
+const maxNames = 1 << 16
+
+// frameName returns the string of a frame name, the same string for the
+// same name in every recording the decoder reads.
+func (d *decoder) frameName(b []byte) string {
+	if s, ok := d.frameNames[string(b)]; ok {
+		return s
+	}
+	if len(d.frameNames) >= maxNames {
+		clear(d.frameNames)
+	}
+	s := string(b)
+	d.frameNames[s] = s
+	return s
 }
 
 // method returns the position in methodInfos of a method key.
@@ -273,14 +300,14 @@ func (d *decoder) method(key uint64) uint32 {
 func (d *decoder) setFrameName(mi *methodInfo, c *classInfo, method []byte) {
 	mi.ok = true
 	if c.lib {
-		mi.name, mi.file, mi.kind = string(method), c.name, profile.KindNative
+		mi.name, mi.file, mi.kind = d.frameName(method), c.name, profile.KindNative
 		if bytes.HasSuffix(method, []byte("_[k]")) {
 			mi.kind = profile.KindKernel
 		}
 		return
 	}
 	d.nameBuf = append(append(append(d.nameBuf[:0], c.dotted...), '.'), method...)
-	mi.name, mi.kind = string(d.nameBuf), profile.KindJava
+	mi.name, mi.kind = d.frameName(d.nameBuf), profile.KindJava
 }
 
 // lineBuf returns an empty line list for methodInfos[i], reusing the

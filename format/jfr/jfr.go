@@ -184,8 +184,14 @@ type decoder struct {
 	methodInfos []methodInfo
 	classInfos  []classInfo
 	nameBuf     []byte
-	stateInfos  []stateInfo
-	gcNames     map[uint64]string // GC name key → name
+	// classNames and frameNames are kept between recordings: every upload
+	// of a JVM names mostly the same classes and methods, under keys that
+	// differ per chunk. They are keyed by content, the class name symbol
+	// and the frame name.
+	classNames map[string]classInfo
+	frameNames map[string]string
+	stateInfos []stateInfo
+	gcNames    map[uint64]string // GC name key → name
 	// frames holds the profile frames of methods seen at more than
 	// maxLines lines.
 	frames map[frameRef]profile.FrameID
@@ -234,6 +240,8 @@ func (d *decoder) start(source string) {
 		d.frames = make(map[frameRef]profile.FrameID)
 		d.gcNames = make(map[uint64]string)
 		d.prefixes = make(map[prefixKey]profile.StackID)
+		d.classNames = make(map[string]classInfo)
+		d.frameNames = make(map[string]string)
 	}
 	d.wallMode, d.interval, d.wallInterval = false, 0, 0
 	d.types = [numKinds]int{}

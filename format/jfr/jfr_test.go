@@ -2,6 +2,7 @@ package jfr
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -520,8 +521,14 @@ func TestAllocClass(t *testing.T) {
 func TestConcurrentDecode(t *testing.T) {
 	want := map[string]string{}
 	data := map[string][]byte{}
+	// The frame names too: decoders keep class and frame names between
+	// recordings, and here each decodes the files in another order.
 	summary := func(p *profile.Profile) string {
-		return fmt.Sprint(len(p.Samples), len(p.Frames), p.NumStacks(), p.NumLabelSets(), len(p.Threads), p.Start, p.End)
+		names := sha256.New()
+		for _, f := range p.Frames {
+			fmt.Fprintf(names, "%s\x00%s\x00", f.Name, f.File)
+		}
+		return fmt.Sprint(len(p.Samples), len(p.Frames), p.NumStacks(), p.NumLabelSets(), len(p.Threads), p.Start, p.End, names.Sum(nil))
 	}
 	for _, name := range corpusFiles {
 		data[name] = corpus.Read(t, "jfr", name+".jfr.gz")

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sparkprof/sparkprof/format"
@@ -124,7 +125,14 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "until: %v", err)
 		return
 	}
-	body, err := readall.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), min(r.ContentLength, s.cfg.MaxBodyBytes))
+	buf := bodyBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxKeptBody {
+			bodyBuffers.Put(buf)
+		}
+	}()
+	body, err := readall.Into(*buf, http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), min(r.ContentLength, s.cfg.MaxBodyBytes))
+	*buf = body
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		fail(http.StatusRequestEntityTooLarge, "body larger than %d bytes", s.cfg.MaxBodyBytes)
@@ -184,6 +192,15 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	s.agents.uploaded(ten, labels, r.RemoteAddr, len(body))
 	w.WriteHeader(http.StatusOK)
 }
+
+// bodyBuffers holds upload bodies' buffers between uploads: a fresh buffer
+// costs its pages' faults on every upload. Nothing decoded from a body
+// refers to its bytes.
+var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxKeptBody bounds the buffers bodyBuffers keeps: a rare huge upload's is
+// dropped.
+const maxKeptBody = 16 << 20
 
 // multipartParts returns the "jfr" (or first) part, the optional "labels"
 // part of a Pyroscope multipart upload and the optional "tasks" part the

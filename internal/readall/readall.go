@@ -9,11 +9,19 @@ import "io"
 // allocations and copies, and on a virtual machine the fresh pages of each
 // cost more than the copy. A wrong size only costs a growth or some slack.
 func ReadAll(r io.Reader, size int64) ([]byte, error) {
+	return Into(nil, r, size)
+}
+
+// Into is ReadAll into buf's memory when buf has room for size bytes.
+func Into(buf []byte, r io.Reader, size int64) ([]byte, error) {
 	if size < 512 || size > 1<<30 {
 		size = 512
 	}
 	// One byte more, so that the EOF is seen without growing.
-	b := make([]byte, 0, size+1)
+	b := buf[:0]
+	if int64(cap(b)) < size+1 {
+		b = make([]byte, 0, size+1)
+	}
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

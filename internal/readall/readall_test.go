@@ -47,3 +47,26 @@ func BenchmarkReadAll(b *testing.B) {
 		}
 	})
 }
+
+func TestIntoReusesBuffer(t *testing.T) {
+	data := bytes.Repeat([]byte("sparkprof"), 1_000)
+	for _, c := range []struct {
+		name  string
+		buf   []byte
+		reuse bool
+	}{
+		{"room", make([]byte, 5, len(data)+1), true},
+		{"no room", make([]byte, 0, len(data)), false},
+		{"nil", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Into(c.buf, bytes.NewReader(data), int64(len(data)))
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("Into = %d bytes, %v; want %d bytes", len(got), err, len(data))
+			}
+			if reused := cap(c.buf) > 0 && &got[:1][0] == &c.buf[:1][0]; reused != c.reuse {
+				t.Errorf("buffer reused = %v, want %v", reused, c.reuse)
+			}
+		})
+	}
+}

@@ -37,6 +37,9 @@ func LabelProfile(p *profile.Profile) {
 	// Samples with labels of their own are merged with their thread's
 	// once per pair of sets.
 	memo := map[uint64]profile.LabelSetID{} // by own set << 32 | thread's set
+	// The last pair merged: samples come in runs of one pair (a JFR
+	// allocation makes a count and a bytes sample).
+	lastKey, lastID := ^uint64(0), profile.NoLabels
 	for i := range p.Samples {
 		s := &p.Samples[i]
 		ts := bySet[s.Thread]
@@ -53,12 +56,15 @@ func LabelProfile(p *profile.Profile) {
 			s.Labels = ts
 		default:
 			k := uint64(s.Labels)<<32 | uint64(ts)
-			id, ok := memo[k]
-			if !ok {
-				id = p.AddLabels(p.LabelSet(ts).Merge(p.LabelSet(s.Labels)))
-				memo[k] = id
+			if k != lastKey {
+				id, ok := memo[k]
+				if !ok {
+					id = p.AddLabels(p.LabelSet(ts).Merge(p.LabelSet(s.Labels)))
+					memo[k] = id
+				}
+				lastKey, lastID = k, id
 			}
-			s.Labels = id
+			s.Labels = lastID
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"testing"
 
 	"github.com/sparkprof/sparkprof/format"
@@ -157,6 +158,13 @@ func TestIngestEndToEnd(t *testing.T) {
 		if got := render(t, ts, `{service_name="`+app+`"}`, "cpu").Flamebearer.NumTicks; got != want || want == 0 {
 			t.Errorf("%s: cpu total %d, offline %d", app, got, want)
 		}
+	}
+	// Upload bodies are read into reused buffers: the raw upload's names
+	// must not change when the next uploads fill its buffer.
+	rawNames := render(t, ts, `{service_name="raw"}`, "cpu").Flamebearer.Names
+	gzNames := render(t, ts, `{service_name="gz"}`, "cpu").Flamebearer.Names
+	if len(rawNames) < 100 || !slices.Equal(rawNames, gzNames) {
+		t.Errorf("the raw upload's flame graph names %d frames, the gzip one's %d, or they differ", len(rawNames), len(gzNames))
 	}
 	wantMulti := offlineTotal(t, dumpJFR, dumpLabels, "cpu")
 	if got := render(t, ts, `multi.cpu{}`, "cpu").Flamebearer.NumTicks; got != wantMulti || wantMulti == 0 {

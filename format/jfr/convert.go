@@ -242,12 +242,13 @@ func (d *decoder) class(key uint64) (*classInfo, bool) {
 	sym := d.symbol(rec.v[roleName])
 	c, ok := d.classNames[string(sym)]
 	if !ok {
-		name := mergeGenerated(string(sym))
+		raw := string(sym)
+		name := mergeGenerated(raw)
 		c = classInfo{name: name, dotted: strings.ReplaceAll(name, "/", "."), lib: isLibrary(name)}
 		if len(d.classNames) >= maxNames {
 			clear(d.classNames)
 		}
-		d.classNames[string(sym)] = c
+		d.classNames[raw] = c
 	}
 	d.classes.put(key, uint32(len(d.classInfos)))
 	d.classInfos = append(d.classInfos, c)

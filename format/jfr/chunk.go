@@ -19,7 +19,8 @@ import (
 // record holds the fields of one event or constant the decoder keeps, by
 // role: integers and constant pool keys (floats as their bits) in v,
 // strings in s. A record is reused for every value of its kind; roles its
-// class lacks are never written and stay zero.
+// class lacks are never written and stay zero, and roleNone's slot takes
+// fields no role is given.
 type record struct {
 	v [numRoles]uint64
 	s [numRoles][]byte
@@ -131,6 +132,10 @@ func skipField(r *reader, f *field) {
 // fields in rec by role.
 func readFields(r *reader, c *class, rec *record) {
 	if !r.step() {
+		return
+	}
+	if c.varints > 0 {
+		r.varintFields(rec, c.roles)
 		return
 	}
 	for i := range c.fields {

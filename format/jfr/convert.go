@@ -360,37 +360,10 @@ func (d *decoder) appendTrace(r *reader, c *class) {
 			skipField(r, f)
 			continue
 		}
-		fc := f.class
-		if fc.varints == 0 {
-			rec := &d.frameRec
-			for n := r.count(1); n > 0 && r.err == nil; n-- {
-				readFields(r, fc, rec)
-				d.traceFrames = append(d.traceFrames, frameRef{method: rec.v[roleMethod], line: uint32(rec.v[roleLineNumber])})
-			}
-			continue
-		}
-		// Frames of compressed integers only, as the JDK and async-profiler
-		// write them: a run of integers, two of them kept.
-		methodAt, lineAt := -1, -1
-		for j := range fc.fields {
-			switch fc.fields[j].role {
-			case roleMethod:
-				methodAt = j
-			case roleLineNumber:
-				lineAt = j
-			}
-		}
-		for n := r.count(fc.varints); n > 0 && r.step(); n-- {
-			var ref frameRef
-			for j := range fc.varints {
-				v := r.varint()
-				if j == methodAt {
-					ref.method = v
-				} else if j == lineAt {
-					ref.line = uint32(v)
-				}
-			}
-			d.traceFrames = append(d.traceFrames, ref)
+		rec := &d.frameRec
+		for n := r.count(max(f.class.varints, 1)); n > 0 && r.err == nil; n-- {
+			readFields(r, f.class, rec)
+			d.traceFrames = append(d.traceFrames, frameRef{method: rec.v[roleMethod], line: uint32(rec.v[roleLineNumber])})
 		}
 	}
 	d.traceSpans = append(d.traceSpans, traceSpan{start, len(d.traceFrames)})

@@ -157,6 +157,8 @@ type class struct {
 	// varints is the number of fields of a struct made only of compressed
 	// integers and constant pool keys (a stack frame, say), else 0.
 	varints int
+	// roles are the roles of those fields, in order, when varints > 0.
+	roles []role
 }
 
 // field is one field of a class.
@@ -347,6 +349,11 @@ func readMetadata(raw []byte) (*metadata, error) {
 				break
 			}
 			c.varints++
+		}
+		if c.varints > 0 {
+			for _, f := range c.fields {
+				c.roles = append(c.roles, f.role)
+			}
 		}
 	}
 	if err := checkNesting(md); err != nil {

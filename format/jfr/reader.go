@@ -63,6 +63,21 @@ func (r *reader) varint() uint64 {
 }
 
 func (r *reader) varintSlow() uint64 {
+	if pos := r.pos; len(r.b)-pos >= 9 {
+		// All nine bytes an integer can take are there: read them from a
+		// local slice, without a bounds check or a store to r per byte.
+		b := r.b[pos : pos+9]
+		var v uint64
+		for i, c := range b[:8] {
+			v |= uint64(c&0x7f) << (7 * i)
+			if c < 0x80 {
+				r.pos = pos + i + 1
+				return v
+			}
+		}
+		r.pos = pos + 9
+		return v | uint64(b[8])<<56
+	}
 	var v uint64
 	for i := 0; i < 9; i++ {
 		if r.pos >= len(r.b) {
@@ -250,4 +265,31 @@ func (r *reader) skipString() {
 			r.fail(fmt.Errorf("unknown string encoding %d at chunk offset %d", enc, r.pos-1))
 		}
 	}
+}
+
+// varintFields reads a struct of compressed integers only, keeping each in
+// rec by its role (roleNone's slot takes the rest). It is r.varint in a
+// loop with the position in a local and short integers read in place:
+// such structs (stack frames, most events) are most of a chunk's bytes.
+func (r *reader) varintFields(rec *record, roles []role) {
+	b, pos := r.b, r.pos
+	for _, ro := range roles {
+		var v uint64
+		switch {
+		case pos < len(b) && b[pos] < 0x80:
+			v = uint64(b[pos])
+			pos++
+		case pos+1 < len(b) && b[pos+1] < 0x80:
+			v = uint64(b[pos]&0x7f) | uint64(b[pos+1])<<7
+			pos += 2
+		default:
+			r.pos = pos
+			if v = r.varintSlow(); r.err != nil {
+				return
+			}
+			pos = r.pos
+		}
+		rec.v[ro] = v
+	}
+	r.pos = pos
 }

@@ -63,38 +63,26 @@ func (r *reader) varint() uint64 {
 }
 
 func (r *reader) varintSlow() uint64 {
-	if pos := r.pos; len(r.b)-pos >= 9 {
-		// All nine bytes an integer can take are there: read them from a
-		// local slice, without a bounds check or a store to r per byte.
-		b := r.b[pos : pos+9]
-		var v uint64
-		for i, c := range b[:8] {
-			v |= uint64(c&0x7f) << (7 * i)
-			if c < 0x80 {
-				r.pos = pos + i + 1
-				return v
-			}
-		}
-		r.pos = pos + 9
-		return v | uint64(b[8])<<56
+	// The integer's bytes as a local slice, so there is no bounds check or
+	// store to r per byte.
+	b := r.b[r.pos:]
+	if len(b) > 9 {
+		b = b[:9]
 	}
 	var v uint64
-	for i := 0; i < 9; i++ {
-		if r.pos >= len(r.b) {
-			r.fail(errShort)
-			return 0
-		}
-		c := r.b[r.pos]
-		r.pos++
+	for i, c := range b {
 		if i == 8 {
+			r.pos += 9
 			return v | uint64(c)<<56
 		}
-		v |= uint64(c&0x7f) << (7 * i)
+		v |= uint64(c&0x7f) << (7 * i & 63) // i < 8: the mask drops the compiler's check for shifts past 63
 		if c < 0x80 {
+			r.pos += i + 1
 			return v
 		}
 	}
-	return v
+	r.fail(errShort)
+	return 0
 }
 
 // skipVarint moves past a compressed integer.

@@ -142,7 +142,11 @@ type allocKey struct {
 // known) plus the allocated class's Java name.
 func (d *decoder) allocLabels(ctx, class uint64) profile.LabelSetID {
 	k := allocKey{ctx, class}
-	if id, ok := d.allocSets[k]; ok {
+	if ctx == 0 { // no context, as in every JDK recording: a dense index, not a map
+		if id, ok := d.classLabels.get(class); ok {
+			return profile.LabelSetID(id)
+		}
+	} else if id, ok := d.allocSets[k]; ok {
 		return id
 	}
 	var ls profile.Labels
@@ -153,6 +157,10 @@ func (d *decoder) allocLabels(ctx, class uint64) profile.LabelSetID {
 		ls = append(ls, profile.Label{Name: profile.LabelAllocClass, Value: c.dotted})
 	}
 	id := d.p.AddLabels(ls)
+	if ctx == 0 {
+		d.classLabels.put(class, uint32(id))
+		return id
+	}
 	if d.allocSets == nil {
 		d.allocSets = make(map[allocKey]profile.LabelSetID)
 	}
@@ -389,7 +397,7 @@ func (d *decoder) convertTrace() profile.StackID {
 	lo, hi := 0, n // the prefix of lo frames is known, none longer than hi is
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
-		if sid, ok := d.prefixes[d.hashes[mid-1]]; ok {
+		if sid, ok := d.prefix(d.hashes[mid-1]); ok {
 			lo, id = mid, sid
 		} else {
 			hi = mid - 1
@@ -399,9 +407,28 @@ func (d *decoder) convertTrace() profile.StackID {
 		if fid := d.frame(d.trace[n-1-k]); fid != noFrame {
 			id = d.p.Push(id, fid)
 		}
-		d.prefixes[d.hashes[k]] = id
+		h := d.hashes[k]
+		d.prefixes[h.a] = knownPrefix{h.b, id}
 	}
 	return id
+}
+
+// knownPrefix is a converted trace prefix: the second half of its key,
+// and its stack.
+type knownPrefix struct {
+	b     uint64
+	stack profile.StackID
+}
+
+// prefix returns the stack of a converted trace prefix. The map is keyed
+// by one half of the key (maps of 64-bit keys take the runtime's fast
+// path; 128-bit structs are hashed as memory) and the other half checked.
+// A prefix displaced by another with the same first half is converted
+// again when next seen, and the binary search in convertTrace finds a
+// shorter known prefix instead: slower, never wrong.
+func (d *decoder) prefix(h prefixKey) (profile.StackID, bool) {
+	p, ok := d.prefixes[h.a]
+	return p.stack, ok && p.b == h.b
 }
 
 // prefixKey identifies a root-side prefix of a stack trace: two

@@ -153,6 +153,9 @@ type decoder struct {
 	labels    *pprof.LabelsSnapshot
 	ctxLabels map[uint64]profile.LabelSetID
 	allocSets map[allocKey]profile.LabelSetID
+	// classLabels holds the label sets of allocations without a context,
+	// by class key.
+	classLabels index
 
 	counts map[string]int // events read per JFR event type, for tests
 	series map[string]int // index in p.Series by name and label
@@ -201,8 +204,9 @@ type decoder struct {
 	traceFrames []frameRef
 	traceSpans  []traceSpan
 	// prefixes are the profile stacks of the trace prefixes converted so
-	// far; hashes the keys of d.trace's prefixes, root first.
-	prefixes map[prefixKey]profile.StackID
+	// far, by the first half of their key; hashes the keys of d.trace's
+	// prefixes, root first.
+	prefixes map[uint64]knownPrefix
 	hashes   []prefixKey
 }
 
@@ -239,7 +243,7 @@ func (d *decoder) start(source string) {
 		d.series = make(map[string]int)
 		d.frames = make(map[frameRef]profile.FrameID)
 		d.gcNames = make(map[uint64]string)
-		d.prefixes = make(map[prefixKey]profile.StackID)
+		d.prefixes = make(map[uint64]knownPrefix)
 		d.classNames = make(map[string]classInfo)
 		d.frameNames = make(map[string]string)
 	}
@@ -312,7 +316,7 @@ func (d *decoder) decodeChunk(b []byte, h chunkHeader) error {
 	d.poolRecs = [numPoolKinds]record{}
 	d.frameRec = record{}
 	d.classCounts = append(d.classCounts[:0], make([]int, len(md.classes))...)
-	for _, x := range []*index{&d.stacks, &d.threads, &d.methods, &d.classes, &d.states} {
+	for _, x := range []*index{&d.stacks, &d.threads, &d.methods, &d.classes, &d.states, &d.classLabels} {
 		x.reset(len(b))
 	}
 	d.methodInfos, d.classInfos, d.stateInfos = d.methodInfos[:0], d.classInfos[:0], d.stateInfos[:0]

@@ -63,30 +63,47 @@ func (p *Profile) AppendBinary(b []byte) ([]byte, error) {
 	for _, ls := range p.labelSets[1:] {
 		e.labels(ls)
 	}
-	e.uint(len(p.Samples))
-	for _, s := range p.Samples {
-		e.uint(int(s.Stack))
+	// The sample columns, most of a profile: written into room made once
+	// per column rather than appended byte by byte.
+	samples := p.Samples
+	e.uint(len(samples))
+	const maxLen = binary.MaxVarintLen64
+	b, n := e.room(maxLen * len(samples))
+	for i := range samples {
+		n = putUvarint(b, n, uint64(samples[i].Stack))
 	}
-	for _, s := range p.Samples {
-		e.int(s.Value)
+	e.b = b[:n]
+	b, n = e.room(maxLen * len(samples))
+	for i := range samples {
+		n = putVarint(b, n, samples[i].Value)
 	}
+	e.b = b[:n]
+	b, n = e.room(maxLen * len(samples))
 	var prev int64
-	for _, s := range p.Samples {
-		e.int(s.Time - prev)
-		prev = s.Time
+	for i := range samples {
+		n = putVarint(b, n, samples[i].Time-prev)
+		prev = samples[i].Time
 	}
-	for _, s := range p.Samples {
-		e.uint(int(s.Labels))
+	e.b = b[:n]
+	b, n = e.room(maxLen * len(samples))
+	for i := range samples {
+		n = putUvarint(b, n, uint64(samples[i].Labels))
 	}
-	for _, s := range p.Samples {
-		e.uint(int(s.Thread))
+	e.b = b[:n]
+	b, n = e.room(maxLen * len(samples))
+	for i := range samples {
+		n = putUvarint(b, n, uint64(samples[i].Thread))
 	}
-	for _, s := range p.Samples {
-		e.b = append(e.b, byte(s.Type))
+	e.b = b[:n]
+	b, n = e.room(2 * len(samples))
+	for i := range samples {
+		b[n+i] = byte(samples[i].Type)
 	}
-	for _, s := range p.Samples {
-		e.b = append(e.b, byte(s.State))
+	n += len(samples)
+	for i := range samples {
+		b[n+i] = byte(samples[i].State)
 	}
+	e.b = b[:n+len(samples)]
 	e.labels(p.Labels)
 	e.uint(len(p.Series))
 	for _, sr := range p.Series {
@@ -116,6 +133,33 @@ type encoder struct{ b []byte }
 func (e *encoder) uint(n int)   { e.b = binary.AppendUvarint(e.b, uint64(n)) }
 func (e *encoder) int(n int64)  { e.b = binary.AppendVarint(e.b, n) }
 func (e *encoder) str(s string) { e.uint(len(s)); e.b = append(e.b, s...) }
+
+// room returns e's buffer at its full capacity, with room for size more
+// bytes after its length, and that length: a column is written there,
+// and e.b set to what was written.
+func (e *encoder) room(size int) ([]byte, int) {
+	e.b = slices.Grow(e.b, size)
+	return e.b[:cap(e.b)], len(e.b)
+}
+
+// putUvarint writes x as binary.PutUvarint does at b[n:], returning the
+// position after it. Unlike binary.AppendUvarint it does not check
+// capacity per byte.
+func putUvarint(b []byte, n int, x uint64) int {
+	for x >= 0x80 {
+		b[n] = byte(x) | 0x80
+		x >>= 7
+		n++
+	}
+	b[n] = byte(x)
+	return n + 1
+}
+
+// putVarint writes x as binary.PutVarint does at b[n:].
+func putVarint(b []byte, n int, x int64) int {
+	return putUvarint(b, n, uint64(x<<1)^uint64(x>>63))
+}
+
 func (e *encoder) labels(ls Labels) {
 	e.uint(len(ls))
 	for _, l := range ls {

@@ -1,9 +1,26 @@
 package profile
 
 import (
+	"bytes"
+	"encoding/binary"
+	"math"
 	"strings"
 	"testing"
 )
+
+// The column writers must write what encoding/binary writes: the decoder
+// reads with it.
+func TestPutVarint(t *testing.T) {
+	for _, x := range []int64{0, 1, -1, 63, -64, 64, 127, 128, -129, 1 << 20, -1 << 40, math.MaxInt64, math.MinInt64} {
+		b := make([]byte, 2*binary.MaxVarintLen64)
+		n := putVarint(b, 0, x)
+		n = putUvarint(b, n, uint64(x))
+		want := binary.AppendUvarint(binary.AppendVarint(nil, x), uint64(x))
+		if !bytes.Equal(b[:n], want) {
+			t.Errorf("%d: wrote % x, want % x", x, b[:n], want)
+		}
+	}
+}
 
 func TestWireRoundTrip(t *testing.T) {
 	for _, p := range synthetic(3, 200, 50) {

@@ -39,6 +39,19 @@ func TestVarint(t *testing.T) {
 	if r.pos != len(b) {
 		t.Errorf("read %d of %d bytes", r.pos, len(b))
 	}
+	// The same through varintFields, which reads short integers in place.
+	r = reader{b: b}
+	var rec record
+	roles := []role{roleNone, roleMethod, roleLineNumber}
+	for i := 0; i < len(values); i += len(roles) {
+		n := min(len(roles), len(values)-i)
+		r.varintFields(&rec, roles[:n])
+		for j, ro := range roles[:n] {
+			if got, want := rec.v[ro], values[i+j]; got != want || r.err != nil {
+				t.Fatalf("varintFields, integer %d: got %d (%v), want %d", i+j, got, r.err, want)
+			}
+		}
+	}
 	// Every integer at the very end of the data, and cut short.
 	for _, v := range values[:13] {
 		enc := appendVarint(nil, v)

@@ -193,10 +193,11 @@ func (t SampleType) Family() string {
 type TypeID uint8
 
 // Sample is one observation: Value units of Types[Type] on a stack.
+// (The 64-bit fields come first, so a sample takes 32 bytes, not 40.)
 type Sample struct {
-	Stack  StackID
 	Value  int64
 	Time   int64 // Unix nanoseconds; 0 when the source has no time
+	Stack  StackID
 	Labels LabelSetID
 	Thread ThreadID
 	Type   TypeID

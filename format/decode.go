@@ -91,7 +91,9 @@ type Options struct {
 // Decode decompresses data, detects its format, decodes it and labels the
 // result: Spark thread pools, stages and tasks from thread names, and the
 // app and executor a Spark profiler output path implies. source names the
-// input in errors and is matched against Spark's output path layout.
+// input in errors and is matched against Spark's output path layout. The
+// profile is complete: its interning indexes are given up for the next
+// decode to reuse (see profile.DropIndexes).
 func Decode(data []byte, source string, opts Options) (*profile.Profile, error) {
 	data, err := Decompress(data, source, opts.MaxSize)
 	if err != nil {
@@ -121,6 +123,7 @@ func Decode(data []byte, source string, opts Options) (*profile.Profile, error) 
 		return nil, err
 	}
 	label(p, source)
+	p.DropIndexes()
 	return p, nil
 }
 

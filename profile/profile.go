@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -272,16 +273,72 @@ func New() *Profile {
 
 // Grow makes room for about frames more frames and stacks more stacks, so
 // that interning them does not grow the indexes step by step. It only
-// sizes indexes that are still empty.
+// sizes indexes that are still empty, taking them from profiles that
+// dropped theirs when it can.
 func (p *Profile) Grow(frames, stacks int) {
-	if len(p.frameIndex) == 0 {
-		p.frameIndex = make(map[Frame]FrameID, frames)
+	if len(p.frameIndex) == 0 && len(p.Frames) == 0 {
+		if m, ok := frameIndexes.Get().(map[Frame]FrameID); ok {
+			p.frameIndex = m
+		} else {
+			p.frameIndex = make(map[Frame]FrameID, frames)
+		}
 	}
-	if len(p.stackIndex) == 0 {
-		p.stackIndex = make(map[uint64]StackID, stacks)
+	if len(p.stackIndex) == 0 && len(p.stacks) <= 1 {
+		if m, ok := stackIndexes.Get().(map[uint64]StackID); ok {
+			p.stackIndex = m
+		} else {
+			p.stackIndex = make(map[uint64]StackID, stacks)
+		}
 	}
 	p.Frames = slices.Grow(p.Frames, frames)
 	p.stacks = slices.Grow(p.stacks, stacks)
+}
+
+// Indexes that intern frames and stacks, given up by DropIndexes for Grow
+// to reuse: a decoder fills one per upload, and a new map of tens of
+// thousands of entries costs more in fresh pages than in interning.
+var (
+	frameIndexes sync.Pool // of map[Frame]FrameID
+	stackIndexes sync.Pool // of map[uint64]StackID
+)
+
+// maxPooledIndex bounds the entries of an index kept for reuse: clearing
+// a map costs its size, however few entries the next profile needs.
+const maxPooledIndex = 1 << 18
+
+// DropIndexes gives up the indexes that intern p's frames and stacks, for
+// a profile that is complete: they are most of its memory beyond its
+// tables. AddFrame, AddStack and Push build them again when called.
+func (p *Profile) DropIndexes() {
+	if m := p.frameIndex; m != nil && len(m) <= maxPooledIndex {
+		clear(m)
+		frameIndexes.Put(m)
+	}
+	if m := p.stackIndex; m != nil && len(m) <= maxPooledIndex {
+		clear(m)
+		stackIndexes.Put(m)
+	}
+	p.frameIndex, p.stackIndex = nil, nil
+}
+
+// indexFrames builds the frame index after DropIndexes.
+func (p *Profile) indexFrames() {
+	p.frameIndex = make(map[Frame]FrameID, len(p.Frames))
+	for i, f := range p.Frames {
+		if _, ok := p.frameIndex[f]; !ok {
+			p.frameIndex[f] = FrameID(i)
+		}
+	}
+}
+
+// indexStacks builds the stack index after DropIndexes.
+func (p *Profile) indexStacks() {
+	p.stackIndex = make(map[uint64]StackID, len(p.stacks))
+	for i, n := range p.stacks[1:] { // stacks[0], the empty stack, is not interned
+		if _, ok := p.stackIndex[n.key()]; !ok {
+			p.stackIndex[n.key()] = StackID(i + 1)
+		}
+	}
 }
 
 // AddType returns the id of sample type t, adding it if needed.
@@ -306,6 +363,9 @@ func (p *Profile) TypeIndex(t SampleType) (TypeID, bool) {
 
 // AddFrame returns the id of frame f, adding it if needed.
 func (p *Profile) AddFrame(f Frame) FrameID {
+	if p.frameIndex == nil {
+		p.indexFrames()
+	}
 	if id, ok := p.frameIndex[f]; ok {
 		return id
 	}
@@ -326,6 +386,9 @@ func (p *Profile) AddStack(rootFirst []FrameID) StackID {
 
 // Push returns the id of the stack that is parent with frame f called on top.
 func (p *Profile) Push(parent StackID, f FrameID) StackID {
+	if p.stackIndex == nil {
+		p.indexStacks()
+	}
 	n := stackNode{parent, f}
 	if id, ok := p.stackIndex[n.key()]; ok {
 		return id

@@ -74,6 +74,31 @@ func TestStackInterning(t *testing.T) {
 	}
 }
 
+// A profile that dropped its indexes interns as before when added to,
+// and a profile growing into indexes another dropped starts empty.
+func TestDropIndexes(t *testing.T) {
+	p := build(t, nil, "a;b;c 1", "a;x 2")
+	before := p.NumStacks()
+	abc := p.Samples[0].Stack
+	p.DropIndexes()
+	a, b, c := p.AddFrame(Frame{Name: "a", Kind: KindJava}), p.AddFrame(Frame{Name: "b", Kind: KindJava}), p.AddFrame(Frame{Name: "c", Kind: KindJava})
+	if got := p.AddStack([]FrameID{a, b, c}); got != abc || p.NumStacks() != before || len(p.Frames) != 4 {
+		t.Errorf("after DropIndexes: a;b;c = %d (want %d), %d stacks (want %d), %d frames (want 4)", got, abc, p.NumStacks(), before, len(p.Frames))
+	}
+	if p.AddStack([]FrameID{a, c}) == abc || p.NumStacks() != before+1 {
+		t.Errorf("a new stack was not added")
+	}
+	p.DropIndexes()
+	q := New()
+	q.Grow(10, 10)
+	if id := q.AddFrame(Frame{Name: "c"}); id != 0 || len(q.Frames) != 1 {
+		t.Errorf("a frame in a reused index: id %d, %d frames; want 0, 1", id, len(q.Frames))
+	}
+	if id := q.Push(NoStack, 0); id != 1 {
+		t.Errorf("a stack in a reused index: id %d, want 1", id)
+	}
+}
+
 func TestMergeLabels(t *testing.T) {
 	a := build(t, Labels{{LabelAppID, "app1"}, {LabelExecutorID, "1"}}, "a;b 1")
 	b := build(t, Labels{{LabelAppID, "app1"}, {LabelExecutorID, "2"}}, "a;b 2", "a;c 5")

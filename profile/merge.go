@@ -1,5 +1,7 @@
 package profile
 
+import "slices"
+
 // MergeOptions control how a Merger combines samples.
 type MergeOptions struct {
 	// Aggregate combines samples that share stack, type, thread, state and
@@ -27,10 +29,12 @@ type Merger struct {
 	out   *Profile
 	first bool
 	// sampleIndex maps an aggregation key to its sample in out.Samples;
-	// fastIndex does for keys with no time, labels or thread, packed into
-	// an integer, which hashes several times faster.
+	// fast does for samples with no time, labels or thread (all a flame
+	// graph merges) by type and state, then by stack in a slice: an array
+	// index per sample instead of a hash. lastFast is the last one used.
 	sampleIndex map[sampleKey]int
-	fastIndex   map[uint64]int
+	fast        []fastIndex
+	lastFast    int
 	// stackByHash finds an output stack by the hash of its frames.
 	stackByHash map[uint64]StackID
 
@@ -59,7 +63,6 @@ func NewMerger(opts MergeOptions) *Merger {
 	m := &Merger{opts: opts, out: New(), first: true, stackByHash: map[uint64]StackID{}}
 	if opts.Aggregate {
 		m.sampleIndex = map[sampleKey]int{}
-		m.fastIndex = map[uint64]int{}
 	}
 	return m
 }
@@ -183,12 +186,12 @@ func (m *Merger) addSample(s Sample) {
 	}
 	s.Time = bucket(s.Time, m.opts.Resolution)
 	if s.Time == 0 && s.Labels == NoLabels && s.Thread == NoThread {
-		k := uint64(s.Stack)<<16 | uint64(s.Type)<<8 | uint64(s.State)
-		if i, ok := m.fastIndex[k]; ok {
-			m.out.Samples[i].Value += s.Value
+		slot := m.fastSlot(s)
+		if *slot != 0 {
+			m.out.Samples[*slot-1].Value += s.Value
 			return
 		}
-		m.fastIndex[k] = len(m.out.Samples)
+		*slot = int32(len(m.out.Samples) + 1)
 		m.out.Samples = append(m.out.Samples, s)
 		return
 	}
@@ -248,13 +251,42 @@ func (m *Merger) pushDown(ls Labels) {
 			k.labels = out.Samples[i].Labels
 			index[k] = i
 		}
-		for _, i := range m.fastIndex {
-			s := out.Samples[i]
-			index[sampleKey{0, s.Stack, s.Labels, s.Thread, s.Type, s.State}] = i
+		for _, f := range m.fast {
+			for _, i := range f.at {
+				if i != 0 {
+					s := out.Samples[i-1]
+					index[sampleKey{0, s.Stack, s.Labels, s.Thread, s.Type, s.State}] = int(i - 1)
+				}
+			}
 		}
-		clear(m.fastIndex)
+		m.fast = nil
 		m.sampleIndex = index
 	}
+}
+
+// fastIndex finds the aggregated samples of one type and state that have
+// no time, labels or thread.
+type fastIndex struct {
+	kind uint16  // type<<8 | state
+	at   []int32 // by stack: the sample's index in out.Samples + 1, or 0
+}
+
+// fastSlot returns where the fast index keeps the sample of s's type,
+// state and stack.
+func (m *Merger) fastSlot(s Sample) *int32 {
+	kind := uint16(s.Type)<<8 | uint16(s.State)
+	if m.lastFast >= len(m.fast) || m.fast[m.lastFast].kind != kind {
+		m.lastFast = slices.IndexFunc(m.fast, func(f fastIndex) bool { return f.kind == kind })
+		if m.lastFast < 0 {
+			m.fast = append(m.fast, fastIndex{kind: kind})
+			m.lastFast = len(m.fast) - 1
+		}
+	}
+	f := &m.fast[m.lastFast]
+	if n := int(s.Stack) + 1; n > len(f.at) {
+		f.at = append(f.at, make([]int32, n-len(f.at))...)
+	}
+	return &f.at[s.Stack]
 }
 
 // bucket returns the start of the res-long bucket holding t, or 0 when res

@@ -130,6 +130,23 @@ func TestMergeAggregate(t *testing.T) {
 	if got := p.Total(0); got != 300 {
 		t.Errorf("total = %d, want 300", got)
 	}
+	// Samples aggregated while they had no labels of their own take the
+	// executor label when a second executor arrives, and keep aggregating.
+	m = NewMerger(MergeOptions{Aggregate: true})
+	for _, e := range []string{"1", "2", "1", "2", "1"} {
+		m.Add(build(t, Labels{{LabelExecutorID, e}}, "a;b 1", "a;c 2", "a;b 4"))
+	}
+	p = m.Profile()
+	if len(p.Samples) != 4 || p.Total(0) != 35 {
+		t.Fatalf("two executors: %d samples, total %d; want 4, 35", len(p.Samples), p.Total(0))
+	}
+	for _, s := range p.Samples {
+		e, _ := p.SampleLabels(s).Get(LabelExecutorID)
+		leaf := p.Frames[p.Leaf(s.Stack)].Name
+		if want := map[string]int64{"1": 3, "2": 2}[e] * map[string]int64{"b": 5, "c": 2}[leaf]; s.Value != want {
+			t.Errorf("executor %q, leaf %s: %d, want %d", e, leaf, s.Value, want)
+		}
+	}
 }
 
 func TestFilter(t *testing.T) {

@@ -99,3 +99,21 @@ func reportHeap(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 }
+
+// BenchmarkUnmarshalBinary decodes the wire form of 200 ten-second
+// profiles merged with their times (200,000 samples), as a query reads a
+// block's samples.
+func BenchmarkUnmarshalBinary(b *testing.B) {
+	data, err := Merge(synthetic(200, 1000, 500)...).MarshalBinary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var p Profile
+		if err := p.UnmarshalBinary(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

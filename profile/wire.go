@@ -195,28 +195,26 @@ func (p *Profile) decodeColumns(d *decoder) error {
 	for range n {
 		p.AddType(SampleType{Name: d.str(), Unit: d.str()})
 	}
+	// Frames and stacks go straight into the tables: a decoded profile is
+	// read, and AddFrame or Push build the indexes if it is added to.
+	p.frameIndex, p.stackIndex = nil, nil
 	n = d.count(4)
+	p.Frames = make([]Frame, 0, n)
 	for range n {
-		f := Frame{Name: d.str(), File: d.str(), Line: int32(d.int()), Kind: FrameKind(d.uint())}
-		if id := p.AddFrame(f); int(id) != len(p.Frames)-1 && d.err == nil {
-			return fmt.Errorf("frame %d repeats frame %d", len(p.Frames), id)
-		}
+		p.Frames = append(p.Frames, Frame{Name: d.str(), File: d.str(), Line: int32(d.int()), Kind: FrameKind(d.uint())})
 	}
 	n = d.count(2)
-	parents := make([]StackID, n)
-	for i := range parents {
-		parents[i] = StackID(d.uint())
+	p.stacks = slices.Grow(p.stacks, n)[:n+1]
+	for i := 1; i <= n; i++ {
+		p.stacks[i].parent = StackID(d.uint())
 	}
-	for i, parent := range parents {
-		f := FrameID(d.uint())
+	for i := 1; i <= n; i++ {
+		p.stacks[i].frame = FrameID(d.uint())
 		if d.err != nil {
 			return d.err
 		}
-		if int(parent) > i || int(f) >= len(p.Frames) {
-			return fmt.Errorf("stack %d out of range", i+1)
-		}
-		if id := p.Push(parent, f); int(id) != i+1 {
-			return fmt.Errorf("stack %d repeats stack %d", i+1, id)
+		if int(p.stacks[i].parent) >= i || int(p.stacks[i].frame) >= len(p.Frames) {
+			return fmt.Errorf("stack %d out of range", i)
 		}
 	}
 	n = d.count(2)
@@ -236,23 +234,34 @@ func (p *Profile) decodeColumns(d *decoder) error {
 		return d.err
 	}
 	p.Samples = make([]Sample, n)
-	for i := range p.Samples {
-		p.Samples[i].Stack = StackID(d.uint())
-	}
-	for i := range p.Samples {
-		p.Samples[i].Value = d.int()
-	}
+	samples := p.Samples
+	d.uints(n, func(i int, vs []uint64) {
+		for j, v := range vs {
+			samples[i+j].Stack = StackID(v)
+		}
+	})
+	d.uints(n, func(i int, vs []uint64) {
+		for j, v := range vs {
+			samples[i+j].Value = unzigzag(v)
+		}
+	})
 	var prev int64
-	for i := range p.Samples {
-		prev += d.int()
-		p.Samples[i].Time = prev
-	}
-	for i := range p.Samples {
-		p.Samples[i].Labels = LabelSetID(d.uint())
-	}
-	for i := range p.Samples {
-		p.Samples[i].Thread = ThreadID(d.uint())
-	}
+	d.uints(n, func(i int, vs []uint64) {
+		for j, v := range vs {
+			prev += unzigzag(v)
+			samples[i+j].Time = prev
+		}
+	})
+	d.uints(n, func(i int, vs []uint64) {
+		for j, v := range vs {
+			samples[i+j].Labels = LabelSetID(v)
+		}
+	})
+	d.uints(n, func(i int, vs []uint64) {
+		for j, v := range vs {
+			samples[i+j].Thread = ThreadID(v)
+		}
+	})
 	for i := range p.Samples {
 		p.Samples[i].Type = TypeID(d.byte())
 	}
@@ -318,9 +327,36 @@ func (d *decoder) uint() uint64 {
 }
 
 // int reads a varint: the zigzag form of a uvarint, as binary.Varint.
-func (d *decoder) int() int64 {
-	u := d.uint()
-	return int64(u>>1) ^ -int64(u&1)
+func (d *decoder) int() int64 { return unzigzag(d.uint()) }
+
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// uints reads a column of n uvarints, handing them to set in runs of up to
+// 256 starting at index i: a loop over the bytes, with one-byte values
+// (most ids) read in place, instead of a call to uint per value.
+func (d *decoder) uints(n int, set func(i int, vs []uint64)) {
+	var run [256]uint64
+	b, off := d.b, d.off
+	for i := 0; i < n && d.err == nil; i += len(run) {
+		vs := run[:min(len(run), n-i)]
+		for j := range vs {
+			if off < len(b) && b[off] < 0x80 {
+				vs[j] = uint64(b[off])
+				off++
+				continue
+			}
+			v, k := binary.Uvarint(b[off:])
+			if k <= 0 {
+				d.off = off
+				d.fail(errTruncated)
+				return
+			}
+			vs[j] = v
+			off += k
+		}
+		set(i, vs)
+	}
+	d.off = off
 }
 
 // count reads a count of items that take at least min bytes each, so that

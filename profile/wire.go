@@ -332,8 +332,8 @@ func (d *decoder) int() int64 { return unzigzag(d.uint()) }
 func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
 // uints reads a column of n uvarints, handing them to set in runs of up to
-// 256 starting at index i: a loop over the bytes, with one-byte values
-// (most ids) read in place, instead of a call to uint per value.
+// 256 starting at index i: a loop over the bytes, with one- and two-byte
+// values (most ids) read in place, instead of a call to uint per value.
 func (d *decoder) uints(n int, set func(i int, vs []uint64)) {
 	var run [256]uint64
 	b, off := d.b, d.off
@@ -343,6 +343,11 @@ func (d *decoder) uints(n int, set func(i int, vs []uint64)) {
 			if off < len(b) && b[off] < 0x80 {
 				vs[j] = uint64(b[off])
 				off++
+				continue
+			}
+			if off+1 < len(b) && b[off+1] < 0x80 {
+				vs[j] = uint64(b[off]&0x7f) | uint64(b[off+1])<<7
+				off += 2
 				continue
 			}
 			v, k := binary.Uvarint(b[off:])

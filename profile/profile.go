@@ -308,7 +308,9 @@ const maxPooledIndex = 1 << 18
 
 // DropIndexes gives up the indexes that intern p's frames and stacks, for
 // a profile that is complete: they are most of its memory beyond its
-// tables. AddFrame, AddStack and Push build them again when called.
+// tables. AddFrame, AddStack and Push build them again when called. Copies
+// of p made before share the indexes given up: they must not intern
+// afterwards.
 func (p *Profile) DropIndexes() {
 	if m := p.frameIndex; m != nil && len(m) <= maxPooledIndex {
 		clear(m)

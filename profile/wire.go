@@ -67,30 +67,31 @@ func (p *Profile) AppendBinary(b []byte) ([]byte, error) {
 	// per column rather than appended byte by byte.
 	samples := p.Samples
 	e.uint(len(samples))
-	const maxLen = binary.MaxVarintLen64
-	b, n := e.room(maxLen * len(samples))
+	// Room for the longest varint of a column's type: ids are 32 bits.
+	const max32, max64 = binary.MaxVarintLen32, binary.MaxVarintLen64
+	b, n := e.room(max32 * len(samples))
 	for i := range samples {
 		n = putUvarint(b, n, uint64(samples[i].Stack))
 	}
 	e.b = b[:n]
-	b, n = e.room(maxLen * len(samples))
+	b, n = e.room(max64 * len(samples))
 	for i := range samples {
 		n = putVarint(b, n, samples[i].Value)
 	}
 	e.b = b[:n]
-	b, n = e.room(maxLen * len(samples))
+	b, n = e.room(max64 * len(samples))
 	var prev int64
 	for i := range samples {
 		n = putVarint(b, n, samples[i].Time-prev)
 		prev = samples[i].Time
 	}
 	e.b = b[:n]
-	b, n = e.room(maxLen * len(samples))
+	b, n = e.room(max32 * len(samples))
 	for i := range samples {
 		n = putUvarint(b, n, uint64(samples[i].Labels))
 	}
 	e.b = b[:n]
-	b, n = e.room(maxLen * len(samples))
+	b, n = e.room(max32 * len(samples))
 	for i := range samples {
 		n = putUvarint(b, n, uint64(samples[i].Thread))
 	}

@@ -25,12 +25,21 @@ for _ in $(seq 50); do grep -q "listening on" "$tmp/serve.log" && break; sleep 0
 url=$(grep -o 'http://[0-9.:]*' "$tmp/serve.log" | head -1)
 agent="-javaagent:$root/agent/build/sparkprof-agent.jar=server=$url"
 
-# run LABEL [JVM flags...]: prints elapsed ms, heap used after the run (bytes), peak RSS (KiB) and CPU time (ms).
+# jiffies: the machine's idle (idle + iowait) and total CPU time so far, all CPUs (/proc/stat).
+jiffies() { awk '/^cpu / {t = 0; for (i = 2; i <= NF; i++) t += $i; print $5 + $6, t}' /proc/stat; }
+
+# run LABEL [JVM flags...]: prints elapsed ms, heap used after the run (bytes), peak RSS (KiB), CPU time (ms)
+# and the share of the machine's CPU time that sat idle during the run (per mille): with every core busy,
+# time a workload thread spends stalled (suspended for a stack walk, say) shows up there.
 run() {
 	# first argument: label only
 	shift
+	local before after
+	before=$(jiffies)
 	/usr/bin/time -f "rss_kib=%M cpu_s=%U %S" java -Xmx512m "$@" -cp "$tmp" CpuBench "$threads" "$iters" 2>&1 |
-		awk '/elapsed_ms/ {printf "%s %s ", $1, $2} /rss_kib/ {sub("cpu_s=", "", $2); printf "%s cpu_ms=%d\n", $1, ($2 + $3) * 1000}'
+		awk '/elapsed_ms/ {printf "%s %s ", $1, $2} /rss_kib/ {sub("cpu_s=", "", $2); printf "%s cpu_ms=%d ", $1, ($2 + $3) * 1000}'
+	after=$(jiffies)
+	echo "$before $after" | awk '{printf "idle_permille=%d\n", 1000 * ($3 - $1) / ($4 - $2)}'
 }
 echo "workload: $threads threads x $iters iterations, $runs runs each, alternating"
 base=() agentr=()
@@ -67,4 +76,5 @@ echo "best elapsed: without $bb ms, with $ab ms, ratio $(echo "scale=4; $ab / $b
 echo "median CPU time: without $bc_ ms, with $ac ms, ratio $(echo "scale=4; $ac / $bc_" | bc)"
 echo "median heap after GC: without $((bh >> 10)) KiB, with $((ah >> 10)) KiB (agent: $(((ah - bh) >> 10)) KiB)"
 echo "median peak RSS: without $br KiB, with $ar KiB (agent: $((ar - br)) KiB)"
+echo "median idle share of the machine: without $(summary idle_permille "${base[@]}") ‰, with $(summary idle_permille "${agentr[@]}") ‰"
 echo "uploads received: $(curl -s "$url/metrics" | grep '^sparkprof_uploads_total' | cut -d' ' -f2)"

@@ -8,6 +8,7 @@
 # threads) shows up as extra CPU seconds.
 #
 # usage: bench/agent/overhead.sh [RUNS (default 5)] [ITERATIONS per thread]
+# AGENT_OPTIONS adds agent options, e.g. AGENT_OPTIONS=asyncProfiler=/path/to/libasyncProfiler.so
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 runs=${1:-5}
@@ -23,7 +24,7 @@ server=$!
 trap 'kill $server 2>/dev/null; rm -rf "$tmp"' EXIT
 for _ in $(seq 50); do grep -q "listening on" "$tmp/serve.log" && break; sleep 0.1; done
 url=$(grep -o 'http://[0-9.:]*' "$tmp/serve.log" | head -1)
-agent="-javaagent:$root/agent/build/sparkprof-agent.jar=server=$url"
+agent="-javaagent:$root/agent/build/sparkprof-agent.jar=server=$url${AGENT_OPTIONS:+,$AGENT_OPTIONS}"
 
 # jiffies: the machine's idle (idle + iowait) and total CPU time so far, all CPUs (/proc/stat).
 jiffies() { awk '/^cpu / {t = 0; for (i = 2; i <= NF; i++) t += $i; print $5 + $6, t}' /proc/stat; }

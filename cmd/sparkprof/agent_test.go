@@ -121,6 +121,40 @@ func TestAgentWithServer(t *testing.T) {
 			t.Error("no CPU samples attributed to stage 1")
 		}
 	})
+	t.Run("an unusable async-profiler falls back to the Flight Recorder", func(t *testing.T) {
+		_, stderr := runWorkload(t, base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=apfallback",
+			"spark.sparkprof.asyncProfiler="+filepath.Join(dir, "no-such-libasyncProfiler.so"))
+		if !strings.Contains(stderr, "cannot be used; the Flight Recorder records the samples instead") {
+			t.Errorf("no fallback message:\n%s", stderr)
+		}
+		if n := ticks(t, base, "apfallback", `{spark_stage_id="1"}`, "cpu"); n == 0 {
+			t.Error("no CPU samples for stage 1 after the fallback")
+		}
+	})
+	t.Run("async-profiler records the samples", func(t *testing.T) {
+		// async-profiler cannot be installed on this project's machines (no
+		// package, no download): point SPARKPROF_ASYNC_PROFILER_LIB at a
+		// built libasyncProfiler.so to run this.
+		lib := os.Getenv("SPARKPROF_ASYNC_PROFILER_LIB")
+		if lib == "" {
+			t.Skip("SPARKPROF_ASYNC_PROFILER_LIB not set")
+		}
+		_, stderr := runWorkload(t, base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=ap",
+			"spark.sparkprof.asyncProfiler="+lib)
+		if !strings.Contains(stderr, "records the samples") || strings.Contains(stderr, "cannot be used") {
+			t.Errorf("async-profiler not in use:\n%s", stderr)
+		}
+		for _, c := range []struct{ sel, typ string }{
+			{`{spark_stage_id="1", thread_pool="task"}`, "cpu"},
+			{`{spark_task_id="3", spark_executor_id="7"}`, "cpu"},
+			{`{spark_stage_id="2"}`, "lock"},
+			{`{spark_executor_id="7"}`, "alloc"},
+		} {
+			if n := ticks(t, base, "ap", c.sel, c.typ); n == 0 {
+				t.Errorf("no %s samples for %s", c.typ, c.sel)
+			}
+		}
+	})
 	t.Run("last window shipped at shutdown", func(t *testing.T) {
 		// With a 10-minute interval, only the shutdown flush can deliver.
 		runWorkload(t, base, "1.0", "-", "spark.sparkprof.uploadInterval=10m", "spark.sparkprof.tenant=last")

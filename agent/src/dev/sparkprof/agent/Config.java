@@ -67,7 +67,7 @@ final class Config {
   static final String[] KEYS = {
     "server", "enabled", "driver.enabled", "executor.enabled", "fraction", "events", "interval",
     "uploadInterval", "outputDir", "authToken", "labels", "appName", "appId", "executorId", "lockThreshold",
-    "maxQueuedBytes", "tenant"
+    "maxQueuedBytes", "tenant", "asyncProfiler"
   };
 
   String get(String key) {

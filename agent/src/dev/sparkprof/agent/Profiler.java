@@ -1,22 +1,29 @@
 package dev.sparkprof.agent;
 
 import java.io.IOException;
+import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import jdk.jfr.Recording;
 
 /**
- * Records with the JDK's Flight Recorder in windows: each window is its own recording, written to its
- * own file when stopped, so that every upload holds only new data. The next window starts right after
- * the previous one stops (the recorder is off for about a millisecond every upload interval). Windows
- * are also written at JVM exit by the recorder's own shutdown hook, which may run before the agent's.
+ * Records in windows: each window is its own recording, written to its own file when stopped, so that
+ * every upload holds only new data. The next window starts right after the previous one stops (the
+ * recorder is off for a few milliseconds every upload interval). The JDK's Flight Recorder records
+ * everything, unless async-profiler is configured: then it records the samples (CPU, wall, allocation,
+ * locks) and the Flight Recorder only GC, heap and CPU load, its chunk appended to async-profiler's file.
+ * Flight Recorder windows are also written at JVM exit by the recorder's own shutdown hook, which may run
+ * before the agent's.
  */
 final class Profiler {
   private final Config cfg;
   private final Path dir;
-  private Recording current;
-  private Path currentFile;
+  private AsyncRecorder async; // null: the Flight Recorder records the samples too
+  private Recording current; // null when the window has no Flight Recorder part
+  private Path currentFile, currentJfrFile;
+  private boolean recording;
   private long currentStartMs;
   private int seq;
   private boolean closed;
@@ -38,14 +45,54 @@ final class Profiler {
     this.dir = dir;
   }
 
-  /** Starts the first window, unless stop came first. */
+  /**
+   * Starts the first window, unless stop came first. A configured async-profiler that cannot be used is
+   * reported once, and the Flight Recorder records everything instead.
+   */
   synchronized void start() throws IOException {
     if (closed) {
       return;
     }
-    currentFile = nextFile();
-    current = newRecording(currentFile);
-    current.start();
+    String lib = cfg.get("asyncProfiler");
+    if (lib != null) {
+      try {
+        async = AsyncRecorder.load(lib, cfg, dir);
+        begin(nextFile());
+        Log.info("async-profiler " + lib + " records the samples");
+        return;
+      } catch (Throwable t) {
+        async = null;
+        Log.once("async-profiler " + lib + " cannot be used; the Flight Recorder records the samples instead", t);
+      }
+    }
+    begin(nextFile());
+  }
+
+  /** Starts recording a window into file. */
+  private void begin(Path file) throws IOException {
+    currentFile = file;
+    currentJfrFile = null;
+    current = null;
+    if (async != null) {
+      async.start(file); // first: if it fails, nothing else has started
+    }
+    try {
+      if (async == null) {
+        current = newRecording(file, true);
+      } else if (cfg.hasEvent("gc")) {
+        currentJfrFile = file.resolveSibling(file.getFileName() + ".gc");
+        current = newRecording(currentJfrFile, false);
+      }
+      if (current != null) {
+        current.start();
+      }
+    } catch (IOException | RuntimeException e) {
+      if (async != null) {
+        async.stop();
+      }
+      throw e;
+    }
+    recording = true;
     currentStartMs = System.currentTimeMillis();
   }
 
@@ -58,35 +105,50 @@ final class Profiler {
    * nothing was recording.
    */
   synchronized Window rotate(boolean last) throws IOException {
-    Recording ended = current;
-    Path file = currentFile;
-    long from = currentStartMs;
-    if (ended == null) {
+    if (!recording) {
       return null;
     }
-    Path nextFile = last ? null : nextFile();
-    Recording next = last ? null : newRecording(nextFile);
-    long now = System.currentTimeMillis();
+    Recording ended = current;
+    Path file = currentFile, jfrFile = currentJfrFile;
+    long from = currentStartMs, now = System.currentTimeMillis();
+    recording = false;
     try {
-      // Stopping writes the window to its destination file.
-      ended.stop();
+      end(ended, async != null ? jfrFile : file);
+      if (async != null) {
+        async.stop();
+      }
+    } finally {
+      if (!last) {
+        begin(nextFile());
+      }
+    }
+    if (jfrFile != null && Files.exists(jfrFile)) {
+      // A JFR file may hold several chunks: the Flight Recorder's follows async-profiler's.
+      try (OutputStream out = Files.newOutputStream(file, StandardOpenOption.APPEND)) {
+        Files.copy(jfrFile, out);
+      }
+      Files.delete(jfrFile);
+    }
+    if (!Files.exists(file)) {
+      throw new IOException("the recorder wrote no data for " + file);
+    }
+    return new Window(file, from, now);
+  }
+
+  /** Stops and closes a Flight Recorder recording (if any), which writes it to file. */
+  private static void end(Recording r, Path file) {
+    if (r == null) {
+      return;
+    }
+    try {
+      r.stop();
     } catch (IllegalStateException e) {
       // At JVM exit the recorder's own shutdown hook may have stopped the
       // recording first; it writes the destination file itself.
       awaitFile(file, 3_000);
     } finally {
-      ended.close();
+      r.close();
     }
-    if (next != null) {
-      next.start();
-    }
-    current = next;
-    currentFile = nextFile;
-    currentStartMs = now;
-    if (!Files.exists(file)) {
-      throw new IOException("the recorder wrote no data for " + file);
-    }
-    return new Window(file, from, now);
   }
 
   /** Waits until file exists and stops growing, at most timeoutMs. */
@@ -113,9 +175,18 @@ final class Profiler {
       current.close();
       current = null;
     }
+    if (recording && async != null) {
+      try {
+        async.stop();
+      } catch (Throwable t) {
+        Log.once("stopping async-profiler failed", t);
+      }
+    }
+    recording = false;
   }
 
-  private Recording newRecording(Path file) throws IOException {
+  /** A Flight Recorder recording of the configured events; with samples false, only GC, heap and CPU load. */
+  private Recording newRecording(Path file, boolean samples) throws IOException {
     Recording r = new Recording();
     r.setName("sparkprof");
     r.setToDisk(true);
@@ -123,12 +194,12 @@ final class Profiler {
     r.setDumpOnExit(true);
     long interval = Math.max(1, cfg.millis("interval", 10));
     long lock = cfg.millis("lockThreshold", 10);
-    if (cfg.hasEvent("cpu")) {
+    if (samples && cfg.hasEvent("cpu")) {
       r.enable("jdk.ExecutionSample").withPeriod(Duration.ofMillis(interval));
       // Threads in native code (I/O, sockets): the wall time CPU samples miss.
       r.enable("jdk.NativeMethodSample").withPeriod(Duration.ofMillis(Math.max(20, 2 * interval)));
     }
-    if (cfg.hasEvent("alloc")) {
+    if (samples && cfg.hasEvent("alloc")) {
       if (Runtime.version().feature() >= 16) {
         r.enable("jdk.ObjectAllocationSample").with("throttle", "150/s");
       } else {
@@ -136,7 +207,7 @@ final class Profiler {
         r.enable("jdk.ObjectAllocationInNewTLAB");
       }
     }
-    if (cfg.hasEvent("lock")) {
+    if (samples && cfg.hasEvent("lock")) {
       r.enable("jdk.JavaMonitorEnter").withThreshold(Duration.ofMillis(lock));
       r.enable("jdk.ThreadPark").withThreshold(Duration.ofMillis(lock));
     }

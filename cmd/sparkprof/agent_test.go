@@ -154,6 +154,17 @@ func TestAgentWithServer(t *testing.T) {
 				t.Errorf("no %s samples for %s", c.typ, c.sel)
 			}
 		}
+		// Wall-clock samples beside CPU ones, when asked for.
+		_, stderr = runWorkload(t, base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=apwall",
+			"spark.sparkprof.asyncProfiler="+lib, "spark.sparkprof.events=cpu,wall,gc")
+		if strings.Contains(stderr, "cannot be used") {
+			t.Errorf("async-profiler not in use with events=cpu,wall,gc:\n%s", stderr)
+		}
+		for _, typ := range []string{"cpu", "wall"} {
+			if n := ticks(t, base, "apwall", `{spark_stage_id="1"}`, typ); n == 0 {
+				t.Errorf("no %s samples for stage 1 with events=cpu,wall,gc", typ)
+			}
+		}
 	})
 	t.Run("last window shipped at shutdown", func(t *testing.T) {
 		// With a 10-minute interval, only the shutdown flush can deliver.

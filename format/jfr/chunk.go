@@ -103,8 +103,8 @@ func skipValue(r *reader, c *class, cpool bool) {
 	case kindString:
 		r.skipString()
 	default:
-		if c.varints > 0 {
-			r.skipVarints(c.varints)
+		if n := len(c.varints); n > 0 {
+			r.skipVarints(n)
 			return
 		}
 		for i := range c.fields {
@@ -118,9 +118,10 @@ func skipField(r *reader, f *field) {
 	switch {
 	case !f.array:
 		skipValue(r, f.class, f.cpool)
-	case !f.cpool && f.class.varints > 0:
+	case !f.cpool && len(f.class.varints) > 0:
 		// Arrays of stack frames: most of a chunk's constants.
-		r.skipVarints(int(r.count(f.class.varints)) * f.class.varints)
+		n := len(f.class.varints)
+		r.skipVarints(int(r.count(n)) * n)
 	default:
 		for n := r.count(1); n > 0 && r.err == nil; n-- {
 			skipValue(r, f.class, f.cpool)
@@ -134,8 +135,8 @@ func readFields(r *reader, c *class, rec *record) {
 	if !r.step() {
 		return
 	}
-	if c.varints > 0 {
-		r.varintFields(rec, c.roles)
+	if len(c.varints) > 0 {
+		r.varintFields(rec, c.varints)
 		return
 	}
 	for i := range c.fields {

@@ -369,7 +369,7 @@ func (d *decoder) appendTrace(r *reader, c *class) {
 			continue
 		}
 		rec := &d.frameRec
-		for n := r.count(max(f.class.varints, 1)); n > 0 && r.err == nil; n-- {
+		for n := r.count(max(len(f.class.varints), 1)); n > 0 && r.err == nil; n-- {
 			readFields(r, f.class, rec)
 			d.traceFrames = append(d.traceFrames, frameRef{method: rec.v[roleMethod], line: uint32(rec.v[roleLineNumber])})
 		}

@@ -154,11 +154,10 @@ type class struct {
 	// chunkHeader marks jdk.types.ChunkHeader, whose constants are raw
 	// copies of a chunk header rather than its declared fields.
 	chunkHeader bool
-	// varints is the number of fields of a struct made only of compressed
-	// integers and constant pool keys (a stack frame, say), else 0.
-	varints int
-	// roles are the roles of those fields, in order, when varints > 0.
-	roles []role
+	// varints holds, for a struct made only of compressed integers and
+	// constant pool keys (a stack frame, say), the role of each field in
+	// order; it is nil for other classes.
+	varints []role
 }
 
 // field is one field of a class.
@@ -345,15 +344,10 @@ func readMetadata(raw []byte) (*metadata, error) {
 	for _, c := range md.classes {
 		for _, f := range c.fields {
 			if f.array || !f.cpool && f.class.kind != kindVarint {
-				c.varints = 0
+				c.varints = nil
 				break
 			}
-			c.varints++
-		}
-		if c.varints > 0 {
-			for _, f := range c.fields {
-				c.roles = append(c.roles, f.role)
-			}
+			c.varints = append(c.varints, f.role)
 		}
 	}
 	if err := checkNesting(md); err != nil {

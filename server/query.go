@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -98,13 +99,9 @@ func parseRequest(r *http.Request, selParam string) (request, error) {
 	if err != nil {
 		return request{}, err
 	}
-	from, err := parseTimeParam(q.Get("from"))
+	from, until, err := parseRange(q)
 	if err != nil {
-		return request{}, fmt.Errorf("from: %w", err)
-	}
-	until, err := parseTimeParam(q.Get("until"))
-	if err != nil {
-		return request{}, fmt.Errorf("until: %w", err)
+		return request{}, err
 	}
 	req := request{query: store.Query{Matchers: ms, From: from, Until: until}, typ: q.Get("type")}
 	req.filter.Labels = ms
@@ -119,6 +116,17 @@ func parseRequest(r *http.Request, selParam string) (request, error) {
 		}
 	}
 	return req, nil
+}
+
+// parseRange parses a query's optional from and until.
+func parseRange(q url.Values) (from, until int64, err error) {
+	if from, err = parseTimeParam(q.Get("from")); err != nil {
+		return 0, 0, fmt.Errorf("from: %w", err)
+	}
+	if until, err = parseTimeParam(q.Get("until")); err != nil {
+		return 0, 0, fmt.Errorf("until: %w", err)
+	}
+	return from, until, nil
 }
 
 // parseTimeParam accepts Unix times in s/ms/µs/ns and Pyroscope's relative
@@ -459,19 +467,12 @@ func (s *Server) labelValues(r *http.Request, name string, q store.Query) (map[s
 // labelRange parses the optional from and until of a label query. On
 // failure it has answered the request.
 func labelRange(w http.ResponseWriter, r *http.Request) (store.Query, bool) {
-	var q store.Query
-	for _, p := range []struct {
-		name string
-		t    *int64
-	}{{"from", &q.From}, {"until", &q.Until}} {
-		t, err := parseTimeParam(r.URL.Query().Get(p.name))
-		if err != nil {
-			httpError(w, http.StatusBadRequest, "%s: %v", p.name, err)
-			return q, false
-		}
-		*p.t = t
+	from, until, err := parseRange(r.URL.Query())
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "%v", err)
+		return store.Query{}, false
 	}
-	return q, true
+	return store.Query{From: from, Until: until}, true
 }
 
 func (s *Server) handleLabels(w http.ResponseWriter, r *http.Request) {

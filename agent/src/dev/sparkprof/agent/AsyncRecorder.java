@@ -40,7 +40,7 @@ final class AsyncRecorder {
    * The profiling part of a start command for the configured events: {@code cpu} and {@code wall} at the
    * sampling interval, {@code alloc} every 512 KiB allocated, {@code lock} above the lock threshold.
    */
-  static String settings(Config cfg) {
+  private static String settings(Config cfg) {
     long interval = Math.max(1, cfg.millis("interval", 10));
     StringBuilder b = new StringBuilder();
     if (cfg.hasEvent("cpu")) {

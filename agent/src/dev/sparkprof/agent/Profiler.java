@@ -22,8 +22,8 @@ final class Profiler {
   private final Path dir;
   private AsyncRecorder async; // null: the Flight Recorder records the samples too
   private Recording current; // null when the window has no Flight Recorder part
-  private Path currentFile, currentJfrFile;
-  private boolean recording;
+  private Path currentFile; // the window's file; null when nothing is recording
+  private Path currentJfrFile; // the Flight Recorder part's, beside async-profiler's
   private long currentStartMs;
   private int seq;
   private boolean closed;
@@ -70,7 +70,6 @@ final class Profiler {
 
   /** Starts recording a window into file. */
   private void begin(Path file) throws IOException {
-    currentFile = file;
     currentJfrFile = null;
     current = null;
     if (async != null) {
@@ -92,7 +91,7 @@ final class Profiler {
       }
       throw e;
     }
-    recording = true;
+    currentFile = file;
     currentStartMs = System.currentTimeMillis();
   }
 
@@ -105,13 +104,13 @@ final class Profiler {
    * nothing was recording.
    */
   synchronized Window rotate(boolean last) throws IOException {
-    if (!recording) {
+    if (currentFile == null) {
       return null;
     }
     Recording ended = current;
     Path file = currentFile, jfrFile = currentJfrFile;
     long from = currentStartMs, now = System.currentTimeMillis();
-    recording = false;
+    currentFile = null;
     try {
       end(ended, async != null ? jfrFile : file);
       if (async != null) {
@@ -175,14 +174,14 @@ final class Profiler {
       current.close();
       current = null;
     }
-    if (recording && async != null) {
+    if (currentFile != null && async != null) {
       try {
         async.stop();
       } catch (Throwable t) {
         Log.once("stopping async-profiler failed", t);
       }
     }
-    recording = false;
+    currentFile = null;
   }
 
   /** A Flight Recorder recording of the configured events; with samples false, only GC, heap and CPU load. */

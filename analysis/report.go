@@ -59,13 +59,19 @@ func nonNil[T any](xs []T) []T {
 	return xs
 }
 
-// metricSeries converts a profile's series to report series: times in ms,
-// fractional values (CPU load) in permille so that they stay integers.
+// metricSeries converts a profile's series to report series.
 func metricSeries(p *profile.Profile) []Series {
 	exec, _ := p.Labels.Get(profile.LabelExecutorID)
+	return ReportSeries(p.Series, exec, p.Source)
+}
+
+// ReportSeries converts metric series to report series: times in ms,
+// fractional values (CPU load) in permille so that they stay integers, at
+// most ~2,000 points each. A series without an executor label gets exec.
+func ReportSeries(ss []profile.Series, exec, source string) []Series {
 	var out []Series
-	for _, s := range p.Series {
-		rs := Series{Name: s.Name, Unit: s.Unit, ExecutorID: exec, Source: p.Source}
+	for _, s := range ss {
+		rs := Series{Name: s.Name, Unit: s.Unit, ExecutorID: exec, Source: source}
 		if e, ok := s.Labels.Get(profile.LabelExecutorID); ok {
 			rs.ExecutorID = e
 		}

@@ -284,7 +284,9 @@ func (s *Server) handleApp(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "no application %q: import its event log first", r.PathValue("id"))
 		return
 	}
-	writeJSON(w, appDetail{rep, rep.Tasks})
+	withLive := *rep
+	withLive.Metrics = s.withLiveMetrics(tenant(r), rep)
+	writeJSON(w, appDetail{&withLive, rep.Tasks})
 }
 
 // handleSlowVsRest diffs the slowest percent of a stage's tasks against the

@@ -134,6 +134,7 @@ func (s *Server) Import(tenant string, f ImportFile) (*ImportResult, error) {
 		if kind == "logs" || len(p.Samples) == 0 {
 			return &ImportResult{App: &rep.App, Findings: len(rep.Findings)}, nil
 		}
+		p.Series = nil // the bundle's report has them; stored too, the app's page would show them twice
 	}
 	ls := profile.Labels{{Name: profile.LabelServiceName, Value: app}}
 	if bundle != nil {

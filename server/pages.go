@@ -15,8 +15,10 @@ func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "no application %q", r.PathValue("id"))
 		return
 	}
+	withLive := *rep
+	withLive.Metrics = s.withLiveMetrics(tenant(r), rep)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := analysis.WriteHTML(w, rep); err != nil {
+	if err := analysis.WriteHTML(w, &withLive); err != nil {
 		s.log.Warn("report failed", "err", err)
 	}
 }

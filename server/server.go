@@ -84,6 +84,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/top", s.handleTop)
 	s.mux.HandleFunc("GET /api/v1/breakdown", s.handleBreakdown)
 	s.mux.HandleFunc("GET /api/v1/series", s.handleSeries)
+	s.mux.HandleFunc("GET /api/v1/metrics", s.handleMetricSeries)
 	s.mux.HandleFunc("GET /api/v1/diff", s.handleDiff)
 	s.mux.HandleFunc("GET /pyroscope/render-diff", s.handlePyroscopeDiff)
 	s.mux.HandleFunc("GET /api/v1/export", s.handleExport)

@@ -37,10 +37,12 @@ type block struct {
 	up    *Upload // what Select hands out; its profiles load on demand
 }
 
-// The parts of a block file after the meta.
+// The parts of a block file after the meta. Blocks written before the
+// series part have only the first two.
 const (
 	partRollup = iota
 	partSamples
+	partSeries // the uploads' metric series only: GC pauses, CPU load, heap
 	numParts
 )
 
@@ -243,11 +245,17 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 	if err != nil {
 		return nil, nil, err
 	}
+	series := profile.New()
+	series.Series = p.Series
+	sb, err := series.MarshalBinary()
+	if err != nil {
+		return nil, nil, err
+	}
 	b := &block{path: path, meta: meta}
 	var buf bytes.Buffer
 	buf.WriteString(blockMagic)
 	var n [4]byte
-	for i, data := range [][]byte{mj, enc.EncodeAll(rb, nil), enc.EncodeAll(pb, nil)} {
+	for i, data := range [][]byte{mj, enc.EncodeAll(rb, nil), enc.EncodeAll(pb, nil), enc.EncodeAll(sb, nil)} {
 		binary.LittleEndian.PutUint32(n[:], uint32(len(data)))
 		buf.Write(n[:])
 		sum := crc32.Checksum(data, castagnoli)
@@ -314,6 +322,9 @@ func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
 	off := int64(len(blockMagic))
 	var metaPart part
 	for i := -1; i < numParts; i++ {
+		if i == partSeries && off == size {
+			break // written before blocks had a series part: read the samples' instead
+		}
 		var hdr [8]byte
 		if _, err := r.ReadAt(hdr[:], off); err != nil {
 			return nil, fmt.Errorf("%s: truncated at offset %d", path, off)
@@ -398,8 +409,13 @@ func (b *block) decodePart(r io.ReaderAt, which int, dec *zstd.Decoder) (*profil
 	return p, nil
 }
 
-// load reads a block's rollup or samples from its file.
+// has reports whether b's file has the part: blocks written before the
+// series part have none, and their samples hold the series.
+func (b *block) has(part int) bool { return b.parts[part].off != 0 }
+
+// load reads a block's rollup, samples or series from its file.
 func (b *block) load(which int, dec *zstd.Decoder) (*profile.Profile, error) {
+
 	f, err := os.Open(b.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A compaction or retention removed the block after the query

@@ -474,6 +474,9 @@ func (t *tenant) pruneSegments(log *slog.Logger) {
 // attach makes block b's upload read its parts through the cache.
 func (db *DB) attach(b *block) {
 	b.up.load = func(part int) (*profile.Profile, error) {
+		if !b.has(part) {
+			part = partSamples
+		}
 		return db.cache.get(cacheKey{b.path, part}, func() (*profile.Profile, error) { return b.load(part, db.dec) })
 	}
 }

@@ -243,13 +243,19 @@ func TestCompactionCrash(t *testing.T) {
 // TestCorruptBlock: a damaged block meta stops the start, a damaged part
 // fails the queries that read it; both errors name the file.
 func TestCorruptBlock(t *testing.T) {
+	load := func(u *Upload) error { _, err := u.Load(); return err }
 	for _, c := range []struct {
 		name   string
-		offset func(size int) int // of the flipped byte
+		offset func(b *block) int64 // of the flipped byte
 		atOpen bool
+		read   func(u *Upload) error
 	}{
-		{"meta", func(int) int { return len(blockMagic) + 8 + 2 }, true},
-		{"samples", func(size int) int { return size - 2 }, false},
+		{"meta", func(*block) int64 { return int64(len(blockMagic)) + 8 + 2 }, true, nil},
+		{"samples", func(b *block) int64 { return b.parts[partSamples].off + 2 }, false, load},
+		{"series", func(b *block) int64 { return b.parts[partSeries].off + 2 }, false, func(u *Upload) error {
+			_, err := u.LoadSeries()
+			return err
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -258,14 +264,18 @@ func TestCorruptBlock(t *testing.T) {
 			db.Compact()
 			db.Close()
 			blk := files(t, dir, "*.block")[0]
+			b, err := readBlock(blk)
+			if err != nil {
+				t.Fatal(err)
+			}
 			data, _ := os.ReadFile(blk)
-			data[c.offset(len(data))] ^= 0xff
+			data[c.offset(b)] ^= 0xff
 			os.WriteFile(blk, data, 0o644)
 			named := func(err error) bool {
 				return err != nil && strings.Contains(err.Error(), filepath.Base(blk)) &&
 					(strings.Contains(err.Error(), "checksum") || strings.Contains(err.Error(), "meta"))
 			}
-			db, err := Open(dir, Options{})
+			db, err = Open(dir, Options{})
 			if c.atOpen {
 				if !named(err) {
 					t.Errorf("open with a damaged block meta: %v", err)
@@ -276,10 +286,7 @@ func TestCorruptBlock(t *testing.T) {
 				t.Fatalf("open with a damaged block part: %v", err)
 			}
 			defer db.Close()
-			err = db.Select("t", Query{}, func(u *Upload) error {
-				_, err := u.Load()
-				return err
-			})
+			err = db.Select("t", Query{}, c.read)
 			if !named(err) {
 				t.Errorf("query of a damaged block: %v", err)
 			}
@@ -494,5 +501,69 @@ func TestZstdRecords(t *testing.T) {
 	defer db.Close()
 	if n, total := count(t, db, "t", Query{}); n != 2 || total != want {
 		t.Errorf("from zstd records: %d uploads, total %d; want 2, %d", n, total, want)
+	}
+}
+
+// TestBlockSeries: an upload's metric series come back with its labels,
+// from the head, from a block's series part, and from the samples of a
+// block written before blocks had that part.
+func TestBlockSeries(t *testing.T) {
+	dir := t.TempDir()
+	db, _ := Open(dir, Options{})
+	u := upload(t, "7")
+	u.Profile.Labels = u.Profile.Labels.Merge(u.Labels)
+	u.Profile.Series = append(u.Profile.Series, profile.Series{
+		Name: "jvm.gc.pause", Unit: "nanoseconds", Labels: profile.Labels{{Name: "gc", Value: "G1 Young Generation"}},
+		Points: []profile.Point{{Time: 1700000000e9, Value: 4e6}, {Time: 1700000002e9, Value: 7e6}},
+	})
+	if err := db.Append("t", u); err != nil {
+		t.Fatal(err)
+	}
+	gcPoints := func(db *DB) []profile.Point {
+		t.Helper()
+		var out []profile.Point
+		err := db.Select("t", Query{}, func(u *Upload) error {
+			ss, err := u.LoadSeries()
+			for _, s := range ss {
+				exec, _ := s.Labels.Get(profile.LabelExecutorID)
+				gc, _ := s.Labels.Get("gc")
+				if s.Name == "jvm.gc.pause" && exec == "7" && gc == "G1 Young Generation" {
+					out = append(out, s.Points...)
+				}
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := []profile.Point{{Time: 1700000000e9, Value: 4e6}, {Time: 1700000002e9, Value: 7e6}}
+	if got := gcPoints(db); !slices.Equal(got, want) {
+		t.Errorf("head: %v, want %v", got, want)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gcPoints(db); !slices.Equal(got, want) {
+		t.Errorf("block: %v, want %v", got, want)
+	}
+	db.Close()
+
+	blk := files(t, dir, "*.block")[0]
+	b, err := readBlock(blk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(blk, b.parts[partSeries].off-8); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("open with a block of two parts: %v", err)
+	}
+	defer db.Close()
+	if got := gcPoints(db); !slices.Equal(got, want) {
+		t.Errorf("block without a series part: %v, want %v", got, want)
 	}
 }

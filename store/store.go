@@ -52,6 +52,28 @@ func (u *Upload) Load() (*profile.Profile, error) {
 	return u.load(partSamples)
 }
 
+// LoadSeries returns u's metric series (GC pauses, CPU load, heap...), each
+// with its upload's labels, reading a compacted block's from disk. They
+// must not be modified.
+func (u *Upload) LoadSeries() ([]profile.Series, error) {
+	if u.load == nil {
+		if u.Profile == nil || len(u.Profile.Series) == 0 {
+			return nil, nil
+		}
+		out := make([]profile.Series, len(u.Profile.Series))
+		for i, s := range u.Profile.Series {
+			s.Labels = u.Profile.Labels.Merge(s.Labels)
+			out[i] = s
+		}
+		return out, nil
+	}
+	p, err := u.load(partSeries)
+	if err != nil {
+		return nil, err
+	}
+	return p.Series, nil
+}
+
 // LoadRollup returns a compacted block's rollup: its samples summed over
 // time and threads, with the labels in RollupDropped removed, which is
 // what a flame graph needs when the query covers the whole block and

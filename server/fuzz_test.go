@@ -20,3 +20,21 @@ func FuzzParse(f *testing.F) {
 		splitOutsideQuotes(s)
 	})
 }
+
+// FuzzAgentParts feeds the sparkprof agent's tasks and gc parts to their
+// parsers: they may refuse but must not panic, and every collection they
+// accept has a name and a time.
+func FuzzAgentParts(f *testing.F) {
+	f.Add([]byte(`{"name":"G1 Young Generation","cause":"G1 Evacuation Pause","startMs":1700000000123,"durationMs":4}` + "\n"))
+	f.Add([]byte(`{"threadId":41,"threadName":"Executor task launch worker for task 3.0 in stage 1.0 (TID 3)","stageId":1,"stageAttempt":0,"partition":3,"taskId":3,"startMs":1700000000000,"endMs":0,"status":"RUNNING"}` + "\n"))
+	f.Add([]byte("{\"name\":\"x\"}\n\n{"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		parseTaskWindows(data)
+		gcs, err := parseGCs(data)
+		for _, g := range gcs {
+			if err == nil && (g.Name == "" || g.StartMs <= 0) {
+				t.Fatalf("parseGCs accepted %+v", g)
+			}
+		}
+	})
+}

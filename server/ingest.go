@@ -142,15 +142,21 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "reading body: %v", err)
 		return
 	}
-	data, jfrLabels, tasksPart := body, []byte(nil), []byte(nil)
+	parts := uploadParts{data: body}
 	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {
-		data, jfrLabels, tasksPart, err = multipartParts(body, params["boundary"])
+		parts, err = multipartParts(body, params["boundary"])
 		if err != nil {
 			fail(http.StatusBadRequest, "multipart: %v", err)
 			return
 		}
 	}
-	windows, err := parseTaskWindows(tasksPart)
+	data, jfrLabels := parts.data, parts.labels
+	windows, err := parseTaskWindows(parts.tasks)
+	if err != nil {
+		fail(http.StatusBadRequest, "%v", err)
+		return
+	}
+	gcs, err := parseGCs(parts.gc)
 	if err != nil {
 		fail(http.StatusBadRequest, "%v", err)
 		return
@@ -176,6 +182,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Labels = p.Labels.Merge(labels)
 	attributeTasks(p, windows)
+	addGCs(p, gcs)
 	if from == 0 {
 		from = p.Start
 	}
@@ -202,12 +209,22 @@ var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
 // dropped.
 const maxKeptBody = 16 << 20
 
+// uploadParts are the parts of an upload: the profile, and those a
+// multipart upload may add.
+type uploadParts struct {
+	data   []byte // the profile
+	labels []byte // Pyroscope's LabelsSnapshot for a JFR's contexts
+	tasks  []byte // the sparkprof agent's task windows
+	gc     []byte // the sparkprof agent's garbage collections
+}
+
 // multipartParts returns the "jfr" (or first) part, the optional "labels"
-// part of a Pyroscope multipart upload and the optional "tasks" part the
-// sparkprof agent adds.
-func multipartParts(body []byte, boundary string) (data, labels, tasks []byte, err error) {
+// part of a Pyroscope multipart upload and the optional "tasks" and "gc"
+// parts the sparkprof agent adds.
+func multipartParts(body []byte, boundary string) (uploadParts, error) {
+	var ps uploadParts
 	if boundary == "" {
-		return nil, nil, nil, errors.New("no boundary")
+		return ps, errors.New("no boundary")
 	}
 	mr := multipart.NewReader(bytes.NewReader(body), boundary)
 	for {
@@ -216,29 +233,31 @@ func multipartParts(body []byte, boundary string) (data, labels, tasks []byte, e
 			break
 		}
 		if err != nil {
-			return nil, nil, nil, err
+			return ps, err
 		}
 		b, err := io.ReadAll(part)
 		if err != nil {
-			return nil, nil, nil, err
+			return ps, err
 		}
 		switch part.FormName() {
 		case "labels":
-			labels = b
+			ps.labels = b
 		case "tasks":
-			tasks = b
+			ps.tasks = b
+		case "gc":
+			ps.gc = b
 		case "jfr", "profile":
-			data = b
+			ps.data = b
 		default:
-			if data == nil {
-				data = b
+			if ps.data == nil {
+				ps.data = b
 			}
 		}
 	}
-	if data == nil {
-		return nil, nil, nil, errors.New("no jfr part")
+	if ps.data == nil {
+		return ps, errors.New("no jfr part")
 	}
-	return data, labels, tasks, nil
+	return ps, nil
 }
 
 // linesToFolded turns Pyroscope's "lines" format (one stack per line,

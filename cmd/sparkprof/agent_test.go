@@ -62,6 +62,23 @@ func ticks(t *testing.T, base, tenant, sel, typ string) int64 {
 	return r.Flamebearer.NumTicks
 }
 
+// metricPoints returns how many points each metric series of the selection
+// has, by name.
+func metricPoints(t *testing.T, base, tenant, sel string) map[string]int {
+	var r struct {
+		Series []struct {
+			Name   string
+			Points [][2]float64
+		}
+	}
+	getTenant(t, base, "/api/v1/metrics?"+url.Values{"query": {sel}}.Encode(), tenant, &r)
+	n := map[string]int{}
+	for _, s := range r.Series {
+		n[s.Name] += len(s.Points)
+	}
+	return n
+}
+
 // TestAgentWithServer runs the JVM agent's plugin in a real JVM against a
 // real sparkprof serve: samples arrive attributed to their stage and task,
 // the last window arrives at shutdown, the fraction is honoured, a dead
@@ -85,7 +102,8 @@ func TestAgentWithServer(t *testing.T) {
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 
 	t.Run("live uploads attributed to stages and tasks", func(t *testing.T) {
-		runWorkload(t, base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=live")
+		// A small young generation makes collections certain.
+		runWorkloadJVM(t, []string{"-Xmn4m"}, base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=live")
 		var stages, tasks []string
 		getTenant(t, base, "/api/v1/label-values?name=spark_stage_id", "live", &stages)
 		getTenant(t, base, "/api/v1/label-values?name=spark_task_id", "live", &tasks)
@@ -100,6 +118,10 @@ func TestAgentWithServer(t *testing.T) {
 		}
 		if n := ticks(t, base, "live", `{spark_task_id="3", spark_executor_id="7", spark_app_id="app-20261122000000-0001"}`, "cpu"); n == 0 {
 			t.Error("no CPU samples for task 3 of executor 7")
+		}
+		// The Flight Recorder's GC, heap and CPU load events, as metric series.
+		if m := metricPoints(t, base, "live", `{spark_executor_id="7"}`); m["jvm.gc.pause"] == 0 || m["jvm.heap.used"] == 0 || m["jvm.cpu.user"] == 0 {
+			t.Errorf("metric points of executor 7: %v; want GC pauses, heap used and CPU load", m)
 		}
 		var agents []struct{ Uploads int }
 		getTenant(t, base, "/api/v1/agents", "live", &agents)
@@ -139,10 +161,14 @@ func TestAgentWithServer(t *testing.T) {
 		if lib == "" {
 			t.Skip("SPARKPROF_ASYNC_PROFILER_LIB not set")
 		}
-		_, stderr := runWorkload(t, base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=ap",
+		_, stderr := runWorkloadJVM(t, []string{"-Xmn4m"}, base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=ap",
 			"spark.sparkprof.asyncProfiler="+lib)
-		if !strings.Contains(stderr, "records the samples") || strings.Contains(stderr, "cannot be used") {
-			t.Errorf("async-profiler not in use:\n%s", stderr)
+		if !strings.Contains(stderr, "records the samples; garbage collections come from the JVM's notifications") || strings.Contains(stderr, "cannot be used") {
+			t.Errorf("async-profiler not in use, or the Flight Recorder records collections:\n%s", stderr)
+		}
+		// Collections from the gc part; heap and CPU load from async-profiler's own events.
+		if m := metricPoints(t, base, "ap", `{spark_executor_id="7"}`); m["jvm.gc.pause"] == 0 || m["jvm.heap.used"] == 0 || m["jvm.cpu.user"] == 0 {
+			t.Errorf("metric points of executor 7: %v; want GC pauses, heap used and CPU load", m)
 		}
 		for _, c := range []struct{ sel, typ string }{
 			{`{spark_stage_id="1", thread_pool="task"}`, "cpu"},

@@ -39,6 +39,7 @@ public final class Agent {
   final Config cfg;
   final Labels labels = new Labels();
   final TaskWindows tasks = new TaskWindows();
+  private GcPauses gcPauses; // set when garbage collections come from the JVM's notifications
   private final String app, role, appId, executorId;
   private final Path workDir;
   private final Profiler profiler;
@@ -175,6 +176,9 @@ public final class Agent {
     try {
       labels.put("host", hostname());
       profiler.start();
+      if (profiler.gcFromNotifications()) {
+        listenToGc();
+      }
     } catch (Throwable t) {
       Log.once("the Flight Recorder failed to start; the agent goes on without profiling", t);
       return;
@@ -187,6 +191,19 @@ public final class Agent {
     Log.info("profiling " + role + (executorId != null ? " " + executorId : "") + " of " + app + " to "
         + (cfg.get("server") != null ? cfg.get("server") : "") + (cfg.get("outputDir") != null ? " " + cfg.get("outputDir") : ""));
     shipLoop();
+  }
+
+  /** Starts recording garbage collections from the JVM's notifications; without them, only samples go. */
+  private void listenToGc() {
+    try {
+      GcPauses g = new GcPauses();
+      g.install();
+      synchronized (this) {
+        gcPauses = g;
+      }
+    } catch (Throwable t) {
+      Log.once("cannot listen to garbage collections; the agent goes on without them", t);
+    }
   }
 
   /** Counted down once the recorder has started, or failed to. */
@@ -285,6 +302,7 @@ public final class Agent {
     try {
       byte[] jfr = gzip(Files.readAllBytes(w.file));
       String tasksJson = tasks.drain();
+      String gcJson = gcPauses != null ? gcPauses.drain() : null;
       String query = "name=" + enc(labels.pyroscopeName(app)) + "&from=" + w.fromMs / 1000 + "&until=" + (w.untilMs + 999) / 1000
           + "&format=jfr&spyName=sparkprof&sampleRate=" + (1000 / Math.max(1, cfg.millis("interval", 10)));
       HttpURLConnection c = (HttpURLConnection) new URL(server.replaceAll("/+$", "") + "/ingest?" + query).openConnection();
@@ -300,15 +318,20 @@ public final class Agent {
         c.setRequestProperty("X-Scope-OrgID", cfg.get("tenant"));
       }
       byte[] body;
-      if (tasksJson == null) {
+      if (tasksJson == null && gcJson == null) {
         c.setRequestProperty("Content-Type", "application/octet-stream");
         body = jfr;
       } else {
         String boundary = "sparkprof" + Long.toHexString(System.nanoTime());
         c.setRequestProperty("Content-Type", "multipart/form-data; boundary=" + boundary);
-        ByteArrayOutputStream b = new ByteArrayOutputStream(jfr.length + tasksJson.length() + 512);
+        ByteArrayOutputStream b = new ByteArrayOutputStream(jfr.length + 1024);
         part(b, boundary, "jfr", jfr);
-        part(b, boundary, "tasks", tasksJson.getBytes(StandardCharsets.UTF_8));
+        if (tasksJson != null) {
+          part(b, boundary, "tasks", tasksJson.getBytes(StandardCharsets.UTF_8));
+        }
+        if (gcJson != null) {
+          part(b, boundary, "gc", gcJson.getBytes(StandardCharsets.UTF_8));
+        }
         b.write(("--" + boundary + "--\r\n").getBytes(StandardCharsets.US_ASCII));
         body = b.toByteArray();
       }
@@ -382,9 +405,17 @@ public final class Agent {
       Log.once("stopping the profiler failed", t);
     } finally {
       profiler.stop();
+      GcPauses g;
+      synchronized (this) {
+        g = gcPauses;
+      }
+      if (g != null) {
+        g.uninstall();
+      }
       deleteTree(workDir);
       Log.info("stopped: " + uploads.get() + " uploads, " + failures.get() + " failed, " + droppedWindows.get()
-          + " windows dropped, " + tasks.dropped.get() + " task records dropped");
+          + " windows dropped, " + tasks.dropped.get() + " task records dropped"
+          + (g != null ? ", " + g.dropped.get() + " GC records dropped" : ""));
     }
   }
 

@@ -36,9 +36,16 @@ final class AsyncRecorder {
     return r;
   }
 
+  /** Whether the configured events include one async-profiler records: cpu, wall, alloc or lock. */
+  static boolean hasSampleEvents(Config cfg) {
+    return cfg.hasEvent("cpu") || cfg.hasEvent("wall") || cfg.hasEvent("alloc") || cfg.hasEvent("lock");
+  }
+
   /**
    * The profiling part of a start command for the configured events: {@code cpu} and {@code wall} at the
-   * sampling interval, {@code alloc} every 512 KiB allocated, {@code lock} above the lock threshold.
+   * sampling interval, {@code alloc} every 512 KiB allocated, {@code lock} above the lock threshold. Its JFR
+   * output also has heap after GC and CPU load (since async-profiler 2.10), unless {@code jfropts} 8 and 16
+   * turn them off: they are the {@code gc} event's.
    */
   private static String settings(Config cfg) {
     long interval = Math.max(1, cfg.millis("interval", 10));
@@ -54,6 +61,9 @@ final class AsyncRecorder {
     }
     if (cfg.hasEvent("lock")) {
       b.append(",lock=").append(cfg.millis("lockThreshold", 10)).append("ms");
+    }
+    if (!cfg.hasEvent("gc")) {
+      b.append(",jfropts=24");
     }
     return b.toString();
   }

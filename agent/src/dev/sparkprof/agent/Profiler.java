@@ -12,10 +12,12 @@ import jdk.jfr.Recording;
  * Records in windows: each window is its own recording, written to its own file when stopped, so that
  * every upload holds only new data. The next window starts right after the previous one stops (the
  * recorder is off for a few milliseconds every upload interval). The JDK's Flight Recorder records
- * everything, unless async-profiler is configured: then it records the samples (CPU, wall, allocation,
- * locks) and the Flight Recorder only GC, heap and CPU load, its chunk appended to async-profiler's file.
- * Flight Recorder windows are also written at JVM exit by the recorder's own shutdown hook, which may run
- * before the agent's.
+ * everything, unless async-profiler is configured: then async-profiler records the samples (CPU, wall,
+ * allocation, locks), heap after GC and CPU load, and garbage collections come from the JVM's notifications
+ * ({@link GcPauses}, shipped beside the window), so that the Flight Recorder does not start at all. Only
+ * when windows are also kept for {@code outputDir}, whose files have nothing beside them, does the Flight
+ * Recorder record the collections, its chunk appended to async-profiler's file. Flight Recorder windows are
+ * also written at JVM exit by the recorder's own shutdown hook, which may run before the agent's.
  */
 final class Profiler {
   private final Config cfg;
@@ -54,11 +56,12 @@ final class Profiler {
       return;
     }
     String lib = cfg.get("asyncProfiler");
-    if (lib != null) {
+    if (lib != null && AsyncRecorder.hasSampleEvents(cfg)) {
       try {
         async = AsyncRecorder.load(lib, cfg, dir);
         begin(nextFile());
-        Log.info("async-profiler " + lib + " records the samples");
+        Log.info("async-profiler " + lib + " records the samples"
+            + (gcFromNotifications() ? "; garbage collections come from the JVM's notifications" : ""));
         return;
       } catch (Throwable t) {
         async = null;
@@ -78,7 +81,7 @@ final class Profiler {
     try {
       if (async == null) {
         current = newRecording(file, true);
-      } else if (cfg.hasEvent("gc")) {
+      } else if (gcFromFlightRecorder()) {
         currentJfrFile = file.resolveSibling(file.getFileName() + ".gc");
         current = newRecording(currentJfrFile, false);
       }
@@ -93,6 +96,22 @@ final class Profiler {
     }
     currentFile = file;
     currentStartMs = System.currentTimeMillis();
+  }
+
+  /**
+   * Whether, with async-profiler recording the samples, the Flight Recorder records garbage collections:
+   * only for windows kept for {@code outputDir}, which must hold everything in their one file.
+   */
+  private boolean gcFromFlightRecorder() {
+    return cfg.hasEvent("gc") && cfg.get("outputDir") != null;
+  }
+
+  /**
+   * Whether garbage collections come from the JVM's notifications: async-profiler records the samples and
+   * the Flight Recorder does not run.
+   */
+  synchronized boolean gcFromNotifications() {
+    return async != null && cfg.hasEvent("gc") && !gcFromFlightRecorder();
   }
 
   private Path nextFile() {
@@ -184,7 +203,10 @@ final class Profiler {
     currentFile = null;
   }
 
-  /** A Flight Recorder recording of the configured events; with samples false, only GC, heap and CPU load. */
+  /**
+   * A Flight Recorder recording of the configured events; with samples false, only garbage collections
+   * (async-profiler records the rest).
+   */
   private Recording newRecording(Path file, boolean samples) throws IOException {
     Recording r = new Recording();
     r.setName("sparkprof");
@@ -212,8 +234,10 @@ final class Profiler {
     }
     if (cfg.hasEvent("gc")) {
       r.enable("jdk.GarbageCollection");
-      r.enable("jdk.GCHeapSummary");
-      r.enable("jdk.CPULoad").withPeriod(Duration.ofSeconds(1));
+      if (samples) {
+        r.enable("jdk.GCHeapSummary");
+        r.enable("jdk.CPULoad").withPeriod(Duration.ofSeconds(1));
+      }
     }
     return r;
   }

@@ -36,9 +36,9 @@ final class TaskWindows {
 
     String json() {
       return String.format(
-          "{\"threadId\":%d,\"threadName\":\"%s\",\"stageId\":%d,\"stageAttempt\":%d,\"partition\":%d,"
+          "{\"threadId\":%d,\"threadName\":%s,\"stageId\":%d,\"stageAttempt\":%d,\"partition\":%d,"
               + "\"taskId\":%d,\"startMs\":%d,\"endMs\":%d,\"status\":\"%s\"}",
-          threadId, threadName.replace("\\", "\\\\").replace("\"", "\\\""), stageId, stageAttempt, partition, taskId,
+          threadId, Json.quote(threadName), stageId, stageAttempt, partition, taskId,
           startMs, endMs, status);
     }
   }

@@ -47,6 +47,36 @@ public final class AgentUnitTest {
     ls.parse("team=data;cost_center=42");
     check("name", ls.pyroscopeName("my app"), "my_app{cost_center=42,host=node_1,spark_app_id=app-1,team=data}");
 
+    check("json", Json.quote("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+
+    // GC notifications of this JVM: a collection, then its line in the next drain.
+    GcPauses gc = new GcPauses();
+    gc.install();
+    long before = System.currentTimeMillis();
+    String lines = null;
+    for (int i = 0; i < 50 && lines == null; i++) {
+      System.gc();
+      try {
+        Thread.sleep(20);
+      } catch (InterruptedException e) {
+        break;
+      }
+      lines = gc.drain();
+    }
+    gc.uninstall();
+    check("gc drained", lines != null, true);
+    if (lines != null) {
+      String first = lines.split("\n")[0];
+      check("gc line " + first, first.matches("\\{\"name\":\"[^\"]+\",\"cause\":\"System.gc\\(\\)\",\"startMs\":\\d+,\"durationMs\":\\d+\\}"), true);
+      long start = Long.parseLong(first.replaceAll(".*\"startMs\":(\\d+).*", "$1"));
+      check("gc start within the test", start >= before - 1000 && start <= System.currentTimeMillis(), true);
+    }
+    check("gc drain empties", gc.drain(), null);
+    for (int i = 0; i < GcPauses.MAX + 5; i++) {
+      gc.add("{}");
+    }
+    check("gc bounded", gc.dropped.get(), 5L);
+
     if (failures > 0) {
       System.exit(1);
     }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/profile"
@@ -141,6 +144,66 @@ func TestAgentWithServer(t *testing.T) {
 		}
 		if n := ticks(t, base, "pool", `{spark_stage_id="1"}`, "cpu"); n == 0 {
 			t.Error("no CPU samples attributed to stage 1")
+		}
+	})
+	t.Run("a server that comes up late gets the windows it missed, with their task parts", func(t *testing.T) {
+		// Pool thread names: only the task parts attribute samples. The
+		// server starts a second after stage 1's tasks end, so that uploads
+		// fail after the end: a retried window must carry the parts taken
+		// when it ended, not those of its retry.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		late := exec.Command(bin, "serve", "--addr", addr, "--data", filepath.Join(dir, "late"))
+		defer func() {
+			if late.Process != nil {
+				late.Process.Signal(syscall.SIGTERM)
+				late.Wait()
+			}
+		}()
+		cp := strings.Join([]string{"../../agent/build/test", "../../agent/build/sparkprof-agent.jar", "../../agent/build/api"}, string(os.PathListSeparator))
+		work := exec.Command("java", "-Xmx256m", "-Dworkload.poolThreadNames=true", "-Dworkload.pauseMs=2500", "-cp", cp,
+			"dev.sparkprof.agent.SparkLikeWorkload", "http://"+addr, "1.0", "-", "spark.sparkprof.uploadInterval=300ms")
+		var stderr strings.Builder
+		work.Stderr = &stderr
+		stdout, err := work.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := work.Start(); err != nil {
+			t.Fatal(err)
+		}
+		started := make(chan error, 1)
+		sc := bufio.NewScanner(stdout)
+		var out strings.Builder
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if sc.Text() == "STAGE 1 DONE" {
+				time.AfterFunc(time.Second, func() { started <- late.Start() })
+			}
+		}
+		if err := work.Wait(); err != nil || !strings.Contains(out.String(), "DONE work_ms") {
+			t.Fatalf("workload: %v\n%s\n%s", err, out.String(), stderr.String())
+		}
+		select {
+		case err := <-started:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatalf("the workload never said stage 1 was done:\n%s", out.String())
+		}
+		if !strings.Contains(stderr.String(), "cannot reach") {
+			t.Fatalf("no upload failed; the test needs the server late:\n%s", stderr.String())
+		}
+		lateBase := "http://" + addr
+		all := ticks(t, lateBase, "", `{thread_pool="task"}`, "cpu")
+		attributed := ticks(t, lateBase, "", `{spark_stage_id=~"1|2", thread_pool="task"}`, "cpu")
+		if all == 0 || (all-attributed)*10 > all {
+			t.Errorf("CPU on task threads: %d, of which %d attributed to a stage; want nearly all", all, attributed)
 		}
 	})
 	t.Run("an unusable async-profiler falls back to the Flight Recorder", func(t *testing.T) {

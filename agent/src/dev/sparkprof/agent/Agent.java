@@ -251,6 +251,8 @@ public final class Agent {
       return;
     }
     if (cfg.get("server") != null) {
+      w.tasks = tasks.drain();
+      w.gc = gcPauses != null ? gcPauses.drain() : null;
       pending.add(w);
     }
     if (cfg.get("outputDir") != null) {
@@ -301,8 +303,7 @@ public final class Agent {
     String server = cfg.get("server");
     try {
       byte[] jfr = gzip(Files.readAllBytes(w.file));
-      String tasksJson = tasks.drain();
-      String gcJson = gcPauses != null ? gcPauses.drain() : null;
+      String tasksJson = w.tasks, gcJson = w.gc;
       String query = "name=" + enc(labels.pyroscopeName(app)) + "&from=" + w.fromMs / 1000 + "&until=" + (w.untilMs + 999) / 1000
           + "&format=jfr&spyName=sparkprof&sampleRate=" + (1000 / Math.max(1, cfg.millis("interval", 10)));
       HttpURLConnection c = (HttpURLConnection) new URL(server.replaceAll("/+$", "") + "/ingest?" + query).openConnection();

@@ -30,10 +30,14 @@ final class Profiler {
   private int seq;
   private boolean closed;
 
-  /** A finished window: its JFR file and time range. */
+  /**
+   * A finished window: its JFR file and time range, and the parts the agent sends beside it (task windows,
+   * garbage collections; null when none), taken when the window ends so that a retried upload sends them too.
+   */
   static final class Window {
     final Path file;
     final long fromMs, untilMs;
+    String tasks, gc;
 
     Window(Path file, long fromMs, long untilMs) {
       this.file = file;

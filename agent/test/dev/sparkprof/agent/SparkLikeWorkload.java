@@ -43,6 +43,10 @@ public final class SparkLikeWorkload {
 
     long t0 = System.currentTimeMillis();
     runStage(exec, 1, 4, 0, SparkLikeWorkload::cpuWork);
+    // -Dworkload.pauseMs=N: idle between the stages, e.g. while a test starts the server late.
+    System.out.println("STAGE 1 DONE");
+    System.out.flush();
+    Thread.sleep(Long.getLong("workload.pauseMs", 0));
     runStage(exec, 2, 4, 4, SparkLikeWorkload::lockWork);
     long t1 = System.currentTimeMillis();
     exec.shutdown();

@@ -98,13 +98,19 @@ public final class SparkLikeWorkload {
     sink += h;
   }
 
-  /** Lock contention: the tasks take turns on one monitor, holding it 20 ms. */
+  /**
+   * Lock contention: the tasks take turns on one monitor, holding it 20 ms. The holder spins in Java code
+   * between clock reads: a thread inside System.nanoTime (native while interpreted) is not CPU-sampled, and a
+   * loop of bare clock reads gave some tasks no CPU sample at all.
+   */
   static void lockWork() {
     for (int i = 0; i < 15; i++) {
       synchronized (lock) {
         long end = System.nanoTime() + 20_000_000L;
         while (System.nanoTime() < end) {
-          sink++;
+          for (int k = 0; k < 10_000; k++) {
+            sink += k;
+          }
         }
       }
     }

@@ -70,29 +70,37 @@ final class TaskWindows {
     }
   }
 
-  /** Records the end of the current thread's task. */
+  /**
+   * Records the end of the current thread's task. The task joins the ended ones before it leaves the running
+   * ones, and drain reads them in the other order, so that a drain racing with an end still sees the task.
+   */
   void end(String status) {
-    Task task = running.remove(Thread.currentThread().getId());
+    long tid = Thread.currentThread().getId();
+    Task task = running.get(tid);
     if (task == null) {
       return;
     }
     task.endMs = System.currentTimeMillis();
     task.status = status;
     ended.add(task);
+    running.remove(tid);
     if (endedSize.incrementAndGet() > MAX && ended.poll() != null) {
       endedSize.decrementAndGet();
       dropped.incrementAndGet();
     }
   }
 
-  /** Takes the ended tasks and a snapshot of the running ones, as JSON lines. */
+  /**
+   * Takes a snapshot of the running tasks and the ended ones, as JSON lines. A task ending meanwhile may be in
+   * both; the server attributes by either.
+   */
   String drain() {
     List<String> lines = new ArrayList<>();
-    for (Task t; (t = ended.poll()) != null; ) {
-      endedSize.decrementAndGet();
+    for (Task t : running.values()) {
       lines.add(t.json());
     }
-    for (Task t : running.values()) {
+    for (Task t; (t = ended.poll()) != null; ) {
+      endedSize.decrementAndGet();
       lines.add(t.json());
     }
     return lines.isEmpty() ? null : String.join("\n", lines) + "\n";

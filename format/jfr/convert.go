@@ -91,7 +91,13 @@ func (d *decoder) event(k eventKind, e *record) {
 			}
 			d.gcNames[v[roleName]] = name
 		}
-		d.point("jvm.gc.pause", "nanoseconds", "gc", name, d.hdr.time(v[roleStartTime]), float64(d.ticksToNanos(v[roleDuration])))
+		// A concurrent collection (G1's marking cycle, ZGC) lasts far longer
+		// than it pauses the application: its sum of pauses is the pause.
+		pause := v[roleSumOfPauses]
+		if pause == 0 {
+			pause = v[roleDuration]
+		}
+		d.point("jvm.gc.pause", "nanoseconds", "gc", name, d.hdr.time(v[roleStartTime]), float64(d.ticksToNanos(pause)))
 	case evCPULoad:
 		t := d.hdr.time(v[roleStartTime])
 		d.point("jvm.cpu.user", "ratio", "", "", t, e.float(roleJVMUser))

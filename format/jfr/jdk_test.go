@@ -1,10 +1,14 @@
 package jfr
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/sparkthread"
@@ -29,7 +33,7 @@ func TestJDKRecording(t *testing.T) {
 	}
 	rec := filepath.Join(dir, "rec.jfr")
 	cmd := exec.Command(java, "-cp", dir,
-		"-XX:StartFlightRecording=settings=profile,filename="+rec,
+		"-XX:StartFlightRecording=settings=profile,filename="+rec, "-XX:+ExplicitGCInvokesConcurrent",
 		"-Xlog:jfr=warning", "SparkLike", "3000")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("java: %v\n%s", err, out)
@@ -81,12 +85,74 @@ func TestJDKRecording(t *testing.T) {
 			t.Errorf("no points in series %s (have %v)", name, series)
 		}
 	}
+	checkGCPauses(t, rec, p)
 	if len(p.Warnings) > 0 {
 		t.Errorf("warnings: %q", p.Warnings)
 	}
 	for _, id := range []string{"17", "18", "19", "20"} {
 		if !tasks[id] {
 			t.Errorf("no samples of task %s (have %v)", id, tasks)
+		}
+	}
+}
+
+// checkGCPauses compares p's jvm.gc.pause points with the sums of pauses
+// the JDK's own jfr tool prints for the recording's collections, one of
+// which (the concurrent cycle SparkLike asks for) lasts longer than its
+// pauses.
+func checkGCPauses(t *testing.T, rec string, p *profile.Profile) {
+	t.Helper()
+	jfrTool, err := exec.LookPath("jfr")
+	if err != nil {
+		t.Log("no jfr tool on PATH: GC pauses not compared")
+		return
+	}
+	out, err := exec.Command(jfrTool, "print", "--json", "--events", "jdk.GarbageCollection", rec).Output()
+	if err != nil {
+		t.Fatalf("jfr print: %v", err)
+	}
+	var doc struct {
+		Recording struct {
+			Events []struct {
+				Values struct{ Duration, SumOfPauses string }
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("jfr print --json: %v", err)
+	}
+	nanos := func(iso string) int64 { // "PT0.001693109S"
+		d, err := time.ParseDuration(strings.ToLower(strings.TrimPrefix(iso, "PT")))
+		if err != nil {
+			t.Fatalf("jfr print duration %q: %v", iso, err)
+		}
+		return d.Nanoseconds()
+	}
+	var want, got []int64
+	concurrent := false
+	for _, e := range doc.Recording.Events {
+		want = append(want, nanos(e.Values.SumOfPauses))
+		concurrent = concurrent || nanos(e.Values.Duration) > 2*nanos(e.Values.SumOfPauses)
+	}
+	for _, s := range p.Series {
+		if s.Name == "jvm.gc.pause" {
+			for _, pt := range s.Points {
+				got = append(got, int64(pt.Value))
+			}
+		}
+	}
+	if !concurrent {
+		t.Errorf("no collection lasted longer than its pauses: the test needs a concurrent cycle")
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if len(got) != len(want) {
+		t.Fatalf("%d GC pause points, jfr prints %d collections", len(got), len(want))
+	}
+	for i := range want {
+		if d := got[i] - want[i]; d < -1000 || d > 1000 {
+			t.Errorf("GC pauses (ns) %v, jfr prints sums of pauses %v", got, want)
+			break
 		}
 	}
 }

@@ -36,6 +36,7 @@ const (
 	roleNone role = iota
 	roleStartTime
 	roleDuration
+	roleSumOfPauses
 	roleThread // eventThread, sampledThread
 	roleStackTrace
 	roleState
@@ -65,7 +66,7 @@ const (
 )
 
 var roleOf = map[string]role{
-	"startTime": roleStartTime, "duration": roleDuration,
+	"startTime": roleStartTime, "duration": roleDuration, "sumOfPauses": roleSumOfPauses,
 	"eventThread": roleThread, "sampledThread": roleThread,
 	"stackTrace": roleStackTrace, "state": roleState, "contextId": roleContextID,
 	"objectClass": roleObjectClass, "tlabSize": roleTLABSize,

@@ -19,6 +19,9 @@ public class SparkLike {
         for (Thread t : ts) {
             t.join();
         }
+        // With -XX:+ExplicitGCInvokesConcurrent, a concurrent cycle: a
+        // collection that lasts longer than it pauses.
+        System.gc();
     }
 
     static void work(long until, int id) {

@@ -29,15 +29,24 @@ final class GcPauses implements NotificationListener {
   private final long jvmStartMs = ManagementFactory.getRuntimeMXBean().getStartTime();
   final AtomicLong dropped = new AtomicLong();
 
-  /** Listens to every collector of this JVM. */
+  /** Listens to every collector of this JVM that reports pauses. */
   void install() {
     for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
-      if (gc instanceof NotificationEmitter) {
+      if (gc instanceof NotificationEmitter && reportsPauses(gc.getName())) {
         NotificationEmitter e = (NotificationEmitter) gc;
         e.addNotificationListener(this, null, null);
         emitters.add(e);
       }
     }
+  }
+
+  /**
+   * Whether the collector bean of that name reports pauses: ZGC's and Shenandoah's "... Cycles" beans report
+   * their concurrent cycles, which last far longer than they stop the application; their "... Pauses" beans
+   * report the pauses.
+   */
+  static boolean reportsPauses(String beanName) {
+    return !beanName.endsWith(" Cycles");
   }
 
   /** Stops listening. */

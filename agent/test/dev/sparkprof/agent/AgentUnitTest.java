@@ -49,6 +49,11 @@ public final class AgentUnitTest {
 
     check("json", Json.quote("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
 
+    check("G1 young pauses", GcPauses.reportsPauses("G1 Young Generation"), true);
+    check("ZGC pauses", GcPauses.reportsPauses("ZGC Pauses"), true);
+    check("ZGC cycles are not pauses", GcPauses.reportsPauses("ZGC Cycles"), false);
+    check("Shenandoah cycles are not pauses", GcPauses.reportsPauses("Shenandoah Cycles"), false);
+
     // GC notifications of this JVM: a collection, then its line in the next drain.
     GcPauses gc = new GcPauses();
     gc.install();

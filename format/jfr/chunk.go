@@ -202,6 +202,9 @@ func (d *decoder) checkpoint(off int64) (delta int64, err error) {
 	if r.err != nil || size == 0 || size > uint64(len(d.chunk))-uint64(off) {
 		return 0, fmt.Errorf("size %d out of range", size)
 	}
+	if head := uint64(r.pos) - uint64(off); size < head {
+		return 0, fmt.Errorf("size %d shorter than its own %d bytes", size, head)
+	}
 	r.at(d.chunk[:off+int64(size)], r.pos)
 	if typ := r.varint(); typ != 1 {
 		return 0, fmt.Errorf("event type %d, want 1 (constant pool)", typ)
@@ -265,7 +268,7 @@ func (d *decoder) events() error {
 	for pos := chunkHeaderSize; pos < len(chunk); {
 		r.at(chunk, pos)
 		size := r.varint()
-		if r.err != nil || size == 0 || size > uint64(len(chunk)-pos) {
+		if r.err != nil || size == 0 || size > uint64(len(chunk)-pos) || int(size) < r.pos-pos {
 			return fmt.Errorf("event at chunk offset %d: size %d out of range", pos, size)
 		}
 		end := pos + int(size)

@@ -27,7 +27,10 @@ type reader struct {
 // number of times quadratic in the data.
 func (r *reader) at(b []byte, pos int) {
 	r.b, r.pos, r.err = b, pos, nil
-	r.steps = 4*(len(b)-pos) + 64
+	if pos > len(b) {
+		r.fail(errShort) // every read relies on pos <= len(b)
+	}
+	r.steps = 4*(len(b)-r.pos) + 64
 }
 
 var errSteps = errors.New("values nest more than the data can hold")

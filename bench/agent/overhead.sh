@@ -77,5 +77,16 @@ echo "best elapsed: without $bb ms, with $ab ms, ratio $(echo "scale=4; $ab / $b
 echo "median CPU time: without $bc_ ms, with $ac ms, ratio $(echo "scale=4; $ac / $bc_" | bc)"
 echo "median heap after GC: without $((bh >> 10)) KiB, with $((ah >> 10)) KiB (agent: $(((ah - bh) >> 10)) KiB)"
 echo "median peak RSS: without $br KiB, with $ar KiB (agent: $((ar - br)) KiB)"
+# Each pair's ratio: the runs of a pair are minutes apart at most, so the machine's drift between pairs cancels.
+pairs() { # field: with/without per pair, and their median
+	local field=$1 i r rs=()
+	for i in "${!base[@]}"; do
+		r=$(echo "${base[$i]} ${agentr[$i]}" | grep -o "$field=[0-9]*" | cut -d= -f2 | paste -sd' ' | awk '{printf "%.3f", $2 / $1}')
+		rs+=("$r")
+	done
+	echo "${rs[*]} (median $(printf '%s\n' "${rs[@]}" | sort -n | awk '{a[NR]=$1} END {print (a[int((NR+1)/2)] + a[int(NR/2)+1]) / 2}'))"
+}
+echo "elapsed ratio per pair: $(pairs elapsed_ms)"
+echo "CPU ratio per pair: $(pairs cpu_ms)"
 echo "median idle share of the machine: without $(summary idle_permille "${base[@]}") ‰, with $(summary idle_permille "${agentr[@]}") ‰"
 echo "uploads received: $(curl -s "$url/metrics" | grep '^sparkprof_uploads_total' | cut -d' ' -f2)"

@@ -42,11 +42,18 @@ run() {
 	after=$(jiffies)
 	echo "$before $after" | awk '{printf "idle_permille=%d\n", 1000 * ($3 - $1) / ($4 - $2)}'
 }
-echo "workload: $threads threads x $iters iterations, $runs runs each, alternating"
+echo "workload: $threads threads x $iters iterations, $runs runs each, alternating (odd pairs without the agent first, even pairs with it first)"
 base=() agentr=()
+# Pairs alternate which run goes first (without, with; with, without; ...): on a machine that speeds up or slows
+# down over the minutes, always running the agent second would bias every pair the same way.
 for i in $(seq "$runs"); do
-	b=$(run base)
-	a=$(run agent "$agent")
+	if ((i % 2)); then
+		b=$(run base)
+		a=$(run agent "$agent")
+	else
+		a=$(run agent "$agent")
+		b=$(run base)
+	fi
 	echo "run $i  without: $b"
 	echo "run $i  with:    $a"
 	base+=("$b")

@@ -1,10 +1,7 @@
 package server
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"fmt"
+	"errors"
 	"slices"
 
 	"github.com/sparkprof/sparkprof/profile"
@@ -22,26 +19,12 @@ type gcRecord struct {
 }
 
 func parseGCs(data []byte) ([]gcRecord, error) {
-	var out []gcRecord
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var g gcRecord
-		if err := json.Unmarshal(line, &g); err != nil {
-			return nil, fmt.Errorf("gc line %d: %w", n, err)
-		}
+	return parseJSONLines(data, "gc", func(g *gcRecord) error {
 		if g.Name == "" || g.StartMs <= 0 || g.DurationMs < 0 {
-			return nil, fmt.Errorf("gc line %d: want a name, a positive startMs and a durationMs of 0 or more", n)
+			return errors.New("want a name, a positive startMs and a durationMs of 0 or more")
 		}
-		out = append(out, g)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("gc part: %w", err)
-	}
-	return out, nil
+		return nil
+	})
 }
 
 // addGCs adds the collections to p's "jvm.gc.pause" series, one per

@@ -24,21 +24,38 @@ type taskWindow struct {
 }
 
 func parseTaskWindows(data []byte) ([]taskWindow, error) {
-	var out []taskWindow
+	return parseJSONLines[taskWindow](data, "tasks", nil)
+}
+
+// parseJSONLines reads one of the agent's parts: a JSON value per line,
+// blank lines skipped, each checked by check if given. Errors name the
+// part and line.
+func parseJSONLines[T any](data []byte, part string, check func(*T) error) ([]T, error) {
+	if len(data) == 0 {
+		return nil, nil // most uploads: no scanner or buffer
+	}
+	var out []T
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
-		var w taskWindow
-		if err := json.Unmarshal(line, &w); err != nil {
-			return nil, fmt.Errorf("tasks line %d: %w", n, err)
+		var v T
+		err := json.Unmarshal(line, &v)
+		if err == nil && check != nil {
+			err = check(&v)
 		}
-		out = append(out, w)
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", part, n, err)
+		}
+		out = append(out, v)
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s part: %w", part, err)
+	}
+	return out, nil
 }
 
 // attributeTasks labels samples that have a time and no task label with the

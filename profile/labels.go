@@ -86,6 +86,18 @@ func (ls Labels) Get(name string) (string, bool) {
 	return "", false
 }
 
+// Match reports whether ls satisfies every matcher; a label ls lacks
+// matches as "".
+func (ls Labels) Match(ms []Matcher) bool {
+	for _, m := range ms {
+		v, _ := ls.Get(m.Name)
+		if !m.Matches(v) {
+			return false
+		}
+	}
+	return true
+}
+
 // Merge returns ls with the labels of other added; other wins on conflicts.
 // Both must be normalised; the result is a new normalised set.
 func (ls Labels) Merge(other Labels) Labels {

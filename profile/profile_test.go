@@ -213,3 +213,29 @@ func TestDiff(t *testing.T) {
 		t.Errorf("normalised change of c = %v, want -10", float64(c.Total)-float64(c.BaseTotal)*d.BaseScale())
 	}
 }
+
+func TestLabelsMatch(t *testing.T) {
+	ls := Labels{{LabelExecutorID, "3"}, {"gc", "G1 Young Generation"}}
+	m := func(s string) Matcher {
+		mt, err := ParseMatcher(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mt
+	}
+	for _, c := range []struct {
+		ms   []Matcher
+		want bool
+	}{
+		{nil, true},
+		{[]Matcher{m(`spark_executor_id="3"`)}, true},
+		{[]Matcher{m(`spark_executor_id="3"`), m(`gc=~"G1.*"`)}, true},
+		{[]Matcher{m(`spark_executor_id="4"`)}, false},
+		{[]Matcher{m(`spark_stage_id="1"`)}, false}, // a label ls lacks is ""
+		{[]Matcher{m(`spark_stage_id!="1"`)}, true},
+	} {
+		if got := ls.Match(c.ms); got != c.want {
+			t.Errorf("Match(%v) = %v, want %v", c.ms, got, c.want)
+		}
+	}
+}

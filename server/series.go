@@ -29,7 +29,7 @@ func (s *Server) handleMetricSeries(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "query: %v", err)
 		return
 	}
-	ss, err := s.jvmSeries(tenant(r), req.query, r.URL.Query().Get("name"))
+	ss, err := s.selectSeries(tenant(r), req.query, r.URL.Query().Get("name"))
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -49,12 +49,12 @@ func (s *Server) handleMetricSeries(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"series": out})
 }
 
-// jvmSeries returns the metric series of the uploads q selects whose
+// selectSeries returns the metric series of the uploads q selects whose
 // labels match all of q's matchers (a label a series lacks matches as
 // ""), and of name if given: points outside q's time range are left out,
 // and the series of one metric and label set in several uploads are joined
 // in time order.
-func (s *Server) jvmSeries(tenant string, q store.Query, name string) ([]profile.Series, error) {
+func (s *Server) selectSeries(tenant string, q store.Query, name string) ([]profile.Series, error) {
 	var out []profile.Series
 	index := map[string]int{}
 	err := s.cfg.Store.Select(tenant, q, func(u *store.Upload) error {
@@ -63,7 +63,7 @@ func (s *Server) jvmSeries(tenant string, q store.Query, name string) ([]profile
 			return err
 		}
 		for _, sr := range ss {
-			if (name != "" && sr.Name != name) || !matchesAll(q.Matchers, sr.Labels) {
+			if (name != "" && sr.Name != name) || !sr.Labels.Match(q.Matchers) {
 				continue
 			}
 			key := sr.Name + "\x00" + sr.Unit + "\x00" + sr.Labels.String()
@@ -94,17 +94,6 @@ func (s *Server) jvmSeries(tenant string, q store.Query, name string) ([]profile
 	return out, nil
 }
 
-// matchesAll reports whether labels ls satisfy every matcher.
-func matchesAll(ms []profile.Matcher, ls profile.Labels) bool {
-	for _, m := range ms {
-		v, _ := ls.Get(m.Name)
-		if !m.Matches(v) {
-			return false
-		}
-	}
-	return true
-}
-
 // withLiveMetrics returns rep's metrics and those of the app's live
 // uploads (the agent's GC, heap and CPU load), as report series.
 func (s *Server) withLiveMetrics(tenant string, rep *analysis.Report) []analysis.Series {
@@ -112,7 +101,7 @@ func (s *Server) withLiveMetrics(tenant string, rep *analysis.Report) []analysis
 	if err != nil {
 		return rep.Metrics
 	}
-	ss, err := s.jvmSeries(tenant, store.Query{Matchers: []profile.Matcher{m}}, "")
+	ss, err := s.selectSeries(tenant, store.Query{Matchers: []profile.Matcher{m}}, "")
 	if err != nil {
 		s.log.Warn("reading the app's metric series failed", "app", rep.App.ID, "err", err)
 		return rep.Metrics

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"mime/multipart"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -50,12 +49,9 @@ func TestParseGCs(t *testing.T) {
 // /api/v1/metrics before and after compaction, and on the app's page.
 func TestGCPart(t *testing.T) {
 	ts, db := newTestServer(t, Config{})
-	req, _ := http.NewRequest("POST", ts.URL+"/api/v1/import?path=local-1532512550423", bytes.NewReader(corpus.Read(t, "eventlogs", "sparklens", "local-1532512550423")))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("import: %v %v", resp.Status, err)
+	if code := importFile(t, ts, url.Values{"path": {"local-1532512550423"}}, corpus.Read(t, "eventlogs", "sparklens", "local-1532512550423")); code != 200 {
+		t.Fatalf("import: %d", code)
 	}
-	resp.Body.Close()
 	upload := func(gc string) int {
 		var b bytes.Buffer
 		mw := multipart.NewWriter(&b)
@@ -77,7 +73,7 @@ func TestGCPart(t *testing.T) {
 		t.Errorf("gc part without times: %d, want 400", code)
 	}
 	got := map[string][]profile.Point{}
-	err = db.Select("", store.Query{}, func(u *store.Upload) error {
+	err := db.Select("", store.Query{}, func(u *store.Upload) error {
 		for _, s := range u.Profile.Series {
 			if s.Name == "jvm.gc.pause" && s.Unit == "nanoseconds" {
 				name, _ := s.Labels.Get("gc")

@@ -350,12 +350,9 @@ func TestDiff(t *testing.T) {
 // labelled per task.
 func TestAppsAndSlowVsRest(t *testing.T) {
 	ts, _ := newTestServer(t, Config{})
-	req, _ := http.NewRequest("POST", ts.URL+"/api/v1/import?path=local-1532512550423", bytes.NewReader(corpus.Read(t, "eventlogs", "sparklens", "local-1532512550423")))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("import: %v %v", resp.Status, err)
+	if code := importFile(t, ts, url.Values{"path": {"local-1532512550423"}}, corpus.Read(t, "eventlogs", "sparklens", "local-1532512550423")); code != 200 {
+		t.Fatalf("import: %d", code)
 	}
-	resp.Body.Close()
 	var apps []AppSummary
 	getJSON(t, ts, "/api/v1/apps", &apps)
 	if len(apps) != 1 || apps[0].ID != "local-1532512550423" || apps[0].TaskCount != 8 || apps[0].Status != "finished" {
@@ -402,7 +399,7 @@ func TestAppsAndSlowVsRest(t *testing.T) {
 	if d.RightTicks != 30 || d.LeftTicks != 30 || !contains(d.Flamebearer.Names, "slow") {
 		t.Errorf("slow-vs-rest: left %d right %d names %v; want the slow task (30) against 3 typical tasks (30)", d.LeftTicks, d.RightTicks, d.Flamebearer.Names)
 	}
-	resp, _ = http.Get(ts.URL + "/apps/local-1532512550423/report")
+	resp, _ := http.Get(ts.URL + "/apps/local-1532512550423/report")
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !bytes.Contains(page, []byte(`id="timeline"`)) {

@@ -26,12 +26,19 @@ func runWorkload(t *testing.T, server, fraction, outDir string, extra ...string)
 	return runWorkloadJVM(t, nil, server, fraction, outDir, extra...)
 }
 
+// workloadCommand is the java command that runs the test workload with
+// JVM flags jvm, its arguments (server, fraction, output dir) and extra
+// Spark settings.
+func workloadCommand(jvm []string, server, fraction, outDir string, extra ...string) *exec.Cmd {
+	cp := strings.Join([]string{"../../agent/build/test", "../../agent/build/sparkprof-agent.jar", "../../agent/build/api"}, string(os.PathListSeparator))
+	args := append(append(append([]string{"-Xmx256m"}, jvm...), "-cp", cp, "dev.sparkprof.agent.SparkLikeWorkload", server, fraction, outDir), extra...)
+	return exec.Command("java", args...)
+}
+
 // runWorkloadJVM is runWorkload with extra JVM flags.
 func runWorkloadJVM(t *testing.T, jvm []string, server, fraction, outDir string, extra ...string) (string, string) {
 	t.Helper()
-	cp := strings.Join([]string{"../../agent/build/test", "../../agent/build/sparkprof-agent.jar", "../../agent/build/api"}, string(os.PathListSeparator))
-	args := append(append(append([]string{"-Xmx256m"}, jvm...), "-cp", cp, "dev.sparkprof.agent.SparkLikeWorkload", server, fraction, outDir), extra...)
-	cmd := exec.Command("java", args...)
+	cmd := workloadCommand(jvm, server, fraction, outDir, extra...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -164,9 +171,8 @@ func TestAgentWithServer(t *testing.T) {
 				late.Wait()
 			}
 		}()
-		cp := strings.Join([]string{"../../agent/build/test", "../../agent/build/sparkprof-agent.jar", "../../agent/build/api"}, string(os.PathListSeparator))
-		work := exec.Command("java", "-Xmx256m", "-Dworkload.poolThreadNames=true", "-Dworkload.pauseMs=2500", "-cp", cp,
-			"dev.sparkprof.agent.SparkLikeWorkload", "http://"+addr, "1.0", "-", "spark.sparkprof.uploadInterval=300ms")
+		work := workloadCommand([]string{"-Dworkload.poolThreadNames=true", "-Dworkload.pauseMs=2500"}, "http://"+addr, "1.0", "-",
+			"spark.sparkprof.uploadInterval=300ms")
 		var stderr strings.Builder
 		work.Stderr = &stderr
 		stdout, err := work.StdoutPipe()
@@ -284,9 +290,7 @@ func TestAgentWithServer(t *testing.T) {
 		// running agent and adds its labels. With a 10-minute interval only
 		// the JVM shutdown hook can ship the data (the recorder's own hook
 		// may run first).
-		cp := strings.Join([]string{"../../agent/build/test", "../../agent/build/sparkprof-agent.jar", "../../agent/build/api"}, string(os.PathListSeparator))
-		cmd := exec.Command("java", "-javaagent:../../agent/build/sparkprof-agent.jar=server="+base+",tenant=ja,uploadInterval=10m",
-			"-cp", cp, "dev.sparkprof.agent.SparkLikeWorkload", "-", "1.0", "-")
+		cmd := workloadCommand([]string{"-javaagent:../../agent/build/sparkprof-agent.jar=server=" + base + ",tenant=ja,uploadInterval=10m"}, "-", "1.0", "-")
 		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "DONE") {
 			t.Fatalf("javaagent run: %v\n%s", err, out)
 		}

@@ -242,8 +242,8 @@ type Profile struct {
 	Warnings []string
 
 	frameIndex map[Frame]FrameID
-	stacks     []stackNode        // stacks[0] is the empty stack
-	stackIndex map[uint64]StackID // by stackNode.key: integer keys hash fastest
+	stacks     []stackNode // stacks[0] is the empty stack
+	stackIndex stackIndex  // nil slots after DropIndexes
 	threadIdx  map[Thread]ThreadID
 	labelSets  []Labels // labelSets[0] is empty
 	labelIndex map[string]LabelSetID
@@ -263,7 +263,7 @@ func New() *Profile {
 		Threads:    []Thread{{}},
 		frameIndex: map[Frame]FrameID{},
 		stacks:     []stackNode{{}},
-		stackIndex: map[uint64]StackID{},
+		stackIndex: newStackIndex(0),
 		threadIdx:  map[Thread]ThreadID{{}: NoThread},
 		labelSets:  []Labels{nil},
 		labelIndex: map[string]LabelSetID{"": NoLabels},
@@ -283,12 +283,9 @@ func (p *Profile) Grow(frames, stacks int) {
 			p.frameIndex = make(map[Frame]FrameID, frames)
 		}
 	}
-	if len(p.stackIndex) == 0 && len(p.stacks) <= 1 {
-		if m, ok := stackIndexes.Get().(map[uint64]StackID); ok {
-			p.stackIndex = m
-		} else {
-			p.stackIndex = make(map[uint64]StackID, stacks)
-		}
+	if p.stackIndex.count == 0 && len(p.stacks) <= 1 && len(p.stackIndex.slots) < 2*stacks {
+		p.stackIndex.drop()
+		p.stackIndex = newStackIndex(stacks)
 	}
 	p.Frames = slices.Grow(p.Frames, frames)
 	p.stacks = slices.Grow(p.stacks, stacks)
@@ -299,7 +296,6 @@ func (p *Profile) Grow(frames, stacks int) {
 // thousands of entries costs more in fresh pages than in interning.
 var (
 	frameIndexes sync.Pool // of map[Frame]FrameID
-	stackIndexes sync.Pool // of map[uint64]StackID
 )
 
 // maxPooledIndex bounds the entries of an index kept for reuse: clearing
@@ -316,11 +312,8 @@ func (p *Profile) DropIndexes() {
 		clear(m)
 		frameIndexes.Put(m)
 	}
-	if m := p.stackIndex; m != nil && len(m) <= maxPooledIndex {
-		clear(m)
-		stackIndexes.Put(m)
-	}
-	p.frameIndex, p.stackIndex = nil, nil
+	p.stackIndex.drop()
+	p.frameIndex = nil
 }
 
 // indexFrames builds the frame index after DropIndexes.
@@ -335,11 +328,9 @@ func (p *Profile) indexFrames() {
 
 // indexStacks builds the stack index after DropIndexes.
 func (p *Profile) indexStacks() {
-	p.stackIndex = make(map[uint64]StackID, len(p.stacks))
+	p.stackIndex = newStackIndex(len(p.stacks))
 	for i, n := range p.stacks[1:] { // stacks[0], the empty stack, is not interned
-		if _, ok := p.stackIndex[n.key()]; !ok {
-			p.stackIndex[n.key()] = StackID(i + 1)
-		}
+		p.stackIndex.intern(p.stacks, n, StackID(i+1))
 	}
 }
 
@@ -388,16 +379,14 @@ func (p *Profile) AddStack(rootFirst []FrameID) StackID {
 
 // Push returns the id of the stack that is parent with frame f called on top.
 func (p *Profile) Push(parent StackID, f FrameID) StackID {
-	if p.stackIndex == nil {
+	if p.stackIndex.slots == nil {
 		p.indexStacks()
 	}
 	n := stackNode{parent, f}
-	if id, ok := p.stackIndex[n.key()]; ok {
-		return id
+	id, found := p.stackIndex.intern(p.stacks, n, StackID(len(p.stacks)))
+	if !found {
+		p.stacks = append(p.stacks, n)
 	}
-	id := StackID(len(p.stacks))
-	p.stacks = append(p.stacks, n)
-	p.stackIndex[n.key()] = id
 	return id
 }
 

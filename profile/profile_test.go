@@ -74,6 +74,48 @@ func TestStackInterning(t *testing.T) {
 	}
 }
 
+// Many pushes, past several growths of the stack index and across a drop
+// and rebuild, give each (parent, frame) pair one id, as a map of the pairs
+// does.
+func TestStackIndexAgainstMap(t *testing.T) {
+	p := New()
+	want := map[stackNode]StackID{}
+	rng := uint64(1)
+	next := func(n uint64) uint64 { // xorshift: repeatable, no seed to pass around
+		rng ^= rng << 13
+		rng ^= rng >> 7
+		rng ^= rng << 17
+		return rng % n
+	}
+	for i := range 200_000 {
+		if i == 120_000 {
+			p.DropIndexes()
+		}
+		parent := StackID(next(uint64(p.NumStacks())))
+		f := FrameID(next(300))
+		got := p.Push(parent, f)
+		n := stackNode{parent, f}
+		if id, ok := want[n]; ok {
+			if got != id {
+				t.Fatalf("push %d: (%d, %d) = %d, was %d", i, parent, f, got, id)
+			}
+			continue
+		}
+		if int(got) != p.NumStacks()-1 {
+			t.Fatalf("push %d: new (%d, %d) = %d, want the next id %d", i, parent, f, got, p.NumStacks()-1)
+		}
+		want[n] = got
+	}
+	if p.NumStacks() != len(want)+1 {
+		t.Errorf("%d stacks, want %d", p.NumStacks(), len(want)+1)
+	}
+	for n, id := range want {
+		if p.Parent(id) != n.parent || p.Leaf(id) != n.frame {
+			t.Fatalf("stack %d = (%d, %d), want (%d, %d)", id, p.Parent(id), p.Leaf(id), n.parent, n.frame)
+		}
+	}
+}
+
 // A profile that dropped its indexes interns as before when added to,
 // and a profile growing into indexes another dropped starts empty.
 func TestDropIndexes(t *testing.T) {

@@ -198,7 +198,8 @@ func (p *Profile) decodeColumns(d *decoder) error {
 	}
 	// Frames and stacks go straight into the tables: a decoded profile is
 	// read, and AddFrame or Push build the indexes if it is added to.
-	p.frameIndex, p.stackIndex = nil, nil
+	p.frameIndex = nil
+	p.stackIndex.drop()
 	n = d.count(4)
 	p.Frames = make([]Frame, 0, n)
 	for range n {

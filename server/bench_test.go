@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -21,7 +22,9 @@ import (
 // upload for (a) a plain JFR recording (cortex, 685 KB) and (b) the
 // async-profiler JFR with a LabelsSnapshot of task contexts (dump1), sent as
 // the Pyroscope Java agent sends them: in the write-ahead log, and alone in
-// a compacted block.
+// a compacted block. With a JDK on PATH, also (a) as the JDK's own Flight
+// Recorder writes it: the corpus has no JDK recording, so one is made first
+// (10 s, about 12 s of set-up).
 func BenchmarkIngest(b *testing.B) {
 	cortex := corpus.Read(b, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz")
 	dump := corpus.Read(b, "jfr", "dump1.jfr.gz")
@@ -34,6 +37,13 @@ func BenchmarkIngest(b *testing.B) {
 	}{
 		{"plain-jfr", cortex, ""},
 		{"labelled-jfr", multi, ct},
+	}
+	if jdk := jdkRecording(b); jdk != nil {
+		cases = append(cases, struct {
+			name        string
+			body        []byte
+			contentType string
+		}{"jdk-jfr", jdk, ""})
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -85,6 +95,47 @@ func BenchmarkIngest(b *testing.B) {
 			b.ReportMetric(float64(dirSize(alone))/1024, "block-KB/upload-alone")
 		})
 	}
+}
+
+// jdkRecording returns a 10 s recording of the JDK's Flight Recorder at its
+// "profile" settings (10 ms CPU sampling, allocation samples, locks, GC and
+// the JDK's periodic events) of a thread compiling the agent's sources with
+// the JDK's compiler (bench/jfr/Compile.java): deep, varied stacks, as a
+// Spark executor's. It returns nil, and says why, without a JDK.
+// SPARKPROF_JDK_JFR names a recording to use instead, for side-by-side runs
+// of two builds on the same file.
+func jdkRecording(b *testing.B) []byte {
+	if f := os.Getenv("SPARKPROF_JDK_JFR"); f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return data
+	}
+	java, err1 := exec.LookPath("java")
+	javac, err2 := exec.LookPath("javac")
+	if err1 != nil || err2 != nil {
+		b.Log("no JDK on PATH: no jdk-jfr case")
+		return nil
+	}
+	dir := b.TempDir()
+	root := filepath.Join("..")
+	if out, err := exec.Command(javac, "-d", dir, filepath.Join(root, "bench", "jfr", "Compile.java")).CombinedOutput(); err != nil {
+		b.Fatalf("javac: %v\n%s", err, out)
+	}
+	rec := filepath.Join(dir, "rec.jfr")
+	cmd := exec.Command(java, "-XX:StartFlightRecording=settings=profile,filename="+rec, "-Xlog:jfr=warning",
+		"-cp", dir, "Compile", "10", "1", filepath.Join(dir, "out"),
+		filepath.Join(root, "agent", "src"), filepath.Join(root, "agent", "spark-api"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("java: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("jdk-jfr: a JDK recording of %d bytes", len(data))
+	return data
 }
 
 // cpuTime is the process's user+system CPU time.

@@ -243,7 +243,7 @@ type Profile struct {
 
 	frameIndex map[Frame]FrameID
 	stacks     []stackNode // stacks[0] is the empty stack
-	stackIndex stackIndex  // nil slots after DropIndexes
+	stackIndex stackIndex  // built by the first Push: nil slots in a new profile and after DropIndexes
 	threadIdx  map[Thread]ThreadID
 	labelSets  []Labels // labelSets[0] is empty
 	labelIndex map[string]LabelSetID
@@ -263,7 +263,6 @@ func New() *Profile {
 		Threads:    []Thread{{}},
 		frameIndex: map[Frame]FrameID{},
 		stacks:     []stackNode{{}},
-		stackIndex: newStackIndex(0),
 		threadIdx:  map[Thread]ThreadID{{}: NoThread},
 		labelSets:  []Labels{nil},
 		labelIndex: map[string]LabelSetID{"": NoLabels},

@@ -197,9 +197,9 @@ func (p *Profile) decodeColumns(d *decoder) error {
 		p.AddType(SampleType{Name: d.str(), Unit: d.str()})
 	}
 	// Frames and stacks go straight into the tables: a decoded profile is
-	// read, and AddFrame or Push build the indexes if it is added to.
+	// read, and AddFrame or Push build the indexes if it is added to (a new
+	// profile has no stack index until then).
 	p.frameIndex = nil
-	p.stackIndex.drop()
 	n = d.count(4)
 	p.Frames = make([]Frame, 0, n)
 	for range n {

@@ -11,16 +11,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 iters=${1:-32000000000}
 threads=$(nproc)
 tmp=$(mktemp -d)
-cd "$root"
-./agent/build.sh >/dev/null 2>&1
-go build -o "$tmp/sparkprof" ./cmd/sparkprof
-javac -d "$tmp" bench/agent/CpuBench.java
-"$tmp/sparkprof" serve --addr 127.0.0.1:0 --data "$tmp/data" 2>"$tmp/serve.log" &
-server=$!
-trap 'kill $server 2>/dev/null; rm -rf "$tmp"' EXIT
-for _ in $(seq 50); do grep -q "listening on" "$tmp/serve.log" && break; sleep 0.1; done
-url=$(grep -o 'http://[0-9.:]*' "$tmp/serve.log" | head -1)
-agent="-javaagent:$root/agent/build/sparkprof-agent.jar=server=$url${AGENT_OPTIONS:+,$AGENT_OPTIONS}"
+# shellcheck source=common.sh
+. "$root/bench/agent/common.sh"
 
 java -Xmx512m "$agent" -cp "$tmp" CpuBench "$threads" "$iters" >"$tmp/out" 2>&1 &
 pid=$!

@@ -334,14 +334,22 @@ func TestDiff(t *testing.T) {
 		Flamebearer           Flamebearer
 		LeftTicks, RightTicks int64
 	}
-	getJSON(t, ts, "/api/v1/diff?"+url.Values{"base": {"yesterday{}"}, "next": {"today{}"}, "type": {"samples"}}.Encode(), &d)
-	if d.LeftTicks != 4 || d.RightTicks != 8 {
-		t.Fatalf("ticks %d/%d", d.LeftTicks, d.RightTicks)
-	}
-	// Level 2: fast then slow; the baseline is scaled x2 to the new total.
-	got := fmt.Sprint(d.Flamebearer.Names, d.Flamebearer.Levels[2])
-	if got != "[total main fast slow] [0 4 4 0 2 2 2 0 4 4 0 6 6 3]" {
-		t.Errorf("diff level 2: %s", got)
+	for _, path := range []string{
+		"/api/v1/diff?" + url.Values{"base": {"yesterday{}"}, "next": {"today{}"}, "type": {"samples"}}.Encode(),
+		// Pyroscope's path and parameters, as Grafana's diff view sends them.
+		"/pyroscope/render-diff?" + url.Values{"leftQuery": {"yesterday{}"}, "rightQuery": {"today{}"},
+			"leftFrom": {"now-1h"}, "leftUntil": {"now"}, "rightFrom": {"now-1h"}, "rightUntil": {"now"}}.Encode(),
+	} {
+		d.Flamebearer, d.LeftTicks, d.RightTicks = Flamebearer{}, 0, 0
+		getJSON(t, ts, path, &d)
+		if d.LeftTicks != 4 || d.RightTicks != 8 || len(d.Flamebearer.Levels) < 3 {
+			t.Fatalf("%s: ticks %d/%d, %d levels", path, d.LeftTicks, d.RightTicks, len(d.Flamebearer.Levels))
+		}
+		// Level 2: fast then slow; the baseline is scaled x2 to the new total.
+		got := fmt.Sprint(d.Flamebearer.Names, d.Flamebearer.Levels[2])
+		if got != "[total main fast slow] [0 4 4 0 2 2 2 0 4 4 0 6 6 3]" {
+			t.Errorf("%s: diff level 2: %s", path, got)
+		}
 	}
 }
 

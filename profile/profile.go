@@ -347,6 +347,18 @@ func (p *Profile) AddType(t SampleType) TypeID {
 	return id
 }
 
+// SetType changes what sample type id is, for a format whose samples carry
+// no type of their own and whose sender said what they measure. t must not
+// be another of p's types.
+func (p *Profile) SetType(id TypeID, t SampleType) {
+	if other, ok := p.typeIndex[t]; ok && other != id {
+		panic(fmt.Sprintf("profile: SetType(%d, %v): the profile has it as type %d", id, t, other))
+	}
+	delete(p.typeIndex, p.Types[id])
+	p.Types[id] = t
+	p.typeIndex[t] = id
+}
+
 // TypeIndex returns the id of sample type t and whether the profile has it.
 func (p *Profile) TypeIndex(t SampleType) (TypeID, bool) {
 	id, ok := p.typeIndex[t]

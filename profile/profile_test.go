@@ -116,6 +116,24 @@ func TestStackIndexAgainstMap(t *testing.T) {
 	}
 }
 
+func TestSetType(t *testing.T) {
+	p := build(t, nil, "a;b 3")
+	p.SetType(0, TypeWall)
+	if _, ok := p.TypeIndex(TypeCPU); ok {
+		t.Errorf("the old type is still indexed")
+	}
+	if id, ok := p.TypeIndex(TypeWall); !ok || id != 0 || p.Types[0] != TypeWall || p.Total(0) != 3 {
+		t.Errorf("TypeIndex(wall) = %d, %v; types %v", id, ok, p.Types)
+	}
+	p.AddType(TypeCPU)
+	defer func() {
+		if recover() == nil {
+			t.Errorf("SetType to another of the profile's types did not panic")
+		}
+	}()
+	p.SetType(0, TypeCPU)
+}
+
 // A profile that dropped its indexes interns as before when added to,
 // and a profile growing into indexes another dropped starts empty.
 func TestDropIndexes(t *testing.T) {

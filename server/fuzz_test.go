@@ -10,7 +10,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if ls, err := parseName(s); err == nil {
+		if ls, _, err := parseName(s); err == nil {
 			if v, ok := ls.Get("service_name"); !ok || v == "" {
 				t.Fatalf("parseName(%q) = %v without service_name", s, ls)
 			}

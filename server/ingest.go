@@ -27,25 +27,91 @@ var labelAliases = map[string]string{
 	"attemptId": profile.LabelAppAttempt,
 }
 
-// typeSuffixes are the profile-type suffixes Pyroscope agents append to the
-// application name ("myapp.cpu").
-var typeSuffixes = []string{".cpu", ".itimer", ".wall", ".alloc_objects", ".alloc_space", ".lock_count", ".lock_duration", ".alloc_in_new_tlab_objects", ".alloc_in_new_tlab_bytes"}
+// pyroscopeTypes are the profile-type suffixes Pyroscope agents append to
+// the application name ("myapp.cpu") and the sample types they name.
+var pyroscopeTypes = []struct {
+	suffix string
+	typ    profile.SampleType
+}{
+	{".cpu", profile.TypeCPU}, {".itimer", profile.TypeCPU}, {".wall", profile.TypeWall},
+	{".alloc_objects", profile.TypeAllocObjects}, {".alloc_in_new_tlab_objects", profile.TypeAllocObjects},
+	{".alloc_space", profile.TypeAllocBytes}, {".alloc_in_new_tlab_bytes", profile.TypeAllocBytes},
+	{".lock_count", profile.TypeLockCount}, {".lock_duration", profile.TypeLockDelay},
+}
 
-// parseName parses Pyroscope's "app.cpu{key=value,...}" into labels.
-func parseName(name string) (profile.Labels, error) {
-	app, rest, hasLabels := strings.Cut(name, "{")
-	app = strings.TrimSpace(app)
-	for _, suf := range typeSuffixes {
-		app = strings.TrimSuffix(app, suf)
+// pyroscopeUnits maps the units a Pyroscope upload declares to the sample
+// type they imply, where the name has no type suffix.
+var pyroscopeUnits = map[string]profile.SampleType{
+	"objects": profile.TypeAllocObjects, "bytes": profile.TypeAllocBytes,
+	"lock_samples": profile.TypeLockCount, "lock_nanoseconds": profile.TypeLockDelay,
+}
+
+// cutTypeSuffix returns app without a Pyroscope profile-type suffix, and the
+// sample type the suffix names (zero without one).
+func cutTypeSuffix(app string) (string, profile.SampleType) {
+	for _, t := range pyroscopeTypes {
+		if name, ok := strings.CutSuffix(app, t.suffix); ok {
+			return name, t.typ
+		}
 	}
+	return app, profile.SampleType{}
+}
+
+// defaultSampleRate is the sampling rate, in Hz, Pyroscope assumes for an
+// upload that does not give one.
+const defaultSampleRate = 100
+
+// typeUntyped gives the samples of a format without types of its own
+// (folded stacks, lines: counts of "samples") the type the upload's name
+// suffix or units say, as Pyroscope reads them: a CPU or wall-clock count
+// becomes time, each sample worth 1/sampleRate seconds. Profiles that carry
+// their own types (JFR, pprof, ...) are left as they are.
+func typeUntyped(p *profile.Profile, nameType profile.SampleType, units string, sampleRate int64) {
+	if len(p.Types) != 1 || p.Types[0] != profile.TypeSamples {
+		return
+	}
+	t := nameType
+	if t == (profile.SampleType{}) {
+		t = pyroscopeUnits[units]
+	}
+	if t == (profile.SampleType{}) {
+		return
+	}
+	p.SetType(0, t)
+	if t != profile.TypeCPU && t != profile.TypeWall {
+		return
+	}
+	for i := range p.Samples {
+		p.Samples[i].Value *= int64(time.Second) / sampleRate
+	}
+}
+
+// parseSampleRate reads an upload's sampleRate: samples per second,
+// defaultSampleRate when absent.
+func parseSampleRate(v string) (int64, error) {
+	if v == "" {
+		return defaultSampleRate, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 || n > int64(time.Second) {
+		return 0, fmt.Errorf("sampleRate %q: want samples per second, a positive integer", v)
+	}
+	return n, nil
+}
+
+// parseName parses Pyroscope's "app.cpu{key=value,...}" into labels, and
+// the sample type its suffix names (zero without one).
+func parseName(name string) (profile.Labels, profile.SampleType, error) {
+	app, rest, hasLabels := strings.Cut(name, "{")
+	app, typ := cutTypeSuffix(strings.TrimSpace(app))
 	if app == "" {
-		return nil, fmt.Errorf("name %q: want app{key=value,...}", name)
+		return nil, typ, fmt.Errorf("name %q: want app{key=value,...}", name)
 	}
 	ls := profile.Labels{{Name: profile.LabelServiceName, Value: app}}
 	if hasLabels {
 		body, ok := strings.CutSuffix(strings.TrimSpace(rest), "}")
 		if !ok {
-			return nil, fmt.Errorf("name %q: labels do not end with }", name)
+			return nil, typ, fmt.Errorf("name %q: labels do not end with }", name)
 		}
 		for _, kv := range strings.Split(body, ",") {
 			if strings.TrimSpace(kv) == "" {
@@ -54,7 +120,7 @@ func parseName(name string) (profile.Labels, error) {
 			k, v, ok := strings.Cut(kv, "=")
 			k, v = strings.TrimSpace(k), strings.Trim(strings.TrimSpace(v), `"`)
 			if !ok || k == "" {
-				return nil, fmt.Errorf("name %q: label %q: want key=value", name, kv)
+				return nil, typ, fmt.Errorf("name %q: label %q: want key=value", name, kv)
 			}
 			if std, ok := labelAliases[k]; ok {
 				k = std
@@ -65,7 +131,7 @@ func parseName(name string) (profile.Labels, error) {
 			ls = append(ls, profile.Label{Name: k, Value: v})
 		}
 	}
-	return ls.Normalize(), nil
+	return ls.Normalize(), typ, nil
 }
 
 // parseTime reads from/until in seconds, ms, µs or ns, told apart by size.
@@ -110,7 +176,12 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusTooManyRequests, "tenant %q is over its upload rate (%.0f/s); retry later", ten, s.cfg.RatePerSecond)
 		return
 	}
-	labels, err := parseName(q.Get("name"))
+	labels, nameType, err := parseName(q.Get("name"))
+	if err != nil {
+		fail(http.StatusBadRequest, "%v", err)
+		return
+	}
+	sampleRate, err := parseSampleRate(q.Get("sampleRate"))
 	if err != nil {
 		fail(http.StatusBadRequest, "%v", err)
 		return
@@ -180,6 +251,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusUnprocessableEntity, "%v", err)
 		return
 	}
+	typeUntyped(p, nameType, q.Get("units"), sampleRate)
 	p.Labels = p.Labels.Merge(labels)
 	attributeTasks(p, windows)
 	addGCs(p, gcs)

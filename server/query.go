@@ -28,9 +28,7 @@ func parseSelector(sel string) ([]profile.Matcher, error) {
 	app, rest, ok := strings.Cut(sel, "{")
 	var ms []profile.Matcher
 	if app = strings.TrimSpace(app); app != "" {
-		for _, suf := range typeSuffixes {
-			app = strings.TrimSuffix(app, suf)
-		}
+		app, _ = cutTypeSuffix(app)
 		m, err := profile.NewMatcher(profile.LabelServiceName, profile.MatchEqual, app)
 		if err != nil {
 			return nil, err
@@ -104,6 +102,13 @@ func parseRequest(r *http.Request, selParam string) (request, error) {
 		return request{}, err
 	}
 	req := request{query: store.Query{Matchers: ms, From: from, Until: until}, typ: q.Get("type")}
+	if req.typ == "" {
+		// Pyroscope's queries name the type as the app's suffix: app.alloc_space{...}.
+		app, _, _ := strings.Cut(q.Get(selParam), "{")
+		if _, t := cutTypeSuffix(strings.TrimSpace(app)); t != (profile.SampleType{}) {
+			req.typ = t.Name
+		}
+	}
 	req.filter.Labels = ms
 	req.filter.From, req.filter.Until = from, until
 	if st := q.Get("state"); st != "" {

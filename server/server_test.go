@@ -206,6 +206,53 @@ func TestIngestEndToEnd(t *testing.T) {
 	}
 }
 
+// TestPyroscopeTypes sends folded stacks as Pyroscope's agents do, the
+// profile type in the name's suffix or the units, and reads them back with
+// Pyroscope's queries, which name the type the same way.
+func TestPyroscopeTypes(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	tests := []struct {
+		name       string
+		upload     url.Values
+		query      string
+		wantType   string
+		wantTicks  int64
+		wantOthers string // a second query, that must find nothing of this upload
+	}{
+		{"cpu at the default 100 Hz", url.Values{"name": {"py.cpu{}"}}, "py.cpu{}", "cpu", 3 * 10_000_000, ""},
+		{"cpu at 50 Hz", url.Values{"name": {"py50.cpu{}"}, "sampleRate": {"50"}}, "py50.cpu{}", "cpu", 3 * 20_000_000, ""},
+		{"itimer is cpu", url.Values{"name": {"it.itimer{}"}}, "it.cpu{}", "cpu", 3 * 10_000_000, ""},
+		{"wall", url.Values{"name": {"w.wall{}"}, "sampleRate": {"1000"}}, "w.wall{}", "wall", 3 * 1_000_000, "w.cpu{}"},
+		{"allocated bytes", url.Values{"name": {"go.alloc_space{}"}}, "go.alloc_space{}", "alloc_bytes", 3, "go.cpu{}"},
+		{"lock time", url.Values{"name": {"lk.lock_duration{}"}}, "lk.lock_duration{}", "lock_delay", 3, ""},
+		{"units say objects", url.Values{"name": {"rb{}"}, "units": {"objects"}}, "rb.alloc_objects{}", "alloc_objects", 3, "rb.alloc_space{}"},
+		{"no type: samples", url.Values{"name": {"plain{}"}}, "plain{}", "samples", 3, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.upload.Set("format", "folded")
+			if code := post(t, ts, tt.upload, "", []byte("main;work 3\n")); code != 200 {
+				t.Fatalf("upload: %d", code)
+			}
+			var pr struct {
+				Flamebearer Flamebearer `json:"flamebearer"`
+				Metadata    struct{ Name string }
+			}
+			getJSON(t, ts, "/pyroscope/render?"+url.Values{"query": {tt.query}, "from": {"now-1h"}, "until": {"now"}}.Encode(), &pr)
+			if pr.Metadata.Name != tt.wantType || pr.Flamebearer.NumTicks != tt.wantTicks {
+				t.Errorf("%s: type %q, %d ticks; want %q, %d", tt.query, pr.Metadata.Name, pr.Flamebearer.NumTicks, tt.wantType, tt.wantTicks)
+			}
+			if tt.wantOthers != "" {
+				pr.Flamebearer.NumTicks = 0
+				getJSON(t, ts, "/pyroscope/render?"+url.Values{"query": {tt.wantOthers}, "from": {"now-1h"}, "until": {"now"}}.Encode(), &pr)
+				if pr.Flamebearer.NumTicks != 0 {
+					t.Errorf("%s: %d ticks, want none", tt.wantOthers, pr.Flamebearer.NumTicks)
+				}
+			}
+		})
+	}
+}
+
 // TestBadUploads checks each bad upload's status and that nothing stored
 // is lost.
 func TestBadUploads(t *testing.T) {
@@ -224,6 +271,7 @@ func TestBadUploads(t *testing.T) {
 		{"no name", url.Values{"format": {"folded"}}, []byte("a 1\n"), 400},
 		{"bad from", url.Values{"name": {"app"}, "from": {"yesterday"}}, []byte("a 1\n"), 400},
 		{"bad label", url.Values{"name": {"app{oops}"}}, []byte("a 1\n"), 400},
+		{"bad sampleRate", url.Values{"name": {"app.cpu"}, "sampleRate": {"fast"}}, []byte("a 1\n"), 400},
 		{"not a JFR", url.Values{"name": {"app"}, "format": {"jfr"}}, []byte("FLR\x00garbage"), 422},
 		{"gzip bomb", url.Values{"name": {"app"}}, bomb, 413},
 		{"body too large", url.Values{"name": {"app"}}, bytes.Repeat([]byte("a"), 2<<20), 413},

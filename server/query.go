@@ -19,28 +19,28 @@ import (
 )
 
 // parseSelector parses `{name="v", other=~"re"}`, optionally prefixed with
-// an app name as Pyroscope writes queries (`app.cpu{...}`).
-func parseSelector(sel string) ([]profile.Matcher, error) {
+// an app name as Pyroscope writes queries (`app.cpu{...}`), whose suffix
+// names a sample type: typ (zero without one).
+func parseSelector(sel string) (ms []profile.Matcher, typ profile.SampleType, err error) {
 	sel = strings.TrimSpace(sel)
 	if sel == "" {
-		return nil, nil
+		return nil, typ, nil
 	}
 	app, rest, ok := strings.Cut(sel, "{")
-	var ms []profile.Matcher
 	if app = strings.TrimSpace(app); app != "" {
-		app, _ = cutTypeSuffix(app)
+		app, typ = cutTypeSuffix(app)
 		m, err := profile.NewMatcher(profile.LabelServiceName, profile.MatchEqual, app)
 		if err != nil {
-			return nil, err
+			return nil, typ, err
 		}
 		ms = append(ms, m)
 	}
 	if !ok {
-		return ms, nil
+		return ms, typ, nil
 	}
 	body, ok := strings.CutSuffix(strings.TrimSpace(rest), "}")
 	if !ok {
-		return nil, fmt.Errorf("selector %q: no closing }", sel)
+		return nil, typ, fmt.Errorf("selector %q: no closing }", sel)
 	}
 	for _, part := range splitOutsideQuotes(body) {
 		if strings.TrimSpace(part) == "" {
@@ -48,14 +48,14 @@ func parseSelector(sel string) ([]profile.Matcher, error) {
 		}
 		m, err := profile.ParseMatcher(strings.TrimSpace(part))
 		if err != nil {
-			return nil, fmt.Errorf("selector %q: %w", sel, err)
+			return nil, typ, fmt.Errorf("selector %q: %w", sel, err)
 		}
 		if std, ok := labelAliases[m.Name]; ok {
 			m.Name = std
 		}
 		ms = append(ms, m)
 	}
-	return ms, nil
+	return ms, typ, nil
 }
 
 func splitOutsideQuotes(s string) []string {
@@ -93,7 +93,7 @@ type request struct {
 
 func parseRequest(r *http.Request, selParam string) (request, error) {
 	q := r.URL.Query()
-	ms, err := parseSelector(q.Get(selParam))
+	ms, suffixType, err := parseSelector(q.Get(selParam))
 	if err != nil {
 		return request{}, err
 	}
@@ -102,12 +102,8 @@ func parseRequest(r *http.Request, selParam string) (request, error) {
 		return request{}, err
 	}
 	req := request{query: store.Query{Matchers: ms, From: from, Until: until}, typ: q.Get("type")}
-	if req.typ == "" {
-		// Pyroscope's queries name the type as the app's suffix: app.alloc_space{...}.
-		app, _, _ := strings.Cut(q.Get(selParam), "{")
-		if _, t := cutTypeSuffix(strings.TrimSpace(app)); t != (profile.SampleType{}) {
-			req.typ = t.Name
-		}
+	if req.typ == "" && suffixType != (profile.SampleType{}) {
+		req.typ = suffixType.Name // Pyroscope's queries: app.alloc_space{...}
 	}
 	req.filter.Labels = ms
 	req.filter.From, req.filter.Until = from, until

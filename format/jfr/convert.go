@@ -2,7 +2,6 @@ package jfr
 
 import (
 	"bytes"
-	"math/bits"
 	"strconv"
 	"strings"
 
@@ -403,7 +402,7 @@ func (d *decoder) convertTrace() profile.StackID {
 	lo, hi := 0, n // the prefix of lo frames is known, none longer than hi is
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
-		if sid, ok := d.prefix(d.hashes[mid-1]); ok {
+		if sid, ok := d.prefixes.get(d.hashes[mid-1]); ok {
 			lo, id = mid, sid
 		} else {
 			hi = mid - 1
@@ -413,42 +412,9 @@ func (d *decoder) convertTrace() profile.StackID {
 		if fid := d.frame(d.trace[n-1-k]); fid != noFrame {
 			id = d.p.Push(id, fid)
 		}
-		h := d.hashes[k]
-		d.prefixes[h.a] = knownPrefix{h.b, id}
+		d.prefixes.put(d.hashes[k], id)
 	}
 	return id
-}
-
-// knownPrefix is a converted trace prefix: the second half of its key,
-// and its stack.
-type knownPrefix struct {
-	b     uint64
-	stack profile.StackID
-}
-
-// prefix returns the stack of a converted trace prefix. The map is keyed
-// by one half of the key (maps of 64-bit keys take the runtime's fast
-// path; 128-bit structs are hashed as memory) and the other half checked.
-// A prefix displaced by another with the same first half is converted
-// again when next seen, and the binary search in convertTrace finds a
-// shorter known prefix instead: slower, never wrong.
-func (d *decoder) prefix(h prefixKey) (profile.StackID, bool) {
-	p, ok := d.prefixes[h.a]
-	return p.stack, ok && p.b == h.b
-}
-
-// prefixKey identifies a root-side prefix of a stack trace: two
-// independent 64-bit hashes of its frames.
-type prefixKey struct{ a, b uint64 }
-
-// next returns the key of the prefix extended by frame f: two
-// multiply-rotate hashes with different constants, chained over the frames.
-func (h prefixKey) next(f frameRef) prefixKey {
-	x := f.method ^ uint64(f.line)<<40 ^ uint64(f.line)>>24
-	return prefixKey{
-		bits.RotateLeft64((h.a^x)*0x9e3779b97f4a7c15, 29),
-		bits.RotateLeft64((h.b+x)*0xc2b2ae3d27d4eb4f, 31),
-	}
 }
 
 // frame returns the profile frame of a JFR frame, or noFrame when the

@@ -204,9 +204,8 @@ type decoder struct {
 	traceFrames []frameRef
 	traceSpans  []traceSpan
 	// prefixes are the profile stacks of the trace prefixes converted so
-	// far, by the first half of their key; hashes the keys of d.trace's
-	// prefixes, root first.
-	prefixes map[uint64]knownPrefix
+	// far; hashes the keys of d.trace's prefixes, root first.
+	prefixes prefixTable
 	hashes   []prefixKey
 }
 
@@ -243,7 +242,6 @@ func (d *decoder) start(source string) {
 		d.series = make(map[string]int)
 		d.frames = make(map[frameRef]profile.FrameID)
 		d.gcNames = make(map[uint64]string)
-		d.prefixes = make(map[uint64]knownPrefix)
 		d.classNames = make(map[string]classInfo)
 		d.frameNames = make(map[string]string)
 	}
@@ -268,6 +266,9 @@ func (d *decoder) release() {
 	}
 	if cap(d.traceFrames) > maxKept {
 		d.traceFrames, d.traceSpans = nil, nil
+	}
+	if cap(d.prefixes.slots) > maxKept {
+		d.prefixes = prefixTable{}
 	}
 	decoders.Put(d)
 }
@@ -322,7 +323,6 @@ func (d *decoder) decodeChunk(b []byte, h chunkHeader) error {
 	d.methodInfos, d.classInfos, d.stateInfos = d.methodInfos[:0], d.classInfos[:0], d.stateInfos[:0]
 	clear(d.frames) // method keys are per chunk
 	clear(d.gcNames)
-	clear(d.prefixes)
 	clear(d.allocSets) // class keys are per chunk
 
 	if err := d.indexPools(); err != nil {
@@ -331,6 +331,7 @@ func (d *decoder) decodeChunk(b []byte, h chunkHeader) error {
 	// A chunk's frames are about its methods; its distinct stacks (trace
 	// prefixes) a few per trace.
 	d.p.Grow(d.pools[poolMethod].n*5/4, d.pools[poolStackTrace].n*4)
+	d.prefixes.reset(d.pools[poolStackTrace].n * 4)
 	err = d.events()
 	for i, n := range d.classCounts {
 		if n > 0 {

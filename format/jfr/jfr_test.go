@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -462,6 +463,27 @@ func BenchmarkDecodeCortex(b *testing.B) {
 	benchmarkDecode(b, "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0")
 }
 func BenchmarkDecodeFastSlow(b *testing.B) { benchmarkDecode(b, "FastSlow_2024_01_16_180855") }
+
+// BenchmarkDecodeJDKFile decodes the recording SPARKPROF_JDK_JFR names, as
+// the server's BenchmarkIngest takes it (the corpus has no recording of the
+// JDK's own Flight Recorder): for side-by-side runs of two builds.
+func BenchmarkDecodeJDKFile(b *testing.B) {
+	name := os.Getenv("SPARKPROF_JDK_JFR")
+	if name == "" {
+		b.Skip("SPARKPROF_JDK_JFR names no recording")
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(data, name); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
 
 // BenchmarkDecodeDump1 decodes the async-profiler recording of the server's
 // labelled ingest benchmark: 2,188 samples of 2,148 distinct deep traces.

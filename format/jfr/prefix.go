@@ -46,14 +46,17 @@ type prefixSlot struct {
 // minPrefixSlots is the smallest table: a power of two.
 const minPrefixSlots = 1 << 10
 
-// reset empties t, with room for about n prefixes, keeping its memory.
+// reset empties t, with room for about n prefixes, keeping its memory: up
+// to four times that room when an earlier recording grew it, as the
+// recordings of one JVM's uploads do when n is an underestimate (growing
+// again costs more than clearing a larger table).
 func (t *prefixTable) reset(n int) {
 	size := minPrefixSlots
 	for size < 2*n {
 		size <<= 1
 	}
 	if cap(t.slots) >= size {
-		t.slots = t.slots[:size]
+		t.slots = t.slots[:min(cap(t.slots), 4*size)]
 		clear(t.slots)
 	} else {
 		t.slots = make([]prefixSlot, size)

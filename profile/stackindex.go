@@ -77,10 +77,7 @@ func (x *stackIndex) intern(stacks []stackNode, n stackNode, next StackID) (Stac
 // back, its hash taken again from the node.
 func (x *stackIndex) grow(stacks []stackNode) {
 	old := x.slots
-	size := 2 * len(old)
-	if size < minStackSlots {
-		size = minStackSlots
-	}
+	size := max(minStackSlots, 2*len(old))
 	x.slots = make([]uint64, size)
 	mask := uint64(size - 1)
 	for _, s := range old {

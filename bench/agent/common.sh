@@ -1,4 +1,4 @@
-# Sourced by the agent benchmarks (overhead.sh, threads.sh), with root (the project) and tmp (a scratch
+# Sourced by the agent benchmarks (overhead.sh, concurrent.sh, threads.sh), with root (the project) and tmp (a scratch
 # directory) set: builds the agent jar and sparkprof, compiles the workload (CpuBench) into $tmp, starts a local
 # sparkprof serve that receives the uploads, and sets url (the server) and agent (the -javaagent flag, with
 # $AGENT_OPTIONS). The exit trap stops the server and removes $tmp.

@@ -7,12 +7,12 @@
 # runs one after the other (overhead.sh) cannot tell from a 1 % effect; swapping cancels a difference between
 # the two cores. Each round's ratio is the geometric mean of its two placements.
 #
-# usage: bench/agent/concurrent.sh [ROUNDS (default 3)] [ITERATIONS (default 16000000000, ~60 s)]
+# usage: bench/agent/concurrent.sh [ROUNDS (default 3)] [ITERATIONS (default 32000000000, ~60 s here)]
 # AGENT_OPTIONS adds agent options, e.g. AGENT_OPTIONS=asyncProfiler=/path/to/libasyncProfiler.so
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rounds=${1:-3}
-iters=${2:-16000000000}
+iters=${2:-32000000000}
 if (($(nproc) < 2)); then
 	echo "concurrent.sh needs two cores" >&2
 	exit 1
@@ -22,7 +22,8 @@ tmp=$(mktemp -d)
 . "$root/bench/agent/common.sh"
 
 # start CORE OUT [JVM flags...]: runs one workload thread on CORE in the background, its figures to OUT:
-# elapsed ms and heap from the workload, CPU time (user + system, ms) and peak RSS from time(1).
+# elapsed ms and heap from the workload, CPU time (user + system, ms) and peak RSS from time(1). G1 as on an
+# executor: on one core the JVM would pick the serial collector.
 start() {
 	local core=$1 out=$2
 	shift 2

@@ -32,56 +32,6 @@ func (rec *record) float(r role) float64 { return math.Float64frombits(rec.v[r])
 // through their offset chain.
 const maxCheckpoints = 1 << 16
 
-// index maps constant pool keys to small values (offsets, ids). The JDK
-// and async-profiler number most constants densely from small keys, so
-// keys below limit are kept in a slice.
-type index struct {
-	dense  []uint32 // value+1 by key; 0 is absent
-	sparse map[uint64]uint32
-	limit  uint64
-	n      int // keys put
-}
-
-// reset empties x for a chunk of size bytes, keeping its memory.
-func (x *index) reset(size int) {
-	clear(x.dense)
-	x.dense = x.dense[:0]
-	clear(x.sparse)
-	x.limit = uint64(min(size, 1<<20))
-	x.n = 0
-}
-
-func (x *index) get(k uint64) (uint32, bool) {
-	if k < uint64(len(x.dense)) {
-		v := x.dense[k]
-		return v - 1, v != 0
-	}
-	if k < x.limit {
-		return 0, false
-	}
-	v, ok := x.sparse[k]
-	return v, ok
-}
-
-func (x *index) put(k uint64, v uint32) {
-	x.n++
-	if k < x.limit {
-		if k >= uint64(len(x.dense)) {
-			n := int(k) + 1
-			if n > cap(x.dense) {
-				x.dense = append(x.dense[:cap(x.dense)], make([]uint32, max(n, 2*cap(x.dense))-cap(x.dense))...)
-			}
-			x.dense = x.dense[:n]
-		}
-		x.dense[k] = v + 1
-		return
-	}
-	if x.sparse == nil {
-		x.sparse = make(map[uint64]uint32)
-	}
-	x.sparse[k] = v
-}
-
 // skipValue moves past a value of class c.
 func skipValue(r *reader, c *class, cpool bool) {
 	if !r.step() {

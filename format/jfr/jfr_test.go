@@ -576,3 +576,37 @@ func TestConcurrentDecode(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Two recordings of one async-profiler version (dump1, dump2: two JVMs'
+// Pyroscope uploads) declare the same types in metadata events whose
+// headers (start time, duration) differ, as every chunk's do: the second
+// finds the first's metadata in the cache. Another version's (cortex) is
+// its own.
+func TestMetadataCacheAcrossChunks(t *testing.T) {
+	load := func(name string) (*metadata, []byte) {
+		data := corpus.Read(t, "jfr", name+".jfr.gz")
+		h, err := readChunkHeader(data)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		md, err := loadMetadata(data[:h.size], h.metaOffset)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		r := &reader{}
+		r.at(data, int(h.metaOffset))
+		return md, data[h.metaOffset : h.metaOffset+int64(r.varint())]
+	}
+	md1, raw1 := load("dump1")
+	md2, raw2 := load("dump2")
+	other, _ := load("cortex-dev-01__kafka-0__cpu_lock0_alloc0__0")
+	if bytes.Equal(raw1, raw2) {
+		t.Fatal("dump1 and dump2 have the same metadata event: the test needs two that differ in their headers")
+	}
+	if md1 != md2 {
+		t.Error("dump2's metadata was read again, want dump1's from the cache")
+	}
+	if other == md1 {
+		t.Error("cortex got dump1's metadata")
+	}
+}

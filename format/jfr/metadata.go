@@ -202,8 +202,8 @@ var metadataCache struct {
 }
 
 type cachedMetadata struct {
-	raw []byte
-	md  *metadata
+	body []byte // the event after its header
+	md   *metadata
 }
 
 const metadataCacheSize = 64
@@ -216,6 +216,17 @@ func loadMetadata(chunk []byte, off int64) (*metadata, error) {
 		return nil, fmt.Errorf("metadata event size %d out of range at chunk offset %d", size, off)
 	}
 	raw := chunk[off : off+int64(size)]
+	// The event's header (its size, type, start and duration, and the
+	// metadata's id) differs from chunk to chunk: the cache is keyed by
+	// what follows, the declarations.
+	r.at(raw, 0)
+	for range 5 { // size, type, start, duration, metadata id
+		r.varint()
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("metadata event header at chunk offset %d: %w", off, r.err)
+	}
+	body := raw[r.pos:]
 
 	c := &metadataCache
 	c.Lock()
@@ -223,10 +234,10 @@ func loadMetadata(chunk []byte, off int64) (*metadata, error) {
 		c.seed = maphash.MakeSeed()
 		c.entries = make(map[uint64]cachedMetadata)
 	}
-	h := maphash.Bytes(c.seed, raw)
+	h := maphash.Bytes(c.seed, body)
 	e, ok := c.entries[h]
 	c.Unlock()
-	if ok && bytes.Equal(e.raw, raw) {
+	if ok && bytes.Equal(e.body, body) {
 		return e.md, nil
 	}
 
@@ -238,7 +249,7 @@ func loadMetadata(chunk []byte, off int64) (*metadata, error) {
 	if len(c.entries) >= metadataCacheSize {
 		clear(c.entries)
 	}
-	c.entries[h] = cachedMetadata{raw: bytes.Clone(raw), md: md}
+	c.entries[h] = cachedMetadata{body: bytes.Clone(body), md: md}
 	c.Unlock()
 	return md, nil
 }

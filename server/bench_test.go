@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -95,6 +96,87 @@ func BenchmarkIngest(b *testing.B) {
 			b.ReportMetric(float64(dirSize(alone))/1024, "block-KB/upload-alone")
 		})
 	}
+}
+
+// BenchmarkIngestJVM measures the server's CPU time and stored bytes per
+// upload for a JVM's consecutive uploads: 10 s windows of a thread
+// compiling the agent's sources, recorded as the agent records them at its
+// defaults (bench/jfr/Windows.java: a recording per window), sent in order
+// under one series name. Unlike BenchmarkIngest's jdk-jfr case, which sends
+// one recording again and again, every upload holds stacks its JVM's
+// earlier uploads did not (see BENCHMARKS.md). After the last window the
+// next uploads are another JVM's (another executor id). The windows are
+// made first (about 65 s); SPARKPROF_JDK_WINDOWS names a directory of
+// window-N.jfr files to use instead, for side-by-side runs of two builds.
+func BenchmarkIngestJVM(b *testing.B) {
+	windows := jdkWindows(b)
+	dir := b.TempDir()
+	db, err := store.Open(dir, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	var cpu time.Duration
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		name := fmt.Sprintf("app.cpu{spark_app_id=app-1,spark_executor_id=%d}", n/len(windows))
+		q := url.Values{"name": {name}, "format": {"jfr"}}.Encode()
+		req := httptest.NewRequest("POST", "/ingest?"+q, bytes.NewReader(windows[n%len(windows)]))
+		w := httptest.NewRecorder()
+		before := cpuTime()
+		s.ServeHTTP(w, req)
+		cpu += cpuTime() - before
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+		n++
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n)/1000, "cpu-ms/upload")
+	b.ReportMetric(float64(dirSize(dir))/float64(n)/1024, "stored-KB/upload")
+}
+
+// jdkWindows returns the windows of BenchmarkIngestJVM, in order.
+func jdkWindows(b *testing.B) [][]byte {
+	dir := os.Getenv("SPARKPROF_JDK_WINDOWS")
+	if dir == "" {
+		java, err1 := exec.LookPath("java")
+		javac, err2 := exec.LookPath("javac")
+		if err1 != nil || err2 != nil {
+			b.Skip("no JDK on PATH")
+		}
+		tmp := b.TempDir()
+		root := filepath.Join("..")
+		src := []string{filepath.Join(root, "bench", "jfr", "Windows.java"), filepath.Join(root, "bench", "jfr", "Compile.java")}
+		if out, err := exec.Command(javac, append([]string{"-d", tmp}, src...)...).CombinedOutput(); err != nil {
+			b.Fatalf("javac: %v\n%s", err, out)
+		}
+		dir = filepath.Join(tmp, "windows")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(java, "-Xlog:jfr=warning", "-cp", tmp, "Windows", dir, "10000",
+			"Compile", "60", "1", filepath.Join(tmp, "out"), filepath.Join(root, "agent", "src"), filepath.Join(root, "agent", "spark-api"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("java: %v\n%s", err, out)
+		}
+	}
+	var windows [][]byte
+	for i := 0; ; i++ {
+		data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("window-%d.jfr", i)))
+		if os.IsNotExist(err) {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		windows = append(windows, data)
+	}
+	if len(windows) < 2 {
+		b.Fatalf("%s: %d windows, want window-0.jfr, window-1.jfr, ...", dir, len(windows))
+	}
+	return windows
 }
 
 // jdkRecording returns a 10 s recording of the JDK's Flight Recorder at its

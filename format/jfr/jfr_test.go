@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -437,7 +438,59 @@ func FuzzDecode(f *testing.F) {
 		if p == nil && err == nil {
 			t.Fatal("nil profile without error")
 		}
+		if p != nil {
+			if err := distinct(p); err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
+}
+
+// distinct reports a frame or a stack p holds twice, or a stack before its
+// parent: a profile holds each once, parents first.
+func distinct(p *profile.Profile) error {
+	frames := make(map[profile.Frame]bool, len(p.Frames))
+	for _, f := range p.Frames {
+		if frames[f] {
+			return fmt.Errorf("frame %+v twice", f)
+		}
+		frames[f] = true
+	}
+	stacks := make(map[[2]uint32]bool, p.NumStacks())
+	for s := profile.StackID(1); int(s) < p.NumStacks(); s++ {
+		k := [2]uint32{uint32(p.Parent(s)), uint32(p.Leaf(s))}
+		if stacks[k] || p.Parent(s) >= s {
+			return fmt.Errorf("stack %d (parent %d, frame %d) twice or before its parent", s, k[0], k[1])
+		}
+		stacks[k] = true
+	}
+	return nil
+}
+
+// Every corpus recording decodes to distinct frames and stacks, and so does
+// each twice over (two chunks: every frame and stack of the second is the
+// first's again, under the second chunk's own keys).
+func TestDistinctStacks(t *testing.T) {
+	for _, name := range corpusFiles {
+		data := corpus.Read(t, "jfr", name+".jfr.gz")
+		once, err := Decode(data, name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		twice, err := Decode(slices.Concat(data, data), name)
+		if err != nil {
+			t.Fatalf("%s twice: %v", name, err)
+		}
+		for _, p := range []*profile.Profile{once, twice} {
+			if err := distinct(p); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		if len(twice.Samples) != 2*len(once.Samples) || twice.NumStacks() != once.NumStacks() || len(twice.Frames) != len(once.Frames) {
+			t.Errorf("%s twice: %d samples, %d stacks, %d frames; want %d, %d, %d", name,
+				len(twice.Samples), twice.NumStacks(), len(twice.Frames), 2*len(once.Samples), once.NumStacks(), len(once.Frames))
+		}
+	}
 }
 
 func benchmarkDecode(b *testing.B, name string) {

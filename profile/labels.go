@@ -154,7 +154,12 @@ func (ls Labels) key() string {
 	if len(ls) == 0 {
 		return ""
 	}
+	n := 0
+	for _, l := range ls {
+		n += len(l.Name) + len(l.Value) + 2
+	}
 	var b strings.Builder
+	b.Grow(n)
 	for _, l := range ls {
 		b.WriteString(l.Name)
 		b.WriteByte(0)

@@ -1,18 +1,15 @@
 package jfr
 
-import "testing"
+import (
+	"math/rand/v2"
+	"testing"
+)
 
 // An index answers as a map does, for dense and sparse keys alike (the
 // JDK's method keys are a class key shifted left by 16 bits), across
 // growths of its table and resets between chunks.
 func TestIndexAgainstMap(t *testing.T) {
-	rng := uint64(11)
-	next := func() uint64 { // xorshift: repeatable
-		rng ^= rng << 13
-		rng ^= rng >> 7
-		rng ^= rng << 17
-		return rng
-	}
+	next := rand.New(rand.NewPCG(11, 0)).Uint64 // repeatable
 	keys := []struct {
 		name string
 		key  func(i int) uint64

@@ -219,8 +219,9 @@ func loadMetadata(chunk []byte, off int64) (*metadata, error) {
 	// The event's header (its size, type, start and duration, and the
 	// metadata's id) differs from chunk to chunk: the cache is keyed by
 	// what follows, the declarations.
-	r.at(raw, 0)
-	for range 5 { // size, type, start, duration, metadata id
+	// Past the size: the type, start, duration and metadata id.
+	r.at(raw, r.pos-int(off))
+	for range 4 {
 		r.varint()
 	}
 	if r.err != nil {
@@ -241,7 +242,7 @@ func loadMetadata(chunk []byte, off int64) (*metadata, error) {
 		return e.md, nil
 	}
 
-	md, err := readMetadata(raw)
+	md, err := readMetadata(body)
 	if err != nil {
 		return nil, err
 	}
@@ -274,13 +275,11 @@ func (e *element) attr(key string) string {
 
 const maxDepth = 32
 
-// readMetadata reads the metadata event raw: a string table, then a tree
-// of elements whose "class" elements declare the types and their fields.
-func readMetadata(raw []byte) (*metadata, error) {
-	r := &reader{b: raw}
-	for i := 0; i < 5; i++ { // size, type, start, duration, metadata id
-		r.varint()
-	}
+// readMetadata reads the body of a metadata event (what follows its
+// header): a string table, then a tree of elements whose "class" elements
+// declare the types and their fields.
+func readMetadata(body []byte) (*metadata, error) {
+	r := &reader{b: body}
 	strs := make([]string, r.count(1))
 	for i := range strs {
 		strs[i] = string(r.string())

@@ -1,6 +1,7 @@
 package jfr
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/sparkprof/sparkprof/profile"
@@ -17,13 +18,7 @@ func TestPrefixTableAgainstMap(t *testing.T) {
 	}
 	var table prefixTable
 	want := map[uint64]entry{}
-	rng := uint64(7)
-	next := func() uint64 { // xorshift: repeatable
-		rng ^= rng << 13
-		rng ^= rng >> 7
-		rng ^= rng << 17
-		return rng
-	}
+	next := rand.New(rand.NewPCG(7, 0)).Uint64 // repeatable
 	var keys []prefixKey
 	for round, n := range []int{0, 50_000, 3_000} {
 		table.reset(n / 4) // too small on purpose: it must grow

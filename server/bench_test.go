@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkprof/sparkprof/format/jfr"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -49,28 +51,13 @@ func BenchmarkIngest(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
-			db, err := store.Open(dir, store.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
-			s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			s, _ := benchServer(b, dir)
 			q := url.Values{"name": {"app.cpu{spark_app_id=app-1,spark_executor_id=1}"}, "format": {"jfr"}}.Encode()
 			var cpu time.Duration
 			b.ReportAllocs()
 			b.SetBytes(int64(len(c.body)))
 			for b.Loop() {
-				req := httptest.NewRequest("POST", "/ingest?"+q, bytes.NewReader(c.body))
-				if c.contentType != "" {
-					req.Header.Set("Content-Type", c.contentType)
-				}
-				w := httptest.NewRecorder()
-				before := cpuTime()
-				s.ServeHTTP(w, req)
-				cpu += cpuTime() - before
-				if w.Code != http.StatusOK {
-					b.Fatalf("status %d: %s", w.Code, w.Body)
-				}
+				cpu += ingest(b, s, q, c.body, c.contentType)
 			}
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N)/1000, "cpu-ms/upload")
 			size := dirSize(dir)
@@ -79,19 +66,10 @@ func BenchmarkIngest(b *testing.B) {
 			// The upload alone compacted into a block: no symbols shared
 			// with other uploads, the most a block spends on one.
 			alone := b.TempDir()
-			db2, err := store.Open(alone, store.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db2.Close()
-			req := httptest.NewRequest("POST", "/ingest?"+q, bytes.NewReader(c.body))
-			if c.contentType != "" {
-				req.Header.Set("Content-Type", c.contentType)
-			}
-			w := httptest.NewRecorder()
-			New(Config{Store: db2}).ServeHTTP(w, req)
-			if err := db2.Compact(); w.Code != http.StatusOK || err != nil {
-				b.Fatalf("status %d, compaction %v", w.Code, err)
+			s2, db2 := benchServer(b, alone)
+			ingest(b, s2, q, c.body, c.contentType)
+			if err := db2.Compact(); err != nil {
+				b.Fatalf("compaction: %v", err)
 			}
 			b.ReportMetric(float64(dirSize(alone))/1024, "block-KB/upload-alone")
 		})
@@ -100,81 +78,104 @@ func BenchmarkIngest(b *testing.B) {
 
 // BenchmarkIngestJVM measures the server's CPU time and stored bytes per
 // upload for a JVM's consecutive uploads: 10 s windows of a thread
-// compiling the agent's sources, recorded as the agent records them at its
-// defaults (bench/jfr/Windows.java: a recording per window), sent in order
-// under one series name. Unlike BenchmarkIngest's jdk-jfr case, which sends
-// one recording again and again, every upload holds stacks its JVM's
-// earlier uploads did not (see BENCHMARKS.md). After the last window the
-// next uploads are another JVM's (another executor id). The windows are
-// made first (about 65 s); SPARKPROF_JDK_WINDOWS names a directory of
-// window-N.jfr files to use instead, for side-by-side runs of two builds.
+// compiling the agent's sources, recorded by the agent at its defaults, sent
+// in order under one series name. Unlike BenchmarkIngest's jdk-jfr case,
+// which sends one recording again and again, every upload holds stacks its
+// JVM's earlier uploads did not (see BENCHMARKS.md). After the last window
+// the next uploads are another JVM's (another executor id). The windows are
+// made first (about 65 s); SPARKPROF_JDK_WINDOWS names a recording of
+// windows to use instead, for side-by-side runs of two builds.
 func BenchmarkIngestJVM(b *testing.B) {
 	windows := jdkWindows(b)
 	dir := b.TempDir()
-	db, err := store.Open(dir, store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, _ := benchServer(b, dir)
 	var cpu time.Duration
 	n := 0
 	b.ReportAllocs()
 	for b.Loop() {
 		name := fmt.Sprintf("app.cpu{spark_app_id=app-1,spark_executor_id=%d}", n/len(windows))
 		q := url.Values{"name": {name}, "format": {"jfr"}}.Encode()
-		req := httptest.NewRequest("POST", "/ingest?"+q, bytes.NewReader(windows[n%len(windows)]))
-		w := httptest.NewRecorder()
-		before := cpuTime()
-		s.ServeHTTP(w, req)
-		cpu += cpuTime() - before
-		if w.Code != http.StatusOK {
-			b.Fatalf("status %d: %s", w.Code, w.Body)
-		}
+		cpu += ingest(b, s, q, windows[n%len(windows)], "")
 		n++
 	}
 	b.ReportMetric(float64(cpu.Microseconds())/float64(n)/1000, "cpu-ms/upload")
 	b.ReportMetric(float64(dirSize(dir))/float64(n)/1024, "stored-KB/upload")
 }
 
-// jdkWindows returns the windows of BenchmarkIngestJVM, in order.
+// benchServer returns a server on a new store in dir, both closed when b
+// ends.
+func benchServer(b *testing.B, dir string) (*Server, *store.DB) {
+	db, err := store.Open(dir, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), db
+}
+
+// ingest sends one upload through s's handler, failing b unless it is
+// accepted, and returns the process's CPU time it took.
+func ingest(b *testing.B, s *Server, query string, body []byte, contentType string) time.Duration {
+	req := httptest.NewRequest("POST", "/ingest?"+query, bytes.NewReader(body))
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	w := httptest.NewRecorder()
+	before := cpuTime()
+	s.ServeHTTP(w, req)
+	cpu := cpuTime() - before
+	if w.Code != http.StatusOK {
+		b.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	return cpu
+}
+
+// jdkWindows returns the windows of BenchmarkIngestJVM, in order: the
+// chunks of what the agent wrote for outputDir (each window a chunk) while
+// a thread compiled the agent's sources (bench/jfr/Compile.java) for 60 s.
+// SPARKPROF_JDK_WINDOWS names such a recording to use instead.
 func jdkWindows(b *testing.B) [][]byte {
-	dir := os.Getenv("SPARKPROF_JDK_WINDOWS")
-	if dir == "" {
+	rec := os.Getenv("SPARKPROF_JDK_WINDOWS")
+	if rec == "" {
 		java, err1 := exec.LookPath("java")
 		javac, err2 := exec.LookPath("javac")
 		if err1 != nil || err2 != nil {
 			b.Skip("no JDK on PATH")
 		}
-		tmp := b.TempDir()
 		root := filepath.Join("..")
-		src := []string{filepath.Join(root, "bench", "jfr", "Windows.java"), filepath.Join(root, "bench", "jfr", "Compile.java")}
-		if out, err := exec.Command(javac, append([]string{"-d", tmp}, src...)...).CombinedOutput(); err != nil {
+		if out, err := exec.Command(filepath.Join(root, "agent", "build.sh")).CombinedOutput(); err != nil {
+			b.Fatalf("agent build: %v\n%s", err, out)
+		}
+		tmp := b.TempDir()
+		if out, err := exec.Command(javac, "-d", tmp, filepath.Join(root, "bench", "jfr", "Compile.java")).CombinedOutput(); err != nil {
 			b.Fatalf("javac: %v\n%s", err, out)
 		}
-		dir = filepath.Join(tmp, "windows")
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		cmd := exec.Command(java, "-Xlog:jfr=warning", "-cp", tmp, "Windows", dir, "10000",
-			"Compile", "60", "1", filepath.Join(tmp, "out"), filepath.Join(root, "agent", "src"), filepath.Join(root, "agent", "spark-api"))
+		output := filepath.Join(tmp, "output")
+		cmd := exec.Command(java, "-javaagent:"+filepath.Join(root, "agent", "build", "sparkprof-agent.jar")+"=outputDir="+output,
+			"-cp", tmp, "Compile", "60", "1", filepath.Join(tmp, "out"), filepath.Join(root, "agent", "src"), filepath.Join(root, "agent", "spark-api"))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("java: %v\n%s", err, out)
 		}
+		rec = filepath.Join(output, "unknown-app", "profile-driver.jfr")
+	}
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		b.Fatal(err)
 	}
 	var windows [][]byte
-	for i := 0; ; i++ {
-		data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("window-%d.jfr", i)))
-		if os.IsNotExist(err) {
-			break
+	for len(data) > 0 {
+		// A chunk's header: magic, version, then its size.
+		if len(data) < 16 || !jfr.Sniff(data) {
+			b.Fatalf("%s: not a JFR recording at %d bytes from its end", rec, len(data))
 		}
-		if err != nil {
-			b.Fatal(err)
+		size := binary.BigEndian.Uint64(data[8:])
+		if size < 16 || size > uint64(len(data)) {
+			b.Fatalf("%s: chunk of %d bytes with %d left", rec, size, len(data))
 		}
-		windows = append(windows, data)
+		windows, data = append(windows, data[:size]), data[size:]
 	}
 	if len(windows) < 2 {
-		b.Fatalf("%s: %d windows, want window-0.jfr, window-1.jfr, ...", dir, len(windows))
+		b.Fatalf("%s: %d windows, want several", rec, len(windows))
 	}
 	return windows
 }

@@ -27,7 +27,8 @@ import (
 // the Pyroscope Java agent sends them: in the write-ahead log, and alone in
 // a compacted block. With a JDK on PATH, also (a) as the JDK's own Flight
 // Recorder writes it: the corpus has no JDK recording, so one is made first
-// (10 s, about 12 s of set-up).
+// (10 s, about 12 s of set-up); and (a) as the agent sends a JVM's windows
+// (jvm-windows, see benchmarkJVMWindows).
 func BenchmarkIngest(b *testing.B) {
 	cortex := corpus.Read(b, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz")
 	dump := corpus.Read(b, "jfr", "dump1.jfr.gz")
@@ -74,18 +75,19 @@ func BenchmarkIngest(b *testing.B) {
 			b.ReportMetric(float64(dirSize(alone))/1024, "block-KB/upload-alone")
 		})
 	}
+	b.Run("jvm-windows", benchmarkJVMWindows)
 }
 
-// BenchmarkIngestJVM measures the server's CPU time and stored bytes per
+// benchmarkJVMWindows measures the server's CPU time and stored bytes per
 // upload for a JVM's consecutive uploads: 10 s windows of a thread
 // compiling the agent's sources, recorded by the agent at its defaults, sent
-// in order under one series name. Unlike BenchmarkIngest's jdk-jfr case,
-// which sends one recording again and again, every upload holds stacks its
-// JVM's earlier uploads did not (see BENCHMARKS.md). After the last window
-// the next uploads are another JVM's (another executor id). The windows are
-// made first (about 65 s); SPARKPROF_JDK_WINDOWS names a recording of
-// windows to use instead, for side-by-side runs of two builds.
-func BenchmarkIngestJVM(b *testing.B) {
+// in order under one series name. Unlike the jdk-jfr case, which sends one
+// recording again and again, every upload holds stacks its JVM's earlier
+// uploads did not (see BENCHMARKS.md). After the last window the next
+// uploads are another JVM's (another executor id). The windows are made
+// when the case runs (about 65 s); SPARKPROF_JDK_WINDOWS names a recording
+// of windows to use instead, for side-by-side runs of two builds.
+func benchmarkJVMWindows(b *testing.B) {
 	windows := jdkWindows(b)
 	dir := b.TempDir()
 	s, _ := benchServer(b, dir)
@@ -130,7 +132,7 @@ func ingest(b *testing.B, s *Server, query string, body []byte, contentType stri
 	return cpu
 }
 
-// jdkWindows returns the windows of BenchmarkIngestJVM, in order: the
+// jdkWindows returns the windows of benchmarkJVMWindows, in order: the
 // chunks of what the agent wrote for outputDir (each window a chunk) while
 // a thread compiled the agent's sources (bench/jfr/Compile.java) for 60 s.
 // SPARKPROF_JDK_WINDOWS names such a recording to use instead.

@@ -1,6 +1,10 @@
 package profile
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/sparkprof/sparkprof/internal/hashtab"
+)
 
 // MergeOptions control how a Merger combines samples.
 type MergeOptions struct {
@@ -28,15 +32,18 @@ type Merger struct {
 	opts  MergeOptions
 	out   *Profile
 	first bool
-	// sampleIndex maps an aggregation key to its sample in out.Samples;
-	// fast does for samples with no time, labels or thread (all a flame
-	// graph merges) by type and state, then by stack in a slice: an array
-	// index per sample instead of a hash. lastFast is the last one used.
-	sampleIndex map[sampleKey]int
-	fast        []fastIndex
-	lastFast    int
+	// sampleByHash maps the hash of an aggregation key to its sample in
+	// out.Samples, and sampleIndex the keys whose hash another key took
+	// first (rare: a 64-bit hash); fast does for samples with no time,
+	// labels or thread (all a flame graph merges) by type and state, then
+	// by stack in a slice: an array index per sample instead of a hash.
+	// lastFast is the last one used.
+	sampleByHash hashtab.Table
+	sampleIndex  map[sampleKey]int
+	fast         []fastIndex
+	lastFast     int
 	// stackByHash finds an output stack by the hash of its frames.
-	stackByHash map[uint64]StackID
+	stackByHash hashtab.Table
 
 	// Per-Add scratch space, indexed by the added profile's ids.
 	frameHash, stackHash []uint64
@@ -49,6 +56,7 @@ const (
 	unmappedLabels = ^LabelSetID(0)
 )
 
+// sampleKey is what aggregated samples share: a sample but its value.
 type sampleKey struct {
 	time   int64
 	stack  StackID
@@ -58,13 +66,22 @@ type sampleKey struct {
 	state  ThreadState
 }
 
+func keyOf(s *Sample) sampleKey {
+	return sampleKey{s.Time, s.Stack, s.Labels, s.Thread, s.Type, s.State}
+}
+
+// hash mixes every field of k into 64 bits (each step a multiply and a
+// xor-shift, as in a 64-bit finalizer).
+func (k sampleKey) hash() uint64 {
+	h := uint64(k.time) * 0x9e3779b97f4a7c15
+	h = (h ^ h>>29 ^ uint64(k.stack)<<32 ^ uint64(k.labels)) * 0xff51afd7ed558ccd
+	h = (h ^ h>>32 ^ uint64(k.thread)<<16 ^ uint64(k.typ)<<8 ^ uint64(k.state)) * 0xc4ceb9fe1a85ec53
+	return h ^ h>>33
+}
+
 // NewMerger returns a Merger with the given options.
 func NewMerger(opts MergeOptions) *Merger {
-	m := &Merger{opts: opts, out: New(), first: true, stackByHash: map[uint64]StackID{}}
-	if opts.Aggregate {
-		m.sampleIndex = map[sampleKey]int{}
-	}
-	return m
+	return &Merger{opts: opts, out: New(), first: true}
 }
 
 // Merge returns one profile holding the samples of all of ps, with times.
@@ -163,7 +180,8 @@ func (m *Merger) mapStack(p *Profile, s StackID) StackID {
 		return m.stackMap[s]
 	}
 	h := m.stackHash[s]
-	id, ok := m.stackByHash[h]
+	v, ok := m.stackByHash.Get(h)
+	id := StackID(v)
 	if !ok {
 		n := p.stacks[s]
 		parent := m.mapStack(p, n.parent)
@@ -173,7 +191,7 @@ func (m *Merger) mapStack(p *Profile, s StackID) StackID {
 			m.frameMap[n.frame] = f
 		}
 		id = m.out.Push(parent, f)
-		m.stackByHash[h] = id
+		m.stackByHash.Put(h, uint32(id))
 	}
 	m.stackMap[s] = id
 	return id
@@ -195,13 +213,33 @@ func (m *Merger) addSample(s Sample) {
 		m.out.Samples = append(m.out.Samples, s)
 		return
 	}
-	k := sampleKey{s.Time, s.Stack, s.Labels, s.Thread, s.Type, s.State}
-	if i, ok := m.sampleIndex[k]; ok {
+	if i, ok := m.indexSample(keyOf(&s), len(m.out.Samples)); ok {
 		m.out.Samples[i].Value += s.Value
 		return
 	}
-	m.sampleIndex[k] = len(m.out.Samples)
 	m.out.Samples = append(m.out.Samples, s)
+}
+
+// indexSample returns the index in out.Samples of the sample of key k, or
+// records that it is next and reports false.
+func (m *Merger) indexSample(k sampleKey, next int) (int, bool) {
+	h := k.hash()
+	i, ok := m.sampleByHash.Get(h)
+	if !ok {
+		m.sampleByHash.Put(h, uint32(next))
+		return next, false
+	}
+	if keyOf(&m.out.Samples[i]) == k {
+		return int(i), true
+	}
+	if i, ok := m.sampleIndex[k]; ok {
+		return i, true
+	}
+	if m.sampleIndex == nil {
+		m.sampleIndex = map[sampleKey]int{}
+	}
+	m.sampleIndex[k] = next
+	return next, false
 }
 
 // commonLabels keeps out.Labels equal to the labels every added profile
@@ -246,21 +284,14 @@ func (m *Merger) pushDown(ls Labels) {
 		out.Samples[i].Labels = remap[out.Samples[i].Labels]
 	}
 	if m.opts.Aggregate {
-		index := make(map[sampleKey]int, len(m.sampleIndex))
-		for k, i := range m.sampleIndex {
-			k.labels = out.Samples[i].Labels
-			index[k] = i
-		}
-		for _, f := range m.fast {
-			for _, i := range f.at {
-				if i != 0 {
-					s := out.Samples[i-1]
-					index[sampleKey{0, s.Stack, s.Labels, s.Thread, s.Type, s.State}] = int(i - 1)
-				}
-			}
-		}
+		// Every sample now has labels, those in the fast index too: all
+		// are found by key.
 		m.fast = nil
-		m.sampleIndex = index
+		m.sampleByHash.Reset(0)
+		m.sampleIndex = nil
+		for i := range out.Samples {
+			m.indexSample(keyOf(&out.Samples[i]), i)
+		}
 	}
 }
 

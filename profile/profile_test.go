@@ -209,6 +209,38 @@ func TestMergeAggregate(t *testing.T) {
 	}
 }
 
+// Two aggregation keys whose hashes collide stay two samples: the second
+// key is found through the fallback map, also after samples are relabelled.
+func TestMergeAggregateHashCollision(t *testing.T) {
+	m := NewMerger(MergeOptions{Aggregate: true, Resolution: 1})
+	a := Sample{Time: 1, Value: 1, Thread: 1}
+	b := Sample{Time: 2, Value: 10, Thread: 1}
+	m.addSample(a)
+	m.sampleByHash.Put(keyOf(&b).hash(), 0) // b's hash now finds a's sample
+	for _, s := range []Sample{b, a, b} {
+		m.addSample(s)
+	}
+	got := map[int64]int64{}
+	for _, s := range m.out.Samples {
+		got[s.Time] += s.Value
+	}
+	if len(m.out.Samples) != 2 || got[1] != 2 || got[2] != 20 {
+		t.Fatalf("samples %v, want time 1: 2, time 2: 20", m.out.Samples)
+	}
+	m.pushDown(Labels{{LabelExecutorID, "1"}})
+	a.Labels, b.Labels = m.out.Samples[0].Labels, m.out.Samples[1].Labels
+	for _, s := range []Sample{b, a, b} {
+		m.addSample(s)
+	}
+	clear(got)
+	for _, s := range m.out.Samples {
+		got[s.Time] += s.Value
+	}
+	if len(m.out.Samples) != 2 || got[1] != 3 || got[2] != 40 {
+		t.Fatalf("relabelled: samples %v, want time 1: 3, time 2: 40", m.out.Samples)
+	}
+}
+
 func TestFilter(t *testing.T) {
 	tests := []struct {
 		name string

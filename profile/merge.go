@@ -32,16 +32,21 @@ type Merger struct {
 	opts  MergeOptions
 	out   *Profile
 	first bool
-	// sampleByHash maps the hash of an aggregation key to its sample in
-	// out.Samples, and sampleIndex the keys whose hash another key took
-	// first (rare: a 64-bit hash); fast does for samples with no time,
-	// labels or thread (all a flame graph merges) by type and state, then
-	// by stack in a slice: an array index per sample instead of a hash.
-	// lastFast is the last one used.
-	sampleByHash hashtab.Table
-	sampleIndex  map[sampleKey]int
-	fast         []fastIndex
-	lastFast     int
+	// byTime maps the hash of an aggregation key to its sample in
+	// out.Samples, a table per sample time: a compaction's samples come
+	// in runs of one time, whose table stays in the processor's cache,
+	// where one table of millions of samples would miss it on each lookup.
+	// lastTime and lastTable are the table used last. sampleIndex holds
+	// the keys whose hash another key took first (rare: a 64-bit hash).
+	// fast does for samples with no time, labels or thread (all a flame
+	// graph merges) by type and state, then by stack in a slice: an array
+	// index per sample instead of a hash. lastFast is the last one used.
+	byTime      map[int64]*hashtab.Table
+	lastTime    int64
+	lastTable   *hashtab.Table
+	sampleIndex map[sampleKey]int
+	fast        []fastIndex
+	lastFast    int
 	// stackByHash finds an output stack by the hash of its frames.
 	stackByHash hashtab.Table
 
@@ -220,13 +225,31 @@ func (m *Merger) addSample(s Sample) {
 	m.out.Samples = append(m.out.Samples, s)
 }
 
+// samplesAt returns the table of the aggregated samples of time t.
+func (m *Merger) samplesAt(t int64) *hashtab.Table {
+	if m.lastTable != nil && m.lastTime == t {
+		return m.lastTable
+	}
+	tab := m.byTime[t]
+	if tab == nil {
+		if m.byTime == nil {
+			m.byTime = map[int64]*hashtab.Table{}
+		}
+		tab = new(hashtab.Table)
+		m.byTime[t] = tab
+	}
+	m.lastTime, m.lastTable = t, tab
+	return tab
+}
+
 // indexSample returns the index in out.Samples of the sample of key k, or
 // records that it is next and reports false.
 func (m *Merger) indexSample(k sampleKey, next int) (int, bool) {
+	tab := m.samplesAt(k.time)
 	h := k.hash()
-	i, ok := m.sampleByHash.Get(h)
+	i, ok := tab.Get(h)
 	if !ok {
-		m.sampleByHash.Put(h, uint32(next))
+		tab.Put(h, uint32(next))
 		return next, false
 	}
 	if keyOf(&m.out.Samples[i]) == k {
@@ -287,8 +310,7 @@ func (m *Merger) pushDown(ls Labels) {
 		// Every sample now has labels, those in the fast index too: all
 		// are found by key.
 		m.fast = nil
-		m.sampleByHash.Reset(0)
-		m.sampleIndex = nil
+		m.byTime, m.lastTable, m.sampleIndex = nil, nil, nil
 		for i := range out.Samples {
 			m.indexSample(keyOf(&out.Samples[i]), i)
 		}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,6 +110,9 @@ func TestCompactionKeepsAnswers(t *testing.T) {
 	}
 	metrics("sparkprof_store_head_uploads 0", "sparkprof_store_blocks 1", "sparkprof_store_block_uploads 18",
 		"sparkprof_store_compactions_total 1", "sparkprof_store_compaction_errors_total 0", "sparkprof_store_cache_misses_total 1")
+	if m := get("/metrics"); !regexp.MustCompile(`\nsparkprof_store_compaction_seconds_total [0-9.e-]+\n`).MatchString(m) || strings.Contains(m, "compaction_seconds_total 0\n") {
+		t.Errorf("metrics lack the time compaction took:\n%s", m)
+	}
 	// After a restart the block is read from disk: its rollup and samples
 	// once each (label queries answer from the block's meta).
 	db.Close()

@@ -66,6 +66,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.typ, m.name, m.v)
 	}
+	fmt.Fprintf(w, "# HELP sparkprof_store_compaction_seconds_total Time spent compacting uploads into blocks.\n# TYPE sparkprof_store_compaction_seconds_total counter\nsparkprof_store_compaction_seconds_total %g\n", st.CompactionTime.Seconds())
 }
 
 func (m *metrics) write(w io.Writer) {

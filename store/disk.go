@@ -56,8 +56,10 @@ type DB struct {
 	// rawBuf and recBuf are encodeRecord's buffers; under mu.
 	rawBuf, recBuf []byte
 	compactMu      sync.Mutex // one compaction at a time
-	// compactions and compactionErrors count since Open; under mu.
+	// compactions and compactionErrors count since Open, and compactionTime
+	// is the time they took; under mu.
 	compactions, compactionErrors int64
+	compactionTime                time.Duration
 	stop                          chan struct{}
 	done                          chan struct{}
 }
@@ -527,7 +529,7 @@ func (db *DB) Tenants() []string {
 func (db *DB) Stats() Stats {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	st := Stats{Compactions: db.compactions, CompactionErrors: db.compactionErrors}
+	st := Stats{Compactions: db.compactions, CompactionErrors: db.compactionErrors, CompactionTime: db.compactionTime}
 	st.CacheBytes, st.CacheHits, st.CacheMisses, st.CacheEvictions = db.cache.stats()
 	for _, t := range db.tenants {
 		st.HeadUploads += len(t.uploads)
@@ -596,8 +598,10 @@ func (db *DB) compact(now int64, all bool) error {
 			if !all && (p+part+quiet > now || lastReceived[p]+quiet > now) {
 				continue
 			}
+			start := time.Now()
 			err := db.compactPartition(name, t, p, byPart[p], blocks)
 			db.mu.Lock()
+			db.compactionTime += time.Since(start)
 			if err != nil {
 				db.compactionErrors++
 				errs = append(errs, fmt.Errorf("tenant %q partition %s: %w", name, time.Unix(0, p).UTC().Format(time.RFC3339), err))

@@ -5,6 +5,7 @@ package store
 
 import (
 	"errors"
+	"time"
 
 	"github.com/sparkprof/sparkprof/profile"
 )
@@ -117,6 +118,9 @@ type Stats struct {
 	BlockUploads     int   // uploads the blocks hold
 	Compactions      int64 // blocks written since the store opened
 	CompactionErrors int64 // compactions that failed since the store opened
+	// CompactionTime is the time compactions took since the store opened,
+	// failed ones included.
+	CompactionTime time.Duration
 	// CacheBytes estimates the heap the cache of block parts holds;
 	// CacheHits, CacheMisses and CacheEvictions count its lookups and
 	// drops since the store opened.

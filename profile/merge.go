@@ -71,6 +71,7 @@ type sampleKey struct {
 	state  ThreadState
 }
 
+// keyOf returns the aggregation key of s.
 func keyOf(s *Sample) sampleKey {
 	return sampleKey{s.Time, s.Stack, s.Labels, s.Thread, s.Type, s.State}
 }

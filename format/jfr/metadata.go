@@ -218,8 +218,7 @@ func loadMetadata(chunk []byte, off int64) (*metadata, error) {
 	raw := chunk[off : off+int64(size)]
 	// The event's header (its size, type, start and duration, and the
 	// metadata's id) differs from chunk to chunk: the cache is keyed by
-	// what follows, the declarations.
-	// Past the size: the type, start, duration and metadata id.
+	// what follows, the declarations. Skip the four fields past the size.
 	r.at(raw, r.pos-int(off))
 	for range 4 {
 		r.varint()

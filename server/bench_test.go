@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -155,24 +156,16 @@ func ingest(b *testing.B, s *Server, query string, body []byte, contentType stri
 func jdkWindows(b *testing.B) [][]byte {
 	rec := os.Getenv("SPARKPROF_JDK_WINDOWS")
 	if rec == "" {
-		java, err1 := exec.LookPath("java")
-		javac, err2 := exec.LookPath("javac")
-		if err1 != nil || err2 != nil {
+		if _, err := exec.LookPath("javac"); err != nil {
 			b.Skip("no JDK on PATH")
 		}
-		root := filepath.Join("..")
-		if out, err := exec.Command(filepath.Join(root, "agent", "build.sh")).CombinedOutput(); err != nil {
+		if out, err := exec.Command(filepath.Join("..", "agent", "build.sh")).CombinedOutput(); err != nil {
 			b.Fatalf("agent build: %v\n%s", err, out)
 		}
-		tmp := b.TempDir()
-		if out, err := exec.Command(javac, "-d", tmp, filepath.Join(root, "bench", "jfr", "Compile.java")).CombinedOutput(); err != nil {
-			b.Fatalf("javac: %v\n%s", err, out)
-		}
-		output := filepath.Join(tmp, "output")
-		cmd := exec.Command(java, "-javaagent:"+filepath.Join(root, "agent", "build", "sparkprof-agent.jar")+"=outputDir="+output,
-			"-cp", tmp, "Compile", "60", "1", filepath.Join(tmp, "out"), filepath.Join(root, "agent", "src"), filepath.Join(root, "agent", "spark-api"))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("java: %v\n%s", err, out)
+		dir := b.TempDir()
+		output := filepath.Join(dir, "output")
+		if !runCompile(b, dir, 60, "-javaagent:"+filepath.Join("..", "agent", "build", "sparkprof-agent.jar")+"=outputDir="+output) {
+			b.Skip("no JDK on PATH")
 		}
 		rec = filepath.Join(output, "unknown-app", "profile-driver.jfr")
 	}
@@ -213,23 +206,11 @@ func jdkRecording(b *testing.B) []byte {
 		}
 		return data
 	}
-	java, err1 := exec.LookPath("java")
-	javac, err2 := exec.LookPath("javac")
-	if err1 != nil || err2 != nil {
+	dir := b.TempDir()
+	rec := filepath.Join(dir, "rec.jfr")
+	if !runCompile(b, dir, 10, "-XX:StartFlightRecording=settings=profile,filename="+rec, "-Xlog:jfr=warning") {
 		b.Log("no JDK on PATH: no jdk-jfr case")
 		return nil
-	}
-	dir := b.TempDir()
-	root := filepath.Join("..")
-	if out, err := exec.Command(javac, "-d", dir, filepath.Join(root, "bench", "jfr", "Compile.java")).CombinedOutput(); err != nil {
-		b.Fatalf("javac: %v\n%s", err, out)
-	}
-	rec := filepath.Join(dir, "rec.jfr")
-	cmd := exec.Command(java, "-XX:StartFlightRecording=settings=profile,filename="+rec, "-Xlog:jfr=warning",
-		"-cp", dir, "Compile", "10", "1", filepath.Join(dir, "out"),
-		filepath.Join(root, "agent", "src"), filepath.Join(root, "agent", "spark-api"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("java: %v\n%s", err, out)
 	}
 	data, err := os.ReadFile(rec)
 	if err != nil {
@@ -237,6 +218,27 @@ func jdkRecording(b *testing.B) []byte {
 	}
 	b.Logf("jdk-jfr: a JDK recording of %d bytes", len(data))
 	return data
+}
+
+// runCompile runs the compile workload (bench/jfr/Compile.java: a thread
+// compiling the agent's sources with the JDK's compiler) for seconds in a
+// JVM started with flags, its classes and output in dir. It reports false,
+// running nothing, without a JDK on PATH.
+func runCompile(b *testing.B, dir string, seconds int, flags ...string) bool {
+	java, err1 := exec.LookPath("java")
+	javac, err2 := exec.LookPath("javac")
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	if out, err := exec.Command(javac, "-d", dir, filepath.Join("..", "bench", "jfr", "Compile.java")).CombinedOutput(); err != nil {
+		b.Fatalf("javac: %v\n%s", err, out)
+	}
+	args := append(flags, "-cp", dir, "Compile", strconv.Itoa(seconds), "1", filepath.Join(dir, "out"),
+		filepath.Join("..", "agent", "src"), filepath.Join("..", "agent", "spark-api"))
+	if out, err := exec.Command(java, args...).CombinedOutput(); err != nil {
+		b.Fatalf("java: %v\n%s", err, out)
+	}
+	return true
 }
 
 // cpuTime is the process's user+system CPU time.

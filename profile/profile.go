@@ -325,12 +325,17 @@ func (p *Profile) indexFrames() {
 	}
 }
 
-// indexStacks builds the stack index after DropIndexes.
+// indexStacks brings the stack index up to date: builds it after
+// DropIndexes, and takes in the stacks AppendStack added.
 func (p *Profile) indexStacks() {
-	p.stackIndex = newStackIndex(len(p.stacks))
-	for i, n := range p.stacks[1:] { // stacks[0], the empty stack, is not interned
-		p.stackIndex.intern(p.stacks, n, StackID(i+1))
+	x := &p.stackIndex
+	if x.slots == nil {
+		*x = newStackIndex(len(p.stacks))
 	}
+	for i := x.indexed + 1; i < len(p.stacks); i++ { // stacks[0], the empty stack, is not interned
+		x.intern(p.stacks, p.stacks[i], StackID(i))
+	}
+	x.indexed = len(p.stacks) - 1
 }
 
 // AddType returns the id of sample type t, adding it if needed.
@@ -390,15 +395,26 @@ func (p *Profile) AddStack(rootFirst []FrameID) StackID {
 
 // Push returns the id of the stack that is parent with frame f called on top.
 func (p *Profile) Push(parent StackID, f FrameID) StackID {
-	if p.stackIndex.slots == nil {
+	if p.stackIndex.indexed != len(p.stacks)-1 {
 		p.indexStacks()
 	}
 	n := stackNode{parent, f}
 	id, found := p.stackIndex.intern(p.stacks, n, StackID(len(p.stacks)))
 	if !found {
 		p.stacks = append(p.stacks, n)
+		p.stackIndex.indexed++
 	}
 	return id
+}
+
+// AppendStack adds the stack that is parent with frame f called on top,
+// which p must not have yet, and returns its id. It spares Push's lookup
+// for a caller that knows the stack is new (a decoder extending a stack
+// trace past the part it converted before); the index takes the stack in
+// at the next Push.
+func (p *Profile) AppendStack(parent StackID, f FrameID) StackID {
+	p.stacks = append(p.stacks, stackNode{parent, f})
+	return StackID(len(p.stacks) - 1)
 }
 
 // Stack appends the frames of stack s to buf, root first, and returns it.

@@ -74,6 +74,42 @@ func TestStackInterning(t *testing.T) {
 	}
 }
 
+// Stacks added by AppendStack are found by later pushes, whether the index
+// existed before them or not.
+func TestAppendStack(t *testing.T) {
+	for _, pushFirst := range []bool{false, true} {
+		p := New()
+		a, b := p.AddFrame(Frame{Name: "a"}), p.AddFrame(Frame{Name: "b"})
+		var sa StackID
+		if pushFirst {
+			sa = p.Push(NoStack, a) // the index exists before the appends
+		} else {
+			sa = p.AppendStack(NoStack, a)
+		}
+		sab := p.AppendStack(sa, b)
+		sabb := p.AppendStack(sab, b)
+		for _, c := range []struct {
+			parent StackID
+			frame  FrameID
+			want   StackID
+		}{
+			{NoStack, a, sa},
+			{sa, b, sab},
+			{sab, b, sabb},
+			{NoStack, b, 4}, // new: the next id
+			{sabb, a, 5},
+			{NoStack, b, 4},
+		} {
+			if got := p.Push(c.parent, c.frame); got != c.want {
+				t.Errorf("pushFirst %v: Push(%d, %d) = %d, want %d", pushFirst, c.parent, c.frame, got, c.want)
+			}
+		}
+		if got := p.NumStacks(); got != 6 {
+			t.Errorf("pushFirst %v: NumStacks = %d, want 6", pushFirst, got)
+		}
+	}
+}
+
 // Many pushes, past several growths of the stack index and across a drop
 // and rebuild, give each (parent, frame) pair one id, as a map of the pairs
 // does.

@@ -12,8 +12,9 @@ import "sync"
 // (a quarter of the CPU time of ingesting a JDK recording). One probe here
 // finds the node or the free slot it goes in, and a slot is 8 bytes.
 type stackIndex struct {
-	slots []uint64 // hash<<32 | id; 0 is free (id 0, the empty stack, is never interned)
-	count int
+	slots   []uint64 // hash<<32 | id; 0 is free (id 0, the empty stack, is never interned)
+	count   int      // ids in slots
+	indexed int      // the stacks from 1 to indexed have been interned
 }
 
 // minStackSlots is the size of a new index's table: a power of two.

@@ -410,12 +410,79 @@ func (d *decoder) convertTrace() profile.StackID {
 	}
 	for k := lo; k < n; k++ {
 		if fid := d.frame(d.trace[n-1-k]); fid != noFrame {
-			id = d.p.Push(id, fid)
+			id = d.push(id, fid)
+		} else {
+			// The stacks past a skipped frame may be ones its
+			// parent already has.
+			d.fresh = false
 		}
 		d.prefixes.put(d.hashes[k], id)
 	}
 	return id
 }
+
+// push returns the profile stack that is parent with frame f called on
+// top, for a frame past the longest converted prefix of a trace.
+//
+// Interning a stack costs a probe of a table of tens of thousands of
+// stacks, most of them new: a quarter of a JDK recording's decode. While
+// d.fresh, a stack whose path holds only frames made of one JFR frame each
+// is new, since its trace prefix is: it is appended without a lookup. In a
+// JDK recording a handful of a chunk's thousands of frames are merged (a
+// generated class's methods named alike, overloads without lines), below
+// them a few hundred of its tens of thousands of stacks; those are looked
+// up in belowIndex.
+func (d *decoder) push(parent profile.StackID, f profile.FrameID) profile.StackID {
+	if !d.fresh {
+		return d.p.Push(parent, f)
+	}
+	if !d.below[parent] && (int(f) >= len(d.merged) || !d.merged[f]) {
+		d.below = append(d.below, false)
+		return d.p.AppendStack(parent, f)
+	}
+	key := uint64(parent)<<32 | uint64(f)
+	if id, ok := d.belowIndex.Get(key); ok {
+		return profile.StackID(id)
+	}
+	id := d.p.AppendStack(parent, f)
+	d.below = append(d.below, true)
+	d.belowIndex.Put(key, uint32(id))
+	return id
+}
+
+// merge marks frame f as made of a second JFR frame, and the stacks it is
+// on the path of as below a merged frame.
+func (d *decoder) merge(f profile.FrameID) {
+	if int(f) >= len(d.merged) {
+		d.merged = append(d.merged, make([]bool, int(f)+1-len(d.merged))...)
+	}
+	if d.merged[f] {
+		return
+	}
+	d.merged[f] = true
+	if d.merges++; d.merges > maxMerges {
+		d.fresh = false // the passes below would cost more than lookups
+		return
+	}
+	for i := 1; i < len(d.below); i++ { // parents come before their children
+		s := profile.StackID(i)
+		if d.below[i] {
+			continue
+		}
+		if parent, leaf := d.p.Parent(s), d.p.Leaf(s); d.below[parent] || leaf == f {
+			d.below[i] = true
+			d.belowIndex.Put(uint64(parent)<<32|uint64(leaf), uint32(s))
+		}
+	}
+	if 4*d.belowIndex.Len() > len(d.below) {
+		d.fresh = false // most stacks need a lookup anyway
+	}
+}
+
+// maxMerges is how many merged frames a chunk may have before its stacks
+// are all looked up: each costs a pass over the chunk's stacks. A JDK
+// recording's chunk has a handful; async-profiler's may have dozens.
+const maxMerges = 8
 
 // frame returns the profile frame of a JFR frame, or noFrame when the
 // chunk lacks its method.
@@ -454,7 +521,12 @@ func (d *decoder) newFrame(mi *methodInfo, line uint32) profile.FrameID {
 	if !mi.ok {
 		return noFrame
 	}
-	return d.p.AddFrame(profile.Frame{Name: mi.name, File: mi.file, Line: int32(line), Kind: mi.kind})
+	n := len(d.p.Frames)
+	id := d.p.AddFrame(profile.Frame{Name: mi.name, File: mi.file, Line: int32(line), Kind: mi.kind})
+	if int(id) < n && d.fresh {
+		d.merge(id)
+	}
+	return id
 }
 
 // noFrame marks a method key the chunk does not resolve.

@@ -46,6 +46,11 @@ func TestJDKRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The JDK names a few methods alike (generated classes, overloads
+	// without lines): stacks below them must still be distinct.
+	if err := distinct(p); err != nil {
+		t.Error(err)
+	}
 	sparkthread.LabelProfile(p)
 	if p.Start <= 0 || p.End <= p.Start {
 		t.Errorf("Start, End = %d, %d", p.Start, p.End)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/grafana/jfr-parser/pprof"
 
+	"github.com/sparkprof/sparkprof/internal/hashtab"
 	"github.com/sparkprof/sparkprof/profile"
 )
 
@@ -207,6 +208,17 @@ type decoder struct {
 	// far; hashes the keys of d.trace's prefixes, root first.
 	prefixes prefixTable
 	hashes   []prefixKey
+	// fresh: the profile's stacks all come from the chunk's traces, so a
+	// stack past a trace's longest converted prefix is new unless a merged
+	// frame (one made of two JFR frames) is on its path, and is appended
+	// without a lookup (see push). merged marks frames by id, below marks
+	// stacks by id that have a merged frame on their path, and belowIndex
+	// finds those by parent<<32|frame.
+	fresh      bool
+	merges     int
+	merged     []bool
+	below      []bool
+	belowIndex hashtab.Table
 }
 
 // frameRef is a frame as a JFR stack trace holds it.
@@ -270,6 +282,9 @@ func (d *decoder) release() {
 	if cap(d.prefixes.slots) > maxKept {
 		d.prefixes = prefixTable{}
 	}
+	if cap(d.below) > maxKept {
+		d.merged, d.below = nil, nil
+	}
 	decoders.Put(d)
 }
 
@@ -332,6 +347,9 @@ func (d *decoder) decodeChunk(b []byte, h chunkHeader) error {
 	// prefixes) a few per trace.
 	d.p.Grow(d.pools[poolMethod].n*5/4, d.pools[poolStackTrace].n*4)
 	d.prefixes.reset(d.pools[poolStackTrace].n * 4)
+	d.fresh, d.merges = d.p.NumStacks() == 1, 0
+	d.merged, d.below = d.merged[:0], append(d.below[:0], false)
+	d.belowIndex.Reset(maxKept)
 	err = d.events()
 	for i, n := range d.classCounts {
 		if n > 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/sparkprof/sparkprof/format/folded"
 	"github.com/sparkprof/sparkprof/format/pprof"
 	"github.com/sparkprof/sparkprof/format/speedscope"
+	"github.com/sparkprof/sparkprof/internal/duration"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
@@ -131,7 +132,7 @@ func parseRange(q url.Values) (from, until int64, err error) {
 }
 
 // parseTimeParam accepts Unix times in s/ms/µs/ns and Pyroscope's relative
-// "now-1h" form.
+// relative "now-1h" and "now-7d" forms.
 func parseTimeParam(s string) (int64, error) {
 	if s == "" || s == "now" {
 		if s == "now" {
@@ -140,7 +141,7 @@ func parseTimeParam(s string) (int64, error) {
 		return 0, nil
 	}
 	if rel, ok := strings.CutPrefix(s, "now-"); ok {
-		d, err := time.ParseDuration(rel)
+		d, err := duration.Parse(rel)
 		if err != nil {
 			return 0, err
 		}
@@ -659,7 +660,7 @@ func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
 	}
 	step := 10 * time.Second
 	if v := r.URL.Query().Get("step"); v != "" {
-		d, err := time.ParseDuration(v)
+		d, err := duration.Parse(v)
 		if err != nil || d <= 0 {
 			httpError(w, http.StatusBadRequest, "step %q: want a duration such as 10s or 1m", v)
 			return

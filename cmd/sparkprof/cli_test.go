@@ -40,6 +40,10 @@ func TestHelpListsCommands(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	straggler := corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz")
+	emptyToken := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(emptyToken, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		code int
@@ -58,6 +62,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"diff", straggler}, 2, "want two inputs"},
 		{[]string{"top", "--type", "alloc", straggler}, 1, "no such samples; they have samples:count"},
 		{[]string{"top", filepath.Join(t.TempDir(), "missing.jfr")}, 1, "missing.jfr"},
+		{[]string{"serve", "--retention", "30days"}, 2, `--retention: duration "30days"`},
+		{[]string{"serve", "--auth-token-file", emptyToken}, 1, "is empty: write the token in it"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

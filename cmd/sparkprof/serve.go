@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkprof/sparkprof/internal/duration"
 	"github.com/sparkprof/sparkprof/server"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -50,7 +51,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
 	}
-	keep, err := parseRetention(*retention)
+	keep, err := duration.Parse(*retention)
 	if err != nil {
 		return fmt.Errorf("%w: --retention: %v", errUsage, err)
 	}
@@ -61,6 +62,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("--auth-token-file: %w", err)
 		}
 		token = strings.TrimSpace(string(b))
+		if token == "" {
+			// Starting without authentication would be a surprise.
+			return fmt.Errorf("--auth-token-file: %s is empty: write the token in it", *tokenFile)
+		}
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	db, err := store.Open(*data, store.Options{Retention: keep, CacheBytes: *cacheMB << 20, Logger: log})
@@ -108,17 +113,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return nil
-}
-
-func parseRetention(s string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		d, err := time.ParseDuration(days + "h")
-		return 24 * d, err
-	}
-	if s == "0" {
-		return 0, nil
-	}
-	return time.ParseDuration(s)
 }
 
 // preloadFile is one file of the sample data the server preloads.

@@ -190,7 +190,7 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(res.Labels) > 0 {
-		s.agents.uploaded(tenant(r), res.Labels, r.RemoteAddr, len(f.Data))
+		s.agents.uploaded(sender{tenant: tenant(r), remote: r.RemoteAddr, labels: res.Labels}, len(f.Data), 0)
 	}
 	writeJSON(w, res)
 }

@@ -99,6 +99,19 @@ func parseSampleRate(v string) (int64, error) {
 	return n, nil
 }
 
+// parseCount parses an optional count (the sparkprof agent's dropped
+// windows).
+func parseCount(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q: want a count, a non-negative integer", v)
+	}
+	return n, nil
+}
+
 // parseName parses Pyroscope's "app.cpu{key=value,...}" into labels, and
 // the sample type its suffix names (zero without one).
 func parseName(name string) (profile.Labels, profile.SampleType, error) {
@@ -167,18 +180,25 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ten := tenant(r)
 	q := r.URL.Query()
+	who := sender{tenant: ten, remote: r.RemoteAddr, spyName: q.Get("spyName"), name: q.Get("name")}
 	fail := func(code int, format string, args ...any) {
 		s.metrics.uploadError(code)
-		s.agents.failed(ten, q.Get("name"), r.RemoteAddr, fmt.Sprintf(format, args...))
+		s.agents.failed(who, fmt.Sprintf(format, args...))
 		httpError(w, code, format, args...)
-	}
-	if !s.allow(ten) {
-		fail(http.StatusTooManyRequests, "tenant %q is over its upload rate (%.0f/s); retry later", ten, s.cfg.RatePerSecond)
-		return
 	}
 	labels, nameType, err := parseName(q.Get("name"))
 	if err != nil {
 		fail(http.StatusBadRequest, "%v", err)
+		return
+	}
+	who.labels = labels
+	if !s.allow(ten) {
+		fail(http.StatusTooManyRequests, "tenant %q is over its upload rate (%.0f/s); retry later", ten, s.cfg.RatePerSecond)
+		return
+	}
+	dropped, err := parseCount(q.Get("dropped"))
+	if err != nil {
+		fail(http.StatusBadRequest, "dropped: %v", err)
 		return
 	}
 	sampleRate, err := parseSampleRate(q.Get("sampleRate"))
@@ -268,7 +288,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.uploaded(len(body), len(p.Samples), time.Since(start))
-	s.agents.uploaded(ten, labels, r.RemoteAddr, len(body))
+	s.agents.uploaded(who, len(body), dropped)
 	w.WriteHeader(http.StatusOK)
 }
 

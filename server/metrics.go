@@ -106,10 +106,14 @@ type Agent struct {
 	Remote     string `json:"remote"`
 	First      int64  `json:"firstUploadMs"`
 	Last       int64  `json:"lastUploadMs"`
+	SpyName    string `json:"spyName,omitempty"` // the client, as its uploads name it
 	Uploads    int64  `json:"uploads"`
 	Bytes      int64  `json:"bytes"`
-	Errors     int64  `json:"errors"`
-	LastError  string `json:"lastError,omitempty"`
+	// Dropped counts the windows the agent dropped while it could not
+	// send them (its uploads' dropped parameter).
+	Dropped   int64  `json:"dropped"`
+	Errors    int64  `json:"errors"`
+	LastError string `json:"lastError,omitempty"`
 }
 
 func newAgents() *agents { return &agents{by: map[string]*Agent{}} }
@@ -125,20 +129,42 @@ func (a *agents) get(tenant, app, appID, exec, host, remote string) *Agent {
 	return ag
 }
 
-func (a *agents) uploaded(tenant string, ls profile.Labels, remote string, bytes int) {
-	get := func(n string) string { v, _ := ls.Get(n); return v }
+// sender identifies the agent of an upload: its labels, or the name it
+// gave when that did not parse.
+type sender struct {
+	tenant, remote, spyName string
+	labels                  profile.Labels
+	name                    string
+}
+
+func (a *agents) of(s sender) *Agent {
+	if s.labels == nil {
+		return a.get(s.tenant, s.name, "", "", "", s.remote)
+	}
+	get := func(n string) string { v, _ := s.labels.Get(n); return v }
+	ag := a.get(s.tenant, get(profile.LabelServiceName), get(profile.LabelAppID), get(profile.LabelExecutorID), get(profile.LabelHost), s.remote)
+	if s.spyName != "" {
+		ag.SpyName = s.spyName
+	}
+	return ag
+}
+
+// uploaded counts an upload of bytes; dropped is the sender's count of
+// windows it dropped so far.
+func (a *agents) uploaded(s sender, bytes int, dropped int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ag := a.get(tenant, get(profile.LabelServiceName), get(profile.LabelAppID), get(profile.LabelExecutorID), get(profile.LabelHost), remote)
+	ag := a.of(s)
 	ag.Uploads++
 	ag.Bytes += int64(bytes)
+	ag.Dropped = max(ag.Dropped, dropped)
 	ag.Last = time.Now().UnixMilli()
 }
 
-func (a *agents) failed(tenant, name, remote, why string) {
+func (a *agents) failed(s sender, why string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ag := a.get(tenant, name, "", "", "", remote)
+	ag := a.of(s)
 	ag.Errors++
 	ag.LastError = why
 	ag.Last = time.Now().UnixMilli()

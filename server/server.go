@@ -4,13 +4,11 @@
 package server
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,8 +19,9 @@ import (
 // Config configures a Server.
 type Config struct {
 	Store store.Store
-	// AuthToken, when set, must come as "Authorization: Bearer <token>" on
-	// every request but /healthz and /ready.
+	// AuthToken, when set, must come with every request but /healthz and
+	// /ready: as "Authorization: Bearer <token>", as the password of basic
+	// authentication, or in the cookie a browser gets by signing in.
 	AuthToken string
 	// MaxBodyBytes bounds an upload's body; MaxDecodedBytes its
 	// decompressed size (gzip bombs are rejected with 413).
@@ -103,6 +102,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /agent.jar", s.handleAgentJar)
 	s.mux.HandleFunc("GET /flame", s.handleFlame)
 	s.mux.HandleFunc("GET /apps/{id}/report", s.handleReport)
+	s.mux.HandleFunc("POST /login", s.handleLogin)
 	s.mux.HandleFunc("GET /{$}", ui.Index)
 	s.mux.Handle("GET /ui/", ui.Assets("/ui/"))
 }
@@ -136,11 +136,11 @@ func (s *Server) handleAgentJar(w http.ResponseWriter, r *http.Request) {
 
 // ServeHTTP implements http.Handler: authentication, then the routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.AuthToken != "" && r.URL.Path != "/healthz" && r.URL.Path != "/ready" {
-		got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.AuthToken)) != 1 {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			httpError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+	if s.cfg.AuthToken != "" && !s.authorized(r) {
+		switch r.URL.Path {
+		case "/healthz", "/ready", "/login":
+		default:
+			s.unauthorized(w, r)
 			return
 		}
 	}

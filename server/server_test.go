@@ -3,15 +3,18 @@ package server
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sparkprof/sparkprof/format"
@@ -206,6 +209,52 @@ func TestIngestEndToEnd(t *testing.T) {
 	}
 }
 
+// The agents list puts a sender's failed uploads on its own row, beside
+// its client and the windows it says it dropped.
+func TestAgentsList(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	exec := url.Values{"name": {"job{appId=app-7,executorId=2,hostname=node1}"}, "format": {"folded"}, "spyName": {"sparkprof"}}
+	with := func(k, v string) url.Values {
+		q := url.Values{}
+		for n, vs := range exec {
+			q[n] = vs
+		}
+		q.Set(k, v)
+		return q
+	}
+	steps := []struct {
+		query url.Values
+		body  string
+		code  int
+	}{
+		{exec, "a;b 1\n", 200},
+		{with("dropped", "3"), "a;b 1\n", 200},
+		{with("dropped", "1"), "a;b 1\n", 200}, // a count from before: the row keeps 3
+		{with("format", "pprof"), "not pprof", 422},
+		{with("dropped", "-1"), "a;b 1\n", 400},
+		{url.Values{"name": {"broken{"}}, "a 1\n", 400},
+	}
+	for _, st := range steps {
+		if code := post(t, ts, st.query, "", []byte(st.body)); code != st.code {
+			t.Fatalf("%v: %d, want %d", st.query, code, st.code)
+		}
+	}
+	var agents []Agent
+	getJSON(t, ts, "/api/v1/agents", &agents)
+	byApp := map[string]Agent{}
+	for _, a := range agents {
+		byApp[a.App] = a
+	}
+	got := byApp["job"]
+	if len(agents) != 2 || got.AppID != "app-7" || got.ExecutorID != "2" || got.Host != "node1" || got.SpyName != "sparkprof" ||
+		got.Uploads != 3 || got.Dropped != 3 || got.Errors != 2 || !strings.Contains(got.LastError, "dropped") {
+		t.Errorf("agents %+v", agents)
+	}
+	if b := byApp["broken{"]; b.Errors != 1 || b.Uploads != 0 {
+		t.Errorf("unparsable name: %+v", b)
+	}
+}
+
 // TestPyroscopeTypes sends folded stacks as Pyroscope's agents do, the
 // profile type in the name's suffix or the units, and reads them back with
 // Pyroscope's queries, which name the type the same way.
@@ -238,7 +287,7 @@ func TestPyroscopeTypes(t *testing.T) {
 				Flamebearer Flamebearer `json:"flamebearer"`
 				Metadata    struct{ Name string }
 			}
-			getJSON(t, ts, "/pyroscope/render?"+url.Values{"query": {tt.query}, "from": {"now-1h"}, "until": {"now"}}.Encode(), &pr)
+			getJSON(t, ts, "/pyroscope/render?"+url.Values{"query": {tt.query}, "from": {"now-7d"}, "until": {"now"}}.Encode(), &pr)
 			if pr.Metadata.Name != tt.wantType || pr.Flamebearer.NumTicks != tt.wantTicks {
 				t.Errorf("%s: type %q, %d ticks; want %q, %d", tt.query, pr.Metadata.Name, pr.Flamebearer.NumTicks, tt.wantType, tt.wantTicks)
 			}
@@ -318,6 +367,59 @@ func TestAuthAndTenants(t *testing.T) {
 	resp, err := http.Get(ts.URL + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Errorf("healthz without token: %v %v", resp, err)
+	}
+	// Agents set up for Grafana Cloud send the token as a basic
+	// authentication password.
+	basic := []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("123456:s3cret"))}
+	if code := post(t, ts, q, "", []byte("a;b 1\n"), basic...); code != 200 {
+		t.Errorf("basic authentication: %d", code)
+	}
+}
+
+// A browser without the token gets a sign-in form; signing in keeps the
+// token in a cookie that the UI's requests then carry.
+func TestSignIn(t *testing.T) {
+	ts, _ := newTestServer(t, Config{AuthToken: "s3cret"})
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		req.Header.Set("Accept", "text/html,application/xhtml+xml")
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	signIn := func(token, next string) *http.Response {
+		resp, err := browser.PostForm(ts.URL+"/login", url.Values{"token": {token}, "next": {next}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if code, body := get("/apps/x/report"); code != 401 || !strings.Contains(body, `name="next" value="/apps/x/report"`) {
+		t.Errorf("page without token: %d, want 401 and the sign-in form for it:\n%s", code, body)
+	}
+	if resp := signIn("wrong", "/"); resp.StatusCode != 401 || len(resp.Cookies()) != 0 {
+		t.Errorf("wrong token: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	if code, _ := get("/api/v1/apps"); code != 401 {
+		t.Errorf("API after a wrong token: %d", code)
+	}
+	for _, next := range []string{"//elsewhere.example/x", "https://elsewhere.example/"} {
+		if resp := signIn("s3cret", next); resp.StatusCode != 303 || resp.Header.Get("Location") != "/" {
+			t.Errorf("next %q: %d to %q, want 303 to /", next, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	if resp := signIn("s3cret", "/flame?query=a"); resp.StatusCode != 303 || resp.Header.Get("Location") != "/flame?query=a" {
+		t.Errorf("sign in: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if code, body := get("/api/v1/apps"); code != 200 {
+		t.Errorf("API with the cookie: %d %s", code, body)
 	}
 }
 

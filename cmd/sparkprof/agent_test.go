@@ -17,6 +17,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/server"
 )
 
 // runWorkload runs the agent's Spark-like workload (agent/test) in a real
@@ -171,8 +172,10 @@ func TestAgentWithServer(t *testing.T) {
 				late.Wait()
 			}
 		}()
+		// A queue of 200 KB holds one or two windows: the agent drops
+		// the older ones while the server is down, and says so.
 		work := workloadCommand([]string{"-Dworkload.poolThreadNames=true", "-Dworkload.pauseMs=2500"}, "http://"+addr, "1.0", "-",
-			"spark.sparkprof.uploadInterval=300ms")
+			"spark.sparkprof.uploadInterval=300ms", "spark.sparkprof.maxQueuedBytes=200k")
 		var stderr strings.Builder
 		work.Stderr = &stderr
 		stdout, err := work.StdoutPipe()
@@ -210,6 +213,18 @@ func TestAgentWithServer(t *testing.T) {
 		attributed := ticks(t, lateBase, "", `{spark_stage_id=~"1|2", thread_pool="task"}`, "cpu")
 		if all == 0 || (all-attributed)*10 > all {
 			t.Errorf("CPU on task threads: %d, of which %d attributed to a stage; want nearly all", all, attributed)
+		}
+		var agents []server.Agent
+		getTenant(t, lateBase, "/api/v1/agents", "", &agents)
+		dropped := int64(0)
+		for _, a := range agents {
+			dropped += a.Dropped
+			if a.SpyName != "sparkprof" {
+				t.Errorf("agent %+v: spyName %q, want sparkprof", a, a.SpyName)
+			}
+		}
+		if dropped == 0 {
+			t.Errorf("agents %+v: no dropped windows reported; agent's log:\n%s", agents, stderr.String())
 		}
 	})
 	t.Run("an unusable async-profiler falls back to the Flight Recorder", func(t *testing.T) {

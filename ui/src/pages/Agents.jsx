@@ -29,6 +29,7 @@ export function AgentsPage() {
             { key: 'executorId', title: 'Executor' },
             { key: 'host', title: 'Host' },
             { key: 'remote', title: 'From' },
+            { key: 'spyName', title: 'Client' },
             { key: 'firstUploadMs', title: 'First upload', render: (a) => fmtTime(a.firstUploadMs) },
             { key: 'lastUploadMs', title: 'Last upload', render: (a) => fmtTime(a.lastUploadMs) },
             { key: 'uploads', title: 'Uploads', align: 'right' },

@@ -305,7 +305,8 @@ public final class Agent {
       byte[] jfr = gzip(Files.readAllBytes(w.file));
       String tasksJson = w.tasks, gcJson = w.gc;
       String query = "name=" + enc(labels.pyroscopeName(app)) + "&from=" + w.fromMs / 1000 + "&until=" + (w.untilMs + 999) / 1000
-          + "&format=jfr&spyName=sparkprof&sampleRate=" + (1000 / Math.max(1, cfg.millis("interval", 10)));
+          + "&format=jfr&spyName=sparkprof&sampleRate=" + (1000 / Math.max(1, cfg.millis("interval", 10)))
+          + "&dropped=" + droppedWindows.get();
       HttpURLConnection c = (HttpURLConnection) new URL(server.replaceAll("/+$", "") + "/ingest?" + query).openConnection();
       int budget = (int) Math.max(500, Math.min(10_000, deadline - System.currentTimeMillis()));
       c.setConnectTimeout(Math.min(2_000, budget));

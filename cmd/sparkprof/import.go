@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -43,7 +45,10 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	}
 	// Event logs and container logs go as they are; everything else
 	// expands to profile files.
-	type file struct{ path, kind string }
+	type file struct {
+		path, kind string
+		data       []byte // when not the file at path: a rolling log directory, zipped
+	}
 	var files []file
 	for _, path := range fs.Args() {
 		kind, err := analysis.Classify(path)
@@ -56,11 +61,18 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		switch {
 		case kind == "eventlog" && st.IsDir():
-			return fmt.Errorf("%s: a rolling event log directory; zip it (as the History Server's download does) and import the zip", path)
+			// A rolling log goes as the History Server's download of
+			// it does: a zip of its directory.
+			data, err := zipDir(path)
+			if err != nil {
+				return err
+			}
+			files = append(files, file{filepath.Clean(path) + ".zip", kind, data})
+			continue
 		case kind == "logs" && st.IsDir():
 			return fmt.Errorf("%s: a directory of container logs; import its files with --app NAME, or the `yarn logs` output as one file", path)
 		case kind != "profile":
-			files = append(files, file{path, kind})
+			files = append(files, file{path: path, kind: kind})
 			continue
 		}
 		more, err := format.Expand([]string{path})
@@ -68,7 +80,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		for _, m := range more {
-			files = append(files, file{m, "profile"})
+			files = append(files, file{path: m, kind: "profile"})
 		}
 	}
 	client := &http.Client{Timeout: 5 * time.Minute}
@@ -77,9 +89,12 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	failed := 0
 	for _, f := range files {
 		prog.step(f.path)
-		data, err := os.ReadFile(f.path)
-		if err != nil {
-			return err
+		data := f.data
+		if data == nil {
+			var err error
+			if data, err = os.ReadFile(f.path); err != nil {
+				return err
+			}
 		}
 		q := url.Values{"path": {f.path}, "kind": {f.kind}}
 		if *app != "" {
@@ -113,4 +128,36 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("%d files were refused", failed)
 	}
 	return nil
+}
+
+// zipDir returns a zip of the files of directory dir, under its name, as
+// the History Server serves a rolling event log. The files are stored, not
+// compressed again: Spark compresses them already when told to.
+func zipDir(dir string) ([]byte, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for _, ent := range entries {
+		if !ent.Type().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, ent.Name()))
+		if err != nil {
+			return nil, err
+		}
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: filepath.Base(dir) + "/" + ent.Name(), Method: zip.Store})
+		if err != nil {
+			return nil, fmt.Errorf("zip %s: %w", dir, err)
+		}
+		if _, err := w.Write(data); err != nil {
+			return nil, fmt.Errorf("zip %s: %w", dir, err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("zip %s: %w", dir, err)
+	}
+	return b.Bytes(), nil
 }

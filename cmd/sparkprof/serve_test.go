@@ -176,9 +176,11 @@ func TestImportSparkProfilerDir(t *testing.T) {
 	}
 	cmd, base := startServe(t, bin, filepath.Join(dir, "data"))
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	// A rolling event log (a directory) goes as the History Server's zip.
 	code, _, stderr := sparkprof(t, "import", "--server", base, filepath.Join(dir, "profiles"),
-		corpus.Path(t, "eventlogs", "nvidia", "tasks_executors_fail_compressed_eventlog.zstd"))
-	if code != 0 || !strings.Contains(stderr, "imported 3 of 3") {
+		corpus.Path(t, "eventlogs", "nvidia", "tasks_executors_fail_compressed_eventlog.zstd"),
+		corpus.Path(t, "eventlogs", "nvidia", "eventlog_v2_local-1623876083964"))
+	if code != 0 || !strings.Contains(stderr, "imported 4 of 4") {
 		t.Fatalf("import: exit %d, %s", code, stderr)
 	}
 	resp, err := http.Get(base + "/api/v1/label-values?name=spark_executor_id")
@@ -201,7 +203,11 @@ func TestImportSparkProfilerDir(t *testing.T) {
 	}
 	json.NewDecoder(resp.Body).Decode(&apps)
 	resp.Body.Close()
-	if len(apps) != 1 || apps[0].ID != "application_1603128018386_7846" || apps[0].FailedTaskCount != 53 {
-		t.Errorf("apps after importing the event log: %+v", apps)
+	got := map[string]int{}
+	for _, a := range apps {
+		got[a.ID] = a.FailedTaskCount
+	}
+	if _, rolling := got["local-1623876083964"]; len(apps) != 2 || got["application_1603128018386_7846"] != 53 || !rolling {
+		t.Errorf("apps after importing the event logs: %+v", apps)
 	}
 }

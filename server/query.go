@@ -90,6 +90,9 @@ type request struct {
 	// keepTimes keeps each sample's time: samples are merged without
 	// summing those that differ only in time.
 	keepTimes bool
+	// resolution, without keepTimes, keeps sample times to this many
+	// nanoseconds (zero: no times).
+	resolution int64
 }
 
 func parseRequest(r *http.Request, selParam string) (request, error) {
@@ -153,7 +156,7 @@ func parseTimeParam(s string) (int64, error) {
 // merge returns the selected samples of the request's uploads as one
 // profile, and the sample type picked.
 func (s *Server) merge(r *http.Request, req request) (*profile.Profile, error) {
-	m := profile.NewMerger(profile.MergeOptions{Aggregate: !req.keepTimes, DropLabels: req.dropLabels, DropThreads: req.dropLabels})
+	m := profile.NewMerger(profile.MergeOptions{Aggregate: !req.keepTimes, Resolution: req.resolution, DropLabels: req.dropLabels, DropThreads: req.dropLabels})
 	ten := tenant(r)
 	tasksOf := func(app string) map[int64]*spark.Task { return s.apps.tasks(ten, app) }
 	err := s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
@@ -169,7 +172,13 @@ func (s *Server) merge(r *http.Request, req request) (*profile.Profile, error) {
 		keep := req.filter.Selector(&cp)
 		m.AddFunc(&cp, func(s *profile.Sample) bool {
 			join(s)
-			return keep(s)
+			if !keep(s) {
+				return false
+			}
+			if s.Time == 0 && req.resolution != 0 {
+				s.Time = u.From // a timeline puts untimed samples (folded, pprof) at their upload
+			}
+			return true
 		})
 		return nil
 	})
@@ -200,7 +209,7 @@ func source(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.
 // filter and no matcher on a label the rollup dropped.
 func rollupMayServe(u *store.Upload, req request) bool {
 	f := req.filter
-	if !u.Compacted() || !req.dropLabels || req.keepTimes || f.Thread != nil {
+	if !u.Compacted() || !req.dropLabels || req.keepTimes || req.resolution != 0 || f.Thread != nil {
 		return false
 	}
 	// Samples without a time are kept when the profile overlaps the
@@ -353,23 +362,108 @@ func (s *Server) handleRender(w http.ResponseWriter, r *http.Request) {
 }
 
 // handlePyroscopeRender answers as Pyroscope's /render does.
+// handlePyroscopeRender answers as Pyroscope's /pyroscope/render does: the
+// flame graph with Pyroscope's units, and a timeline of the selection's
+// values per step.
 func (s *Server) handlePyroscopeRender(w http.ResponseWriter, r *http.Request) {
-	t, _, ok := s.tree(w, r, "query")
+	start := time.Now()
+	defer func() { s.metrics.queried(time.Since(start)) }()
+	req, err := parseRequest(r, "query")
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "query: %v", err)
+		return
+	}
+	from, until := req.query.From, req.query.Until
+	step := timelineStep(from, until)
+	req.dropLabels, req.resolution = true, int64(step)
+	p, req, ok := s.selected(w, r, req)
 	if !ok {
 		return
 	}
-	units := "samples"
-	switch t.Type.Unit {
-	case "nanoseconds":
-		units = "nanoseconds"
-	case "bytes":
-		units = "bytes"
-	}
+	t := sampleType(p, req.typ)
+	units, rate := renderUnits(t)
 	writeJSON(w, map[string]any{
 		"version":     1,
-		"flamebearer": newFlamebearer(t),
-		"metadata":    map[string]any{"format": "single", "units": units, "name": t.Type.Name},
+		"flamebearer": newFlamebearer(profile.NewTree(p, t)),
+		"metadata":    map[string]any{"format": "single", "units": units, "sampleRate": rate, "name": t.Name},
+		"timeline":    newTimeline(p, t, from, until, step),
 	})
+}
+
+// renderUnits returns the units and sample rate Pyroscope's render answer
+// gives a sample type, which its UI knows how to show: "samples" are time
+// at the rate, so CPU nanoseconds are samples at 10⁹ a second; lock types
+// take the units of Pyroscope's uploads (pyroscopeUnits).
+func renderUnits(t profile.SampleType) (string, int) {
+	switch {
+	case t.Family() == "cpu" && t.Unit == "nanoseconds":
+		return "samples", 1_000_000_000
+	case t.Name == "alloc_objects", t.Name == "live_objects", t.Name == "samples":
+		return "objects", 100
+	}
+	for units, ut := range pyroscopeUnits {
+		if ut == t && units != "objects" {
+			return units, 100
+		}
+	}
+	return t.Unit, 100
+}
+
+// timelineStep is the step of a render answer's timeline: 1,500 points
+// over the range, as Pyroscope draws it, and no less than 10 s.
+func timelineStep(from, until int64) time.Duration {
+	step := 10 * time.Second
+	if from != 0 {
+		if until == 0 {
+			until = time.Now().UnixNano()
+		}
+		step = max(step, (time.Duration(until-from) / 1500).Truncate(time.Second))
+	}
+	return step
+}
+
+// timeline is Pyroscope's timeline: values per step from StartTime
+// (Unix seconds), zero where there were none.
+type timeline struct {
+	StartTime     int64   `json:"startTime"`
+	Samples       []int64 `json:"samples"`
+	DurationDelta int64   `json:"durationDelta"`
+}
+
+// newTimeline sums the samples of type t per step over [from, until), or,
+// when the range is open, over the samples' times (at most maxSteps steps,
+// widened when needed). Samples without a time are left out.
+func newTimeline(p *profile.Profile, t profile.SampleType, from, until int64, step time.Duration) timeline {
+	id, ok := p.TypeIndex(t)
+	var lo, hi int64
+	for _, smp := range p.Samples {
+		if ok && smp.Type == id && smp.Time > 0 {
+			if lo == 0 || smp.Time < lo {
+				lo = smp.Time
+			}
+			hi = max(hi, smp.Time)
+		}
+	}
+	if from != 0 {
+		lo = from
+	}
+	if until != 0 {
+		hi = until - 1
+	}
+	if lo == 0 || hi < lo {
+		return timeline{DurationDelta: int64(step / time.Second), Samples: []int64{}}
+	}
+	if span := time.Duration(hi - lo); span/step >= maxSteps {
+		step = (span/(maxSteps-1) + time.Second).Truncate(time.Second)
+	}
+	first := lo - lo%int64(step)
+	tl := timeline{StartTime: first / 1e9, DurationDelta: int64(step / time.Second), Samples: make([]int64, (hi-first)/int64(step)+1)}
+	for _, smp := range p.Samples {
+		if smp.Type == id && smp.Time >= first && smp.Time <= hi {
+			tl.Samples[(smp.Time-first)/int64(step)] += smp.Value
+		}
+	}
+	return tl
 }
 
 func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) {

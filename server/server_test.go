@@ -13,9 +13,11 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
@@ -252,6 +254,36 @@ func TestAgentsList(t *testing.T) {
 	}
 	if b := byApp["broken{"]; b.Errors != 1 || b.Uploads != 0 {
 		t.Errorf("unparsable name: %+v", b)
+	}
+}
+
+// Pyroscope's render answer carries the units its UI knows and a timeline
+// of the selection per step, untimed samples at their upload's start.
+func TestPyroscopeRenderTimeline(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	for i, v := range []int{3, 5, 7} {
+		q := url.Values{"name": {"tl.cpu{}"}, "from": {fmt.Sprint(1700000000 + 20*i)}, "until": {fmt.Sprint(1700000010 + 20*i)}}
+		if code := post(t, ts, q, "", []byte(fmt.Sprintf("main;work %d\n", v))); code != 200 {
+			t.Fatalf("upload %d: %d", i, code)
+		}
+	}
+	var pr struct {
+		Flamebearer Flamebearer
+		Metadata    struct {
+			Units      string
+			SampleRate int
+			Name       string
+		}
+		Timeline timeline
+	}
+	getJSON(t, ts, "/pyroscope/render?query=tl.cpu%7B%7D&from=1699999990&until=1700000090", &pr)
+	tick := int64(time.Second / defaultSampleRate)
+	want := timeline{StartTime: 1699999990, DurationDelta: 10, Samples: []int64{0, 3 * tick, 0, 5 * tick, 0, 7 * tick, 0, 0, 0, 0}}
+	if !reflect.DeepEqual(pr.Timeline, want) {
+		t.Errorf("timeline %+v, want %+v", pr.Timeline, want)
+	}
+	if pr.Metadata.Units != "samples" || pr.Metadata.SampleRate != 1e9 || pr.Metadata.Name != "cpu" || pr.Flamebearer.NumTicks != 15*tick {
+		t.Errorf("metadata %+v, %d ticks", pr.Metadata, pr.Flamebearer.NumTicks)
 	}
 }
 

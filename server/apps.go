@@ -321,7 +321,7 @@ func (s *Server) handleSlowVsRest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sort.Slice(tasks, func(i, j int) bool { return tasks[i].DurationMs() > tasks[j].DurationMs() })
-	nSlow := max(1, int(float64(len(tasks))*pct/100+0.5))
+	nSlow := min(max(1, int(float64(len(tasks))*pct/100+0.5)), len(tasks)-1) // neither side empty
 	ids := func(ts []*spark.Task) string {
 		parts := make([]string, len(ts))
 		for i, t := range ts {
@@ -336,5 +336,14 @@ func (s *Server) handleSlowVsRest(w http.ResponseWriter, r *http.Request) {
 	q.Set("base", fmt.Sprintf(`{%s, spark_task_id=~"%s"}`, app, ids(tasks[nSlow:])))
 	q.Set("next", fmt.Sprintf(`{%s, spark_task_id=~"%s"}`, app, ids(tasks[:nSlow])))
 	r.URL.RawQuery = q.Encode()
-	s.handleDiff(w, r)
+	slow := make([]int64, nSlow)
+	for i, t := range tasks[:nSlow] {
+		slow[i] = t.ID
+	}
+	s.diff(w, r, map[string]any{
+		"slowTaskIds":  slow,
+		"restTasks":    len(tasks) - nSlow,
+		"thresholdMs":  tasks[nSlow-1].DurationMs(), // the shortest slow task
+		"restMedianMs": tasks[nSlow+(len(tasks)-nSlow)/2].DurationMs(),
+	})
 }

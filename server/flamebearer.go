@@ -63,11 +63,11 @@ func newFlamebearer(t *profile.Tree) *Flamebearer {
 // newDiffFlamebearer lays out a diff tree in Pyroscope's diff format: each
 // block has seven numbers [left x offset, left total, left self, right x
 // offset, right total, right self, name index], left being the baseline
-// scaled to the new total and right the new profile.
+// and right the new profile, each in its own values (as Pyroscope's: its
+// flame graph compares each side's share of its own total, leftTicks and
+// rightTicks), and NumTicks their sum.
 func newDiffFlamebearer(t *profile.Tree) *Flamebearer {
-	scale := t.BaseScale()
-	base := func(v int64) int64 { return int64(float64(v)*scale + 0.5) }
-	fb := &Flamebearer{NumTicks: t.Root.Total + base(t.Root.BaseTotal)}
+	fb := &Flamebearer{NumTicks: t.Root.Total + t.Root.BaseTotal}
 	name := fb.nameIndex()
 	type placed struct {
 		n      *profile.Node
@@ -79,7 +79,7 @@ func newDiffFlamebearer(t *profile.Tree) *Flamebearer {
 		var next []placed
 		var lend, rend int64
 		for _, p := range level {
-			lt, ls := base(p.n.BaseTotal), base(p.n.BaseSelf)
+			lt, ls := p.n.BaseTotal, p.n.BaseSelf
 			row = append(row, p.lx-lend, lt, ls, p.rx-rend, p.n.Total, p.n.Self, name(p.n.Name))
 			lend, rend = p.lx+lt, p.rx+p.n.Total
 			fb.MaxSelf = max(fb.MaxSelf, p.n.Self, ls)
@@ -88,7 +88,7 @@ func newDiffFlamebearer(t *profile.Tree) *Flamebearer {
 				if c.Total > 0 || c.BaseTotal > 0 {
 					next = append(next, placed{c, lx, rx})
 				}
-				lx += base(c.BaseTotal)
+				lx += c.BaseTotal
 				rx += c.Total
 			}
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -618,7 +619,11 @@ func (s *Server) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 // handleDiff answers a diff of two selections (base and next query
 // parameters, same type): Pyroscope's diff flamebearer with the baseline
 // normalised to the new total.
-func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) { s.diff(w, r, nil) }
+
+// diff answers the diff of the selections base and next, with the fields
+// of extra added.
+func (s *Server) diff(w http.ResponseWriter, r *http.Request, extra map[string]any) {
 	base, _, ok := s.stacks(w, r, "base")
 	if !ok {
 		return
@@ -636,13 +641,15 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tree := profile.Diff(base, next, t)
-	writeJSON(w, map[string]any{
+	ans := map[string]any{
 		"version":     1,
 		"flamebearer": newDiffFlamebearer(tree),
 		"metadata":    map[string]any{"format": "double", "name": t.Name, "unit": t.Unit},
 		"leftTicks":   tree.Root.BaseTotal,
 		"rightTicks":  tree.Root.Total,
-	})
+	}
+	maps.Copy(ans, extra)
+	writeJSON(w, ans)
 }
 
 // handlePyroscopeDiff maps Pyroscope's leftQuery/rightQuery parameters onto

@@ -527,10 +527,12 @@ func TestDiff(t *testing.T) {
 		if d.LeftTicks != 4 || d.RightTicks != 8 || len(d.Flamebearer.Levels) < 3 {
 			t.Fatalf("%s: ticks %d/%d, %d levels", path, d.LeftTicks, d.RightTicks, len(d.Flamebearer.Levels))
 		}
-		// Level 2: fast then slow; the baseline is scaled x2 to the new total.
-		got := fmt.Sprint(d.Flamebearer.Names, d.Flamebearer.Levels[2])
-		if got != "[total main fast slow] [0 4 4 0 2 2 2 0 4 4 0 6 6 3]" {
-			t.Errorf("%s: diff level 2: %s", path, got)
+		// Level 2: fast then slow, each side in its own values (as
+		// Pyroscope's diff: its flame graph compares each side's share of
+		// its own ticks), the width their sum.
+		got := fmt.Sprint(d.Flamebearer.Names, d.Flamebearer.Levels[2], d.Flamebearer.NumTicks)
+		if got != "[total main fast slow] [0 2 2 0 2 2 2 0 2 2 0 6 6 3] 12" {
+			t.Errorf("%s: diff level 2 and width: %s", path, got)
 		}
 	}
 }
@@ -584,10 +586,22 @@ func TestAppsAndSlowVsRest(t *testing.T) {
 	var d struct {
 		Flamebearer           Flamebearer
 		LeftTicks, RightTicks int64
+		SlowTaskIDs           []int64 `json:"slowTaskIds"`
+		RestTasks             int
+		ThresholdMs           int64
 	}
 	getJSON(t, ts, "/api/v1/apps/local-1532512550423/stages/0/slow-vs-rest?percent=10&type=samples", &d)
 	if d.RightTicks != 30 || d.LeftTicks != 30 || !contains(d.Flamebearer.Names, "slow") {
 		t.Errorf("slow-vs-rest: left %d right %d names %v; want the slow task (30) against 3 typical tasks (30)", d.LeftTicks, d.RightTicks, d.Flamebearer.Names)
+	}
+	if fmt.Sprint(d.SlowTaskIDs) != fmt.Sprint([]int64{slowest}) || d.RestTasks != 3 || d.ThresholdMs != longest {
+		t.Errorf("slow-vs-rest: slow tasks %v, %d others, threshold %d ms; want [%d], 3, %d", d.SlowTaskIDs, d.RestTasks, d.ThresholdMs, slowest, longest)
+	}
+	// Nearly all tasks slow still leaves one to compare with.
+	d.SlowTaskIDs = nil
+	getJSON(t, ts, "/api/v1/apps/local-1532512550423/stages/0/slow-vs-rest?percent=99&type=samples", &d)
+	if len(d.SlowTaskIDs) != 3 || d.RestTasks != 1 {
+		t.Errorf("99 %%: %d slow tasks, %d others; want 3 and 1", len(d.SlowTaskIDs), d.RestTasks)
 	}
 	resp, _ := http.Get(ts.URL + "/apps/local-1532512550423/report")
 	page, _ := io.ReadAll(resp.Body)

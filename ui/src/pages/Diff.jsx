@@ -3,7 +3,7 @@
 // baseline is normalised to the new total.
 import React from 'react';
 import { FlamegraphRenderer } from '@pyroscope/flamegraph';
-import { getJSON, pyroscopeProfile, fmtValue } from '../api';
+import { getJSON, pyroscopeProfile, fmtValue, fmtMs } from '../api';
 import { useAsync, ErrorBox, Loading } from '../common';
 import { SelectionBar } from '../Selection';
 
@@ -19,6 +19,13 @@ function DiffView({ load, deps, title }) {
         <span className="muted">
           baseline {fmtValue(data.leftTicks, unit)} · comparison {fmtValue(data.rightTicks, unit)} ({data.metadata.name})
         </span>
+        {data.slowTaskIds && (
+          <span className="muted" data-testid="slow-tasks">
+            {' '}
+            · {data.slowTaskIds.length} slow tasks ({fmtMs(data.thresholdMs)} or longer: {data.slowTaskIds.slice(0, 10).join(', ')}
+            {data.slowTaskIds.length > 10 ? ', …' : ''}) against {data.restTasks} others (median {fmtMs(data.restMedianMs)})
+          </span>
+        )}
       </div>
       <FlamegraphRenderer profile={pyroscopeProfile(data, data.metadata.name, unit)} showToolbar colorMode="light" />
     </div>

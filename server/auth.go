@@ -37,8 +37,15 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
 		s.loginPage(w, r.URL.RequestURI(), "")
 		return
 	}
+	const msg = "missing or wrong bearer token: send the token of --auth-token-file as \"Authorization: Bearer TOKEN\""
+	if r.URL.Path == "/ingest" {
+		// An agent with a wrong token is a reason nothing shows up: the
+		// agents list says so.
+		s.metrics.uploadError(http.StatusUnauthorized)
+		s.agents.failed(uploadSender(r), msg)
+	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="sparkprof"`)
-	httpError(w, http.StatusUnauthorized, "missing or wrong bearer token: send the token of --auth-token-file as \"Authorization: Bearer TOKEN\"")
+	httpError(w, http.StatusUnauthorized, msg)
 }
 
 // handleLogin checks the token a browser posts from the sign-in form and,

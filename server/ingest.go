@@ -99,6 +99,17 @@ func parseSampleRate(v string) (int64, error) {
 	return n, nil
 }
 
+// uploadSender returns the sender of an upload, by its labels when its
+// name parses.
+func uploadSender(r *http.Request) sender {
+	q := r.URL.Query()
+	who := sender{tenant: tenant(r), remote: r.RemoteAddr, spyName: q.Get("spyName"), name: q.Get("name")}
+	if labels, _, err := parseName(who.name); err == nil {
+		who.labels = labels
+	}
+	return who
+}
+
 // parseCount parses an optional count (the sparkprof agent's dropped
 // windows).
 func parseCount(v string) (int64, error) {
@@ -180,7 +191,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ten := tenant(r)
 	q := r.URL.Query()
-	who := sender{tenant: ten, remote: r.RemoteAddr, spyName: q.Get("spyName"), name: q.Get("name")}
+	who := uploadSender(r)
 	fail := func(code int, format string, args ...any) {
 		s.metrics.uploadError(code)
 		s.agents.failed(who, fmt.Sprintf(format, args...))
@@ -191,7 +202,6 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "%v", err)
 		return
 	}
-	who.labels = labels
 	if !s.allow(ten) {
 		fail(http.StatusTooManyRequests, "tenant %q is over its upload rate (%.0f/s); retry later", ten, s.cfg.RatePerSecond)
 		return

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,17 +119,6 @@ type Agent struct {
 
 func newAgents() *agents { return &agents{by: map[string]*Agent{}} }
 
-func (a *agents) get(tenant, app, appID, exec, host, remote string) *Agent {
-	key := tenant + "\x00" + app + "\x00" + appID + "\x00" + exec + "\x00" + host
-	ag := a.by[key]
-	if ag == nil {
-		ag = &Agent{Tenant: tenant, App: app, AppID: appID, ExecutorID: exec, Host: host, First: time.Now().UnixMilli()}
-		a.by[key] = ag
-	}
-	ag.Remote = remote
-	return ag
-}
-
 // sender identifies the agent of an upload: its labels, or the name it
 // gave when that did not parse.
 type sender struct {
@@ -137,12 +127,30 @@ type sender struct {
 	name                    string
 }
 
-func (a *agents) of(s sender) *Agent {
-	if s.labels == nil {
-		return a.get(s.tenant, s.name, "", "", "", s.remote)
+// row returns the fields that tell s's row apart, and its key.
+func (s sender) row() (Agent, string) {
+	ag := Agent{Tenant: s.tenant, App: s.name}
+	if s.labels != nil {
+		get := func(n string) string { v, _ := s.labels.Get(n); return v }
+		ag.App, ag.AppID, ag.ExecutorID, ag.Host = get(profile.LabelServiceName), get(profile.LabelAppID), get(profile.LabelExecutorID), get(profile.LabelHost)
 	}
-	get := func(n string) string { v, _ := s.labels.Get(n); return v }
-	ag := a.get(s.tenant, get(profile.LabelServiceName), get(profile.LabelAppID), get(profile.LabelExecutorID), get(profile.LabelHost), s.remote)
+	return ag, strings.Join([]string{ag.Tenant, ag.App, ag.AppID, ag.ExecutorID, ag.Host}, "\x00")
+}
+
+// of returns s's row, adding it if needed; for a failed upload (failed)
+// only while the list has room (maxFailedAgents), else it returns nil.
+func (a *agents) of(s sender, failed bool) *Agent {
+	row, key := s.row()
+	ag := a.by[key]
+	if ag == nil {
+		if failed && len(a.by) >= maxFailedAgents {
+			return nil
+		}
+		row.First = time.Now().UnixMilli()
+		ag = &row
+		a.by[key] = ag
+	}
+	ag.Remote = s.remote
 	if s.spyName != "" {
 		ag.SpyName = s.spyName
 	}
@@ -154,17 +162,26 @@ func (a *agents) of(s sender) *Agent {
 func (a *agents) uploaded(s sender, bytes int, dropped int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ag := a.of(s)
+	ag := a.of(s, false)
 	ag.Uploads++
 	ag.Bytes += int64(bytes)
 	ag.Dropped = max(ag.Dropped, dropped)
 	ag.Last = time.Now().UnixMilli()
 }
 
+// maxFailedAgents bounds the senders the list keeps for failed uploads
+// alone: a sender that never succeeds (a wrong token, a broken name) gets
+// a row until then, so that anyone on the network cannot grow it without
+// end.
+const maxFailedAgents = 10_000
+
 func (a *agents) failed(s sender, why string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ag := a.of(s)
+	ag := a.of(s, true)
+	if ag == nil {
+		return
+	}
 	ag.Errors++
 	ag.LastError = why
 	ag.Last = time.Now().UnixMilli()

@@ -406,6 +406,39 @@ func TestAuthAndTenants(t *testing.T) {
 	if code := post(t, ts, q, "", []byte("a;b 1\n"), basic...); code != 200 {
 		t.Errorf("basic authentication: %d", code)
 	}
+	// An agent with a wrong token shows on the agents list, with why.
+	wrong := url.Values{"name": {"job{executorId=4}"}}
+	if code := post(t, ts, wrong, "", []byte("a;b 1\n"), "Authorization", "Bearer stale", "X-Scope-OrgID", "team-a"); code != 401 {
+		t.Errorf("wrong token: %d", code)
+	}
+	var agents []Agent
+	getJSON(t, ts, "/api/v1/agents", &agents, append(auth, "X-Scope-OrgID", "team-a")...)
+	found := false
+	for _, a := range agents {
+		if a.App == "job" && a.ExecutorID == "4" && a.Errors == 1 && strings.Contains(a.LastError, "bearer token") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("agents %+v lack the sender with the wrong token", agents)
+	}
+}
+
+// Senders that only fail get rows up to a bound; senders that upload
+// always do.
+func TestAgentsBound(t *testing.T) {
+	a := newAgents()
+	for i := range maxFailedAgents + 10 {
+		a.failed(sender{name: fmt.Sprint("bad", i)}, "broken")
+	}
+	if len(a.by) != maxFailedAgents {
+		t.Errorf("%d rows after failures, want %d", len(a.by), maxFailedAgents)
+	}
+	a.failed(sender{name: "bad0"}, "again")
+	a.uploaded(sender{name: "good"}, 10, 0)
+	if got := a.by["\x00bad0\x00\x00\x00"]; got == nil || got.Errors != 2 || len(a.by) != maxFailedAgents+1 {
+		t.Errorf("an existing row must still count failures and an upload add one: %+v, %d rows", got, len(a.by))
+	}
 }
 
 // A browser without the token gets a sign-in form; signing in keeps the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -164,8 +165,8 @@ func parseTime(s string) (int64, error) {
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("time %q: want an integer", s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("time %q: want a Unix time in s, ms, µs or ns, a non-negative integer", s)
 	}
 	switch {
 	case n > 1e17:
@@ -174,6 +175,8 @@ func parseTime(s string) (int64, error) {
 		return n * 1e3, nil
 	case n > 1e11:
 		return n * 1e6, nil
+	case n > math.MaxInt64/int64(time.Second):
+		return 0, fmt.Errorf("time %q: seconds after the year 2262; want a Unix time in s, ms, µs or ns", s)
 	}
 	return n * 1e9, nil
 }

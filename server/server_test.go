@@ -351,6 +351,8 @@ func TestBadUploads(t *testing.T) {
 	}{
 		{"no name", url.Values{"format": {"folded"}}, []byte("a 1\n"), 400},
 		{"bad from", url.Values{"name": {"app"}, "from": {"yesterday"}}, []byte("a 1\n"), 400},
+		{"negative from", url.Values{"name": {"app"}, "from": {"-5"}}, []byte("a 1\n"), 400},
+		{"until past 2262", url.Values{"name": {"app"}, "until": {"50000000000"}}, []byte("a 1\n"), 400},
 		{"bad label", url.Values{"name": {"app{oops}"}}, []byte("a 1\n"), 400},
 		{"bad sampleRate", url.Values{"name": {"app.cpu"}, "sampleRate": {"fast"}}, []byte("a 1\n"), 400},
 		{"not a JFR", url.Values{"name": {"app"}, "format": {"jfr"}}, []byte("FLR\x00garbage"), 422},

@@ -79,7 +79,11 @@ func (s *Server) loginPage(w http.ResponseWriter, next, problem string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusUnauthorized)
-	loginTmpl.Execute(w, struct{ Next, Problem string }{next, problem})
+	// The hash of the UI's page asked for never reaches the server: the
+	// form's script adds it to next.
+	if err := loginTmpl.Execute(w, struct{ Next, Problem string }{next, problem}); err != nil {
+		s.log.Error("sign-in page", "err", err)
+	}
 }
 
 var loginTmpl = template.Must(template.New("login").Parse(`<!doctype html>
@@ -94,5 +98,7 @@ input{font:inherit;padding:.3em;width:100%;box-sizing:border-box;margin:.5em 0}
 <input type="hidden" name="next" value="{{.Next}}">
 <input type="password" name="token" autocomplete="current-password" autofocus required aria-label="token">
 <input type="submit" value="Sign in">
-</form></body></html>
+</form>
+<script>document.forms[0].next.value += location.hash;</script>
+</body></html>
 `))

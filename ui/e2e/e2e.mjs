@@ -7,7 +7,7 @@
 //   node e2e/e2e.mjs [path/to/sparkprof] [testdata dir]
 import { chromium } from 'playwright-core';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
@@ -21,9 +21,9 @@ mkdirSync(shots, { recursive: true });
 
 // startServer runs sparkprof serve on a free port and resolves with its
 // URL once it is ready (preloading done).
-async function startServer() {
+async function startServer(extra = ['--preload', testdata]) {
   const data = mkdtempSync(path.join(tmpdir(), 'sparkprof-e2e-'));
-  const proc = spawn(bin, ['serve', '--addr', '127.0.0.1:0', '--data', data, '--preload', testdata], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(bin, ['serve', '--addr', '127.0.0.1:0', '--data', data, ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const url = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${log}`)), 60000);
@@ -177,6 +177,31 @@ try {
     await page.getByTestId('executors').waitFor();
     await page.getByTestId('no-profiles').waitFor();
     await page.screenshot({ path: path.join(shots, '9-app-failures.png'), fullPage: true });
+  });
+
+  await step('a server with a token: sign in, then the UI works', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'sparkprof-e2e-token-'));
+    const tokenFile = path.join(dir, 'token');
+    writeFileSync(tokenFile, 's3cret\n');
+    const locked = await startServer(['--auth-token-file', tokenFile]);
+    try {
+      const guest = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+      const p = await guest.newPage();
+      await p.goto(`${locked.url}/#/agents`);
+      await p.locator('input[name=token]').fill('wrong');
+      await p.locator('input[type=submit]').click();
+      await p.getByText("That is not the server's token.").waitFor();
+      await p.locator('input[name=token]').fill('s3cret');
+      await p.locator('input[type=submit]').click();
+      // Back on the page asked for; the UI's own requests carry the cookie.
+      await p.getByTestId('agents-empty').waitFor();
+      await p.goto(`${locked.url}/`);
+      await p.getByText('No applications yet').waitFor();
+      await guest.close();
+    } finally {
+      locked.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 } finally {
   await browser.close();

@@ -166,8 +166,14 @@ try {
   });
 
   await step('agents page', async () => {
+    // One executor's upload after it dropped two windows, then a bad one.
+    const ingest = (q, body) => fetch(`${server.url}/ingest?${new URLSearchParams(q)}`, { method: 'POST', body });
+    assert.equal((await ingest({ name: 'e2e{executorId=7}', spyName: 'sparkprof', dropped: '2' }, 'main;work 1\n')).status, 200);
+    assert.equal((await ingest({ name: 'e2e{executorId=7}', format: 'pprof' }, 'not pprof')).status, 422);
     await page.goto(`${server.url}/#/agents`);
     await page.getByText('Every sender of profiles').waitFor();
+    const row = await page.getByTestId('agents').locator('tbody tr').filter({ hasText: 'e2e' }).textContent();
+    for (const want of ['sparkprof', 'not a valid pprof profile']) assert.ok(row.includes(want), `agents row lacks ${want}: ${row}`);
     await page.screenshot({ path: path.join(shots, '8-agents.png'), fullPage: true });
   });
 

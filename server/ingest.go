@@ -161,11 +161,8 @@ func parseName(name string) (profile.Labels, profile.SampleType, error) {
 
 // parseTime reads from/until in seconds, ms, µs or ns, told apart by size.
 func parseTime(s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
+	n, err := parseCount(s)
+	if err != nil {
 		return 0, fmt.Errorf("time %q: want a Unix time in s, ms, µs or ns, a non-negative integer", s)
 	}
 	switch {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sparkprof/sparkprof/internal/duration"
@@ -68,23 +69,32 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
+	// Listen first: replaying a large write-ahead log after a crash takes
+	// seconds, during which the port answers 503 (and /healthz 200)
+	// instead of refusing connections.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	var g gate
+	hs := &http.Server{Handler: &g, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	defer hs.Close()
 	db, err := store.Open(*data, store.Options{Retention: keep, CacheBytes: *cacheMB << 20, Logger: log})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() {
+		hs.Close() // no request reaches a closed store
+		db.Close()
+	}()
 	if _, err := os.Stat(*agentJar); err != nil {
 		*agentJar = ""
 	}
 	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: *agentJar, RatePerSecond: *rate,
 		EventLogDir: filepath.Join(*data, "eventlogs")})
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	g.open(srv)
 	fmt.Fprintf(e.stderr, "sparkprof serve: listening on http://%s (data in %s)\n", ln.Addr(), *data)
 	if *preload != "" {
 		n, err := preloadDir(srv, db, *preload)
@@ -113,6 +123,25 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// gate serves the server once it is open; before, while the store replays
+// its log, it answers 503 (a liveness probe, /healthz, 200).
+type gate struct{ srv atomic.Pointer[server.Server] }
+
+func (g *gate) open(s *server.Server) { g.srv.Store(s) }
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s := g.srv.Load(); s != nil {
+		s.ServeHTTP(w, r)
+		return
+	}
+	if r.URL.Path == "/healthz" {
+		fmt.Fprintln(w, "ok")
+		return
+	}
+	w.Header().Set("Retry-After", "2")
+	http.Error(w, "sparkprof is starting: the store is replaying its write-ahead log; retry in a few seconds", http.StatusServiceUnavailable)
 }
 
 // preloadFile is one file of the sample data the server preloads.

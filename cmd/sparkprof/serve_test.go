@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/server"
+	"github.com/sparkprof/sparkprof/store"
 )
 
 // startServe runs the sparkprof binary's serve command on a free port and
@@ -209,5 +212,31 @@ func TestImportSparkProfilerDir(t *testing.T) {
 	}
 	if _, rolling := got["local-1623876083964"]; len(apps) != 2 || got["application_1603128018386_7846"] != 53 || !rolling {
 		t.Errorf("apps after importing the event logs: %+v", apps)
+	}
+}
+
+// Until the store is open the port answers, but only /healthz succeeds;
+// then the server's own answers take over.
+func TestGate(t *testing.T) {
+	var g gate
+	get := func(path string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		g.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		return w
+	}
+	if w := get("/healthz"); w.Code != 200 {
+		t.Errorf("healthz while starting: %d", w.Code)
+	}
+	if w := get("/api/v1/apps"); w.Code != 503 || w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), "replaying") {
+		t.Errorf("query while starting: %d %q", w.Code, w.Body.String())
+	}
+	db, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	g.open(server.New(server.Config{Store: db}))
+	if w := get("/api/v1/apps"); w.Code != 200 {
+		t.Errorf("query once open: %d %s", w.Code, w.Body.String())
 	}
 }

@@ -125,6 +125,45 @@ func TestTornWrite(t *testing.T) {
 	}
 }
 
+// Replay decodes records in batches on every core: a log of several
+// batches and a torn tail comes back whole, in order, without the tail.
+func TestReplayInOrder(t *testing.T) {
+	dir := t.TempDir()
+	db, _ := Open(dir, Options{})
+	const n = 2*replayBatch + 7
+	for i := range n {
+		if err := db.Append("t", upload(t, strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	segs, _ := filepath.Glob(filepath.Join(dir, "*", "*.wal"))
+	last := segs[len(segs)-1]
+	st, _ := os.Stat(last)
+	if err := os.Truncate(last, st.Size()-100); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var execs []string
+	db.Select("t", Query{}, func(u *Upload) error {
+		v, _ := u.Labels.Get(profile.LabelExecutorID)
+		execs = append(execs, v)
+		return nil
+	})
+	if len(execs) != n-1 {
+		t.Fatalf("%d uploads after a torn tail, want %d", len(execs), n-1)
+	}
+	for i, v := range execs {
+		if v != strconv.Itoa(i) {
+			t.Fatalf("upload %d is executor %s: out of order", i, v)
+		}
+	}
+}
+
 func files(t *testing.T, dir, pattern string) []string {
 	t.Helper()
 	m, err := filepath.Glob(filepath.Join(dir, "*", pattern))

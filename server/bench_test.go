@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	runtimemetrics "runtime/metrics"
 	"strconv"
 	"syscall"
 	"testing"
@@ -105,6 +106,57 @@ func benchmarkJVMWindows(b *testing.B) {
 	b.ReportMetric(float64(cpu.Microseconds())/float64(n)/1000, "cpu-ms/upload")
 	b.ReportMetric(float64(dirSize(dir))/float64(n)/1024, "stored-KB/upload")
 	reportCompaction(b, db, dir, n)
+}
+
+// BenchmarkHead sends a JVM's agent windows (see benchmarkJVMWindows), as
+// 100 executors would, to a store whose head is unbounded and to one with a
+// 256 MiB budget, and reports the peak live heap (and the block cache's
+// estimate of its share, bounded on its own), and the CPU time per
+// upload: while uploading (handlers and background compaction) and in the
+// compaction that makes the partition one block at the end. Run it with
+// -benchtime 600x (a minute of 100 executors) or more.
+func BenchmarkHead(b *testing.B) {
+	windows := jdkWindows(b)
+	for _, c := range []struct {
+		name   string
+		budget int64
+	}{{"unbounded", 1 << 50}, {"head-256MiB", 256 << 20}} {
+		b.Run(c.name, func(b *testing.B) {
+			dir := b.TempDir()
+			db, err := store.Open(dir, store.Options{HeadBytes: c.budget})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			live := []runtimemetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+			var peak uint64
+			var peakCache int64 // the block cache's estimate then
+			n := 0
+			start := cpuTime()
+			for b.Loop() {
+				name := fmt.Sprintf("app.cpu{spark_app_id=app-1,spark_executor_id=%d}", n%100)
+				q := url.Values{"name": {name}, "format": {"jfr"}}.Encode()
+				ingest(b, s, q, windows[(n/100)%len(windows)], "")
+				n++
+				runtimemetrics.Read(live)
+				if v := live[0].Value.Uint64(); v > peak {
+					peak, peakCache = v, db.Stats().CacheBytes
+				}
+			}
+			upload := cpuTime() - start
+			before := cpuTime()
+			if err := db.Compact(); err != nil {
+				b.Fatalf("compaction: %v", err)
+			}
+			final := cpuTime() - before
+			b.ReportMetric(float64(peak)/(1<<20), "peak-live-heap-MB")
+			b.ReportMetric(float64(upload.Microseconds())/float64(n)/1000, "cpu-ms/upload")
+			b.ReportMetric(float64(final.Microseconds())/float64(n)/1000, "final-compact-cpu-ms/upload")
+			b.ReportMetric(float64(db.Stats().Compactions), "compactions")
+			b.ReportMetric(float64(peakCache)/(1<<20), "cache-MB-at-peak")
+		})
+	}
 }
 
 // reportCompaction compacts the n uploads of the store in dir into blocks,

@@ -56,6 +56,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		v               int64
 	}{
 		{"sparkprof_store_head_uploads", "Uploads in the write-ahead log, not compacted yet.", "gauge", int64(st.HeadUploads)},
+		{"sparkprof_store_head_bytes", "Estimated memory of the uploads not compacted yet.", "gauge", st.HeadBytes},
 		{"sparkprof_store_blocks", "Compacted blocks.", "gauge", int64(st.Blocks)},
 		{"sparkprof_store_block_uploads", "Uploads the compacted blocks hold.", "gauge", int64(st.BlockUploads)},
 		{"sparkprof_store_compactions_total", "Blocks written by compaction.", "counter", st.Compactions},

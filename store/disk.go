@@ -42,7 +42,9 @@ import (
 // once and sample times kept to a resolution (a second by default), and
 // the log segments that held only compacted uploads are deleted. Late
 // uploads for a compacted partition are merged with its block at the next
-// compaction.
+// compaction. When the head outgrows Options.HeadBytes, every upload in it
+// is compacted at once into blocks of its partition, still receiving or
+// not; the partition's blocks are merged into one once it is quiet.
 type DB struct {
 	dir  string
 	opts Options
@@ -61,8 +63,12 @@ type DB struct {
 	// is the time they took; under mu.
 	compactions, compactionErrors int64
 	compactionTime                time.Duration
-	stop                          chan struct{}
-	done                          chan struct{}
+	// headBytes is the estimated memory of the head's uploads, over all
+	// tenants; under mu. Append signals kick when it passes the budget.
+	headBytes int64
+	kick      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 type tenant struct {
@@ -107,7 +113,10 @@ type Options struct {
 	// CacheBytes bounds the memory (estimated) that blocks read from disk
 	// keep for later queries; default 512 MiB.
 	CacheBytes int64
-	Logger     *slog.Logger
+	// HeadBytes bounds the memory (estimated) of the uploads not compacted
+	// yet: past it the head is compacted early; default 1 GiB.
+	HeadBytes int64
+	Logger    *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -116,6 +125,9 @@ func (o *Options) defaults() {
 	}
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = 512 << 20
+	}
+	if o.HeadBytes <= 0 {
+		o.HeadBytes = 1 << 30
 	}
 	if o.CompactAfter <= 0 {
 		o.CompactAfter = 5 * time.Minute
@@ -144,7 +156,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{dir: dir, opts: opts, log: opts.Logger, tenants: map[string]*tenant{}, blockEnc: blockEnc, dec: dec,
-		cache: newCache(opts.CacheBytes), stop: make(chan struct{}), done: make(chan struct{})}
+		cache: newCache(opts.CacheBytes), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -250,6 +262,7 @@ func (db *DB) replay(t *tenant, path string, last bool) (int64, segment, error) 
 			}
 			seg.add(u.ID)
 			t.uploads = append(t.uploads, u)
+			db.headBytes += u.memSize
 		}
 		batch = batch[:0]
 		return nil
@@ -431,11 +444,14 @@ func (db *DB) decodeRecord(payload []byte) (*Upload, error) {
 		return nil, err
 	}
 	return &Upload{ID: rec.ID, Received: rec.ReceivedNs, From: rec.From, Until: rec.Until, Labels: rec.Labels,
-		Agent: rec.Agent, Bytes: rec.Bytes, Profile: p}, nil
+		Agent: rec.Agent, Bytes: rec.Bytes, Profile: p, memSize: p.MemSize()}, nil
 }
 
 // Append implements Store.
 func (db *DB) Append(name string, u *Upload) error {
+	if u.Profile != nil {
+		u.memSize = u.Profile.MemSize()
+	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.closed {
@@ -475,6 +491,13 @@ func (db *DB) Append(name string, u *Upload) error {
 	t.segs[len(t.segs)-1].add(u.ID)
 	t.nextID++
 	t.uploads = append(t.uploads, u)
+	db.headBytes += u.memSize
+	if db.headBytes > db.opts.HeadBytes {
+		select {
+		case db.kick <- struct{}{}:
+		default:
+		}
+	}
 	return nil
 }
 
@@ -583,7 +606,8 @@ func (db *DB) Tenants() []string {
 func (db *DB) Stats() Stats {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	st := Stats{Compactions: db.compactions, CompactionErrors: db.compactionErrors, CompactionTime: db.compactionTime}
+	st := Stats{Compactions: db.compactions, CompactionErrors: db.compactionErrors, CompactionTime: db.compactionTime,
+		HeadBytes: db.headBytes}
 	st.CacheBytes, st.CacheHits, st.CacheMisses, st.CacheEvictions = db.cache.stats()
 	for _, t := range db.tenants {
 		st.HeadUploads += len(t.uploads)
@@ -595,7 +619,8 @@ func (db *DB) Stats() Stats {
 	return st
 }
 
-// background applies retention and compacts, once a minute.
+// background applies retention and compacts, once a minute and whenever
+// Append finds the head over its budget.
 func (db *DB) background() {
 	defer close(db.done)
 	tick := time.NewTicker(time.Minute)
@@ -608,10 +633,21 @@ func (db *DB) background() {
 		if err := db.compact(now.UnixNano(), false); err != nil {
 			db.log.Error("store: compaction failed; the uploads stay in the log", "err", err)
 		}
+		db.mu.RLock()
+		over := db.headBytes > db.opts.HeadBytes
+		db.mu.RUnlock()
+		kick := db.kick
+		if over {
+			if err := db.compactHead(); err != nil {
+				db.log.Error("store: compaction of a full head failed; the uploads stay in the log", "err", err)
+				kick = nil // until the next tick, not at every upload
+			}
+		}
 		select {
 		case <-db.stop:
 			return
 		case <-tick.C:
+		case <-kick:
 		}
 	}
 }
@@ -620,14 +656,34 @@ func (db *DB) background() {
 // their partitions are still receiving uploads.
 func (db *DB) Compact() error { return db.compact(time.Now().UnixNano(), true) }
 
+// compactHead empties a head over its budget: the uploads of every
+// partition go into a new block each, not merged with the partition's
+// blocks yet. Merging would rewrite a still-growing partition at every
+// early compaction; compact merges them once the partition is quiet.
+func (db *DB) compactHead() error {
+	return db.compactWhere(func(int64, int64) (bool, bool) { return true, false })
+}
+
 // compact merges the head uploads of each partition that is ready (ended
 // and quiet for CompactAfter, or any with all) into a block, together with
-// the partition's existing blocks.
+// the partition's existing blocks. A ready partition with no uploads left
+// in the head but several blocks (made by compactHead) has them merged.
 func (db *DB) compact(now int64, all bool) error {
+	part := int64(db.opts.Partition)
+	quiet := int64(db.opts.CompactAfter)
+	return db.compactWhere(func(p, lastReceived int64) (bool, bool) {
+		return all || (p+part+quiet <= now && lastReceived+quiet <= now), true
+	})
+}
+
+// compactWhere compacts, per tenant and partition, what ready selects:
+// given the partition's start and its latest receipt, it says whether to compact the partition and whether to merge its
+// blocks into the new one. A partition is offered when it has uploads in
+// the head or more than one block.
+func (db *DB) compactWhere(ready func(p, lastReceived int64) (compact, merge bool)) error {
 	db.compactMu.Lock()
 	defer db.compactMu.Unlock()
 	part := int64(db.opts.Partition)
-	quiet := int64(db.opts.CompactAfter)
 	var errs []error
 	for _, name := range db.Tenants() {
 		db.mu.RLock()
@@ -647,13 +703,22 @@ func (db *DB) compact(now int64, all bool) error {
 			byPart[p] = append(byPart[p], u)
 			lastReceived[p] = max(lastReceived[p], u.Received)
 		}
-		parts := slices.Sorted(maps.Keys(byPart))
+		nblocks := map[int64]int{}
+		for _, b := range blocks {
+			nblocks[b.meta.Partition]++
+			lastReceived[b.meta.Partition] = max(lastReceived[b.meta.Partition], b.meta.Received)
+		}
+		parts := slices.Sorted(maps.Keys(lastReceived))
 		for _, p := range parts {
-			if !all && (p+part+quiet > now || lastReceived[p]+quiet > now) {
+			if len(byPart[p]) == 0 && nblocks[p] < 2 {
+				continue
+			}
+			compact, merge := ready(p, lastReceived[p])
+			if !compact || (!merge && len(byPart[p]) == 0) {
 				continue
 			}
 			start := time.Now()
-			err := db.compactPartition(name, t, p, byPart[p], blocks)
+			err := db.compactPartition(name, t, p, byPart[p], blocks, merge)
 			db.mu.Lock()
 			db.compactionTime += time.Since(start)
 			if err != nil {
@@ -678,10 +743,12 @@ func partitionOf(u *Upload, part int64) int64 {
 	return at - ((at%part)+part)%part
 }
 
-func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, blocks []*block) error {
+// compactPartition writes the uploads ups of partition p into a new block,
+// with the partition's blocks merged into it when merge is set.
+func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, blocks []*block, merge bool) error {
 	var olds []*block
 	for _, b := range blocks {
-		if b.meta.Partition == p {
+		if merge && b.meta.Partition == p {
 			olds = append(olds, b)
 		}
 	}
@@ -721,7 +788,13 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, b
 	for _, u := range ups {
 		done[u.ID] = true
 	}
-	t.uploads = slices.DeleteFunc(t.uploads, func(u *Upload) bool { return done[u.ID] })
+	t.uploads = slices.DeleteFunc(t.uploads, func(u *Upload) bool {
+		if done[u.ID] {
+			db.headBytes -= u.memSize
+			return true
+		}
+		return false
+	})
 	t.blocks = slices.DeleteFunc(t.blocks, func(x *block) bool { return slices.Contains(olds, x) })
 	t.blocks = append(t.blocks, b)
 	slices.SortStableFunc(t.blocks, func(x, y *block) int { return cmp.Compare(x.meta.Partition, y.meta.Partition) })
@@ -741,7 +814,13 @@ func (db *DB) dropOld(cutoff int64) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	for _, t := range db.tenants {
-		t.uploads = slices.DeleteFunc(t.uploads, func(u *Upload) bool { return max(u.Until, u.Received) < cutoff })
+		t.uploads = slices.DeleteFunc(t.uploads, func(u *Upload) bool {
+			if max(u.Until, u.Received) < cutoff {
+				db.headBytes -= u.memSize
+				return true
+			}
+			return false
+		})
 		t.blocks = slices.DeleteFunc(t.blocks, func(b *block) bool {
 			if max(b.meta.Until, b.meta.Received) >= cutoff {
 				return false

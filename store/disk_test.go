@@ -606,3 +606,59 @@ func TestBlockSeries(t *testing.T) {
 		t.Errorf("block without a series part: %v, want %v", got, want)
 	}
 }
+
+// TestHeadBudget fills the head past its budget: the background compacts
+// it into blocks of the still-open partition at once, without waiting for
+// the partition to end, and merges those blocks into one once it is quiet.
+func TestHeadBudget(t *testing.T) {
+	dir := t.TempDir()
+	one := upload(t, "1").Profile.MemSize()
+	db, err := Open(dir, Options{HeadBytes: 2*one + one/2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var want int64
+	for i := range 6 {
+		u := upload(t, strconv.Itoa(i))
+		for _, s := range u.Profile.Samples {
+			want += s.Value
+		}
+		if err := db.Append("acme", u); err != nil {
+			t.Fatal(err)
+		}
+		if st := db.Stats(); st.HeadBytes > 3*one+one/2 {
+			t.Fatalf("after upload %d the head holds %d bytes; the budget is %d", i, st.HeadBytes, db.opts.HeadBytes)
+		}
+		// Wait for the background to bring the head under its budget again,
+		// sooner than its once-a-minute round would.
+		for deadline := time.Now().Add(30 * time.Second); db.Stats().HeadBytes > db.opts.HeadBytes; {
+			if time.Now().After(deadline) {
+				t.Fatalf("after upload %d the head stays at %d bytes, over its budget of %d", i, db.Stats().HeadBytes, db.opts.HeadBytes)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	st := db.Stats()
+	if st.Blocks < 2 || st.BlockUploads+st.HeadUploads != 6 {
+		t.Errorf("after six uploads over a budget of 2.5: %d blocks with %d uploads, %d in the head", st.Blocks, st.BlockUploads, st.HeadUploads)
+	}
+	if _, total := count(t, db, "acme", Query{}); total != want {
+		t.Errorf("total %d, want %d", total, want)
+	}
+
+	// Once the partition is quiet, its blocks and the rest of the head
+	// become one block.
+	if err := db.compact(time.Now().Add(time.Hour).UnixNano(), false); err != nil {
+		t.Fatal(err)
+	}
+	if n, total := count(t, db, "acme", Query{}); n != 1 || total != want {
+		t.Errorf("after the quiet compaction %d blocks with %d, want 1 with %d", n, total, want)
+	}
+	if st := db.Stats(); st.HeadBytes != 0 || st.HeadUploads != 0 || st.BlockUploads != 6 {
+		t.Errorf("after the quiet compaction: head %d uploads, %d bytes; blocks hold %d uploads", st.HeadUploads, st.HeadBytes, st.BlockUploads)
+	}
+	if b, w := files(t, dir, "*.block"), files(t, dir, "*.wal"); len(b) != 1 || len(w) != 0 {
+		t.Errorf("files: blocks %v, segments %v", b, w)
+	}
+}

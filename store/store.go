@@ -39,6 +39,8 @@ type Upload struct {
 	// load reads a block's rollup or samples (partRollup, partSamples);
 	// nil for a single upload.
 	load func(part int) (*profile.Profile, error)
+	// memSize estimates the memory a single upload holds in the head.
+	memSize int64
 }
 
 // Compacted reports whether u stands for a compacted block of uploads.
@@ -114,6 +116,7 @@ type Store interface {
 // Stats describes what a store holds, over all tenants.
 type Stats struct {
 	HeadUploads      int   // uploads not compacted yet
+	HeadBytes        int64 // their estimated memory
 	Blocks           int   // compacted blocks
 	BlockUploads     int   // uploads the blocks hold
 	Compactions      int64 // blocks written since the store opened

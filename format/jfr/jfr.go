@@ -219,6 +219,10 @@ type decoder struct {
 	merged     []bool
 	below      []bool
 	belowIndex hashtab.Table
+	// framesPerMethod and stacksPerTrace are the profile frames per JFR
+	// method and new profile stacks per JFR trace of the last chunk read,
+	// to size the next chunk's tables; 0 before the first.
+	framesPerMethod, stacksPerTrace float64
 }
 
 // frameRef is a frame as a JFR stack trace holds it.
@@ -343,14 +347,28 @@ func (d *decoder) decodeChunk(b []byte, h chunkHeader) error {
 	if err := d.indexPools(); err != nil {
 		return err
 	}
-	// A chunk's frames are about its methods; its distinct stacks (trace
-	// prefixes) a few per trace.
-	d.p.Grow(d.pools[poolMethod].n*5/4, d.pools[poolStackTrace].n*4)
-	d.prefixes.reset(d.pools[poolStackTrace].n * 4)
+	// A chunk's frames are about its methods, and its distinct stacks
+	// (trace prefixes) some per trace: as many per method and per trace as
+	// the chunk this decoder read last made, since a JVM's recordings are
+	// alike. Growing the tables as they fill instead copies them a few
+	// times into fresh pages, and the head keeps what capacity is left.
+	framesPer, stacksPer := d.framesPerMethod, d.stacksPerTrace
+	if stacksPer == 0 {
+		framesPer, stacksPer = 1.25, 4
+	}
+	methods, traces := d.pools[poolMethod].n, d.pools[poolStackTrace].n
+	stacks := int(float64(traces)*stacksPer) + 16
+	d.p.Grow(int(float64(methods)*framesPer)+16, stacks)
+	d.prefixes.reset(stacks)
 	d.fresh, d.merges = d.p.NumStacks() == 1, 0
 	d.merged, d.below = d.merged[:0], append(d.below[:0], false)
 	d.belowIndex.Reset(maxKept)
+	frames0, stacks0 := len(d.p.Frames), d.p.NumStacks()
 	err = d.events()
+	if methods > 0 && traces > 0 {
+		d.framesPerMethod = max(1, float64(len(d.p.Frames)-frames0)/float64(methods))
+		d.stacksPerTrace = max(1, float64(d.p.NumStacks()-stacks0)/float64(traces))
+	}
 	for i, n := range d.classCounts {
 		if n > 0 {
 			d.counts[md.classes[i].name] += n

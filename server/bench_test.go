@@ -78,7 +78,8 @@ func BenchmarkIngest(b *testing.B) {
 			b.ReportMetric(float64(dirSize(alone))/1024, "block-KB/upload-alone")
 		})
 	}
-	b.Run("jvm-windows", benchmarkJVMWindows)
+	b.Run("jvm-windows", func(b *testing.B) { benchmarkJVMWindows(b, false) })
+	b.Run("jvm-windows-gzip", func(b *testing.B) { benchmarkJVMWindows(b, true) })
 }
 
 // benchmarkJVMWindows measures the server's CPU time and stored bytes per
@@ -89,9 +90,15 @@ func BenchmarkIngest(b *testing.B) {
 // uploads did not (see BENCHMARKS.md). After the last window the next
 // uploads are another JVM's (another executor id). The windows are made
 // when the case runs (about 65 s); SPARKPROF_JDK_WINDOWS names a recording
-// of windows to use instead, for side-by-side runs of two builds.
-func benchmarkJVMWindows(b *testing.B) {
+// of windows to use instead, for side-by-side runs of two builds. With gz,
+// each window is gzipped, as the agent sends it with compression=gzip.
+func benchmarkJVMWindows(b *testing.B, gz bool) {
 	windows := jdkWindows(b)
+	if gz {
+		for i, w := range windows {
+			windows[i] = gzipBytes(b, w)
+		}
+	}
 	dir := b.TempDir()
 	s, db := benchServer(b, dir)
 	var cpu time.Duration

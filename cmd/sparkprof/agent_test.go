@@ -304,8 +304,9 @@ func TestAgentWithServer(t *testing.T) {
 		// The same workload started with -javaagent: the plugin finds the
 		// running agent and adds its labels. With a 10-minute interval only
 		// the JVM shutdown hook can ship the data (the recorder's own hook
-		// may run first).
-		cmd := workloadCommand([]string{"-javaagent:../../agent/build/sparkprof-agent.jar=server=" + base + ",tenant=ja,uploadInterval=10m"}, "-", "1.0", "-")
+		// may run first). The window is gzipped, as the agent sends it with
+		// compression=gzip.
+		cmd := workloadCommand([]string{"-javaagent:../../agent/build/sparkprof-agent.jar=server=" + base + ",tenant=ja,uploadInterval=10m,compression=gzip"}, "-", "1.0", "-")
 		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "DONE") {
 			t.Fatalf("javaagent run: %v\n%s", err, out)
 		}

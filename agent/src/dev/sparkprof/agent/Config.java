@@ -24,6 +24,7 @@ final class Config {
     put("uploadInterval", "10s");
     put("lockThreshold", "10ms");
     put("maxQueuedBytes", "64m");
+    put("compression", "none");
   }
 
   void put(String key, String value) {
@@ -67,7 +68,7 @@ final class Config {
   static final String[] KEYS = {
     "server", "enabled", "driver.enabled", "executor.enabled", "fraction", "events", "interval",
     "uploadInterval", "outputDir", "authToken", "labels", "appName", "appId", "executorId", "lockThreshold",
-    "maxQueuedBytes", "tenant", "asyncProfiler"
+    "maxQueuedBytes", "tenant", "asyncProfiler", "compression"
   };
 
   String get(String key) {

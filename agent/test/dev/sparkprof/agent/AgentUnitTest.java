@@ -40,6 +40,17 @@ public final class AgentUnitTest {
     bad.put("interval", "soon");
     check("bad duration falls back", bad.millis("interval", 10), 10);
     check("size", new Config().bytes("maxQueuedBytes", 0), 64L << 20);
+    check("default compression", new Config().get("compression"), "none");
+    try {
+      byte[] jfr = "FLR\0 a recording".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+      check("uncompressed", Agent.compress(jfr, "none") == jfr, true);
+      byte[] gz = Agent.compress(jfr, "GZIP");
+      check("gzip magic", (gz[0] & 0xff) == 0x1f && (gz[1] & 0xff) == 0x8b, true);
+      byte[] back = new java.util.zip.GZIPInputStream(new java.io.ByteArrayInputStream(gz)).readAllBytes();
+      check("gzip round trip", java.util.Arrays.equals(back, jfr), true);
+    } catch (java.io.IOException e) {
+      check("compress", e, null);
+    }
 
     Labels ls = new Labels();
     ls.put("spark_app_id", "app-1");

@@ -804,7 +804,7 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, b
 	}
 	t.pruneSegments(db.log)
 	db.log.Info("store: compacted", "tenant", name, "partition", time.Unix(0, p).UTC().Format(time.RFC3339),
-		"uploads", meta.Uploads, "samples", len(prof.Samples), "file", filepath.Base(path))
+		"uploads", meta.Uploads, "samples", len(prof.Samples), "file", filepath.Base(path), "head_over_budget", !merge)
 	return nil
 }
 

@@ -435,22 +435,24 @@ func (p *Profile) Leaf(s StackID) FrameID { return p.stacks[s].frame }
 // Parent returns the stack without its innermost frame.
 func (p *Profile) Parent(s StackID) StackID { return p.stacks[s].parent }
 
-// MemSize estimates the heap bytes p holds: its tables, samples, series
-// and the indexes built when they are used. It sizes caches, not exact
-// accounting.
+// MemSize estimates the heap bytes p holds: its tables and samples at their
+// capacity, the indexes it has built, its label sets and series. Strings
+// count in full even where profiles share them (a decoder keeps the names
+// of a JVM's frames between its uploads), so it errs high. It sizes caches
+// and memory budgets, not exact accounting.
 func (p *Profile) MemSize() int64 {
-	// Per-entry costs: the struct, a map slot where there is an index, and
-	// the strings.
 	const (
-		frame  = int64(unsafe.Sizeof(Frame{})) + 48
-		thread = int64(unsafe.Sizeof(Thread{})) + 48
-		stack  = int64(unsafe.Sizeof(stackNode{})) + 24
-		sample = int64(unsafe.Sizeof(Sample{}))
-		point  = int64(unsafe.Sizeof(Point{}))
-		label  = int64(unsafe.Sizeof(Label{}))
+		mapSlot = 48 // a map entry with its share of the table, roughly
+		frame   = int64(unsafe.Sizeof(Frame{}))
+		thread  = int64(unsafe.Sizeof(Thread{}))
+		stack   = int64(unsafe.Sizeof(stackNode{}))
+		sample  = int64(unsafe.Sizeof(Sample{}))
+		point   = int64(unsafe.Sizeof(Point{}))
+		label   = int64(unsafe.Sizeof(Label{}))
 	)
-	n := int64(len(p.Frames))*frame + int64(len(p.Threads))*thread + int64(len(p.Samples))*sample +
-		int64(len(p.stacks))*stack
+	n := int64(cap(p.Frames))*frame + int64(cap(p.Threads))*thread + int64(cap(p.Samples))*sample +
+		int64(cap(p.stacks))*stack + int64(len(p.stackIndex.slots))*8 +
+		int64(len(p.frameIndex)+len(p.threadIdx)+len(p.labelIndex))*mapSlot
 	for _, f := range p.Frames {
 		n += int64(len(f.Name) + len(f.File))
 	}
@@ -464,7 +466,7 @@ func (p *Profile) MemSize() int64 {
 		}
 	}
 	for _, s := range p.Series {
-		n += int64(len(s.Points)) * point
+		n += int64(cap(s.Points)) * point
 	}
 	return n
 }

@@ -66,6 +66,10 @@ type blockMeta struct {
 	Replaces    []string            // blocks of the same partition merged into this one
 	// FirstSample and LastSample bound the samples' times (Unix ns).
 	FirstSample, LastSample int64
+	// MemSize estimates the memory of the block's samples once read
+	// (profile.MemSize), to bound what merging blocks holds; 0 in blocks
+	// written before it was recorded.
+	MemSize int64 `json:",omitempty"`
 	// SampleLabels lists the values of each label the samples carry, so
 	// that label queries need not read the samples; a label with more than
 	// maxMetaValues values (task ids, say) has none listed (null).
@@ -222,6 +226,7 @@ func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profi
 	p := m.Profile()
 	p.Warnings = slices.Compact(p.Warnings)
 	meta.FirstSample, meta.LastSample = sampleSpan(p)
+	meta.MemSize = p.MemSize()
 	meta.SampleLabels = sampleLabels(p)
 	return p, meta
 }

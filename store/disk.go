@@ -42,9 +42,10 @@ import (
 // once and sample times kept to a resolution (a second by default), and
 // the log segments that held only compacted uploads are deleted. Late
 // uploads for a compacted partition are merged with its block at the next
-// compaction. When the head outgrows Options.HeadBytes, every upload in it
-// is compacted at once into blocks of its partition, still receiving or
-// not; the partition's blocks are merged into one once it is quiet.
+// compaction. When the head outgrows Options.HeadBytes, its oldest uploads
+// are compacted at once into blocks of their partition, still receiving or
+// not, until it holds half of that; the partition's blocks are merged into
+// one once it is quiet.
 type DB struct {
 	dir  string
 	opts Options
@@ -114,7 +115,7 @@ type Options struct {
 	// keep for later queries; default 512 MiB.
 	CacheBytes int64
 	// HeadBytes bounds the memory (estimated) of the uploads not compacted
-	// yet: past it the head is compacted early; default 1 GiB.
+	// yet: past it the oldest are compacted early; default 512 MiB.
 	HeadBytes int64
 	Logger    *slog.Logger
 }
@@ -127,7 +128,7 @@ func (o *Options) defaults() {
 		o.CacheBytes = 512 << 20
 	}
 	if o.HeadBytes <= 0 {
-		o.HeadBytes = 1 << 30
+		o.HeadBytes = 512 << 20
 	}
 	if o.CompactAfter <= 0 {
 		o.CompactAfter = 5 * time.Minute
@@ -656,12 +657,56 @@ func (db *DB) background() {
 // their partitions are still receiving uploads.
 func (db *DB) Compact() error { return db.compact(time.Now().UnixNano(), true) }
 
-// compactHead empties a head over its budget: the uploads of every
-// partition go into a new block each, not merged with the partition's
-// blocks yet. Merging would rewrite a still-growing partition at every
-// early compaction; compact merges them once the partition is quiet.
+// compactHead brings a head over its budget down to half of it, oldest
+// uploads first: the uploads of the largest tenant head's oldest partition
+// go into a new block, a quarter of the budget at a time, so that what one
+// compaction holds in memory stays a fraction of the budget. The block is
+// not merged with the partition's blocks: that would rewrite a still-growing
+// partition at every early compaction; compact merges them once the
+// partition is quiet.
 func (db *DB) compactHead() error {
-	return db.compactWhere(func(int64, int64) (bool, bool) { return true, false })
+	db.compactMu.Lock()
+	defer db.compactMu.Unlock()
+	part := int64(db.opts.Partition)
+	for {
+		db.mu.RLock()
+		if db.closed || db.headBytes <= db.opts.HeadBytes/2 {
+			db.mu.RUnlock()
+			return nil
+		}
+		var name string
+		var t *tenant
+		var largest int64
+		for n, x := range db.tenants {
+			var size int64
+			for _, u := range x.uploads {
+				size += u.memSize
+			}
+			if size > largest {
+				name, t, largest = n, x, size
+			}
+		}
+		if t == nil {
+			db.mu.RUnlock()
+			return nil
+		}
+		p := partitionOf(t.uploads[0], part)
+		var ups []*Upload
+		var size int64
+		for _, u := range t.uploads {
+			if size >= db.opts.HeadBytes/4 {
+				break
+			}
+			if partitionOf(u, part) == p {
+				ups = append(ups, u)
+				size += u.memSize
+			}
+		}
+		db.mu.RUnlock()
+		if err := db.compactCounted(name, t, p, ups, nil, true); err != nil {
+			return err
+		}
+	}
 }
 
 // compact merges the head uploads of each partition that is ready (ended
@@ -669,21 +714,10 @@ func (db *DB) compactHead() error {
 // the partition's existing blocks. A ready partition with no uploads left
 // in the head but several blocks (made by compactHead) has them merged.
 func (db *DB) compact(now int64, all bool) error {
-	part := int64(db.opts.Partition)
-	quiet := int64(db.opts.CompactAfter)
-	return db.compactWhere(func(p, lastReceived int64) (bool, bool) {
-		return all || (p+part+quiet <= now && lastReceived+quiet <= now), true
-	})
-}
-
-// compactWhere compacts, per tenant and partition, what ready selects:
-// given the partition's start and its latest receipt, it says whether to compact the partition and whether to merge its
-// blocks into the new one. A partition is offered when it has uploads in
-// the head or more than one block.
-func (db *DB) compactWhere(ready func(p, lastReceived int64) (compact, merge bool)) error {
 	db.compactMu.Lock()
 	defer db.compactMu.Unlock()
 	part := int64(db.opts.Partition)
+	quiet := int64(db.opts.CompactAfter)
 	var errs []error
 	for _, name := range db.Tenants() {
 		db.mu.RLock()
@@ -703,34 +737,85 @@ func (db *DB) compactWhere(ready func(p, lastReceived int64) (compact, merge boo
 			byPart[p] = append(byPart[p], u)
 			lastReceived[p] = max(lastReceived[p], u.Received)
 		}
-		nblocks := map[int64]int{}
+		partBlocks := map[int64][]*block{}
 		for _, b := range blocks {
-			nblocks[b.meta.Partition]++
+			partBlocks[b.meta.Partition] = append(partBlocks[b.meta.Partition], b)
 			lastReceived[b.meta.Partition] = max(lastReceived[b.meta.Partition], b.meta.Received)
 		}
 		parts := slices.Sorted(maps.Keys(lastReceived))
 		for _, p := range parts {
-			if len(byPart[p]) == 0 && nblocks[p] < 2 {
+			if !all && (p+part+quiet > now || lastReceived[p]+quiet > now) {
 				continue
 			}
-			compact, merge := ready(p, lastReceived[p])
-			if !compact || (!merge && len(byPart[p]) == 0) {
-				continue
+			// Each run of blocks that fits the budget together becomes one,
+			// the head's uploads going into the first.
+			for ups, olds := byPart[p], partBlocks[p]; ; ups = nil {
+				merge := db.mergeable(ups, olds)
+				if len(ups) == 0 && len(merge) < 2 {
+					break
+				}
+				if err := db.compactCounted(name, t, p, ups, merge, false); err != nil {
+					errs = append(errs, err)
+					break
+				}
+				db.mu.RLock()
+				olds = olds[:0:0]
+				for _, b := range t.blocks {
+					if b.meta.Partition == p {
+						olds = append(olds, b)
+					}
+				}
+				db.mu.RUnlock()
 			}
-			start := time.Now()
-			err := db.compactPartition(name, t, p, byPart[p], blocks, merge)
-			db.mu.Lock()
-			db.compactionTime += time.Since(start)
-			if err != nil {
-				db.compactionErrors++
-				errs = append(errs, fmt.Errorf("tenant %q partition %s: %w", name, time.Unix(0, p).UTC().Format(time.RFC3339), err))
-			} else {
-				db.compactions++
-			}
-			db.mu.Unlock()
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// mergeable returns the blocks of a partition to merge with its uploads
+// ups: the first run of consecutive blocks that, with the uploads, makes at
+// least two parts and whose estimated memory stays within the head's
+// budget, so that a partition that had blocks made early (many executors)
+// is not merged whole in memory at once. Blocks written before blocks
+// recorded their size count as small.
+func (db *DB) mergeable(ups []*Upload, blocks []*block) []*block {
+	var head int64
+	for _, u := range ups {
+		head += u.memSize
+	}
+	for i := range blocks {
+		size, n := head+blocks[i].meta.MemSize, 1
+		if size > db.opts.HeadBytes {
+			continue
+		}
+		for _, b := range blocks[i+1:] {
+			if size+b.meta.MemSize > db.opts.HeadBytes {
+				break
+			}
+			size += b.meta.MemSize
+			n++
+		}
+		if n >= 2 || len(ups) > 0 {
+			return blocks[i : i+n]
+		}
+	}
+	return nil
+}
+
+// compactCounted runs compactPartition, counting it and its time in the
+// store's statistics.
+func (db *DB) compactCounted(name string, t *tenant, p int64, ups []*Upload, olds []*block, early bool) error {
+	start := time.Now()
+	err := db.compactPartition(name, t, p, ups, olds, early)
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.compactionTime += time.Since(start)
+	if err != nil {
+		db.compactionErrors++
+		return fmt.Errorf("tenant %q partition %s: %w", name, time.Unix(0, p).UTC().Format(time.RFC3339), err)
+	}
+	db.compactions++
+	return nil
 }
 
 // partitionOf returns the start of the partition holding u: by the start of
@@ -744,14 +829,9 @@ func partitionOf(u *Upload, part int64) int64 {
 }
 
 // compactPartition writes the uploads ups of partition p into a new block,
-// with the partition's blocks merged into it when merge is set.
-func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, blocks []*block, merge bool) error {
-	var olds []*block
-	for _, b := range blocks {
-		if merge && b.meta.Partition == p {
-			olds = append(olds, b)
-		}
-	}
+// merged with the partition's blocks olds, which it replaces. An early
+// block (see compactHead) does not start in the cache.
+func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, olds []*block, early bool) error {
 	// The blocks being replaced are read straight from disk: going
 	// through the cache would push out what queries use.
 	oldProfiles := make([]*profile.Profile, len(olds))
@@ -776,8 +856,12 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, b
 	db.attach(b)
 	// The newest block is the likeliest to be queried next: its rollup,
 	// which most flame graphs read, starts in the cache. Its samples, many
-	// times larger, are read when a query needs them.
-	db.cache.put(cacheKey{path, partRollup}, roll)
+	// times larger, are read when a query needs them. A block made early,
+	// to be merged with its partition's others, does not: under a steady
+	// stream of uploads those would fill the cache.
+	if !early {
+		db.cache.put(cacheKey{path, partRollup}, roll)
+	}
 
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -804,7 +888,7 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, b
 	}
 	t.pruneSegments(db.log)
 	db.log.Info("store: compacted", "tenant", name, "partition", time.Unix(0, p).UTC().Format(time.RFC3339),
-		"uploads", meta.Uploads, "samples", len(prof.Samples), "file", filepath.Base(path), "head_over_budget", !merge)
+		"uploads", meta.Uploads, "samples", len(prof.Samples), "file", filepath.Base(path), "head_over_budget", early)
 	return nil
 }
 

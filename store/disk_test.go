@@ -608,26 +608,40 @@ func TestBlockSeries(t *testing.T) {
 }
 
 // TestHeadBudget fills the head past its budget: the background compacts
-// it into blocks of the still-open partition at once, without waiting for
-// the partition to end, and merges those blocks into one once it is quiet.
+// its oldest uploads into blocks of the still-open partition at once,
+// without waiting for the partition to end, and merges those blocks into
+// one once it is quiet.
 func TestHeadBudget(t *testing.T) {
 	dir := t.TempDir()
-	one := upload(t, "1").Profile.MemSize()
+	// The uploads' sizes differ a little: a decoder sizes a recording's
+	// tables by the one it read before.
+	var ups []*Upload
+	var one int64
+	for i := range 6 {
+		// Consecutive 10 s windows, whose samples a block cannot sum.
+		u := upload(t, strconv.Itoa(i))
+		shift := int64(i) * int64(10*time.Second)
+		u.From, u.Until = u.From+shift, u.Until+shift
+		for j := range u.Profile.Samples {
+			u.Profile.Samples[j].Time += shift
+		}
+		ups = append(ups, u)
+		one = max(one, u.Profile.MemSize())
+	}
 	db, err := Open(dir, Options{HeadBytes: 2*one + one/2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	var want int64
-	for i := range 6 {
-		u := upload(t, strconv.Itoa(i))
+	for i, u := range ups {
 		for _, s := range u.Profile.Samples {
 			want += s.Value
 		}
 		if err := db.Append("acme", u); err != nil {
 			t.Fatal(err)
 		}
-		if st := db.Stats(); st.HeadBytes > 3*one+one/2 {
+		if st := db.Stats(); st.HeadBytes > db.opts.HeadBytes+one {
 			t.Fatalf("after upload %d the head holds %d bytes; the budget is %d", i, st.HeadBytes, db.opts.HeadBytes)
 		}
 		// Wait for the background to bring the head under its budget again,
@@ -646,17 +660,63 @@ func TestHeadBudget(t *testing.T) {
 	if _, total := count(t, db, "acme", Query{}); total != want {
 		t.Errorf("total %d, want %d", total, want)
 	}
+	// A quarter of the budget at a time: one upload per early block.
+	db.Select("acme", Query{}, func(u *Upload) error {
+		if u.Compacted() && u.Uploads != 1 {
+			t.Errorf("an early block of %d uploads; a quarter of the budget holds one", u.Uploads)
+		}
+		return nil
+	})
 
-	// Once the partition is quiet, its blocks and the rest of the head
-	// become one block.
-	if err := db.compact(time.Now().Add(time.Hour).UnixNano(), false); err != nil {
+	// Once the partition is quiet, its blocks and the rest of the head are
+	// merged in runs that fit the budget, until no two fit together: with
+	// a budget of one and a half early blocks, none do.
+	var largest int64
+	for _, b := range db.tenants["acme"].blocks {
+		largest = max(largest, b.meta.MemSize)
+	}
+	db.Close()
+	db, err = Open(dir, Options{HeadBytes: largest * 3 / 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := time.Now().Add(time.Hour).UnixNano()
+	if err := db.compact(quiet, false); err != nil {
+		t.Fatal(err)
+	}
+	n, total := count(t, db, "acme", Query{})
+	if st := db.Stats(); n < 2 || total != want || st.HeadUploads != 0 || st.HeadBytes != 0 || st.BlockUploads != 6 {
+		t.Errorf("after the quiet compaction: %d blocks with %d (want several with %d), head %d uploads of %d bytes, blocks hold %d uploads",
+			n, total, want, st.HeadUploads, st.HeadBytes, st.BlockUploads)
+	}
+	db.mu.RLock()
+	blocks := slices.Clone(db.tenants["acme"].blocks)
+	db.mu.RUnlock()
+	for i := 1; i < len(blocks); i++ {
+		if a, b := blocks[i-1].meta.MemSize, blocks[i].meta.MemSize; a+b <= db.opts.HeadBytes {
+			t.Errorf("blocks %d and %d of %d and %d bytes fit the budget of %d together, yet stay apart", i-1, i, a, b, db.opts.HeadBytes)
+		}
+	}
+	done := db.Stats().Compactions
+	if err := db.compact(quiet, false); err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Stats(); st.Compactions != done {
+		t.Errorf("a second quiet compaction wrote %d blocks; no two fit the budget together", st.Compactions-done)
+	}
+	db.Close()
+
+	// With room for the whole partition, it becomes one block.
+	db, err = Open(dir, Options{HeadBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	if err := db.compact(quiet, false); err != nil {
 		t.Fatal(err)
 	}
 	if n, total := count(t, db, "acme", Query{}); n != 1 || total != want {
-		t.Errorf("after the quiet compaction %d blocks with %d, want 1 with %d", n, total, want)
-	}
-	if st := db.Stats(); st.HeadBytes != 0 || st.HeadUploads != 0 || st.BlockUploads != 6 {
-		t.Errorf("after the quiet compaction: head %d uploads, %d bytes; blocks hold %d uploads", st.HeadUploads, st.HeadBytes, st.BlockUploads)
+		t.Errorf("with a large budget %d blocks with %d, want 1 with %d", n, total, want)
 	}
 	if b, w := files(t, dir, "*.block"), files(t, dir, "*.wal"); len(b) != 1 || len(w) != 0 {
 		t.Errorf("files: blocks %v, segments %v", b, w)

@@ -40,7 +40,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	data := fs.String("data", defaultDataDir(), "directory of the embedded store")
 	retention := fs.String("retention", "30d", "drop data older than this (e.g. 72h, 30d; 0 keeps all)")
 	cacheMB := fs.Int64("block-cache-mb", 512, "memory (MiB, estimated) that keeps compacted blocks read from disk for later queries")
-	headMB := fs.Int64("head-mb", 1024, "memory (MiB, estimated) of the uploads not compacted yet; past it they are compacted at once")
+	headMB := fs.Int64("head-mb", 512, "memory (MiB, estimated) of the uploads not compacted yet; past it the oldest are compacted at once")
 	tokenFile := fs.String("auth-token-file", "", "file holding a bearer token that every request must carry")
 	preload := fs.String("preload", "", "import the profiles of this directory at start (e.g. ../shared/testdata)")
 	agentJar := fs.String("agent-jar", "agent/build/sparkprof-agent.jar", "agent jar served at /agent.jar")

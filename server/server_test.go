@@ -402,6 +402,22 @@ func TestAuthAndTenants(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Errorf("healthz without token: %v %v", resp, err)
 	}
+	// The server's own Go profiles need the token too.
+	for _, withToken := range []bool{false, true} {
+		req, _ := http.NewRequest("GET", ts.URL+"/debug/pprof/heap?debug=1", nil)
+		if withToken {
+			req.Header.Set(auth[0], auth[1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := map[bool]int{false: 401, true: 200}[withToken]; resp.StatusCode != want || (withToken && !strings.Contains(string(body), "heap profile")) {
+			t.Errorf("/debug/pprof/heap with token %v: %d, want %d: %.80s", withToken, resp.StatusCode, want, body)
+		}
+	}
 	// Agents set up for Grafana Cloud send the token as a basic
 	// authentication password.
 	basic := []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("123456:s3cret"))}

@@ -711,8 +711,9 @@ func (db *DB) compactHead() error {
 
 // compact merges the head uploads of each partition that is ready (ended
 // and quiet for CompactAfter, or any with all) into a block, together with
-// the partition's existing blocks. A ready partition with no uploads left
-// in the head but several blocks (made by compactHead) has them merged.
+// the partition's existing blocks as far as the head's budget allows (see
+// mergeable). A ready partition with no uploads left in the head but
+// several blocks (made by compactHead) has them merged the same way.
 func (db *DB) compact(now int64, all bool) error {
 	db.compactMu.Lock()
 	defer db.compactMu.Unlock()
@@ -759,6 +760,10 @@ func (db *DB) compact(now int64, all bool) error {
 					break
 				}
 				db.mu.RLock()
+				if db.closed { // the block written stays on disk; the store was not changed
+					db.mu.RUnlock()
+					return errors.Join(errs...)
+				}
 				olds = olds[:0:0]
 				for _, b := range t.blocks {
 					if b.meta.Partition == p {

@@ -355,3 +355,46 @@ func bucket(t, res int64) int64 {
 	}
 	return b
 }
+
+// SumOverTime returns p's samples summed over time and threads, each label
+// set replaced by relabel of it (nil keeps it), in a profile that shares
+// p's types, frames and stacks instead of interning them again: a flame
+// graph of p then reads one row per stack, label set, type and state. The
+// result has no threads, series or warnings; p must not change while it is
+// in use.
+func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
+	out := New()
+	out.Types, out.Frames, out.stacks = slices.Clip(p.Types), slices.Clip(p.Frames), slices.Clip(p.stacks)
+	out.frameIndex = nil // built if frames are ever added
+	for i, t := range out.Types {
+		out.typeIndex[t] = TypeID(i)
+	}
+	out.Labels = slices.Clone(p.Labels)
+	out.Start, out.End, out.Source = p.Start, p.End, p.Source
+
+	labelMap := make([]LabelSetID, len(p.labelSets))
+	for i := range labelMap {
+		labelMap[i] = unmappedLabels
+	}
+	index := make(map[sampleKey]int, len(p.Samples)/8)
+	for _, s := range p.Samples {
+		id := labelMap[s.Labels]
+		if id == unmappedLabels {
+			ls := p.labelSets[s.Labels]
+			if relabel != nil {
+				ls = relabel(ls)
+			}
+			id = out.AddLabels(ls)
+			labelMap[s.Labels] = id
+		}
+		s.Time, s.Thread, s.Labels = 0, NoThread, id
+		k := keyOf(&s)
+		if i, ok := index[k]; ok {
+			out.Samples[i].Value += s.Value
+			continue
+		}
+		index[k] = len(out.Samples)
+		out.Samples = append(out.Samples, s)
+	}
+	return out
+}

@@ -441,23 +441,9 @@ var RollupDropped = []string{profile.LabelTaskID, profile.LabelPartition, profil
 // rollup sums the samples of p over time and threads, with the labels in
 // RollupDropped removed from their label sets: a whole-app or per-stage
 // flame graph of a block then reads one row per stack and label set
-// instead of one per sample.
+// instead of one per sample. It shares p's frames and stacks.
 func rollup(p *profile.Profile) *profile.Profile {
-	cp := *p
-	cp.OwnLabelSets()
-	n := cp.NumLabelSets()
-	coarse := make([]profile.LabelSetID, n)
-	for i := range n {
-		coarse[i] = cp.AddLabels(cp.LabelSet(profile.LabelSetID(i)).Without(RollupDropped...))
-	}
-	m := profile.NewMerger(profile.MergeOptions{Aggregate: true, DropThreads: true})
-	m.AddFunc(&cp, func(s *profile.Sample) bool {
-		s.Labels = coarse[s.Labels]
-		return true
-	})
-	r := m.Profile()
-	r.Series, r.Warnings = nil, nil
-	return r
+	return p.SumOverTime(func(ls profile.Labels) profile.Labels { return ls.Without(RollupDropped...) })
 }
 
 // sampleSpan returns the first and last sample time of p; samples without

@@ -2,7 +2,9 @@ package store
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -721,4 +723,60 @@ func TestHeadBudget(t *testing.T) {
 	if b, w := files(t, dir, "*.block"), files(t, dir, "*.wal"); len(b) != 1 || len(w) != 0 {
 		t.Errorf("files: blocks %v, segments %v", b, w)
 	}
+}
+
+// TestRollup checks a block's rollup against the same sums made by a
+// Merger, which interns every stack again: per stack, label set, type and
+// state, over uploads of several executors with per-sample task and thread
+// labels and times.
+func TestRollup(t *testing.T) {
+	var ups []*Upload
+	for i := range 3 {
+		u := upload(t, strconv.Itoa(i))
+		p := u.Profile
+		for j := range p.Samples {
+			s := &p.Samples[j]
+			s.Time += int64(i) * int64(10*time.Second)
+			s.Labels = p.AddLabels(profile.Labels{
+				{Name: profile.LabelTaskID, Value: strconv.Itoa(j % 5)},
+				{Name: profile.LabelStageID, Value: strconv.Itoa(j % 2)},
+				{Name: profile.LabelThreadName, Value: "t" + strconv.Itoa(j%3)},
+			})
+		}
+		ups = append(ups, u)
+	}
+	block, _ := compactUploads(0, nil, nil, ups, int64(time.Second))
+
+	// The reference: a Merger over the block with the labels dropped.
+	cp := *block
+	cp.OwnLabelSets()
+	m := profile.NewMerger(profile.MergeOptions{Aggregate: true, DropThreads: true})
+	m.AddFunc(&cp, func(s *profile.Sample) bool {
+		s.Labels = cp.AddLabels(cp.LabelSet(s.Labels).Without(RollupDropped...))
+		return true
+	})
+	want, got := rows(m.Profile()), rows(rollup(block))
+	if len(want) == 0 || !maps.Equal(got, want) {
+		t.Errorf("rollup has %d rows, the merger's %d; they differ", len(got), len(want))
+	}
+	if r := rollup(block); len(r.Samples) != len(want) {
+		t.Errorf("rollup has %d samples for %d distinct rows", len(r.Samples), len(want))
+	}
+}
+
+// rows sums p's samples by stack (its frames in full), label set, type,
+// state and thread, with every sample's labels in full.
+func rows(p *profile.Profile) map[string]int64 {
+	out := map[string]int64{}
+	var buf []profile.FrameID
+	for _, s := range p.Samples {
+		var b strings.Builder
+		buf = p.Stack(s.Stack, buf[:0])
+		for _, f := range buf {
+			fmt.Fprintf(&b, "%v;", p.Frames[f])
+		}
+		fmt.Fprintf(&b, "|%v|%s|%d|%d", p.SampleLabels(s), p.Types[s.Type], s.State, s.Thread)
+		out[b.String()] += s.Value
+	}
+	return out
 }

@@ -349,9 +349,11 @@ func (d *decoder) decodeChunk(b []byte, h chunkHeader) error {
 	}
 	// A chunk's frames are about its methods, and its distinct stacks
 	// (trace prefixes) some per trace: as many per method and per trace as
-	// the chunk this decoder read last made, since a JVM's recordings are
-	// alike. Growing the tables as they fill instead copies them a few
-	// times into fresh pages, and the head keeps what capacity is left.
+	// the chunk this decoder read last made, since the recordings a server
+	// receives are mostly alike (a wrong guess costs a growth or some
+	// unused capacity). Growing the tables as they fill instead copies them
+	// a few times into fresh pages, and the head keeps what capacity is
+	// left.
 	framesPer, stacksPer := d.framesPerMethod, d.stacksPerTrace
 	if stacksPer == 0 {
 		framesPer, stacksPer = 1.25, 4

@@ -44,8 +44,8 @@ import (
 // uploads for a compacted partition are merged with its block at the next
 // compaction. When the head outgrows Options.HeadBytes, its oldest uploads
 // are compacted at once into blocks of their partition, still receiving or
-// not, until it holds half of that; the partition's blocks are merged into
-// one once it is quiet.
+// not, until it holds half of that; once the partition is quiet, its blocks
+// are merged in runs that fit the budget.
 type DB struct {
 	dir  string
 	opts Options
@@ -64,17 +64,16 @@ type DB struct {
 	// is the time they took; under mu.
 	compactions, compactionErrors int64
 	compactionTime                time.Duration
-	// headBytes is the estimated memory of the head's uploads, over all
-	// tenants; under mu. Append signals kick when it passes the budget.
-	headBytes int64
-	kick      chan struct{}
-	stop      chan struct{}
-	done      chan struct{}
+	// kick wakes the background when Append finds the head over budget.
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
 }
 
 type tenant struct {
 	dir       string
 	uploads   []*Upload // the head: not compacted yet, oldest first
+	headBytes int64     // the uploads' estimated memory (Upload.memSize)
 	blocks    []*block
 	nextID    uint64
 	nextBlock uint64
@@ -263,7 +262,7 @@ func (db *DB) replay(t *tenant, path string, last bool) (int64, segment, error) 
 			}
 			seg.add(u.ID)
 			t.uploads = append(t.uploads, u)
-			db.headBytes += u.memSize
+			t.headBytes += u.memSize
 		}
 		batch = batch[:0]
 		return nil
@@ -492,8 +491,8 @@ func (db *DB) Append(name string, u *Upload) error {
 	t.segs[len(t.segs)-1].add(u.ID)
 	t.nextID++
 	t.uploads = append(t.uploads, u)
-	db.headBytes += u.memSize
-	if db.headBytes > db.opts.HeadBytes {
+	t.headBytes += u.memSize
+	if db.headBytes() > db.opts.HeadBytes {
 		select {
 		case db.kick <- struct{}{}:
 		default:
@@ -608,7 +607,7 @@ func (db *DB) Stats() Stats {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	st := Stats{Compactions: db.compactions, CompactionErrors: db.compactionErrors, CompactionTime: db.compactionTime,
-		HeadBytes: db.headBytes}
+		HeadBytes: db.headBytes()}
 	st.CacheBytes, st.CacheHits, st.CacheMisses, st.CacheEvictions = db.cache.stats()
 	for _, t := range db.tenants {
 		st.HeadUploads += len(t.uploads)
@@ -635,7 +634,7 @@ func (db *DB) background() {
 			db.log.Error("store: compaction failed; the uploads stay in the log", "err", err)
 		}
 		db.mu.RLock()
-		over := db.headBytes > db.opts.HeadBytes
+		over := db.headBytes() > db.opts.HeadBytes
 		db.mu.RUnlock()
 		kick := db.kick
 		if over {
@@ -670,20 +669,15 @@ func (db *DB) compactHead() error {
 	part := int64(db.opts.Partition)
 	for {
 		db.mu.RLock()
-		if db.closed || db.headBytes <= db.opts.HeadBytes/2 {
+		if db.closed || db.headBytes() <= db.opts.HeadBytes/2 {
 			db.mu.RUnlock()
 			return nil
 		}
 		var name string
 		var t *tenant
-		var largest int64
 		for n, x := range db.tenants {
-			var size int64
-			for _, u := range x.uploads {
-				size += u.memSize
-			}
-			if size > largest {
-				name, t, largest = n, x, size
+			if x.headBytes > 0 && (t == nil || x.headBytes > t.headBytes) {
+				name, t = n, x
 			}
 		}
 		if t == nil {
@@ -823,6 +817,27 @@ func (db *DB) compactCounted(name string, t *tenant, p int64, ups []*Upload, old
 	return nil
 }
 
+// headBytes returns the estimated memory of every tenant's head; under mu.
+func (db *DB) headBytes() int64 {
+	var n int64
+	for _, t := range db.tenants {
+		n += t.headBytes
+	}
+	return n
+}
+
+// dropUploads removes the uploads that drop selects from the head; under
+// mu, held for writing.
+func (t *tenant) dropUploads(drop func(*Upload) bool) {
+	t.uploads = slices.DeleteFunc(t.uploads, func(u *Upload) bool {
+		if drop(u) {
+			t.headBytes -= u.memSize
+			return true
+		}
+		return false
+	})
+}
+
 // partitionOf returns the start of the partition holding u: by the start of
 // its window, or when it was received if it has none.
 func partitionOf(u *Upload, part int64) int64 {
@@ -877,13 +892,7 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 	for _, u := range ups {
 		done[u.ID] = true
 	}
-	t.uploads = slices.DeleteFunc(t.uploads, func(u *Upload) bool {
-		if done[u.ID] {
-			db.headBytes -= u.memSize
-			return true
-		}
-		return false
-	})
+	t.dropUploads(func(u *Upload) bool { return done[u.ID] })
 	t.blocks = slices.DeleteFunc(t.blocks, func(x *block) bool { return slices.Contains(olds, x) })
 	t.blocks = append(t.blocks, b)
 	slices.SortStableFunc(t.blocks, func(x, y *block) int { return cmp.Compare(x.meta.Partition, y.meta.Partition) })
@@ -903,13 +912,7 @@ func (db *DB) dropOld(cutoff int64) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	for _, t := range db.tenants {
-		t.uploads = slices.DeleteFunc(t.uploads, func(u *Upload) bool {
-			if max(u.Until, u.Received) < cutoff {
-				db.headBytes -= u.memSize
-				return true
-			}
-			return false
-		})
+		t.dropUploads(func(u *Upload) bool { return max(u.Until, u.Received) < cutoff })
 		t.blocks = slices.DeleteFunc(t.blocks, func(b *block) bool {
 			if max(b.meta.Until, b.meta.Received) >= cutoff {
 				return false

@@ -611,8 +611,8 @@ func TestBlockSeries(t *testing.T) {
 
 // TestHeadBudget fills the head past its budget: the background compacts
 // its oldest uploads into blocks of the still-open partition at once,
-// without waiting for the partition to end, and merges those blocks into
-// one once it is quiet.
+// without waiting for the partition to end, and merges those blocks in runs
+// that fit the budget once it is quiet.
 func TestHeadBudget(t *testing.T) {
 	dir := t.TempDir()
 	// The uploads' sizes differ a little: a decoder sizes a recording's

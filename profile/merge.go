@@ -32,21 +32,19 @@ type Merger struct {
 	opts  MergeOptions
 	out   *Profile
 	first bool
-	// byTime maps the hash of an aggregation key to its sample in
-	// out.Samples, a table per sample time: a compaction's samples come
-	// in runs of one time, whose table stays in the processor's cache,
-	// where one table of millions of samples would miss it on each lookup.
-	// lastTime and lastTable are the table used last. sampleIndex holds
-	// the keys whose hash another key took first (rare: a 64-bit hash).
-	// fast does for samples with no time, labels or thread (all a flame
-	// graph merges) by type and state, then by stack in a slice: an array
-	// index per sample instead of a hash. lastFast is the last one used.
-	byTime      map[int64]*hashtab.Table
-	lastTime    int64
-	lastTable   *hashtab.Table
-	sampleIndex map[sampleKey]int
-	fast        []fastIndex
-	lastFast    int
+	// byTime finds the aggregated samples in out.Samples, a table per
+	// sample time: a compaction's samples come in runs of one time, whose
+	// table stays in the processor's cache, where one table of millions of
+	// samples would miss it on each lookup. lastTime and lastTable are the
+	// table used last. fast does for samples with no time, labels or
+	// thread (all a flame graph merges) by type and state, then by stack
+	// in a slice: an array index per sample instead of a hash. lastFast is
+	// the last one used.
+	byTime    map[int64]*sampleTable
+	lastTime  int64
+	lastTable *sampleTable
+	fast      []fastIndex
+	lastFast  int
 	// stackByHash finds an output stack by the hash of its frames.
 	stackByHash hashtab.Table
 
@@ -101,6 +99,11 @@ func Merge(ps ...*Profile) *Profile {
 
 // Profile returns the merged profile. The Merger must not be used after.
 func (m *Merger) Profile() *Profile { return m.out }
+
+// Grow makes room for about n more merged samples, so that adding them does
+// not grow the sample table step by step: each growth moves the samples
+// into fresh memory, whose page faults cost more than the copy.
+func (m *Merger) Grow(n int) { m.out.Samples = slices.Grow(m.out.Samples, n) }
 
 // Add merges p into the result. p is not modified.
 func (m *Merger) Add(p *Profile) { m.AddFunc(p, nil) }
@@ -226,17 +229,23 @@ func (m *Merger) addSample(s Sample) {
 	m.out.Samples = append(m.out.Samples, s)
 }
 
-// samplesAt returns the table of the aggregated samples of time t.
-func (m *Merger) samplesAt(t int64) *hashtab.Table {
+// samplesAt returns the table of the aggregated samples of time t. A new
+// table starts with room for as many samples as the last one holds: the
+// seconds of a compaction hold about as many samples each, and growing a
+// table step by step moves its samples a dozen times.
+func (m *Merger) samplesAt(t int64) *sampleTable {
 	if m.lastTable != nil && m.lastTime == t {
 		return m.lastTable
 	}
 	tab := m.byTime[t]
 	if tab == nil {
 		if m.byTime == nil {
-			m.byTime = map[int64]*hashtab.Table{}
+			m.byTime = map[int64]*sampleTable{}
 		}
-		tab = new(hashtab.Table)
+		tab = new(sampleTable)
+		if m.lastTable != nil {
+			tab.byHash.Grow(m.lastTable.byHash.Len())
+		}
 		m.byTime[t] = tab
 	}
 	m.lastTime, m.lastTable = t, tab
@@ -246,23 +255,36 @@ func (m *Merger) samplesAt(t int64) *hashtab.Table {
 // indexSample returns the index in out.Samples of the sample of key k, or
 // records that it is next and reports false.
 func (m *Merger) indexSample(k sampleKey, next int) (int, bool) {
-	tab := m.samplesAt(k.time)
+	return m.samplesAt(k.time).find(k, m.out.Samples, next)
+}
+
+// sampleTable finds aggregated samples by their key: by the key's 64-bit
+// hash in an open-addressing table, and in a map for the rare key whose
+// hash another key took first.
+type sampleTable struct {
+	byHash hashtab.Table
+	others map[sampleKey]int
+}
+
+// find returns the index in samples of the sample of key k, or records
+// that it is next and reports false.
+func (t *sampleTable) find(k sampleKey, samples []Sample, next int) (int, bool) {
 	h := k.hash()
-	i, ok := tab.Get(h)
+	i, ok := t.byHash.Get(h)
 	if !ok {
-		tab.Put(h, uint32(next))
+		t.byHash.Put(h, uint32(next))
 		return next, false
 	}
-	if keyOf(&m.out.Samples[i]) == k {
+	if keyOf(&samples[i]) == k {
 		return int(i), true
 	}
-	if i, ok := m.sampleIndex[k]; ok {
+	if i, ok := t.others[k]; ok {
 		return i, true
 	}
-	if m.sampleIndex == nil {
-		m.sampleIndex = map[sampleKey]int{}
+	if t.others == nil {
+		t.others = map[sampleKey]int{}
 	}
-	m.sampleIndex[k] = next
+	t.others[k] = next
 	return next, false
 }
 
@@ -311,7 +333,7 @@ func (m *Merger) pushDown(ls Labels) {
 		// Every sample now has labels, those in the fast index too: all
 		// are found by key.
 		m.fast = nil
-		m.byTime, m.lastTable, m.sampleIndex = nil, nil, nil
+		m.byTime, m.lastTable = nil, nil
 		for i := range out.Samples {
 			m.indexSample(keyOf(&out.Samples[i]), i)
 		}
@@ -376,7 +398,8 @@ func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
 	for i := range labelMap {
 		labelMap[i] = unmappedLabels
 	}
-	index := make(map[sampleKey]int, len(p.Samples)/8)
+	var index sampleTable
+	index.byHash.Grow(len(p.Samples) / 8)
 	for _, s := range p.Samples {
 		id := labelMap[s.Labels]
 		if id == unmappedLabels {
@@ -388,12 +411,10 @@ func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
 			labelMap[s.Labels] = id
 		}
 		s.Time, s.Thread, s.Labels = 0, NoThread, id
-		k := keyOf(&s)
-		if i, ok := index[k]; ok {
+		if i, ok := index.find(keyOf(&s), out.Samples, len(out.Samples)); ok {
 			out.Samples[i].Value += s.Value
 			continue
 		}
-		index[k] = len(out.Samples)
 		out.Samples = append(out.Samples, s)
 	}
 	return out

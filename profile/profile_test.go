@@ -252,7 +252,7 @@ func TestMergeAggregateHashCollision(t *testing.T) {
 	a := Sample{Time: 1, Value: 1, Thread: 1}
 	b := Sample{Time: 2, Value: 10, Thread: 1}
 	m.addSample(a)
-	m.samplesAt(b.Time).Put(keyOf(&b).hash(), 0) // b's hash now finds a's sample
+	m.samplesAt(b.Time).byHash.Put(keyOf(&b).hash(), 0) // b's hash now finds a's sample
 	for _, s := range []Sample{b, a, b} {
 		m.addSample(s)
 	}

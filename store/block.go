@@ -165,6 +165,16 @@ func (b *block) mayMatch(q Query) bool {
 // oldProfiles) into one block profile, keeping sample times to res.
 func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profile, ups []*Upload, res int64) (*profile.Profile, blockMeta) {
 	m := profile.NewMerger(profile.MergeOptions{Aggregate: true, Resolution: res})
+	// Most samples of a compaction are distinct at a second's resolution:
+	// room for them all is made at once.
+	n := 0
+	for _, op := range oldProfiles {
+		n += len(op.Samples)
+	}
+	for _, u := range ups {
+		n += len(u.Profile.Samples)
+	}
+	m.Grow(n)
 	meta := blockMeta{Partition: partition, Values: map[string][]string{}, Carried: map[string]int{}}
 	var ids []uint64
 	seen := map[string]bool{}
@@ -224,6 +234,7 @@ func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profi
 	slices.Sort(meta.Sources)
 	meta.Sources = slices.Compact(meta.Sources)
 	p := m.Profile()
+	p.Samples = slices.Clip(p.Samples) // MemSize counts the samples kept, not the room made
 	p.Warnings = slices.Compact(p.Warnings)
 	meta.FirstSample, meta.LastSample = sampleSpan(p)
 	meta.MemSize = p.MemSize()

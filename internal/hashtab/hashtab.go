@@ -103,10 +103,24 @@ func (t *Table) insert(k uint64, v uint32) {
 	}
 }
 
+// Grow makes room for n more keys, so that putting them does not grow the
+// table step by step.
+func (t *Table) Grow(n int) {
+	size := max(minSlots, len(t.slots))
+	for 2*(t.count+n) > size {
+		size *= 2
+	}
+	if size > len(t.slots) {
+		t.resize(size)
+	}
+}
+
 // grow doubles the table (or makes the first one) and moves the entries.
-func (t *Table) grow() {
+func (t *Table) grow() { t.resize(max(minSlots, 2*len(t.slots))) }
+
+// resize moves the entries into a table of n slots, a power of two.
+func (t *Table) resize(n int) {
 	old := t.slots
-	n := max(minSlots, 2*len(old))
 	t.slots = make([]slot, n)
 	t.shift = uint8(64 - bits.TrailingZeros(uint(n)))
 	t.count = 0

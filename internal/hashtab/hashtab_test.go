@@ -6,7 +6,8 @@ import (
 )
 
 // A Table answers as a map does, for keys that share their low bits, random
-// keys and key 0, across growths and resets that keep or drop its memory.
+// keys and key 0, across growths (made room for or not) and resets that
+// keep or drop its memory.
 func TestTableAgainstMap(t *testing.T) {
 	next := rand.New(rand.NewPCG(7, 0)).Uint64 // repeatable
 	keys := []struct {
@@ -24,6 +25,9 @@ func TestTableAgainstMap(t *testing.T) {
 			tab.Reset(keep)
 			clear(want)
 			for i := range 30_000 {
+				if keep == 1<<8 && i == 10_000 {
+					tab.Grow(20_000)
+				}
 				k := c.key(i)
 				if i%5 == 4 {
 					k = c.key(i / 2) // again, with a new value

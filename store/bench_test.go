@@ -1,0 +1,86 @@
+package store
+
+import (
+	"encoding/binary"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sparkprof/sparkprof/format/jfr"
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// BenchmarkCompact measures the CPU time and memory of compacting a
+// partition's head into a block: the uploads of executors sending a JVM's
+// consecutive 10 s windows, as the agent records them (the file
+// SPARKPROF_JDK_WINDOWS names, written by the agent with outputDir; see
+// server's BenchmarkIngest, whose jvm-windows case makes one). Each
+// iteration appends the uploads again (not timed) and compacts them.
+func BenchmarkCompact(b *testing.B) {
+	windows := agentWindows(b)
+	const executors = 4
+	ups := make([]*Upload, 0, executors*len(windows))
+	for e := range executors {
+		for i, w := range windows {
+			p, err := jfr.Decode(w, "window")
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.DropIndexes()
+			from := int64(i) * int64(10*time.Second)
+			ups = append(ups, &Upload{From: from, Until: from + int64(10*time.Second), Profile: p,
+				Labels: profile.Labels{{Name: profile.LabelServiceName, Value: "app"}, {Name: profile.LabelExecutorID, Value: strconv.Itoa(e)}}})
+		}
+	}
+	b.ReportAllocs()
+	var samples int
+	for b.Loop() {
+		b.StopTimer()
+		db, err := Open(b.TempDir(), Options{Partition: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, u := range ups {
+			cp := *u
+			if err := db.Append("t", &cp); err != nil {
+				b.Fatal(err)
+			}
+			samples += len(u.Profile.Samples)
+		}
+		b.StartTimer()
+		if err := db.Compact(); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		db.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N*len(ups)), "ms/upload")
+	b.ReportMetric(float64(samples)/float64(b.N*len(ups)), "samples/upload")
+}
+
+// agentWindows returns the chunks of the recording SPARKPROF_JDK_WINDOWS
+// names, each one window the agent uploads, skipping b without one.
+func agentWindows(b *testing.B) [][]byte {
+	name := os.Getenv("SPARKPROF_JDK_WINDOWS")
+	if name == "" {
+		b.Skip("SPARKPROF_JDK_WINDOWS names no recording of the agent's windows")
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var windows [][]byte
+	for len(data) >= 16 && jfr.Sniff(data) {
+		size := binary.BigEndian.Uint64(data[8:])
+		if size < 16 || size > uint64(len(data)) {
+			b.Fatalf("%s: chunk of %d bytes with %d left", name, size, len(data))
+		}
+		windows, data = append(windows, data[:size]), data[size:]
+	}
+	if len(data) > 0 || len(windows) == 0 {
+		b.Fatalf("%s: not a sequence of JFR chunks", name)
+	}
+	return windows
+}

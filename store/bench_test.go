@@ -15,19 +15,37 @@ import (
 // partition's head into a block: the uploads of executors sending a JVM's
 // consecutive 10 s windows, as the agent records them (the file
 // SPARKPROF_JDK_WINDOWS names, written by the agent with outputDir; see
-// server's BenchmarkIngest, whose jvm-windows case makes one). Each
-// iteration appends the uploads again (not timed) and compacts them.
+// server's BenchmarkIngest, whose jvm-windows case makes one), each
+// executor's task threads named apart as Spark's are (by task id). Each
+// iteration appends the uploads again (not timed) and compacts them: 4
+// executors' 25 windows, and 100 executors' windows of the same 30 s.
 func BenchmarkCompact(b *testing.B) {
 	windows := agentWindows(b)
-	const executors = 4
-	ups := make([]*Upload, 0, executors*len(windows))
-	for e := range executors {
-		for i, w := range windows {
+	for _, c := range []struct {
+		name                string
+		executors, nWindows int
+	}{
+		{"4-executors", 4, len(windows)},
+		{"100-executors", 100, 3},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			benchmarkCompact(b, windows[:min(c.nWindows, len(windows))], c.executors)
+		})
+	}
+}
+
+func benchmarkCompact(b *testing.B, windows [][]byte, executors int) {
+	var ups []*Upload
+	for i, w := range windows {
+		for e := range executors {
 			p, err := jfr.Decode(w, "window")
 			if err != nil {
 				b.Fatal(err)
 			}
 			p.DropIndexes()
+			for t := range p.Threads[1:] {
+				p.Threads[t+1].Name += " on executor " + strconv.Itoa(e)
+			}
 			from := int64(i) * int64(10*time.Second)
 			ups = append(ups, &Upload{From: from, Until: from + int64(10*time.Second), Profile: p,
 				Labels: profile.Labels{{Name: profile.LabelServiceName, Value: "app"}, {Name: profile.LabelExecutorID, Value: strconv.Itoa(e)}}})

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
@@ -232,17 +231,9 @@ func jdkWindows(b *testing.B) [][]byte {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var windows [][]byte
-	for len(data) > 0 {
-		// A chunk's header: magic, version, then its size.
-		if len(data) < 16 || !jfr.Sniff(data) {
-			b.Fatalf("%s: not a JFR recording at %d bytes from its end", rec, len(data))
-		}
-		size := binary.BigEndian.Uint64(data[8:])
-		if size < 16 || size > uint64(len(data)) {
-			b.Fatalf("%s: chunk of %d bytes with %d left", rec, size, len(data))
-		}
-		windows, data = append(windows, data[:size]), data[size:]
+	windows, err := jfr.Chunks(data)
+	if err != nil {
+		b.Fatalf("%s: %v", rec, err)
 	}
 	if len(windows) < 2 {
 		b.Fatalf("%s: %d windows, want several", rec, len(windows))

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
 	"os"
 	"strconv"
 	"testing"
@@ -11,7 +10,7 @@ import (
 	"github.com/sparkprof/sparkprof/profile"
 )
 
-// BenchmarkCompact measures the CPU time and memory of compacting a
+// BenchmarkCompact measures the time and memory of compacting a
 // partition's head into a block: the uploads of executors sending a JVM's
 // consecutive 10 s windows, as the agent records them (the file
 // SPARKPROF_JDK_WINDOWS names, written by the agent with outputDir; see
@@ -43,8 +42,8 @@ func benchmarkCompact(b *testing.B, windows [][]byte, executors int) {
 				b.Fatal(err)
 			}
 			p.DropIndexes()
-			for t := range p.Threads[1:] {
-				p.Threads[t+1].Name += " on executor " + strconv.Itoa(e)
+			for t := 1; t < len(p.Threads); t++ {
+				p.Threads[t].Name += " on executor " + strconv.Itoa(e)
 			}
 			from := int64(i) * int64(10*time.Second)
 			ups = append(ups, &Upload{From: from, Until: from + int64(10*time.Second), Profile: p,
@@ -89,16 +88,9 @@ func agentWindows(b *testing.B) [][]byte {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var windows [][]byte
-	for len(data) >= 16 && jfr.Sniff(data) {
-		size := binary.BigEndian.Uint64(data[8:])
-		if size < 16 || size > uint64(len(data)) {
-			b.Fatalf("%s: chunk of %d bytes with %d left", name, size, len(data))
-		}
-		windows, data = append(windows, data[:size]), data[size:]
-	}
-	if len(data) > 0 || len(windows) == 0 {
-		b.Fatalf("%s: not a sequence of JFR chunks", name)
+	windows, err := jfr.Chunks(data)
+	if err != nil || len(windows) == 0 {
+		b.Fatalf("%s: %d windows: %v", name, len(windows), err)
 	}
 	return windows
 }

@@ -40,6 +40,22 @@ const (
 // recording ("FLR\0" magic).
 func Sniff(head []byte) bool { return bytes.HasPrefix(head, magic) }
 
+// Chunks splits a recording into its chunks, each a recording of its own:
+// the JDK starts one at each rotation, and the sparkprof agent writes one per
+// window it uploads.
+func Chunks(data []byte) ([][]byte, error) {
+	var chunks [][]byte
+	for off := 0; off < len(data); {
+		h, err := readChunkHeader(data[off:])
+		if err != nil {
+			return chunks, fmt.Errorf("chunk at offset %d: %w", off, err)
+		}
+		chunks = append(chunks, data[off:off+int(h.size)])
+		off += int(h.size)
+	}
+	return chunks, nil
+}
+
 // Options control decoding.
 type Options struct {
 	// Labels is a serialized Pyroscope LabelsSnapshot protobuf (as uploaded

@@ -251,6 +251,31 @@ func TestSniff(t *testing.T) {
 	}
 }
 
+// A recording of three chunks splits into three that decode to its samples,
+// and a cut one fails at the chunk cut.
+func TestChunks(t *testing.T) {
+	data := corpus.Read(t, "jfr", "FastSlow_2024_01_16_180855.jfr.gz")
+	chunks, err := Chunks(data)
+	if err != nil || len(chunks) != 3 {
+		t.Fatalf("Chunks: %d chunks, %v; want 3", len(chunks), err)
+	}
+	var samples int
+	for i, c := range chunks {
+		p, err := Decode(c, "chunk")
+		if err != nil {
+			t.Fatalf("chunk %d: %v", i, err)
+		}
+		samples += len(p.Samples)
+	}
+	if want := len(decodeCorpus(t, "FastSlow_2024_01_16_180855").Samples); samples != want {
+		t.Errorf("the chunks decode to %d samples, the recording to %d", samples, want)
+	}
+	cut := len(chunks[0]) + len(chunks[1]) + 100
+	if got, err := Chunks(data[:cut]); err == nil || len(got) != 2 {
+		t.Errorf("cut inside the third chunk: %d chunks, error %v; want 2 and an error", len(got), err)
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	dump1 := corpus.Read(t, "jfr", "dump1.jfr.gz")
 	bigSize := bytes.Clone(dump1[:chunkHeaderSize])

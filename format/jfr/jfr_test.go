@@ -542,6 +542,52 @@ func BenchmarkDecodeCortex(b *testing.B) {
 }
 func BenchmarkDecodeFastSlow(b *testing.B) { benchmarkDecode(b, "FastSlow_2024_01_16_180855") }
 
+// BenchmarkVarintPass reads every byte of the decode benchmarks'
+// recordings as compressed integers, JFR's encoding of nearly all it
+// writes, and does nothing else: the least any decoder's one pass costs,
+// beside which Decode's MB/s reads. SPARKPROF_JDK_JFR adds that recording.
+func BenchmarkVarintPass(b *testing.B) {
+	names := []string{"async-profiler", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0", "FastSlow_2024_01_16_180855", "dump1"}
+	jdk := os.Getenv("SPARKPROF_JDK_JFR")
+	if jdk != "" {
+		names = append(names, jdk)
+	}
+	for _, name := range names {
+		b.Run(filepath.Base(name), func(b *testing.B) {
+			var data []byte
+			if name == jdk {
+				var err error
+				if data, err = os.ReadFile(name); err != nil {
+					b.Fatal(err)
+				}
+			} else {
+				data = corpus.Read(b, "jfr", name+".jfr.gz")
+			}
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				varintPassSink += varintPass(data)
+			}
+		})
+	}
+}
+
+var varintPassSink uint64
+
+// varintPass sums data read as a run of LEB128 integers.
+func varintPass(data []byte) uint64 {
+	var sum, v uint64
+	var shift uint
+	for _, x := range data {
+		v |= uint64(x&0x7f) << shift
+		shift += 7
+		if x < 0x80 {
+			sum += v
+			v, shift = 0, 0
+		}
+	}
+	return sum
+}
+
 // BenchmarkDecodeJDKFile decodes the recording SPARKPROF_JDK_JFR names, as
 // the server's BenchmarkIngest takes it (the corpus has no recording of the
 // JDK's own Flight Recorder): for side-by-side runs of two builds.

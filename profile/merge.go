@@ -23,6 +23,13 @@ type MergeOptions struct {
 	// as thread_pool and stage, are kept). With Aggregate it bounds memory by
 	// unique stacks when thread names are unique per task.
 	DropThreads bool
+	// WithinAdd, with Aggregate, combines only samples of the same Add,
+	// whose lookups then stay in a table the size of one input instead of
+	// one that grows with the output and misses the processor's cache.
+	// Meant for inputs whose keys rarely meet across Adds, such as a
+	// compaction's uploads, each of one executor's window: a key two inputs
+	// share stays two samples, whose values every reader sums.
+	WithinAdd bool
 }
 
 // A Merger combines profiles into one. Each Add costs a hash per frame and
@@ -45,6 +52,9 @@ type Merger struct {
 	lastTable *sampleTable
 	fast      []fastIndex
 	lastFast  int
+	// addTable finds the aggregated samples of the current Add, with
+	// WithinAdd.
+	addTable sampleTable
 	// stackByHash finds an output stack by the hash of its frames.
 	stackByHash hashtab.Table
 
@@ -118,6 +128,9 @@ func (m *Merger) AddFunc(p *Profile, keep func(*Sample) bool) {
 	typeMap := make([]TypeID, len(p.Types))
 	for i, t := range p.Types {
 		typeMap[i] = out.AddType(t)
+	}
+	if m.opts.Aggregate && m.opts.WithinAdd {
+		m.addTable.reset(len(p.Samples))
 	}
 	m.frameHash = p.frameHashes(true, m.frameHash)
 	m.stackHash = p.stackHashes(m.frameHash, m.stackHash)
@@ -222,7 +235,11 @@ func (m *Merger) addSample(s Sample) {
 		m.out.Samples = append(m.out.Samples, s)
 		return
 	}
-	if i, ok := m.indexSample(keyOf(&s), len(m.out.Samples)); ok {
+	tab := &m.addTable
+	if !m.opts.WithinAdd {
+		tab = m.samplesAt(s.Time)
+	}
+	if i, ok := tab.find(keyOf(&s), m.out.Samples, len(m.out.Samples)); ok {
 		m.out.Samples[i].Value += s.Value
 		return
 	}
@@ -252,18 +269,20 @@ func (m *Merger) samplesAt(t int64) *sampleTable {
 	return tab
 }
 
-// indexSample returns the index in out.Samples of the sample of key k, or
-// records that it is next and reports false.
-func (m *Merger) indexSample(k sampleKey, next int) (int, bool) {
-	return m.samplesAt(k.time).find(k, m.out.Samples, next)
-}
-
 // sampleTable finds aggregated samples by their key: by the key's 64-bit
 // hash in an open-addressing table, and in a map for the rare key whose
 // hash another key took first.
 type sampleTable struct {
 	byHash hashtab.Table
 	others map[sampleKey]int
+}
+
+// reset empties t and makes room for n keys. It keeps the memory of a
+// table of up to a million slots (16 MB).
+func (t *sampleTable) reset(n int) {
+	t.byHash.Reset(1 << 20)
+	t.byHash.Grow(n)
+	clear(t.others)
 }
 
 // find returns the index in samples of the sample of key k, or records
@@ -334,8 +353,12 @@ func (m *Merger) pushDown(ls Labels) {
 		// are found by key.
 		m.fast = nil
 		m.byTime, m.lastTable = nil, nil
+		if m.opts.WithinAdd {
+			return // the Add to come starts a new table
+		}
 		for i := range out.Samples {
-			m.indexSample(keyOf(&out.Samples[i]), i)
+			s := &out.Samples[i]
+			m.samplesAt(s.Time).find(keyOf(s), out.Samples, i)
 		}
 	}
 }
@@ -394,12 +417,17 @@ func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
 	out.Labels = slices.Clone(p.Labels)
 	out.Start, out.End, out.Source = p.Start, p.End, p.Source
 
+	// The samples are summed one output label set at a time, found by a
+	// counting sort of their indices: within a set, a stack's sums are
+	// found through an array indexed by stack id (stamped with the set, so
+	// that it is never cleared) and a short chain over types and states.
+	// One table of all the samples' keys, hashed, missed the cache on
+	// nearly every lookup of a block's hundreds of thousands of samples.
 	labelMap := make([]LabelSetID, len(p.labelSets))
 	for i := range labelMap {
 		labelMap[i] = unmappedLabels
 	}
-	var index sampleTable
-	index.byHash.Grow(len(p.Samples) / 8)
+	var count []int32 // samples per output label set
 	for _, s := range p.Samples {
 		id := labelMap[s.Labels]
 		if id == unmappedLabels {
@@ -410,12 +438,56 @@ func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
 			id = out.AddLabels(ls)
 			labelMap[s.Labels] = id
 		}
-		s.Time, s.Thread, s.Labels = 0, NoThread, id
-		if i, ok := index.find(keyOf(&s), out.Samples, len(out.Samples)); ok {
-			out.Samples[i].Value += s.Value
-			continue
+		if int(id) >= len(count) {
+			count = append(count, make([]int32, int(id)+1-len(count))...)
 		}
-		out.Samples = append(out.Samples, s)
+		count[id]++
+	}
+	start := make([]int32, len(count)+1)
+	for id, n := range count {
+		start[id+1] = start[id] + n
+	}
+	order := make([]int32, len(p.Samples))
+	next := slices.Clone(start[:len(count)])
+	for i, s := range p.Samples {
+		id := labelMap[s.Labels]
+		order[next[id]] = int32(i)
+		next[id]++
+	}
+
+	type stackSum struct {
+		stamp int32 // 1 + the label set whose sums first and chain hold
+		first int32 // index in out.Samples of the set's first sum of the stack
+	}
+	byStack := make([]stackSum, len(p.stacks))
+	chain := make([]int32, 0, len(p.Samples)/4) // per output sample, the next of its stack and set, or -1
+	for id := range count {
+		stamp := int32(id) + 1
+		for _, j := range order[start[id]:start[id+1]] {
+			s := p.Samples[j]
+			s.Time, s.Thread, s.Labels = 0, NoThread, LabelSetID(id)
+			at := &byStack[s.Stack]
+			i := int32(-1)
+			if at.stamp == stamp {
+				for i = at.first; i >= 0; i = chain[i] {
+					if o := &out.Samples[i]; o.Type == s.Type && o.State == s.State {
+						o.Value += s.Value
+						break
+					}
+				}
+			}
+			if i >= 0 {
+				continue
+			}
+			n := int32(len(out.Samples))
+			if at.stamp == stamp {
+				chain = append(chain, at.first)
+			} else {
+				chain = append(chain, -1)
+			}
+			*at = stackSum{stamp, n}
+			out.Samples = append(out.Samples, s)
+		}
 	}
 	return out
 }

@@ -245,6 +245,43 @@ func TestMergeAggregate(t *testing.T) {
 	}
 }
 
+// With WithinAdd, samples combine within each added profile, across its
+// times' buckets as without it, and a key two profiles share stays two
+// samples; the totals are the same either way.
+func TestMergeWithinAdd(t *testing.T) {
+	timed := func(e string) *Profile {
+		p := build(t, Labels{{LabelExecutorID, e}}, "a;b 1", "a;c 2", "a;b 4", "a;b 8")
+		for i, at := range []int64{1500, 1700, 1900, 2100} { // b's first two share second 1
+			p.Samples[i].Time = at * 1e6
+		}
+		return p
+	}
+	tests := []struct {
+		name      string
+		withinAdd bool
+		execs     []string
+		want      int
+	}{
+		{"one executor, shared keys combine", false, []string{"1", "1"}, 3},
+		{"one executor, within each add", true, []string{"1", "1"}, 6},
+		{"two executors", false, []string{"1", "2"}, 6},
+		{"two executors, within each add", true, []string{"1", "2"}, 6},
+		{"executors pushed down", true, []string{"1", "1", "2"}, 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMerger(MergeOptions{Aggregate: true, Resolution: 1e9, WithinAdd: tt.withinAdd})
+			for _, e := range tt.execs {
+				m.Add(timed(e))
+			}
+			p := m.Profile()
+			if len(p.Samples) != tt.want || p.Total(0) != 15*int64(len(tt.execs)) {
+				t.Errorf("%d samples, total %d; want %d, %d", len(p.Samples), p.Total(0), tt.want, 15*len(tt.execs))
+			}
+		})
+	}
+}
+
 // Two aggregation keys whose hashes collide stay two samples: the second
 // key is found through the fallback map, also after samples are relabelled.
 func TestMergeAggregateHashCollision(t *testing.T) {

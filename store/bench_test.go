@@ -51,7 +51,7 @@ func benchmarkCompact(b *testing.B, windows [][]byte, executors int) {
 		}
 	}
 	b.ReportAllocs()
-	var samples int
+	var samples, stored int
 	for b.Loop() {
 		b.StopTimer()
 		db, err := Open(b.TempDir(), Options{Partition: time.Hour})
@@ -70,11 +70,22 @@ func benchmarkCompact(b *testing.B, windows [][]byte, executors int) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
+		err = db.Select("t", Query{}, func(u *Upload) error {
+			p, err := u.Load()
+			if err == nil {
+				stored += len(p.Samples)
+			}
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
 		db.Close()
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N*len(ups)), "ms/upload")
 	b.ReportMetric(float64(samples)/float64(b.N*len(ups)), "samples/upload")
+	b.ReportMetric(float64(stored)/float64(b.N*len(ups)), "block-samples/upload")
 }
 
 // agentWindows returns the chunks of the recording SPARKPROF_JDK_WINDOWS

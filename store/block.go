@@ -164,7 +164,7 @@ func (b *block) mayMatch(q Query) bool {
 // compactUploads merges ups (and the blocks they join, whose samples are
 // oldProfiles) into one block profile, keeping sample times to res.
 func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profile, ups []*Upload, res int64) (*profile.Profile, blockMeta) {
-	m := profile.NewMerger(profile.MergeOptions{Aggregate: true, Resolution: res})
+	m := profile.NewMerger(profile.MergeOptions{Aggregate: true, Resolution: res, WithinAdd: true})
 	// Most samples of a compaction are distinct at a second's resolution:
 	// room for them all is made at once.
 	n := 0

@@ -113,7 +113,19 @@ func (m *Merger) Profile() *Profile { return m.out }
 // Grow makes room for about n more merged samples, so that adding them does
 // not grow the sample table step by step: each growth moves the samples
 // into fresh memory, whose page faults cost more than the copy.
-func (m *Merger) Grow(n int) { m.out.Samples = slices.Grow(m.out.Samples, n) }
+func (m *Merger) Grow(n int) {
+	s := m.out.Samples
+	if cap(s)-len(s) >= n {
+		return
+	}
+	// make and copy, not slices.Grow: its append of zeros clears the new
+	// room in one call the garbage collector cannot preempt, and a block
+	// of millions of samples kept the collector's workers spinning on it
+	// for seconds; make clears large memory in preemptible pieces.
+	grown := make([]Sample, len(s), len(s)+n)
+	copy(grown, s)
+	m.out.Samples = grown
+}
 
 // Add merges p into the result. p is not modified.
 func (m *Merger) Add(p *Profile) { m.AddFunc(p, nil) }
@@ -277,10 +289,11 @@ type sampleTable struct {
 	others map[sampleKey]int
 }
 
-// reset empties t and makes room for n keys. It keeps the memory of a
-// table of up to a million slots (16 MB).
+// reset empties t and makes room for n keys. It keeps its memory unless
+// that is far more than n keys need: after a compaction's old block, each
+// small upload would otherwise clear the block's table.
 func (t *sampleTable) reset(n int) {
-	t.byHash.Reset(1 << 20)
+	t.byHash.Reset(max(1<<10, 8*n))
 	t.byHash.Grow(n)
 	clear(t.others)
 }

@@ -468,37 +468,31 @@ func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
 		next[id]++
 	}
 
-	type stackSum struct {
-		stamp int32 // 1 + the label set whose sums first and chain hold
-		first int32 // index in out.Samples of the set's first sum of the stack
+	type stackSums struct {
+		stamp int32 // 1 + the label set whose sums last holds
+		last  int32 // index in out.Samples of the set's last sum of the stack, or -1
 	}
-	byStack := make([]stackSum, len(p.stacks))
-	chain := make([]int32, 0, len(p.Samples)/4) // per output sample, the next of its stack and set, or -1
+	byStack := make([]stackSums, len(p.stacks))
+	chain := make([]int32, 0, len(p.Samples)/4) // per output sample, the stack's sum of the set before it, or -1
 	for id := range count {
 		stamp := int32(id) + 1
 		for _, j := range order[start[id]:start[id+1]] {
 			s := p.Samples[j]
 			s.Time, s.Thread, s.Labels = 0, NoThread, LabelSetID(id)
 			at := &byStack[s.Stack]
-			i := int32(-1)
-			if at.stamp == stamp {
-				for i = at.first; i >= 0; i = chain[i] {
-					if o := &out.Samples[i]; o.Type == s.Type && o.State == s.State {
-						o.Value += s.Value
-						break
-					}
-				}
+			if at.stamp != stamp {
+				*at = stackSums{stamp, -1}
+			}
+			i := at.last
+			for i >= 0 && (out.Samples[i].Type != s.Type || out.Samples[i].State != s.State) {
+				i = chain[i]
 			}
 			if i >= 0 {
+				out.Samples[i].Value += s.Value
 				continue
 			}
-			n := int32(len(out.Samples))
-			if at.stamp == stamp {
-				chain = append(chain, at.first)
-			} else {
-				chain = append(chain, -1)
-			}
-			*at = stackSum{stamp, n}
+			chain = append(chain, at.last)
+			at.last = int32(len(out.Samples))
 			out.Samples = append(out.Samples, s)
 		}
 	}

@@ -1,6 +1,8 @@
 package profile
 
 import (
+	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"testing"
@@ -279,6 +281,51 @@ func TestMergeWithinAdd(t *testing.T) {
 				t.Errorf("%d samples, total %d; want %d, %d", len(p.Samples), p.Total(0), tt.want, 15*len(tt.execs))
 			}
 		})
+	}
+}
+
+// SumOverTime sums samples over time and threads per stack, label set
+// (after relabelling, which may join sets), type and state; a stack seen
+// under several types and states keeps one sum for each.
+func TestSumOverTime(t *testing.T) {
+	p := build(t, nil, "a;b 1", "a;c 2")
+	b, c := p.Samples[0].Stack, p.Samples[1].Stack
+	cpu := p.Samples[0].Type
+	wall := p.AddType(TypeWall)
+	stage := func(st, task string) LabelSetID {
+		return p.AddLabels(Labels{{LabelStageID, st}, {LabelTaskID, task}})
+	}
+	t1, t2 := p.AddThread(Thread{ID: 1, Name: "t1"}), p.AddThread(Thread{ID: 2, Name: "t2"})
+	p.Samples = []Sample{
+		{Value: 1, Time: 1e9, Stack: b, Type: cpu, Thread: t1, Labels: stage("1", "10")},
+		{Value: 2, Time: 2e9, Stack: b, Type: cpu, Thread: t2, Labels: stage("1", "11")}, // joins the first
+		{Value: 4, Time: 2e9, Stack: b, Type: wall, Thread: t2, Labels: stage("1", "11")},
+		{Value: 8, Time: 3e9, Stack: b, Type: wall, State: StateSleeping, Thread: t1, Labels: stage("1", "10")},
+		{Value: 16, Time: 3e9, Stack: b, Type: cpu, Thread: t1, Labels: stage("2", "12")},
+		{Value: 32, Time: 4e9, Stack: c, Type: cpu, Thread: t1, Labels: stage("1", "10")},
+		{Value: 64, Time: 5e9, Stack: b, Type: cpu, Thread: t2, Labels: stage("1", "13")}, // joins the first
+	}
+	got := map[string]int64{}
+	r := p.SumOverTime(func(ls Labels) Labels { return ls.Without(LabelTaskID) })
+	for _, s := range r.Samples {
+		if s.Time != 0 || s.Thread != NoThread {
+			t.Errorf("sample %+v keeps its time or thread", s)
+		}
+		k := fmt.Sprintf("%s %s/%d %s", r.Frames[r.Leaf(s.Stack)].Name, r.Types[s.Type].Name, s.State, r.SampleLabels(s))
+		if _, dup := got[k]; dup {
+			t.Errorf("two sums of %s", k)
+		}
+		got[k] = s.Value
+	}
+	want := map[string]int64{
+		`b cpu/0 {spark_stage_id="1"}`:                               67,
+		`b wall/0 {spark_stage_id="1"}`:                              4,
+		fmt.Sprintf(`b wall/%d {spark_stage_id="1"}`, StateSleeping): 8,
+		`b cpu/0 {spark_stage_id="2"}`:                               16,
+		`c cpu/0 {spark_stage_id="1"}`:                               32,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("sums %v, want %v", got, want)
 	}
 }
 

@@ -224,7 +224,9 @@ func (m *Merger) mapStack(p *Profile, s StackID) StackID {
 			f = m.out.AddFrame(p.Frames[n.frame])
 			m.frameMap[n.frame] = f
 		}
-		id = m.out.Push(parent, f)
+		// Every stack of the output is in stackByHash, so a stack missing
+		// there is new: appended without Push's lookup.
+		id = m.out.AppendStack(parent, f)
 		m.stackByHash.Put(h, uint32(id))
 	}
 	m.stackMap[s] = id

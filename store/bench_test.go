@@ -2,6 +2,7 @@ package store
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -52,9 +53,11 @@ func benchmarkCompact(b *testing.B, windows [][]byte, executors int) {
 	}
 	b.ReportAllocs()
 	var samples, stored int
+	var blockBytes int64
 	for b.Loop() {
 		b.StopTimer()
-		db, err := Open(b.TempDir(), Options{Partition: time.Hour})
+		dir := b.TempDir()
+		db, err := Open(dir, Options{Partition: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -80,12 +83,19 @@ func benchmarkCompact(b *testing.B, windows [][]byte, executors int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		blocks, _ := filepath.Glob(filepath.Join(dir, "*", "*.block"))
+		for _, f := range blocks {
+			if fi, err := os.Stat(f); err == nil {
+				blockBytes += fi.Size()
+			}
+		}
 		db.Close()
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N*len(ups)), "ms/upload")
 	b.ReportMetric(float64(samples)/float64(b.N*len(ups)), "samples/upload")
 	b.ReportMetric(float64(stored)/float64(b.N*len(ups)), "block-samples/upload")
+	b.ReportMetric(float64(blockBytes)/1024/float64(b.N*len(ups)), "block-KB/upload")
 }
 
 // agentWindows returns the chunks of the recording SPARKPROF_JDK_WINDOWS

@@ -470,33 +470,44 @@ func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
 		next[id]++
 	}
 
+	// Each sample's sum is found first (dest), and the sums are made at
+	// their final count after: appending them grew a slice of hundreds of
+	// thousands of samples step by step, moving it several times.
 	type stackSums struct {
 		stamp int32 // 1 + the label set whose sums last holds
-		last  int32 // index in out.Samples of the set's last sum of the stack, or -1
+		last  int32 // the set's last sum of the stack, or -1
 	}
 	byStack := make([]stackSums, len(p.stacks))
-	chain := make([]int32, 0, len(p.Samples)/4) // per output sample, the stack's sum of the set before it, or -1
+	var kinds []uint16 // per sum: its type<<8 | state
+	var chain []int32  // per sum: the stack's sum of the set before it, or -1
+	dest := make([]int32, len(p.Samples))
 	for id := range count {
 		stamp := int32(id) + 1
 		for _, j := range order[start[id]:start[id+1]] {
-			s := p.Samples[j]
-			s.Time, s.Thread, s.Labels = 0, NoThread, LabelSetID(id)
+			s := &p.Samples[j]
+			kind := uint16(s.Type)<<8 | uint16(s.State)
 			at := &byStack[s.Stack]
 			if at.stamp != stamp {
 				*at = stackSums{stamp, -1}
 			}
 			i := at.last
-			for i >= 0 && (out.Samples[i].Type != s.Type || out.Samples[i].State != s.State) {
+			for i >= 0 && kinds[i] != kind {
 				i = chain[i]
 			}
-			if i >= 0 {
-				out.Samples[i].Value += s.Value
-				continue
+			if i < 0 {
+				i = int32(len(kinds))
+				kinds = append(kinds, kind)
+				chain = append(chain, at.last)
+				at.last = i
 			}
-			chain = append(chain, at.last)
-			at.last = int32(len(out.Samples))
-			out.Samples = append(out.Samples, s)
+			dest[j] = i
 		}
+	}
+	out.Samples = make([]Sample, len(kinds))
+	for j := range p.Samples {
+		s, o := &p.Samples[j], &out.Samples[dest[j]]
+		o.Value += s.Value
+		o.Stack, o.Labels, o.Type, o.State = s.Stack, labelMap[s.Labels], s.Type, s.State
 	}
 	return out
 }

@@ -49,6 +49,22 @@ func (p *Profile) stackHashes(frameHash, buf []uint64) []uint64 {
 	return buf
 }
 
+// grow returns s with room for n more elements after its length, as
+// slices.Grow does, through make and copy: slices.Grow's append of zeros
+// clears the new room in one call the garbage collector cannot preempt,
+// and clearing a block's hundreds of megabytes that way kept the
+// collector's workers spinning for seconds, where make clears large memory
+// in preemptible pieces. Growth is by a quarter at least, so that repeated
+// calls stay linear.
+func grow[T any](s []T, n int) []T {
+	if n <= cap(s)-len(s) {
+		return s
+	}
+	g := make([]T, len(s), max(len(s)+n, cap(s)+cap(s)/4))
+	copy(g, s)
+	return g
+}
+
 func resize[T any](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)

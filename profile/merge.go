@@ -113,19 +113,7 @@ func (m *Merger) Profile() *Profile { return m.out }
 // Grow makes room for about n more merged samples, so that adding them does
 // not grow the sample table step by step: each growth moves the samples
 // into fresh memory, whose page faults cost more than the copy.
-func (m *Merger) Grow(n int) {
-	s := m.out.Samples
-	if cap(s)-len(s) >= n {
-		return
-	}
-	// make and copy, not slices.Grow: its append of zeros clears the new
-	// room in one call the garbage collector cannot preempt, and a block
-	// of millions of samples kept the collector's workers spinning on it
-	// for seconds; make clears large memory in preemptible pieces.
-	grown := make([]Sample, len(s), len(s)+n)
-	copy(grown, s)
-	m.out.Samples = grown
-}
+func (m *Merger) Grow(n int) { m.out.Samples = grow(m.out.Samples, n) }
 
 // Add merges p into the result. p is not modified.
 func (m *Merger) Add(p *Profile) { m.AddFunc(p, nil) }

@@ -286,8 +286,8 @@ func (p *Profile) Grow(frames, stacks int) {
 		p.stackIndex.drop()
 		p.stackIndex = newStackIndex(stacks)
 	}
-	p.Frames = slices.Grow(p.Frames, frames)
-	p.stacks = slices.Grow(p.stacks, stacks)
+	p.Frames = grow(p.Frames, frames)
+	p.stacks = grow(p.stacks, stacks)
 }
 
 // Indexes that intern frames and stacks, given up by DropIndexes for Grow

@@ -329,6 +329,37 @@ func TestSumOverTime(t *testing.T) {
 	}
 }
 
+// grow keeps a slice's elements and makes room for n more, exactly when
+// the slice has none to spare and by a quarter at least after, so that
+// growing step by step stays linear.
+func TestGrow(t *testing.T) {
+	tests := []struct {
+		len, cap, n     int
+		wantCap, minCap int
+	}{
+		{0, 0, 10, 10, 10},
+		{3, 10, 7, 10, 10},    // room enough: unchanged
+		{3, 10, 8, 0, 12},     // a quarter more than 10
+		{100, 100, 1, 0, 125}, // a quarter more than 100
+		{100, 100, 500, 600, 600},
+	}
+	for _, tt := range tests {
+		s := make([]int, tt.len, tt.cap)
+		for i := range s {
+			s[i] = i + 1
+		}
+		g := grow(s, tt.n)
+		if len(g) != tt.len || cap(g)-len(g) < tt.n || cap(g) < tt.minCap || (tt.wantCap != 0 && cap(g) != tt.wantCap) {
+			t.Errorf("grow(len %d cap %d, %d): len %d cap %d", tt.len, tt.cap, tt.n, len(g), cap(g))
+		}
+		for i := range g {
+			if g[i] != i+1 {
+				t.Fatalf("grow(len %d cap %d, %d) lost element %d", tt.len, tt.cap, tt.n, i)
+			}
+		}
+	}
+}
+
 // Two aggregation keys whose hashes collide stay two samples: the second
 // key is found through the fallback map, also after samples are relabelled.
 func TestMergeAggregateHashCollision(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 )
 
 // The stored form of a profile is written by hand rather than with gob or
@@ -33,7 +32,7 @@ func (p *Profile) MarshalBinary() ([]byte, error) { return p.AppendBinary(nil) }
 
 // AppendBinary appends the encoding MarshalBinary returns to b.
 func (p *Profile) AppendBinary(b []byte) ([]byte, error) {
-	e := encoder{b: slices.Grow(b, 64+len(p.Samples)*12+len(p.Frames)*48)}
+	e := encoder{b: grow(b, 64+len(p.Samples)*12+len(p.Frames)*48)}
 	e.b = append(e.b, columnsMagic...)
 	e.uint(len(p.Types))
 	for _, t := range p.Types {
@@ -139,7 +138,7 @@ func (e *encoder) str(s string) { e.uint(len(s)); e.b = append(e.b, s...) }
 // bytes after its length, and that length: a column is written there,
 // and e.b set to what was written.
 func (e *encoder) room(size int) ([]byte, int) {
-	e.b = slices.Grow(e.b, size)
+	e.b = grow(e.b, size)
 	return e.b[:cap(e.b)], len(e.b)
 }
 
@@ -206,7 +205,7 @@ func (p *Profile) decodeColumns(d *decoder) error {
 		p.Frames = append(p.Frames, Frame{Name: d.str(), File: d.str(), Line: int32(d.int()), Kind: FrameKind(d.uint())})
 	}
 	n = d.count(2)
-	p.stacks = slices.Grow(p.stacks, n)[:n+1]
+	p.stacks = grow(p.stacks, n)[:n+1]
 	for i := 1; i <= n; i++ {
 		p.stacks[i].parent = StackID(d.uint())
 	}

@@ -547,27 +547,18 @@ func BenchmarkDecodeFastSlow(b *testing.B) { benchmarkDecode(b, "FastSlow_2024_0
 // writes, and does nothing else: the least any decoder's one pass costs,
 // beside which Decode's MB/s reads. SPARKPROF_JDK_JFR adds that recording.
 func BenchmarkVarintPass(b *testing.B) {
-	names := []string{"async-profiler", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0", "FastSlow_2024_01_16_180855", "dump1"}
-	jdk := os.Getenv("SPARKPROF_JDK_JFR")
-	if jdk != "" {
-		names = append(names, jdk)
+	for _, name := range []string{"async-profiler", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0", "FastSlow_2024_01_16_180855", "dump1"} {
+		b.Run(name, func(b *testing.B) { benchmarkVarintPass(b, corpus.Read(b, "jfr", name+".jfr.gz")) })
 	}
-	for _, name := range names {
-		b.Run(filepath.Base(name), func(b *testing.B) {
-			var data []byte
-			if name == jdk {
-				var err error
-				if data, err = os.ReadFile(name); err != nil {
-					b.Fatal(err)
-				}
-			} else {
-				data = corpus.Read(b, "jfr", name+".jfr.gz")
-			}
-			b.SetBytes(int64(len(data)))
-			for b.Loop() {
-				varintPassSink += varintPass(data)
-			}
-		})
+	if name, data := jdkRecording(b); data != nil {
+		b.Run(filepath.Base(name), func(b *testing.B) { benchmarkVarintPass(b, data) })
+	}
+}
+
+func benchmarkVarintPass(b *testing.B, data []byte) {
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		varintPassSink += varintPass(data)
 	}
 }
 
@@ -592,13 +583,9 @@ func varintPass(data []byte) uint64 {
 // the server's BenchmarkIngest takes it (the corpus has no recording of the
 // JDK's own Flight Recorder): for side-by-side runs of two builds.
 func BenchmarkDecodeJDKFile(b *testing.B) {
-	name := os.Getenv("SPARKPROF_JDK_JFR")
-	if name == "" {
+	name, data := jdkRecording(b)
+	if data == nil {
 		b.Skip("SPARKPROF_JDK_JFR names no recording")
-	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
@@ -607,6 +594,20 @@ func BenchmarkDecodeJDKFile(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// jdkRecording returns the name and content of the recording
+// SPARKPROF_JDK_JFR names, or a nil content when it names none.
+func jdkRecording(b *testing.B) (string, []byte) {
+	name := os.Getenv("SPARKPROF_JDK_JFR")
+	if name == "" {
+		return "", nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return name, data
 }
 
 // BenchmarkDecodeDump1 decodes the async-profiler recording of the server's

@@ -1,0 +1,71 @@
+// Command send uploads a JVM's JFR windows to a sparkprof server's /ingest,
+// as a fleet of executors would: upload i comes from executor i%executors
+// and carries window (i/executors)%windows, so every executor sends the
+// windows in order. bench/server/ingest.sh measures the server with it.
+//
+// One process sends every upload, so that the measured server shares its
+// machine with a client that costs little, unlike a curl process per upload.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/sparkprof/sparkprof/format/jfr"
+)
+
+func main() {
+	server := flag.String("server", "http://127.0.0.1:4040", "the server's base URL")
+	uploads := flag.Int("n", 1000, "number of uploads")
+	first := flag.Int("first", 0, "index of the first upload (to go on after an earlier run)")
+	executors := flag.Int("executors", 100, "number of executors the uploads come from")
+	gap := flag.Duration("gap", 0, "pause after each upload (a server with 100 executors sending every 10 s sees one upload per 100 ms)")
+	fresh := flag.Bool("fresh", false, "open a new connection for each upload, as agents on other hosts do")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: send [flags] RECORDING\n  RECORDING: JFR chunks one after the other, as the agent writes a JVM's windows for outputDir")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 1 || *executors < 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := send(flag.Arg(0), *server, *first, *uploads, *executors, *gap, *fresh); err != nil {
+		fmt.Fprintln(os.Stderr, "send:", err)
+		os.Exit(1)
+	}
+}
+
+func send(recording, server string, first, uploads, executors int, gap time.Duration, fresh bool) error {
+	data, err := os.ReadFile(recording)
+	if err != nil {
+		return err
+	}
+	windows, err := jfr.Chunks(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", recording, err)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: fresh}}
+	for i := first; i < first+uploads; i++ {
+		name := fmt.Sprintf("bench.cpu{spark_app_id=app-1,spark_executor_id=%d}", i%executors)
+		u := server + "/ingest?format=jfr&name=" + url.QueryEscape(name)
+		w := windows[(i/executors)%len(windows)]
+		resp, err := client.Post(u, "application/octet-stream", bytes.NewReader(w))
+		if err != nil {
+			return fmt.Errorf("upload %d: %w", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("upload %d: HTTP %s: %s", i, resp.Status, bytes.TrimSpace(body))
+		}
+		time.Sleep(gap)
+	}
+	return nil
+}

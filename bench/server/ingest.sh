@@ -8,7 +8,7 @@
 # upload includes the HTTP server's share, which the Go benchmarks leave out.
 #
 # usage: bench/server/ingest.sh RECORDING [UPLOADS (default 1000)] [serve flags...]
-#   RECORDING: JFR chunks one after the other, as the agent writes a JVM's windows
+#   RECORDING: JFR chunks one after the other (gzipped or not), as the agent writes a JVM's windows
 #   for outputDir (profile-driver.jfr), or any single JFR file
 #   e.g. bench/server/ingest.sh profile-driver.jfr 3000 --head-mb 256
 # environment:

@@ -17,6 +17,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/format/jfr"
 )
 
@@ -28,7 +29,7 @@ func main() {
 	gap := flag.Duration("gap", 0, "pause after each upload (a server with 100 executors sending every 10 s sees one upload per 100 ms)")
 	fresh := flag.Bool("fresh", false, "open a new connection for each upload, as agents on other hosts do")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: send [flags] RECORDING\n  RECORDING: JFR chunks one after the other, as the agent writes a JVM's windows for outputDir")
+		fmt.Fprintln(os.Stderr, "usage: send [flags] RECORDING\n  RECORDING: JFR chunks one after the other (gzipped or not), as the agent writes a JVM's windows for outputDir")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -43,7 +44,7 @@ func main() {
 }
 
 func send(recording, server string, first, uploads, executors int, gap time.Duration, fresh bool) error {
-	data, err := os.ReadFile(recording)
+	data, err := format.ReadFile(recording, 0)
 	if err != nil {
 		return err
 	}

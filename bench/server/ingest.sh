@@ -42,7 +42,8 @@ cpu() { awk -v t="$tck" '{print int(($14 + $15) * 1000 / t)}' "/proc/$pid/stat";
 # compacted: the seconds the server has spent compacting so far.
 compacted() { curl -s "http://127.0.0.1:$port/metrics" | awk '/^sparkprof_store_compaction_seconds_total / {print $2}'; }
 
-send() { "$tmp/send" -server "http://127.0.0.1:$port" ${FRESH:+-fresh} "$@" "$rec"; }
+fresh=$([ "${FRESH:-0}" = 1 ] && echo true || echo false)
+send() { "$tmp/send" -server "http://127.0.0.1:$port" -fresh="$fresh" "$@" "$rec"; }
 warmup=${WARMUP:-0}
 [ "$warmup" -gt 0 ] && send -n "$warmup"
 before=$(cpu) compacted0=$(compacted)

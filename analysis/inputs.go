@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,7 +59,9 @@ func (in *Inputs) Apps() []Input {
 
 // ReadInputs classifies and reads every path: event logs (files or rolling
 // directories), container logs (files, YARN log directories, yarn logs
-// output) and profiler records.
+// output) and profiler records. A directory of neither kind is walked as
+// Expand does; a bad event log or profile found by such a walk becomes a
+// warning instead of failing the whole read.
 func ReadInputs(paths []string, opt ReadOptions) (*Inputs, error) {
 	in := &Inputs{}
 	if opt.Step == nil {
@@ -69,53 +72,214 @@ func ReadInputs(paths []string, opt ReadOptions) (*Inputs, error) {
 	}
 	for _, path := range paths {
 		opt.Step(path)
-		kind, err := Classify(path)
+		x, err := expandPath(path)
 		if err != nil {
 			return nil, err
 		}
-		in.Sources = append(in.Sources, Source{Path: path, Kind: kind})
-		switch kind {
-		case "eventlog":
-			r, err := eventlog.Open(path)
-			if err != nil {
-				return nil, fmt.Errorf("event log %s: %w", path, err)
-			}
-			app, rep, err := spark.BuildWith(r, spark.Options{Progress: func(n int64) {
-				opt.Detail(fmt.Sprintf("%s: %d MB", path, n>>20))
-			}})
-			r.Close()
-			if err != nil {
-				return nil, fmt.Errorf("event log %s: %w", path, err)
-			}
-			in.EventLogs = append(in.EventLogs, Input{App: app, Report: rep})
-		case "logs":
-			logs, err := applog.OpenAll(path, applog.Options{})
-			if err != nil {
-				return nil, fmt.Errorf("container logs %s: %w", path, err)
-			}
-			in.Logs = append(in.Logs, logs...)
-		case "profile":
-			files, err := format.Expand([]string{path})
-			if err != nil {
-				return nil, err
-			}
-			err = format.LoadAll(files, format.Options{}, func(r format.Result) error {
-				if r.Err != nil {
-					in.Warnings = append(in.Warnings, r.Err.Error())
-					return nil
-				}
-				in.Profiles = append(in.Profiles, r.Profile)
+		if len(x.skipped) > 0 {
+			in.Warnings = append(in.Warnings, path+": "+SkippedSummary(path, x.skipped))
+		}
+		// Inside a walked directory, one bad file is a warning.
+		failed := func(err error) error {
+			if x.walked {
+				in.Warnings = append(in.Warnings, err.Error())
 				return nil
-			})
-			if err != nil {
-				return nil, err
 			}
+			return err
+		}
+		var profiles []string
+		for _, src := range x.sources {
+			switch src.Kind {
+			case "eventlog":
+				a, err := readEventLog(src.Path, opt.Detail)
+				if err != nil {
+					if err := failed(err); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				in.EventLogs = append(in.EventLogs, a)
+			case "logs":
+				logs, err := applog.OpenAll(src.Path, applog.Options{})
+				if err != nil {
+					if err := failed(fmt.Errorf("container logs %s: %w", src.Path, err)); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				in.Logs = append(in.Logs, logs...)
+			case "profile":
+				profiles = append(profiles, src.Path)
+			}
+			in.Sources = append(in.Sources, src)
+		}
+		if len(profiles) == 0 {
+			continue
+		}
+		err = format.LoadAll(profiles, format.Options{}, func(r format.Result) error {
+			if r.Err != nil {
+				in.Warnings = append(in.Warnings, r.Err.Error())
+				return nil
+			}
+			in.Profiles = append(in.Profiles, r.Profile)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	if len(in.EventLogs) == 0 && len(in.Logs) == 0 {
 		return nil, fmt.Errorf("no event log or container log among the inputs; analyze needs one (use flame or top for profiles alone)")
 	}
 	return in, nil
+}
+
+// readEventLog builds the application model of one event log.
+func readEventLog(path string, detail func(string)) (Input, error) {
+	r, err := eventlog.Open(path)
+	if err != nil {
+		return Input{}, fmt.Errorf("event log %s: %w", path, err)
+	}
+	defer r.Close()
+	app, rep, err := spark.BuildWith(r, spark.Options{Progress: func(n int64) {
+		detail(fmt.Sprintf("%s: %d MB", path, n>>20))
+	}})
+	if err != nil {
+		return Input{}, fmt.Errorf("event log %s: %w", path, err)
+	}
+	return Input{App: app, Report: rep}, nil
+}
+
+// Expand turns paths into the inputs they hold. An event log (a file or a
+// rolling directory), a container log directory and any file stay one
+// source each. Any other directory is walked, the way a History Server
+// lists spark.eventLog.dir, for event logs, rolling event log and container
+// log directories, and files that hold a profile; hidden files are passed
+// over, and the other files are returned in skipped. A walk that finds
+// nothing is an error.
+func Expand(paths []string) (sources []Source, skipped []string, err error) {
+	for _, path := range paths {
+		x, err := expandPath(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		sources = append(sources, x.sources...)
+		skipped = append(skipped, x.skipped...)
+	}
+	return sources, skipped, nil
+}
+
+// expansion is what one input path holds.
+type expansion struct {
+	sources []Source
+	skipped []string
+	walked  bool // path is a directory that was walked
+}
+
+func expandPath(path string) (expansion, error) {
+	kind, err := Classify(path)
+	if err != nil {
+		return expansion{}, err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return expansion{}, err
+	}
+	if kind != "profile" || !st.IsDir() {
+		return expansion{sources: []Source{{Path: path, Kind: kind}}}, nil
+	}
+	x := expansion{walked: true}
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == path {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			// Hadoop's .crc checksums, editors' and the OS's files.
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			kind, err := Classify(p)
+			if err != nil {
+				return err
+			}
+			if kind != "profile" {
+				x.sources = append(x.sources, Source{Path: p, Kind: kind})
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if format.IsLabelsName(d.Name()) && format.JFRBeside(p) != "" {
+			return nil // read with its JFR
+		}
+		kind, err := classifyWalked(p)
+		if err != nil {
+			return err
+		}
+		if kind == "" {
+			x.skipped = append(x.skipped, p)
+			return nil
+		}
+		x.sources = append(x.sources, Source{Path: p, Kind: kind})
+		return nil
+	})
+	if err != nil {
+		return expansion{}, fmt.Errorf("walk %s: %w", path, err)
+	}
+	if len(x.sources) == 0 {
+		return expansion{}, fmt.Errorf("%s: no event logs, container log directories or profiles (*.jfr, *.pprof, *.folded, *.json, optionally .gz) in directory", path)
+	}
+	return x, nil
+}
+
+// classifyWalked tells what a file found by a directory walk holds:
+// "profile" for a profile file name whose content is a known format,
+// "eventlog" for a Spark event log in any codec, "" for anything else (a
+// walk does not take a stray text file for a container log).
+func classifyWalked(path string) (string, error) {
+	if format.HasProfileName(filepath.Base(path)) {
+		head, err := readHead(path)
+		if err != nil {
+			return "", err
+		}
+		if _, ok := format.Detect(head); ok {
+			return "profile", nil
+		}
+	}
+	if isEventLog(path) {
+		return "eventlog", nil
+	}
+	return "", nil
+}
+
+// SkippedSummary says which files a walk passed over, naming the first
+// three relative to dir when dir is not "".
+func SkippedSummary(dir string, skipped []string) string {
+	const shown = 3
+	names := make([]string, 0, shown)
+	for _, p := range skipped[:min(shown, len(skipped))] {
+		if rel, err := filepath.Rel(dir, p); dir != "" && err == nil {
+			p = rel
+		}
+		names = append(names, p)
+	}
+	more := ""
+	if len(skipped) > shown {
+		more = fmt.Sprintf(" and %d more", len(skipped)-shown)
+	}
+	what := "files that are neither event logs nor profiles"
+	if len(skipped) == 1 {
+		what = "file that is neither an event log nor a profile"
+	}
+	return fmt.Sprintf("skipped %d %s (%s%s); name container logs on their own", len(skipped), what, strings.Join(names, ", "), more)
 }
 
 // Classify tells what a path holds by its content: "eventlog", "logs" or

@@ -3,6 +3,7 @@ package format
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -138,11 +139,23 @@ func label(p *profile.Profile, source string) {
 	}
 }
 
-// Load reads and decodes the file at path.
+// Load reads and decodes the file at path. A JFR file's LabelsSnapshot
+// saved beside it (see LabelsBeside) labels its samples, unless
+// opts.JFRLabels is set.
 func Load(path string, opts Options) (*profile.Profile, error) {
+	if IsLabelsName(filepath.Base(path)) {
+		return nil, fmt.Errorf("%s: a Pyroscope LabelsSnapshot, not a profile: name the JFR beside it (X.jfr[.gz] for X.labels.pb[.gz]), which is read with its labels", path)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if opts.JFRLabels == nil {
+		if lp := LabelsBeside(path); lp != "" {
+			if opts.JFRLabels, err = ReadFile(lp, opts.MaxSize); err != nil {
+				return nil, fmt.Errorf("labels of %s: %w", path, err)
+			}
+		}
 	}
 	return Decode(data, path, opts)
 }

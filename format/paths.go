@@ -37,7 +37,7 @@ func Expand(paths []string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			if d.Type().IsRegular() && isProfileName(d.Name()) {
+			if d.Type().IsRegular() && HasProfileName(d.Name()) {
 				found = append(found, path)
 			}
 			return nil
@@ -54,14 +54,61 @@ func Expand(paths []string) ([]string, error) {
 	return out, nil
 }
 
-func isProfileName(name string) bool {
+// HasProfileName reports whether a file name, less .gz, ends in a profile
+// suffix (.jfr, .pprof, .folded, .json...): the files a directory walk
+// reads as profiles.
+func HasProfileName(name string) bool {
 	name = strings.TrimSuffix(name, ".gz")
+	if strings.HasSuffix(name, labelsSuffix) {
+		return false
+	}
 	for _, s := range profileSuffixes {
 		if strings.HasSuffix(name, s) {
 			return true
 		}
 	}
 	return false
+}
+
+// labelsSuffix names a Pyroscope LabelsSnapshot saved beside the JFR whose
+// async-profiler context ids it maps to labels: X.labels.pb[.gz] beside
+// X.jfr[.gz], as Pyroscope's Java agent dumps an upload's two parts.
+const labelsSuffix = ".labels.pb"
+
+// IsLabelsName reports whether a file name, less .gz, is that of a
+// LabelsSnapshot (X.labels.pb).
+func IsLabelsName(name string) bool {
+	return strings.HasSuffix(strings.TrimSuffix(name, ".gz"), labelsSuffix)
+}
+
+// LabelsBeside returns the LabelsSnapshot file beside the JFR at path
+// (X.labels.pb or X.labels.pb.gz for X.jfr or X.jfr.gz), or "" if there is
+// none.
+func LabelsBeside(path string) string {
+	stem, ok := strings.CutSuffix(strings.TrimSuffix(path, ".gz"), ".jfr")
+	if !ok {
+		return ""
+	}
+	return firstExisting(stem+labelsSuffix, stem+labelsSuffix+".gz")
+}
+
+// JFRBeside returns the JFR file a LabelsSnapshot at path belongs to, or ""
+// if there is none.
+func JFRBeside(path string) string {
+	stem, ok := strings.CutSuffix(strings.TrimSuffix(path, ".gz"), labelsSuffix)
+	if !ok {
+		return ""
+	}
+	return firstExisting(stem+".jfr", stem+".jfr.gz")
+}
+
+func firstExisting(paths ...string) string {
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
 }
 
 var (

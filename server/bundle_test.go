@@ -2,9 +2,11 @@ package server
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/sparkprof/sparkprof/internal/corpus"
@@ -201,4 +203,38 @@ func abs(n int64) int64 {
 		return -n
 	}
 	return n
+}
+
+// A JFR imported with its LabelsSnapshot, multipart as Pyroscope's agent
+// sends them, gets the snapshot's labels; a corrupt snapshot is refused
+// with 422 and nothing stored.
+func TestImportJFRWithLabels(t *testing.T) {
+	ts, db := newTestServer(t, Config{EventLogDir: t.TempDir()})
+	jfr := corpus.Read(t, "jfr", "dump1.jfr.gz")
+	post := func(labels []byte) (int, string) {
+		t.Helper()
+		ct, body := multipartJFR(t, jfr, labels)
+		resp, err := http.Post(ts.URL+"/api/v1/import?path=dump1.jfr.gz", ct, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		msg, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(msg)
+	}
+	if code, msg := post([]byte("\x1f\x8bnot gzip")); code != 422 || !strings.Contains(msg, "labels") {
+		t.Errorf("corrupt labels: %d %s, want 422 naming the labels", code, msg)
+	}
+	if n := db.Stats().HeadUploads; n != 0 {
+		t.Errorf("%d uploads stored after a refused import", n)
+	}
+	if code, msg := post(corpus.Read(t, "jfr", "dump1.labels.pb.gz")); code != 200 {
+		t.Fatalf("import: %d %s", code, msg)
+	}
+	var threads []string
+	getJSON(t, ts, "/api/v1/label-values?name=thread_name", &threads)
+	// dump1's four labelled contexts (README of the corpus).
+	if strings.Join(threads, " ") != "pool-2-thread-1 pool-2-thread-3 pool-2-thread-5 pool-2-thread-7" {
+		t.Errorf("thread_name values %v, want the snapshot's four", threads)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"path"
 	"strings"
@@ -58,6 +59,9 @@ type ImportFile struct {
 	// Format forces a profile format (see format.Options).
 	Format string
 	Data   []byte
+	// JFRLabels is the Pyroscope LabelsSnapshot of a JFR's contexts, as
+	// saved beside it (see format.LabelsBeside), gzipped or not.
+	JFRLabels []byte
 }
 
 // ImportResult says what an import stored.
@@ -99,7 +103,16 @@ func (s *Server) Import(tenant string, f ImportFile) (*ImportResult, error) {
 	var p *profile.Profile
 	var decodeErr error
 	if kind != "logs" {
-		p, decodeErr = format.Decode(f.Data, f.Name, format.Options{Format: f.Format, MaxSize: s.cfg.MaxDecodedBytes})
+		opts := format.Options{Format: f.Format, MaxSize: s.cfg.MaxDecodedBytes}
+		if f.JFRLabels != nil {
+			labels, err := format.Decompress(f.JFRLabels, f.Name+" labels", s.cfg.MaxDecodedBytes)
+			if err != nil {
+				return nil, &importError{http.StatusUnprocessableEntity, fmt.Errorf("labels part: %w", err)}
+			}
+			opts.JFRLabels = labels
+			kind = "profile"
+		}
+		p, decodeErr = format.Decode(f.Data, f.Name, opts)
 		switch {
 		case errors.Is(decodeErr, format.ErrTooLarge):
 			return nil, &importError{http.StatusRequestEntityTooLarge, decodeErr}
@@ -178,6 +191,16 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		httpError(w, http.StatusBadRequest, "reading body: %v", err)
 		return
+	}
+	// A JFR with its LabelsSnapshot comes as Pyroscope's agent sends them:
+	// multipart, with "jfr" and "labels" parts.
+	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {
+		parts, err := multipartParts(f.Data, params["boundary"])
+		if err != nil {
+			httpError(w, http.StatusBadRequest, "multipart: %v", err)
+			return
+		}
+		f.Data, f.JFRLabels = parts.data, parts.labels
 	}
 	res, err := s.Import(tenant(r), f)
 	var ie *importError

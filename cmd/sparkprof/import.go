@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"os"
@@ -21,7 +22,7 @@ func init() {
 	register(&command{
 		name:    "import",
 		usage:   "--server URL [--tenant T] [--auth-token-file F] [--app NAME] PATH...",
-		summary: "send event logs, container logs and profile files or directories (e.g. Spark 4's profiler output) to a sparkprof server",
+		summary: "send event logs, container logs and profiles to a sparkprof server; a directory (spark.eventLog.dir, Spark 4's profiler output) sends what it holds",
 		run:     runImport,
 	})
 }
@@ -43,56 +44,58 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	// Event logs and container logs go as they are; everything else
-	// expands to profile files.
+	// Event logs, container logs and profiles go as they are; other
+	// directories expand to the ones they hold.
 	type file struct {
 		path, kind string
 		data       []byte // when not the file at path: a rolling log directory, zipped
 	}
+	sources, skipped, err := analysis.Expand(fs.Args())
+	if err != nil {
+		return err
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(e.stderr, "sparkprof: %s\n", analysis.SkippedSummary("", skipped))
+	}
 	var files []file
-	for _, path := range fs.Args() {
-		kind, err := analysis.Classify(path)
-		if err != nil {
-			return err
-		}
-		st, err := os.Stat(path)
+	failed, logDirs := 0, 0
+	for _, src := range sources {
+		st, err := os.Stat(src.Path)
 		if err != nil {
 			return err
 		}
 		switch {
-		case kind == "eventlog" && st.IsDir():
+		case src.Kind == "eventlog" && st.IsDir():
 			// A rolling log goes as the History Server's download of
 			// it does: a zip of its directory.
-			data, err := zipDir(path)
+			data, err := zipDir(src.Path)
 			if err != nil {
 				return err
 			}
-			files = append(files, file{filepath.Clean(path) + ".zip", kind, data})
-			continue
-		case kind == "logs" && st.IsDir():
-			return fmt.Errorf("%s: a directory of container logs; import its files with --app NAME, or the `yarn logs` output as one file", path)
-		case kind != "profile":
-			files = append(files, file{path: path, kind: kind})
-			continue
-		}
-		more, err := format.Expand([]string{path})
-		if err != nil {
-			return err
-		}
-		for _, m := range more {
-			files = append(files, file{path: m, kind: "profile"})
+			files = append(files, file{filepath.Clean(src.Path) + ".zip", src.Kind, data})
+		case src.Kind == "logs" && st.IsDir():
+			failed++
+			logDirs++
+			fmt.Fprintf(e.stderr, "sparkprof: %s: a directory of container logs; import its files with --app NAME, or the `yarn logs` output as one file\n", src.Path)
+		default:
+			files = append(files, file{path: src.Path, kind: src.Kind})
 		}
 	}
 	client := &http.Client{Timeout: 5 * time.Minute}
 	prog := newProgress(e.stderr, "importing", len(files))
 	defer prog.done()
-	failed := 0
 	for _, f := range files {
 		prog.step(f.path)
 		data := f.data
+		var err error
 		if data == nil {
-			var err error
 			if data, err = os.ReadFile(f.path); err != nil {
+				return err
+			}
+		}
+		contentType := ""
+		if lp := format.LabelsBeside(f.path); f.kind == "profile" && lp != "" {
+			if data, contentType, err = withLabels(data, lp); err != nil {
 				return err
 			}
 		}
@@ -103,6 +106,9 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(*server, "/")+"/api/v1/import?"+q.Encode(), bytes.NewReader(data))
 		if err != nil {
 			return err
+		}
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
 		}
 		if *ten != "" {
 			req.Header.Set("X-Scope-OrgID", *ten)
@@ -123,11 +129,38 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	prog.done()
-	fmt.Fprintf(e.stderr, "imported %d of %d files into %s\n", len(files)-failed, len(files), *server)
+	fmt.Fprintf(e.stderr, "imported %d of %d inputs into %s\n", len(files)+logDirs-failed, len(files)+logDirs, *server)
 	if failed > 0 {
 		return fmt.Errorf("%d files were refused", failed)
 	}
 	return nil
+}
+
+// withLabels returns a JFR and the LabelsSnapshot in file labelsPath as the
+// multipart body Pyroscope's Java agent sends, with its content type.
+func withLabels(jfr []byte, labelsPath string) ([]byte, string, error) {
+	labels, err := os.ReadFile(labelsPath)
+	if err != nil {
+		return nil, "", err
+	}
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	for _, part := range []struct {
+		name string
+		data []byte
+	}{{"jfr", jfr}, {"labels", labels}} {
+		w, err := mw.CreateFormFile(part.name, part.name)
+		if err != nil {
+			return nil, "", err
+		}
+		if _, err := w.Write(part.data); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := mw.Close(); err != nil {
+		return nil, "", err
+	}
+	return b.Bytes(), mw.FormDataContentType(), nil
 }
 
 // zipDir returns a zip of the files of directory dir, under its name, as

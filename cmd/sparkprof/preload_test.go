@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/server"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -30,6 +31,21 @@ func TestPreloadOnce(t *testing.T) {
 	first := db.Stats().HeadUploads
 	if first == 0 {
 		t.Fatal("nothing preloaded")
+	}
+	// dump1's LabelsSnapshot, beside it in the corpus, labels its samples.
+	labelled := 0
+	db.Select("", store.Query{}, func(u *store.Upload) error {
+		if p := u.Profile; p != nil && p.Source == "jfr/dump1.jfr.gz" {
+			for _, s := range p.Samples {
+				if p.Label(s, profile.LabelThreadName) != "" {
+					labelled++
+				}
+			}
+		}
+		return nil
+	})
+	if labelled == 0 {
+		t.Error("no sample of dump1 got a label from the snapshot beside it")
 	}
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)

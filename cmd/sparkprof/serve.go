@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/duration"
 	"github.com/sparkprof/sparkprof/server"
 	"github.com/sparkprof/sparkprof/store"
@@ -205,7 +206,14 @@ func preloadDir(srv *server.Server, db *store.DB, dir string) (int, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if _, err := srv.Import("", server.ImportFile{Name: f.path, Kind: f.kind, App: f.app, Data: data}); err != nil {
+		imp := server.ImportFile{Name: f.path, Kind: f.kind, App: f.app, Data: data}
+		if lp := format.LabelsBeside(filepath.Join(dir, f.path)); lp != "" {
+			if imp.JFRLabels, err = os.ReadFile(lp); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if _, err := srv.Import("", imp); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", f.path, err))
 			continue
 		}

@@ -240,3 +240,65 @@ func TestGate(t *testing.T) {
 		t.Errorf("query once open: %d %s", w.Code, w.Body.String())
 	}
 }
+
+// TestImportMixedDir imports a directory as a user keeps Spark's outputs:
+// a History Server log directory (a log file and a rolling log) and a JFR
+// with the LabelsSnapshot Pyroscope's agent dumped beside it, among files
+// that are neither.
+func TestImportMixedDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := buildBinary(t)
+	copyTo := func(from, to string) {
+		t.Helper()
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to = filepath.Join(dir, "outputs", to)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyTo(corpus.Path(t, "eventlogs", "apache", "local-1642039451826"), "spark-events/local-1642039451826")
+	rolling := corpus.Path(t, "eventlogs", "apache", "eventlog_v2_local-1766844910796")
+	for _, name := range []string{"appstatus_local-1766844910796", "events_1_local-1766844910796"} {
+		copyTo(filepath.Join(rolling, name), filepath.Join("spark-events", "eventlog_v2_local-1766844910796", name))
+	}
+	copyTo(corpus.Path(t, "jfr", "dump1.jfr.gz"), "pyroscope/dump1.jfr.gz")
+	copyTo(corpus.Path(t, "jfr", "dump1.labels.pb.gz"), "pyroscope/dump1.labels.pb.gz")
+	copyTo(corpus.Path(t, "eventlogs", "golden", "apache", "app_environment_expectation.json"), "expected.json")
+
+	cmd, base := startServe(t, bin, filepath.Join(dir, "data"))
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	code, _, stderr := sparkprof(t, "import", "--server", base, filepath.Join(dir, "outputs"))
+	if code != 0 || !strings.Contains(stderr, "imported 3 of 3") || !strings.Contains(stderr, "skipped 1 file that is neither an event log nor a profile") {
+		t.Fatalf("import: exit %d, %s", code, stderr)
+	}
+	getJSON := func(path string, v any) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	var apps []struct{ ID string }
+	getJSON("/api/v1/apps", &apps)
+	if len(apps) != 2 {
+		t.Errorf("apps %+v, want the two event logs'", apps)
+	}
+	var threads []string
+	getJSON("/api/v1/label-values?name=thread_name", &threads)
+	if len(threads) == 0 || !strings.HasPrefix(threads[0], "pool-2-thread-") {
+		t.Errorf("thread_name values %v, want the snapshot's pool-2-thread-N", threads)
+	}
+}

@@ -1,0 +1,149 @@
+package analysis
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sparkprof/sparkprof/internal/corpus"
+)
+
+// A History Server's log directory expands to its logs: files in every
+// codec and a rolling eventlog_v2_ directory, which stays one source.
+func TestExpandEventLogDirectory(t *testing.T) {
+	dir := corpus.Path(t, "eventlogs", "apache")
+	sources, skipped, err := Expand([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"app-20161116163331-0000",
+		"application_1536831636016_59384_1",
+		"eventlog_v2_local-1766844910796",
+		"local-1430917381535_1",
+		"local-1430917381535_2",
+		"local-1642039451826",
+	}
+	if len(sources) != len(want) || len(skipped) != 0 {
+		t.Fatalf("got %v, skipped %v; want the %d logs %v", sources, skipped, len(want), want)
+	}
+	for i, s := range sources {
+		if filepath.Base(s.Path) != want[i] || s.Kind != "eventlog" {
+			t.Errorf("source %d = %+v, want event log %s", i, s, want[i])
+		}
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A directory of Spark's outputs mixed with other files: the walk keeps the
+// event logs, rolling logs, container log directories and profiles, passes
+// over hidden files, and names what it skipped.
+func TestExpandMixedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, corpus.Path(t, "eventlogs", "nvidia", "rp_sql_eventlog.zstd"), filepath.Join(dir, "spark-events", "rp_sql_eventlog.zstd"))
+	copyFile(t, corpus.Path(t, "eventlogs", "apache", "local-1642039451826"), filepath.Join(dir, "spark-events", "local-1642039451826"))
+	rolling := corpus.Path(t, "eventlogs", "apache", "eventlog_v2_local-1766844910796")
+	for _, name := range []string{"appstatus_local-1766844910796", "events_1_local-1766844910796"} {
+		copyFile(t, filepath.Join(rolling, name), filepath.Join(dir, "spark-events", "eventlog_v2_local-1766844910796", name))
+	}
+	copyFile(t, corpus.Path(t, "jfr", "dump1.jfr.gz"), filepath.Join(dir, "profiles", "app-1", "profile-exec-1.jfr.gz"))
+	copyFile(t, corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz"), filepath.Join(dir, "uber", "Stacktrace.json.gz"))
+	copyFile(t, corpus.Path(t, "eventlogs", "golden", "apache", "app_environment_expectation.json"), filepath.Join(dir, "expected.json"))
+	copyFile(t, corpus.Path(t, "applogs", "nvidia", "driverlog"), filepath.Join(dir, "yarn", "application_1_0001", "container_1_0001_01_000001", "stderr"))
+	for name, text := range map[string]string{
+		"notes.txt":                              "not an input\n",
+		"spark-events/.local-1642039451826.crc":  "crc",
+		".git/config":                            "[core]\n",
+		"spark-events/.eventlog_v2_x/events_1_x": "{}\n",
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	sources, skipped, err := Expand([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range sources {
+		rel, _ := filepath.Rel(dir, s.Path)
+		got = append(got, s.Kind+" "+filepath.ToSlash(rel))
+	}
+	want := []string{
+		"profile profiles/app-1/profile-exec-1.jfr.gz",
+		"eventlog spark-events/eventlog_v2_local-1766844910796",
+		"eventlog spark-events/local-1642039451826",
+		"eventlog spark-events/rp_sql_eventlog.zstd",
+		"profile uber/Stacktrace.json.gz",
+		"logs yarn/application_1_0001",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("sources:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var gotSkipped []string
+	for _, p := range skipped {
+		rel, _ := filepath.Rel(dir, p)
+		gotSkipped = append(gotSkipped, filepath.ToSlash(rel))
+	}
+	if strings.Join(gotSkipped, " ") != "expected.json notes.txt" {
+		t.Errorf("skipped %v, want expected.json and notes.txt", gotSkipped)
+	}
+
+	in, err := ReadInputs([]string{dir}, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.EventLogs) != 3 || len(in.Profiles) != 2 || len(in.Logs) == 0 {
+		t.Errorf("read %d event logs, %d profiles, %d container logs; want 3, 2 and some", len(in.EventLogs), len(in.Profiles), len(in.Logs))
+	}
+	if len(in.Warnings) != 1 || !strings.Contains(in.Warnings[0], "skipped 2 files that are neither event logs nor profiles (expected.json, notes.txt)") {
+		t.Errorf("warnings %q, want one naming the 2 skipped files", in.Warnings)
+	}
+}
+
+// A bad file found by a walk is a warning; named on its own it is an error.
+func TestReadInputsWalkedFailureWarns(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, corpus.Path(t, "eventlogs", "apache", "local-1642039451826"), filepath.Join(dir, "good"))
+	bad := filepath.Join(dir, "bad.jfr")
+	if err := os.WriteFile(bad, []byte("FLR\x00\x00\x02\x00\x01truncated"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := ReadInputs([]string{dir}, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.EventLogs) != 1 || len(in.Warnings) != 1 || !strings.Contains(in.Warnings[0], "bad.jfr") {
+		t.Errorf("read %d event logs, warnings %q; want the good log and a warning naming bad.jfr", len(in.EventLogs), in.Warnings)
+	}
+}
+
+func TestExpandNothingFound(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := Expand([]string{dir})
+	if err == nil || !strings.Contains(err.Error(), "no event logs, container log directories or profiles") {
+		t.Fatalf("err = %v, want one saying the directory holds no inputs", err)
+	}
+}

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -86,7 +88,7 @@ const bundleDirPrefix = "app-"
 
 // add saves an event log for tenant and analyses it. A log that cannot be
 // analysed is not kept and leaves a saved one of the same name in place.
-func (a *apps) add(tenant, name string, data []byte) (*analysis.Report, error) {
+func (a *apps) add(tenant, name string, data io.Reader) (*analysis.Report, error) {
 	dir := filepath.Join(a.dir, store.TenantDir(tenant))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -94,6 +96,7 @@ func (a *apps) add(tenant, name string, data []byte) (*analysis.Report, error) {
 	path := filepath.Join(dir, safeName(name))
 	tmp := path + ".tmp"
 	if err := writeSynced(tmp, data); err != nil {
+		os.Remove(tmp)
 		return nil, err
 	}
 	r, err := a.analyse(tenant, []string{tmp}, "")
@@ -120,7 +123,7 @@ func (a *apps) addToBundle(tenant, app, name string, data []byte) (*analysis.Rep
 	}
 	path := filepath.Join(dir, safeName(name))
 	tmp := path + ".tmp"
-	err := writeSynced(tmp, data)
+	err := writeSynced(tmp, bytes.NewReader(data))
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
@@ -137,13 +140,13 @@ func (a *apps) addToBundle(tenant, app, name string, data []byte) (*analysis.Rep
 	return r, nil
 }
 
-// writeSynced writes data to a new file at path and syncs it.
-func writeSynced(path string, data []byte) error {
+// writeSynced copies data to a new file at path and syncs it.
+func writeSynced(path string, data io.Reader) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	_, err = io.Copy(f, data)
 	if err == nil {
 		err = f.Sync()
 	}

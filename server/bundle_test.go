@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -236,5 +237,46 @@ func TestImportJFRWithLabels(t *testing.T) {
 	// dump1's four labelled contexts (README of the corpus).
 	if strings.Join(threads, " ") != "pool-2-thread-1 pool-2-thread-3 pool-2-thread-5 pool-2-thread-7" {
 		t.Errorf("thread_name values %v, want the snapshot's four", threads)
+	}
+}
+
+// An event log imported as one streams to disk: the body limit of uploads
+// does not apply, its own does, and a refused log leaves nothing behind.
+func TestImportEventLogStreams(t *testing.T) {
+	log := corpus.Read(t, "eventlogs", "apache", "local-1642039451826")
+	q := url.Values{"path": {"local-1642039451826"}, "kind": {"eventlog"}}
+	for _, tt := range []struct {
+		name            string
+		maxBody, maxLog int64
+		want            int
+	}{
+		{"over the body limit", int64(len(log)) / 10, 0, 200},
+		{"over the event log limit", 0, int64(len(log)) / 10, 413},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ts, _ := newTestServer(t, Config{EventLogDir: dir, MaxBodyBytes: tt.maxBody, MaxEventLogBytes: tt.maxLog})
+			resp, err := http.Post(ts.URL+"/api/v1/import?"+q.Encode(), "application/octet-stream", bytes.NewReader(log))
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Fatalf("%d %s, want %d", resp.StatusCode, msg, tt.want)
+			}
+			var apps []AppSummary
+			getJSON(t, ts, "/api/v1/apps", &apps)
+			files, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
+			if tt.want == 200 {
+				if len(apps) != 1 || apps[0].ID != "local-1642039451826" || len(files) != 1 {
+					t.Errorf("apps %+v, files %q; want the log's app and the log saved", apps, files)
+				}
+				return
+			}
+			if !strings.Contains(string(msg), "--max-eventlog-gb") || len(apps) != 0 || len(files) != 0 {
+				t.Errorf("answer %s, apps %+v, files %q; want the limit named, no app, no file", msg, apps, files)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"path"
@@ -82,6 +83,19 @@ type importError struct {
 func (e *importError) Error() string { return e.err.Error() }
 func (e *importError) Unwrap() error { return e.err }
 
+// importEventLog saves an event log read from body and analyses it.
+func (s *Server) importEventLog(tenant, name string, body io.Reader) (*ImportResult, error) {
+	rep, err := s.apps.add(tenant, name, body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, &importError{http.StatusRequestEntityTooLarge, fmt.Errorf("event log %s: larger than %d bytes (serve --max-eventlog-gb; or let serve --eventlog-dir read it in place)", name, tooBig.Limit)}
+	case err != nil:
+		return nil, &importError{http.StatusUnprocessableEntity, fmt.Errorf("event log %s: %w", name, err)}
+	}
+	return &ImportResult{App: &rep.App, Findings: len(rep.Findings)}, nil
+}
+
 // Import stores one file for tenant, as POST /api/v1/import does: an event
 // log is saved and analysed (see /api/v1/apps); container logs are saved
 // with the other files of their app and the app analysed again; a profile
@@ -94,11 +108,7 @@ func (s *Server) Import(tenant string, f ImportFile) (*ImportResult, error) {
 		kind = "eventlog"
 	}
 	if kind == "eventlog" {
-		rep, err := s.apps.add(tenant, f.Name, f.Data)
-		if err != nil {
-			return nil, &importError{http.StatusUnprocessableEntity, fmt.Errorf("event log %s: %w", f.Name, err)}
-		}
-		return &ImportResult{App: &rep.App, Findings: len(rep.Findings)}, nil
+		return s.importEventLog(tenant, f.Name, bytes.NewReader(f.Data))
 	}
 	var p *profile.Profile
 	var decodeErr error
@@ -179,6 +189,17 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 	case "", "eventlog", "logs", "profile":
 	default:
 		httpError(w, http.StatusBadRequest, "kind %q: want eventlog, logs or profile (or none to tell by content)", f.Kind)
+		return
+	}
+	if f.Kind == "eventlog" {
+		// Event logs stream to disk: a large app's runs to gigabytes.
+		res, err := s.importEventLog(tenant(r), f.Name, http.MaxBytesReader(w, r.Body, s.cfg.MaxEventLogBytes))
+		var ie *importError
+		if errors.As(err, &ie) {
+			httpError(w, ie.code, "%v", ie.err)
+			return
+		}
+		writeJSON(w, res)
 		return
 	}
 	var err error

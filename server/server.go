@@ -27,6 +27,9 @@ type Config struct {
 	// MaxBodyBytes bounds an upload's body; MaxDecodedBytes its
 	// decompressed size (gzip bombs are rejected with 413).
 	MaxBodyBytes, MaxDecodedBytes int64
+	// MaxEventLogBytes bounds an event log imported with kind=eventlog,
+	// which streams to disk instead of memory (default 16 GiB).
+	MaxEventLogBytes int64
 	// RatePerSecond bounds uploads per tenant and second (a burst of
 	// twice that is allowed); zero means no limit.
 	RatePerSecond float64
@@ -58,6 +61,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxDecodedBytes == 0 {
 		cfg.MaxDecodedBytes = 512 << 20
+	}
+	if cfg.MaxEventLogBytes == 0 {
+		cfg.MaxEventLogBytes = 16 << 30
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))

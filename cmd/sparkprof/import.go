@@ -48,7 +48,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	// directories expand to the ones they hold.
 	type file struct {
 		path, kind string
-		data       []byte // when not the file at path: a rolling log directory, zipped
+		zipDir     string // a rolling event log directory, sent as a zip of it
 	}
 	sources, skipped, err := analysis.Expand(fs.Args())
 	if err != nil {
@@ -68,11 +68,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		case src.Kind == "eventlog" && st.IsDir():
 			// A rolling log goes as the History Server's download of
 			// it does: a zip of its directory.
-			data, err := zipDir(src.Path)
-			if err != nil {
-				return err
-			}
-			files = append(files, file{filepath.Clean(src.Path) + ".zip", src.Kind, data})
+			files = append(files, file{path: filepath.Clean(src.Path) + ".zip", kind: src.Kind, zipDir: src.Path})
 		case src.Kind == "logs" && st.IsDir():
 			failed++
 			logDirs++
@@ -81,32 +77,51 @@ func runImport(ctx context.Context, e *env, args []string) error {
 			files = append(files, file{path: src.Path, kind: src.Kind})
 		}
 	}
-	client := &http.Client{Timeout: 5 * time.Minute}
+	// Event logs of large apps run to gigabytes: bodies stream from disk,
+	// and the server's analysis of one may take minutes.
+	client := &http.Client{Timeout: 30 * time.Minute}
 	prog := newProgress(e.stderr, "importing", len(files))
 	defer prog.done()
-	for _, f := range files {
-		prog.step(f.path)
-		data := f.data
-		var err error
-		if data == nil {
-			if data, err = os.ReadFile(f.path); err != nil {
-				return err
+	// post sends one input and returns the server's refusal, if any.
+	post := func(f file) (refusal string, err error) {
+		var (
+			body        io.Reader
+			size        int64 = -1 // unknown: sent chunked
+			contentType string
+		)
+		switch lp := format.LabelsBeside(f.path); {
+		case f.zipDir != "":
+			pr, pw := io.Pipe()
+			go func() { pw.CloseWithError(writeZip(pw, f.zipDir)) }()
+			defer pr.Close()
+			body = pr
+		case f.kind == "profile" && lp != "":
+			data, ct, err := withLabels(f.path, lp)
+			if err != nil {
+				return "", err
 			}
-		}
-		contentType := ""
-		if lp := format.LabelsBeside(f.path); f.kind == "profile" && lp != "" {
-			if data, contentType, err = withLabels(data, lp); err != nil {
-				return err
+			body, size, contentType = bytes.NewReader(data), int64(len(data)), ct
+		default:
+			fh, err := os.Open(f.path)
+			if err != nil {
+				return "", err
 			}
+			defer fh.Close()
+			st, err := fh.Stat()
+			if err != nil {
+				return "", err
+			}
+			body, size = fh, st.Size()
 		}
 		q := url.Values{"path": {f.path}, "kind": {f.kind}}
 		if *app != "" {
 			q.Set("app", *app)
 		}
-		req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(*server, "/")+"/api/v1/import?"+q.Encode(), bytes.NewReader(data))
+		req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(*server, "/")+"/api/v1/import?"+q.Encode(), body)
 		if err != nil {
-			return err
+			return "", err
 		}
+		req.ContentLength = size
 		if contentType != "" {
 			req.Header.Set("Content-Type", contentType)
 		}
@@ -118,14 +133,25 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return fmt.Errorf("import %s: %w", f.path, err)
+			return "", fmt.Errorf("import %s: %w", f.path, err)
 		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return "", nil
+		}
+		answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return resp.Status + " " + strings.TrimSpace(string(answer)), nil
+	}
+	for _, f := range files {
+		prog.step(f.path)
+		refusal, err := post(f)
+		if err != nil {
+			return err
+		}
+		if refusal != "" {
 			failed++
 			prog.clear()
-			fmt.Fprintf(e.stderr, "sparkprof: %s: %s %s\n", f.path, resp.Status, strings.TrimSpace(string(body)))
+			fmt.Fprintf(e.stderr, "sparkprof: %s: %s\n", f.path, refusal)
 		}
 	}
 	prog.done()
@@ -136,24 +162,22 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// withLabels returns a JFR and the LabelsSnapshot in file labelsPath as the
-// multipart body Pyroscope's Java agent sends, with its content type.
-func withLabels(jfr []byte, labelsPath string) ([]byte, string, error) {
-	labels, err := os.ReadFile(labelsPath)
-	if err != nil {
-		return nil, "", err
-	}
+// withLabels returns the JFR at jfrPath and the LabelsSnapshot at
+// labelsPath as the multipart body Pyroscope's Java agent sends, with its
+// content type.
+func withLabels(jfrPath, labelsPath string) ([]byte, string, error) {
 	var b bytes.Buffer
 	mw := multipart.NewWriter(&b)
-	for _, part := range []struct {
-		name string
-		data []byte
-	}{{"jfr", jfr}, {"labels", labels}} {
+	for _, part := range []struct{ name, path string }{{"jfr", jfrPath}, {"labels", labelsPath}} {
+		data, err := os.ReadFile(part.path)
+		if err != nil {
+			return nil, "", err
+		}
 		w, err := mw.CreateFormFile(part.name, part.name)
 		if err != nil {
 			return nil, "", err
 		}
-		if _, err := w.Write(part.data); err != nil {
+		if _, err := w.Write(data); err != nil {
 			return nil, "", err
 		}
 	}
@@ -163,34 +187,39 @@ func withLabels(jfr []byte, labelsPath string) ([]byte, string, error) {
 	return b.Bytes(), mw.FormDataContentType(), nil
 }
 
-// zipDir returns a zip of the files of directory dir, under its name, as
-// the History Server serves a rolling event log. The files are stored, not
-// compressed again: Spark compresses them already when told to.
-func zipDir(dir string) ([]byte, error) {
+// writeZip writes a zip of the files of directory dir, under its name, to
+// w, as the History Server serves a rolling event log. The files are
+// stored, not compressed again: Spark compresses them already when told to.
+func writeZip(w io.Writer, dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var b bytes.Buffer
-	zw := zip.NewWriter(&b)
+	zw := zip.NewWriter(w)
 	for _, ent := range entries {
 		if !ent.Type().IsRegular() {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, ent.Name()))
-		if err != nil {
-			return nil, err
-		}
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: filepath.Base(dir) + "/" + ent.Name(), Method: zip.Store})
-		if err != nil {
-			return nil, fmt.Errorf("zip %s: %w", dir, err)
-		}
-		if _, err := w.Write(data); err != nil {
-			return nil, fmt.Errorf("zip %s: %w", dir, err)
+		if err := addToZip(zw, dir, ent.Name()); err != nil {
+			return fmt.Errorf("zip %s: %w", dir, err)
 		}
 	}
 	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("zip %s: %w", dir, err)
+		return fmt.Errorf("zip %s: %w", dir, err)
 	}
-	return b.Bytes(), nil
+	return nil
+}
+
+func addToZip(zw *zip.Writer, dir, name string) error {
+	f, err := os.Open(filepath.Join(dir, name))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w, err := zw.CreateHeader(&zip.FileHeader{Name: filepath.Base(dir) + "/" + name, Method: zip.Store})
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(w, f)
+	return err
 }

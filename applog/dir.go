@@ -1,11 +1,15 @@
 package applog
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // OpenDir parses every container log of a YARN application log directory
@@ -15,11 +19,38 @@ import (
 // that, when it is the stderr of the first container (_000001, the
 // ApplicationMaster, which hosts the driver in cluster mode).
 func OpenDir(dir string, opt Options) ([]*Log, error) {
+	files, err := containerFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	var logs []*Log
+	for _, f := range files {
+		l, err := Open(f.path, opt)
+		if err != nil {
+			return nil, err
+		}
+		l.Container = f.container
+		if l.Role == "" && f.logType == "stderr" && strings.HasSuffix(f.container, "_000001") {
+			l.Role = "driver"
+		}
+		logs = append(logs, l)
+	}
+	return logs, nil
+}
+
+// containerFile is one stderr or stdout of a YARN application log directory.
+type containerFile struct {
+	path, container, logType string
+}
+
+// containerFiles lists the container_*/stderr and stdout files (optionally
+// gzipped) of dir, sorted by path.
+func containerFiles(dir string) ([]containerFile, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("applog: %w", err)
 	}
-	var logs []*Log
+	var out []containerFile
 	for _, e := range ents {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), "container_") {
 			continue
@@ -33,20 +64,76 @@ func OpenDir(dir string, opt Options) ([]*Log, error) {
 			if f.IsDir() || (base != "stderr" && base != "stdout") {
 				continue
 			}
-			l, err := Open(filepath.Join(dir, e.Name(), f.Name()), opt)
-			if err != nil {
-				return nil, err
-			}
-			l.Container = e.Name()
-			if l.Role == "" && base == "stderr" && strings.HasSuffix(e.Name(), "_000001") {
-				l.Role = "driver"
-			}
-			logs = append(logs, l)
+			out = append(out, containerFile{filepath.Join(dir, e.Name(), f.Name()), e.Name(), base})
 		}
 	}
-	if len(logs) == 0 {
+	if len(out) == 0 {
 		return nil, fmt.Errorf("applog: %s: no container_*/stderr or stdout files", dir)
 	}
-	sort.Slice(logs, func(i, j int) bool { return logs[i].Source < logs[j].Source })
-	return logs, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out, nil
+}
+
+// WriteYarnLogs writes the container logs of a YARN application log
+// directory to w as one text in the layout of "yarn logs -applicationId"
+// (without hosts, which a log directory does not record), so that they can
+// travel as one file and be read back by ParseYarnLogs as OpenDir reads
+// them.
+func WriteYarnLogs(w io.Writer, dir string) error {
+	files, err := containerFiles(dir)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	for _, f := range files {
+		fmt.Fprintf(bw, "Container: %s\nLogType:%s\nLogContents:\n", f.container, f.logType)
+		if err := copyLog(bw, f.path); err != nil {
+			return err
+		}
+		fmt.Fprintf(bw, "End of LogType:%s\n\n", f.logType)
+	}
+	return bw.Flush()
+}
+
+// copyLog copies the log file at path, gunzipped if named .gz, to w, ending
+// it with a newline.
+func copyLog(w *bufio.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("applog: %w", err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return fmt.Errorf("applog: %s: %w", path, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	cw := &lastByteWriter{w: w}
+	if _, err := io.Copy(cw, r); err != nil {
+		return fmt.Errorf("applog: %s: %w", path, err)
+	}
+	if cw.last != '\n' && cw.n > 0 {
+		return w.WriteByte('\n')
+	}
+	return nil
+}
+
+// lastByteWriter passes writes on and remembers the last byte written.
+type lastByteWriter struct {
+	w    io.Writer
+	n    int64
+	last byte
+}
+
+func (lw *lastByteWriter) Write(p []byte) (int, error) {
+	n, err := lw.w.Write(p)
+	if n > 0 {
+		lw.n += int64(n)
+		lw.last = p[n-1]
+	}
+	return n, err
 }

@@ -11,10 +11,11 @@ import (
 	"github.com/sparkprof/sparkprof/internal/corpus"
 )
 
-// TestOpenDir builds a YARN application log directory in a temp dir from
-// real corpus logs: the NVIDIA driver log as the AM container's
-// stderr.gz and the phil_stopwatch log as a plain executor stderr.
-func TestOpenDir(t *testing.T) {
+// yarnDir builds a YARN application log directory in a temp dir from
+// real corpus logs: the NVIDIA driver log as the AM container's stderr.gz
+// and a Spark executor line as a plain executor stderr.
+func yarnDir(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	am := filepath.Join(dir, "container_1700000000000_0001_01_000001")
 	ex := filepath.Join(dir, "container_1700000000000_0001_01_000002")
@@ -38,6 +39,12 @@ func TestOpenDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return dir
+}
+
+// TestOpenDir reads the directory yarnDir builds.
+func TestOpenDir(t *testing.T) {
+	dir := yarnDir(t)
 	logs, err := OpenDir(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +89,41 @@ func TestExecutorEvents(t *testing.T) {
 	for i, w := range want {
 		if e := l.ExecutorEvents[i]; e.Kind != w.kind || e.Executor != w.exec {
 			t.Errorf("event %d = %+v, want %s executor %s", i, e, w.kind, w.exec)
+		}
+	}
+}
+
+// A log directory written as one yarn-logs text reads back as the same
+// logs, a last line without its newline included.
+func TestWriteYarnLogs(t *testing.T) {
+	dir := yarnDir(t)
+	third := filepath.Join(dir, "container_1700000000000_0001_01_000003")
+	if err := os.Mkdir(third, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(third, "stderr"), []byte("24/01/02 10:00:00 INFO CoarseGrainedExecutorBackend: Started daemon\n24/01/02 10:00:01 INFO Executor: no newline"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := OpenDir(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteYarnLogs(&buf, dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseYarnLogs(&buf, "yarn-logs", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d logs read back, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Container != w.Container || g.Role != w.Role || g.Lines != w.Lines || g.Layout != w.Layout || len(g.Jobs) != len(w.Jobs) || g.Host != "" {
+			t.Errorf("log %d read back as %s %q, %d lines, layout %q, %d jobs, host %q; want %s %q, %d lines, layout %q, %d jobs",
+				i, g.Container, g.Role, g.Lines, g.Layout, len(g.Jobs), g.Host, w.Container, w.Role, w.Lines, w.Layout, len(w.Jobs))
 		}
 	}
 }

@@ -53,13 +53,18 @@ func ParseYarnLogs(r io.Reader, source string, opt Options) ([]*Log, error) {
 		}
 		switch {
 		case strings.HasPrefix(line, "Container: "):
+			// "Container: <id>" alone is WriteYarnLogs' header for a log
+			// directory, which does not say the host.
 			f := strings.Fields(line)
-			if len(f) != 4 || f[2] != "on" {
+			if len(f) != 2 && (len(f) != 4 || f[2] != "on") {
 				return nil, fmt.Errorf("applog: %s:%d: want \"Container: <id> on <host>_<port>\", got %q", source, n, line)
 			}
-			container, host = f[1], f[3]
-			if i := strings.LastIndexByte(host, '_'); i > 0 {
-				host = host[:i]
+			container, host = f[1], ""
+			if len(f) == 4 {
+				host = f[3]
+				if i := strings.LastIndexByte(host, '_'); i > 0 {
+					host = host[:i]
+				}
 			}
 		case strings.HasPrefix(line, "LogType:"):
 			logType = strings.TrimSpace(strings.TrimPrefix(line, "LogType:"))

@@ -36,7 +36,7 @@ func TestYarnLogs(t *testing.T) {
 
 func TestYarnLogsErrors(t *testing.T) {
 	tests := []struct{ name, in, want string }{
-		{"bad header", "Container: x\n", "want \"Container: <id> on"},
+		{"bad header", "Container: x y\n", "want \"Container: <id> on"},
 		{"no header", "LogContents:\n", "before a Container/LogType header"},
 		{"unterminated", "Container: c_1 on h_1\nLogType:stderr\nLogContents:\nx\n", "not closed"},
 		{"empty", "Container: c_1 on h_1\n", "no stderr/stdout sections"},

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/format"
 )
 
@@ -49,6 +50,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	type file struct {
 		path, kind string
 		zipDir     string // a rolling event log directory, sent as a zip of it
+		yarnDir    string // a YARN application log directory, sent as `yarn logs` prints it
 	}
 	sources, skipped, err := analysis.Expand(fs.Args())
 	if err != nil {
@@ -58,7 +60,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "sparkprof: %s\n", analysis.SkippedSummary("", skipped))
 	}
 	var files []file
-	failed, logDirs := 0, 0
+	failed := 0
 	for _, src := range sources {
 		st, err := os.Stat(src.Path)
 		if err != nil {
@@ -70,9 +72,9 @@ func runImport(ctx context.Context, e *env, args []string) error {
 			// it does: a zip of its directory.
 			files = append(files, file{path: filepath.Clean(src.Path) + ".zip", kind: src.Kind, zipDir: src.Path})
 		case src.Kind == "logs" && st.IsDir():
-			failed++
-			logDirs++
-			fmt.Fprintf(e.stderr, "sparkprof: %s: a directory of container logs; import its files with --app NAME, or the `yarn logs` output as one file\n", src.Path)
+			// Its container logs go as one text, so that the server
+			// analyses them together, each with its container.
+			files = append(files, file{path: filepath.Clean(src.Path) + ".log", kind: src.Kind, yarnDir: src.Path})
 		default:
 			files = append(files, file{path: src.Path, kind: src.Kind})
 		}
@@ -93,6 +95,11 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		case f.zipDir != "":
 			pr, pw := io.Pipe()
 			go func() { pw.CloseWithError(writeZip(pw, f.zipDir)) }()
+			defer pr.Close()
+			body = pr
+		case f.yarnDir != "":
+			pr, pw := io.Pipe()
+			go func() { pw.CloseWithError(applog.WriteYarnLogs(pw, f.yarnDir)) }()
 			defer pr.Close()
 			body = pr
 		case f.kind == "profile" && lp != "":
@@ -155,7 +162,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	prog.done()
-	fmt.Fprintf(e.stderr, "imported %d of %d inputs into %s\n", len(files)+logDirs-failed, len(files)+logDirs, *server)
+	fmt.Fprintf(e.stderr, "imported %d of %d inputs into %s\n", len(files)-failed, len(files), *server)
 	if failed > 0 {
 		return fmt.Errorf("%d files were refused", failed)
 	}

@@ -242,9 +242,9 @@ func TestGate(t *testing.T) {
 }
 
 // TestImportMixedDir imports a directory as a user keeps Spark's outputs:
-// a History Server log directory (a log file and a rolling log) and a JFR
-// with the LabelsSnapshot Pyroscope's agent dumped beside it, among files
-// that are neither.
+// a History Server log directory (a log file and a rolling log), a YARN
+// application log directory and a JFR with the LabelsSnapshot Pyroscope's
+// agent dumped beside it, among files that are neither.
 func TestImportMixedDir(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -273,11 +273,13 @@ func TestImportMixedDir(t *testing.T) {
 	copyTo(corpus.Path(t, "jfr", "dump1.jfr.gz"), "pyroscope/dump1.jfr.gz")
 	copyTo(corpus.Path(t, "jfr", "dump1.labels.pb.gz"), "pyroscope/dump1.labels.pb.gz")
 	copyTo(corpus.Path(t, "eventlogs", "golden", "apache", "app_environment_expectation.json"), "expected.json")
+	// A YARN application log directory: the driver's log in the AM's container.
+	copyTo(corpus.Path(t, "applogs", "nvidia", "driverlog"), "yarn/application_1700000000000_0001/container_1700000000000_0001_01_000001/stderr")
 
 	cmd, base := startServe(t, bin, filepath.Join(dir, "data"))
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 	code, _, stderr := sparkprof(t, "import", "--server", base, filepath.Join(dir, "outputs"))
-	if code != 0 || !strings.Contains(stderr, "imported 3 of 3") || !strings.Contains(stderr, "skipped 1 file that is neither an event log nor a profile") {
+	if code != 0 || !strings.Contains(stderr, "imported 4 of 4") || !strings.Contains(stderr, "skipped 1 file that is neither an event log nor a profile") {
 		t.Fatalf("import: exit %d, %s", code, stderr)
 	}
 	getJSON := func(path string, v any) {
@@ -291,10 +293,18 @@ func TestImportMixedDir(t *testing.T) {
 			t.Fatalf("%s: %v", path, err)
 		}
 	}
-	var apps []struct{ ID string }
+	var apps []struct {
+		ID        string
+		TaskCount int
+	}
 	getJSON("/api/v1/apps", &apps)
-	if len(apps) != 2 {
-		t.Errorf("apps %+v, want the two event logs'", apps)
+	got := map[string]int{}
+	for _, a := range apps {
+		got[a.ID] = a.TaskCount
+	}
+	// The YARN app's tasks are those its driver log reports (32).
+	if _, ok := got["local-1642039451826"]; len(apps) != 3 || got["application_1700000000000_0001"] != 32 || !ok {
+		t.Errorf("apps %+v, want the two event logs' and the YARN directory's", apps)
 	}
 	var threads []string
 	getJSON("/api/v1/label-values?name=thread_name", &threads)

@@ -49,8 +49,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	// directories expand to the ones they hold.
 	type file struct {
 		path, kind string
-		zipDir     string // a rolling event log directory, sent as a zip of it
-		yarnDir    string // a YARN application log directory, sent as `yarn logs` prints it
+		write      func(io.Writer) error // the body, when not the file at path
 	}
 	sources, skipped, err := analysis.Expand(fs.Args())
 	if err != nil {
@@ -70,11 +69,13 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		case src.Kind == "eventlog" && st.IsDir():
 			// A rolling log goes as the History Server's download of
 			// it does: a zip of its directory.
-			files = append(files, file{path: filepath.Clean(src.Path) + ".zip", kind: src.Kind, zipDir: src.Path})
+			dir := src.Path
+			files = append(files, file{filepath.Clean(dir) + ".zip", src.Kind, func(w io.Writer) error { return writeZip(w, dir) }})
 		case src.Kind == "logs" && st.IsDir():
 			// Its container logs go as one text, so that the server
 			// analyses them together, each with its container.
-			files = append(files, file{path: filepath.Clean(src.Path) + ".log", kind: src.Kind, yarnDir: src.Path})
+			dir := src.Path
+			files = append(files, file{filepath.Clean(dir) + ".log", src.Kind, func(w io.Writer) error { return applog.WriteYarnLogs(w, dir) }})
 		default:
 			files = append(files, file{path: src.Path, kind: src.Kind})
 		}
@@ -92,14 +93,9 @@ func runImport(ctx context.Context, e *env, args []string) error {
 			contentType string
 		)
 		switch lp := format.LabelsBeside(f.path); {
-		case f.zipDir != "":
+		case f.write != nil:
 			pr, pw := io.Pipe()
-			go func() { pw.CloseWithError(writeZip(pw, f.zipDir)) }()
-			defer pr.Close()
-			body = pr
-		case f.yarnDir != "":
-			pr, pw := io.Pipe()
-			go func() { pw.CloseWithError(applog.WriteYarnLogs(pw, f.yarnDir)) }()
+			go func() { pw.CloseWithError(f.write(pw)) }()
 			defer pr.Close()
 			body = pr
 		case f.kind == "profile" && lp != "":

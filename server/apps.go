@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"io"
@@ -116,14 +115,14 @@ func (a *apps) add(tenant, name string, data io.Reader) (*analysis.Report, error
 // addToBundle saves a container log or metric record file as part of the
 // bundle named app and analyses the bundle again. The app id is the one the
 // logs print, else the bundle name.
-func (a *apps) addToBundle(tenant, app, name string, data []byte) (*analysis.Report, error) {
+func (a *apps) addToBundle(tenant, app, name string, data io.Reader) (*analysis.Report, error) {
 	dir := filepath.Join(a.dir, store.TenantDir(tenant), bundleDirPrefix+safeName(app))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, safeName(name))
 	tmp := path + ".tmp"
-	err := writeSynced(tmp, bytes.NewReader(data))
+	err := writeSynced(tmp, data)
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}

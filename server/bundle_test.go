@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -240,23 +241,31 @@ func TestImportJFRWithLabels(t *testing.T) {
 	}
 }
 
-// An event log imported as one streams to disk: the body limit of uploads
-// does not apply, its own does, and a refused log leaves nothing behind.
-func TestImportEventLogStreams(t *testing.T) {
-	log := corpus.Read(t, "eventlogs", "apache", "local-1642039451826")
-	q := url.Values{"path": {"local-1642039451826"}, "kind": {"eventlog"}}
+// Event logs and container logs imported as such stream to disk: the body
+// limit of uploads does not apply, their own does, and a refused log leaves
+// nothing behind.
+func TestImportLogsStream(t *testing.T) {
+	eventLog := corpus.Read(t, "eventlogs", "apache", "local-1642039451826")
+	driverLog := corpus.Read(t, "applogs", "nvidia", "driverlog")
 	for _, tt := range []struct {
-		name            string
+		name, kind, app string
+		data            []byte
 		maxBody, maxLog int64
 		want            int
 	}{
-		{"over the body limit", int64(len(log)) / 10, 0, 200},
-		{"over the event log limit", 0, int64(len(log)) / 10, 413},
+		{"event log over the body limit", "eventlog", "local-1642039451826", eventLog, int64(len(eventLog)) / 10, 0, 200},
+		{"event log over its limit", "eventlog", "", eventLog, 0, int64(len(eventLog)) / 10, 413},
+		{"container log over the body limit", "logs", "driverlog", driverLog, int64(len(driverLog)) / 10, 0, 200},
+		{"container log over its limit", "logs", "", driverLog, 0, int64(len(driverLog)) / 10, 413},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			ts, _ := newTestServer(t, Config{EventLogDir: dir, MaxBodyBytes: tt.maxBody, MaxEventLogBytes: tt.maxLog})
-			resp, err := http.Post(ts.URL+"/api/v1/import?"+q.Encode(), "application/octet-stream", bytes.NewReader(log))
+			ts, _ := newTestServer(t, Config{EventLogDir: dir, MaxBodyBytes: tt.maxBody, MaxLogBytes: tt.maxLog})
+			q := url.Values{"path": {"driverlog"}, "kind": {tt.kind}}
+			if tt.kind == "eventlog" {
+				q.Set("path", "local-1642039451826")
+			}
+			resp, err := http.Post(ts.URL+"/api/v1/import?"+q.Encode(), "application/octet-stream", bytes.NewReader(tt.data))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -267,14 +276,20 @@ func TestImportEventLogStreams(t *testing.T) {
 			}
 			var apps []AppSummary
 			getJSON(t, ts, "/api/v1/apps", &apps)
-			files, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
+			var files []string
+			filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.Type().IsRegular() {
+					files = append(files, p)
+				}
+				return err
+			})
 			if tt.want == 200 {
-				if len(apps) != 1 || apps[0].ID != "local-1642039451826" || len(files) != 1 {
-					t.Errorf("apps %+v, files %q; want the log's app and the log saved", apps, files)
+				if len(apps) != 1 || apps[0].ID != tt.app || len(files) != 1 {
+					t.Errorf("apps %+v, files %q; want app %s and the log saved", apps, files, tt.app)
 				}
 				return
 			}
-			if !strings.Contains(string(msg), "--max-eventlog-gb") || len(apps) != 0 || len(files) != 0 {
+			if !strings.Contains(string(msg), "--max-log-gb") || len(apps) != 0 || len(files) != 0 {
 				t.Errorf("answer %s, apps %+v, files %q; want the limit named, no app, no file", msg, apps, files)
 			}
 		})

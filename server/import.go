@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -89,9 +91,41 @@ func (s *Server) importEventLog(tenant, name string, body io.Reader) (*ImportRes
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return nil, &importError{http.StatusRequestEntityTooLarge, fmt.Errorf("event log %s: larger than %d bytes (serve --max-eventlog-gb; or let serve --eventlog-dir read it in place)", name, tooBig.Limit)}
+		return nil, &importError{http.StatusRequestEntityTooLarge, fmt.Errorf("event log %s: larger than %d bytes (serve --max-log-gb; or let serve --eventlog-dir read it in place)", name, tooBig.Limit)}
 	case err != nil:
 		return nil, &importError{http.StatusUnprocessableEntity, fmt.Errorf("event log %s: %w", name, err)}
+	}
+	return &ImportResult{App: &rep.App, Findings: len(rep.Findings)}, nil
+}
+
+// appFromName is the app a file belongs to when nothing else names it: its
+// name less directories and extensions.
+func appFromName(name string) string {
+	base := strings.TrimSuffix(path.Base(strings.ReplaceAll(name, "\\", "/")), ".gz")
+	return strings.TrimSuffix(base, path.Ext(base))
+}
+
+// importLogs saves a container log read from body with the other files of
+// its app (app, else the file name's) and analyses the app again. A body
+// without a log line in its first MiB is refused; decodeErr, if not nil,
+// says why it was not taken for a profile.
+func (s *Server) importLogs(tenant, name, app string, body io.Reader, decodeErr error) (*ImportResult, error) {
+	br := bufio.NewReaderSize(body, 1<<20)
+	head, _ := br.Peek(1 << 20)
+	if !s.looksLikeLog(head) {
+		err := fmt.Errorf("%s: not a container log (no line in a log4j or JSON layout in the first MiB)", name)
+		if decodeErr != nil {
+			err = fmt.Errorf("%s: neither an event log, a container log nor a profile (as a profile: %w)", name, decodeErr)
+		}
+		return nil, &importError{http.StatusUnprocessableEntity, err}
+	}
+	rep, err := s.apps.addToBundle(tenant, cmp.Or(app, appFromName(name)), name, br)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, &importError{http.StatusRequestEntityTooLarge, fmt.Errorf("container log %s: larger than %d bytes (serve --max-log-gb)", name, tooBig.Limit)}
+	case err != nil:
+		return nil, &importError{http.StatusUnprocessableEntity, fmt.Errorf("container log %s: %w", name, err)}
 	}
 	return &ImportResult{App: &rep.App, Findings: len(rep.Findings)}, nil
 }
@@ -132,29 +166,22 @@ func (s *Server) Import(tenant string, f ImportFile) (*ImportResult, error) {
 			kind = "logs"
 		}
 	}
-	if kind == "logs" && !s.looksLikeLog(f.Data) {
-		err := fmt.Errorf("%s: not a container log (no line in a log4j or JSON layout in the first MiB)", f.Name)
-		if decodeErr != nil {
-			err = fmt.Errorf("%s: neither an event log, a container log nor a profile (as a profile: %w)", f.Name, decodeErr)
-		}
-		return nil, &importError{http.StatusUnprocessableEntity, err}
+	if kind == "logs" {
+		return s.importLogs(tenant, f.Name, f.App, bytes.NewReader(f.Data), decodeErr)
 	}
 	app := f.App
-	if app == "" && p != nil {
+	if app == "" {
 		app, _ = p.Labels.Get(profile.LabelAppID)
 	}
-	if app == "" {
-		base := path.Base(strings.ReplaceAll(f.Name, "\\", "/"))
-		app = strings.TrimSuffix(strings.TrimSuffix(base, ".gz"), path.Ext(strings.TrimSuffix(base, ".gz")))
-	}
+	app = cmp.Or(app, appFromName(f.Name))
 	bundle := s.apps.bundle(tenant, app)
-	if kind == "logs" || (bundle != nil && len(p.Series) > 0) {
-		rep, err := s.apps.addToBundle(tenant, app, f.Name, f.Data)
+	if bundle != nil && len(p.Series) > 0 {
+		rep, err := s.apps.addToBundle(tenant, app, f.Name, bytes.NewReader(f.Data))
 		if err != nil {
 			return nil, &importError{http.StatusUnprocessableEntity, fmt.Errorf("container log %s: %w", f.Name, err)}
 		}
 		bundle = rep
-		if kind == "logs" || len(p.Samples) == 0 {
+		if len(p.Samples) == 0 {
 			return &ImportResult{App: &rep.App, Findings: len(rep.Findings)}, nil
 		}
 		p.Series = nil // the bundle's report has them; stored too, the app's page would show them twice
@@ -191,9 +218,16 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "kind %q: want eventlog, logs or profile (or none to tell by content)", f.Kind)
 		return
 	}
-	if f.Kind == "eventlog" {
-		// Event logs stream to disk: a large app's runs to gigabytes.
-		res, err := s.importEventLog(tenant(r), f.Name, http.MaxBytesReader(w, r.Body, s.cfg.MaxEventLogBytes))
+	if f.Kind == "eventlog" || f.Kind == "logs" {
+		// Logs stream to disk: a large app's run to gigabytes.
+		body := http.MaxBytesReader(w, r.Body, s.cfg.MaxLogBytes)
+		var res *ImportResult
+		var err error
+		if f.Kind == "eventlog" {
+			res, err = s.importEventLog(tenant(r), f.Name, body)
+		} else {
+			res, err = s.importLogs(tenant(r), f.Name, f.App, body, nil)
+		}
 		var ie *importError
 		if errors.As(err, &ie) {
 			httpError(w, ie.code, "%v", ie.err)

@@ -27,9 +27,10 @@ type Config struct {
 	// MaxBodyBytes bounds an upload's body; MaxDecodedBytes its
 	// decompressed size (gzip bombs are rejected with 413).
 	MaxBodyBytes, MaxDecodedBytes int64
-	// MaxEventLogBytes bounds an event log imported with kind=eventlog,
-	// which streams to disk instead of memory (default 16 GiB).
-	MaxEventLogBytes int64
+	// MaxLogBytes bounds an event log or container log imported with
+	// its kind (eventlog, logs), which streams to disk instead of memory
+	// (default 16 GiB).
+	MaxLogBytes int64
 	// RatePerSecond bounds uploads per tenant and second (a burst of
 	// twice that is allowed); zero means no limit.
 	RatePerSecond float64
@@ -62,8 +63,8 @@ func New(cfg Config) *Server {
 	if cfg.MaxDecodedBytes == 0 {
 		cfg.MaxDecodedBytes = 512 << 20
 	}
-	if cfg.MaxEventLogBytes == 0 {
-		cfg.MaxEventLogBytes = 16 << 30
+	if cfg.MaxLogBytes == 0 {
+		cfg.MaxLogBytes = 16 << 30
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))

@@ -22,7 +22,7 @@ import (
 func init() {
 	register(&command{
 		name:    "serve",
-		usage:   "[--addr 127.0.0.1:4040] [--data DIR] [--retention 30d] [--auth-token-file FILE] [--preload DIR] [--eventlog-dir DIR] [--max-eventlog-gb 16]",
+		usage:   "[--addr 127.0.0.1:4040] [--data DIR] [--retention 30d] [--auth-token-file FILE] [--preload DIR] [--eventlog-dir DIR] [--max-log-gb 16]",
 		summary: "run the server: Pyroscope-compatible ingest, embedded store, query API",
 		run:     runServe,
 	})
@@ -48,7 +48,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	rate := fs.Float64("rate", 0, "uploads per second and tenant before 429 (0: no limit)")
 	eventLogDir := fs.String("eventlog-dir", "", "analyse the event logs of this directory (spark.eventLog.dir), new and in-progress ones, as the History Server does")
 	poll := fs.Duration("eventlog-poll", 10*time.Second, "how often --eventlog-dir is scanned for new and grown logs")
-	maxEventLogGB := fs.Int64("max-eventlog-gb", 16, "largest event log (GiB, as sent) that /api/v1/import takes; event logs stream to disk")
+	maxLogGB := fs.Int64("max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		*agentJar = ""
 	}
 	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: *agentJar, RatePerSecond: *rate,
-		EventLogDir: filepath.Join(*data, "eventlogs"), MaxEventLogBytes: *maxEventLogGB << 30})
+		EventLogDir: filepath.Join(*data, "eventlogs"), MaxLogBytes: *maxLogGB << 30})
 	g.open(srv)
 	fmt.Fprintf(e.stderr, "sparkprof serve: listening on http://%s (data in %s)\n", ln.Addr(), *data)
 	if *preload != "" {

@@ -167,21 +167,40 @@ var (
 
 // Open parses the log file at path, gunzipping it when it ends in ".gz".
 func Open(path string, opt Options) (*Log, error) {
+	r, err := openFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return Parse(r, path, opt)
+}
+
+// openFile opens the log file at path, gunzipping it when it ends in ".gz".
+func openFile(path string) (io.ReadCloser, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("applog: %w", err)
 	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			return nil, fmt.Errorf("applog: %s: %w", path, err)
-		}
-		defer zr.Close()
-		r = zr
+	if !strings.HasSuffix(path, ".gz") {
+		return f, nil
 	}
-	return Parse(r, path, opt)
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("applog: %s: %w", path, err)
+	}
+	return gzipFile{zr, f}, nil
+}
+
+// gzipFile reads a gzipped file; closing it closes both.
+type gzipFile struct {
+	*gzip.Reader
+	f *os.File
+}
+
+func (g gzipFile) Close() error {
+	g.Reader.Close()
+	return g.f.Close()
 }
 
 // record is one parsed line prefix.

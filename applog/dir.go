@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/klauspost/compress/gzip"
 )
 
 // OpenDir parses every container log of a YARN application log directory
@@ -98,20 +96,11 @@ func WriteYarnLogs(w io.Writer, dir string) error {
 // copyLog copies the log file at path, gunzipped if named .gz, to w, ending
 // it with a newline.
 func copyLog(w *bufio.Writer, path string) error {
-	f, err := os.Open(path)
+	r, err := openFile(path)
 	if err != nil {
-		return fmt.Errorf("applog: %w", err)
+		return err
 	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			return fmt.Errorf("applog: %s: %w", path, err)
-		}
-		defer zr.Close()
-		r = zr
-	}
+	defer r.Close()
 	cw := &lastByteWriter{w: w}
 	if _, err := io.Copy(cw, r); err != nil {
 		return fmt.Errorf("applog: %s: %w", path, err)

@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-
-	"github.com/klauspost/compress/gzip"
 )
 
 // ParseYarnLogs parses the concatenated output of "yarn logs
@@ -99,20 +97,11 @@ func OpenAll(path string, opt Options) ([]*Log, error) {
 	if fi.IsDir() {
 		return OpenDir(path, opt)
 	}
-	f, err := os.Open(path)
+	r, err := openFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("applog: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			return nil, fmt.Errorf("applog: %s: %w", path, err)
-		}
-		defer zr.Close()
-		r = zr
-	}
+	defer r.Close()
 	br := bufio.NewReader(r)
 	head, _ := br.Peek(512)
 	if bytes.HasPrefix(bytes.TrimLeft(head, "\r\n"), []byte("Container: ")) {

@@ -88,14 +88,20 @@ func (e *importError) Unwrap() error { return e.err }
 // importEventLog saves an event log read from body and analyses it.
 func (s *Server) importEventLog(tenant, name string, body io.Reader) (*ImportResult, error) {
 	rep, err := s.apps.add(tenant, name, body)
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		return nil, &importError{http.StatusRequestEntityTooLarge, fmt.Errorf("event log %s: larger than %d bytes (serve --max-log-gb; or let serve --eventlog-dir read it in place)", name, tooBig.Limit)}
-	case err != nil:
-		return nil, &importError{http.StatusUnprocessableEntity, fmt.Errorf("event log %s: %w", name, err)}
+	if err != nil {
+		return nil, logError("event log "+name, "serve --max-log-gb; or let serve --eventlog-dir read it in place", err)
 	}
 	return &ImportResult{App: &rep.App, Findings: len(rep.Findings)}, nil
+}
+
+// logError is the answer to a log whose saving or analysis failed with
+// err: 413 past the size limit, which hint tells how to raise, else 422.
+func logError(what, hint string, err error) *importError {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return &importError{http.StatusRequestEntityTooLarge, fmt.Errorf("%s: larger than %d bytes (%s)", what, tooBig.Limit, hint)}
+	}
+	return &importError{http.StatusUnprocessableEntity, fmt.Errorf("%s: %w", what, err)}
 }
 
 // appFromName is the app a file belongs to when nothing else names it: its
@@ -120,12 +126,8 @@ func (s *Server) importLogs(tenant, name, app string, body io.Reader, decodeErr 
 		return nil, &importError{http.StatusUnprocessableEntity, err}
 	}
 	rep, err := s.apps.addToBundle(tenant, cmp.Or(app, appFromName(name)), name, br)
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		return nil, &importError{http.StatusRequestEntityTooLarge, fmt.Errorf("container log %s: larger than %d bytes (serve --max-log-gb)", name, tooBig.Limit)}
-	case err != nil:
-		return nil, &importError{http.StatusUnprocessableEntity, fmt.Errorf("container log %s: %w", name, err)}
+	if err != nil {
+		return nil, logError("container log "+name, "serve --max-log-gb", err)
 	}
 	return &ImportResult{App: &rep.App, Findings: len(rep.Findings)}, nil
 }

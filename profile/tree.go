@@ -1,7 +1,9 @@
 package profile
 
 import (
+	"cmp"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -281,4 +283,59 @@ func (t *Tree) Top(n int) []FuncStat {
 		out = out[:n]
 	}
 	return out
+}
+
+// OtherName names the node into which Trim folds a parent's small children.
+const OtherName = "other"
+
+// Trim bounds the tree to about maxNodes nodes below the root, as
+// Pyroscope's max-nodes does: it keeps the nodes whose size (the larger of
+// Total and BaseTotal) is among the maxNodes largest, and folds each
+// parent's other children into one child named OtherName, whose self is
+// their total, so every kept node's total is unchanged. Ties at the cut are
+// dropped together, so fewer nodes may be kept. maxNodes <= 0 keeps all.
+func (t *Tree) Trim(maxNodes int) {
+	if maxNodes <= 0 {
+		return
+	}
+	size := func(n *Node) int64 { return max(n.Total, n.BaseTotal) }
+	var sizes []int64
+	t.Walk(func(n *Node, depth int) bool {
+		if depth > 0 {
+			sizes = append(sizes, size(n))
+		}
+		return true
+	})
+	if len(sizes) <= maxNodes {
+		return
+	}
+	slices.SortFunc(sizes, func(a, b int64) int { return cmp.Compare(b, a) })
+	// Keep sizes > cut: a node is never larger than its parent, so the
+	// kept nodes are the tops of the tree.
+	cut := sizes[maxNodes]
+	var trim func(n *Node)
+	trim = func(n *Node) {
+		kept := n.Children[:0]
+		var other *Node
+		for _, c := range n.Children {
+			if size(c) > cut {
+				kept = append(kept, c)
+				trim(c)
+				continue
+			}
+			if other == nil {
+				other = &Node{Name: OtherName}
+			}
+			other.Self += c.Total
+			other.BaseSelf += c.BaseTotal
+		}
+		clear(n.Children[len(kept):])
+		n.Children = kept
+		if other != nil {
+			other.Total, other.BaseTotal = other.Self, other.BaseSelf
+			i, _ := slices.BinarySearchFunc(n.Children, other.Name, func(c *Node, name string) int { return cmp.Compare(c.Name, name) })
+			n.Children = slices.Insert(n.Children, i, other)
+		}
+	}
+	trim(t.Root)
 }

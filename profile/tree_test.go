@@ -31,3 +31,37 @@ func treeLines(t *Tree) []string {
 	})
 	return out
 }
+
+// TestTrim checks that Trim keeps the largest nodes and folds the rest of
+// each parent's children into "other", keeping every kept node's total.
+func TestTrim(t *testing.T) {
+	lines := []string{"a;b;c 50", "a;b;d 5", "a;e 20", "a;f 4", "g 10", "h 1"}
+	tests := []struct {
+		maxNodes int
+		want     []string
+	}{
+		{0, []string{"a;b;c 50", "a;b;d 5", "a;e 20", "a;f 4", "g 10", "h 1"}},
+		{8, []string{"a;b;c 50", "a;b;d 5", "a;e 20", "a;f 4", "g 10", "h 1"}},
+		{7, []string{"a;b;c 50", "a;b;d 5", "a;e 20", "a;f 4", "g 10", "other 1"}},
+		// Sizes 79 a, 55 b, 50 c, 20 e, 10 g, 5 d, 4 f, 1 h.
+		{5, []string{"a;b;c 50", "a;b;other 5", "a;e 20", "a;other 4", "g 10", "other 1"}},
+		{1, []string{"a;other 79", "other 11"}},
+	}
+	for _, tt := range tests {
+		tr := NewTree(build(t, nil, lines...), TypeCPU)
+		tr.Trim(tt.maxNodes)
+		if got := folded(tr); strings.Join(got, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("Trim(%d) = %v, want %v", tt.maxNodes, got, tt.want)
+		}
+		if tr.Root.Total != 90 {
+			t.Errorf("Trim(%d): total %d, want 90", tt.maxNodes, tr.Root.Total)
+		}
+	}
+
+	// A diff tree keeps a node that only the baseline has.
+	d := Diff(build(t, nil, "a;gone 100", "a;x 1"), build(t, nil, "a;new 3", "a;x 1"), TypeCPU)
+	d.Trim(2)
+	if got := treeLines(d); strings.Join(got, "|") != "0 total 0 4|1 a 0 4|2 gone 0 0|2 other 4 4" {
+		t.Errorf("diff Trim(2) = %v", got)
+	}
+}

@@ -1,12 +1,16 @@
 package server
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // FuzzParse feeds ingest names, selectors and times to their parsers: they
 // may refuse but must not panic, and a parsed name always has a
 // service_name.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"app.cpu{spark_app_id=app-1,executorId=3}", `{service_name="a", spark_stage_id=~"1|2"}`, "app{", "1700000000000", "now-1h", `x{a="b,c",d!~"e"}`} {
+	for _, s := range []string{"app.cpu{spark_app_id=app-1,executorId=3}", `{service_name="a", spark_stage_id=~"1|2"}`, "app{", "1700000000000", "now-1h", `x{a="b,c",d!~"e"}`,
+		`process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="a"}`, `{__name__="memory:alloc_space:bytes:space:bytes"}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -15,7 +19,14 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("parseName(%q) = %v without service_name", s, ls)
 			}
 		}
-		parseSelector(s)
+		// A profile type ID before the braces always names a sample type.
+		if name, _, _ := strings.Cut(s, "{"); strings.Contains(name, ":") {
+			if _, typ, err := parseSelector(s); err == nil && typ.Name == "" {
+				t.Fatalf("parseSelector(%q): a profile type ID without a sample type", s)
+			}
+		} else {
+			parseSelector(s)
+		}
 		parseTimeParam(s)
 		splitOutsideQuotes(s)
 	})

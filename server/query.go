@@ -21,21 +21,25 @@ import (
 )
 
 // parseSelector parses `{name="v", other=~"re"}`, optionally prefixed with
-// an app name as Pyroscope writes queries (`app.cpu{...}`), whose suffix
-// names a sample type: typ (zero without one).
+// a Pyroscope profile type ID (`process_cpu:cpu:nanoseconds:cpu:nanoseconds{...}`,
+// also as a __name__ matcher), which names a sample type, or with an app
+// name as Pyroscope 0.x wrote queries (`app.cpu{...}`), whose suffix names
+// one: typ (zero without one).
 func parseSelector(sel string) (ms []profile.Matcher, typ profile.SampleType, err error) {
 	sel = strings.TrimSpace(sel)
 	if sel == "" {
 		return nil, typ, nil
 	}
-	app, rest, ok := strings.Cut(sel, "{")
-	if app = strings.TrimSpace(app); app != "" {
-		app, typ = cutTypeSuffix(app)
-		m, err := profile.NewMatcher(profile.LabelServiceName, profile.MatchEqual, app)
+	name, rest, ok := strings.Cut(sel, "{")
+	if name = strings.TrimSpace(name); name != "" {
+		m, t, err := queryName(name)
 		if err != nil {
 			return nil, typ, err
 		}
-		ms = append(ms, m)
+		if m != nil {
+			ms = append(ms, *m)
+		}
+		typ = t
 	}
 	if !ok {
 		return ms, typ, nil
@@ -51,6 +55,21 @@ func parseSelector(sel string) (ms []profile.Matcher, typ profile.SampleType, er
 		m, err := profile.ParseMatcher(strings.TrimSpace(part))
 		if err != nil {
 			return nil, typ, fmt.Errorf("selector %q: %w", sel, err)
+		}
+		if m.Name == metricName {
+			// Pyroscope's {__name__="process_cpu:cpu:nanoseconds:cpu:nanoseconds", ...}
+			if m.Op != profile.MatchEqual {
+				return nil, typ, fmt.Errorf("selector %q: %s takes = only", sel, metricName)
+			}
+			nm, t, err := queryName(m.Value)
+			if err != nil {
+				return nil, typ, err
+			}
+			if nm != nil {
+				ms = append(ms, *nm)
+			}
+			typ = t
+			continue
 		}
 		if std, ok := labelAliases[m.Name]; ok {
 			m.Name = std
@@ -102,7 +121,11 @@ func parseRequest(r *http.Request, selParam string) (request, error) {
 	if err != nil {
 		return request{}, err
 	}
-	from, until, err := parseRange(q)
+	side := ""
+	if selParam == "base" || selParam == "next" {
+		side = selParam // a diff side's own range: baseFrom, nextUntil
+	}
+	from, until, err := parseRange(q, side)
 	if err != nil {
 		return request{}, err
 	}
@@ -124,13 +147,26 @@ func parseRequest(r *http.Request, selParam string) (request, error) {
 	return req, nil
 }
 
-// parseRange parses a query's optional from and until.
-func parseRange(q url.Values) (from, until int64, err error) {
-	if from, err = parseTimeParam(q.Get("from")); err != nil {
-		return 0, 0, fmt.Errorf("from: %w", err)
+// parseRange parses a query's optional from and until, or, when given,
+// side's own (side "base": baseFrom and baseUntil).
+func parseRange(q url.Values, side string) (from, until int64, err error) {
+	parse := func(name string) (int64, error) {
+		if side != "" {
+			if own := side + strings.ToUpper(name[:1]) + name[1:]; q.Has(own) {
+				name = own
+			}
+		}
+		t, err := parseTimeParam(q.Get(name))
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", name, err)
+		}
+		return t, nil
 	}
-	if until, err = parseTimeParam(q.Get("until")); err != nil {
-		return 0, 0, fmt.Errorf("until: %w", err)
+	if from, err = parse("from"); err != nil {
+		return 0, 0, err
+	}
+	if until, err = parse("until"); err != nil {
+		return 0, 0, err
 	}
 	return from, until, nil
 }
@@ -355,116 +391,17 @@ type renderResponse struct {
 }
 
 func (s *Server) handleRender(w http.ResponseWriter, r *http.Request) {
+	limit, err := maxNodes(r, 0)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
 	t, p, ok := s.tree(w, r, "query")
 	if !ok {
 		return
 	}
+	t.Trim(limit)
 	writeJSON(w, renderResponse{Flamebearer: newFlamebearer(t), Type: t.Type.Name, Unit: t.Type.Unit, Types: presentTypes(p), Samples: len(p.Samples)})
-}
-
-// handlePyroscopeRender answers as Pyroscope's /render does.
-// handlePyroscopeRender answers as Pyroscope's /pyroscope/render does: the
-// flame graph with Pyroscope's units, and a timeline of the selection's
-// values per step.
-func (s *Server) handlePyroscopeRender(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	defer func() { s.metrics.queried(time.Since(start)) }()
-	req, err := parseRequest(r, "query")
-	if err != nil {
-		httpError(w, http.StatusBadRequest, "query: %v", err)
-		return
-	}
-	from, until := req.query.From, req.query.Until
-	step := timelineStep(from, until)
-	req.dropLabels, req.resolution = true, int64(step)
-	p, req, ok := s.selected(w, r, req)
-	if !ok {
-		return
-	}
-	t := sampleType(p, req.typ)
-	units, rate := renderUnits(t)
-	writeJSON(w, map[string]any{
-		"version":     1,
-		"flamebearer": newFlamebearer(profile.NewTree(p, t)),
-		"metadata":    map[string]any{"format": "single", "units": units, "sampleRate": rate, "name": t.Name},
-		"timeline":    newTimeline(p, t, from, until, step),
-	})
-}
-
-// renderUnits returns the units and sample rate Pyroscope's render answer
-// gives a sample type, which its UI knows how to show: "samples" are time
-// at the rate, so CPU nanoseconds are samples at 10⁹ a second; lock types
-// take the units of Pyroscope's uploads (pyroscopeUnits).
-func renderUnits(t profile.SampleType) (string, int) {
-	switch {
-	case t.Family() == "cpu" && t.Unit == "nanoseconds":
-		return "samples", 1_000_000_000
-	case t.Name == "alloc_objects", t.Name == "live_objects", t.Name == "samples":
-		return "objects", 100
-	}
-	for units, ut := range pyroscopeUnits {
-		if ut == t && units != "objects" {
-			return units, 100
-		}
-	}
-	return t.Unit, 100
-}
-
-// timelineStep is the step of a render answer's timeline: 1,500 points
-// over the range, as Pyroscope draws it, and no less than 10 s.
-func timelineStep(from, until int64) time.Duration {
-	step := 10 * time.Second
-	if from != 0 {
-		if until == 0 {
-			until = time.Now().UnixNano()
-		}
-		step = max(step, (time.Duration(until-from) / 1500).Truncate(time.Second))
-	}
-	return step
-}
-
-// timeline is Pyroscope's timeline: values per step from StartTime
-// (Unix seconds), zero where there were none.
-type timeline struct {
-	StartTime     int64   `json:"startTime"`
-	Samples       []int64 `json:"samples"`
-	DurationDelta int64   `json:"durationDelta"`
-}
-
-// newTimeline sums the samples of type t per step over [from, until), or,
-// when the range is open, over the samples' times (at most maxSteps steps,
-// widened when needed). Samples without a time are left out.
-func newTimeline(p *profile.Profile, t profile.SampleType, from, until int64, step time.Duration) timeline {
-	id, ok := p.TypeIndex(t)
-	var lo, hi int64
-	for _, smp := range p.Samples {
-		if ok && smp.Type == id && smp.Time > 0 {
-			if lo == 0 || smp.Time < lo {
-				lo = smp.Time
-			}
-			hi = max(hi, smp.Time)
-		}
-	}
-	if from != 0 {
-		lo = from
-	}
-	if until != 0 {
-		hi = until - 1
-	}
-	if lo == 0 || hi < lo {
-		return timeline{DurationDelta: int64(step / time.Second), Samples: []int64{}}
-	}
-	if span := time.Duration(hi - lo); span/step >= maxSteps {
-		step = (span/(maxSteps-1) + time.Second).Truncate(time.Second)
-	}
-	first := lo - lo%int64(step)
-	tl := timeline{StartTime: first / 1e9, DurationDelta: int64(step / time.Second), Samples: make([]int64, (hi-first)/int64(step)+1)}
-	for _, smp := range p.Samples {
-		if smp.Type == id && smp.Time >= first && smp.Time <= hi {
-			tl.Samples[(smp.Time-first)/int64(step)] += smp.Value
-		}
-	}
-	return tl
 }
 
 func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) {
@@ -564,7 +501,7 @@ func (s *Server) labelValues(r *http.Request, name string, q store.Query) (map[s
 // labelRange parses the optional from and until of a label query. On
 // failure it has answered the request.
 func labelRange(w http.ResponseWriter, r *http.Request) (store.Query, bool) {
-	from, until, err := parseRange(r.URL.Query())
+	from, until, err := parseRange(r.URL.Query(), "")
 	if err != nil {
 		httpError(w, http.StatusBadRequest, "%v", err)
 		return store.Query{}, false
@@ -577,17 +514,27 @@ func (s *Server) handleLabels(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	vals, err := s.labelValues(r, "", q)
+	names, err := s.labelNames(r, q)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return
+	}
+	writeJSON(w, names)
+}
+
+// labelNames lists, sorted, the label names of the tenant's uploads and
+// samples in q's range.
+func (s *Server) labelNames(r *http.Request, q store.Query) ([]string, error) {
+	vals, err := s.labelValues(r, "", q)
+	if err != nil {
+		return nil, err
 	}
 	names := make([]string, 0, len(vals))
 	for n := range vals {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	writeJSON(w, names)
+	return names, nil
 }
 
 func (s *Server) handleLabelValues(w http.ResponseWriter, r *http.Request) {
@@ -624,6 +571,11 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) { s.diff(w, 
 // diff answers the diff of the selections base and next, with the fields
 // of extra added.
 func (s *Server) diff(w http.ResponseWriter, r *http.Request, extra map[string]any) {
+	limit, err := maxNodes(r, 0)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
 	base, _, ok := s.stacks(w, r, "base")
 	if !ok {
 		return
@@ -641,6 +593,7 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request, extra map[string]a
 		return
 	}
 	tree := profile.Diff(base, next, t)
+	tree.Trim(limit)
 	ans := map[string]any{
 		"version":     1,
 		"flamebearer": newDiffFlamebearer(tree),
@@ -650,22 +603,6 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request, extra map[string]a
 	}
 	maps.Copy(ans, extra)
 	writeJSON(w, ans)
-}
-
-// handlePyroscopeDiff maps Pyroscope's leftQuery/rightQuery parameters onto
-// handleDiff.
-func (s *Server) handlePyroscopeDiff(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	q.Set("base", q.Get("leftQuery"))
-	q.Set("next", q.Get("rightQuery"))
-	if q.Get("from") == "" {
-		q.Set("from", q.Get("leftFrom"))
-	}
-	if q.Get("until") == "" {
-		q.Set("until", q.Get("rightUntil"))
-	}
-	r.URL.RawQuery = q.Encode()
-	s.handleDiff(w, r)
 }
 
 // breakdownRow is one group of a breakdown: its keys in the order asked

@@ -294,9 +294,10 @@ const OtherName = "other"
 // parent's other children into one child named OtherName, whose self is
 // their total, so every kept node's total is unchanged. Ties at the cut are
 // dropped together, so fewer nodes may be kept. maxNodes <= 0 keeps all.
-func (t *Tree) Trim(maxNodes int) {
+// Trim returns the number of nodes folded away.
+func (t *Tree) Trim(maxNodes int) int {
 	if maxNodes <= 0 {
-		return
+		return 0
 	}
 	size := func(n *Node) int64 { return max(n.Total, n.BaseTotal) }
 	var sizes []int64
@@ -307,12 +308,13 @@ func (t *Tree) Trim(maxNodes int) {
 		return true
 	})
 	if len(sizes) <= maxNodes {
-		return
+		return 0
 	}
 	slices.SortFunc(sizes, func(a, b int64) int { return cmp.Compare(b, a) })
 	// Keep sizes > cut: a node is never larger than its parent, so the
 	// kept nodes are the tops of the tree.
 	cut := sizes[maxNodes]
+	folded := 0
 	var trim func(n *Node)
 	trim = func(n *Node) {
 		kept := n.Children[:0]
@@ -326,6 +328,7 @@ func (t *Tree) Trim(maxNodes int) {
 			if other == nil {
 				other = &Node{Name: OtherName}
 			}
+			folded += nodes(c)
 			other.Self += c.Total
 			other.BaseSelf += c.BaseTotal
 		}
@@ -338,4 +341,14 @@ func (t *Tree) Trim(maxNodes int) {
 		}
 	}
 	trim(t.Root)
+	return folded
+}
+
+// nodes counts n and the nodes below it.
+func nodes(n *Node) int {
+	c := 1
+	for _, ch := range n.Children {
+		c += nodes(ch)
+	}
+	return c
 }

@@ -37,19 +37,21 @@ func treeLines(t *Tree) []string {
 func TestTrim(t *testing.T) {
 	lines := []string{"a;b;c 50", "a;b;d 5", "a;e 20", "a;f 4", "g 10", "h 1"}
 	tests := []struct {
-		maxNodes int
-		want     []string
+		maxNodes, folded int
+		want             []string
 	}{
-		{0, []string{"a;b;c 50", "a;b;d 5", "a;e 20", "a;f 4", "g 10", "h 1"}},
-		{8, []string{"a;b;c 50", "a;b;d 5", "a;e 20", "a;f 4", "g 10", "h 1"}},
-		{7, []string{"a;b;c 50", "a;b;d 5", "a;e 20", "a;f 4", "g 10", "other 1"}},
+		{0, 0, []string{"a;b;c 50", "a;b;d 5", "a;e 20", "a;f 4", "g 10", "h 1"}},
+		{8, 0, []string{"a;b;c 50", "a;b;d 5", "a;e 20", "a;f 4", "g 10", "h 1"}},
+		{7, 1, []string{"a;b;c 50", "a;b;d 5", "a;e 20", "a;f 4", "g 10", "other 1"}},
 		// Sizes 79 a, 55 b, 50 c, 20 e, 10 g, 5 d, 4 f, 1 h.
-		{5, []string{"a;b;c 50", "a;b;other 5", "a;e 20", "a;other 4", "g 10", "other 1"}},
-		{1, []string{"a;other 79", "other 11"}},
+		{5, 3, []string{"a;b;c 50", "a;b;other 5", "a;e 20", "a;other 4", "g 10", "other 1"}},
+		{1, 7, []string{"a;other 79", "other 11"}},
 	}
 	for _, tt := range tests {
 		tr := NewTree(build(t, nil, lines...), TypeCPU)
-		tr.Trim(tt.maxNodes)
+		if n := tr.Trim(tt.maxNodes); n != tt.folded {
+			t.Errorf("Trim(%d) folded %d nodes, want %d", tt.maxNodes, n, tt.folded)
+		}
 		if got := folded(tr); strings.Join(got, "|") != strings.Join(tt.want, "|") {
 			t.Errorf("Trim(%d) = %v, want %v", tt.maxNodes, got, tt.want)
 		}

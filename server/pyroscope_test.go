@@ -116,6 +116,19 @@ func TestProfileTypeIDRoundTrip(t *testing.T) {
 	}
 }
 
+// countOthers counts a flamebearer's blocks named "other".
+func countOthers(fb Flamebearer) int {
+	n := 0
+	for _, l := range fb.Levels {
+		for i := 3; i < len(l); i += 4 {
+			if fb.Names[l[i]] == profile.OtherName {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // countNodes counts a flamebearer's blocks below the root.
 func countNodes(fb Flamebearer) int {
 	n := 0
@@ -149,15 +162,11 @@ func TestMaxNodes(t *testing.T) {
 		getJSON(t, ts, "/api/v1/render?"+query.Encode(), &r)
 		var pr pyroscopeRender
 		getJSON(t, ts, "/pyroscope/render?"+query.Encode(), &pr)
+		if others := countOthers(*r.Flamebearer); countNodes(*r.Flamebearer)-others+r.Folded != full {
+			t.Errorf("maxNodes=%d: %d nodes with %d others, %d folded; want the %d nodes of the whole tree", limit, countNodes(*r.Flamebearer), others, r.Folded, full)
+		}
 		for _, fb := range []Flamebearer{*r.Flamebearer, pr.Flamebearer} {
-			others := 0
-			for _, l := range fb.Levels {
-				for i := 3; i < len(l); i += 4 {
-					if fb.Names[l[i]] == profile.OtherName {
-						others++
-					}
-				}
-			}
+			others := countOthers(fb)
 			if n := countNodes(fb) - others; n > limit || n < limit/2 || others == 0 || fb.NumTicks != all.Flamebearer.NumTicks {
 				t.Errorf("maxNodes=%d: %d frames and %d others, %d ticks; want at most %d frames, total %d", limit, n, others, fb.NumTicks, limit, all.Flamebearer.NumTicks)
 			}

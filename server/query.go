@@ -388,6 +388,8 @@ type renderResponse struct {
 	Unit        string               `json:"unit"`
 	Types       []profile.SampleType `json:"types"`
 	Samples     int                  `json:"samples"`
+	// Folded counts the frames maxNodes folded into "other" frames.
+	Folded int `json:"folded"`
 }
 
 func (s *Server) handleRender(w http.ResponseWriter, r *http.Request) {
@@ -400,8 +402,8 @@ func (s *Server) handleRender(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	t.Trim(limit)
-	writeJSON(w, renderResponse{Flamebearer: newFlamebearer(t), Type: t.Type.Name, Unit: t.Type.Unit, Types: presentTypes(p), Samples: len(p.Samples)})
+	folded := t.Trim(limit)
+	writeJSON(w, renderResponse{Flamebearer: newFlamebearer(t), Type: t.Type.Name, Unit: t.Type.Unit, Types: presentTypes(p), Samples: len(p.Samples), Folded: folded})
 }
 
 func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) {
@@ -593,13 +595,14 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request, extra map[string]a
 		return
 	}
 	tree := profile.Diff(base, next, t)
-	tree.Trim(limit)
+	folded := tree.Trim(limit)
 	ans := map[string]any{
 		"version":     1,
 		"flamebearer": newDiffFlamebearer(tree),
 		"metadata":    map[string]any{"format": "double", "name": t.Name, "unit": t.Unit},
 		"leftTicks":   tree.Root.BaseTotal,
 		"rightTicks":  tree.Root.Total,
+		"folded":      folded,
 	}
 	maps.Copy(ans, extra)
 	writeJSON(w, ans)

@@ -165,6 +165,36 @@ try {
     await page.getByTestId('diff').locator('canvas').first().waitFor();
   });
 
+  await step('diff of one service over two time ranges', async () => {
+    // The same service an hour apart: each side reads its own range.
+    const t0 = 1700000000;
+    for (const [i, body] of ['main;work 2\n', 'main;work 6\n'].entries()) {
+      const q = { name: 'ranged-diff{}', from: String(t0 + 3600 * i), until: String(t0 + 3600 * i + 10) };
+      assert.equal((await fetch(`${server.url}/ingest?${new URLSearchParams(q)}`, { method: 'POST', body })).status, 200);
+    }
+    const sel = '{service_name="ranged-diff"}';
+    const q = new URLSearchParams({ base: sel, next: sel, baseFrom: String(t0 - 60), baseUntil: String(t0 + 60), nextFrom: String(t0 + 3540), nextUntil: String(t0 + 3660) });
+    await page.goto(`${server.url}/#/diff?${q}`);
+    await page.getByTestId('diff').getByText('baseline 2 · comparison 6').waitFor();
+  });
+
+  await step('a large flame graph folds small frames, and shows them all on request', async () => {
+    // A generated profile whose call tree has 20,101 frames, over the
+    // page's bound of 16,384.
+    const lines = [];
+    for (let i = 0; i < 20000; i++) lines.push(`main;caller${i % 100};callee${i} ${1 + (i % 7)}`);
+    const imp = await fetch(`${server.url}/api/v1/import?path=wide.folded&app=wide-tree&kind=profile`, { method: 'POST', body: lines.join('\n') + '\n' });
+    assert.equal(imp.status, 200, await imp.text());
+    await page.goto(`${server.url}/#/flame?query=${encodeURIComponent('{service_name="wide-tree"}')}`);
+    const note = page.getByTestId('frames-folded');
+    await note.waitFor();
+    assert.match(await note.textContent(), /small frames are folded/);
+    await page.getByTestId('flame').locator('canvas').first().waitFor();
+    await note.getByRole('button', { name: 'show all frames' }).click();
+    await note.waitFor({ state: 'detached' });
+    await page.getByTestId('flame').locator('canvas').first().waitFor();
+  });
+
   await step('agents page', async () => {
     // One executor's upload after it dropped two windows, then a bad one.
     const ingest = (q, body) => fetch(`${server.url}/ingest?${new URLSearchParams(q)}`, { method: 'POST', body });

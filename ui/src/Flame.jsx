@@ -53,10 +53,20 @@ export function typeMeaning(type) {
 // (18,520 rows took 9 s of a 12.5 s page load; bench/ui/flame.mjs).
 const bigTable = 5000;
 
+// maxNodes bounds the frames the page asks for: the server folds smaller
+// ones into "other" frames. Drawing is about linear in frames (55,000 took
+// 4 s to a first frame; bench/ui/flame.mjs), and a JVM's 10 s windows over
+// a few minutes reach 100,000.
+const maxNodes = 16384;
+
 // FlameView fetches and draws the flame graph of sel ({query, type, from,
 // until, state}); onType is called with the type the user picks.
 export function FlameView({ sel, onType, title }) {
-  const { data, error, loading } = useAsync(() => getJSON('/api/v1/render', sel), [JSON.stringify(sel)]);
+  const [allFrames, setAllFrames] = useState(false);
+  const { data, error, loading } = useAsync(
+    () => getJSON('/api/v1/render', { ...sel, maxNodes: allFrames ? 0 : maxNodes }),
+    [JSON.stringify(sel), allFrames],
+  );
   const [fullUI, setFullUI] = useState(false);
   if (error) return <ErrorBox error={error} />;
   if (!data) return <Loading what="flame graph" />;
@@ -88,6 +98,12 @@ export function FlameView({ sel, onType, title }) {
         </div>
       ) : (
         <>
+          {data.folded > 0 && (
+            <div className="muted" data-testid="frames-folded">
+              {data.folded.toLocaleString('en')} small frames are folded into “other” frames to keep the page fast.{' '}
+              <button onClick={() => setAllFrames(true)}>show all frames</button>
+            </div>
+          )}
           {data.flamebearer.names.length > bigTable && !fullUI && (
             <div className="muted" data-testid="table-hidden">
               {data.flamebearer.names.length.toLocaleString('en')} functions: the table and sandwich views are off to keep the

@@ -75,8 +75,18 @@ export function DiffPage({ params, setParams }) {
       {params.base && params.next ? (
         <DiffView
           title="baseline → comparison"
-          load={() => getJSON('/api/v1/diff', { base: base.query, next: next.query, type: params.type, from: base.from, until: base.until })}
-          deps={[params.base, params.next, params.type, base.from, base.until]}
+          load={() =>
+            getJSON('/api/v1/diff', {
+              base: base.query,
+              next: next.query,
+              type: params.type,
+              baseFrom: base.from,
+              baseUntil: base.until,
+              nextFrom: next.from,
+              nextUntil: next.until,
+            })
+          }
+          deps={[params.base, params.next, params.type, base.from, base.until, next.from, next.until]}
         />
       ) : (
         <div className="empty">Choose both selections to see the diff.</div>

@@ -244,13 +244,8 @@ func newTimeline(p *profile.Profile, t profile.SampleType, from, until int64, st
 		}
 		key, seen := keys[smp.Labels]
 		if !seen {
-			v, has := p.LabelSet(smp.Labels).Get(groupBy)
-			if !has {
-				v, has = p.Labels.Get(groupBy)
-			}
-			key = "*"
-			if has {
-				key = v
+			if key = p.Label(smp, groupBy); key == "" {
+				key = "*"
 			}
 			keys[smp.Labels] = key
 		}
@@ -297,7 +292,7 @@ func (s *Server) handlePyroscopeLabelValues(w http.ResponseWriter, r *http.Reque
 	if !ok {
 		return
 	}
-	types, err := s.presentTypes(r, q)
+	types, err := s.presentTypes(tenant(r), q)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -317,9 +312,9 @@ const metricName = "__name__"
 
 // presentTypes lists the sample types with samples in the tenant's uploads
 // of q's range, reading a compacted block's rollup.
-func (s *Server) presentTypes(r *http.Request, q store.Query) ([]profile.SampleType, error) {
+func (s *Server) presentTypes(ten string, q store.Query) ([]profile.SampleType, error) {
 	var types []profile.SampleType
-	err := s.cfg.Store.Select(tenant(r), q, func(u *store.Upload) error {
+	err := s.cfg.Store.Select(ten, q, func(u *store.Upload) error {
 		p := u.Profile
 		if u.Compacted() {
 			var err error
@@ -347,7 +342,7 @@ func (s *Server) handlePyroscopeLabels(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	names, err := s.labelNames(r, q)
+	names, err := s.labelNames(tenant(r), q)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return

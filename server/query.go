@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net/http"
@@ -192,9 +193,8 @@ func parseTimeParam(s string) (int64, error) {
 
 // merge returns the selected samples of the request's uploads as one
 // profile, and the sample type picked.
-func (s *Server) merge(r *http.Request, req request) (*profile.Profile, error) {
+func (s *Server) merge(ten string, req request) (*profile.Profile, error) {
 	m := profile.NewMerger(profile.MergeOptions{Aggregate: !req.keepTimes, Resolution: req.resolution, DropLabels: req.dropLabels, DropThreads: req.dropLabels})
-	ten := tenant(r)
 	tasksOf := func(app string) map[int64]*spark.Task { return s.apps.tasks(ten, app) }
 	err := s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
 		// Upload labels go onto the profile; the filter then sees them
@@ -321,7 +321,7 @@ func (s *Server) parsedSelection(w http.ResponseWriter, r *http.Request, selPara
 
 // selected merges what req selects. On failure it has answered the request.
 func (s *Server) selected(w http.ResponseWriter, r *http.Request, req request) (*profile.Profile, request, bool) {
-	p, err := s.merge(r, req)
+	p, err := s.merge(tenant(r), req)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return nil, req, false
@@ -452,7 +452,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 // the tenant's uploads and samples. A compacted block answers from the
 // values its meta lists; its samples are read only for a label with too
 // many values to list.
-func (s *Server) labelValues(r *http.Request, name string, q store.Query) (map[string]map[string]bool, error) {
+func (s *Server) labelValues(ten string, name string, q store.Query) (map[string]map[string]bool, error) {
 	vals := map[string]map[string]bool{}
 	add := func(n string, vs ...string) {
 		if vals[n] == nil {
@@ -469,7 +469,7 @@ func (s *Server) labelValues(r *http.Request, name string, q store.Query) (map[s
 			}
 		}
 	}
-	err := s.cfg.Store.Select(tenant(r), q, func(u *store.Upload) error {
+	err := s.cfg.Store.Select(ten, q, func(u *store.Upload) error {
 		addSet(u.Labels)
 		if u.Values != nil {
 			listed := true
@@ -516,7 +516,7 @@ func (s *Server) handleLabels(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	names, err := s.labelNames(r, q)
+	names, err := s.labelNames(tenant(r), q)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -526,8 +526,8 @@ func (s *Server) handleLabels(w http.ResponseWriter, r *http.Request) {
 
 // labelNames lists, sorted, the label names of the tenant's uploads and
 // samples in q's range.
-func (s *Server) labelNames(r *http.Request, q store.Query) ([]string, error) {
-	vals, err := s.labelValues(r, "", q)
+func (s *Server) labelNames(ten string, q store.Query) ([]string, error) {
+	vals, err := s.labelValues(ten, "", q)
 	if err != nil {
 		return nil, err
 	}
@@ -552,7 +552,7 @@ func (s *Server) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	vals, err := s.labelValues(r, name, q)
+	vals, err := s.labelValues(tenant(r), name, q)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -686,6 +686,75 @@ type valueSeries struct {
 // maxSteps bounds the points of a series; a smaller step is widened.
 const maxSteps = 5000
 
+// stepSeries is one series of sumPerStep: the values of its grouping
+// labels, and [timeMs, value] per step that has samples, in time order.
+type stepSeries struct {
+	labels []string
+	points [][2]int64
+}
+
+// sumPerStep sums p's samples of type t per time step, one series per
+// combination of the values of the labels by ("" where a sample lacks
+// one), ordered by those values. The step is widened to keep a series
+// under maxSteps points; samples without a time add up in untimed.
+func sumPerStep(p *profile.Profile, t profile.SampleType, step time.Duration, by []string) (series []stepSeries, untimed int64, widened time.Duration) {
+	id, ok := p.TypeIndex(t)
+	if !ok {
+		return nil, 0, step
+	}
+	var lo, hi int64
+	for _, smp := range p.Samples {
+		if smp.Type == id && smp.Time > 0 {
+			if lo == 0 || smp.Time < lo {
+				lo = smp.Time
+			}
+			hi = max(hi, smp.Time)
+		}
+	}
+	if span := time.Duration(hi - lo); span/step > maxSteps {
+		step = (span/maxSteps + time.Second - 1).Truncate(time.Second)
+	}
+	type group struct {
+		labels []string
+		sums   map[int64]int64
+	}
+	groups := map[string]*group{}
+	bySet := map[profile.LabelSetID]*group{} // a sample's labels decide its group
+	for _, smp := range p.Samples {
+		if smp.Type != id {
+			continue
+		}
+		if smp.Time == 0 {
+			untimed += smp.Value
+			continue
+		}
+		g := bySet[smp.Labels]
+		if g == nil {
+			labels := make([]string, len(by))
+			for i, name := range by {
+				labels[i] = p.Label(smp, name)
+			}
+			key := strings.Join(labels, "\x00")
+			if g = groups[key]; g == nil {
+				g = &group{labels: labels, sums: map[int64]int64{}}
+				groups[key] = g
+			}
+			bySet[smp.Labels] = g
+		}
+		g.sums[smp.Time/int64(step)*int64(step)] += smp.Value
+	}
+	for _, key := range slices.Sorted(maps.Keys(groups)) {
+		g := groups[key]
+		ss := stepSeries{labels: g.labels}
+		for at, v := range g.sums {
+			ss.points = append(ss.points, [2]int64{at / 1e6, v})
+		}
+		slices.SortFunc(ss.points, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+		series = append(series, ss)
+	}
+	return series, untimed, step
+}
+
 // handleSeries sums the selected samples of one type per time step (?step=,
 // default 10s), optionally one series per value of a label (?by=).
 func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
@@ -709,47 +778,21 @@ func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
 		step = d
 	}
 	by := r.URL.Query().Get("by")
+	var byLabels []string
+	if by != "" {
+		byLabels = []string{by}
+	}
 	t := sampleType(p, req.typ)
-	id, _ := p.TypeIndex(t)
-	var lo, hi int64
-	for _, smp := range p.Samples {
-		if smp.Type == id && smp.Time > 0 {
-			if lo == 0 || smp.Time < lo {
-				lo = smp.Time
-			}
-			hi = max(hi, smp.Time)
-		}
-	}
-	if span := time.Duration(hi - lo); span/step > maxSteps {
-		step = (span/maxSteps + time.Second - 1).Truncate(time.Second)
-	}
-	ans := seriesAnswer{Type: t, StepMs: step.Milliseconds(), By: by}
-	sums := map[string]map[int64]int64{}
-	for _, smp := range p.Samples {
-		if smp.Type != id {
-			continue
-		}
-		if smp.Time == 0 {
-			ans.Untimed += smp.Value
-			continue
-		}
-		key := ""
+	ans := seriesAnswer{Type: t, By: by}
+	var series []stepSeries
+	series, ans.Untimed, step = sumPerStep(p, t, step, byLabels)
+	ans.StepMs = step.Milliseconds()
+	for _, ss := range series {
+		vs := valueSeries{Points: ss.points}
 		if by != "" {
-			key = p.Label(smp, by)
+			vs.Key = ss.labels[0]
 		}
-		if sums[key] == nil {
-			sums[key] = map[int64]int64{}
-		}
-		sums[key][smp.Time/int64(step)*int64(step)] += smp.Value
-	}
-	for key, m := range sums {
-		vs := valueSeries{Key: key}
-		for at, v := range m {
-			vs.Points = append(vs.Points, [2]int64{at / 1e6, v})
-		}
-		sort.Slice(vs.Points, func(i, j int) bool { return vs.Points[i][0] < vs.Points[j][0] })
 		ans.Series = append(ans.Series, vs)
 	}
-	sort.Slice(ans.Series, func(i, j int) bool { return ans.Series[i].Key < ans.Series[j].Key })
 	writeJSON(w, ans)
 }

@@ -38,7 +38,9 @@ func (m *metrics) uploadError(code int) {
 	m.mu.Unlock()
 }
 
-func (m *metrics) queried(d time.Duration) {
+// queried counts a query that began at start.
+func (m *metrics) queried(start time.Time) {
+	d := time.Since(start)
 	m.mu.Lock()
 	m.queries++
 	m.querySecs += d.Seconds()

@@ -330,8 +330,7 @@ func (s *Server) selected(w http.ResponseWriter, r *http.Request, req request) (
 }
 
 func (s *Server) tree(w http.ResponseWriter, r *http.Request, selParam string) (*profile.Tree, *profile.Profile, bool) {
-	start := time.Now()
-	defer func() { s.metrics.queried(time.Since(start)) }()
+	defer s.metrics.queried(time.Now())
 	p, req, ok := s.stacks(w, r, selParam)
 	if !ok {
 		return nil, nil, false

@@ -1,0 +1,235 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
+	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
+	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
+
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// querier answers Pyroscope's query API (querier.v1.QuerierService over the
+// Connect protocol, protobuf or JSON), the API Grafana's Pyroscope data
+// source calls: profile types, label names and values, the merged flame
+// graph and time series of a profile type ID and a label selector. So
+// Grafana reads sparkprof as it reads Pyroscope. Methods sparkprof does
+// not serve (span profiles, pprof merges, heatmaps) answer unimplemented.
+type querier struct {
+	querierv1connect.UnimplementedQuerierServiceHandler
+	s *Server
+}
+
+// handleQuerier routes the Connect API under its service path.
+func (s *Server) handleQuerier() (string, http.Handler) {
+	return querierv1connect.NewQuerierServiceHandler(querier{s: s})
+}
+
+// queryRange turns a request's start and end (Unix ms, 0 open) into a
+// store query's.
+func queryRange(start, end int64) store.Query {
+	return store.Query{From: start * int64(time.Millisecond), Until: end * int64(time.Millisecond)}
+}
+
+// connectTenant is the tenant a Connect request names.
+func connectTenant(h http.Header) string { return h.Get("X-Scope-OrgID") }
+
+// labelQuery selects what the label selectors of a label request match, in
+// the range: the upload-level matchers of every selector (samples' labels
+// do not narrow label lists). An empty list, or "{}", matches all.
+func labelQuery(selectors []string, start, end int64) ([]store.Query, error) {
+	var qs []store.Query
+	for _, sel := range selectors {
+		ms, _, err := parseSelector(sel)
+		if err != nil {
+			return nil, connect.NewError(connect.CodeInvalidArgument, err)
+		}
+		q := queryRange(start, end)
+		q.Matchers = ms
+		qs = append(qs, q)
+	}
+	if len(qs) == 0 {
+		qs = append(qs, queryRange(start, end))
+	}
+	return qs, nil
+}
+
+func (q querier) ProfileTypes(ctx context.Context, req *connect.Request[querierv1.ProfileTypesRequest]) (*connect.Response[querierv1.ProfileTypesResponse], error) {
+	defer q.s.metrics.queried(time.Now())
+	types, err := q.s.presentTypes(connectTenant(req.Header()), queryRange(req.Msg.Start, req.Msg.End))
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	res := &querierv1.ProfileTypesResponse{}
+	for _, t := range types {
+		id := profileTypeID(t)
+		if slices.ContainsFunc(res.ProfileTypes, func(pt *typesv1.ProfileType) bool { return pt.ID == id }) {
+			continue
+		}
+		p := strings.Split(id, ":")
+		res.ProfileTypes = append(res.ProfileTypes, &typesv1.ProfileType{
+			ID: id, Name: p[0], SampleType: p[1], SampleUnit: p[2], PeriodType: p[3], PeriodUnit: p[4],
+		})
+	}
+	slices.SortFunc(res.ProfileTypes, func(a, b *typesv1.ProfileType) int { return cmp.Compare(a.ID, b.ID) })
+	return connect.NewResponse(res), nil
+}
+
+func (q querier) LabelNames(ctx context.Context, req *connect.Request[typesv1.LabelNamesRequest]) (*connect.Response[typesv1.LabelNamesResponse], error) {
+	defer q.s.metrics.queried(time.Now())
+	qs, err := labelQuery(req.Msg.Matchers, req.Msg.Start, req.Msg.End)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, sq := range qs {
+		ns, err := q.s.labelNames(connectTenant(req.Header()), sq)
+		if err != nil {
+			return nil, connect.NewError(connect.CodeInternal, err)
+		}
+		names = append(names, ns...)
+	}
+	if len(names) > 0 {
+		names = append(names, metricName, profileTypeLabel)
+	}
+	slices.Sort(names)
+	return connect.NewResponse(&typesv1.LabelNamesResponse{Names: slices.Compact(names)}), nil
+}
+
+// profileTypeLabel is the label Pyroscope gives a profile's type ID;
+// __name__ holds its first part (process_cpu, memory, ...).
+const profileTypeLabel = "__profile_type__"
+
+func (q querier) LabelValues(ctx context.Context, req *connect.Request[typesv1.LabelValuesRequest]) (*connect.Response[typesv1.LabelValuesResponse], error) {
+	defer q.s.metrics.queried(time.Now())
+	ten := connectTenant(req.Header())
+	qs, err := labelQuery(req.Msg.Matchers, req.Msg.Start, req.Msg.End)
+	if err != nil {
+		return nil, err
+	}
+	var values []string
+	for _, sq := range qs {
+		switch name := req.Msg.Name; name {
+		case metricName, profileTypeLabel:
+			types, err := q.s.presentTypes(ten, sq)
+			if err != nil {
+				return nil, connect.NewError(connect.CodeInternal, err)
+			}
+			for _, t := range types {
+				id := profileTypeID(t)
+				if name == metricName {
+					id, _, _ = strings.Cut(id, ":")
+				}
+				values = append(values, id)
+			}
+		default:
+			vals, err := q.s.labelValues(ten, name, sq)
+			if err != nil {
+				return nil, connect.NewError(connect.CodeInternal, err)
+			}
+			for v := range vals[name] {
+				values = append(values, v)
+			}
+		}
+	}
+	slices.Sort(values)
+	return connect.NewResponse(&typesv1.LabelValuesResponse{Names: slices.Compact(values)}), nil
+}
+
+// selectRequest is the request of a profile type ID and a label selector
+// over start–end (Unix ms).
+func selectRequest(profileTypeID, selector string, start, end int64) (request, error) {
+	if profileTypeID == "" {
+		return request{}, connect.NewError(connect.CodeInvalidArgument, errors.New("profile_typeID: missing; say which profile type, e.g. "+profileTypeIDs[profile.TypeCPU]))
+	}
+	t, err := typeOfProfileTypeID(profileTypeID)
+	if err != nil {
+		return request{}, connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	ms, _, err := parseSelector(selector)
+	if err != nil {
+		return request{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("label_selector: %w", err))
+	}
+	req := request{query: queryRange(start, end), typ: t.Name}
+	req.query.Matchers = ms
+	req.filter.Labels = ms
+	req.filter.From, req.filter.Until = req.query.From, req.query.Until
+	return req, nil
+}
+
+func (q querier) SelectMergeStacktraces(ctx context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
+	defer q.s.metrics.queried(time.Now())
+	m := req.Msg
+	sr, err := selectRequest(m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
+	if err != nil {
+		return nil, err
+	}
+	sr.dropLabels = true
+	p, err := q.s.merge(connectTenant(req.Header()), sr)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	tree := profile.NewTree(p, sampleType(p, sr.typ))
+	limit := defaultMaxNodes
+	if m.MaxNodes != nil && *m.MaxNodes > 0 {
+		limit = int(*m.MaxNodes)
+	}
+	tree.Trim(limit)
+	fb := newFlamebearer(tree)
+	fg := &querierv1.FlameGraph{Names: fb.Names, Total: fb.NumTicks, MaxSelf: fb.MaxSelf}
+	for _, l := range fb.Levels {
+		fg.Levels = append(fg.Levels, &querierv1.Level{Values: l})
+	}
+	return connect.NewResponse(&querierv1.SelectMergeStacktracesResponse{Flamegraph: fg}), nil
+}
+
+func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv1.SelectSeriesRequest]) (*connect.Response[querierv1.SelectSeriesResponse], error) {
+	defer q.s.metrics.queried(time.Now())
+	m := req.Msg
+	sr, err := selectRequest(m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
+	if err != nil {
+		return nil, err
+	}
+	step := time.Duration(m.Step * float64(time.Second))
+	if step < time.Second {
+		step = 10 * time.Second
+	}
+	sr.dropLabels = len(m.GroupBy) == 0
+	sr.resolution = int64(step)
+	p, err := q.s.merge(connectTenant(req.Header()), sr)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	series, _, _ := sumPerStep(p, sampleType(p, sr.typ), step, m.GroupBy)
+	res := &querierv1.SelectSeriesResponse{}
+	totals := map[*typesv1.Series]int64{}
+	for _, ss := range series {
+		out := &typesv1.Series{}
+		for i, name := range m.GroupBy {
+			if v := ss.labels[i]; v != "" {
+				out.Labels = append(out.Labels, &typesv1.LabelPair{Name: name, Value: v})
+			}
+		}
+		for _, pt := range ss.points {
+			out.Points = append(out.Points, &typesv1.Point{Timestamp: pt[0], Value: float64(pt[1])})
+			totals[out] += pt[1]
+		}
+		res.Series = append(res.Series, out)
+	}
+	if m.Limit != nil && *m.Limit > 0 && int64(len(res.Series)) > *m.Limit {
+		// The largest series, as Pyroscope keeps them.
+		slices.SortStableFunc(res.Series, func(a, b *typesv1.Series) int { return cmp.Compare(totals[b], totals[a]) })
+		res.Series = res.Series[:*m.Limit]
+	}
+	return connect.NewResponse(res), nil
+}

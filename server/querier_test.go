@@ -1,0 +1,185 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
+	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
+	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
+
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// headers sets request headers on every call of a Connect client.
+type headers map[string]string
+
+func (h headers) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		for k, v := range h {
+			req.Header().Set(k, v)
+		}
+		return next(ctx, req)
+	}
+}
+
+func (h headers) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (h headers) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+// TestQuerierAPI reads real recordings through Pyroscope's Connect query
+// API with the generated client Grafana's Pyroscope data source uses, in
+// protobuf (Grafana's encoding) and JSON: profile types, label names and
+// values, the merged flame graph and series, against the offline totals.
+func TestQuerierAPI(t *testing.T) {
+	ts, _ := newTestServer(t, Config{AuthToken: "s3cret"})
+	auth := headers{"Authorization": "Bearer s3cret", "X-Scope-OrgID": "grafana"}
+	raw, err := os.ReadFile(corpus.Path(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, exec := range []string{"1", "2"} {
+		q := url.Values{"name": {"kafka{spark_executor_id=" + exec + "}"}, "format": {"jfr"}}
+		if code := post(t, ts, q, "", raw, "Authorization", auth["Authorization"], "X-Scope-OrgID", auth["X-Scope-OrgID"]); code != 200 {
+			t.Fatalf("upload: %d", code)
+		}
+	}
+	offline, err := format.Decode(raw, "offline", format.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := func(typ profile.SampleType) int64 {
+		id, _ := offline.TypeIndex(typ)
+		return 2 * offline.Total(id) // two executors sent it
+	}
+	ctx := context.Background()
+	now := time.Now().UnixMilli()
+
+	for _, encoding := range []string{"protobuf", "json"} {
+		t.Run(encoding, func(t *testing.T) {
+			opts := []connect.ClientOption{connect.WithInterceptors(auth)}
+			if encoding == "json" {
+				opts = append(opts, connect.WithProtoJSON())
+			}
+			c := querierv1connect.NewQuerierServiceClient(http.DefaultClient, ts.URL, opts...)
+
+			types, err := c.ProfileTypes(ctx, connect.NewRequest(&querierv1.ProfileTypesRequest{Start: 0, End: now}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, pt := range types.Msg.ProfileTypes {
+				ids = append(ids, pt.ID)
+			}
+			if !slices.Contains(ids, "process_cpu:cpu:nanoseconds:cpu:nanoseconds") || !slices.Contains(ids, "mutex:delay:nanoseconds:mutex:count") {
+				t.Errorf("profile types %q", ids)
+			}
+
+			names, err := c.LabelNames(ctx, connect.NewRequest(&typesv1.LabelNamesRequest{Matchers: []string{`{service_name="kafka"}`}, End: now}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(names.Msg.Names, "spark_executor_id") || !slices.Contains(names.Msg.Names, "__name__") {
+				t.Errorf("label names %q", names.Msg.Names)
+			}
+			values, err := c.LabelValues(ctx, connect.NewRequest(&typesv1.LabelValuesRequest{Name: "spark_executor_id", Matchers: []string{`{service_name="kafka"}`}, End: now}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(values.Msg.Names, []string{"1", "2"}) {
+				t.Errorf("executors %q, want 1 and 2", values.Msg.Names)
+			}
+
+			for _, tt := range []struct {
+				id  string
+				typ profile.SampleType
+			}{
+				{"process_cpu:cpu:nanoseconds:cpu:nanoseconds", profile.TypeCPU},
+				{"memory:alloc_in_new_tlab_bytes:bytes:space:bytes", profile.TypeAllocBytes},
+				{"mutex:contentions:count:mutex:count", profile.TypeLockCount},
+			} {
+				fg, err := c.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
+					ProfileTypeID: tt.id, LabelSelector: `{service_name="kafka"}`, Start: 0, End: now,
+				}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				g := fg.Msg.Flamegraph
+				if g.Total != total(tt.typ) || len(g.Levels) < 3 || len(g.Names) < 10 {
+					t.Errorf("%s: total %d, %d levels, %d names; want total %d", tt.id, g.Total, len(g.Levels), len(g.Names), total(tt.typ))
+				}
+			}
+			// One executor, and a bound on the nodes.
+			var limit int64 = 50
+			fg, err := c.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
+				ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="kafka", spark_executor_id="2"}`,
+				End: now, MaxNodes: &limit,
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes := 0
+			for _, l := range fg.Msg.Flamegraph.Levels[1:] {
+				nodes += len(l.Values) / 4
+			}
+			if g := fg.Msg.Flamegraph; g.Total != total(profile.TypeCPU)/2 || nodes > 2*int(limit) {
+				t.Errorf("one executor, 50 nodes: total %d, %d nodes; want %d", g.Total, nodes, total(profile.TypeCPU)/2)
+			}
+
+			series, err := c.SelectSeries(ctx, connect.NewRequest(&querierv1.SelectSeriesRequest{
+				ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="kafka"}`,
+				End: now, Step: 1, GroupBy: []string{"spark_executor_id"},
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(series.Msg.Series) != 2 {
+				t.Fatalf("%d series, want one per executor", len(series.Msg.Series))
+			}
+			for i, s := range series.Msg.Series {
+				sum := 0.0
+				for _, p := range s.Points {
+					sum += p.Value
+				}
+				if len(s.Labels) != 1 || s.Labels[0].Value != []string{"1", "2"}[i] || int64(sum) != total(profile.TypeCPU)/2 || len(s.Points) < 5 {
+					t.Errorf("series %d: labels %v, %d points summing to %.0f; want executor %d, %d", i, s.Labels, len(s.Points), sum, i+1, total(profile.TypeCPU)/2)
+				}
+			}
+
+			_, err = c.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{ProfileTypeID: "cpu", End: now}))
+			if connect.CodeOf(err) != connect.CodeInvalidArgument {
+				t.Errorf("a bad profile type: %v, want invalid_argument", err)
+			}
+			_, err = c.SelectMergeSpanProfile(ctx, connect.NewRequest(&querierv1.SelectMergeSpanProfileRequest{}))
+			if connect.CodeOf(err) != connect.CodeUnimplemented {
+				t.Errorf("span profiles: %v, want unimplemented", err)
+			}
+		})
+	}
+
+	// Another tenant sees nothing; no token, no answer.
+	other := querierv1connect.NewQuerierServiceClient(http.DefaultClient, ts.URL, connect.WithInterceptors(headers{"Authorization": auth["Authorization"], "X-Scope-OrgID": "other"}))
+	types, err := other.ProfileTypes(ctx, connect.NewRequest(&querierv1.ProfileTypesRequest{End: now}))
+	if err != nil || len(types.Msg.ProfileTypes) != 0 {
+		t.Errorf("another tenant: %v, %v", types, err)
+	}
+	anon := querierv1connect.NewQuerierServiceClient(http.DefaultClient, ts.URL)
+	_, err = anon.ProfileTypes(ctx, connect.NewRequest(&querierv1.ProfileTypesRequest{}))
+	var ce *connect.Error
+	if !errors.As(err, &ce) || ce.Code() != connect.CodeUnauthenticated {
+		t.Errorf("without the token: %v, want unauthenticated", err)
+	}
+}

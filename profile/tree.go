@@ -288,13 +288,13 @@ func (t *Tree) Top(n int) []FuncStat {
 // OtherName names the node into which Trim folds a parent's small children.
 const OtherName = "other"
 
-// Trim bounds the tree to about maxNodes nodes below the root, as
-// Pyroscope's max-nodes does: it keeps the nodes whose size (the larger of
-// Total and BaseTotal) is among the maxNodes largest, and folds each
-// parent's other children into one child named OtherName, whose self is
-// their total, so every kept node's total is unchanged. Ties at the cut are
-// dropped together, so fewer nodes may be kept. maxNodes <= 0 keeps all.
-// Trim returns the number of nodes folded away.
+// Trim bounds the tree to maxNodes nodes below the root, as Pyroscope's
+// max-nodes does: it keeps the maxNodes nodes of largest size (the larger
+// of Total and BaseTotal; of equal sizes, those nearer the root first) and
+// folds each parent's other children into one child named OtherName, whose
+// self is their total, so every kept node's total is unchanged. The
+// OtherName nodes come on top of maxNodes. maxNodes <= 0 keeps all. Trim
+// returns the number of nodes folded away.
 func (t *Tree) Trim(maxNodes int) int {
 	if maxNodes <= 0 {
 		return 0
@@ -311,29 +311,37 @@ func (t *Tree) Trim(maxNodes int) int {
 		return 0
 	}
 	slices.SortFunc(sizes, func(a, b int64) int { return cmp.Compare(b, a) })
-	// Keep sizes > cut: a node is never larger than its parent, so the
-	// kept nodes are the tops of the tree.
-	cut := sizes[maxNodes]
+	// A node is never larger than its parent, so keeping the nodes larger
+	// than the cut keeps the tops of the tree; nodes of the cut's size
+	// fill what is left of maxNodes, parents before their children.
+	cut := sizes[maxNodes-1]
+	larger, _ := slices.BinarySearchFunc(sizes, cut, func(s, cut int64) int { return cmp.Compare(cut, s) })
+	ties := maxNodes - larger // nodes of the cut's size to keep
 	folded := 0
 	var trim func(n *Node)
 	trim = func(n *Node) {
 		kept := n.Children[:0]
 		var other *Node
 		for _, c := range n.Children {
-			if size(c) > cut {
+			if size(c) > cut || (size(c) == cut && ties > 0) {
+				if size(c) == cut {
+					ties--
+				}
 				kept = append(kept, c)
-				trim(c)
 				continue
 			}
 			if other == nil {
 				other = &Node{Name: OtherName}
 			}
-			folded += nodes(c)
 			other.Self += c.Total
 			other.BaseSelf += c.BaseTotal
+			folded += nodes(c)
 		}
 		clear(n.Children[len(kept):])
 		n.Children = kept
+		for _, c := range kept {
+			trim(c)
+		}
 		if other != nil {
 			other.Total, other.BaseTotal = other.Self, other.BaseSelf
 			i, _ := slices.BinarySearchFunc(n.Children, other.Name, func(c *Node, name string) int { return cmp.Compare(c.Name, name) })

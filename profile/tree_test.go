@@ -47,6 +47,11 @@ func TestTrim(t *testing.T) {
 		{5, 3, []string{"a;b;c 50", "a;b;other 5", "a;e 20", "a;other 4", "g 10", "other 1"}},
 		{1, 7, []string{"a;other 79", "other 11"}},
 	}
+	// Equal sizes: a chain of one call path, kept from the root down.
+	chain := NewTree(build(t, nil, "a;b;c;d 10", "e 1"), TypeCPU)
+	if n := chain.Trim(2); n != 3 || strings.Join(folded(chain), "|") != "a;b;other 10|other 1" {
+		t.Errorf("a chain, Trim(2): folded %d, %v", n, folded(chain))
+	}
 	for _, tt := range tests {
 		tr := NewTree(build(t, nil, lines...), TypeCPU)
 		if n := tr.Trim(tt.maxNodes); n != tt.folded {

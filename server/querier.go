@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -11,10 +12,14 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	googlev1 "github.com/grafana/pyroscope/api/gen/proto/go/google/v1"
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/format/pprof"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -22,9 +27,10 @@ import (
 // querier answers Pyroscope's query API (querier.v1.QuerierService over the
 // Connect protocol, protobuf or JSON), the API Grafana's Pyroscope data
 // source calls: profile types, label names and values, the merged flame
-// graph and time series of a profile type ID and a label selector. So
-// Grafana reads sparkprof as it reads Pyroscope. Methods sparkprof does
-// not serve (span profiles, pprof merges, heatmaps) answer unimplemented.
+// graph, pprof, diff and time series of a profile type ID and a label
+// selector, the series and the profile stats. So Grafana, and Pyroscope's
+// profilecli, read sparkprof as they read Pyroscope. Methods sparkprof does
+// not serve (span profiles, heatmaps) answer unimplemented.
 type querier struct {
 	querierv1connect.UnimplementedQuerierServiceHandler
 	s *Server
@@ -230,6 +236,158 @@ func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv
 		// The largest series, as Pyroscope keeps them.
 		slices.SortStableFunc(res.Series, func(a, b *typesv1.Series) int { return cmp.Compare(totals[b], totals[a]) })
 		res.Series = res.Series[:*m.Limit]
+	}
+	return connect.NewResponse(res), nil
+}
+
+func (q querier) SelectMergeProfile(ctx context.Context, req *connect.Request[querierv1.SelectMergeProfileRequest]) (*connect.Response[googlev1.Profile], error) {
+	defer q.s.metrics.queried(time.Now())
+	m := req.Msg
+	sr, err := selectRequest(m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
+	if err != nil {
+		return nil, err
+	}
+	sr.dropLabels = true
+	p, err := q.s.merge(connectTenant(req.Header()), sr)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	var buf bytes.Buffer
+	if err := pprof.Encode(&buf, p, pprof.EncodeOptions{Types: []profile.SampleType{sampleType(p, sr.typ)}}); err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	raw, err := format.Decompress(buf.Bytes(), "merged profile", 0)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	out := &googlev1.Profile{}
+	if err := proto.Unmarshal(raw, out); err != nil {
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("merged profile: %w", err))
+	}
+	return connect.NewResponse(out), nil
+}
+
+func (q querier) Diff(ctx context.Context, req *connect.Request[querierv1.DiffRequest]) (*connect.Response[querierv1.DiffResponse], error) {
+	defer q.s.metrics.queried(time.Now())
+	left, right := req.Msg.Left, req.Msg.Right
+	if left == nil || right == nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("left and right: both sides are needed"))
+	}
+	var sides [2]*profile.Profile
+	var typ string
+	for i, side := range []*querierv1.SelectMergeStacktracesRequest{left, right} {
+		sr, err := selectRequest(side.ProfileTypeID, side.LabelSelector, side.Start, side.End)
+		if err != nil {
+			return nil, err
+		}
+		if i == 1 && sr.typ != typ {
+			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("profile types differ: %s and %s", left.ProfileTypeID, right.ProfileTypeID))
+		}
+		typ, sr.dropLabels = sr.typ, true
+		if sides[i], err = q.s.merge(connectTenant(req.Header()), sr); err != nil {
+			return nil, connect.NewError(connect.CodeInternal, err)
+		}
+	}
+	t := sampleType(sides[1], typ)
+	if !hasType(sides[1], t) {
+		t = sampleType(sides[0], typ)
+	}
+	tree := profile.Diff(sides[0], sides[1], t)
+	limit := defaultMaxNodes
+	if left.MaxNodes != nil && *left.MaxNodes > 0 {
+		limit = int(*left.MaxNodes)
+	}
+	tree.Trim(limit)
+	fb := newDiffFlamebearer(tree)
+	fg := &querierv1.FlameGraphDiff{Names: fb.Names, Total: fb.NumTicks, MaxSelf: fb.MaxSelf, LeftTicks: tree.Root.BaseTotal, RightTicks: tree.Root.Total}
+	for _, l := range fb.Levels {
+		fg.Levels = append(fg.Levels, &querierv1.Level{Values: l})
+	}
+	return connect.NewResponse(&querierv1.DiffResponse{Flamegraph: fg}), nil
+}
+
+func (q querier) GetProfileStats(ctx context.Context, req *connect.Request[typesv1.GetProfileStatsRequest]) (*connect.Response[typesv1.GetProfileStatsResponse], error) {
+	defer q.s.metrics.queried(time.Now())
+	res := &typesv1.GetProfileStatsResponse{}
+	err := q.s.cfg.Store.Select(connectTenant(req.Header()), store.Query{}, func(u *store.Upload) error {
+		from, until := u.From/int64(time.Millisecond), u.Until/int64(time.Millisecond)
+		if !res.DataIngested || from < res.OldestProfileTime {
+			res.OldestProfileTime = from
+		}
+		res.NewestProfileTime = max(res.NewestProfileTime, until)
+		res.DataIngested = true
+		return nil
+	})
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	return connect.NewResponse(res), nil
+}
+
+// Series lists the label sets of the selected data, each with its profile
+// type (__profile_type__, and __name__ its first part), restricted to the
+// label names asked for. Without names, the labels that vary per task or
+// thread are left out, as a block's rollup leaves them.
+func (q querier) Series(ctx context.Context, req *connect.Request[querierv1.SeriesRequest]) (*connect.Response[querierv1.SeriesResponse], error) {
+	defer q.s.metrics.queried(time.Now())
+	qs, err := labelQuery(req.Msg.Matchers, req.Msg.Start, req.Msg.End)
+	if err != nil {
+		return nil, err
+	}
+	keep := func(name string) bool {
+		if len(req.Msg.LabelNames) > 0 {
+			return slices.Contains(req.Msg.LabelNames, name)
+		}
+		return !slices.Contains(store.RollupDropped, name)
+	}
+	seen := map[string]bool{}
+	res := &querierv1.SeriesResponse{}
+	add := func(ls profile.Labels, t profile.SampleType) {
+		id := profileTypeID(t)
+		name, _, _ := strings.Cut(id, ":")
+		ls = ls.Merge(profile.Labels{{Name: metricName, Value: name}, {Name: profileTypeLabel, Value: id}})
+		var set typesv1.Labels
+		var key strings.Builder
+		for _, l := range ls {
+			if keep(l.Name) {
+				set.Labels = append(set.Labels, &typesv1.LabelPair{Name: l.Name, Value: l.Value})
+				fmt.Fprintf(&key, "%s=%q,", l.Name, l.Value)
+			}
+		}
+		if !seen[key.String()] {
+			seen[key.String()] = true
+			res.LabelsSet = append(res.LabelsSet, &set)
+		}
+	}
+	for _, sq := range qs {
+		err := q.s.cfg.Store.Select(connectTenant(req.Header()), sq, func(u *store.Upload) error {
+			p := u.Profile
+			if u.Compacted() {
+				var err error
+				if p, err = u.LoadRollup(); err != nil {
+					return err
+				}
+			}
+			if p == nil {
+				return nil
+			}
+			base := p.Labels.Merge(u.Labels)
+			type setType struct {
+				set profile.LabelSetID
+				typ profile.TypeID
+			}
+			done := map[setType]bool{}
+			for _, smp := range p.Samples {
+				if k := (setType{smp.Labels, smp.Type}); !done[k] {
+					done[k] = true
+					add(base.Merge(p.LabelSet(smp.Labels)), p.Types[smp.Type])
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, connect.NewError(connect.CodeInternal, err)
+		}
 	}
 	return connect.NewResponse(res), nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,6 +158,67 @@ func TestQuerierAPI(t *testing.T) {
 				if len(s.Labels) != 1 || s.Labels[0].Value != []string{"1", "2"}[i] || int64(sum) != total(profile.TypeCPU)/2 || len(s.Points) < 5 {
 					t.Errorf("series %d: labels %v, %d points summing to %.0f; want executor %d, %d", i, s.Labels, len(s.Points), sum, i+1, total(profile.TypeCPU)/2)
 				}
+			}
+
+			// pprof, as profilecli's merge fetches it.
+			merged, err := c.SelectMergeProfile(ctx, connect.NewRequest(&querierv1.SelectMergeProfileRequest{
+				ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="kafka"}`, End: now,
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pprofTotal int64
+			for _, smp := range merged.Msg.Sample {
+				pprofTotal += smp.Value[0]
+			}
+			if st := merged.Msg.SampleType; len(st) != 1 || merged.Msg.StringTable[st[0].Type] != "cpu" || pprofTotal != total(profile.TypeCPU) || len(merged.Msg.Function) < 10 {
+				t.Errorf("pprof: types %v, total %d, %d functions; want cpu, %d", st, pprofTotal, len(merged.Msg.Function), total(profile.TypeCPU))
+			}
+
+			// One executor against the other: the same recording.
+			side := func(exec string) *querierv1.SelectMergeStacktracesRequest {
+				return &querierv1.SelectMergeStacktracesRequest{ProfileTypeID: "mutex:delay:nanoseconds:mutex:count", LabelSelector: `{spark_executor_id="` + exec + `"}`, End: now}
+			}
+			diff, err := c.Diff(ctx, connect.NewRequest(&querierv1.DiffRequest{Left: side("1"), Right: side("2")}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, half := diff.Msg.Flamegraph, total(profile.TypeLockDelay)/2; d.LeftTicks != half || d.RightTicks != half || d.Total != 2*half || len(d.Levels[1].Values)%7 != 0 {
+				t.Errorf("diff: left %d, right %d, total %d; want %d each", d.LeftTicks, d.RightTicks, d.Total, half)
+			}
+
+			stats, err := c.GetProfileStats(ctx, connect.NewRequest(&typesv1.GetProfileStatsRequest{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := stats.Msg; !s.DataIngested || s.OldestProfileTime <= 0 || s.NewestProfileTime < s.OldestProfileTime {
+				t.Errorf("profile stats %v", s)
+			}
+
+			// The services and their profile types, as Grafana's profiles
+			// app lists them.
+			list, err := c.Series(ctx, connect.NewRequest(&querierv1.SeriesRequest{LabelNames: []string{"service_name", "__profile_type__"}, End: now}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, ls := range list.Msg.LabelsSet {
+				var parts []string
+				for _, l := range ls.Labels {
+					parts = append(parts, l.Name+"="+l.Value)
+				}
+				got = append(got, strings.Join(parts, ","))
+			}
+			slices.Sort(got)
+			want := []string{
+				"__profile_type__=memory:alloc_objects:count:space:bytes,service_name=kafka",
+				"__profile_type__=memory:alloc_space:bytes:space:bytes,service_name=kafka",
+				"__profile_type__=mutex:contentions:count:mutex:count,service_name=kafka",
+				"__profile_type__=mutex:delay:nanoseconds:mutex:count,service_name=kafka",
+				"__profile_type__=process_cpu:cpu:nanoseconds:cpu:nanoseconds,service_name=kafka",
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("series %q, want %q", got, want)
 			}
 
 			_, err = c.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{ProfileTypeID: "cpu", End: now}))

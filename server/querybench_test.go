@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,9 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
@@ -199,6 +203,45 @@ func BenchmarkQuery(b *testing.B) {
 			}
 			if len(got) == 0 || c.want > 0 && len(got) != c.want {
 				b.Fatalf("%s: %d values, want %d", c.path, len(got), c.want)
+			}
+		})
+	}
+	// What Grafana's Pyroscope data source asks, in protobuf over Connect:
+	// the profile types (every block's rollup), then the flame graph.
+	connectCall := func(b *testing.B, s *Server, method string, req, res proto.Message) {
+		body, err := proto.Marshal(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := httptest.NewRequest("POST", "/querier.v1.QuerierService/"+method, bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/proto")
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		if w.Code != 200 {
+			b.Fatalf("%s: %d: %s", method, w.Code, w.Body)
+		}
+		if err := proto.Unmarshal(w.Body.Bytes(), res); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, cache := range []string{"warm", "uncached"} {
+		b.Run("grafana-profile-types/"+cache, func(b *testing.B) {
+			var res querierv1.ProfileTypesResponse
+			for b.Loop() {
+				connectCall(b, servers[cache], "ProfileTypes", &querierv1.ProfileTypesRequest{Start: start / 1e6, End: end / 1e6}, &res)
+			}
+			if len(res.ProfileTypes) == 0 {
+				b.Fatal("no profile types")
+			}
+		})
+		b.Run("grafana-whole-app/"+cache, func(b *testing.B) {
+			var res querierv1.SelectMergeStacktracesResponse
+			req := &querierv1.SelectMergeStacktracesRequest{ProfileTypeID: profileTypeID(profile.TypeCPU), LabelSelector: `{spark_app_id="app-bench"}`, Start: start / 1e6, End: end / 1e6}
+			for b.Loop() {
+				connectCall(b, servers[cache], "SelectMergeStacktraces", req, &res)
+			}
+			if res.Flamegraph.Total != want["whole-app"] {
+				b.Fatalf("%d cpu ticks, the uploads hold %d", res.Flamegraph.Total, want["whole-app"])
 			}
 		})
 	}

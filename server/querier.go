@@ -38,7 +38,7 @@ type querier struct {
 
 // handleQuerier routes the Connect API under its service path.
 func (s *Server) handleQuerier() (string, http.Handler) {
-	return querierv1connect.NewQuerierServiceHandler(querier{s: s})
+	return querierv1connect.NewQuerierServiceHandler(querier{s: s}, connect.WithReadMaxBytes(int(s.cfg.MaxBodyBytes)))
 }
 
 // queryRange turns a request's start and end (Unix ms, 0 open) into a

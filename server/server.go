@@ -105,6 +105,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /pyroscope/label-values", s.handlePyroscopeLabelValues)
 	s.mux.HandleFunc("GET /pyroscope/labels", s.handlePyroscopeLabels)
 	s.mux.Handle(s.handleQuerier())
+	s.mux.Handle(s.handlePush())
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /ready", s.handleReady)
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)

@@ -46,21 +46,23 @@ func Sniff(head []byte) bool {
 
 // knownTypes maps pprof sample types, by "type/unit", to sparkprof's.
 var knownTypes = map[string]profile.SampleType{
-	"cpu/nanoseconds":                 profile.TypeCPU,
-	"wall/nanoseconds":                profile.TypeWall,
-	"samples/count":                   profile.TypeSamples,
-	"itimer/count":                    profile.TypeItimer,
-	"alloc_space/bytes":               profile.TypeAllocBytes,
-	"alloc_in_new_tlab_bytes/bytes":   profile.TypeAllocBytes,
-	"alloc_sample_bytes/bytes":        profile.TypeAllocBytes,
-	"alloc_objects/count":             profile.TypeAllocObjects,
-	"alloc_in_new_tlab_objects/count": profile.TypeAllocObjects,
-	"alloc_sample_objects/count":      profile.TypeAllocObjects,
-	"contentions/count":               profile.TypeLockCount,
-	"delay/nanoseconds":               profile.TypeLockDelay,
-	"inuse_space/bytes":               profile.TypeLiveBytes,
-	"inuse_objects/count":             profile.TypeLiveObjects,
-	"live/count":                      profile.TypeLiveObjects,
+	"cpu/nanoseconds":                  profile.TypeCPU,
+	"wall/nanoseconds":                 profile.TypeWall,
+	"samples/count":                    profile.TypeSamples,
+	"itimer/count":                     profile.TypeItimer,
+	"alloc_space/bytes":                profile.TypeAllocBytes,
+	"alloc_in_new_tlab_bytes/bytes":    profile.TypeAllocBytes,
+	"alloc_sample_bytes/bytes":         profile.TypeAllocBytes,
+	"alloc_outside_tlab_bytes/bytes":   profile.TypeAllocBytes,
+	"alloc_objects/count":              profile.TypeAllocObjects,
+	"alloc_in_new_tlab_objects/count":  profile.TypeAllocObjects,
+	"alloc_sample_objects/count":       profile.TypeAllocObjects,
+	"alloc_outside_tlab_objects/count": profile.TypeAllocObjects,
+	"contentions/count":                profile.TypeLockCount,
+	"delay/nanoseconds":                profile.TypeLockDelay,
+	"inuse_space/bytes":                profile.TypeLiveBytes,
+	"inuse_objects/count":              profile.TypeLiveObjects,
+	"live/count":                       profile.TypeLiveObjects,
 }
 
 // Decode parses a pprof profile, gzipped or not. Well-known sample types

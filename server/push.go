@@ -1,0 +1,115 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	pushv1 "github.com/grafana/pyroscope/api/gen/proto/go/push/v1"
+	"github.com/grafana/pyroscope/api/gen/proto/go/push/v1/pushv1connect"
+	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
+
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// pusher accepts Pyroscope's push API (push.v1.PusherService/Push over the
+// Connect protocol): series of pprof profiles with their labels, as Grafana
+// Alloy's pyroscope.write sends them (its pyroscope.java component profiles
+// the JVMs of Kubernetes pods, Spark's driver and executors among them) and
+// Pyroscope's newer SDKs do.
+type pusher struct{ s *Server }
+
+// handlePush routes the push API under its service path.
+func (s *Server) handlePush() (string, http.Handler) {
+	return pushv1connect.NewPusherServiceHandler(pusher{s: s}, connect.WithReadMaxBytes(int(s.cfg.MaxBodyBytes)))
+}
+
+// Push stores each profile of each series as an upload labelled with its
+// series' labels. Every profile is decoded before any is stored, so a push
+// with a bad profile stores nothing.
+func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushRequest]) (*connect.Response[pushv1.PushResponse], error) {
+	s := p.s
+	start := time.Now()
+	ten := connectTenant(req.Header())
+	who := sender{tenant: ten, remote: req.Peer().Addr, spyName: "push"}
+	fail := func(code connect.Code, status int, err error) error {
+		s.metrics.uploadError(status)
+		s.agents.failed(who, err.Error())
+		return connect.NewError(code, err)
+	}
+	if !s.allow(ten) {
+		return nil, fail(connect.CodeResourceExhausted, http.StatusTooManyRequests, fmt.Errorf("tenant %q is over its upload rate (%.0f/s); retry later", ten, s.cfg.RatePerSecond))
+	}
+	type pushed struct {
+		who     sender
+		uploads []*store.Upload
+	}
+	var all []pushed
+	for i, series := range req.Msg.Series {
+		labels, err := pushLabels(series.Labels)
+		if err != nil {
+			return nil, fail(connect.CodeInvalidArgument, http.StatusBadRequest, fmt.Errorf("series %d: %w", i, err))
+		}
+		who.labels = labels
+		ps := pushed{who: who}
+		for j, smp := range series.Samples {
+			prof, err := format.Decode(smp.RawProfile, fmt.Sprintf("series %d, profile %d", i, j), format.Options{Format: "pprof", MaxSize: s.cfg.MaxDecodedBytes})
+			if errors.Is(err, format.ErrTooLarge) {
+				return nil, fail(connect.CodeResourceExhausted, http.StatusRequestEntityTooLarge, err)
+			}
+			if err != nil {
+				return nil, fail(connect.CodeInvalidArgument, http.StatusUnprocessableEntity, err)
+			}
+			prof.Labels = prof.Labels.Merge(labels)
+			from, until := prof.Start, prof.End
+			if from == 0 {
+				from = start.UnixNano() // a profile without its time counts from its arrival
+			}
+			until = max(until, from)
+			ps.uploads = append(ps.uploads, &store.Upload{From: from, Until: until, Labels: labels, Agent: "push", Bytes: len(smp.RawProfile), Profile: prof})
+		}
+		all = append(all, ps)
+	}
+	for _, ps := range all {
+		bytes := 0
+		for _, u := range ps.uploads {
+			if err := s.cfg.Store.Append(ten, u); err != nil {
+				s.log.Error("store append failed", "tenant", ten, "err", err)
+				return nil, fail(connect.CodeUnavailable, http.StatusServiceUnavailable, fmt.Errorf("storing the profile failed: %w", err))
+			}
+			s.metrics.uploaded(u.Bytes, len(u.Profile.Samples), time.Since(start))
+			bytes += u.Bytes
+		}
+		s.agents.uploaded(ps.who, bytes, 0)
+	}
+	return connect.NewResponse(&pushv1.PushResponse{}), nil
+}
+
+// pushLabels turns a pushed series' labels into upload labels: Pyroscope's
+// own (__name__, __delta__, __session_id__, ...) are left out, as the
+// profile's sample types say what it measures, and other agents' names for
+// Spark's labels map to the standard ones. service_name is required.
+func pushLabels(pairs []*typesv1.LabelPair) (profile.Labels, error) {
+	var ls profile.Labels
+	for _, l := range pairs {
+		if strings.HasPrefix(l.Name, "__") || l.Value == "" {
+			continue
+		}
+		name := l.Name
+		if std, ok := labelAliases[name]; ok {
+			name = std
+		}
+		ls = append(ls, profile.Label{Name: name, Value: l.Value})
+	}
+	ls = ls.Normalize()
+	if v, _ := ls.Get(profile.LabelServiceName); v == "" {
+		return nil, errors.New("no service_name label: it names the application, as in Pyroscope")
+	}
+	return ls, nil
+}

@@ -1,0 +1,124 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	jfrpprof "github.com/grafana/jfr-parser/pprof"
+	googlev1 "github.com/grafana/pyroscope/api/gen/proto/go/google/v1"
+	pushv1 "github.com/grafana/pyroscope/api/gen/proto/go/push/v1"
+	"github.com/grafana/pyroscope/api/gen/proto/go/push/v1/pushv1connect"
+	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// alloyPush builds the push Grafana Alloy's pyroscope.java sends for a JFR
+// recording: jfr-parser's pprof profiles (the converter Alloy uses), one
+// series per profile with its __name__ and the pod's labels.
+func alloyPush(t *testing.T, jfr []byte, labels ...*typesv1.LabelPair) *pushv1.PushRequest {
+	t.Helper()
+	ps, err := jfrpprof.ParseJFR(jfr, &jfrpprof.ParseInput{StartTime: time.Unix(1700000000, 0), EndTime: time.Unix(1700000010, 0), SampleRate: 100}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &pushv1.PushRequest{}
+	for _, p := range ps.Profiles {
+		raw, err := proto.Marshal(p.Profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls := append([]*typesv1.LabelPair{{Name: "__name__", Value: p.Metric}, {Name: "__delta__", Value: "false"}}, labels...)
+		req.Series = append(req.Series, &pushv1.RawProfileSeries{Labels: ls, Samples: []*pushv1.RawSample{{RawProfile: raw}}})
+	}
+	return req
+}
+
+// TestPush sends a real recording as Grafana Alloy does, through the
+// generated Connect client, and reads each sample type's total back; a
+// push with a bad profile or no service_name stores nothing.
+func TestPush(t *testing.T) {
+	ts, db := newTestServer(t, Config{})
+	raw, err := os.ReadFile(corpus.Path(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jfr := mustGunzip(t, raw)
+	c := pushv1connect.NewPusherServiceClient(http.DefaultClient, ts.URL, connect.WithSendGzip())
+	ctx := context.Background()
+	pod := []*typesv1.LabelPair{
+		{Name: "service_name", Value: "spark/etl"}, {Name: "namespace", Value: "spark"},
+		{Name: "pod", Value: "etl-exec-1"}, {Name: "executorId", Value: "1"},
+	}
+	push := alloyPush(t, jfr, pod...)
+	if len(push.Series) < 4 {
+		t.Fatalf("jfr-parser made %d profiles of the recording; want cpu, allocations and locks", len(push.Series))
+	}
+	if _, err := c.Push(ctx, connect.NewRequest(push)); err != nil {
+		t.Fatal(err)
+	}
+
+	offline, err := format.Decode(raw, "offline", format.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// jfr-parser writes lock delays in the recording's ticks under the unit
+	// nanoseconds; sparkprof stores what the agent sent.
+	var delayTicks int64
+	for _, series := range push.Series {
+		var pp googlev1.Profile
+		if err := proto.Unmarshal(series.Samples[0].RawProfile, &pp); err != nil {
+			t.Fatal(err)
+		}
+		for i, st := range pp.SampleType {
+			if pp.StringTable[st.Type] == "delay" {
+				for _, smp := range pp.Sample {
+					delayTicks += smp.Value[i]
+				}
+			}
+		}
+	}
+	for _, typ := range []profile.SampleType{profile.TypeCPU, profile.TypeAllocBytes, profile.TypeAllocObjects, profile.TypeLockCount, profile.TypeLockDelay} {
+		id, _ := offline.TypeIndex(typ)
+		want := offline.Total(id)
+		if typ == profile.TypeLockDelay {
+			want = delayTicks
+		}
+		if got := render(t, ts, `{service_name="spark/etl", spark_executor_id="1", pod="etl-exec-1"}`, typ.Name, "").Flamebearer.NumTicks; got != want || want == 0 {
+			t.Errorf("%s: %d pushed, the recording holds %d", typ, got, want)
+		}
+	}
+
+	count := func() int {
+		n := 0
+		db.Select("", store.Query{}, func(*store.Upload) error { n++; return nil })
+		return n
+	}
+	before := count()
+	bad := alloyPush(t, jfr, pod...)
+	bad.Series[len(bad.Series)-1].Samples[0].RawProfile = []byte("not a profile")
+	if _, err := c.Push(ctx, connect.NewRequest(bad)); connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Errorf("a bad profile: %v, want invalid_argument", err)
+	}
+	if _, err := c.Push(ctx, connect.NewRequest(alloyPush(t, jfr))); connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Errorf("no service_name: %v, want invalid_argument", err)
+	}
+	if n := count(); n != before {
+		t.Errorf("refused pushes stored %d uploads", n-before)
+	}
+	var agents []Agent
+	getJSON(t, ts, "/api/v1/agents", &agents)
+	for _, a := range agents {
+		if a.App == "spark/etl" && (a.Uploads != int64(len(push.Series)) || a.ExecutorID != "1" || a.Errors == 0) {
+			t.Errorf("agents row %+v: want %d uploads from executor 1, and the refused pushes", a, len(push.Series))
+		}
+	}
+}

@@ -234,6 +234,16 @@ func BenchmarkQuery(b *testing.B) {
 				b.Fatal("no profile types")
 			}
 		})
+		b.Run("grafana-series/"+cache, func(b *testing.B) {
+			var res querierv1.SeriesResponse
+			req := &querierv1.SeriesRequest{LabelNames: []string{"service_name", "__profile_type__"}, Start: start / 1e6, End: end / 1e6}
+			for b.Loop() {
+				connectCall(b, servers[cache], "Series", req, &res)
+			}
+			if len(res.LabelsSet) == 0 {
+				b.Fatal("no series")
+			}
+		})
 		b.Run("grafana-whole-app/"+cache, func(b *testing.B) {
 			var res querierv1.SelectMergeStacktracesResponse
 			req := &querierv1.SelectMergeStacktracesRequest{ProfileTypeID: profileTypeID(profile.TypeCPU), LabelSelector: `{spark_app_id="app-bench"}`, Start: start / 1e6, End: end / 1e6}

@@ -36,7 +36,7 @@ func (s *Server) handlePush() (string, http.Handler) {
 func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushRequest]) (*connect.Response[pushv1.PushResponse], error) {
 	s := p.s
 	start := time.Now()
-	ten := connectTenant(req.Header())
+	ten := headerTenant(req.Header())
 	who := sender{tenant: ten, remote: req.Peer().Addr, spyName: "push"}
 	fail := func(code connect.Code, status int, err error) error {
 		s.metrics.uploadError(status)

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -47,11 +46,7 @@ func alloyPush(t *testing.T, jfr []byte, labels ...*typesv1.LabelPair) *pushv1.P
 // push with a bad profile or no service_name stores nothing.
 func TestPush(t *testing.T) {
 	ts, db := newTestServer(t, Config{})
-	raw, err := os.ReadFile(corpus.Path(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	jfr := mustGunzip(t, raw)
+	jfr := corpus.Read(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz")
 	c := pushv1connect.NewPusherServiceClient(http.DefaultClient, ts.URL, connect.WithSendGzip())
 	ctx := context.Background()
 	pod := []*typesv1.LabelPair{
@@ -66,7 +61,7 @@ func TestPush(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	offline, err := format.Decode(raw, "offline", format.Options{})
+	offline, err := format.Decode(jfr, "offline", format.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

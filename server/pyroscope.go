@@ -298,31 +298,33 @@ func (s *Server) handlePyroscopeLabelValues(w http.ResponseWriter, r *http.Reque
 	}
 	ids := []string{}
 	for _, t := range types {
-		if id := profileTypeID(t); !slices.Contains(ids, id) {
-			ids = append(ids, id)
-		}
+		ids = append(ids, profileTypeID(t))
 	}
 	sort.Strings(ids)
 	writeJSON(w, ids)
+}
+
+// labelSource returns the profile of u that holds its sample types and
+// label sets: a compacted block's rollup (read from disk or the cache), an
+// upload's profile.
+func labelSource(u *store.Upload) (*profile.Profile, error) {
+	if u.Compacted() {
+		return u.LoadRollup()
+	}
+	return u.Profile, nil
 }
 
 // metricName is the label Pyroscope's selectors name the profile type by.
 const metricName = "__name__"
 
 // presentTypes lists the sample types with samples in the tenant's uploads
-// of q's range, reading a compacted block's rollup.
+// of q's range.
 func (s *Server) presentTypes(ten string, q store.Query) ([]profile.SampleType, error) {
 	var types []profile.SampleType
 	err := s.cfg.Store.Select(ten, q, func(u *store.Upload) error {
-		p := u.Profile
-		if u.Compacted() {
-			var err error
-			if p, err = u.LoadRollup(); err != nil {
-				return err
-			}
-		}
-		if p == nil {
-			return nil
+		p, err := labelSource(u)
+		if err != nil || p == nil {
+			return err
 		}
 		for _, t := range presentTypes(p) {
 			if !slices.Contains(types, t) {
@@ -332,22 +334,4 @@ func (s *Server) presentTypes(ten string, q store.Query) ([]profile.SampleType, 
 		return nil
 	})
 	return types, err
-}
-
-// handlePyroscopeLabels answers Pyroscope's labels: the label names, with
-// __name__ (the profile type) first when there is data.
-func (s *Server) handlePyroscopeLabels(w http.ResponseWriter, r *http.Request) {
-	q, ok := labelRange(w, r)
-	if !ok {
-		return
-	}
-	names, err := s.labelNames(tenant(r), q)
-	if err != nil {
-		httpError(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	if len(names) > 0 {
-		names = append([]string{metricName}, names...)
-	}
-	writeJSON(w, names)
 }

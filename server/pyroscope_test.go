@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"testing"
 
@@ -28,10 +27,7 @@ type pyroscopeRender struct {
 // TLAB, lock contention) selecting sparkprof's type that holds them.
 func TestProfileTypeIDs(t *testing.T) {
 	ts, _ := newTestServer(t, Config{})
-	raw, err := os.ReadFile(corpus.Path(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := corpus.Read(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz")
 	if code := post(t, ts, url.Values{"name": {"kafka{}"}, "format": {"jfr"}}, "", raw); code != 200 {
 		t.Fatalf("upload: %d", code)
 	}
@@ -142,10 +138,7 @@ func countNodes(fb Flamebearer) int {
 // max-nodes does: the total is kept, the small frames fold into "other".
 func TestMaxNodes(t *testing.T) {
 	ts, _ := newTestServer(t, Config{})
-	raw, err := os.ReadFile(corpus.Path(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := corpus.Read(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz")
 	if code := post(t, ts, url.Values{"name": {"kafka{}"}, "format": {"jfr"}}, "", raw); code != 200 {
 		t.Fatalf("upload: %d", code)
 	}

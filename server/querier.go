@@ -47,9 +47,6 @@ func queryRange(start, end int64) store.Query {
 	return store.Query{From: start * int64(time.Millisecond), Until: end * int64(time.Millisecond)}
 }
 
-// connectTenant is the tenant a Connect request names.
-func connectTenant(h http.Header) string { return h.Get("X-Scope-OrgID") }
-
 // labelQuery selects what the label selectors of a label request match, in
 // the range: the upload-level matchers of every selector (samples' labels
 // do not narrow label lists). An empty list, or "{}", matches all.
@@ -72,16 +69,13 @@ func labelQuery(selectors []string, start, end int64) ([]store.Query, error) {
 
 func (q querier) ProfileTypes(ctx context.Context, req *connect.Request[querierv1.ProfileTypesRequest]) (*connect.Response[querierv1.ProfileTypesResponse], error) {
 	defer q.s.metrics.queried(time.Now())
-	types, err := q.s.presentTypes(connectTenant(req.Header()), queryRange(req.Msg.Start, req.Msg.End))
+	types, err := q.s.presentTypes(headerTenant(req.Header()), queryRange(req.Msg.Start, req.Msg.End))
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInternal, err)
 	}
 	res := &querierv1.ProfileTypesResponse{}
 	for _, t := range types {
 		id := profileTypeID(t)
-		if slices.ContainsFunc(res.ProfileTypes, func(pt *typesv1.ProfileType) bool { return pt.ID == id }) {
-			continue
-		}
 		p := strings.Split(id, ":")
 		res.ProfileTypes = append(res.ProfileTypes, &typesv1.ProfileType{
 			ID: id, Name: p[0], SampleType: p[1], SampleUnit: p[2], PeriodType: p[3], PeriodUnit: p[4],
@@ -99,7 +93,7 @@ func (q querier) LabelNames(ctx context.Context, req *connect.Request[typesv1.La
 	}
 	var names []string
 	for _, sq := range qs {
-		ns, err := q.s.labelNames(connectTenant(req.Header()), sq)
+		ns, err := q.s.labelNames(headerTenant(req.Header()), sq)
 		if err != nil {
 			return nil, connect.NewError(connect.CodeInternal, err)
 		}
@@ -118,7 +112,7 @@ const profileTypeLabel = "__profile_type__"
 
 func (q querier) LabelValues(ctx context.Context, req *connect.Request[typesv1.LabelValuesRequest]) (*connect.Response[typesv1.LabelValuesResponse], error) {
 	defer q.s.metrics.queried(time.Now())
-	ten := connectTenant(req.Header())
+	ten := headerTenant(req.Header())
 	qs, err := labelQuery(req.Msg.Matchers, req.Msg.Start, req.Msg.End)
 	if err != nil {
 		return nil, err
@@ -166,57 +160,76 @@ func selectRequest(profileTypeID, selector string, start, end int64) (request, e
 	if err != nil {
 		return request{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("label_selector: %w", err))
 	}
-	req := request{query: queryRange(start, end), typ: t.Name}
-	req.query.Matchers = ms
-	req.filter.Labels = ms
-	req.filter.From, req.filter.Until = req.query.From, req.query.Until
-	return req, nil
+	r := queryRange(start, end)
+	return newRequest(ms, t.Name, r.From, r.Until), nil
+}
+
+// merged merges what a profile type ID and a label selector select over
+// start–end (Unix ms): stacks only, unless keep (called with the request
+// before the merge) asks for more. It returns the merged profile and the
+// sample type picked.
+func (q querier) merged(h http.Header, typeID, selector string, start, end int64, keep func(*request)) (*profile.Profile, profile.SampleType, error) {
+	sr, err := selectRequest(typeID, selector, start, end)
+	if err != nil {
+		return nil, profile.SampleType{}, err
+	}
+	sr.dropLabels = true
+	if keep != nil {
+		keep(&sr)
+	}
+	p, err := q.s.merge(headerTenant(h), sr)
+	if err != nil {
+		return nil, profile.SampleType{}, connect.NewError(connect.CodeInternal, err)
+	}
+	return p, sampleType(p, sr.typ), nil
+}
+
+// levels lays out a flamebearer's levels as the query API's.
+func levels(fb *Flamebearer) []*querierv1.Level {
+	out := make([]*querierv1.Level, len(fb.Levels))
+	for i, l := range fb.Levels {
+		out[i] = &querierv1.Level{Values: l}
+	}
+	return out
+}
+
+// nodeLimit is a request's max_nodes, Pyroscope's default without one.
+func nodeLimit(maxNodes *int64) int {
+	if maxNodes != nil && *maxNodes > 0 {
+		return int(*maxNodes)
+	}
+	return defaultMaxNodes
 }
 
 func (q querier) SelectMergeStacktraces(ctx context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
 	defer q.s.metrics.queried(time.Now())
 	m := req.Msg
-	sr, err := selectRequest(m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
+	p, t, err := q.merged(req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End, nil)
 	if err != nil {
 		return nil, err
 	}
-	sr.dropLabels = true
-	p, err := q.s.merge(connectTenant(req.Header()), sr)
-	if err != nil {
-		return nil, connect.NewError(connect.CodeInternal, err)
-	}
-	tree := profile.NewTree(p, sampleType(p, sr.typ))
-	limit := defaultMaxNodes
-	if m.MaxNodes != nil && *m.MaxNodes > 0 {
-		limit = int(*m.MaxNodes)
-	}
-	tree.Trim(limit)
+	tree := profile.NewTree(p, t)
+	tree.Trim(nodeLimit(m.MaxNodes))
 	fb := newFlamebearer(tree)
-	fg := &querierv1.FlameGraph{Names: fb.Names, Total: fb.NumTicks, MaxSelf: fb.MaxSelf}
-	for _, l := range fb.Levels {
-		fg.Levels = append(fg.Levels, &querierv1.Level{Values: l})
-	}
+	fg := &querierv1.FlameGraph{Names: fb.Names, Levels: levels(fb), Total: fb.NumTicks, MaxSelf: fb.MaxSelf}
 	return connect.NewResponse(&querierv1.SelectMergeStacktracesResponse{Flamegraph: fg}), nil
 }
 
 func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv1.SelectSeriesRequest]) (*connect.Response[querierv1.SelectSeriesResponse], error) {
 	defer q.s.metrics.queried(time.Now())
 	m := req.Msg
-	sr, err := selectRequest(m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
-	if err != nil {
-		return nil, err
-	}
 	step := time.Duration(m.Step * float64(time.Second))
 	if step < time.Second {
 		step = 10 * time.Second
 	}
-	sr.dropLabels = len(m.GroupBy) == 0
-	sr.resolution = int64(step)
-	p, err := q.s.merge(connectTenant(req.Header()), sr)
+	p, t, err := q.merged(req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End, func(r *request) {
+		r.dropLabels = len(m.GroupBy) == 0
+		r.resolution = int64(step)
+	})
 	if err != nil {
-		return nil, connect.NewError(connect.CodeInternal, err)
+		return nil, err
 	}
-	series, _, _ := sumPerStep(p, sampleType(p, sr.typ), step, m.GroupBy)
+	series, _, _ := sumPerStep(p, t, step, m.GroupBy)
 	res := &querierv1.SelectSeriesResponse{}
 	totals := map[*typesv1.Series]int64{}
 	for _, ss := range series {
@@ -243,17 +256,12 @@ func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv
 func (q querier) SelectMergeProfile(ctx context.Context, req *connect.Request[querierv1.SelectMergeProfileRequest]) (*connect.Response[googlev1.Profile], error) {
 	defer q.s.metrics.queried(time.Now())
 	m := req.Msg
-	sr, err := selectRequest(m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
+	p, t, err := q.merged(req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End, nil)
 	if err != nil {
 		return nil, err
 	}
-	sr.dropLabels = true
-	p, err := q.s.merge(connectTenant(req.Header()), sr)
-	if err != nil {
-		return nil, connect.NewError(connect.CodeInternal, err)
-	}
 	var buf bytes.Buffer
-	if err := pprof.Encode(&buf, p, pprof.EncodeOptions{Types: []profile.SampleType{sampleType(p, sr.typ)}}); err != nil {
+	if err := pprof.Encode(&buf, p, pprof.EncodeOptions{Types: []profile.SampleType{t}}); err != nil {
 		return nil, connect.NewError(connect.CodeInternal, err)
 	}
 	raw, err := format.Decompress(buf.Bytes(), "merged profile", 0)
@@ -273,43 +281,32 @@ func (q querier) Diff(ctx context.Context, req *connect.Request[querierv1.DiffRe
 	if left == nil || right == nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("left and right: both sides are needed"))
 	}
-	var sides [2]*profile.Profile
-	var typ string
-	for i, side := range []*querierv1.SelectMergeStacktracesRequest{left, right} {
-		sr, err := selectRequest(side.ProfileTypeID, side.LabelSelector, side.Start, side.End)
-		if err != nil {
-			return nil, err
-		}
-		if i == 1 && sr.typ != typ {
-			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("profile types differ: %s and %s", left.ProfileTypeID, right.ProfileTypeID))
-		}
-		typ, sr.dropLabels = sr.typ, true
-		if sides[i], err = q.s.merge(connectTenant(req.Header()), sr); err != nil {
-			return nil, connect.NewError(connect.CodeInternal, err)
-		}
+	lt, err := typeOfProfileTypeID(left.ProfileTypeID)
+	if rt, rerr := typeOfProfileTypeID(right.ProfileTypeID); err == nil && rerr == nil && lt != rt {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("profile types differ: %s and %s", left.ProfileTypeID, right.ProfileTypeID))
 	}
-	t := sampleType(sides[1], typ)
-	if !hasType(sides[1], t) {
-		t = sampleType(sides[0], typ)
+	base, bt, err := q.merged(req.Header(), left.ProfileTypeID, left.LabelSelector, left.Start, left.End, nil)
+	if err != nil {
+		return nil, err
 	}
-	tree := profile.Diff(sides[0], sides[1], t)
-	limit := defaultMaxNodes
-	if left.MaxNodes != nil && *left.MaxNodes > 0 {
-		limit = int(*left.MaxNodes)
+	next, t, err := q.merged(req.Header(), right.ProfileTypeID, right.LabelSelector, right.Start, right.End, nil)
+	if err != nil {
+		return nil, err
 	}
-	tree.Trim(limit)
+	if !hasType(next, t) {
+		t = bt
+	}
+	tree := profile.Diff(base, next, t)
+	tree.Trim(nodeLimit(left.MaxNodes))
 	fb := newDiffFlamebearer(tree)
-	fg := &querierv1.FlameGraphDiff{Names: fb.Names, Total: fb.NumTicks, MaxSelf: fb.MaxSelf, LeftTicks: tree.Root.BaseTotal, RightTicks: tree.Root.Total}
-	for _, l := range fb.Levels {
-		fg.Levels = append(fg.Levels, &querierv1.Level{Values: l})
-	}
+	fg := &querierv1.FlameGraphDiff{Names: fb.Names, Levels: levels(fb), Total: fb.NumTicks, MaxSelf: fb.MaxSelf, LeftTicks: tree.Root.BaseTotal, RightTicks: tree.Root.Total}
 	return connect.NewResponse(&querierv1.DiffResponse{Flamegraph: fg}), nil
 }
 
 func (q querier) GetProfileStats(ctx context.Context, req *connect.Request[typesv1.GetProfileStatsRequest]) (*connect.Response[typesv1.GetProfileStatsResponse], error) {
 	defer q.s.metrics.queried(time.Now())
 	res := &typesv1.GetProfileStatsResponse{}
-	err := q.s.cfg.Store.Select(connectTenant(req.Header()), store.Query{}, func(u *store.Upload) error {
+	err := q.s.cfg.Store.Select(headerTenant(req.Header()), store.Query{}, func(u *store.Upload) error {
 		from, until := u.From/int64(time.Millisecond), u.Until/int64(time.Millisecond)
 		if !res.DataIngested || from < res.OldestProfileTime {
 			res.OldestProfileTime = from
@@ -360,16 +357,10 @@ func (q querier) Series(ctx context.Context, req *connect.Request[querierv1.Seri
 		}
 	}
 	for _, sq := range qs {
-		err := q.s.cfg.Store.Select(connectTenant(req.Header()), sq, func(u *store.Upload) error {
-			p := u.Profile
-			if u.Compacted() {
-				var err error
-				if p, err = u.LoadRollup(); err != nil {
-					return err
-				}
-			}
-			if p == nil {
-				return nil
+		err := q.s.cfg.Store.Select(headerTenant(req.Header()), sq, func(u *store.Upload) error {
+			p, err := labelSource(u)
+			if err != nil || p == nil {
+				return err
 			}
 			base := p.Labels.Merge(u.Labels)
 			type setType struct {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -48,10 +47,7 @@ func (h headers) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect
 func TestQuerierAPI(t *testing.T) {
 	ts, _ := newTestServer(t, Config{AuthToken: "s3cret"})
 	auth := headers{"Authorization": "Bearer s3cret", "X-Scope-OrgID": "grafana"}
-	raw, err := os.ReadFile(corpus.Path(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := corpus.Read(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz")
 	for _, exec := range []string{"1", "2"} {
 		q := url.Values{"name": {"kafka{spark_executor_id=" + exec + "}"}, "format": {"jfr"}}
 		if code := post(t, ts, q, "", raw, "Authorization", auth["Authorization"], "X-Scope-OrgID", auth["X-Scope-OrgID"]); code != 200 {

@@ -116,6 +116,15 @@ type request struct {
 	resolution int64
 }
 
+// newRequest selects the samples of type typ ("" for the default) that
+// the matchers ms select over from–until (Unix ns, 0 open).
+func newRequest(ms []profile.Matcher, typ string, from, until int64) request {
+	req := request{query: store.Query{Matchers: ms, From: from, Until: until}, typ: typ}
+	req.filter.Labels = ms
+	req.filter.From, req.filter.Until = from, until
+	return req
+}
+
 func parseRequest(r *http.Request, selParam string) (request, error) {
 	q := r.URL.Query()
 	ms, suffixType, err := parseSelector(q.Get(selParam))
@@ -130,12 +139,11 @@ func parseRequest(r *http.Request, selParam string) (request, error) {
 	if err != nil {
 		return request{}, err
 	}
-	req := request{query: store.Query{Matchers: ms, From: from, Until: until}, typ: q.Get("type")}
-	if req.typ == "" && suffixType != (profile.SampleType{}) {
-		req.typ = suffixType.Name // Pyroscope's queries: app.alloc_space{...}
+	typ := q.Get("type")
+	if typ == "" {
+		typ = suffixType.Name // Pyroscope's queries: app.alloc_space{...}
 	}
-	req.filter.Labels = ms
-	req.filter.From, req.filter.Until = from, until
+	req := newRequest(ms, typ, from, until)
 	if st := q.Get("state"); st != "" {
 		for _, name := range strings.Split(st, ",") {
 			state := profile.ParseThreadState(name)
@@ -510,17 +518,24 @@ func labelRange(w http.ResponseWriter, r *http.Request) (store.Query, bool) {
 	return store.Query{From: from, Until: until}, true
 }
 
-func (s *Server) handleLabels(w http.ResponseWriter, r *http.Request) {
-	q, ok := labelRange(w, r)
-	if !ok {
-		return
+// handleLabels answers the label names; Pyroscope's path (pyroscope) lists
+// __name__, which names the profile type, first when there is data.
+func (s *Server) handleLabels(pyroscope bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q, ok := labelRange(w, r)
+		if !ok {
+			return
+		}
+		names, err := s.labelNames(tenant(r), q)
+		if err != nil {
+			httpError(w, http.StatusInternalServerError, "%v", err)
+			return
+		}
+		if pyroscope && len(names) > 0 {
+			names = append([]string{metricName}, names...)
+		}
+		writeJSON(w, names)
 	}
-	names, err := s.labelNames(tenant(r), q)
-	if err != nil {
-		httpError(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	writeJSON(w, names)
 }
 
 // labelNames lists, sorted, the label names of the tenant's uploads and

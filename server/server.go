@@ -95,7 +95,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/diff", s.handleDiff)
 	s.mux.HandleFunc("GET /pyroscope/render-diff", s.handlePyroscopeDiff)
 	s.mux.HandleFunc("GET /api/v1/export", s.handleExport)
-	s.mux.HandleFunc("GET /api/v1/labels", s.handleLabels)
+	s.mux.HandleFunc("GET /api/v1/labels", s.handleLabels(false))
 	s.mux.HandleFunc("GET /api/v1/label-values", s.handleLabelValues)
 	s.mux.HandleFunc("GET /api/v1/agents", s.handleAgents)
 	s.mux.HandleFunc("GET /api/v1/apps", s.handleApps)
@@ -103,7 +103,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/apps/{id}/stages/{stage}/slow-vs-rest", s.handleSlowVsRest)
 	s.mux.HandleFunc("GET /pyroscope/render", s.handlePyroscopeRender)
 	s.mux.HandleFunc("GET /pyroscope/label-values", s.handlePyroscopeLabelValues)
-	s.mux.HandleFunc("GET /pyroscope/labels", s.handlePyroscopeLabels)
+	s.mux.HandleFunc("GET /pyroscope/labels", s.handleLabels(true))
 	s.mux.Handle(s.handleQuerier())
 	s.mux.Handle(s.handlePush())
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
@@ -166,7 +166,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // tenant returns the request's tenant (X-Scope-OrgID, as Pyroscope and the
 // Grafana stack use), "" when none is given.
-func tenant(r *http.Request) string { return r.Header.Get("X-Scope-OrgID") }
+func tenant(r *http.Request) string { return headerTenant(r.Header) }
+
+// headerTenant returns the tenant request headers name: the Connect APIs'
+// handlers see headers, not the request.
+func headerTenant(h http.Header) string { return h.Get("X-Scope-OrgID") }
 
 func httpError(w http.ResponseWriter, code int, format string, args ...any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -20,11 +20,16 @@ type stamp struct {
 // Server does: at start and then every interval until ctx ends, logs that
 // are new or changed (in-progress logs grow) are analysed again, in place.
 // Single files in any codec and rolling eventlog_v2_* directories count;
-// other files are skipped.
+// other files are skipped. Unlike the History Server it also looks in
+// subdirectories (down to maxWatchDepth), so one directory can hold the
+// log directories of several clusters.
 func (s *Server) WatchEventLogs(ctx context.Context, tenant, dir string, every time.Duration) {
-	seen := map[string]stamp{}
-	for {
-		s.scanEventLogs(tenant, dir, seen)
+	w := newLogWatch()
+	for first := true; ; first = false {
+		start := time.Now()
+		if n := s.scanEventLogs(tenant, dir, w); first || n > 0 {
+			s.log.Info("event log directory scanned", "dir", dir, "analysed", n, "took", time.Since(start).Round(time.Millisecond))
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -33,9 +38,28 @@ func (s *Server) WatchEventLogs(ctx context.Context, tenant, dir string, every t
 	}
 }
 
-// scanEventLogs analyses what changed in dir since seen and returns how
-// many logs it analysed.
-func (s *Server) scanEventLogs(tenant, dir string, seen map[string]stamp) int {
+// maxWatchDepth bounds how deep WatchEventLogs looks below its directory.
+const maxWatchDepth = 3
+
+// logWatch is what a watch has seen: each path's version when it was last
+// looked at, and the directories that are not event logs themselves, into
+// which every scan looks again.
+type logWatch struct {
+	seen  map[string]stamp
+	plain map[string]bool
+}
+
+func newLogWatch() *logWatch {
+	return &logWatch{seen: map[string]stamp{}, plain: map[string]bool{}}
+}
+
+// scanEventLogs analyses what changed in dir and its subdirectories since
+// the watch last looked, and returns how many logs it analysed.
+func (s *Server) scanEventLogs(tenant, dir string, w *logWatch) int {
+	return s.scanLogDir(tenant, dir, w, maxWatchDepth)
+}
+
+func (s *Server) scanLogDir(tenant, dir string, w *logWatch, depth int) int {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		s.log.Warn("event log dir unreadable", "dir", dir, "err", err)
@@ -48,12 +72,24 @@ func (s *Server) scanEventLogs(tenant, dir string, seen map[string]stamp) int {
 			continue
 		}
 		path := filepath.Join(dir, name)
-		st, ok := stampOf(path)
-		if !ok || seen[path] == st {
+		if w.plain[path] {
+			n += s.scanLogDir(tenant, path, w, depth-1)
 			continue
 		}
-		seen[path] = st
-		if kind, err := analysis.Classify(path); err != nil || kind != "eventlog" {
+		st, ok := stampOf(path)
+		if old, seen := w.seen[path]; !ok || seen && old == st {
+			continue
+		}
+		w.seen[path] = st
+		kind, err := analysis.Classify(path)
+		if err != nil {
+			continue
+		}
+		if kind != "eventlog" {
+			if e.IsDir() && depth > 0 {
+				w.plain[path] = true
+				n += s.scanLogDir(tenant, path, w, depth-1)
+			}
 			continue
 		}
 		if _, err := s.apps.analyse(tenant, []string{path}, ""); err != nil {

@@ -46,7 +46,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	preload := fs.String("preload", "", "import the profiles of this directory at start (e.g. ../shared/testdata)")
 	agentJar := fs.String("agent-jar", "agent/build/sparkprof-agent.jar", "agent jar served at /agent.jar")
 	rate := fs.Float64("rate", 0, "uploads per second and tenant before 429 (0: no limit)")
-	eventLogDir := fs.String("eventlog-dir", "", "analyse the event logs of this directory (spark.eventLog.dir), new and in-progress ones, as the History Server does")
+	eventLogDir := fs.String("eventlog-dir", "", "analyse the event logs of this directory (spark.eventLog.dir) and its subdirectories, new and in-progress ones, as the History Server does")
 	poll := fs.Duration("eventlog-poll", 10*time.Second, "how often --eventlog-dir is scanned for new and grown logs")
 	maxLogGB := fs.Int64("max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
 	if err := fs.Parse(args); err != nil {

@@ -117,3 +117,27 @@ func TestPush(t *testing.T) {
 		}
 	}
 }
+
+// A push over the body limit is refused whole, also when it is gzipped
+// under the limit and decompresses past it.
+func TestPushLimit(t *testing.T) {
+	push := alloyPush(t, corpus.Read(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz"), &typesv1.LabelPair{Name: "service_name", Value: "big"})
+	raw, err := proto.Marshal(push)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := gzipBytes(t, raw)
+	limit := (len(gz) + len(raw)) / 2
+	ts, db := newTestServer(t, Config{MaxBodyBytes: int64(limit)})
+	for _, opts := range [][]connect.ClientOption{nil, {connect.WithSendGzip()}} {
+		c := pushv1connect.NewPusherServiceClient(http.DefaultClient, ts.URL, opts...)
+		if _, err := c.Push(context.Background(), connect.NewRequest(push)); connect.CodeOf(err) != connect.CodeResourceExhausted {
+			t.Errorf("a push of %d bytes (%d gzipped) over the limit of %d (%d options): %v, want resource_exhausted", len(raw), len(gz), limit, len(opts), err)
+		}
+	}
+	n := 0
+	db.Select("", store.Query{}, func(*store.Upload) error { n++; return nil })
+	if n != 0 {
+		t.Errorf("%d uploads stored", n)
+	}
+}

@@ -33,8 +33,8 @@ var profileTypeIDs = map[profile.SampleType]string{
 }
 
 // pyroscopeSampleTypes maps the sample types of Pyroscope's profile type
-// IDs, by "sample_type:sample_unit", to sparkprof's where their names
-// differ (others, like cpu:nanoseconds, are sparkprof's names). sparkprof keeps one
+// IDs, by "sample_type:sample_unit", to sparkprof's where the names differ
+// (others, like cpu:nanoseconds, are sparkprof's own). sparkprof keeps one
 // allocation type and one lock type per JVM where Pyroscope splits them by
 // event (inside or outside a TLAB, monitor or park), so the IDs of either
 // part select the whole.

@@ -193,6 +193,12 @@ try {
     await note.getByRole('button', { name: 'show all frames' }).click();
     await note.waitFor({ state: 'detached' });
     await page.getByTestId('flame').locator('canvas').first().waitFor();
+    // A diff of it folds the same way.
+    const sel = '{service_name="wide-tree"}';
+    await page.goto(`${server.url}/#/diff?${new URLSearchParams({ base: sel, next: sel })}`);
+    const diffNote = page.getByTestId('diff').getByTestId('frames-folded');
+    await diffNote.waitFor();
+    await page.getByTestId('diff').locator('canvas').first().waitFor();
   });
 
   await step('agents page', async () => {

@@ -57,7 +57,19 @@ const bigTable = 5000;
 // ones into "other" frames. Drawing is about linear in frames (55,000 took
 // 4 s to a first frame; bench/ui/flame.mjs), and a JVM's 10 s windows over
 // a few minutes reach 100,000.
-const maxNodes = 16384;
+export const maxNodes = 16384;
+
+// FoldedNote says how many small frames the server folded into "other"
+// frames, with a button to ask for them all.
+export function FoldedNote({ folded, onShowAll }) {
+  if (!(folded > 0)) return null;
+  return (
+    <div className="muted" data-testid="frames-folded">
+      {folded.toLocaleString('en')} small frames are folded into “other” frames to keep the page fast.{' '}
+      <button onClick={onShowAll}>show all frames</button>
+    </div>
+  );
+}
 
 // FlameView fetches and draws the flame graph of sel ({query, type, from,
 // until, state}); onType is called with the type the user picks.
@@ -98,12 +110,7 @@ export function FlameView({ sel, onType, title }) {
         </div>
       ) : (
         <>
-          {data.folded > 0 && (
-            <div className="muted" data-testid="frames-folded">
-              {data.folded.toLocaleString('en')} small frames are folded into “other” frames to keep the page fast.{' '}
-              <button onClick={() => setAllFrames(true)}>show all frames</button>
-            </div>
-          )}
+          <FoldedNote folded={data.folded} onShowAll={() => setAllFrames(true)} />
           {data.flamebearer.names.length > bigTable && !fullUI && (
             <div className="muted" data-testid="table-hidden">
               {data.flamebearer.names.length.toLocaleString('en')} functions: the table and sandwich views are off to keep the

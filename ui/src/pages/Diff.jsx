@@ -1,14 +1,18 @@
 // Diffs: a stage's slowest tasks against its typical ones, or any two
 // selections (e.g. two runs of the same app). Red grew, blue shrank; the
 // baseline is normalised to the new total.
-import React from 'react';
+import React, { useState } from 'react';
 import { FlamegraphRenderer } from '@pyroscope/flamegraph';
 import { getJSON, pyroscopeProfile, fmtValue, fmtMs } from '../api';
 import { useAsync, ErrorBox, Loading } from '../common';
 import { SelectionBar } from '../Selection';
+import { FoldedNote, maxNodes } from '../Flame';
 
+// DiffView fetches a diff with load(maxNodes) and draws it, its smallest
+// frames folded as the flame graph's are until the user asks for all.
 function DiffView({ load, deps, title }) {
-  const { data, error } = useAsync(load, deps);
+  const [allFrames, setAllFrames] = useState(false);
+  const { data, error } = useAsync(() => load(allFrames ? 0 : maxNodes), [...deps, allFrames]);
   if (error) return <ErrorBox error={error} />;
   if (!data) return <Loading what="diff" />;
   const unit = data.metadata.unit;
@@ -27,6 +31,7 @@ function DiffView({ load, deps, title }) {
           </span>
         )}
       </div>
+      <FoldedNote folded={data.folded} onShowAll={() => setAllFrames(true)} />
       <FlamegraphRenderer profile={pyroscopeProfile(data, data.metadata.name, unit)} showToolbar colorMode="light" />
     </div>
   );
@@ -56,7 +61,9 @@ export function DiffPage({ params, setParams }) {
         </p>
         <DiffView
           title="typical → slowest"
-          load={() => getJSON(`/api/v1/apps/${encodeURIComponent(params.app)}/stages/${params.stage}/slow-vs-rest`, { percent: pct, type: params.type })}
+          load={(limit) =>
+            getJSON(`/api/v1/apps/${encodeURIComponent(params.app)}/stages/${params.stage}/slow-vs-rest`, { percent: pct, type: params.type, maxNodes: limit })
+          }
           deps={[params.app, params.stage, pct, params.type]}
         />
       </div>
@@ -75,8 +82,9 @@ export function DiffPage({ params, setParams }) {
       {params.base && params.next ? (
         <DiffView
           title="baseline → comparison"
-          load={() =>
+          load={(limit) =>
             getJSON('/api/v1/diff', {
+              maxNodes: limit,
               base: base.query,
               next: next.query,
               type: params.type,

@@ -93,7 +93,7 @@ func (q querier) LabelNames(ctx context.Context, req *connect.Request[typesv1.La
 	}
 	var names []string
 	for _, sq := range qs {
-		ns, err := q.s.labelNames(headerTenant(req.Header()), sq)
+		ns, err := q.s.labelNames(ctx, headerTenant(req.Header()), sq)
 		if err != nil {
 			return nil, connect.NewError(connect.CodeInternal, err)
 		}
@@ -133,7 +133,7 @@ func (q querier) LabelValues(ctx context.Context, req *connect.Request[typesv1.L
 				values = append(values, id)
 			}
 		default:
-			vals, err := q.s.labelValues(ten, name, sq)
+			vals, err := q.s.labelValues(ctx, ten, name, sq)
 			if err != nil {
 				return nil, connect.NewError(connect.CodeInternal, err)
 			}
@@ -168,7 +168,7 @@ func selectRequest(profileTypeID, selector string, start, end int64) (request, e
 // start–end (Unix ms): stacks only, unless keep (called with the request
 // before the merge) asks for more. It returns the merged profile and the
 // sample type picked.
-func (q querier) merged(h http.Header, typeID, selector string, start, end int64, keep func(*request)) (*profile.Profile, profile.SampleType, error) {
+func (q querier) merged(ctx context.Context, h http.Header, typeID, selector string, start, end int64, keep func(*request)) (*profile.Profile, profile.SampleType, error) {
 	sr, err := selectRequest(typeID, selector, start, end)
 	if err != nil {
 		return nil, profile.SampleType{}, err
@@ -177,7 +177,7 @@ func (q querier) merged(h http.Header, typeID, selector string, start, end int64
 	if keep != nil {
 		keep(&sr)
 	}
-	p, err := q.s.merge(headerTenant(h), sr)
+	p, err := q.s.merge(ctx, headerTenant(h), sr)
 	if err != nil {
 		return nil, profile.SampleType{}, connect.NewError(connect.CodeInternal, err)
 	}
@@ -204,7 +204,7 @@ func nodeLimit(maxNodes *int64) int {
 func (q querier) SelectMergeStacktraces(ctx context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
 	defer q.s.metrics.queried(time.Now())
 	m := req.Msg
-	p, t, err := q.merged(req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End, nil)
+	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv
 	if step < time.Second {
 		step = 10 * time.Second
 	}
-	p, t, err := q.merged(req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End, func(r *request) {
+	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End, func(r *request) {
 		r.dropLabels = len(m.GroupBy) == 0
 		r.resolution = int64(step)
 	})
@@ -256,7 +256,7 @@ func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv
 func (q querier) SelectMergeProfile(ctx context.Context, req *connect.Request[querierv1.SelectMergeProfileRequest]) (*connect.Response[googlev1.Profile], error) {
 	defer q.s.metrics.queried(time.Now())
 	m := req.Msg
-	p, t, err := q.merged(req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End, nil)
+	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -285,11 +285,11 @@ func (q querier) Diff(ctx context.Context, req *connect.Request[querierv1.DiffRe
 	if rt, rerr := typeOfProfileTypeID(right.ProfileTypeID); err == nil && rerr == nil && lt != rt {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("profile types differ: %s and %s", left.ProfileTypeID, right.ProfileTypeID))
 	}
-	base, bt, err := q.merged(req.Header(), left.ProfileTypeID, left.LabelSelector, left.Start, left.End, nil)
+	base, bt, err := q.merged(ctx, req.Header(), left.ProfileTypeID, left.LabelSelector, left.Start, left.End, nil)
 	if err != nil {
 		return nil, err
 	}
-	next, t, err := q.merged(req.Header(), right.ProfileTypeID, right.LabelSelector, right.Start, right.End, nil)
+	next, t, err := q.merged(ctx, req.Header(), right.ProfileTypeID, right.LabelSelector, right.Start, right.End, nil)
 	if err != nil {
 		return nil, err
 	}

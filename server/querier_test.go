@@ -18,6 +18,7 @@ import (
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store"
 )
 
 // headers sets request headers on every call of a Connect client.
@@ -239,5 +240,26 @@ func TestQuerierAPI(t *testing.T) {
 	var ce *connect.Error
 	if !errors.As(err, &ce) || ce.Code() != connect.CodeUnauthenticated {
 		t.Errorf("without the token: %v, want unauthenticated", err)
+	}
+}
+
+// A query whose client went away stops reading uploads.
+func TestMergeCanceled(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	if code := post(t, ts, url.Values{"name": {"svc{}"}}, "", []byte("main;work 3\n")); code != 200 {
+		t.Fatalf("upload: %d", code)
+	}
+	srv := ts.Config.Handler.(*Server)
+	p, err := srv.merge(context.Background(), "", newRequest(nil, "", 0, 0))
+	if err != nil || len(p.Samples) != 1 {
+		t.Fatalf("merge: %v, %v", p, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := srv.merge(ctx, "", newRequest(nil, "", 0, 0)); !errors.Is(err, context.Canceled) {
+		t.Errorf("a canceled query: %v, want context.Canceled", err)
+	}
+	if _, err := srv.labelValues(ctx, "", "", store.Query{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled label values: %v, want context.Canceled", err)
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"net/http"
@@ -201,10 +202,13 @@ func parseTimeParam(s string) (int64, error) {
 
 // merge returns the selected samples of the request's uploads as one
 // profile, and the sample type picked.
-func (s *Server) merge(ten string, req request) (*profile.Profile, error) {
+func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.Profile, error) {
 	m := profile.NewMerger(profile.MergeOptions{Aggregate: !req.keepTimes, Resolution: req.resolution, DropLabels: req.dropLabels, DropThreads: req.dropLabels})
 	tasksOf := func(app string) map[int64]*spark.Task { return s.apps.tasks(ten, app) }
 	err := s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
+		if err := ctx.Err(); err != nil {
+			return err // the client went away: read no more blocks
+		}
 		// Upload labels go onto the profile; the filter then sees them
 		// for every sample. The stored profile is not modified.
 		src, err := source(u, req, tasksOf)
@@ -329,7 +333,7 @@ func (s *Server) parsedSelection(w http.ResponseWriter, r *http.Request, selPara
 
 // selected merges what req selects. On failure it has answered the request.
 func (s *Server) selected(w http.ResponseWriter, r *http.Request, req request) (*profile.Profile, request, bool) {
-	p, err := s.merge(tenant(r), req)
+	p, err := s.merge(r.Context(), tenant(r), req)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return nil, req, false
@@ -459,7 +463,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 // the tenant's uploads and samples. A compacted block answers from the
 // values its meta lists; its samples are read only for a label with too
 // many values to list.
-func (s *Server) labelValues(ten string, name string, q store.Query) (map[string]map[string]bool, error) {
+func (s *Server) labelValues(ctx context.Context, ten string, name string, q store.Query) (map[string]map[string]bool, error) {
 	vals := map[string]map[string]bool{}
 	add := func(n string, vs ...string) {
 		if vals[n] == nil {
@@ -477,6 +481,9 @@ func (s *Server) labelValues(ten string, name string, q store.Query) (map[string
 		}
 	}
 	err := s.cfg.Store.Select(ten, q, func(u *store.Upload) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		addSet(u.Labels)
 		if u.Values != nil {
 			listed := true
@@ -526,7 +533,7 @@ func (s *Server) handleLabels(pyroscope bool) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		names, err := s.labelNames(tenant(r), q)
+		names, err := s.labelNames(r.Context(), tenant(r), q)
 		if err != nil {
 			httpError(w, http.StatusInternalServerError, "%v", err)
 			return
@@ -540,8 +547,8 @@ func (s *Server) handleLabels(pyroscope bool) http.HandlerFunc {
 
 // labelNames lists, sorted, the label names of the tenant's uploads and
 // samples in q's range.
-func (s *Server) labelNames(ten string, q store.Query) ([]string, error) {
-	vals, err := s.labelValues(ten, "", q)
+func (s *Server) labelNames(ctx context.Context, ten string, q store.Query) ([]string, error) {
+	vals, err := s.labelValues(ctx, ten, "", q)
 	if err != nil {
 		return nil, err
 	}
@@ -566,7 +573,7 @@ func (s *Server) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	vals, err := s.labelValues(tenant(r), name, q)
+	vals, err := s.labelValues(r.Context(), tenant(r), name, q)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return

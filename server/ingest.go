@@ -20,12 +20,30 @@ import (
 	"github.com/sparkprof/sparkprof/store"
 )
 
-// labelAliases maps label names other agents use to the standard ones.
+// labelAliases maps label names other agents use to the standard ones:
+// CERN's PyroscopePlugin's, Spark's configuration keys, and the labels
+// Spark puts on its Kubernetes pods (spark-app-selector, spark-exec-id,
+// spark-role) as a collector such as Grafana Alloy passes them on, with
+// underscores.
 var labelAliases = map[string]string{
-	"appId": profile.LabelAppID, "app_id": profile.LabelAppID, "spark.app.id": profile.LabelAppID,
-	"executorId": profile.LabelExecutorID, "executor_id": profile.LabelExecutorID, "spark.executor.id": profile.LabelExecutorID,
+	"appId": profile.LabelAppID, "app_id": profile.LabelAppID, "spark.app.id": profile.LabelAppID, "spark_app_selector": profile.LabelAppID,
+	"executorId": profile.LabelExecutorID, "executor_id": profile.LabelExecutorID, "spark.executor.id": profile.LabelExecutorID, "spark_exec_id": profile.LabelExecutorID,
 	"hostname": profile.LabelHost, "hostName": profile.LabelHost,
 	"attemptId": profile.LabelAppAttempt,
+	"spark_role": profile.LabelRole,
+}
+
+// driverExecutor gives an upload of the driver, by its role, the driver's
+// executor id, as Spark names it, when it has none: a driver pod carries
+// spark-role=driver but no spark-exec-id.
+func driverExecutor(ls profile.Labels) profile.Labels {
+	if role, _ := ls.Get(profile.LabelRole); role != "driver" {
+		return ls
+	}
+	if _, ok := ls.Get(profile.LabelExecutorID); ok {
+		return ls
+	}
+	return ls.Merge(profile.Labels{{Name: profile.LabelExecutorID, Value: "driver"}})
 }
 
 // pyroscopeTypes are the profile-type suffixes Pyroscope agents append to
@@ -156,7 +174,7 @@ func parseName(name string) (profile.Labels, profile.SampleType, error) {
 			ls = append(ls, profile.Label{Name: k, Value: v})
 		}
 	}
-	return ls.Normalize(), typ, nil
+	return driverExecutor(ls.Normalize()), typ, nil
 }
 
 // parseTime reads from/until in seconds, ms, µs or ns, told apart by size.

@@ -111,5 +111,5 @@ func pushLabels(pairs []*typesv1.LabelPair) (profile.Labels, error) {
 	if v, _ := ls.Get(profile.LabelServiceName); v == "" {
 		return nil, errors.New("no service_name label: it names the application, as in Pyroscope")
 	}
-	return ls, nil
+	return driverExecutor(ls), nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -139,5 +140,32 @@ func TestPushLimit(t *testing.T) {
 	db.Select("", store.Query{}, func(*store.Upload) error { n++; return nil })
 	if n != 0 {
 		t.Errorf("%d uploads stored", n)
+	}
+}
+
+// The labels Spark puts on its Kubernetes pods, as Alloy passes them on,
+// attribute the profiles to the app, its driver and its executors.
+func TestPushSparkPodLabels(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	jfr := corpus.Read(t, "jfr", "dump1.jfr.gz")
+	c := pushv1connect.NewPusherServiceClient(http.DefaultClient, ts.URL)
+	for _, pod := range [][]*typesv1.LabelPair{
+		{{Name: "service_name", Value: "spark/etl-driver"}, {Name: "spark_app_selector", Value: "spark-7f3a"}, {Name: "spark_role", Value: "driver"}},
+		{{Name: "service_name", Value: "spark/etl-exec-3"}, {Name: "spark_app_selector", Value: "spark-7f3a"}, {Name: "spark_role", Value: "executor"}, {Name: "spark_exec_id", Value: "3"}},
+	} {
+		if _, err := c.Push(context.Background(), connect.NewRequest(alloyPush(t, jfr, pod...))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for label, want := range map[string]string{
+		"spark_app_id":      "[spark-7f3a]",
+		"spark_executor_id": "[3 driver]",
+		"role":              "[driver executor]",
+	} {
+		var got []string
+		getJSON(t, ts, "/api/v1/label-values?name="+label, &got)
+		if fmt.Sprint(got) != want {
+			t.Errorf("%s: %v, want %s", label, got, want)
+		}
 	}
 }

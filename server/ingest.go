@@ -29,7 +29,7 @@ var labelAliases = map[string]string{
 	"appId": profile.LabelAppID, "app_id": profile.LabelAppID, "spark.app.id": profile.LabelAppID, "spark_app_selector": profile.LabelAppID,
 	"executorId": profile.LabelExecutorID, "executor_id": profile.LabelExecutorID, "spark.executor.id": profile.LabelExecutorID, "spark_exec_id": profile.LabelExecutorID,
 	"hostname": profile.LabelHost, "hostName": profile.LabelHost,
-	"attemptId": profile.LabelAppAttempt,
+	"attemptId":  profile.LabelAppAttempt,
 	"spark_role": profile.LabelRole,
 }
 

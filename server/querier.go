@@ -29,8 +29,9 @@ import (
 // source calls: profile types, label names and values, the merged flame
 // graph, pprof, diff and time series of a profile type ID and a label
 // selector, the series and the profile stats. So Grafana, and Pyroscope's
-// profilecli, read sparkprof as they read Pyroscope. Methods sparkprof does
-// not serve (span profiles, heatmaps) answer unimplemented.
+// profilecli, read sparkprof as they read Pyroscope. Methods and formats
+// sparkprof does not serve (span profiles, heatmaps, Pyroscope's tree and
+// DOT formats) answer unimplemented.
 type querier struct {
 	querierv1connect.UnimplementedQuerierServiceHandler
 	s *Server
@@ -204,6 +205,9 @@ func nodeLimit(maxNodes *int64) int {
 func (q querier) SelectMergeStacktraces(ctx context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
 	defer q.s.metrics.queried(time.Now())
 	m := req.Msg
+	if f := m.Format; f != querierv1.ProfileFormat_PROFILE_FORMAT_UNSPECIFIED && f != querierv1.ProfileFormat_PROFILE_FORMAT_FLAMEGRAPH {
+		return nil, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("format %s: sparkprof answers flame graphs only (PROFILE_FORMAT_FLAMEGRAPH)", f))
+	}
 	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End, nil)
 	if err != nil {
 		return nil, err

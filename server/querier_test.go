@@ -222,6 +222,12 @@ func TestQuerierAPI(t *testing.T) {
 			if connect.CodeOf(err) != connect.CodeInvalidArgument {
 				t.Errorf("a bad profile type: %v, want invalid_argument", err)
 			}
+			_, err = c.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
+				ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", End: now, Format: querierv1.ProfileFormat_PROFILE_FORMAT_TREE,
+			}))
+			if connect.CodeOf(err) != connect.CodeUnimplemented {
+				t.Errorf("Pyroscope's tree format: %v, want unimplemented", err)
+			}
 			_, err = c.SelectMergeSpanProfile(ctx, connect.NewRequest(&querierv1.SelectMergeSpanProfileRequest{}))
 			if connect.CodeOf(err) != connect.CodeUnimplemented {
 				t.Errorf("span profiles: %v, want unimplemented", err)

@@ -37,7 +37,11 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 	s := p.s
 	start := time.Now()
 	ten := headerTenant(req.Header())
-	who := sender{tenant: ten, remote: req.Peer().Addr, spyName: "push"}
+	client := req.Header().Get("User-Agent") // Alloy names itself here
+	if client == "" {
+		client = "push"
+	}
+	who := sender{tenant: ten, remote: req.Peer().Addr, spyName: client}
 	fail := func(code connect.Code, status int, err error) error {
 		s.metrics.uploadError(status)
 		s.agents.failed(who, err.Error())
@@ -61,7 +65,9 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 		for j, smp := range series.Samples {
 			prof, err := format.Decode(smp.RawProfile, fmt.Sprintf("series %d, profile %d", i, j), format.Options{Format: "pprof", MaxSize: s.cfg.MaxDecodedBytes})
 			if errors.Is(err, format.ErrTooLarge) {
-				return nil, fail(connect.CodeResourceExhausted, http.StatusRequestEntityTooLarge, err)
+				// Not resource_exhausted, which Alloy retries: the
+				// same profile would be refused again.
+				return nil, fail(connect.CodeInvalidArgument, http.StatusRequestEntityTooLarge, err)
 			}
 			if err != nil {
 				return nil, fail(connect.CodeInvalidArgument, http.StatusUnprocessableEntity, err)
@@ -72,7 +78,7 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 				from = start.UnixNano() // a profile without its time counts from its arrival
 			}
 			until = max(until, from)
-			ps.uploads = append(ps.uploads, &store.Upload{From: from, Until: until, Labels: labels, Agent: "push", Bytes: len(smp.RawProfile), Profile: prof})
+			ps.uploads = append(ps.uploads, &store.Upload{From: from, Until: until, Labels: labels, Agent: client, Bytes: len(smp.RawProfile), Profile: prof})
 		}
 		all = append(all, ps)
 	}

@@ -190,6 +190,7 @@ try {
     await note.waitFor();
     assert.match(await note.textContent(), /small frames are folded/);
     await page.getByTestId('flame').locator('canvas').first().waitFor();
+    await page.screenshot({ path: path.join(shots, '10-folded.png') });
     await note.getByRole('button', { name: 'show all frames' }).click();
     await note.waitFor({ state: 'detached' });
     await page.getByTestId('flame').locator('canvas').first().waitFor();

@@ -71,6 +71,7 @@ func TestProfileTypeIDs(t *testing.T) {
 		{`mutex:contentions:count:mutex:count{service_name="kafka"}`, profile.TypeLockCount},
 		{`block:delay:nanoseconds:block:count{service_name="kafka"}`, profile.TypeLockDelay},
 		{`{__name__="kafka.alloc_space"}`, profile.TypeAllocBytes},
+		{`{__profile_type__="mutex:delay:nanoseconds:mutex:count", service_name="kafka"}`, profile.TypeLockDelay},
 	}
 	for _, tt := range tests {
 		var pr pyroscopeRender

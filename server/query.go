@@ -24,7 +24,7 @@ import (
 
 // parseSelector parses `{name="v", other=~"re"}`, optionally prefixed with
 // a Pyroscope profile type ID (`process_cpu:cpu:nanoseconds:cpu:nanoseconds{...}`,
-// also as a __name__ matcher), which names a sample type, or with an app
+// also as a __name__ or __profile_type__ matcher), which names a sample type, or with an app
 // name as Pyroscope 0.x wrote queries (`app.cpu{...}`), whose suffix names
 // one: typ (zero without one).
 func parseSelector(sel string) (ms []profile.Matcher, typ profile.SampleType, err error) {
@@ -58,10 +58,11 @@ func parseSelector(sel string) (ms []profile.Matcher, typ profile.SampleType, er
 		if err != nil {
 			return nil, typ, fmt.Errorf("selector %q: %w", sel, err)
 		}
-		if m.Name == metricName {
-			// Pyroscope's {__name__="process_cpu:cpu:nanoseconds:cpu:nanoseconds", ...}
+		if m.Name == metricName || m.Name == profileTypeLabel {
+			// Pyroscope's {__name__="process_cpu:cpu:nanoseconds:cpu:nanoseconds", ...},
+			// or the same ID as __profile_type__, as Grafana's profiles app writes it
 			if m.Op != profile.MatchEqual {
-				return nil, typ, fmt.Errorf("selector %q: %s takes = only", sel, metricName)
+				return nil, typ, fmt.Errorf("selector %q: %s takes = only", sel, m.Name)
 			}
 			nm, t, err := queryName(m.Value)
 			if err != nil {

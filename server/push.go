@@ -82,6 +82,7 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 		}
 		all = append(all, ps)
 	}
+	last := start // each upload's ingest time is the time since the one before, so a push's add up to its own
 	for _, ps := range all {
 		bytes := 0
 		for _, u := range ps.uploads {
@@ -89,7 +90,9 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 				s.log.Error("store append failed", "tenant", ten, "err", err)
 				return nil, fail(connect.CodeUnavailable, http.StatusServiceUnavailable, fmt.Errorf("storing the profile failed: %w", err))
 			}
-			s.metrics.uploaded(u.Bytes, len(u.Profile.Samples), time.Since(start))
+			now := time.Now()
+			s.metrics.uploaded(u.Bytes, len(u.Profile.Samples), now.Sub(last))
+			last = now
 			bytes += u.Bytes
 		}
 		s.agents.uploaded(ps.who, bytes, 0)

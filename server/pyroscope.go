@@ -1,6 +1,8 @@
 package server
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -202,58 +204,38 @@ type timeline struct {
 // name groupBy it also sums them per value of that label, "*" for samples
 // without it.
 func newTimeline(p *profile.Profile, t profile.SampleType, from, until int64, step time.Duration, groupBy string) (timeline, map[string]timeline) {
-	groups := map[string]timeline{}
-	id, ok := p.TypeIndex(t)
-	var lo, hi int64
-	for _, smp := range p.Samples {
-		if ok && smp.Type == id && smp.Time > 0 {
-			if lo == 0 || smp.Time < lo {
-				lo = smp.Time
-			}
-			hi = max(hi, smp.Time)
+	var by []string
+	if groupBy != "" {
+		by = []string{groupBy}
+	}
+	series, _, step := sumPerStep(p, t, step, by, from, until)
+	lo, hi := from, until-1
+	for _, ss := range series {
+		if from == 0 && (lo == 0 || ss.points[0][0]*1e6 < lo) {
+			lo = ss.points[0][0] * 1e6
+		}
+		if until == 0 {
+			hi = max(hi, ss.points[len(ss.points)-1][0]*1e6)
 		}
 	}
-	if from != 0 {
-		lo = from
-	}
-	if until != 0 {
-		hi = until - 1
-	}
+	groups := map[string]timeline{}
 	if lo == 0 || hi < lo {
 		return timeline{DurationDelta: int64(step / time.Second), Samples: []int64{}}, groups
 	}
-	if span := time.Duration(hi - lo); span/step >= maxSteps {
-		step = (span/(maxSteps-1) + time.Second).Truncate(time.Second)
-	}
 	first := lo - lo%int64(step)
 	steps := (hi-first)/int64(step) + 1
-	empty := func() timeline {
-		return timeline{StartTime: first / 1e9, DurationDelta: int64(step / time.Second), Samples: make([]int64, steps)}
-	}
-	tl := empty()
-	keys := map[profile.LabelSetID]string{}
-	for _, smp := range p.Samples {
-		if smp.Type != id || smp.Time < first || smp.Time > hi {
-			continue
-		}
-		i := (smp.Time - first) / int64(step)
-		tl.Samples[i] += smp.Value
-		if groupBy == "" {
-			continue
-		}
-		key, seen := keys[smp.Labels]
-		if !seen {
-			if key = p.Label(smp, groupBy); key == "" {
-				key = "*"
+	tl := timeline{StartTime: first / 1e9, DurationDelta: int64(step / time.Second), Samples: make([]int64, steps)}
+	for _, ss := range series {
+		g := timeline{StartTime: tl.StartTime, DurationDelta: tl.DurationDelta, Samples: make([]int64, steps)}
+		for _, pt := range ss.points {
+			if at := pt[0] * 1e6; at >= first && at <= hi {
+				g.Samples[(at-first)/int64(step)] += pt[1]
+				tl.Samples[(at-first)/int64(step)] += pt[1]
 			}
-			keys[smp.Labels] = key
 		}
-		g, found := groups[key]
-		if !found {
-			g = empty()
-			groups[key] = g
+		if groupBy != "" {
+			groups[cmp.Or(ss.labels[0], "*")] = g
 		}
-		g.Samples[i] += smp.Value
 	}
 	return tl, groups
 }
@@ -291,7 +273,7 @@ func (s *Server) handlePyroscopeLabelValues(w http.ResponseWriter, r *http.Reque
 	if !ok {
 		return
 	}
-	types, err := s.presentTypes(tenant(r), q)
+	types, err := s.storedTypes(r.Context(), tenant(r), q)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -317,11 +299,14 @@ func labelSource(u *store.Upload) (*profile.Profile, error) {
 // metricName is the label Pyroscope's selectors name the profile type by.
 const metricName = "__name__"
 
-// presentTypes lists the sample types with samples in the tenant's uploads
+// storedTypes lists the sample types with samples in the tenant's uploads
 // of q's range.
-func (s *Server) presentTypes(ten string, q store.Query) ([]profile.SampleType, error) {
+func (s *Server) storedTypes(ctx context.Context, ten string, q store.Query) ([]profile.SampleType, error) {
 	var types []profile.SampleType
 	err := s.cfg.Store.Select(ten, q, func(u *store.Upload) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		p, err := labelSource(u)
 		if err != nil || p == nil {
 			return err

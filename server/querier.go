@@ -70,7 +70,7 @@ func labelQuery(selectors []string, start, end int64) ([]store.Query, error) {
 
 func (q querier) ProfileTypes(ctx context.Context, req *connect.Request[querierv1.ProfileTypesRequest]) (*connect.Response[querierv1.ProfileTypesResponse], error) {
 	defer q.s.metrics.queried(time.Now())
-	types, err := q.s.presentTypes(headerTenant(req.Header()), queryRange(req.Msg.Start, req.Msg.End))
+	types, err := q.s.storedTypes(ctx, headerTenant(req.Header()), queryRange(req.Msg.Start, req.Msg.End))
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInternal, err)
 	}
@@ -122,7 +122,7 @@ func (q querier) LabelValues(ctx context.Context, req *connect.Request[typesv1.L
 	for _, sq := range qs {
 		switch name := req.Msg.Name; name {
 		case metricName, profileTypeLabel:
-			types, err := q.s.presentTypes(ten, sq)
+			types, err := q.s.storedTypes(ctx, ten, sq)
 			if err != nil {
 				return nil, connect.NewError(connect.CodeInternal, err)
 			}
@@ -233,7 +233,7 @@ func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv
 	if err != nil {
 		return nil, err
 	}
-	series, _, _ := sumPerStep(p, t, step, m.GroupBy)
+	series, _, _ := sumPerStep(p, t, step, m.GroupBy, 0, 0)
 	res := &querierv1.SelectSeriesResponse{}
 	totals := map[*typesv1.Series]int64{}
 	for _, ss := range series {

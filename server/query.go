@@ -717,20 +717,23 @@ type stepSeries struct {
 
 // sumPerStep sums p's samples of type t per time step, one series per
 // combination of the values of the labels by ("" where a sample lacks
-// one), ordered by those values. The step is widened to keep a series
+// one), ordered by those values. The step is widened to keep the span
+// from–until (Unix ns; an open end is the samples' first or last time)
 // under maxSteps points; samples without a time add up in untimed.
-func sumPerStep(p *profile.Profile, t profile.SampleType, step time.Duration, by []string) (series []stepSeries, untimed int64, widened time.Duration) {
+func sumPerStep(p *profile.Profile, t profile.SampleType, step time.Duration, by []string, from, until int64) (series []stepSeries, untimed int64, widened time.Duration) {
 	id, ok := p.TypeIndex(t)
 	if !ok {
 		return nil, 0, step
 	}
-	var lo, hi int64
+	lo, hi := from, until
 	for _, smp := range p.Samples {
 		if smp.Type == id && smp.Time > 0 {
-			if lo == 0 || smp.Time < lo {
+			if from == 0 && (lo == 0 || smp.Time < lo) {
 				lo = smp.Time
 			}
-			hi = max(hi, smp.Time)
+			if until == 0 {
+				hi = max(hi, smp.Time)
+			}
 		}
 	}
 	if span := time.Duration(hi - lo); span/step > maxSteps {
@@ -807,7 +810,7 @@ func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
 	t := sampleType(p, req.typ)
 	ans := seriesAnswer{Type: t, By: by}
 	var series []stepSeries
-	series, ans.Untimed, step = sumPerStep(p, t, step, byLabels)
+	series, ans.Untimed, step = sumPerStep(p, t, step, byLabels, 0, 0)
 	ans.StepMs = step.Milliseconds()
 	for _, ss := range series {
 		vs := valueSeries{Points: ss.points}

@@ -165,6 +165,23 @@ try {
     await page.getByTestId('diff').locator('canvas').first().waitFor();
   });
 
+  await step('a recursive function counts its total once per stack', async () => {
+    // fib calls itself: 8 of 10 samples are under it, however deep.
+    for (const [app, body] of [['recursive', 'main;fib;fib;fib 5\nmain;fib 3\nmain;other 2\n'], ['recursive2', 'main;fib;fib;fib 1\nmain;fib 1\nmain;other 8\n']]) {
+      const imp = await fetch(`${server.url}/api/v1/import?path=${app}.folded&app=${app}&kind=profile`, { method: 'POST', body });
+      assert.equal(imp.status, 200, await imp.text());
+    }
+    await page.goto(`${server.url}/#/flame?query=${encodeURIComponent('{service_name="recursive"}')}`);
+    const fib = page.getByTestId('table-view').locator('tbody tr').filter({ has: page.getByText('fib', { exact: true }) });
+    await fib.waitFor();
+    assert.match(await fib.textContent(), /^fib\s*8\.00\s*8\.00\s*$/, 'fib: self 8, total 8 (not 18)');
+    const q = new URLSearchParams({ base: '{service_name="recursive"}', next: '{service_name="recursive2"}' });
+    await page.goto(`${server.url}/#/diff?${q}`);
+    const diffFib = page.getByTestId('diff').locator('tbody tr').filter({ has: page.getByText('fib', { exact: true }) });
+    await diffFib.waitFor();
+    assert.match(await diffFib.textContent(), /^fib\s*80 %\s*20 %/, 'fib: 80 % of the baseline, 20 % of the comparison');
+  });
+
   await step('diff of one service over two time ranges', async () => {
     // The same service an hour apart: each side reads its own range.
     const t0 = 1700000000;

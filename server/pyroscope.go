@@ -160,11 +160,11 @@ func (s *Server) handlePyroscopeRender(w http.ResponseWriter, r *http.Request) {
 
 // renderUnits returns the units and sample rate Pyroscope's render answer
 // gives a sample type, which its UI knows how to show: "samples" are time
-// at the rate, so CPU nanoseconds are samples at 10⁹ a second; lock types
-// take the units of Pyroscope's uploads (pyroscopeUnits).
+// at the rate, so CPU and wall nanoseconds are samples at 10⁹ a second; lock
+// types take the units of Pyroscope's uploads (pyroscopeUnits).
 func renderUnits(t profile.SampleType) (string, int) {
 	switch {
-	case t.Family() == "cpu" && t.Unit == "nanoseconds":
+	case t.Unit == "nanoseconds" && t != profile.TypeLockDelay:
 		return "samples", 1_000_000_000
 	case t.Name == "alloc_objects", t.Name == "live_objects", t.Name == "samples":
 		return "objects", 100

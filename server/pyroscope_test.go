@@ -233,3 +233,28 @@ func TestRenderGroupBy(t *testing.T) {
 		t.Errorf("groups %v, timeline %v; want *:3 1:1 2:2, 6", got, pr.Timeline.Samples)
 	}
 }
+
+// Every sample type gets units Pyroscope's UI formats: a time in
+// nanoseconds read as samples at 100 a second would be 10⁷ times too long.
+func TestRenderUnits(t *testing.T) {
+	for _, c := range []struct {
+		typ   profile.SampleType
+		units string
+		rate  int
+	}{
+		{profile.TypeCPU, "samples", 1e9},
+		{profile.TypeWall, "samples", 1e9},
+		{profile.TypeLockDelay, "lock_nanoseconds", 100},
+		{profile.TypeLockCount, "lock_samples", 100},
+		{profile.TypeAllocBytes, "bytes", 100},
+		{profile.TypeLiveBytes, "bytes", 100},
+		{profile.TypeAllocObjects, "objects", 100},
+		{profile.TypeLiveObjects, "objects", 100},
+		{profile.TypeSamples, "objects", 100},
+	} {
+		units, rate := renderUnits(c.typ)
+		if units != c.units || rate != c.rate {
+			t.Errorf("renderUnits(%v) = %q, %d; want %q, %d", c.typ, units, rate, c.units, c.rate)
+		}
+	}
+}

@@ -175,6 +175,17 @@ try {
     const fib = page.getByTestId('table-view').locator('tbody tr').filter({ has: page.getByText('fib', { exact: true }) });
     await fib.waitFor();
     assert.match(await fib.textContent(), /^fib\s*8\.00\s*8\.00\s*$/, 'fib: self 8, total 8 (not 18)');
+    // The sandwich view's callees start at fib's outermost call: 8 samples.
+    await page.getByTestId('flame').locator('button[aria-label="Sandwich"]').click();
+    await fib.click();
+    const callees = page.getByTestId('flame').getByTestId('flamegraph-canvas').nth(1);
+    const box = await callees.boundingBox();
+    await page.mouse.move(box.x + 20, box.y + 8);
+    const tip = page.getByTestId('tooltip').filter({ hasText: 'Samples' });
+    await tip.waitFor();
+    const text = await tip.textContent();
+    assert.match(text, /Count:\s*8\.00 /, `sandwich callees of fib: ${text}`);
+    assert.doesNotMatch(text, /RAM/, 'stack samples are not objects in RAM');
     const q = new URLSearchParams({ base: '{service_name="recursive"}', next: '{service_name="recursive2"}' });
     await page.goto(`${server.url}/#/diff?${q}`);
     const diffFib = page.getByTestId('diff').locator('tbody tr').filter({ has: page.getByText('fib', { exact: true }) });

@@ -64,8 +64,13 @@ export function pyroscopeProfile(answer, type, unit) {
   const meta = { format: answer.metadata?.format || 'single', name: type, spyName: 'javaspy', sampleRate: 1, units: 'objects' };
   switch (unit) {
     case 'nanoseconds':
-      meta.units = 'samples';
-      meta.sampleRate = 1e9;
+      // The library calls 'samples' CPU time; other times are waits.
+      if (type === 'cpu' || type === 'itimer') {
+        meta.units = 'samples';
+        meta.sampleRate = 1e9;
+      } else {
+        meta.units = 'lock_nanoseconds';
+      }
       break;
     case 'bytes':
       meta.units = 'bytes';

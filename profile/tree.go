@@ -285,6 +285,19 @@ func (t *Tree) Top(n int) []FuncStat {
 	return out
 }
 
+// SortByTotal orders a top table by total, then self, then name.
+func SortByTotal(rows []FuncStat) {
+	slices.SortStableFunc(rows, func(a, b FuncStat) int {
+		if c := cmp.Compare(b.Total, a.Total); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.Self, a.Self); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+}
+
 // OtherName names the node into which Trim folds a parent's small children.
 const OtherName = "other"
 

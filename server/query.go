@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -419,11 +420,32 @@ func (s *Server) handleRender(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	n := 100
+	if v := q.Get("n"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 0 {
+			httpError(w, http.StatusBadRequest, "n %q: want the number of functions to list, 0 for all", v)
+			return
+		}
+	}
+	order := q.Get("sort")
+	if order != "" && order != "self" && order != "total" {
+		httpError(w, http.StatusBadRequest, "sort %q: want self or total", order)
+		return
+	}
 	t, _, ok := s.tree(w, r, "query")
 	if !ok {
 		return
 	}
-	writeJSON(w, map[string]any{"type": t.Type, "total": t.Total(), "functions": t.Top(100)})
+	rows := t.Top(0)
+	if order == "total" {
+		profile.SortByTotal(rows)
+	}
+	if n > 0 && len(rows) > n {
+		rows = rows[:n]
+	}
+	writeJSON(w, map[string]any{"type": t.Type, "total": t.Total(), "functions": rows})
 }
 
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {

@@ -679,3 +679,52 @@ func TestBadTasksPart(t *testing.T) {
 		t.Errorf("bad tasks part: %d, want 400", code)
 	}
 }
+
+// /api/v1/top lists n functions by self or total, and counts a recursive
+// function's total once per stack.
+func TestTop(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	body := []byte("main;fib;fib;fib 5\nmain;fib 3\nmain;leaf 4\n")
+	if code := post(t, ts, url.Values{"name": {"top{}"}, "format": {"folded"}}, "", body); code != 200 {
+		t.Fatalf("upload: %d", code)
+	}
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"", []string{"fib", "leaf", "main"}},
+		{"&n=1", []string{"fib"}},
+		{"&n=0", []string{"fib", "leaf", "main"}},
+		{"&sort=total", []string{"main", "fib", "leaf"}},
+		{"&sort=total&n=2", []string{"main", "fib"}},
+	} {
+		var got struct {
+			Total     int64
+			Functions []struct {
+				Name        string
+				Self, Total int64
+			}
+		}
+		getJSON(t, ts, "/api/v1/top?query="+url.QueryEscape(`{service_name="top"}`)+c.query, &got)
+		var names []string
+		for _, f := range got.Functions {
+			names = append(names, f.Name)
+			if f.Name == "fib" && f.Total != 8 {
+				t.Errorf("%s: fib total %d, want 8 (once per stack)", c.query, f.Total)
+			}
+		}
+		if !slices.Equal(names, c.want) || got.Total != 12 {
+			t.Errorf("top%s: %v, total %d; want %v, total 12", c.query, names, got.Total, c.want)
+		}
+	}
+	for _, bad := range []string{"n=-1", "n=x", "sort=name"} {
+		resp, err := http.Get(ts.URL + "/api/v1/top?" + bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("top?%s: %d, want 400", bad, resp.StatusCode)
+		}
+	}
+}

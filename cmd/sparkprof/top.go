@@ -1,11 +1,8 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/sparkprof/sparkprof/profile"
@@ -43,7 +40,7 @@ func runTop(ctx context.Context, e *env, args []string) error {
 	tree := profile.NewTree(p, t)
 	rows := tree.Top(0)
 	if *sortBy == "total" {
-		sortByTotal(rows)
+		profile.SortByTotal(rows)
 	}
 	if *n > 0 && len(rows) > *n {
 		rows = rows[:*n]
@@ -65,17 +62,4 @@ func percent(v, total int64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f%%", 100*float64(v)/float64(total))
-}
-
-// sortByTotal orders rows by total, then self, then name.
-func sortByTotal(rows []profile.FuncStat) {
-	slices.SortStableFunc(rows, func(a, b profile.FuncStat) int {
-		if c := cmp.Compare(b.Total, a.Total); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.Self, a.Self); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -289,6 +291,33 @@ func TestAgentWithServer(t *testing.T) {
 		getTenant(t, base, "/api/v1/agents", "zero", &agents)
 		if len(agents) != 0 || !strings.Contains(stderr, "not picked") {
 			t.Errorf("fraction 0: agents %v, stderr %s", agents, stderr)
+		}
+	})
+	t.Run("a server over TLS, trusted through the JVM's trust store", func(t *testing.T) {
+		tdir := t.TempDir()
+		certFile, keyFile := filepath.Join(tdir, "cert.pem"), filepath.Join(tdir, "key.pem")
+		cert := writeCert(t, certFile, keyFile, 1)
+		store := filepath.Join(tdir, "trust.p12")
+		if out, err := exec.Command("keytool", "-importcert", "-noprompt", "-alias", "sparkprof", "-file", certFile,
+			"-keystore", store, "-storetype", "PKCS12", "-storepass", "changeit").CombinedOutput(); err != nil {
+			t.Fatalf("keytool: %v\n%s", err, out)
+		}
+		tcmd, tbase := startServe(t, bin, filepath.Join(tdir, "data"), "--tls-cert", certFile, "--tls-key", keyFile)
+		defer func() { tcmd.Process.Signal(syscall.SIGTERM); tcmd.Wait() }()
+		runWorkloadJVM(t, []string{"-Djavax.net.ssl.trustStore=" + store, "-Djavax.net.ssl.trustStorePassword=changeit"}, tbase, "1.0", "-")
+		roots := x509.NewCertPool()
+		roots.AddCert(cert)
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+		resp, err := client.Get(tbase + "/api/v1/render?" + url.Values{"query": {`{spark_stage_id="1"}`}, "type": {"cpu"}}.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var r struct {
+			Flamebearer struct{ NumTicks int64 } `json:"flamebearer"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Flamebearer.NumTicks == 0 {
+			t.Errorf("CPU samples of stage 1 over TLS: %d (%v)", r.Flamebearer.NumTicks, err)
 		}
 	})
 	t.Run("server down", func(t *testing.T) {

@@ -64,6 +64,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"top", filepath.Join(t.TempDir(), "missing.jfr")}, 1, "missing.jfr"},
 		{[]string{"serve", "--retention", "30days"}, 2, `--retention: duration "30days"`},
 		{[]string{"serve", "--auth-token-file", emptyToken}, 1, "is empty: write the token in it"},
+		{[]string{"serve", "--tls-cert", emptyToken}, 2, "--tls-cert and --tls-key go together"},
+		{[]string{"serve", "--tls-cert", emptyToken, "--tls-key", emptyToken}, 1, "want PEM files of a certificate and its private key"},
+		{[]string{"serve", "--tls-cert", "nosuch.pem", "--tls-key", emptyToken}, 1, "nosuch.pem"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

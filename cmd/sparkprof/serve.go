@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,7 +23,7 @@ import (
 func init() {
 	register(&command{
 		name:    "serve",
-		usage:   "[--addr 127.0.0.1:4040] [--data DIR] [--retention 30d] [--auth-token-file FILE] [--preload DIR] [--eventlog-dir DIR] [--max-log-gb 16]",
+		usage:   "[--addr 127.0.0.1:4040] [--data DIR] [--retention 30d] [--auth-token-file FILE] [--tls-cert FILE --tls-key FILE] [--preload DIR] [--eventlog-dir DIR] [--max-log-gb 16]",
 		summary: "run the server: Pyroscope-compatible ingest, embedded store, query API",
 		run:     runServe,
 	})
@@ -43,6 +44,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	cacheMB := fs.Int64("block-cache-mb", 512, "memory (MiB, estimated) that keeps compacted blocks read from disk for later queries")
 	headMB := fs.Int64("head-mb", 512, "memory (MiB, estimated) of the uploads not compacted yet; past it the oldest are compacted at once")
 	tokenFile := fs.String("auth-token-file", "", "file holding a bearer token that every request must carry")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate (chain) to serve HTTPS with; read again when the file changes")
+	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
 	preload := fs.String("preload", "", "import the profiles of this directory at start (e.g. ../shared/testdata)")
 	agentJar := fs.String("agent-jar", "agent/build/sparkprof-agent.jar", "agent jar served at /agent.jar")
 	rate := fs.Float64("rate", 0, "uploads per second and tenant before 429 (0: no limit)")
@@ -72,6 +75,15 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
+	var certs *certReloader
+	if *tlsCert != "" || *tlsKey != "" {
+		if *tlsCert == "" || *tlsKey == "" {
+			return fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
+		}
+		if certs, err = newCertReloader(*tlsCert, *tlsKey, log); err != nil {
+			return err
+		}
+	}
 	// Listen first: replaying a large write-ahead log after a crash takes
 	// seconds, during which the port answers 503 (and /healthz 200)
 	// instead of refusing connections.
@@ -81,6 +93,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	var g gate
 	hs := &http.Server{Handler: &g, ReadHeaderTimeout: 10 * time.Second}
+	scheme := "http"
+	if certs != nil {
+		scheme = "https"
+		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
+		ln = tls.NewListener(ln, hs.TLSConfig)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	defer hs.Close()
@@ -98,7 +116,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: *agentJar, RatePerSecond: *rate,
 		EventLogDir: filepath.Join(*data, "eventlogs"), MaxLogBytes: *maxLogGB << 30})
 	g.open(srv)
-	fmt.Fprintf(e.stderr, "sparkprof serve: listening on http://%s (data in %s)\n", ln.Addr(), *data)
+	fmt.Fprintf(e.stderr, "sparkprof serve: listening on %s://%s (data in %s)\n", scheme, ln.Addr(), *data)
+	if host, port, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			fmt.Fprintf(e.stderr, "sparkprof serve: only this machine can connect; for executors on other hosts, listen on all interfaces (--addr :%s)\n", port)
+		}
+	}
 	if *preload != "" {
 		n, err := preloadDir(srv, db, *preload)
 		if err != nil {

@@ -21,11 +21,11 @@ import (
 	"github.com/sparkprof/sparkprof/store"
 )
 
-// startServe runs the sparkprof binary's serve command on a free port and
-// returns its base URL.
-func startServe(t *testing.T, bin, data string) (*exec.Cmd, string) {
+// startServe runs the sparkprof binary's serve command on a free port, with
+// extra flags, and returns its base URL.
+func startServe(t *testing.T, bin, data string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, extra...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 module github.com/sparkprof/sparkprof
 
-go 1.26
+go 1.26.0
 
 require (
 	connectrpc.com/connect v1.19.1
@@ -12,6 +12,7 @@ require (
 	github.com/klauspost/compress v1.18.0
 	github.com/pierrec/lz4/v4 v4.1.22
 	github.com/valyala/fastjson v1.6.4
+	golang.org/x/time v0.16.0
 	google.golang.org/protobuf v1.36.11
 )
 

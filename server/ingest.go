@@ -220,8 +220,9 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "%v", err)
 		return
 	}
-	if !s.allow(ten) {
-		fail(http.StatusTooManyRequests, "tenant %q is over its upload rate (%.0f/s); retry later", ten, s.cfg.RatePerSecond)
+	if ok, wait := s.allow(ten); !ok {
+		w.Header().Set("Retry-After", retryAfter(wait))
+		fail(http.StatusTooManyRequests, "tenant %q is over its upload rate (%g/s); retry in %s", ten, s.cfg.RatePerSecond, wait.Round(time.Millisecond))
 		return
 	}
 	dropped, err := parseCount(q.Get("dropped"))

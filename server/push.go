@@ -42,13 +42,15 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 		client = "push"
 	}
 	who := sender{tenant: ten, remote: req.Peer().Addr, spyName: client}
-	fail := func(code connect.Code, status int, err error) error {
+	fail := func(code connect.Code, status int, err error) *connect.Error {
 		s.metrics.uploadError(status)
 		s.agents.failed(who, err.Error())
 		return connect.NewError(code, err)
 	}
-	if !s.allow(ten) {
-		return nil, fail(connect.CodeResourceExhausted, http.StatusTooManyRequests, fmt.Errorf("tenant %q is over its upload rate (%.0f/s); retry later", ten, s.cfg.RatePerSecond))
+	if ok, wait := s.allow(ten); !ok {
+		err := fail(connect.CodeResourceExhausted, http.StatusTooManyRequests, fmt.Errorf("tenant %q is over its upload rate (%g/s); retry in %s", ten, s.cfg.RatePerSecond, wait.Round(time.Millisecond)))
+		err.Meta().Set("Retry-After", retryAfter(wait))
+		return nil, err
 	}
 	type pushed struct {
 		who     sender

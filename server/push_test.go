@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -168,5 +169,23 @@ func TestPushSparkPodLabels(t *testing.T) {
 		if fmt.Sprint(got) != want {
 			t.Errorf("%s: %v, want %s", label, got, want)
 		}
+	}
+}
+
+// Pushes over the tenant's rate get resource_exhausted, saying when to
+// retry.
+func TestPushRate(t *testing.T) {
+	push := alloyPush(t, corpus.Read(t, "jfr", "dump1.jfr.gz"), &typesv1.LabelPair{Name: "service_name", Value: "busy"})
+	ts, _ := newTestServer(t, Config{RatePerSecond: 1})
+	c := pushv1connect.NewPusherServiceClient(http.DefaultClient, ts.URL)
+	var err error
+	for range 3 { // a burst of 2
+		if _, err = c.Push(context.Background(), connect.NewRequest(push)); err != nil {
+			break
+		}
+	}
+	var ce *connect.Error
+	if !errors.As(err, &ce) || ce.Code() != connect.CodeResourceExhausted || ce.Meta().Get("Retry-After") != "1" {
+		t.Errorf("third push in a burst of 2: %v (meta %v); want resource_exhausted with Retry-After 1", err, ce)
 	}
 }

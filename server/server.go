@@ -7,11 +7,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/sparkprof/sparkprof/store"
 	"github.com/sparkprof/sparkprof/ui"
@@ -50,7 +54,7 @@ type Server struct {
 	metrics *metrics
 	agents  *agents
 	apps    *apps
-	limits  sync.Map // tenant -> *bucket
+	limits  sync.Map // tenant -> *rate.Limiter
 	ready   bool
 	mu      sync.Mutex
 }
@@ -186,28 +190,30 @@ func writeJSON(w http.ResponseWriter, v any) {
 	}
 }
 
-// bucket is a token bucket for one tenant's uploads.
-type bucket struct {
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time
+// allow takes one upload from the tenant's rate limit, which lets bursts of
+// two seconds' uploads through. Over the limit, it returns false and how
+// long until the next upload would be allowed.
+func (s *Server) allow(tenant string) (bool, time.Duration) {
+	limit := s.cfg.RatePerSecond
+	if limit <= 0 {
+		return true, 0
+	}
+	v, ok := s.limits.Load(tenant)
+	if !ok {
+		v, _ = s.limits.LoadOrStore(tenant, rate.NewLimiter(rate.Limit(limit), max(1, int(math.Ceil(2*limit)))))
+	}
+	lim := v.(*rate.Limiter)
+	now := time.Now()
+	r := lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
 }
 
-func (s *Server) allow(tenant string) bool {
-	rate := s.cfg.RatePerSecond
-	if rate <= 0 {
-		return true
-	}
-	v, _ := s.limits.LoadOrStore(tenant, &bucket{tokens: 2 * rate, last: time.Now()})
-	b := v.(*bucket)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := time.Now()
-	b.tokens = min(2*rate, b.tokens+now.Sub(b.last).Seconds()*rate)
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+// retryAfter is the Retry-After header's value for a delay: whole
+// seconds, at least one.
+func retryAfter(d time.Duration) string {
+	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
 }

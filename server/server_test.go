@@ -377,8 +377,24 @@ func TestBadUploads(t *testing.T) {
 	for range 10 {
 		codes[post(t, ts, good, "", []byte("main;work 1\n"), "X-Scope-OrgID", "busy")]++
 	}
-	if codes[429] == 0 || codes[200] == 0 {
-		t.Errorf("rate limit: %v", codes)
+	if codes[429] == 0 || codes[200] < 6 {
+		t.Errorf("rate limit: %v; want a burst of 6, then 429", codes)
+	}
+	// A 429 says when to retry: the next upload of 3 a second is due
+	// within a second.
+	req, _ := http.NewRequest("POST", ts.URL+"/ingest?"+good.Encode(), strings.NewReader("main;work 1\n"))
+	req.Header.Set("X-Scope-OrgID", "busy")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("over the rate: %d, Retry-After %q; want 429 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	// Another tenant has a limit of its own.
+	if code := post(t, ts, good, "", []byte("main;work 1\n"), "X-Scope-OrgID", "calm"); code != 200 {
+		t.Errorf("another tenant: %d, want 200", code)
 	}
 }
 

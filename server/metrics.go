@@ -1,96 +1,113 @@
 package server
 
 import (
-	"fmt"
-	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store"
 )
 
-// metrics are the server's own counters, served in Prometheus text format.
+// metrics are the server's own metrics and the store's state, served at
+// /metrics in Prometheus format with the Go runtime's and the process's
+// (process_cpu_seconds_total over sparkprof_uploads_total is the server's
+// CPU per upload).
 type metrics struct {
-	mu                       sync.Mutex
-	uploads, samples, bytes  int64
-	errors                   map[int]int64
-	ingestSeconds, querySecs float64
-	queries                  int64
+	reg                     *prometheus.Registry
+	uploads, bytes, samples prometheus.Counter
+	ingest, query           prometheus.Histogram
+	errors                  *prometheus.CounterVec
 }
 
-func newMetrics() *metrics { return &metrics{errors: map[int]int64{}} }
+func newMetrics(st store.Store) *metrics {
+	m := &metrics{
+		reg:     prometheus.NewRegistry(),
+		uploads: prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_uploads_total", Help: "Profiles ingested."}),
+		bytes:   prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_upload_bytes_total", Help: "Request bytes ingested."}),
+		samples: prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_samples_total", Help: "Samples ingested."}),
+		ingest: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sparkprof_ingest_duration_seconds",
+			Help: "Time from an upload's arrival to its acknowledgement (decode, label, write-ahead log with fsync).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		query: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sparkprof_query_duration_seconds",
+			Help: "Time to answer a query (flame graphs, diffs, series, labels).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sparkprof_upload_errors_total", Help: "Rejected uploads by HTTP status code."}, []string{"code"}),
+	}
+	m.reg.MustRegister(m.uploads, m.bytes, m.samples, m.ingest, m.query, m.errors, storeCollector{st},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
 
 func (m *metrics) uploaded(bytes, samples int, d time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.uploads++
-	m.bytes += int64(bytes)
-	m.samples += int64(samples)
-	m.ingestSeconds += d.Seconds()
+	m.uploads.Inc()
+	m.bytes.Add(float64(bytes))
+	m.samples.Add(float64(samples))
+	m.ingest.Observe(d.Seconds())
 }
 
 func (m *metrics) uploadError(code int) {
-	m.mu.Lock()
-	m.errors[code]++
-	m.mu.Unlock()
+	m.errors.WithLabelValues(strconv.Itoa(code)).Inc()
 }
 
 // queried counts a query that began at start.
 func (m *metrics) queried(start time.Time) {
-	d := time.Since(start)
-	m.mu.Lock()
-	m.queries++
-	m.querySecs += d.Seconds()
-	m.mu.Unlock()
+	m.query.Observe(time.Since(start).Seconds())
 }
 
-// handleMetrics serves the server's counters and the store's state in
-// Prometheus text format.
+// handleMetrics serves the metrics in Prometheus format.
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	s.metrics.write(w)
-	st := s.cfg.Store.Stats()
-	for _, m := range []struct {
-		name, help, typ string
-		v               int64
-	}{
-		{"sparkprof_store_head_uploads", "Uploads in the write-ahead log, not compacted yet.", "gauge", int64(st.HeadUploads)},
-		{"sparkprof_store_head_bytes", "Estimated memory of the uploads not compacted yet.", "gauge", st.HeadBytes},
-		{"sparkprof_store_blocks", "Compacted blocks.", "gauge", int64(st.Blocks)},
-		{"sparkprof_store_block_uploads", "Uploads the compacted blocks hold.", "gauge", int64(st.BlockUploads)},
-		{"sparkprof_store_compactions_total", "Blocks written by compaction.", "counter", st.Compactions},
-		{"sparkprof_store_compaction_errors_total", "Compactions that failed; their uploads stay in the log.", "counter", st.CompactionErrors},
-		{"sparkprof_store_cache_bytes", "Estimated memory of the block parts cached for queries.", "gauge", st.CacheBytes},
-		{"sparkprof_store_cache_hits_total", "Block part reads the cache answered.", "counter", st.CacheHits},
-		{"sparkprof_store_cache_misses_total", "Block part reads that went to disk.", "counter", st.CacheMisses},
-		{"sparkprof_store_cache_evictions_total", "Block parts dropped from the cache to stay within its budget.", "counter", st.CacheEvictions},
-	} {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.typ, m.name, m.v)
-	}
-	fmt.Fprintf(w, "# HELP sparkprof_store_compaction_seconds_total Time spent compacting uploads into blocks.\n# TYPE sparkprof_store_compaction_seconds_total counter\nsparkprof_store_compaction_seconds_total %g\n", st.CompactionTime.Seconds())
+	promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }
 
-func (m *metrics) write(w io.Writer) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	fmt.Fprintf(w, "# HELP sparkprof_uploads_total Profiles ingested.\n# TYPE sparkprof_uploads_total counter\nsparkprof_uploads_total %d\n", m.uploads)
-	fmt.Fprintf(w, "# HELP sparkprof_upload_bytes_total Request bytes ingested.\n# TYPE sparkprof_upload_bytes_total counter\nsparkprof_upload_bytes_total %d\n", m.bytes)
-	fmt.Fprintf(w, "# HELP sparkprof_samples_total Samples ingested.\n# TYPE sparkprof_samples_total counter\nsparkprof_samples_total %d\n", m.samples)
-	fmt.Fprintf(w, "# HELP sparkprof_ingest_seconds_total Time spent ingesting.\n# TYPE sparkprof_ingest_seconds_total counter\nsparkprof_ingest_seconds_total %g\n", m.ingestSeconds)
-	fmt.Fprintf(w, "# HELP sparkprof_upload_errors_total Rejected uploads by status code.\n# TYPE sparkprof_upload_errors_total counter\n")
-	codes := make([]int, 0, len(m.errors))
-	for c := range m.errors {
-		codes = append(codes, c)
+// storeCollector reports the store's state, read once per scrape.
+type storeCollector struct{ st store.Store }
+
+var storeMetrics = []struct {
+	desc  *prometheus.Desc
+	typ   prometheus.ValueType
+	value func(store.Stats) float64
+}{
+	{prometheus.NewDesc("sparkprof_store_head_uploads", "Uploads in the write-ahead log, not compacted yet.", nil, nil), prometheus.GaugeValue,
+		func(s store.Stats) float64 { return float64(s.HeadUploads) }},
+	{prometheus.NewDesc("sparkprof_store_head_bytes", "Estimated memory of the uploads not compacted yet.", nil, nil), prometheus.GaugeValue,
+		func(s store.Stats) float64 { return float64(s.HeadBytes) }},
+	{prometheus.NewDesc("sparkprof_store_blocks", "Compacted blocks.", nil, nil), prometheus.GaugeValue,
+		func(s store.Stats) float64 { return float64(s.Blocks) }},
+	{prometheus.NewDesc("sparkprof_store_block_uploads", "Uploads the compacted blocks hold.", nil, nil), prometheus.GaugeValue,
+		func(s store.Stats) float64 { return float64(s.BlockUploads) }},
+	{prometheus.NewDesc("sparkprof_store_compactions_total", "Blocks written by compaction.", nil, nil), prometheus.CounterValue,
+		func(s store.Stats) float64 { return float64(s.Compactions) }},
+	{prometheus.NewDesc("sparkprof_store_compaction_errors_total", "Compactions that failed; their uploads stay in the log.", nil, nil), prometheus.CounterValue,
+		func(s store.Stats) float64 { return float64(s.CompactionErrors) }},
+	{prometheus.NewDesc("sparkprof_store_compaction_seconds_total", "Time spent compacting uploads into blocks.", nil, nil), prometheus.CounterValue,
+		func(s store.Stats) float64 { return s.CompactionTime.Seconds() }},
+	{prometheus.NewDesc("sparkprof_store_cache_bytes", "Estimated memory of the block parts cached for queries.", nil, nil), prometheus.GaugeValue,
+		func(s store.Stats) float64 { return float64(s.CacheBytes) }},
+	{prometheus.NewDesc("sparkprof_store_cache_hits_total", "Block part reads the cache answered.", nil, nil), prometheus.CounterValue,
+		func(s store.Stats) float64 { return float64(s.CacheHits) }},
+	{prometheus.NewDesc("sparkprof_store_cache_misses_total", "Block part reads that went to disk.", nil, nil), prometheus.CounterValue,
+		func(s store.Stats) float64 { return float64(s.CacheMisses) }},
+	{prometheus.NewDesc("sparkprof_store_cache_evictions_total", "Block parts dropped from the cache to stay within its budget.", nil, nil), prometheus.CounterValue,
+		func(s store.Stats) float64 { return float64(s.CacheEvictions) }},
+}
+
+func (storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range storeMetrics {
+		ch <- m.desc
 	}
-	sort.Ints(codes)
-	for _, c := range codes {
-		fmt.Fprintf(w, "sparkprof_upload_errors_total{code=\"%d\"} %d\n", c, m.errors[c])
+}
+
+func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.st.Stats()
+	for _, m := range storeMetrics {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.value(st))
 	}
-	fmt.Fprintf(w, "# HELP sparkprof_queries_total Flame graph queries.\n# TYPE sparkprof_queries_total counter\nsparkprof_queries_total %d\n", m.queries)
-	fmt.Fprintf(w, "# HELP sparkprof_query_seconds_total Time spent answering queries.\n# TYPE sparkprof_query_seconds_total counter\nsparkprof_query_seconds_total %g\n", m.querySecs)
 }
 
 // agents tracks who sends data, so that a user sees at once why nothing

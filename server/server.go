@@ -80,7 +80,7 @@ func New(cfg Config) *Server {
 		}
 		cfg.EventLogDir = dir
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: newMetrics(), agents: newAgents(), apps: newApps(cfg.EventLogDir)}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: newMetrics(cfg.Store), agents: newAgents(), apps: newApps(cfg.EventLogDir)}
 	if err := s.apps.load(); err != nil {
 		s.log.Error("analysing saved event logs", "dir", cfg.EventLogDir, "err", err)
 	}

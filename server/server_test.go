@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
@@ -741,6 +744,67 @@ func TestTop(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("top?%s: %d, want 400", bad, resp.StatusCode)
+		}
+	}
+}
+
+// /metrics counts uploads, rejections by code and queries, with latency
+// histograms, the store's state and the process's CPU time.
+func TestMetrics(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	q := url.Values{"name": {"m{}"}, "format": {"folded"}}
+	if code := post(t, ts, q, "", []byte("main;work 3\nmain;idle 2\n")); code != 200 {
+		t.Fatalf("upload: %d", code)
+	}
+	if code := post(t, ts, url.Values{"name": {"m{}"}, "format": {"jfr"}}, "", []byte("not a recording")); code != 422 {
+		t.Fatalf("bad upload: %d", code)
+	}
+	render(t, ts, "m{}", "samples")
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics does not parse as Prometheus text: %v", err)
+	}
+	value := func(name string) float64 {
+		f := families[name]
+		if f == nil || len(f.Metric) == 0 {
+			t.Errorf("/metrics lacks %s", name)
+			return -1
+		}
+		m := f.Metric[0]
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+		return -1
+	}
+	for name, want := range map[string]float64{
+		"sparkprof_uploads_total":           1,
+		"sparkprof_samples_total":           2,
+		"sparkprof_ingest_duration_seconds": 1,
+		"sparkprof_query_duration_seconds":  1,
+		"sparkprof_upload_errors_total":     1,
+		"sparkprof_store_head_uploads":      1,
+	} {
+		if got := value(name); got != want {
+			t.Errorf("%s = %g, want %g", name, got, want)
+		}
+	}
+	if l := families["sparkprof_upload_errors_total"].GetMetric()[0].GetLabel(); len(l) != 1 || l[0].GetValue() != "422" {
+		t.Errorf("upload error labels %v, want code 422", l)
+	}
+	for _, name := range []string{"process_cpu_seconds_total", "go_goroutines"} {
+		if families[name] == nil {
+			t.Errorf("/metrics lacks %s", name)
 		}
 	}
 }

@@ -184,7 +184,7 @@ func parseRange(q url.Values, side string) (from, until int64, err error) {
 }
 
 // parseTimeParam accepts Unix times in s/ms/µs/ns and Pyroscope's relative
-// relative "now-1h" and "now-7d" forms.
+// "now-1h" and "now-7d" forms.
 func parseTimeParam(s string) (int64, error) {
 	if s == "" || s == "now" {
 		if s == "now" {

@@ -193,6 +193,28 @@ try {
     assert.match(await diffFib.textContent(), /^fib\s*80 %\s*20 %/, 'fib: 80 % of the baseline, 20 % of the comparison');
   });
 
+  await step('a running app: the last 5 minutes, refreshed by hand and automatically', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const send = async (body, ago) => {
+      const q = { name: 'live-app{}', from: String(now - ago - 10), until: String(now - ago) };
+      assert.equal((await fetch(`${server.url}/ingest?${new URLSearchParams(q)}`, { method: 'POST', body })).status, 200);
+    };
+    await send('main;live 5\n', 30);
+    await send('main;old 100\n', 7200); // two hours ago: not in the range
+    await page.goto(`${server.url}/#/flame?query=${encodeURIComponent('{service_name="live-app"}')}`);
+    await page.getByTestId('range').selectOption('now-5m');
+    assert.match(page.url(), /from=now-5m/);
+    const head = page.getByTestId('flame').locator('.flame-head');
+    await head.getByText(/total 5 ·/).waitFor();
+    await send('main;live 3\n', 0);
+    await page.getByTestId('refresh').click();
+    await head.getByText(/total 8 ·/).waitFor();
+    await page.getByTestId('auto-refresh').check();
+    await send('main;live 2\n', 0);
+    await head.getByText(/total 10 ·/).waitFor({ timeout: 20000 });
+    await page.getByTestId('auto-refresh').uncheck();
+  });
+
   await step('diff of one service over two time ranges', async () => {
     // The same service an hour apart: each side reads its own range.
     const t0 = 1700000000;

@@ -1,8 +1,8 @@
 // The selection editor: label pickers and a raw selector, a time range and
 // a thread state, shared by the flame graph, latency and heap pages.
-import React, { useState, useEffect } from 'react';
+import React, { useState, useEffect, useContext } from 'react';
 import { getJSON, selector, parseSelector } from './api';
-import { useAsync } from './common';
+import { useAsync, Refresh } from './common';
 
 const pickers = [
   ['service_name', 'app'],
@@ -14,6 +14,51 @@ const pickers = [
   ['spark_task_id', 'task'],
   ['thread_pool', 'thread pool'],
 ];
+
+// ranges are the relative time ranges offered; the server reads
+// from=now-15m as fifteen minutes before the query.
+const ranges = [
+  ['', 'all time'],
+  ['now-5m', 'last 5 minutes'],
+  ['now-15m', 'last 15 minutes'],
+  ['now-1h', 'last hour'],
+  ['now-6h', 'last 6 hours'],
+  ['now-24h', 'last 24 hours'],
+  ['now-7d', 'last 7 days'],
+];
+
+// isRelative reports whether a from or until parameter is relative to now.
+const isRelative = (t) => typeof t === 'string' && t.startsWith('now');
+
+// RangePicker picks a relative range, or says that from and until are
+// absolute times (custom); with refresh and auto-refresh for live apps.
+function RangePicker({ sel, onChange }) {
+  const { refresh, auto, setAuto } = useContext(Refresh);
+  const custom = (sel.from && !isRelative(sel.from)) || (sel.until && !isRelative(sel.until));
+  const value = custom ? 'custom' : sel.from || '';
+  return (
+    <>
+      <label>
+        range{' '}
+        <select value={value} onChange={(e) => onChange({ ...sel, from: e.target.value, until: '' })} data-testid="range">
+          {ranges.map(([v, title]) => (
+            <option key={v} value={v}>
+              {title}
+            </option>
+          ))}
+          {custom && <option value="custom">custom</option>}
+          {!custom && !ranges.some(([v]) => v === value) && <option value={value}>since {value}</option>}
+        </select>
+      </label>
+      <button onClick={refresh} title="ask the server again" data-testid="refresh">
+        refresh
+      </button>
+      <label title="ask again every 10 s, as a running app's agents send new windows">
+        <input type="checkbox" checked={auto} onChange={(e) => setAuto(e.target.checked)} data-testid="auto-refresh" /> auto-refresh
+      </label>
+    </>
+  );
+}
 
 const states = ['', 'RUNNABLE', 'BLOCKED', 'WAITING', 'TIMED_WAITING', 'SLEEPING', 'NATIVE'];
 
@@ -46,7 +91,8 @@ export function SelectionBar({ sel, onChange, showState = true }) {
     const m = { ...matchers, [name]: value || undefined };
     onChange({ ...sel, query: selector(m) });
   };
-  const toLocal = (ms) => (ms ? new Date(Number(ms) - new Date().getTimezoneOffset() * 60000).toISOString().slice(0, 19) : '');
+  const toLocal = (ms) =>
+    ms && !isRelative(ms) && Number.isFinite(Number(ms)) ? new Date(Number(ms) - new Date().getTimezoneOffset() * 60000).toISOString().slice(0, 19) : '';
   const fromLocal = (s) => (s ? String(new Date(s).getTime()) : '');
   return (
     <div className="selbar" data-testid="selection">
@@ -80,6 +126,9 @@ export function SelectionBar({ sel, onChange, showState = true }) {
           </label>
           <button type="submit">Apply</button>
         </form>
+      </div>
+      <div className="row">
+        <RangePicker sel={sel} onChange={onChange} />
         <label>
           from <input type="datetime-local" step="1" value={toLocal(sel.from)} onChange={(e) => onChange({ ...sel, from: fromLocal(e.target.value) })} />
         </label>

@@ -1,9 +1,31 @@
 // Small building blocks shared by the pages.
-import React, { useEffect, useState } from 'react';
+import React, { createContext, useContext, useEffect, useState } from 'react';
 
-// useAsync runs fn when deps change and keeps its latest result; older
-// answers that arrive late are dropped.
+// Refresh asks every query on the page again: the selection bar's refresh
+// button and its auto-refresh for a running app bump tick.
+export const Refresh = createContext({ tick: 0, refresh: () => {}, auto: false, setAuto: () => {} });
+
+// autoRefreshMs is how often auto-refresh asks again: the agent's
+// default upload interval.
+export const autoRefreshMs = 10000;
+
+// RefreshProvider holds the page's refresh tick and auto-refresh switch.
+export function RefreshProvider({ children }) {
+  const [tick, setTick] = useState(0);
+  const [auto, setAuto] = useState(false);
+  useEffect(() => {
+    if (!auto) return undefined;
+    const t = setInterval(() => setTick((n) => n + 1), autoRefreshMs);
+    return () => clearInterval(t);
+  }, [auto]);
+  return <Refresh.Provider value={{ tick, refresh: () => setTick((n) => n + 1), auto, setAuto }}>{children}</Refresh.Provider>;
+}
+
+// useAsync runs fn when deps change, or on a refresh, and keeps its latest
+// result (the last one stays shown while a new one loads); older answers
+// that arrive late are dropped.
 export function useAsync(fn, deps) {
+  const { tick } = useContext(Refresh);
   const [state, setState] = useState({ loading: true });
   useEffect(() => {
     let live = true;
@@ -16,7 +38,7 @@ export function useAsync(fn, deps) {
       live = false;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, deps);
+  }, [...deps, tick]);
   return state;
 }
 

@@ -13,6 +13,7 @@ import { DiffPage } from './pages/Diff';
 import { LatencyPage } from './pages/Latency';
 import { HeapPage } from './pages/Heap';
 import { AgentsPage } from './pages/Agents';
+import { RefreshProvider } from './common';
 
 // Diffs: red grew, blue shrank (the library's default shrank colour is
 // green; its colour-blind palette's blue is used instead).
@@ -59,4 +60,8 @@ function Page() {
   );
 }
 
-createRoot(document.getElementById('root')).render(<Page />);
+createRoot(document.getElementById('root')).render(
+  <RefreshProvider>
+    <Page />
+  </RefreshProvider>,
+);

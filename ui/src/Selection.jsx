@@ -1,8 +1,8 @@
 // The selection editor: label pickers and a raw selector, a time range and
 // a thread state, shared by the flame graph, latency and heap pages.
-import React, { useState, useEffect, useContext } from 'react';
+import React, { useState, useEffect } from 'react';
 import { getJSON, selector, parseSelector } from './api';
-import { useAsync, Refresh } from './common';
+import { useAsync, RefreshControls } from './common';
 
 const pickers = [
   ['service_name', 'app'],
@@ -33,7 +33,6 @@ const isRelative = (t) => typeof t === 'string' && t.startsWith('now');
 // RangePicker picks a relative range, or says that from and until are
 // absolute times (custom); with refresh and auto-refresh for live apps.
 function RangePicker({ sel, onChange }) {
-  const { refresh, auto, setAuto } = useContext(Refresh);
   const custom = (sel.from && !isRelative(sel.from)) || (sel.until && !isRelative(sel.until));
   const value = custom ? 'custom' : sel.from || '';
   return (
@@ -50,12 +49,7 @@ function RangePicker({ sel, onChange }) {
           {!custom && !ranges.some(([v]) => v === value) && <option value={value}>since {value}</option>}
         </select>
       </label>
-      <button onClick={refresh} title="ask the server again" data-testid="refresh">
-        refresh
-      </button>
-      <label title="ask again every 10 s, as a running app's agents send new windows">
-        <input type="checkbox" checked={auto} onChange={(e) => setAuto(e.target.checked)} data-testid="auto-refresh" /> auto-refresh
-      </label>
+      <RefreshControls />
     </>
   );
 }

@@ -21,6 +21,21 @@ export function RefreshProvider({ children }) {
   return <Refresh.Provider value={{ tick, refresh: () => setTick((n) => n + 1), auto, setAuto }}>{children}</Refresh.Provider>;
 }
 
+// RefreshControls are the refresh button and the auto-refresh switch.
+export function RefreshControls() {
+  const { refresh, auto, setAuto } = useContext(Refresh);
+  return (
+    <>
+      <button onClick={refresh} title="ask the server again" data-testid="refresh">
+        refresh
+      </button>
+      <label title="ask again every 10 s, as a running app's agents send new windows">
+        <input type="checkbox" checked={auto} onChange={(e) => setAuto(e.target.checked)} data-testid="auto-refresh" /> auto-refresh
+      </label>
+    </>
+  );
+}
+
 // useAsync runs fn when deps change, or on a refresh, and keeps its latest
 // result (the last one stays shown while a new one loads); older answers
 // that arrive late are dropped.

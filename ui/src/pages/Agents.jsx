@@ -1,7 +1,7 @@
 // Connected agents: who sent what, when, and what failed.
 import React from 'react';
 import { getJSON, fmtBytes, fmtTime } from '../api';
-import { useAsync, ErrorBox, Loading, Table } from '../common';
+import { useAsync, ErrorBox, Loading, Table, RefreshControls } from '../common';
 
 export function AgentsPage() {
   const { data, error } = useAsync(() => getJSON('/api/v1/agents'), []);
@@ -15,6 +15,9 @@ export function AgentsPage() {
         points at this server (<code>spark.sparkprof.server</code> or <code>SPARKPROF_SERVER</code>) and that the executors can
         reach it; the agent jar is served at <a href="/agent.jar">/agent.jar</a>.
       </p>
+      <div className="row">
+        <RefreshControls />
+      </div>
       {data.length === 0 ? (
         <div className="empty" data-testid="agents-empty">
           No agent has sent anything yet.

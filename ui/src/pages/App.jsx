@@ -4,7 +4,7 @@
 import React, { useCallback, useMemo, useState, useRef } from 'react';
 import { getJSON, fmtMs, fmtBytes, fmtTime, selector } from '../api';
 import { href } from '../router';
-import { useAsync, ErrorBox, Loading, Table, Severity } from '../common';
+import { useAsync, ErrorBox, Loading, Table, Severity, RefreshControls } from '../common';
 import { Timeline } from '../Timeline';
 import { MetricChart, chartsOf } from '../Metrics';
 import { FlameView } from '../Flame';
@@ -151,6 +151,11 @@ export function AppPage({ id, params, setParams }) {
         <span>{a.user}</span>
         <span>started {fmtTime(a.startMs)}</span>
         <span>{a.endMs ? `ran ${fmtMs(a.durationMs)}` : '● live / no end event'}</span>
+        {!a.endMs && (
+          <span>
+            <RefreshControls />
+          </span>
+        )}
         <span>
           {a.jobCount} jobs · {rep.stages.length} stage attempts · {a.taskCount} tasks ({a.failedTaskCount} not successful) · {a.executorCount} executors
         </span>

@@ -2,7 +2,7 @@
 import React, { useState } from 'react';
 import { getJSON, fmtMs, fmtTime } from '../api';
 import { href } from '../router';
-import { useAsync, ErrorBox, Loading, Table } from '../common';
+import { useAsync, ErrorBox, Loading, Table, RefreshControls } from '../common';
 
 export function AppsPage() {
   const { data, error } = useAsync(() => getJSON('/api/v1/apps'), []);
@@ -18,7 +18,10 @@ export function AppsPage() {
         Spark applications from imported event logs and container logs (<code>sparkprof import</code>, or{' '}
         <code>POST /api/v1/import</code>). Profiles sent by agents show on the Flame graph and Agents pages.
       </p>
-      <input className="search" placeholder="Search name, id, version, user" value={q} onChange={(e) => setQ(e.target.value)} data-testid="app-search" />
+      <div className="row">
+        <input className="search" placeholder="Search name, id, version, user" value={q} onChange={(e) => setQ(e.target.value)} data-testid="app-search" />
+        <RefreshControls />
+      </div>
       {data.length === 0 ? (
         <div className="empty">No applications yet: import an event log (sparkprof import --server URL eventlog).</div>
       ) : (

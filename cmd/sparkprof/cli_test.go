@@ -38,6 +38,22 @@ func TestHelpListsCommands(t *testing.T) {
 	}
 }
 
+// help of a command, like its -h, lists its flags.
+func TestHelpOfCommand(t *testing.T) {
+	for _, c := range []struct{ args, want []string }{
+		{[]string{"help", "serve"}, []string{"usage: sparkprof serve [--addr", "flags:", "-tls-cert", "-eventlog-dir"}},
+		{[]string{"help", "top"}, []string{"usage: sparkprof top", "-sort", "-stage"}},
+		{[]string{"help", "version"}, []string{"usage: sparkprof version\n"}},
+	} {
+		code, out, _ := sparkprof(t, c.args...)
+		for _, w := range c.want {
+			if code != 0 || !strings.Contains(out, w) {
+				t.Errorf("%v: exit %d, output lacks %q:\n%s", c.args, code, w, out)
+			}
+		}
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	straggler := corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz")
 	emptyToken := filepath.Join(t.TempDir(), "token")

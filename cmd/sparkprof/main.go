@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -55,7 +56,8 @@ func run(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
 			if c, ok := commands[args[1]]; ok {
-				fmt.Fprintf(e.stdout, "usage: sparkprof %s %s\n\n%s\n", c.name, c.usage, c.summary)
+				// The command's own -h prints its usage and flags.
+				c.run(ctx, &env{stdout: e.stdout, stderr: e.stdout}, []string{"-h"})
 				return 0
 			}
 		}
@@ -113,5 +115,16 @@ func parsePaths(fs *flag.FlagSet, args []string) error {
 func newFlagSet(e *env, c string) *flag.FlagSet {
 	fs := flag.NewFlagSet("sparkprof "+c, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		if cmd, ok := commands[c]; ok {
+			fmt.Fprintf(fs.Output(), "usage: %s\n\n%s\n", strings.TrimSpace("sparkprof "+cmd.name+" "+cmd.usage), cmd.summary)
+		}
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintf(fs.Output(), "\nflags:\n")
+			fs.PrintDefaults()
+		}
+	}
 	return fs
 }

@@ -245,6 +245,12 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "until: %v", err)
 		return
 	}
+	release, err := s.turn(r.Context())
+	if err != nil {
+		fail(http.StatusServiceUnavailable, "%v", err)
+		return
+	}
+	defer release()
 	buf := bodyBuffers.Get().(*[]byte)
 	defer func() {
 		if cap(*buf) <= maxKeptBody {

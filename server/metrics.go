@@ -25,6 +25,7 @@ type metrics struct {
 	uploads, bytes, samples prometheus.Counter
 	ingest, query           prometheus.Histogram
 	errors                  *prometheus.CounterVec
+	waiting                 prometheus.Gauge
 }
 
 func newMetrics(st store.Store) *metrics {
@@ -38,8 +39,10 @@ func newMetrics(st store.Store) *metrics {
 		query: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sparkprof_query_duration_seconds",
 			Help: "Time to answer a query (flame graphs, diffs, series, labels).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sparkprof_upload_errors_total", Help: "Rejected uploads by HTTP status code."}, []string{"code"}),
+		waiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sparkprof_uploads_waiting",
+			Help: "Uploads waiting for a turn to be read and decoded (serve --max-concurrent-uploads)."}),
 	}
-	m.reg.MustRegister(m.uploads, m.bytes, m.samples, m.ingest, m.query, m.errors, storeCollector{st},
+	m.reg.MustRegister(m.uploads, m.bytes, m.samples, m.ingest, m.query, m.errors, m.waiting, storeCollector{st},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -52,6 +52,11 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 		err.Meta().Set("Retry-After", retryAfter(wait))
 		return nil, err
 	}
+	release, err := s.turn(ctx)
+	if err != nil {
+		return nil, fail(connect.CodeUnavailable, http.StatusServiceUnavailable, err)
+	}
+	defer release()
 	type pushed struct {
 		who     sender
 		uploads []*store.Upload

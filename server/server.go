@@ -4,6 +4,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -38,7 +40,12 @@ type Config struct {
 	// RatePerSecond bounds uploads per tenant and second (a burst of
 	// twice that is allowed); zero means no limit.
 	RatePerSecond float64
-	Logger        *slog.Logger
+	// MaxConcurrentUploads bounds the uploads read and decoded at once;
+	// the others wait their turn before their bodies are read, so that a
+	// burst (a stage's executors ending together) costs the server time
+	// rather than memory. Zero means twice GOMAXPROCS.
+	MaxConcurrentUploads int
+	Logger               *slog.Logger
 	// AgentJar is the path of the agent jar served at /agent.jar.
 	AgentJar string
 	// EventLogDir keeps imported event logs, analysed again at start; empty
@@ -54,7 +61,8 @@ type Server struct {
 	metrics *metrics
 	agents  *agents
 	apps    *apps
-	limits  sync.Map // tenant -> *rate.Limiter
+	limits  sync.Map      // tenant -> *rate.Limiter
+	turns   chan struct{} // one element per upload being read and decoded
 	ready   bool
 	mu      sync.Mutex
 }
@@ -80,7 +88,11 @@ func New(cfg Config) *Server {
 		}
 		cfg.EventLogDir = dir
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: newMetrics(cfg.Store), agents: newAgents(), apps: newApps(cfg.EventLogDir)}
+	if cfg.MaxConcurrentUploads <= 0 {
+		cfg.MaxConcurrentUploads = 2 * runtime.GOMAXPROCS(0)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: newMetrics(cfg.Store), agents: newAgents(), apps: newApps(cfg.EventLogDir),
+		turns: make(chan struct{}, cfg.MaxConcurrentUploads)}
 	if err := s.apps.load(); err != nil {
 		s.log.Error("analysing saved event logs", "dir", cfg.EventLogDir, "err", err)
 	}
@@ -210,6 +222,25 @@ func (s *Server) allow(tenant string) (bool, time.Duration) {
 		return false, d
 	}
 	return true, 0
+}
+
+// turn waits for one of the MaxConcurrentUploads turns to read and decode
+// an upload, and returns the function that gives it back. It fails when ctx
+// ends first: the client gave up waiting.
+func (s *Server) turn(ctx context.Context) (release func(), err error) {
+	select {
+	case s.turns <- struct{}{}:
+		return func() { <-s.turns }, nil
+	default:
+	}
+	s.metrics.waiting.Inc()
+	defer s.metrics.waiting.Dec()
+	select {
+	case s.turns <- struct{}{}:
+		return func() { <-s.turns }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waited for a turn among %d uploads in progress: %w", cap(s.turns), ctx.Err())
+	}
 }
 
 // retryAfter is the Retry-After header's value for a delay: whole

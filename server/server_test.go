@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -14,11 +15,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -806,5 +809,76 @@ func TestMetrics(t *testing.T) {
 		if families[name] == nil {
 			t.Errorf("/metrics lacks %s", name)
 		}
+	}
+}
+
+// An upload beyond MaxConcurrentUploads waits its turn, counted in
+// sparkprof_uploads_waiting, and is stored once a turn is free; one whose
+// client gives up while waiting gives its turn back.
+func TestUploadTurns(t *testing.T) {
+	db, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	srv := New(Config{Store: db, MaxConcurrentUploads: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	waiting := func() float64 {
+		var m dto.Metric
+		if err := srv.metrics.waiting.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetGauge().GetValue()
+	}
+	waitFor := func(n float64) {
+		for waiting() != n {
+			runtime.Gosched()
+		}
+	}
+	release, err := srv.turn(context.Background()) // the only turn
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := url.Values{"name": {"turns{}"}, "format": {"folded"}}
+	done := make(chan int)
+	go func() { done <- post(t, ts, q, "", []byte("main;work 4\n")) }()
+	waitFor(1)
+	release()
+	if code := <-done; code != 200 {
+		t.Fatalf("upload after its turn came: %d", code)
+	}
+	waitFor(0)
+	if got := render(t, ts, "turns{}", "samples").Flamebearer.NumTicks; got != 4 {
+		t.Errorf("stored %d samples, want 4", got)
+	}
+
+	// A client that gives up while waiting. (Its bytes may have arrived
+	// before it gave up, and then are stored: an HTTP/1 server learns of
+	// the closed connection only when it reads.)
+	release, err = srv.turn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/ingest?"+url.Values{"name": {"gaveup{}"}, "format": {"folded"}}.Encode(), strings.NewReader("main;lost 9\n"))
+	errc := make(chan error)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	waitFor(1)
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("a cancelled upload got an answer")
+	}
+	release()
+	waitFor(0)
+	// Its turn came back: the next upload gets it.
+	if code := post(t, ts, q, "", []byte("main;work 1\n")); code != 200 {
+		t.Errorf("upload after a cancelled one: %d", code)
 	}
 }

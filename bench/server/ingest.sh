@@ -16,6 +16,9 @@
 #   GAP=D      pause D (a Go duration, e.g. 100ms) after each measured upload (default 0:
 #              back to back; 100 executors uploading every 10 s send one per 100 ms)
 #   FRESH=1    a new connection per upload, as agents on other hosts open (default: one kept alive)
+#   SERVER=BIN a sparkprof binary to measure instead of this checkout's build (side-by-side runs of two builds)
+#   CONCURRENCY=N  N uploads in flight at once, as a stage's executors ending together send their last
+#              windows (default 1); the peak RSS then shows what a burst costs the server's memory
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rec=$1
@@ -27,6 +30,7 @@ pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 
 (cd "$root" && go build -o "$tmp/sparkprof" ./cmd/sparkprof && go build -o "$tmp/send" ./bench/server/send)
+[ -n "${SERVER:-}" ] && cp "$SERVER" "$tmp/sparkprof"
 
 "$tmp/sparkprof" serve --addr "127.0.0.1:$port" --data "$tmp/data" --retention 0 "$@" >"$tmp/serve.log" 2>&1 &
 pid=$!
@@ -43,7 +47,7 @@ cpu() { awk -v t="$tck" '{print int(($14 + $15) * 1000 / t)}' "/proc/$pid/stat";
 compacted() { curl -s "http://127.0.0.1:$port/metrics" | awk '/^sparkprof_store_compaction_seconds_total / {print $2}'; }
 
 fresh=$([ "${FRESH:-0}" = 1 ] && echo true || echo false)
-send() { "$tmp/send" -server "http://127.0.0.1:$port" -fresh="$fresh" "$@" "$rec"; }
+send() { "$tmp/send" -server "http://127.0.0.1:$port" -fresh="$fresh" -concurrency "${CONCURRENCY:-1}" "$@" "$rec"; }
 warmup=${WARMUP:-0}
 [ "$warmup" -gt 0 ] && send -n "$warmup"
 before=$(cpu) compacted0=$(compacted)

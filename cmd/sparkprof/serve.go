@@ -49,6 +49,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	preload := fs.String("preload", "", "import the profiles of this directory at start (e.g. ../shared/testdata)")
 	agentJar := fs.String("agent-jar", "agent/build/sparkprof-agent.jar", "agent jar served at /agent.jar")
 	rate := fs.Float64("rate", 0, "uploads per second and tenant before 429 (0: no limit)")
+	concurrent := fs.Int("max-concurrent-uploads", 0, "uploads read and decoded at once; more wait their turn, which bounds a burst's memory (0: twice the CPUs)")
 	eventLogDir := fs.String("eventlog-dir", "", "analyse the event logs of this directory (spark.eventLog.dir) and its subdirectories, new and in-progress ones, as the History Server does")
 	poll := fs.Duration("eventlog-poll", 10*time.Second, "how often --eventlog-dir is scanned for new and grown logs")
 	maxLogGB := fs.Int64("max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
@@ -113,7 +114,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if _, err := os.Stat(*agentJar); err != nil {
 		*agentJar = ""
 	}
-	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: *agentJar, RatePerSecond: *rate,
+	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: *agentJar, RatePerSecond: *rate, MaxConcurrentUploads: *concurrent,
 		EventLogDir: filepath.Join(*data, "eventlogs"), MaxLogBytes: *maxLogGB << 30})
 	g.open(srv)
 	fmt.Fprintf(e.stderr, "sparkprof serve: listening on %s://%s (data in %s)\n", scheme, ln.Addr(), *data)

@@ -5,6 +5,8 @@
 //
 // One process sends every upload, so that the measured server shares its
 // machine with a client that costs little, unlike a curl process per upload.
+// With -concurrency N, N uploads are in flight at once, as when a stage's
+// executors all end together and send their last windows.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/sparkprof/sparkprof/format"
@@ -28,22 +31,23 @@ func main() {
 	executors := flag.Int("executors", 100, "number of executors the uploads come from")
 	gap := flag.Duration("gap", 0, "pause after each upload (a server with 100 executors sending every 10 s sees one upload per 100 ms)")
 	fresh := flag.Bool("fresh", false, "open a new connection for each upload, as agents on other hosts do")
+	concurrency := flag.Int("concurrency", 1, "uploads in flight at once")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: send [flags] RECORDING\n  RECORDING: JFR chunks one after the other (gzipped or not), as the agent writes a JVM's windows for outputDir")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() != 1 || *executors < 1 {
+	if flag.NArg() != 1 || *executors < 1 || *concurrency < 1 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := send(flag.Arg(0), *server, *first, *uploads, *executors, *gap, *fresh); err != nil {
+	if err := send(flag.Arg(0), *server, *first, *uploads, *executors, *concurrency, *gap, *fresh); err != nil {
 		fmt.Fprintln(os.Stderr, "send:", err)
 		os.Exit(1)
 	}
 }
 
-func send(recording, server string, first, uploads, executors int, gap time.Duration, fresh bool) error {
+func send(recording, server string, first, uploads, executors, concurrency int, gap time.Duration, fresh bool) error {
 	data, err := format.ReadFile(recording, 0)
 	if err != nil {
 		return err
@@ -52,21 +56,56 @@ func send(recording, server string, first, uploads, executors int, gap time.Dura
 	if err != nil {
 		return fmt.Errorf("%s: %w", recording, err)
 	}
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: fresh}}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: fresh, MaxIdleConnsPerHost: concurrency}}
+	next := make(chan int)
+	errc := make(chan error, concurrency)
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := upload(client, server, i, executors, windows); err != nil {
+					errc <- err
+					return
+				}
+				time.Sleep(gap)
+			}
+		}()
+	}
+	var failed error
+loop:
 	for i := first; i < first+uploads; i++ {
-		name := fmt.Sprintf("bench.cpu{spark_app_id=app-1,spark_executor_id=%d}", i%executors)
-		u := server + "/ingest?format=jfr&name=" + url.QueryEscape(name)
-		w := windows[(i/executors)%len(windows)]
-		resp, err := client.Post(u, "application/octet-stream", bytes.NewReader(w))
-		if err != nil {
-			return fmt.Errorf("upload %d: %w", i, err)
+		select {
+		case next <- i:
+		case failed = <-errc:
+			break loop
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("upload %d: HTTP %s: %s", i, resp.Status, bytes.TrimSpace(body))
+	}
+	close(next)
+	wg.Wait()
+	if failed == nil {
+		select {
+		case failed = <-errc:
+		default:
 		}
-		time.Sleep(gap)
+	}
+	return failed
+}
+
+// upload sends upload i: executor i%executors's window (i/executors)%len(windows).
+func upload(client *http.Client, server string, i, executors int, windows [][]byte) error {
+	name := fmt.Sprintf("bench.cpu{spark_app_id=app-1,spark_executor_id=%d}", i%executors)
+	u := server + "/ingest?format=jfr&name=" + url.QueryEscape(name)
+	w := windows[(i/executors)%len(windows)]
+	resp, err := client.Post(u, "application/octet-stream", bytes.NewReader(w))
+	if err != nil {
+		return fmt.Errorf("upload %d: %w", i, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("upload %d: HTTP %s: %s", i, resp.Status, bytes.TrimSpace(body))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/readall"
@@ -174,7 +175,38 @@ func parseName(name string) (profile.Labels, profile.SampleType, error) {
 			ls = append(ls, profile.Label{Name: k, Value: v})
 		}
 	}
-	return driverExecutor(ls.Normalize()), typ, nil
+	ls = driverExecutor(ls.Normalize())
+	if err := checkLabels(ls); err != nil {
+		return nil, typ, fmt.Errorf("name %q: %w", name, err)
+	}
+	return ls, typ, nil
+}
+
+// Limits on an upload's labels, Pyroscope's defaults: a label set is a
+// series of uploads, not a place for per-sample values.
+const (
+	maxUploadLabels    = 30
+	maxLabelNameBytes  = 1024
+	maxLabelValueBytes = 2048
+)
+
+// checkLabels reports an upload label set over the limits, or a label name
+// a selector could not name: letters, digits, '_', '.' and '-' only.
+func checkLabels(ls profile.Labels) error {
+	if len(ls) > maxUploadLabels {
+		return fmt.Errorf("%d labels, over the limit of %d: per-task and per-thread values belong in the profile (thread names, JFR contexts), not in the upload's labels", len(ls), maxUploadLabels)
+	}
+	for _, l := range ls {
+		if l.Name == "" || len(l.Name) > maxLabelNameBytes || strings.IndexFunc(l.Name, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
+		}) >= 0 {
+			return fmt.Errorf("label name %q: want 1 to %d letters, digits, '_', '.' or '-'", l.Name, maxLabelNameBytes)
+		}
+		if len(l.Value) > maxLabelValueBytes || !utf8.ValidString(l.Value) {
+			return fmt.Errorf("label %s: value of %d bytes; want valid UTF-8 of at most %d bytes", l.Name, len(l.Value), maxLabelValueBytes)
+		}
+	}
+	return nil
 }
 
 // parseTime reads from/until in seconds, ms, µs or ns, told apart by size.

@@ -127,5 +127,9 @@ func pushLabels(pairs []*typesv1.LabelPair) (profile.Labels, error) {
 	if v, _ := ls.Get(profile.LabelServiceName); v == "" {
 		return nil, errors.New("no service_name label: it names the application, as in Pyroscope")
 	}
-	return driverExecutor(ls), nil
+	ls = driverExecutor(ls)
+	if err := checkLabels(ls); err != nil {
+		return nil, err
+	}
+	return ls, nil
 }

@@ -349,6 +349,10 @@ func TestBadUploads(t *testing.T) {
 		t.Fatalf("good upload: %d", code)
 	}
 	bomb := gzipBytes(t, bytes.Repeat([]byte("main;work 1\n"), 1<<20))
+	var many []string
+	for i := range 30 { // with service_name, 31
+		many = append(many, fmt.Sprintf("k%d=v", i))
+	}
 	tests := []struct {
 		name  string
 		query url.Values
@@ -360,6 +364,9 @@ func TestBadUploads(t *testing.T) {
 		{"negative from", url.Values{"name": {"app"}, "from": {"-5"}}, []byte("a 1\n"), 400},
 		{"until past 2262", url.Values{"name": {"app"}, "until": {"50000000000"}}, []byte("a 1\n"), 400},
 		{"bad label", url.Values{"name": {"app{oops}"}}, []byte("a 1\n"), 400},
+		{"31 labels", url.Values{"name": {"app{" + strings.Join(many, ",") + "}"}}, []byte("a 1\n"), 400},
+		{"label name with a space", url.Values{"name": {"app{task id=3}"}}, []byte("a 1\n"), 400},
+		{"label value too long", url.Values{"name": {"app{k=" + strings.Repeat("v", 2049) + "}"}}, []byte("a 1\n"), 400},
 		{"bad sampleRate", url.Values{"name": {"app.cpu"}, "sampleRate": {"fast"}}, []byte("a 1\n"), 400},
 		{"not a JFR", url.Values{"name": {"app"}, "format": {"jfr"}}, []byte("FLR\x00garbage"), 422},
 		{"gzip bomb", url.Values{"name": {"app"}}, bomb, 413},
@@ -376,6 +383,9 @@ func TestBadUploads(t *testing.T) {
 	db.Select("", store.Query{}, func(*store.Upload) error { n++; return nil })
 	if n != 1 {
 		t.Errorf("%d uploads stored, want the one good upload", n)
+	}
+	if code := post(t, ts, url.Values{"name": {"app{" + strings.Join(many[:29], ",") + "}"}}, "", []byte("a 1\n")); code != 200 {
+		t.Errorf("30 labels: %d, want 200", code)
 	}
 	// Over the rate: the burst allows 6, then 429.
 	ts, _ = newTestServer(t, Config{RatePerSecond: 3})

@@ -88,13 +88,8 @@ func TestProfileTypeIDs(t *testing.T) {
 	}
 
 	for _, bad := range []string{`process_cpu:cpu{}`, `{__name__=~"process_cpu.*"}`, `a::b:c:d{}`} {
-		resp, err := http.Get(ts.URL + "/pyroscope/render?" + url.Values{"query": {bad}}.Encode())
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("%s: %d, want 400", bad, resp.StatusCode)
+		if code := getStatus(t, ts, "/pyroscope/render?"+url.Values{"query": {bad}}.Encode()); code != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", bad, code)
 		}
 	}
 }
@@ -172,13 +167,8 @@ func TestMaxNodes(t *testing.T) {
 	if n := countNodes(pr.Flamebearer); n != full {
 		t.Errorf("/pyroscope/render by default: %d nodes, want all %d (fewer than 8,192)", n, full)
 	}
-	resp, err := http.Get(ts.URL + "/api/v1/render?query=kafka%7B%7D&maxNodes=-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("maxNodes=-1: %d, want 400", resp.StatusCode)
+	if code := getStatus(t, ts, "/api/v1/render?query=kafka%7B%7D&maxNodes=-1"); code != http.StatusBadRequest {
+		t.Errorf("maxNodes=-1: %d, want 400", code)
 	}
 }
 

@@ -82,6 +82,18 @@ func getJSON(t *testing.T, ts *httptest.Server, path string, v any, hdr ...strin
 	}
 }
 
+// getStatus is the status code of a GET of path.
+func getStatus(t *testing.T, ts *httptest.Server, path string) int {
+	t.Helper()
+	resp, err := http.Get(ts.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // multipartJFR builds the body the Pyroscope Java agent sends: a "jfr" file
 // part and, when given, a "labels" part with the LabelsSnapshot.
 func multipartJFR(t testing.TB, jfr, labels []byte) (string, []byte) {
@@ -750,13 +762,8 @@ func TestTop(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"n=-1", "n=x", "sort=name"} {
-		resp, err := http.Get(ts.URL + "/api/v1/top?" + bad)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("top?%s: %d, want 400", bad, resp.StatusCode)
+		if code := getStatus(t, ts, "/api/v1/top?"+bad); code != http.StatusBadRequest {
+			t.Errorf("top?%s: %d, want 400", bad, code)
 		}
 	}
 }

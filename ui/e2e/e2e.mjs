@@ -215,6 +215,24 @@ try {
     await page.getByTestId('auto-refresh').uncheck();
   });
 
+  await step('compare two runs of one app', async () => {
+    // JavaUDFJob's event log, and a second run: the same log under another app id.
+    const log = readFileSync(path.join(testdata, 'eventlogs/nvidia/java_udf_eventlog'), 'utf8');
+    for (const [name, body] of [['java_udf', log], ['java_udf_rerun', log.replaceAll('local-1774375930687', 'local-1774375930999')]]) {
+      const imp = await fetch(`${server.url}/api/v1/import?path=${name}&kind=eventlog`, { method: 'POST', body });
+      assert.equal(imp.status, 200, await imp.text());
+    }
+    for (const [id, body] of [['local-1774375930687', 'main;udf 2\n'], ['local-1774375930999', 'main;udf 6\n']]) {
+      const q = { name: `JavaUDFJob{spark_app_id=${id}}` };
+      assert.equal((await fetch(`${server.url}/ingest?${new URLSearchParams(q)}`, { method: 'POST', body })).status, 200);
+    }
+    await page.goto(`${server.url}/#/apps/local-1774375930999`);
+    const other = page.getByTestId('other-runs');
+    await other.waitFor();
+    await other.getByRole('link', { name: /local-1774375930687/ }).click();
+    await page.getByTestId('diff').getByText('baseline 2 · comparison 6').waitFor();
+  });
+
   await step('diff of one service over two time ranges', async () => {
     // The same service an hour apart: each side reads its own range.
     const t0 = 1700000000;

@@ -93,6 +93,31 @@ function LogFindings({ findings }) {
   );
 }
 
+// OtherRuns offers the diff of this app's profile against another run of
+// the same application (same name) that has profile samples: "why is
+// today's run slower than yesterday's?".
+function OtherRuns({ app, appIds }) {
+  const { data: apps } = useAsync(() => getJSON('/api/v1/apps'), []);
+  const runs = (apps || []).filter((o) => o.name === app.name && o.id !== app.id && (appIds || []).includes(o.id));
+  if (runs.length === 0) return null;
+  runs.sort((x, y) => (y.startMs || 0) - (x.startMs || 0));
+  const diff = (other) => href('/diff', { base: selector({ spark_app_id: other }), next: selector({ spark_app_id: app.id }) });
+  return (
+    <p data-testid="other-runs">
+      Compare with another run of {app.name || 'this app'}:{' '}
+      {runs.slice(0, 10).map((o, i) => (
+        <span key={o.id}>
+          {i > 0 && ' · '}
+          <a href={diff(o.id)}>
+            {o.id} ({fmtTime(o.startMs)}
+            {o.durationMs ? `, ${fmtMs(o.durationMs)}` : ''})
+          </a>
+        </span>
+      ))}
+    </p>
+  );
+}
+
 export function AppPage({ id, params, setParams }) {
   const { data: rep, error } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(id)}`), [id]);
   const { data: appIds } = useAsync(() => getJSON('/api/v1/label-values', { name: 'spark_app_id' }), []);
@@ -267,6 +292,7 @@ export function AppPage({ id, params, setParams }) {
               <a href={href('/latency', { query: sel.query, from: sel.from, until: sel.until })}>latency view</a> ·{' '}
               <a href={href('/heap', { query: sel.query, from: sel.from, until: sel.until })}>heap view</a>
             </p>
+            <OtherRuns app={a} appIds={appIds} />
             <FlameView sel={sel} onType={(t) => setParams({ ...params, type: t })} />
           </>
         ) : (

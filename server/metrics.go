@@ -84,6 +84,8 @@ var storeMetrics = []struct {
 		func(s store.Stats) float64 { return float64(s.Blocks) }},
 	{prometheus.NewDesc("sparkprof_store_block_uploads", "Uploads the compacted blocks hold.", nil, nil), prometheus.GaugeValue,
 		func(s store.Stats) float64 { return float64(s.BlockUploads) }},
+	{prometheus.NewDesc("sparkprof_store_disk_bytes", "Bytes of the store's files: compacted blocks and write-ahead log segments.", nil, nil), prometheus.GaugeValue,
+		func(s store.Stats) float64 { return float64(s.DiskBytes) }},
 	{prometheus.NewDesc("sparkprof_store_compactions_total", "Blocks written by compaction.", nil, nil), prometheus.CounterValue,
 		func(s store.Stats) float64 { return float64(s.Compactions) }},
 	{prometheus.NewDesc("sparkprof_store_compaction_errors_total", "Compactions that failed; their uploads stay in the log.", nil, nil), prometheus.CounterValue,

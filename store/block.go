@@ -32,6 +32,7 @@ import (
 // a query needs them, through the store's cache.
 type block struct {
 	path  string
+	size  int64 // of the file
 	meta  blockMeta
 	parts [numParts]part
 	up    *Upload // what Select hands out; its profiles load on demand
@@ -282,6 +283,7 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 		}
 		buf.Write(data)
 	}
+	b.size = int64(buf.Len())
 	tmp := path + ".tmp"
 	if err := writeSynced(tmp, buf.Bytes()); err != nil {
 		return nil, nil, err
@@ -334,7 +336,7 @@ func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
 	if _, err := r.ReadAt(head, 0); err != nil || string(head) != blockMagic {
 		return nil, fmt.Errorf("%s: not a sparkprof block (no %q at offset 0)", path, blockMagic)
 	}
-	b := &block{path: path}
+	b := &block{path: path, size: size}
 	off := int64(len(blockMagic))
 	var metaPart part
 	for i := -1; i < numParts; i++ {

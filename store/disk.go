@@ -87,6 +87,7 @@ type tenant struct {
 type segment struct {
 	path   string
 	lo, hi uint64 // 0, 0 when it holds none
+	size   int64  // bytes of its records
 }
 
 // segmentSize is when a new segment file is started.
@@ -229,7 +230,7 @@ func (db *DB) load(name, dir string) error {
 			return err
 		}
 		fmt.Sscanf(filepath.Base(path), "%08d.wal", &t.segN)
-		t.segSize = n
+		t.segSize, seg.size = n, n
 		t.segs = append(t.segs, seg)
 	}
 	t.pruneSegments(db.log)
@@ -273,7 +274,8 @@ func (db *DB) replay(t *tenant, path string, last bool) (int64, segment, error) 
 	for {
 		_, err := io.ReadFull(r, hdr[:])
 		if err == io.EOF {
-			return off, seg, take()
+			err := take() // before seg is returned: take adds the batch's ids to it
+			return off, seg, err
 		}
 		bad := func(why string) (int64, segment, error) {
 			if !last {
@@ -485,6 +487,7 @@ func (db *DB) Append(name string, u *Upload) error {
 		return fmt.Errorf("store: sync: %w", err)
 	}
 	t.segSize += int64(len(rec))
+	t.segs[len(t.segs)-1].size += int64(len(rec))
 	if cap(db.rawBuf) > maxKeptBuffer {
 		db.rawBuf, db.recBuf = nil, nil // a rare huge upload: not kept
 	}
@@ -614,6 +617,10 @@ func (db *DB) Stats() Stats {
 		st.Blocks += len(t.blocks)
 		for _, b := range t.blocks {
 			st.BlockUploads += b.meta.Uploads
+			st.DiskBytes += b.size
+		}
+		for _, s := range t.segs {
+			st.DiskBytes += s.size
 		}
 	}
 	return st

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -119,9 +120,11 @@ func TestTornWrite(t *testing.T) {
 	if n, _ := count(t, db, "t", Query{}); n != 1 {
 		t.Errorf("%d uploads after a torn write, want 1", n)
 	}
+	checkDiskBytes(t, db, dir, "the torn tail cut")
 	if err := db.Append("t", upload(t, "3")); err != nil {
 		t.Fatal(err)
 	}
+	checkDiskBytes(t, db, dir, "appended after the cut")
 	if n, _ := count(t, db, "t", Query{}); n != 2 {
 		t.Errorf("%d uploads, want 2", n)
 	}
@@ -178,6 +181,24 @@ func files(t *testing.T, dir, pattern string) []string {
 // TestCompaction merges uploads of one partition into a block: the sample
 // totals stay, the log segments go, a reopened store reads the block, and
 // a late upload for the partition joins the block at the next compaction.
+// checkDiskBytes compares Stats().DiskBytes with the sizes of the store's
+// block and log files under dir.
+func checkDiskBytes(t *testing.T, db *DB, dir, when string) {
+	t.Helper()
+	var want int64
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".block") || strings.HasSuffix(path, ".wal")) {
+			if fi, err := d.Info(); err == nil {
+				want += fi.Size()
+			}
+		}
+		return nil
+	})
+	if got := db.Stats().DiskBytes; got != want || want == 0 {
+		t.Errorf("%s: DiskBytes %d, files %d bytes", when, got, want)
+	}
+}
+
 func TestCompaction(t *testing.T) {
 	dir := t.TempDir()
 	db, err := Open(dir, Options{})
@@ -196,6 +217,7 @@ func TestCompaction(t *testing.T) {
 	u.From, u.Until = 11*hour, 11*hour+int64(10*time.Second)
 	db.Append("acme", u)
 	_, want := count(t, db, "acme", Query{})
+	checkDiskBytes(t, db, dir, "in the log")
 
 	// Not ready: the uploads were received just now.
 	if err := db.compact(time.Now().UnixNano(), false); err != nil {
@@ -214,6 +236,7 @@ func TestCompaction(t *testing.T) {
 	if b, w := files(t, dir, "*.block"), files(t, dir, "*.wal"); len(b) != 2 || len(w) != 0 {
 		t.Errorf("files after compaction: blocks %v, segments %v", b, w)
 	}
+	checkDiskBytes(t, db, dir, "compacted")
 	m, _ := profile.ParseMatcher(`spark_executor_id="9"`)
 	if n, _ := count(t, db, "acme", Query{Matchers: []profile.Matcher{m}}); n != 0 {
 		t.Errorf("executor 9 is in no upload, yet %d blocks are selected", n)
@@ -240,6 +263,7 @@ func TestCompaction(t *testing.T) {
 	if late.ID != 5 {
 		t.Errorf("the upload after compaction got id %d, want 5", late.ID)
 	}
+	checkDiskBytes(t, db, dir, "reopened, a late upload in the log")
 	db.Compact()
 	var uploads []int
 	db.Select("acme", Query{}, func(u *Upload) error { uploads = append(uploads, u.Uploads); return nil })

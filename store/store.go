@@ -121,6 +121,7 @@ type Stats struct {
 	BlockUploads     int   // uploads the blocks hold
 	Compactions      int64 // blocks written since the store opened
 	CompactionErrors int64 // compactions that failed since the store opened
+	DiskBytes        int64 // bytes of the store's files: blocks and log segments
 	// CompactionTime is the time compactions took since the store opened,
 	// failed ones included.
 	CompactionTime time.Duration

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,8 +86,9 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	client := &http.Client{Timeout: 30 * time.Minute}
 	prog := newProgress(e.stderr, "importing", len(files))
 	defer prog.done()
-	// post sends one input and returns the server's refusal, if any.
-	post := func(f file) (refusal string, err error) {
+	// post sends one input and returns the server's refusal, if any, and
+	// when a refusal of 503 or 429 says to retry, after how long.
+	post := func(f file) (refusal string, retry time.Duration, err error) {
 		var (
 			body        io.Reader
 			size        int64 = -1 // unknown: sent chunked
@@ -101,18 +103,18 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		case f.kind == "profile" && lp != "":
 			data, ct, err := withLabels(f.path, lp)
 			if err != nil {
-				return "", err
+				return "", 0, err
 			}
 			body, size, contentType = bytes.NewReader(data), int64(len(data)), ct
 		default:
 			fh, err := os.Open(f.path)
 			if err != nil {
-				return "", err
+				return "", 0, err
 			}
 			defer fh.Close()
 			st, err := fh.Stat()
 			if err != nil {
-				return "", err
+				return "", 0, err
 			}
 			body, size = fh, st.Size()
 		}
@@ -122,7 +124,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(*server, "/")+"/api/v1/import?"+q.Encode(), body)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		req.ContentLength = size
 		if contentType != "" {
@@ -136,20 +138,43 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return "", fmt.Errorf("import %s: %w", f.path, err)
+			return "", 0, fmt.Errorf("import %s: %w", f.path, err)
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
-			return "", nil
+			return "", 0, nil
 		}
 		answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return resp.Status + " " + strings.TrimSpace(string(answer)), nil
+		if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
+			retry = time.Second
+			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+				retry = time.Duration(s) * time.Second
+			}
+		}
+		return resp.Status + " " + strings.TrimSpace(string(answer)), retry, nil
 	}
 	for _, f := range files {
 		prog.step(f.path)
-		refusal, err := post(f)
-		if err != nil {
-			return err
+		// A server still replaying its log after a restart answers 503,
+		// and one over its rate 429: wait as it says (or a second) and
+		// send again, for up to a minute.
+		var refusal string
+		for waited := time.Duration(0); ; {
+			var retry time.Duration
+			refusal, retry, err = post(f)
+			if err != nil {
+				return err
+			}
+			if retry == 0 || waited+retry > time.Minute {
+				break
+			}
+			prog.detail(fmt.Sprintf("%s: %s; again in %s", f.path, refusal, retry))
+			select {
+			case <-time.After(retry):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			waited += retry
 		}
 		if refusal != "" {
 			failed++

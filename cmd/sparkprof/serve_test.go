@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -310,5 +313,29 @@ func TestImportMixedDir(t *testing.T) {
 	getJSON("/api/v1/label-values?name=thread_name", &threads)
 	if len(threads) == 0 || !strings.HasPrefix(threads[0], "pool-2-thread-") {
 		t.Errorf("thread_name values %v, want the snapshot's pool-2-thread-N", threads)
+	}
+}
+
+// import waits for a server that is still replaying its log (503 with
+// Retry-After) and sends again, instead of reporting the file refused.
+func TestImportWaitsForStartingServer(t *testing.T) {
+	db, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var g gate
+	var requests atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 {
+			// The first request finds the store replaying; then it opens.
+			defer g.open(server.New(server.Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+		}
+		g.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	code, _, stderr := sparkprof(t, "import", "--server", ts.URL, corpus.Path(t, "jfr", "dump1.jfr.gz"))
+	if code != 0 || !strings.Contains(stderr, "imported 1 of 1") || requests.Load() != 2 {
+		t.Errorf("exit %d after %d requests: %s", code, requests.Load(), stderr)
 	}
 }

@@ -26,7 +26,8 @@ const (
 
 // Label is one name=value pair.
 type Label struct {
-	Name, Value string
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // Labels is a set of labels. A normalised set is sorted by name and holds

@@ -235,9 +235,9 @@ func (t *Tree) Walk(fn func(n *Node, depth int) bool) {
 
 // FuncStat is one row of a top table.
 type FuncStat struct {
-	Name  string
-	Self  int64
-	Total int64 // counted once per call path, however often it recurses
+	Name  string `json:"name"`
+	Self  int64  `json:"self"`
+	Total int64  `json:"total"` // counted once per call path, however often it recurses
 }
 
 // Top returns the n functions with the highest self value (all when n <= 0),

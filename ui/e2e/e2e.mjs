@@ -137,6 +137,7 @@ try {
   await step('export pprof', async () => {
     await page.goto(`${server.url}/#/flame?query=${encodeURIComponent('{spark_app_id="ProfileStraggler"}')}`);
     await page.getByTestId('flame').locator('canvas').first().waitFor();
+    assert.match(await page.getByTestId('type-select').textContent(), /samples \(count\)/, 'the profile type picker names the types and units');
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-pprof').click()]);
     const file = await download.path();
     const b = readFileSync(file);

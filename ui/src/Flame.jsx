@@ -91,11 +91,11 @@ export function FlameView({ sel, onType, title }) {
           Profile type{' '}
           <select value={data.type} onChange={(e) => onType && onType(e.target.value)} data-testid="type-select">
             {(data.types || []).map((t) => (
-              <option key={t.Name} value={t.Name}>
-                {t.Name} ({t.Unit})
+              <option key={t.name} value={t.name}>
+                {t.name} ({t.unit})
               </option>
             ))}
-            {!(data.types || []).some((t) => t.Name === data.type) && <option value={data.type}>{data.type}</option>}
+            {!(data.types || []).some((t) => t.name === data.type) && <option value={data.type}>{data.type}</option>}
           </select>
         </label>
         <span className="muted">

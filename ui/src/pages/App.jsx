@@ -208,8 +208,8 @@ export function AppPage({ id, params, setParams }) {
           {samples && samples.series && samples.series.length > 0 && (
             <MetricChart
               chart={{
-                name: `profile samples per ${samples.stepMs / 1000} s (${samples.type.Name})`,
-                series: samples.series.map((x) => ({ unit: samples.type.Unit, executorId: x.key || undefined, source: 'samples', points: x.points })),
+                name: `profile samples per ${samples.stepMs / 1000} s (${samples.type.name})`,
+                series: samples.series.map((x) => ({ unit: samples.type.unit, executorId: x.key || undefined, source: 'samples', points: x.points })),
               }}
               range={range}
               markers={markers}

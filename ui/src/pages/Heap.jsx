@@ -9,7 +9,7 @@ import { FlameView } from '../Flame';
 function TopClasses({ sel, type, title }) {
   const { data, error } = useAsync(() => getJSON('/api/v1/breakdown', { ...sel, type, by: 'alloc_class' }), [JSON.stringify(sel), type]);
   if (error) return <ErrorBox error={error} />;
-  if (!data || data.total === 0 || data.type.Name !== type) return null;
+  if (!data || data.total === 0 || data.type.name !== type) return null;
   return (
     <section>
       <h2>{title}</h2>

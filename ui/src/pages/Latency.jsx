@@ -41,7 +41,7 @@ export function LatencyPage({ params, setParams }) {
     max = Math.max(max, g.total);
   }
   const rows = [...groups.values()].sort((a, b) => b.total - a.total).slice(0, 200);
-  const unit = data?.type?.Unit;
+  const unit = data?.type?.unit;
   return (
     <div>
       <h1>Latency: where threads wait</h1>

@@ -52,6 +52,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	concurrent := fs.Int("max-concurrent-uploads", 0, "uploads read and decoded at once; more wait their turn, which bounds a burst's memory (0: twice the CPUs)")
 	eventLogDir := fs.String("eventlog-dir", "", "analyse the event logs of this directory (spark.eventLog.dir) and its subdirectories, new and in-progress ones, as the History Server does")
 	poll := fs.Duration("eventlog-poll", 10*time.Second, "how often --eventlog-dir is scanned for new and grown logs")
+	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (an object a line)")
 	maxLogGB := fs.Int64("max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -75,7 +76,24 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("--auth-token-file: %s is empty: write the token in it", *tokenFile)
 		}
 	}
-	log := slog.New(slog.NewTextHandler(e.stderr, nil))
+	var log *slog.Logger
+	switch *logFormat {
+	case "text":
+		log = slog.New(slog.NewTextHandler(e.stderr, nil))
+	case "json":
+		log = slog.New(slog.NewJSONHandler(e.stderr, nil))
+	default:
+		return fmt.Errorf("%w: --log-format %q: want text or json", errUsage, *logFormat)
+	}
+	// say tells the operator what the server is doing: a plain line in
+	// text logs, a record in JSON ones.
+	say := func(line, msg string, args ...any) {
+		if *logFormat == "json" {
+			log.Info(msg, args...)
+			return
+		}
+		fmt.Fprintf(e.stderr, "sparkprof serve: %s\n", line)
+	}
 	var certs *certReloader
 	if *tlsCert != "" || *tlsKey != "" {
 		if *tlsCert == "" || *tlsKey == "" {
@@ -117,10 +135,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: *agentJar, RatePerSecond: *rate, MaxConcurrentUploads: *concurrent,
 		EventLogDir: filepath.Join(*data, "eventlogs"), MaxLogBytes: *maxLogGB << 30})
 	g.open(srv)
-	fmt.Fprintf(e.stderr, "sparkprof serve: listening on %s://%s (data in %s)\n", scheme, ln.Addr(), *data)
+	base := scheme + "://" + ln.Addr().String()
+	say(fmt.Sprintf("listening on %s (data in %s)", base, *data), "listening", "url", base, "data", *data)
 	if host, port, err := net.SplitHostPort(ln.Addr().String()); err == nil {
 		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-			fmt.Fprintf(e.stderr, "sparkprof serve: only this machine can connect; for executors on other hosts, listen on all interfaces (--addr :%s)\n", port)
+			hint := "only this machine can connect; for executors on other hosts, listen on all interfaces (--addr :" + port + ")"
+			say(hint, hint)
 		}
 	}
 	if *preload != "" {
@@ -128,7 +148,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			log.Warn("preload incomplete", "dir", *preload, "err", err)
 		}
-		fmt.Fprintf(e.stderr, "sparkprof serve: preloaded %d files from %s\n", n, *preload)
+		say(fmt.Sprintf("preloaded %d files from %s", n, *preload), "preloaded", "files", n, "dir", *preload)
 	}
 	if *eventLogDir != "" {
 		if _, err := os.Stat(*eventLogDir); err != nil {

@@ -339,3 +339,43 @@ func TestImportWaitsForStartingServer(t *testing.T) {
 		t.Errorf("exit %d after %d requests: %s", code, requests.Load(), stderr)
 	}
 }
+
+// With --log-format json every line serve writes is a JSON object, the
+// address it listens on among them.
+func TestServeJSONLogs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	sc := bufio.NewScanner(stderr)
+	var base string
+	for base == "" && sc.Scan() {
+		var rec struct{ Msg, URL string }
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("a log line that is not JSON: %q", sc.Text())
+		}
+		if rec.Msg == "listening" {
+			base = rec.URL
+		}
+	}
+	if base == "" {
+		t.Fatalf("no listening record: %v", sc.Err())
+	}
+	resp, err := http.Get(base + "/ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("/ready: %d", resp.StatusCode)
+	}
+}

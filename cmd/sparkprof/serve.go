@@ -111,7 +111,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	var g gate
-	hs := &http.Server{Handler: &g, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: &g, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
 	if certs != nil {
 		scheme = "https"

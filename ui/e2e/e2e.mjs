@@ -205,6 +205,10 @@ try {
     await page.goto(`${server.url}/#/flame?query=${encodeURIComponent('{service_name="live-app"}')}`);
     await page.getByTestId('range').selectOption('now-5m');
     assert.match(page.url(), /from=now-5m/);
+    // The label pickers list the values of the range: not a recording of 2023.
+    const apps = page.getByTestId('pick-service_name');
+    await apps.locator('option', { hasText: 'cortex-dev-01' }).waitFor({ state: 'detached' });
+    await apps.locator('option', { hasText: 'live-app' }).waitFor({ state: 'attached' });
     const head = page.getByTestId('flame').locator('.flame-head');
     await head.getByText(/total 5 ·/).waitFor();
     await send('main;live 3\n', 0);

@@ -56,8 +56,11 @@ function RangePicker({ sel, onChange }) {
 
 const states = ['', 'RUNNABLE', 'BLOCKED', 'WAITING', 'TIMED_WAITING', 'SLEEPING', 'NATIVE'];
 
-function LabelPicker({ name, title, value, onChange }) {
-  const { data } = useAsync(() => getJSON('/api/v1/label-values', { name }), [name]);
+// LabelPicker lists the label's values in the selection's time range. It
+// is not asked again on every refresh: a label like spark_task_id has
+// thousands of values, which the server reads from every block's samples.
+function LabelPicker({ name, title, value, onChange, from, until }) {
+  const { data } = useAsync(() => getJSON('/api/v1/label-values', { name, from, until }), [name, from, until], { refresh: false });
   if (!data || data.length === 0) return null;
   const v = typeof value === 'string' ? value : '';
   return (
@@ -92,7 +95,7 @@ export function SelectionBar({ sel, onChange, showState = true }) {
     <div className="selbar" data-testid="selection">
       <div className="row">
         {pickers.map(([name, title]) => (
-          <LabelPicker key={name} name={name} title={title} value={matchers[name]} onChange={(v) => set(name, v)} />
+          <LabelPicker key={name} name={name} title={title} value={matchers[name]} onChange={(v) => set(name, v)} from={sel.from} until={sel.until} />
         ))}
         {showState && (
           <label>

@@ -36,10 +36,10 @@ export function RefreshControls() {
   );
 }
 
-// useAsync runs fn when deps change, or on a refresh, and keeps its latest
-// result (the last one stays shown while a new one loads); older answers
-// that arrive late are dropped.
-export function useAsync(fn, deps) {
+// useAsync runs fn when deps change, or on a refresh unless refresh is
+// false, and keeps its latest result (the last one stays shown while a new
+// one loads); older answers that arrive late are dropped.
+export function useAsync(fn, deps, { refresh = true } = {}) {
   const { tick } = useContext(Refresh);
   const [state, setState] = useState({ loading: true });
   useEffect(() => {
@@ -53,7 +53,7 @@ export function useAsync(fn, deps) {
       live = false;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [...deps, tick]);
+  }, [...deps, refresh ? tick : 0]);
   return state;
 }
 

@@ -284,6 +284,7 @@ try {
     await page.getByText('Every sender of profiles').waitFor();
     const row = await page.getByTestId('agents').locator('tbody tr').filter({ hasText: 'e2e' }).textContent();
     for (const want of ['sparkprof', 'not a valid pprof profile']) assert.ok(row.includes(want), `agents row lacks ${want}: ${row}`);
+    assert.match(row, /\(\d+ ms ago\)|\([\d.]+ s ago\)/, `agents row says how long ago it last sent: ${row}`);
     await page.screenshot({ path: path.join(shots, '8-agents.png'), fullPage: true });
   });
 

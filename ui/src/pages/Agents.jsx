@@ -1,7 +1,10 @@
 // Connected agents: who sent what, when, and what failed.
 import React from 'react';
-import { getJSON, fmtBytes, fmtTime } from '../api';
+import { getJSON, fmtBytes, fmtTime, fmtMs } from '../api';
 import { useAsync, ErrorBox, Loading, Table, RefreshControls } from '../common';
+
+// quietMs is how long without an upload marks an agent as quiet.
+const quietMs = 60000;
 
 export function AgentsPage() {
   const { data, error } = useAsync(() => getJSON('/api/v1/agents'), []);
@@ -34,7 +37,20 @@ export function AgentsPage() {
             { key: 'remote', title: 'From' },
             { key: 'spyName', title: 'Client' },
             { key: 'firstUploadMs', title: 'First upload', render: (a) => fmtTime(a.firstUploadMs) },
-            { key: 'lastUploadMs', title: 'Last upload', render: (a) => fmtTime(a.lastUploadMs) },
+            {
+              key: 'lastUploadMs',
+              title: 'Last upload',
+              render: (a) => {
+                // The agent sends every 10 s by default: a minute of silence
+                // means the JVM ended, or cannot reach this server.
+                const ago = Date.now() - a.lastUploadMs;
+                return (
+                  <span className={ago > quietMs ? 'muted' : ''} title={ago > quietMs ? 'nothing for over a minute' : ''}>
+                    {fmtTime(a.lastUploadMs)} ({fmtMs(Math.max(0, ago))} ago)
+                  </span>
+                );
+              },
+            },
             { key: 'uploads', title: 'Uploads', align: 'right' },
             { key: 'bytes', title: 'Bytes', align: 'right', render: (a) => fmtBytes(a.bytes) },
             { key: 'dropped', title: 'Dropped', align: 'right', render: (a) => a.dropped || 0 },

@@ -507,6 +507,9 @@ func (s *Server) labelValues(ctx context.Context, ten string, name string, q sto
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if len(q.Matchers) > 0 {
+			return selectedValues(u, name, q.Matchers, addSet)
+		}
 		addSet(u.Labels)
 		if u.Values != nil {
 			listed := true
@@ -537,6 +540,38 @@ func (s *Server) labelValues(ctx context.Context, ten string, name string, q sto
 	return vals, err
 }
 
+// selectedValues passes to add the label sets of u's samples that all of
+// ms match (a label a set lacks matches as ""), each with u's upload
+// labels: the values of a label among the samples a selector selects. A
+// block's rollup answers unless the label or a matcher is one the rollup
+// drops (task, partition, thread name); then its samples do.
+func selectedValues(u *store.Upload, name string, ms []profile.Matcher, add func(profile.Labels)) error {
+	load := u.Load
+	if u.Compacted() && !slices.Contains(store.RollupDropped, name) && !slices.ContainsFunc(ms, func(m profile.Matcher) bool {
+		return slices.Contains(store.RollupDropped, m.Name)
+	}) {
+		load = u.LoadRollup
+	}
+	p, err := load()
+	if err != nil {
+		return err
+	}
+	base := u.Labels.Merge(p.Labels)
+	seen := map[profile.LabelSetID]bool{}
+	for _, smp := range p.Samples {
+		if seen[smp.Labels] {
+			continue
+		}
+		seen[smp.Labels] = true
+		ls := base.Merge(p.LabelSet(smp.Labels))
+		if slices.ContainsFunc(ms, func(m profile.Matcher) bool { v, _ := ls.Get(m.Name); return !m.Matches(v) }) {
+			continue
+		}
+		add(ls)
+	}
+	return nil
+}
+
 // labelRange parses the optional from and until of a label query. On
 // failure it has answered the request.
 func labelRange(w http.ResponseWriter, r *http.Request) (store.Query, bool) {
@@ -545,7 +580,12 @@ func labelRange(w http.ResponseWriter, r *http.Request) (store.Query, bool) {
 		httpError(w, http.StatusBadRequest, "%v", err)
 		return store.Query{}, false
 	}
-	return store.Query{From: from, Until: until}, true
+	ms, _, err := parseSelector(r.URL.Query().Get("query"))
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "query: %v", err)
+		return store.Query{}, false
+	}
+	return store.Query{Matchers: ms, From: from, Until: until}, true
 }
 
 // handleLabels answers the label names; Pyroscope's path (pyroscope) lists

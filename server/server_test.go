@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime/multipart"
 	"net/http"
 	"net/http/cookiejar"
@@ -897,5 +898,82 @@ func TestUploadTurns(t *testing.T) {
 	// Its turn came back: the next upload gets it.
 	if code := post(t, ts, q, "", []byte("main;work 1\n")); code != 200 {
 		t.Errorf("upload after a cancelled one: %d", code)
+	}
+}
+
+// label-values with a selector lists the values among the samples it
+// selects, in the head and, once compacted, from a block's rollup
+// (alloc_class) or, for a label the rollup drops (thread_name), its samples.
+func TestLabelValuesOfSelection(t *testing.T) {
+	ts, db := newTestServer(t, Config{})
+	labels := mustGunzip(t, corpus.Read(t, "jfr", "dump1.labels.pb.gz"))
+	uploads := []struct {
+		app, file string
+		labels    []byte // a LabelsSnapshot: its contexts name the threads
+	}{
+		{"a", "dump1.jfr.gz", labels},
+		{"b", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz", nil},
+	}
+	want := map[string]map[string][]string{} // label -> app -> values
+	for _, u := range uploads {
+		data := corpus.Read(t, "jfr", u.file)
+		q := url.Values{"name": {u.app + "{spark_executor_id=" + u.app + "1}"}, "format": {"jfr"}}
+		ct, body := "", data
+		if u.labels != nil {
+			ct, body = multipartJFR(t, data, gzipBytes(t, u.labels))
+		}
+		if code := post(t, ts, q, ct, body); code != 200 {
+			t.Fatalf("upload %s: %d", u.file, code)
+		}
+		p, err := format.Decode(mustGunzip(t, data), u.file, format.Options{JFRLabels: u.labels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{profile.LabelThreadName, "alloc_class"} {
+			seen := map[string]bool{}
+			for _, s := range p.Samples {
+				if v, ok := p.LabelSet(s.Labels).Get(name); ok {
+					seen[v] = true
+				}
+			}
+			if want[name] == nil {
+				want[name] = map[string][]string{}
+			}
+			want[name][u.app] = slices.Sorted(maps.Keys(seen))
+		}
+	}
+	if len(want[profile.LabelThreadName]["a"]) == 0 || len(want["alloc_class"]["b"]) == 0 {
+		t.Fatalf("the corpus files lack the labels this test needs: %v", want)
+	}
+	values := func(name, sel string) []string {
+		got := []string{}
+		getJSON(t, ts, "/api/v1/label-values?"+url.Values{"name": {name}, "query": {sel}}.Encode(), &got)
+		return got
+	}
+	check := func(when string) {
+		if got := values("spark_executor_id", `{service_name="a"}`); !slices.Equal(got, []string{"a1"}) {
+			t.Errorf("%s: executors of a: %v, want [a1]", when, got)
+		}
+		if got := values("spark_executor_id", `{}`); !slices.Equal(got, []string{"a1", "b1"}) {
+			t.Errorf("%s: all executors: %v, want [a1 b1]", when, got)
+		}
+		for name, byApp := range want {
+			for app, w := range byApp {
+				if w == nil {
+					w = []string{}
+				}
+				if got := values(name, `{spark_executor_id="`+app+`1"}`); !slices.Equal(got, w) {
+					t.Errorf("%s: %s of %s: %d values, want %d", when, name, app, len(got), len(w))
+				}
+			}
+		}
+	}
+	check("in the head")
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	check("compacted")
+	if code := getStatus(t, ts, "/api/v1/label-values?name=x&query=%7Boops"); code != http.StatusBadRequest {
+		t.Errorf("a bad selector: %d, want 400", code)
 	}
 }

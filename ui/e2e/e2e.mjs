@@ -138,6 +138,10 @@ try {
     await page.goto(`${server.url}/#/flame?query=${encodeURIComponent('{spark_app_id="ProfileStraggler"}')}`);
     await page.getByTestId('flame').locator('canvas').first().waitFor();
     assert.match(await page.getByTestId('type-select').textContent(), /samples \(count\)/, 'the profile type picker names the types and units');
+    // The other pickers list what the selected app id has: not another recording's service.
+    const services = page.getByTestId('pick-service_name');
+    await services.locator('option', { hasText: 'dump1' }).waitFor({ state: 'detached' });
+    assert.ok((await services.locator('option').count()) >= 2, 'the app picker lists the selected app');
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-pprof').click()]);
     const file = await download.path();
     const b = readFileSync(file);

@@ -56,11 +56,13 @@ function RangePicker({ sel, onChange }) {
 
 const states = ['', 'RUNNABLE', 'BLOCKED', 'WAITING', 'TIMED_WAITING', 'SLEEPING', 'NATIVE'];
 
-// LabelPicker lists the label's values in the selection's time range. It
-// is not asked again on every refresh: a label like spark_task_id has
-// thousands of values, which the server reads from every block's samples.
-function LabelPicker({ name, title, value, onChange, from, until }) {
-  const { data } = useAsync(() => getJSON('/api/v1/label-values', { name, from, until }), [name, from, until], { refresh: false });
+// LabelPicker lists the label's values among the samples the rest of the
+// selection (query, without this label) selects in its time range: once an
+// app is picked, its executors, stages and tasks. It is not asked again on
+// every refresh: a label like spark_task_id has thousands of values, which
+// the server reads from the blocks' samples.
+function LabelPicker({ name, title, value, onChange, query, from, until }) {
+  const { data } = useAsync(() => getJSON('/api/v1/label-values', { name, query, from, until }), [name, query, from, until], { refresh: false });
   if (!data || data.length === 0) return null;
   const v = typeof value === 'string' ? value : '';
   return (
@@ -95,7 +97,16 @@ export function SelectionBar({ sel, onChange, showState = true }) {
     <div className="selbar" data-testid="selection">
       <div className="row">
         {pickers.map(([name, title]) => (
-          <LabelPicker key={name} name={name} title={title} value={matchers[name]} onChange={(v) => set(name, v)} from={sel.from} until={sel.until} />
+          <LabelPicker
+            key={name}
+            name={name}
+            title={title}
+            value={matchers[name]}
+            onChange={(v) => set(name, v)}
+            query={selector({ ...matchers, [name]: undefined })}
+            from={sel.from}
+            until={sel.until}
+          />
         ))}
         {showState && (
           <label>

@@ -179,7 +179,8 @@ func BenchmarkQuery(b *testing.B) {
 		})
 	}
 	// Label queries, with nothing cached: names and a stage's values come
-	// from the blocks' metas, task ids (too many to list) from the samples.
+	// from the blocks' metas, task ids (too many to list) from the samples;
+	// with a selector, values come from the rollups or the samples.
 	for _, c := range []struct {
 		name, path string
 		want       int // values expected, 0 for any
@@ -187,6 +188,10 @@ func BenchmarkQuery(b *testing.B) {
 		{"labels", "/api/v1/labels", 0},
 		{"stage-values", "/api/v1/label-values?name=spark_stage_id", 10},
 		{"task-values", "/api/v1/label-values?name=spark_task_id", 0},
+		// What the UI's pickers ask once a stage is picked: the
+		// executors (blocks' rollups) and its tasks (blocks' samples).
+		{"executors-of-a-stage", "/api/v1/label-values?name=spark_executor_id&query=" + url.QueryEscape(`{spark_stage_id="3"}`), 100},
+		{"tasks-of-a-stage", "/api/v1/label-values?name=spark_task_id&query=" + url.QueryEscape(`{spark_stage_id="3"}`), 0},
 	} {
 		b.Run(c.name+"/uncached", func(b *testing.B) {
 			var got []string

@@ -142,6 +142,11 @@ try {
     const services = page.getByTestId('pick-service_name');
     await services.locator('option', { hasText: 'dump1' }).waitFor({ state: 'detached' });
     assert.ok((await services.locator('option').count()) >= 2, 'the app picker lists the selected app');
+    // The task picker asks for its thousands of values only when opened.
+    const tasks = page.getByTestId('pick-spark_task_id');
+    assert.equal(await tasks.locator('option').count(), 1, 'task ids listed before the picker was opened');
+    await tasks.focus();
+    await tasks.locator('option').nth(1).waitFor({ state: 'attached' });
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-pprof').click()]);
     const file = await download.path();
     const b = readFileSync(file);

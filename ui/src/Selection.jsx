@@ -11,7 +11,7 @@ const pickers = [
   ['host', 'host'],
   ['role', 'role'],
   ['spark_stage_id', 'stage'],
-  ['spark_task_id', 'task'],
+  ['spark_task_id', 'task', { lazy: true }],
   ['thread_pool', 'thread pool'],
 ];
 
@@ -60,17 +60,24 @@ const states = ['', 'RUNNABLE', 'BLOCKED', 'WAITING', 'TIMED_WAITING', 'SLEEPING
 // selection (query, without this label) selects in its time range: once an
 // app is picked, its executors, stages and tasks. It is not asked again on
 // every refresh: a label like spark_task_id has thousands of values, which
-// the server reads from the blocks' samples.
-function LabelPicker({ name, title, value, onChange, query, from, until }) {
-  const { data } = useAsync(() => getJSON('/api/v1/label-values', { name, query, from, until }), [name, query, from, until], { refresh: false });
-  if (!data || data.length === 0) return null;
+// the server reads from the blocks' samples (a second or two for an hour of
+// 100 executors). A lazy picker asks only once the user opens it.
+function LabelPicker({ name, title, value, onChange, query, from, until, lazy }) {
+  const [wanted, setWanted] = useState(!lazy);
+  const { data, loading } = useAsync(
+    () => (wanted ? getJSON('/api/v1/label-values', { name, query, from, until }) : Promise.resolve(null)),
+    [name, query, from, until, wanted],
+    { refresh: false },
+  );
   const v = typeof value === 'string' ? value : '';
+  if (!lazy && (!data || data.length === 0)) return null;
+  const values = data || (v ? [v] : []);
   return (
     <label>
       {title}{' '}
-      <select value={v} onChange={(e) => onChange(e.target.value)} data-testid={`pick-${name}`}>
-        <option value="">all</option>
-        {data.slice(0, 2000).map((x) => (
+      <select value={v} onChange={(e) => onChange(e.target.value)} onFocus={() => setWanted(true)} onMouseDown={() => setWanted(true)} data-testid={`pick-${name}`}>
+        <option value="">{lazy && wanted && loading ? 'listing…' : 'all'}</option>
+        {values.slice(0, 2000).map((x) => (
           <option key={x} value={x}>
             {x}
           </option>
@@ -96,7 +103,7 @@ export function SelectionBar({ sel, onChange, showState = true }) {
   return (
     <div className="selbar" data-testid="selection">
       <div className="row">
-        {pickers.map(([name, title]) => (
+        {pickers.map(([name, title, opts]) => (
           <LabelPicker
             key={name}
             name={name}
@@ -106,6 +113,7 @@ export function SelectionBar({ sel, onChange, showState = true }) {
             query={selector({ ...matchers, [name]: undefined })}
             from={sel.from}
             until={sel.until}
+            lazy={opts?.lazy}
           />
         ))}
         {showState && (

@@ -3,6 +3,7 @@ package main
 import (
 	"archive/zip"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -31,9 +32,11 @@ func init() {
 
 func runImport(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "import")
-	server := fs.String("server", "http://127.0.0.1:4040", "sparkprof server URL")
-	ten := fs.String("tenant", "", "tenant (X-Scope-OrgID)")
-	tokenFile := fs.String("auth-token-file", "", "file holding the server's bearer token")
+	// The same environment as the agent's settings: SPARKPROF_SERVER,
+	// SPARKPROF_TENANT, SPARKPROF_AUTH_TOKEN_FILE.
+	server := fs.String("server", cmp.Or(os.Getenv("SPARKPROF_SERVER"), "http://127.0.0.1:4040"), "sparkprof server URL ($SPARKPROF_SERVER)")
+	ten := fs.String("tenant", os.Getenv("SPARKPROF_TENANT"), "tenant (X-Scope-OrgID; $SPARKPROF_TENANT)")
+	tokenFile := fs.String("auth-token-file", os.Getenv("SPARKPROF_AUTH_TOKEN_FILE"), "file holding the server's bearer token ($SPARKPROF_AUTH_TOKEN_FILE)")
 	app := fs.String("app", "", "application the container logs and profiles belong to (default: the Spark app id or file name)")
 	if err := parsePaths(fs, args); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -377,5 +378,29 @@ func TestServeJSONLogs(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("/ready: %d", resp.StatusCode)
+	}
+}
+
+// import takes the server, tenant and token from the agent's environment
+// variables when its flags do not name them.
+func TestImportSettingsFromEnvironment(t *testing.T) {
+	db, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ts := httptest.NewServer(server.New(server.Config{Store: db, AuthToken: "s3cret", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	defer ts.Close()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600)
+	t.Setenv("SPARKPROF_SERVER", ts.URL)
+	t.Setenv("SPARKPROF_TENANT", "team-a")
+	t.Setenv("SPARKPROF_AUTH_TOKEN_FILE", tokenFile)
+	code, _, stderr := sparkprof(t, "import", corpus.Path(t, "jfr", "dump1.jfr.gz"))
+	if code != 0 || !strings.Contains(stderr, "imported 1 of 1 inputs into "+ts.URL) {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got := db.Tenants(); !slices.Contains(got, "team-a") {
+		t.Errorf("tenants %v, want team-a", got)
 	}
 }

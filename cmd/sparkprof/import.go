@@ -33,7 +33,7 @@ func init() {
 func runImport(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "import")
 	// The same environment as the agent's settings: SPARKPROF_SERVER,
-	// SPARKPROF_TENANT, SPARKPROF_AUTH_TOKEN_FILE.
+	// SPARKPROF_TENANT, and SPARKPROF_AUTH_TOKEN or a file.
 	server := fs.String("server", cmp.Or(os.Getenv("SPARKPROF_SERVER"), "http://127.0.0.1:4040"), "sparkprof server URL ($SPARKPROF_SERVER)")
 	ten := fs.String("tenant", os.Getenv("SPARKPROF_TENANT"), "tenant (X-Scope-OrgID; $SPARKPROF_TENANT)")
 	tokenFile := fs.String("auth-token-file", os.Getenv("SPARKPROF_AUTH_TOKEN_FILE"), "file holding the server's bearer token ($SPARKPROF_AUTH_TOKEN_FILE)")
@@ -41,7 +41,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	if err := parsePaths(fs, args); err != nil {
 		return err
 	}
-	var token string
+	token := os.Getenv("SPARKPROF_AUTH_TOKEN") // as the agent's authToken
 	if *tokenFile != "" {
 		b, err := os.ReadFile(*tokenFile)
 		if err != nil {

@@ -400,6 +400,12 @@ func TestImportSettingsFromEnvironment(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "imported 1 of 1 inputs into "+ts.URL) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	// The token itself, as the agent takes it.
+	t.Setenv("SPARKPROF_AUTH_TOKEN_FILE", "")
+	t.Setenv("SPARKPROF_AUTH_TOKEN", "s3cret")
+	if code, _, stderr := sparkprof(t, "import", corpus.Path(t, "jfr", "dump2.jfr.gz")); code != 0 {
+		t.Fatalf("with SPARKPROF_AUTH_TOKEN: exit %d: %s", code, stderr)
+	}
 	if got := db.Tenants(); !slices.Contains(got, "team-a") {
 		t.Errorf("tenants %v, want team-a", got)
 	}

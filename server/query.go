@@ -553,7 +553,7 @@ func selectedValues(u *store.Upload, name string, ms []profile.Matcher, add func
 		load = u.LoadRollup
 	}
 	p, err := load()
-	if err != nil {
+	if err != nil || p == nil {
 		return err
 	}
 	base := u.Labels.Merge(p.Labels)

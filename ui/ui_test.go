@@ -44,6 +44,18 @@ func TestAssets(t *testing.T) {
 	if !bytes.Equal(unz, plain) || !bytes.Contains(plain, []byte("createRoot")) {
 		t.Error("gzip body differs from the script")
 	}
+	// A browser with the current script revalidates it without a body.
+	req, _ := http.NewRequest("GET", ts.URL+"/ui/app.js", nil)
+	req.Header.Set("If-None-Match", resp.Header.Get("ETag"))
+	again, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(again.Body)
+	again.Body.Close()
+	if resp.Header.Get("ETag") == "" || again.StatusCode != http.StatusNotModified || len(body) != 0 {
+		t.Errorf("revalidation with ETag %q: %d, %d bytes", resp.Header.Get("ETag"), again.StatusCode, len(body))
+	}
 	if resp, _ := get("/ui/app.css", ""); resp.Header.Get("Content-Type") != "text/css; charset=utf-8" {
 		t.Errorf("css type %q", resp.Header.Get("Content-Type"))
 	}

@@ -49,8 +49,8 @@ func queryRange(start, end int64) store.Query {
 }
 
 // labelQuery selects what the label selectors of a label request match, in
-// the range: the upload-level matchers of every selector (samples' labels
-// do not narrow label lists). An empty list, or "{}", matches all.
+// the range, one query per selector (see labelValues for what a selector
+// narrows). An empty list, or "{}", matches all.
 func labelQuery(selectors []string, start, end int64) ([]store.Query, error) {
 	var qs []store.Query
 	for _, sel := range selectors {

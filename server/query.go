@@ -483,9 +483,11 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 }
 
 // labelValues collects the values of label name ("" for every label) over
-// the tenant's uploads and samples. A compacted block answers from the
-// values its meta lists; its samples are read only for a label with too
-// many values to list.
+// the tenant's uploads and samples that q selects. A compacted block
+// answers from the values its meta lists; its samples are read only for a
+// label with too many values to list. With matchers, the values of one
+// label are those among the samples the matchers select; label names are
+// those of the uploads they select.
 func (s *Server) labelValues(ctx context.Context, ten string, name string, q store.Query) (map[string]map[string]bool, error) {
 	vals := map[string]map[string]bool{}
 	add := func(n string, vs ...string) {
@@ -507,7 +509,7 @@ func (s *Server) labelValues(ctx context.Context, ten string, name string, q sto
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if len(q.Matchers) > 0 {
+		if name != "" && len(q.Matchers) > 0 {
 			return selectedValues(u, name, q.Matchers, addSet)
 		}
 		addSet(u.Labels)
@@ -528,13 +530,7 @@ func (s *Server) labelValues(ctx context.Context, ten string, name string, q sto
 			return err
 		}
 		addSet(p.Labels)
-		seen := map[profile.LabelSetID]bool{}
-		for _, smp := range p.Samples {
-			if !seen[smp.Labels] {
-				seen[smp.Labels] = true
-				addSet(p.LabelSet(smp.Labels))
-			}
-		}
+		eachLabelSet(p, nil, addSet)
 		return nil
 	})
 	return vals, err
@@ -542,34 +538,44 @@ func (s *Server) labelValues(ctx context.Context, ten string, name string, q sto
 
 // selectedValues passes to add the label sets of u's samples that all of
 // ms match (a label a set lacks matches as ""), each with u's upload
-// labels: the values of a label among the samples a selector selects. A
-// block's rollup answers unless the label or a matcher is one the rollup
-// drops (task, partition, thread name); then its samples do.
+// labels: the values of label name among the samples a selector selects.
+// A block's rollup answers (labelSource) unless the label or a matcher's
+// is one the rollup drops (task, partition, thread name); then its samples
+// do.
 func selectedValues(u *store.Upload, name string, ms []profile.Matcher, add func(profile.Labels)) error {
-	load := u.Load
-	if u.Compacted() && !slices.Contains(store.RollupDropped, name) && !slices.ContainsFunc(ms, func(m profile.Matcher) bool {
+	source := labelSource
+	if slices.Contains(store.RollupDropped, name) || slices.ContainsFunc(ms, func(m profile.Matcher) bool {
 		return slices.Contains(store.RollupDropped, m.Name)
 	}) {
-		load = u.LoadRollup
+		source = (*store.Upload).Load
 	}
-	p, err := load()
+	p, err := source(u)
 	if err != nil || p == nil {
 		return err
 	}
-	base := u.Labels.Merge(p.Labels)
+	eachLabelSet(p, u.Labels.Merge(p.Labels), func(ls profile.Labels) {
+		if !slices.ContainsFunc(ms, func(m profile.Matcher) bool { v, _ := ls.Get(m.Name); return !m.Matches(v) }) {
+			add(ls)
+		}
+	})
+	return nil
+}
+
+// eachLabelSet calls fn once with each distinct label set of p's samples,
+// merged into base.
+func eachLabelSet(p *profile.Profile, base profile.Labels, fn func(profile.Labels)) {
 	seen := map[profile.LabelSetID]bool{}
 	for _, smp := range p.Samples {
 		if seen[smp.Labels] {
 			continue
 		}
 		seen[smp.Labels] = true
-		ls := base.Merge(p.LabelSet(smp.Labels))
-		if slices.ContainsFunc(ms, func(m profile.Matcher) bool { v, _ := ls.Get(m.Name); return !m.Matches(v) }) {
-			continue
+		if ls := p.LabelSet(smp.Labels); len(base) > 0 {
+			fn(base.Merge(ls))
+		} else {
+			fn(ls)
 		}
-		add(ls)
 	}
-	return nil
 }
 
 // labelRange parses the optional from and until of a label query. On

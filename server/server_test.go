@@ -957,6 +957,13 @@ func TestLabelValuesOfSelection(t *testing.T) {
 		if got := values("spark_executor_id", `{}`); !slices.Equal(got, []string{"a1", "b1"}) {
 			t.Errorf("%s: all executors: %v, want [a1 b1]", when, got)
 		}
+		// Label names come from the uploads a selector selects, samples'
+		// labels the rollup drops among them.
+		var names []string
+		getJSON(t, ts, "/api/v1/labels?"+url.Values{"query": {`{service_name="a"}`}}.Encode(), &names)
+		if !slices.Contains(names, profile.LabelThreadName) {
+			t.Errorf("%s: label names of a: %v, want thread_name among them", when, names)
+		}
 		for name, byApp := range want {
 			for app, w := range byApp {
 				if w == nil {

@@ -63,9 +63,9 @@ func (m *metrics) queried(start time.Time) {
 	m.query.Observe(time.Since(start).Seconds())
 }
 
-// handleMetrics serves the metrics in Prometheus format.
-func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+// handler serves the metrics in Prometheus format.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
 // storeCollector reports the store's state, read once per scrape.

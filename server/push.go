@@ -52,6 +52,7 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 		err.Meta().Set("Retry-After", retryAfter(wait))
 		return nil, err
 	}
+	// The push's body is read already: its turn bounds the decoding.
 	release, err := s.turn(ctx)
 	if err != nil {
 		return nil, fail(connect.CodeUnavailable, http.StatusServiceUnavailable, err)

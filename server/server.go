@@ -124,7 +124,7 @@ func (s *Server) routes() {
 	s.mux.Handle(s.handlePush())
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /ready", s.handleReady)
-	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
+	s.mux.Handle("GET /metrics", s.metrics.handler())
 	// The Go runtime's profiles of the server itself, as net/http/pprof
 	// serves them (behind the same authentication as everything else).
 	s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)

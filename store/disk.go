@@ -79,7 +79,6 @@ type tenant struct {
 	nextBlock uint64
 	seg       *os.File // segment being appended to
 	segN      int
-	segSize   int64
 	segs      []segment
 }
 
@@ -230,7 +229,7 @@ func (db *DB) load(name, dir string) error {
 			return err
 		}
 		fmt.Sscanf(filepath.Base(path), "%08d.wal", &t.segN)
-		t.segSize, seg.size = n, n
+		seg.size = n
 		t.segs = append(t.segs, seg)
 	}
 	t.pruneSegments(db.log)
@@ -475,7 +474,7 @@ func (db *DB) Append(name string, u *Upload) error {
 	if err != nil {
 		return fmt.Errorf("store: encode upload: %w", err)
 	}
-	if t.seg == nil || t.segSize >= segmentSize {
+	if t.seg == nil || t.segs[len(t.segs)-1].size >= segmentSize { // the last segment is t.seg's
 		if err := t.rotate(); err != nil {
 			return err
 		}
@@ -486,7 +485,6 @@ func (db *DB) Append(name string, u *Upload) error {
 	if err := t.seg.Sync(); err != nil {
 		return fmt.Errorf("store: sync: %w", err)
 	}
-	t.segSize += int64(len(rec))
 	t.segs[len(t.segs)-1].size += int64(len(rec))
 	if cap(db.rawBuf) > maxKeptBuffer {
 		db.rawBuf, db.recBuf = nil, nil // a rare huge upload: not kept
@@ -519,7 +517,7 @@ func (t *tenant) rotate() error {
 		return fmt.Errorf("store: %w", err)
 	}
 	syncDir(t.dir)
-	t.seg, t.segSize = f, 0
+	t.seg = f
 	t.segs = append(t.segs, segment{path: path})
 	return nil
 }

@@ -65,6 +65,11 @@ type ImportFile struct {
 	// JFRLabels is the Pyroscope LabelsSnapshot of a JFR's contexts, as
 	// saved beside it (see format.LabelsBeside), gzipped or not.
 	JFRLabels []byte
+	// Key names a profile the same on every import of it (store.Upload's
+	// Key): a profile imported again within the store's key window is not
+	// stored twice. Event logs and container logs replace their earlier
+	// import by name and need none.
+	Key string
 }
 
 // ImportResult says what an import stored.
@@ -72,8 +77,11 @@ type ImportResult struct {
 	App      *spark.Summary `json:"app,omitempty"` // for event logs and container logs
 	Findings int            `json:"findings,omitempty"`
 	ID       uint64         `json:"id,omitempty"` // for profiles: the upload
-	Samples  int            `json:"samples,omitempty"`
-	Labels   profile.Labels `json:"labels,omitempty"`
+	// Duplicate says that the profile was stored before under the same key
+	// (ImportFile.Key), as upload ID, and not stored again.
+	Duplicate bool           `json:"duplicate,omitempty"`
+	Samples   int            `json:"samples,omitempty"`
+	Labels    profile.Labels `json:"labels,omitempty"`
 }
 
 // importError is an import failure with the HTTP status it answers.
@@ -199,8 +207,11 @@ func (s *Server) Import(tenant string, f ImportFile) (*ImportResult, error) {
 	}
 	ls = ls.Normalize()
 	p.Labels = p.Labels.Merge(ls)
-	u := &store.Upload{From: p.Start, Until: p.End, Labels: ls, Agent: "import", Bytes: len(f.Data), Profile: p}
-	if err := s.cfg.Store.Append(tenant, u); err != nil {
+	u := &store.Upload{From: p.Start, Until: p.End, Labels: ls, Agent: "import", Bytes: len(f.Data), Profile: p, Key: f.Key}
+	if err := s.cfg.Store.Append(tenant, u); errors.Is(err, store.ErrDuplicate) {
+		s.metrics.duplicates.Inc()
+		return &ImportResult{ID: u.ID, Duplicate: true, Labels: ls}, nil
+	} else if err != nil {
 		return nil, &importError{http.StatusServiceUnavailable, fmt.Errorf("storing failed: %w", err)}
 	}
 	s.metrics.uploaded(len(f.Data), len(p.Samples), time.Since(start))
@@ -212,6 +223,11 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 	f := ImportFile{Name: q.Get("path"), Kind: q.Get("kind"), App: q.Get("app"), Format: q.Get("format")}
 	if f.Name == "" {
 		httpError(w, http.StatusBadRequest, "path: name the file being imported")
+		return
+	}
+	var err error
+	if f.Key, err = idempotencyKey(r); err != nil {
+		httpError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	switch f.Kind {
@@ -274,7 +290,9 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	if len(res.Labels) > 0 {
+	if res.Duplicate {
+		w.Header().Set(replayedHeader, "true")
+	} else if len(res.Labels) > 0 {
 		s.agents.uploaded(sender{tenant: tenant(r), remote: r.RemoteAddr, labels: res.Labels}, len(f.Data), 0)
 	}
 	writeJSON(w, res)

@@ -277,6 +277,11 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "until: %v", err)
 		return
 	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		fail(http.StatusBadRequest, "%v", err)
+		return
+	}
 	release, err := s.turn(r.Context())
 	if err != nil {
 		fail(http.StatusServiceUnavailable, "%v", err)
@@ -348,8 +353,14 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	if until == 0 {
 		until = p.End
 	}
-	u := &store.Upload{From: from, Until: until, Labels: labels, Agent: q.Get("spyName"), Bytes: len(body), Profile: p}
-	if err := s.cfg.Store.Append(ten, u); err != nil {
+	u := &store.Upload{From: from, Until: until, Labels: labels, Agent: q.Get("spyName"), Bytes: len(body), Profile: p, Key: key}
+	if err := s.cfg.Store.Append(ten, u); errors.Is(err, store.ErrDuplicate) {
+		s.metrics.duplicates.Inc()
+		s.log.Debug("upload stored already", "tenant", ten, "key", key, "id", u.ID)
+		w.Header().Set(replayedHeader, "true")
+		w.WriteHeader(http.StatusOK)
+		return
+	} else if err != nil {
 		s.log.Error("store append failed", "tenant", ten, "err", err)
 		fail(http.StatusServiceUnavailable, "storing the upload failed: %v", err)
 		return
@@ -357,6 +368,34 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	s.metrics.uploaded(len(body), len(p.Samples), time.Since(start))
 	s.agents.uploaded(who, len(body), dropped)
 	w.WriteHeader(http.StatusOK)
+}
+
+// replayedHeader, set to "true", tells a sender that its upload was stored
+// before, under the same Idempotency-Key, and not stored again.
+const replayedHeader = "Idempotent-Replayed"
+
+// maxKeyBytes bounds an Idempotency-Key.
+const maxKeyBytes = 255
+
+// idempotencyKey returns the request's Idempotency-Key, which names an
+// upload the same on every attempt to send it, so that a retry of an upload
+// whose answer was lost is not stored twice: quoted (a structured field
+// string, as the IETF draft has it) or bare, of printable ASCII; "" when
+// the sender names none.
+func idempotencyKey(r *http.Request) (string, error) {
+	k := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	if len(k) >= 2 && k[0] == '"' && k[len(k)-1] == '"' {
+		k = k[1 : len(k)-1]
+	}
+	if len(k) > maxKeyBytes {
+		return "", fmt.Errorf("Idempotency-Key: %d bytes, more than %d", len(k), maxKeyBytes)
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e || k[i] == '"' || k[i] == '\\' {
+			return "", fmt.Errorf("Idempotency-Key: byte %d is %q; use printable ASCII without quotes or backslashes", i, k[i])
+		}
+	}
+	return k, nil
 }
 
 // bodyBuffers holds upload bodies' buffers between uploads: a fresh buffer

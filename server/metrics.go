@@ -23,6 +23,7 @@ import (
 type metrics struct {
 	reg                     *prometheus.Registry
 	uploads, bytes, samples prometheus.Counter
+	duplicates              prometheus.Counter
 	ingest, query           prometheus.Histogram
 	errors                  *prometheus.CounterVec
 	waiting                 prometheus.Gauge
@@ -34,6 +35,8 @@ func newMetrics(st store.Store) *metrics {
 		uploads: prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_uploads_total", Help: "Profiles ingested."}),
 		bytes:   prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_upload_bytes_total", Help: "Request bytes ingested."}),
 		samples: prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_samples_total", Help: "Samples ingested."}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_upload_duplicates_total",
+			Help: "Uploads not stored again: retries whose Idempotency-Key was stored already."}),
 		ingest: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sparkprof_ingest_duration_seconds",
 			Help: "Time from an upload's arrival to its acknowledgement (decode, label, write-ahead log with fsync).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		query: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sparkprof_query_duration_seconds",
@@ -42,7 +45,7 @@ func newMetrics(st store.Store) *metrics {
 		waiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sparkprof_uploads_waiting",
 			Help: "Uploads waiting for a turn to be read and decoded (serve --max-concurrent-uploads)."}),
 	}
-	m.reg.MustRegister(m.uploads, m.bytes, m.samples, m.ingest, m.query, m.errors, m.waiting, storeCollector{st},
+	m.reg.MustRegister(m.uploads, m.bytes, m.samples, m.duplicates, m.ingest, m.query, m.errors, m.waiting, storeCollector{st},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -86,6 +89,8 @@ var storeMetrics = []struct {
 		func(s store.Stats) float64 { return float64(s.BlockUploads) }},
 	{prometheus.NewDesc("sparkprof_store_disk_bytes", "Bytes of the store's files: compacted blocks and write-ahead log segments.", nil, nil), prometheus.GaugeValue,
 		func(s store.Stats) float64 { return float64(s.DiskBytes) }},
+	{prometheus.NewDesc("sparkprof_store_upload_keys", "Upload keys remembered to refuse retries stored already (serve --key-window).", nil, nil), prometheus.GaugeValue,
+		func(s store.Stats) float64 { return float64(s.UploadKeys) }},
 	{prometheus.NewDesc("sparkprof_store_compactions_total", "Blocks written by compaction.", nil, nil), prometheus.CounterValue,
 		func(s store.Stats) float64 { return float64(s.Compactions) }},
 	{prometheus.NewDesc("sparkprof_store_compaction_errors_total", "Compactions that failed; their uploads stay in the log.", nil, nil), prometheus.CounterValue,

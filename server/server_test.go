@@ -400,6 +400,18 @@ func TestBadUploads(t *testing.T) {
 	if code := post(t, ts, url.Values{"name": {"app{" + strings.Join(many[:29], ",") + "}"}}, "", []byte("a 1\n")); code != 200 {
 		t.Errorf("30 labels: %d, want 200", code)
 	}
+	for key, want := range map[string]int{
+		strings.Repeat("k", 256): 400,
+		"tab\there":              400,
+		`"quo"te"`:               400,
+		"ünïcode":                400,
+		strings.Repeat("k", 255): 200,
+		`"exec-1/window-7"`:      200,
+	} {
+		if code := post(t, ts, good, "", []byte("main;work 5\n"), "Idempotency-Key", key); code != want {
+			t.Errorf("Idempotency-Key %.20q: %d, want %d", key, code, want)
+		}
+	}
 	// Over the rate: the burst allows 6, then 429.
 	ts, _ = newTestServer(t, Config{RatePerSecond: 3})
 	codes := map[int]int{}
@@ -780,6 +792,11 @@ func TestMetrics(t *testing.T) {
 	if code := post(t, ts, url.Values{"name": {"m{}"}, "format": {"jfr"}}, "", []byte("not a recording")); code != 422 {
 		t.Fatalf("bad upload: %d", code)
 	}
+	for range 2 {
+		if code := post(t, ts, url.Values{"name": {"k{}"}, "format": {"folded"}}, "", []byte("main 1\n"), "Idempotency-Key", "w1"); code != 200 {
+			t.Fatalf("keyed upload: %d", code)
+		}
+	}
 	render(t, ts, "m{}", "samples")
 	resp, err := http.Get(ts.URL + "/metrics")
 	if err != nil {
@@ -809,12 +826,14 @@ func TestMetrics(t *testing.T) {
 		return -1
 	}
 	for name, want := range map[string]float64{
-		"sparkprof_uploads_total":           1,
-		"sparkprof_samples_total":           2,
-		"sparkprof_ingest_duration_seconds": 1,
+		"sparkprof_uploads_total":           2,
+		"sparkprof_samples_total":           3,
+		"sparkprof_ingest_duration_seconds": 2,
 		"sparkprof_query_duration_seconds":  1,
 		"sparkprof_upload_errors_total":     1,
-		"sparkprof_store_head_uploads":      1,
+		"sparkprof_store_head_uploads":      2,
+		"sparkprof_upload_duplicates_total": 1,
+		"sparkprof_store_upload_keys":       1,
 	} {
 		if got := value(name); got != want {
 			t.Errorf("%s = %g, want %g", name, got, want)
@@ -982,5 +1001,69 @@ func TestLabelValuesOfSelection(t *testing.T) {
 	check("compacted")
 	if code := getStatus(t, ts, "/api/v1/label-values?name=x&query=%7Boops"); code != http.StatusBadRequest {
 		t.Errorf("a bad selector: %d, want 400", code)
+	}
+}
+
+// TestUploadRetries sends keyed uploads again, one after another and at
+// once, as an agent does whose answer was lost: each is stored once, the
+// retries are told so, and a quoted key is the same key as a bare one.
+func TestUploadRetries(t *testing.T) {
+	ts, db := newTestServer(t, Config{})
+	jfr := corpus.Read(t, "jfr", "dump1.jfr.gz")
+	q := url.Values{"name": {"app{spark_executor_id=1}"}, "format": {"jfr"}}
+	send := func(key string) (int, string) {
+		req, _ := http.NewRequest("POST", ts.URL+"/ingest?"+q.Encode(), bytes.NewReader(jfr))
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Idempotent-Replayed")
+	}
+	if code, replayed := send("exec-1/0"); code != 200 || replayed != "" {
+		t.Fatalf("first upload: %d, replayed %q", code, replayed)
+	}
+	if code, replayed := send(`"exec-1/0"`); code != 200 || replayed != "true" {
+		t.Errorf("its retry, the key quoted: %d, replayed %q; want 200, true", code, replayed)
+	}
+	codes := make(chan int, 8)
+	for range 8 {
+		go func() {
+			code, _ := send("exec-1/1")
+			codes <- code
+		}()
+	}
+	for range 8 {
+		if code := <-codes; code != 200 {
+			t.Errorf("concurrent retries: %d, want 200", code)
+		}
+	}
+	var ids []uint64
+	db.Select("", store.Query{}, func(u *store.Upload) error { ids = append(ids, u.ID); return nil })
+	if len(ids) != 2 {
+		t.Errorf("stored uploads %v, want 2: one per key", ids)
+	}
+	want := 2 * offlineTotal(t, jfr, nil, "cpu")
+	if got := render(t, ts, `{service_name="app"}`, "cpu").Flamebearer.NumTicks; got != want {
+		t.Errorf("flame graph total %d, want %d (two uploads)", got, want)
+	}
+
+	// An import names its file by a key too: the second import of the same
+	// profile is reported and not stored.
+	for i, wantDup := range []bool{false, true} {
+		req, _ := http.NewRequest("POST", ts.URL+"/api/v1/import?path=app-1/profile-exec-2.jfr", bytes.NewReader(jfr))
+		req.Header.Set("Idempotency-Key", "sha256:abc")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res ImportResult
+		json.NewDecoder(resp.Body).Decode(&res)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || res.Duplicate != wantDup || res.ID != 3 {
+			t.Errorf("import %d: %d, duplicate %v, id %d; want 200, %v, 3", i+1, resp.StatusCode, res.Duplicate, res.ID, wantDup)
+		}
 	}
 }

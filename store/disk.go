@@ -80,6 +80,100 @@ type tenant struct {
 	seg       *os.File // segment being appended to
 	segN      int
 	segs      []segment
+	// keys indexes the keys of the uploads stored within the key window
+	// (Options.KeyWindow), head and blocks alike.
+	keys map[string]storedKey
+}
+
+// storedKey is where an upload key was stored: the upload's id and when it
+// was received (Unix ns).
+type storedKey struct {
+	id       uint64
+	received int64
+}
+
+// addKey indexes upload u's key, if it has one received since cutoff.
+func (t *tenant) addKey(key string, id uint64, received, cutoff int64) {
+	if key == "" || received < cutoff {
+		return
+	}
+	if t.keys == nil {
+		t.keys = map[string]storedKey{}
+	}
+	t.keys[key] = storedKey{id, received}
+}
+
+// keysFile names the file in a tenant's directory that keeps the upload
+// keys of the key window past compaction, which deletes the log segments
+// that held them. It is rewritten whole at each compaction, before the
+// segments go: it holds an hour's keys (a few MB for 100 executors), where
+// keeping them in the blocks would make every restart read each block's
+// keys, however old.
+const keysFile = "keys.json"
+
+// storedKeyJSON is an upload key in the keys file.
+type storedKeyJSON struct {
+	Key      string
+	ID       uint64
+	Received int64 // Unix ns
+}
+
+// keysJSON returns the tenant's upload keys as the keys file holds them;
+// under mu.
+func (t *tenant) keysJSON() ([]byte, error) {
+	out := make([]storedKeyJSON, 0, len(t.keys))
+	for k, sk := range t.keys {
+		out = append(out, storedKeyJSON{Key: k, ID: sk.id, Received: sk.received})
+	}
+	slices.SortFunc(out, func(a, b storedKeyJSON) int { return cmp.Compare(a.ID, b.ID) })
+	return json.Marshal(out)
+}
+
+// loadKeys reads the tenant's keys file, if any, keeping the keys received
+// since cutoff. A damaged file costs only the retries it would have
+// caught: it is logged and left to be rewritten.
+func (t *tenant) loadKeys(log *slog.Logger, cutoff int64) {
+	path := filepath.Join(t.dir, keysFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	var keys []storedKeyJSON
+	if err == nil {
+		err = json.Unmarshal(data, &keys)
+	}
+	if err != nil {
+		log.Warn("store: cannot read the upload keys; retries of uploads compacted before the restart may be stored twice", "file", path, "err", err)
+		return
+	}
+	for _, k := range keys {
+		t.addKey(k.Key, k.ID, k.Received, cutoff)
+	}
+}
+
+// saveKeys writes the tenant's keys file atomically.
+func (db *DB) saveKeys(t *tenant) error {
+	db.mu.RLock()
+	if len(t.keys) == 0 {
+		db.mu.RUnlock()
+		if err := os.Remove(filepath.Join(t.dir, keysFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	data, err := t.keysJSON()
+	db.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(t.dir, keysFile)
+	if err := writeSynced(path+".tmp", data); err != nil {
+		return err
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		return err
+	}
+	return syncDir(t.dir)
 }
 
 // segment is a log file and the range of upload ids it holds.
@@ -116,6 +210,10 @@ type Options struct {
 	// HeadBytes bounds the memory (estimated) of the uploads not compacted
 	// yet: past it the oldest are compacted early; default 512 MiB.
 	HeadBytes int64
+	// KeyWindow is how long an upload's key (Upload.Key) is remembered
+	// after the upload was received, so that a retry within it is not
+	// stored twice; default an hour.
+	KeyWindow time.Duration
 	Logger    *slog.Logger
 }
 
@@ -134,6 +232,9 @@ func (o *Options) defaults() {
 	}
 	if o.Resolution <= 0 {
 		o.Resolution = time.Second
+	}
+	if o.KeyWindow <= 0 {
+		o.KeyWindow = time.Hour
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -199,6 +300,7 @@ type record struct {
 	Labels      profile.Labels
 	Agent       string
 	Bytes       int
+	Key         string `json:",omitempty"`
 }
 
 // load reads a tenant's blocks and replays its segments, skipping uploads
@@ -210,6 +312,7 @@ func (db *DB) load(name, dir string) error {
 		return fmt.Errorf("store: tenant %q: %w", name, err)
 	}
 	t := &tenant{dir: dir, nextID: 1, blocks: blocks}
+	t.loadKeys(db.log, db.keyCutoff())
 	for _, b := range blocks {
 		db.attach(b)
 		t.nextID = max(t.nextID, b.meta.maxID()+1)
@@ -250,6 +353,7 @@ func (db *DB) replay(t *tenant, path string, last bool) (int64, segment, error) 
 	}
 	defer f.Close()
 	var batch []logRecord
+	cutoff := db.keyCutoff()
 	take := func() error {
 		ups, err := db.decodeRecords(batch)
 		if err != nil {
@@ -257,6 +361,7 @@ func (db *DB) replay(t *tenant, path string, last bool) (int64, segment, error) 
 		}
 		for _, u := range ups {
 			t.nextID = max(t.nextID, u.ID+1)
+			t.addKey(u.Key, u.ID, u.Received, cutoff)
 			if t.compacted(u.ID) {
 				continue
 			}
@@ -377,7 +482,7 @@ const maxKeptBuffer = 16 << 20
 // KiB that a fresh buffer would reach through a dozen growths, and on a
 // virtual machine the fresh pages cost more than the encoding.
 func (db *DB) encodeRecord(u *Upload) ([]byte, error) {
-	hdr, err := json.Marshal(record{ID: u.ID, ReceivedNs: u.Received, From: u.From, Until: u.Until, Labels: u.Labels, Agent: u.Agent, Bytes: u.Bytes})
+	hdr, err := json.Marshal(record{ID: u.ID, ReceivedNs: u.Received, From: u.From, Until: u.Until, Labels: u.Labels, Agent: u.Agent, Bytes: u.Bytes, Key: u.Key})
 	if err != nil {
 		return nil, err
 	}
@@ -445,7 +550,7 @@ func (db *DB) decodeRecord(payload []byte) (*Upload, error) {
 		return nil, err
 	}
 	return &Upload{ID: rec.ID, Received: rec.ReceivedNs, From: rec.From, Until: rec.Until, Labels: rec.Labels,
-		Agent: rec.Agent, Bytes: rec.Bytes, Profile: p, memSize: p.MemSize()}, nil
+		Agent: rec.Agent, Bytes: rec.Bytes, Key: rec.Key, Profile: p, memSize: p.MemSize()}, nil
 }
 
 // Append implements Store.
@@ -466,10 +571,14 @@ func (db *DB) Append(name string, u *Upload) error {
 		}
 		db.tenants[name] = t
 	}
-	u.ID = t.nextID
 	if u.Received == 0 {
 		u.Received = time.Now().UnixNano()
 	}
+	if sk, ok := t.keys[u.Key]; ok && u.Key != "" && sk.received >= db.keyCutoff() {
+		u.ID = sk.id
+		return ErrDuplicate
+	}
+	u.ID = t.nextID
 	rec, err := db.encodeRecord(u)
 	if err != nil {
 		return fmt.Errorf("store: encode upload: %w", err)
@@ -491,6 +600,7 @@ func (db *DB) Append(name string, u *Upload) error {
 	}
 	t.segs[len(t.segs)-1].add(u.ID)
 	t.nextID++
+	t.addKey(u.Key, u.ID, u.Received, 0)
 	t.uploads = append(t.uploads, u)
 	t.headBytes += u.memSize
 	if db.headBytes() > db.opts.HeadBytes {
@@ -612,6 +722,7 @@ func (db *DB) Stats() Stats {
 	st.CacheBytes, st.CacheHits, st.CacheMisses, st.CacheEvictions = db.cache.stats()
 	for _, t := range db.tenants {
 		st.HeadUploads += len(t.uploads)
+		st.UploadKeys += len(t.keys)
 		st.Blocks += len(t.blocks)
 		for _, b := range t.blocks {
 			st.BlockUploads += b.meta.Uploads
@@ -635,6 +746,7 @@ func (db *DB) background() {
 		if db.opts.Retention > 0 {
 			db.dropOld(now.Add(-db.opts.Retention).UnixNano())
 		}
+		db.forgetKeys()
 		if err := db.compact(now.UnixNano(), false); err != nil {
 			db.log.Error("store: compaction failed; the uploads stay in the log", "err", err)
 		}
@@ -868,6 +980,10 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 		oldProfiles[i] = op
 	}
 	prof, meta := compactUploads(p, olds, oldProfiles, ups, int64(db.opts.Resolution))
+	// The uploads' keys are in the log segments this compaction may delete.
+	if err := db.saveKeys(t); err != nil {
+		return fmt.Errorf("save the upload keys: %w", err)
+	}
 	db.mu.Lock()
 	seq := t.nextBlock
 	t.nextBlock++
@@ -927,6 +1043,22 @@ func (db *DB) dropOld(cutoff int64) {
 			return true
 		})
 		t.pruneSegments(db.log)
+	}
+}
+
+// keyCutoff returns the receipt time (Unix ns) before which upload keys
+// are forgotten.
+func (db *DB) keyCutoff() int64 {
+	return time.Now().Add(-db.opts.KeyWindow).UnixNano()
+}
+
+// forgetKeys drops the upload keys older than the key window.
+func (db *DB) forgetKeys() {
+	cutoff := db.keyCutoff()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for _, t := range db.tenants {
+		maps.DeleteFunc(t.keys, func(_ string, sk storedKey) bool { return sk.received < cutoff })
 	}
 }
 

@@ -19,6 +19,10 @@ type Upload struct {
 	Labels   profile.Labels // upload-level labels: service_name, app, executor, host, role
 	Agent    string         // the client, e.g. Pyroscope's spyName
 	Bytes    int            // request body size
+	// Key, when set, names the upload for its sender, the same on every
+	// attempt to send it: Append stores an upload once per key (see
+	// ErrDuplicate). Empty for senders that name none.
+	Key string
 	// Profile holds the samples with stack, value, time, thread and
 	// per-sample labels. For a compacted block it is nil: Load reads it.
 	Profile *profile.Profile
@@ -100,7 +104,10 @@ type Query struct {
 
 // Store is where ingested profiles live.
 type Store interface {
-	// Append stores u for tenant durably before returning.
+	// Append stores u for tenant durably before returning. When u.Key is
+	// set and an upload of tenant with that key was stored within the
+	// store's key window, it stores nothing, sets u.ID to that upload's and
+	// returns ErrDuplicate.
 	Append(tenant string, u *Upload) error
 	// Select calls fn for each upload of tenant that q selects, oldest
 	// first. The uploads must not be modified.
@@ -122,6 +129,7 @@ type Stats struct {
 	Compactions      int64 // blocks written since the store opened
 	CompactionErrors int64 // compactions that failed since the store opened
 	DiskBytes        int64 // bytes of the store's files: blocks and log segments
+	UploadKeys       int   // upload keys remembered (Options.KeyWindow)
 	// CompactionTime is the time compactions took since the store opened,
 	// failed ones included.
 	CompactionTime time.Duration
@@ -133,6 +141,10 @@ type Stats struct {
 
 // ErrClosed is returned by a closed store.
 var ErrClosed = errors.New("store: closed")
+
+// ErrDuplicate is returned by Append for an upload whose key was stored
+// already: a sender's retry of an upload that was stored, its answer lost.
+var ErrDuplicate = errors.New("store: an upload with this key is stored already")
 
 // Matches reports whether upload labels ls satisfy the query's matchers;
 // matchers on names the upload lacks are not decided here.

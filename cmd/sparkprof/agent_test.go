@@ -2,17 +2,22 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +26,37 @@ import (
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/server"
 )
+
+// offlineCPU decodes an agent's upload body, multipart or a bare JFR, and
+// returns its CPU samples' total.
+func offlineCPU(t *testing.T, body []byte) int64 {
+	t.Helper()
+	jfr := body
+	if bytes.HasPrefix(body, []byte("--")) {
+		boundary := strings.TrimPrefix(string(body[:bytes.IndexByte(body, '\r')]), "--")
+		mr := multipart.NewReader(bytes.NewReader(body), boundary)
+		for {
+			part, err := mr.NextPart()
+			if err != nil {
+				t.Fatalf("no jfr part: %v", err)
+			}
+			if part.FormName() == "jfr" {
+				jfr, _ = io.ReadAll(part)
+				break
+			}
+		}
+	}
+	p, err := format.Decode(jfr, "window", format.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ty := range p.Types {
+		if ty.Family() == "cpu" {
+			return p.Total(profile.TypeID(i))
+		}
+	}
+	return 0
+}
 
 // runWorkload runs the agent's Spark-like workload (agent/test) in a real
 // JVM with the plugin, returning its stdout and stderr.
@@ -284,6 +320,64 @@ func TestAgentWithServer(t *testing.T) {
 		if n := ticks(t, base, "last", `{spark_stage_id="2"}`, "lock"); n == 0 {
 			t.Error("the last window did not arrive")
 		}
+	})
+	t.Run("a window whose answer was lost is sent again and stored once", func(t *testing.T) {
+		// A proxy loses every other answer of the first dozen: the server
+		// stored the window, the agent saw its connection close.
+		var mu sync.Mutex
+		firstBody := map[string][]byte{} // each key's first body
+		sent, lost := 0, 0
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			req, _ := http.NewRequest(r.Method, base+r.URL.RequestURI(), bytes.NewReader(body))
+			for _, h := range []string{"Content-Type", "Idempotency-Key", "X-Scope-OrgID"} {
+				req.Header.Set(h, r.Header.Get(h))
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			resp.Body.Close()
+			key := r.Header.Get("Idempotency-Key")
+			mu.Lock()
+			sent++
+			if _, ok := firstBody[key]; !ok && resp.StatusCode == 200 {
+				firstBody[key] = body
+			}
+			lose := sent%2 == 1 && sent < 12 && resp.StatusCode == 200
+			if lose {
+				lost++
+			}
+			mu.Unlock()
+			if lose {
+				conn, _, err := w.(http.Hijacker).Hijack()
+				if err == nil {
+					conn.Close()
+				}
+				return
+			}
+			w.Header().Set("Idempotent-Replayed", resp.Header.Get("Idempotent-Replayed"))
+			w.WriteHeader(resp.StatusCode)
+		}))
+		defer proxy.Close()
+		runWorkloadJVM(t, []string{"-Dworkload.pauseMs=1500"}, proxy.URL, "1.0", "-", "spark.sparkprof.uploadInterval=200ms", "spark.sparkprof.tenant=lost")
+		mu.Lock()
+		defer mu.Unlock()
+		if lost == 0 || sent <= len(firstBody) {
+			t.Fatalf("%d uploads sent, %d answers lost, %d windows: the test needs lost answers and retries", sent, lost, len(firstBody))
+		}
+		var want int64
+		for key, body := range firstBody {
+			if key == "" {
+				t.Fatal("an upload without an Idempotency-Key")
+			}
+			want += offlineCPU(t, body)
+		}
+		if got := ticks(t, base, "lost", "{}", "cpu"); got != want || want == 0 {
+			t.Errorf("CPU samples stored %d, want %d: those of the %d distinct windows (%d uploads sent, %d answers lost)", got, want, len(firstBody), sent, lost)
+		}
+		t.Logf("%d windows, %d uploads sent, %d answers lost", len(firstBody), sent, lost)
 	})
 	t.Run("fraction 0 profiles nothing", func(t *testing.T) {
 		_, stderr := runWorkload(t, base, "0", "-", "spark.sparkprof.tenant=zero")

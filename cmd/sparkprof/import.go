@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -90,7 +92,9 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	prog := newProgress(e.stderr, "importing", len(files))
 	defer prog.done()
 	// post sends one input and returns the server's refusal, if any, and
-	// when a refusal of 503 or 429 says to retry, after how long.
+	// when a refusal of 503 or 429 says to retry, after how long. A
+	// profile the server had already is counted in duplicates.
+	duplicates := 0
 	post := func(f file) (refusal string, retry time.Duration, err error) {
 		var (
 			body        io.Reader
@@ -129,6 +133,13 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return "", 0, err
 		}
+		if f.kind == "profile" && f.write == nil {
+			key, err := importKey(f.path, format.LabelsBeside(f.path), *app)
+			if err != nil {
+				return "", 0, err
+			}
+			req.Header.Set("Idempotency-Key", key)
+		}
 		req.ContentLength = size
 		if contentType != "" {
 			req.Header.Set("Content-Type", contentType)
@@ -145,6 +156,11 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
+			var res struct{ Duplicate bool }
+			json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&res)
+			if res.Duplicate {
+				duplicates++
+			}
 			return "", 0, nil
 		}
 		answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -187,10 +203,40 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	}
 	prog.done()
 	fmt.Fprintf(e.stderr, "imported %d of %d inputs into %s\n", len(files)-failed, len(files), *server)
+	if duplicates > 0 {
+		fmt.Fprintf(e.stderr, "%d of them were profiles the server had already, from an earlier import: not stored again\n", duplicates)
+	}
 	if failed > 0 {
 		return fmt.Errorf("%d files were refused", failed)
 	}
 	return nil
+}
+
+// importKey names a profile file for the server (an Idempotency-Key), the
+// same on every import of it, so that importing a directory again stores
+// only the profiles it did not hold: a digest of what decides the stored
+// upload, the app given, the file's name with its directory (Spark's
+// profiler layout labels by them), its content and that of the labels
+// file beside it (labelsPath, if any).
+func importKey(path, labelsPath, app string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "sparkprof import\x00%s\x00%s\x00", app, filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(path)), filepath.Base(path))))
+	for _, p := range []string{path, labelsPath} {
+		if p == "" {
+			continue
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return "", err
+		}
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", p, err)
+		}
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("sha256:%x", h.Sum(nil)), nil
 }
 
 // withLabels returns the JFR at jfrPath and the LabelsSnapshot at

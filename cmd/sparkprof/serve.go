@@ -53,6 +53,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	eventLogDir := fs.String("eventlog-dir", "", "analyse the event logs of this directory (spark.eventLog.dir) and its subdirectories, new and in-progress ones, as the History Server does")
 	poll := fs.Duration("eventlog-poll", 10*time.Second, "how often --eventlog-dir is scanned for new and grown logs")
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (an object a line)")
+	keyWindow := fs.Duration("key-window", time.Hour, "how long an upload's Idempotency-Key is remembered, so that a retry of it (the agent's after a lost answer, an import run again) is not stored twice")
 	maxLogGB := fs.Int64("max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -121,7 +122,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	defer hs.Close()
-	db, err := store.Open(*data, store.Options{Retention: keep, CacheBytes: *cacheMB << 20, HeadBytes: *headMB << 20, Logger: log})
+	db, err := store.Open(*data, store.Options{Retention: keep, CacheBytes: *cacheMB << 20, HeadBytes: *headMB << 20, KeyWindow: *keyWindow, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -88,8 +88,10 @@ func buildBinary(t *testing.T) string {
 }
 
 // TestCrashSafety kills the server with SIGKILL during a stream of uploads,
-// restarts it, and checks that every acknowledged upload is there exactly
-// once.
+// restarts it, sends again the uploads that got no answer, as an agent
+// does, and checks that every upload is there exactly once: each
+// acknowledged one survived, and a retry of one stored before the kill,
+// its answer lost, was not stored twice.
 func TestCrashSafety(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -101,6 +103,19 @@ func TestCrashSafety(t *testing.T) {
 
 	var mu sync.Mutex
 	acked := map[int]bool{}
+	unanswered := map[int]bool{} // sent when the server died
+	send := func(base string, i int) (int, error) {
+		// Each upload's value is unique: a duplicate would double it.
+		body := fmt.Sprintf("main;work;step%d %d\n", i%7, i+1)
+		req, _ := http.NewRequest("POST", base+"/ingest?"+url.Values{"name": {fmt.Sprintf("app%d", i)}}.Encode(), strings.NewReader(body))
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("upload-%d", i))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for w := range 4 {
@@ -113,14 +128,14 @@ func TestCrashSafety(t *testing.T) {
 					return
 				default:
 				}
-				// Each upload's value is unique: a duplicate would double it.
-				body := fmt.Sprintf("main;work;step%d %d\n", i%7, i+1)
-				resp, err := http.Post(base+"/ingest?"+url.Values{"name": {fmt.Sprintf("app%d", i)}}.Encode(), "text/plain", strings.NewReader(body))
-				if err != nil {
-					return // the server is gone
+				code, err := send(base, i)
+				if err != nil { // the server is gone
+					mu.Lock()
+					unanswered[i] = true
+					mu.Unlock()
+					return
 				}
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
+				if code == 200 {
 					mu.Lock()
 					acked[i] = true
 					mu.Unlock()
@@ -144,6 +159,12 @@ func TestCrashSafety(t *testing.T) {
 
 	cmd, base = startServe(t, bin, data)
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	for i := range unanswered {
+		if code, err := send(base, i); err != nil || code != 200 {
+			t.Fatalf("retry of upload %d: %d %v", i, code, err)
+		}
+		acked[i] = true
+	}
 	for i := range acked {
 		resp, err := http.Get(base + "/api/v1/render?" + url.Values{"query": {fmt.Sprintf(`{service_name="app%d"}`, i)}, "type": {"samples"}}.Encode())
 		if err != nil {
@@ -158,7 +179,7 @@ func TestCrashSafety(t *testing.T) {
 			t.Errorf("acknowledged upload app%d: total %d after the crash, want %d", i, r.Flamebearer.NumTicks, i+1)
 		}
 	}
-	t.Logf("%d acknowledged uploads survived kill -9", len(acked))
+	t.Logf("%d uploads survived kill -9, %d of them sent again", len(acked), len(unanswered))
 	if _, err := os.Stat(data); err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +237,25 @@ func TestImportSparkProfilerDir(t *testing.T) {
 	}
 	if _, rolling := got["local-1623876083964"]; len(apps) != 2 || got["application_1603128018386_7846"] != 53 || !rolling {
 		t.Errorf("apps after importing the event logs: %+v", apps)
+	}
+
+	// The profiler's directory imported again, with a file it did not
+	// hold: only the new one is stored.
+	before := ticks(t, base, "", `{spark_executor_id="1"}`, "cpu")
+	data, err := os.ReadFile(corpus.Path(t, "jfr", "dump1.jfr.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(out, "profile-exec-3.jfr"), data, 0o644)
+	code, _, stderr = sparkprof(t, "import", "--server", base, filepath.Join(dir, "profiles"))
+	if code != 0 || !strings.Contains(stderr, "imported 3 of 3") || !strings.Contains(stderr, "2 of them were profiles the server had already") {
+		t.Fatalf("import again: exit %d, %s", code, stderr)
+	}
+	if after := ticks(t, base, "", `{spark_executor_id="1"}`, "cpu"); after != before || before == 0 {
+		t.Errorf("executor 1's CPU samples: %d before importing again, %d after", before, after)
+	}
+	if n := ticks(t, base, "", `{spark_executor_id="3"}`, "cpu"); n != before {
+		t.Errorf("executor 3's CPU samples: %d, want %d (the same recording as executor 1's)", n, before)
 	}
 }
 

@@ -20,6 +20,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.Comparator;
+import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -45,6 +46,9 @@ public final class Agent {
   private final Profiler profiler;
   private final Deque<Profiler.Window> pending = new ArrayDeque<>();
   private final Deque<Profiler.Window> kept = new ArrayDeque<>();
+  /** Starts the keys of this JVM's windows: unique among all JVMs sending to a server. */
+  private final String keyPrefix = UUID.randomUUID().toString();
+  private long windows; // windows queued for the server, numbering their keys
   private final Object wake = new Object();
   private Thread shipper;
   private volatile boolean stopping;
@@ -253,6 +257,7 @@ public final class Agent {
     if (cfg.get("server") != null) {
       w.tasks = tasks.drain();
       w.gc = gcPauses != null ? gcPauses.drain() : null;
+      w.key = keyPrefix + "/" + windows++;
       pending.add(w);
     }
     if (cfg.get("outputDir") != null) {
@@ -319,6 +324,9 @@ public final class Agent {
       if (cfg.get("tenant") != null) {
         c.setRequestProperty("X-Scope-OrgID", cfg.get("tenant"));
       }
+      // A window whose answer was lost (a timeout, a server killed after storing it) is sent again: the key
+      // lets the server store it once. Pyroscope ignores the header.
+      c.setRequestProperty("Idempotency-Key", w.key);
       byte[] body;
       if (tasksJson == null && gcJson == null) {
         c.setRequestProperty("Content-Type", "application/octet-stream");

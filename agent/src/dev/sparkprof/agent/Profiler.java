@@ -38,6 +38,8 @@ final class Profiler {
     final Path file;
     final long fromMs, untilMs;
     String tasks, gc;
+    /** Names the window on every attempt to send it, so that the server stores a retry once. */
+    String key;
 
     Window(Path file, long fromMs, long untilMs) {
       this.file = file;

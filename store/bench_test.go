@@ -115,3 +115,49 @@ func agentWindows(b *testing.B) [][]byte {
 	}
 	return windows
 }
+
+// BenchmarkSaveKeys measures what a compaction adds when every upload
+// carries an Idempotency-Key, with a full hour's window of 100 executors'
+// 10 s uploads (36,000 keys of the agent's shape) indexed: appending the
+// keys of the 850 uploads an early compaction takes, and rewriting the
+// file with the whole window, which a compaction does once expired keys
+// are most of the file.
+func BenchmarkSaveKeys(b *testing.B) {
+	db, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	t := &tenant{dir: b.TempDir()}
+	now := time.Now().UnixNano()
+	var ups []*Upload
+	for i := range 36_000 {
+		key := "0f8fad5b-d9cb-469f-a165-70867728950e/" + strconv.Itoa(i)
+		t.addKey(key, uint64(i+1), now, 0)
+		if i < 850 {
+			ups = append(ups, &Upload{ID: uint64(i + 1), Key: key, Received: now})
+		}
+	}
+	b.Run("append-850", func(b *testing.B) {
+		t.keyLines = 1 // not a new file
+		for range b.N {
+			if err := db.saveKeys(t, ups); err != nil {
+				b.Fatal(err)
+			}
+			t.keyLines = 1
+		}
+	})
+	b.Run("rewrite-36000", func(b *testing.B) {
+		for range b.N {
+			t.keyLines = 1 << 30
+			if err := db.saveKeys(t, ups); err != nil {
+				b.Fatal(err)
+			}
+		}
+		st, err := os.Stat(filepath.Join(t.dir, keysFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(st.Size())/(1<<20), "file-MB")
+	})
+}

@@ -83,6 +83,11 @@ type tenant struct {
 	// keys indexes the keys of the uploads stored within the key window
 	// (Options.KeyWindow), head and blocks alike.
 	keys map[string]storedKey
+	// keyLines counts the lines of the keys file (see saveKeys);
+	// keysTorn says that it ends in a line cut by a crash, which the next
+	// save rewrites rather than appends to.
+	keyLines int
+	keysTorn bool
 }
 
 // storedKey is where an upload key was stored: the upload's id and when it
@@ -105,10 +110,10 @@ func (t *tenant) addKey(key string, id uint64, received, cutoff int64) {
 
 // keysFile names the file in a tenant's directory that keeps the upload
 // keys of the key window past compaction, which deletes the log segments
-// that held them. It is rewritten whole at each compaction, before the
-// segments go: it holds an hour's keys (a few MB for 100 executors), where
-// keeping them in the blocks would make every restart read each block's
-// keys, however old.
+// that held them: JSON lines, each compaction appending its uploads' keys,
+// rewritten without the keys past the window once they are most of it.
+// Keeping the keys in the blocks instead would make every restart read
+// each block's keys, however old.
 const keysFile = "keys.json"
 
 // storedKeyJSON is an upload key in the keys file.
@@ -118,62 +123,94 @@ type storedKeyJSON struct {
 	Received int64 // Unix ns
 }
 
-// keysJSON returns the tenant's upload keys as the keys file holds them;
-// under mu.
-func (t *tenant) keysJSON() ([]byte, error) {
-	out := make([]storedKeyJSON, 0, len(t.keys))
-	for k, sk := range t.keys {
-		out = append(out, storedKeyJSON{Key: k, ID: sk.id, Received: sk.received})
-	}
-	slices.SortFunc(out, func(a, b storedKeyJSON) int { return cmp.Compare(a.ID, b.ID) })
-	return json.Marshal(out)
-}
-
 // loadKeys reads the tenant's keys file, if any, keeping the keys received
-// since cutoff. A damaged file costs only the retries it would have
-// caught: it is logged and left to be rewritten.
-func (t *tenant) loadKeys(log *slog.Logger, cutoff int64) {
+// since cutoff. A damaged line (a crash during an append) costs only the
+// retries it would have caught: it is logged and skipped.
+func (t *tenant) loadKeys(log *slog.Logger, cutoff int64) error {
 	path := filepath.Join(t.dir, keysFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return
-	}
-	var keys []storedKeyJSON
-	if err == nil {
-		err = json.Unmarshal(data, &keys)
-	}
-	if err != nil {
-		log.Warn("store: cannot read the upload keys; retries of uploads compacted before the restart may be stored twice", "file", path, "err", err)
-		return
-	}
-	for _, k := range keys {
-		t.addKey(k.Key, k.ID, k.Received, cutoff)
-	}
-}
-
-// saveKeys writes the tenant's keys file atomically.
-func (db *DB) saveKeys(t *tenant) error {
-	db.mu.RLock()
-	if len(t.keys) == 0 {
-		db.mu.RUnlock()
-		if err := os.Remove(filepath.Join(t.dir, keysFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
 		return nil
 	}
-	data, err := t.keysJSON()
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	bad := 0
+	for line := range bytes.Lines(data) {
+		var k storedKeyJSON
+		if err := json.Unmarshal(line, &k); err != nil {
+			bad++
+			continue
+		}
+		t.addKey(k.Key, k.ID, k.Received, cutoff)
+		t.keyLines++
+	}
+	t.keysTorn = len(data) > 0 && data[len(data)-1] != '\n'
+	if bad > 0 {
+		log.Warn("store: damaged upload keys skipped; retries of those uploads may be stored twice", "file", path, "lines", bad)
+	}
+	return nil
+}
+
+// saveKeys appends the keys of ups, about to be compacted, to the tenant's
+// keys file and fsyncs it; when most of the file's lines are keys past the
+// window, it rewrites the file (temporary file, fsync, rename) with the
+// window's keys instead. Under compactMu, which guards keyLines.
+func (db *DB) saveKeys(t *tenant, ups []*Upload) error {
+	var out []byte
+	line := func(k storedKeyJSON) {
+		b, _ := json.Marshal(k) // strings, numbers: cannot fail
+		out = append(append(out, b...), '\n')
+	}
+	db.mu.RLock()
+	rewrite := t.keysTorn || t.keyLines > 2*len(t.keys)+1024
+	if rewrite {
+		for k, sk := range t.keys {
+			line(storedKeyJSON{Key: k, ID: sk.id, Received: sk.received})
+		}
+	} else {
+		for _, u := range ups {
+			if sk, ok := t.keys[u.Key]; ok && u.Key != "" && sk.id == u.ID {
+				line(storedKeyJSON{Key: u.Key, ID: u.ID, Received: u.Received})
+			}
+		}
+	}
+	n := len(t.keys)
 	db.mu.RUnlock()
+	path := filepath.Join(t.dir, keysFile)
+	if rewrite {
+		if err := writeSynced(path+".tmp", out); err != nil {
+			return err
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			return err
+		}
+		t.keyLines, t.keysTorn = n, false
+		return syncDir(t.dir)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(t.dir, keysFile)
-	if err := writeSynced(path+".tmp", data); err != nil {
+	_, err = f.Write(out)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(path+".tmp", path); err != nil {
-		return err
+	created := t.keyLines == 0
+	t.keyLines += bytes.Count(out, []byte{'\n'})
+	if created {
+		return syncDir(t.dir)
 	}
-	return syncDir(t.dir)
+	return nil
 }
 
 // segment is a log file and the range of upload ids it holds.
@@ -312,7 +349,9 @@ func (db *DB) load(name, dir string) error {
 		return fmt.Errorf("store: tenant %q: %w", name, err)
 	}
 	t := &tenant{dir: dir, nextID: 1, blocks: blocks}
-	t.loadKeys(db.log, db.keyCutoff())
+	if err := t.loadKeys(db.log, db.keyCutoff()); err != nil {
+		return err
+	}
 	for _, b := range blocks {
 		db.attach(b)
 		t.nextID = max(t.nextID, b.meta.maxID()+1)
@@ -981,7 +1020,7 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 	}
 	prof, meta := compactUploads(p, olds, oldProfiles, ups, int64(db.opts.Resolution))
 	// The uploads' keys are in the log segments this compaction may delete.
-	if err := db.saveKeys(t); err != nil {
+	if err := db.saveKeys(t, ups); err != nil {
 		return fmt.Errorf("save the upload keys: %w", err)
 	}
 	db.mu.Lock()

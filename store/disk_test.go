@@ -810,7 +810,6 @@ func rows(p *profile.Profile) map[string]int64 {
 // life, in the head, replayed from the log, compacted (its log segment
 // deleted), reopened, and merged into a new block: each retry is refused
 // as a duplicate naming the stored upload, and the data is counted once.
-// A damaged keys file costs only the keys.
 func TestUploadKeys(t *testing.T) {
 	dir := t.TempDir()
 	db, err := Open(dir, Options{})
@@ -888,16 +887,37 @@ func TestUploadKeys(t *testing.T) {
 		t.Fatalf("log segments %v are left: the keys must come from elsewhere", w)
 	}
 
+	// A crash during an append leaves the keys file's last line cut: the
+	// keys before it still hold, and the next compaction rewrites the file.
 	db.Close()
 	keys := filepath.Join(dir, TenantDir("acme"), keysFile)
-	if err := os.WriteFile(keys, []byte(`[{"Key": "exec-1/0", "ID": 1, "Rec`), 0o644); err != nil {
+	data, err := os.ReadFile(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(data), "\n") || !strings.Contains(string(data), `"exec-3/0"`) {
+		t.Fatalf("keys file %q: want JSON lines, exec-3/0's last", data)
+	}
+	if err := os.WriteFile(keys, data[:len(data)-10], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if db, err = Open(dir, Options{}); err != nil {
-		t.Fatalf("a damaged keys file stops the store: %v", err)
+		t.Fatalf("a torn keys file stops the store: %v", err)
 	}
-	if _, total := count(t, db, "acme", Query{}); total != want3 {
-		t.Errorf("with a damaged keys file: total %d, want %d", total, want3)
+	if err := db.Append("acme", keyed("exec-1/0", "1", 10*hour)); !errors.Is(err, ErrDuplicate) {
+		t.Errorf("a key before the torn line: %v, want ErrDuplicate", err)
+	}
+	if err := db.Append("acme", keyed("exec-4/0", "4", 12*hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	reopen()
+	for _, k := range []string{"exec-1/0", "exec-4/0"} {
+		if err := db.Append("acme", keyed(k, "1", 10*hour)); !errors.Is(err, ErrDuplicate) {
+			t.Errorf("%s after the torn file was rewritten: %v, want ErrDuplicate", k, err)
+		}
 	}
 }
 

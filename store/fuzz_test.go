@@ -62,3 +62,23 @@ func FuzzDecodeRecord(f *testing.F) {
 		db.decodeRecord(data)
 	})
 }
+
+// FuzzLoadKeys feeds damaged keys files to the store's start: each loads
+// the keys it can read, never a panic nor a failed start.
+func FuzzLoadKeys(f *testing.F) {
+	f.Add([]byte(`{"Key":"0f8fad5b-d9cb-469f-a165-70867728950e/0","ID":1,"Received":1764000000000000000}` + "\n" + `{"Key":"k","ID":2,"Rec`))
+	f.Add([]byte("\n\n{}\n[]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		tdir := filepath.Join(dir, TenantDir("t"))
+		os.MkdirAll(tdir, 0o755)
+		if err := os.WriteFile(filepath.Join(tdir, keysFile), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		db, err := Open(dir, Options{KeyWindow: 1 << 62})
+		if err != nil {
+			t.Fatalf("a keys file stops the store: %v", err)
+		}
+		db.Close()
+	})
+}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/format/jfr"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/store"
@@ -308,4 +309,21 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return size
+}
+
+// BenchmarkContentKey measures the digest that tells a retry of an upload
+// without an Idempotency-Key (contentKey): for the plain JFR of
+// BenchmarkIngest (a), what each Pyroscope-agent upload now pays.
+func BenchmarkContentKey(b *testing.B) {
+	cortex, err := format.Decompress(corpus.Read(b, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz"), "cortex", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := url.Values{"name": {"app{}"}, "format": {"jfr"}, "from": {"1764000000"}, "until": {"1764000010"}}
+	b.SetBytes(int64(len(cortex)))
+	for b.Loop() {
+		if contentKey(q, uploadParts{data: cortex}) == "" {
+			b.Fatal("no key")
+		}
+	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -9,11 +10,14 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/readall"
@@ -313,6 +317,9 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if key == "" {
+		key = contentKey(q, parts)
+	}
 	data, jfrLabels := parts.data, parts.labels
 	windows, err := parseTaskWindows(parts.tasks)
 	if err != nil {
@@ -396,6 +403,35 @@ func idempotencyKey(r *http.Request) (string, error) {
 		}
 	}
 	return k, nil
+}
+
+// contentKey returns the key of an upload whose sender named none, for the
+// uploads a retry can be told by content: a JFR or pprof profile (they hold
+// their own timestamps, so two senders' never match) over a given window,
+// as the Pyroscope Java agent sends them and retries them after a timeout.
+// It digests what decides the stored upload: the name, the window and the
+// parts (not the multipart body, whose boundary may change between
+// attempts). xxhash rather than a cryptographic hash: it reads a 700 KB
+// body in ~0.06 ms instead of ~2 ms, and a tenant's own senders choose
+// what it digests. Other uploads get "": folded stacks of idle processes
+// can match byte for byte.
+func contentKey(q url.Values, parts uploadParts) string {
+	f := q.Get("format")
+	if f != "jfr" && f != "pprof" || q.Get("from") == "" || q.Get("until") == "" {
+		return ""
+	}
+	h := xxhash.New()
+	for _, s := range []string{q.Get("name"), q.Get("from"), q.Get("until"), f} {
+		h.WriteString(s)
+		h.Write([]byte{0})
+	}
+	for _, b := range [][]byte{parts.data, parts.labels, parts.tasks, parts.gc} {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	return fmt.Sprintf("content:%016x", h.Sum64())
 }
 
 // bodyBuffers holds upload bodies' buffers between uploads: a fresh buffer

@@ -1050,6 +1050,39 @@ func TestUploadRetries(t *testing.T) {
 		t.Errorf("flame graph total %d, want %d (two uploads)", got, want)
 	}
 
+	// Without a key, a JFR or pprof upload over a given window is told by
+	// its content, as the Pyroscope Java agent retries one: its multipart
+	// body sent again under a new boundary is stored once. Folded stacks
+	// (idle processes' can match byte for byte) and uploads without a
+	// window are stored each time.
+	labels := corpus.Read(t, "jfr", "dump1.labels.pb.gz")
+	window := url.Values{"name": {"pyro{}"}, "format": {"jfr"}, "from": {"1764000000"}, "until": {"1764000010"}}
+	for range 2 {
+		ct, body := multipartJFR(t, jfr, labels) // a new boundary each time
+		if code := post(t, ts, window, ct, body); code != 200 {
+			t.Fatalf("Pyroscope agent's upload: %d", code)
+		}
+	}
+	window.Set("until", "1764000020") // another window: another upload
+	ct, body := multipartJFR(t, jfr, labels)
+	if code := post(t, ts, window, ct, body); code != 200 {
+		t.Fatalf("Pyroscope agent's upload: %d", code)
+	}
+	unwindowed := url.Values{"name": {"nowindow{}"}, "format": {"jfr"}}
+	folded := url.Values{"name": {"folded{}"}, "format": {"folded"}, "from": {"1764000000"}, "until": {"1764000010"}}
+	for range 2 {
+		post(t, ts, unwindowed, "", jfr)
+		post(t, ts, folded, "", []byte("main;sleep 100\n"))
+	}
+	for app, want := range map[string]int{"pyro": 2, "nowindow": 2, "folded": 2} {
+		m, _ := profile.ParseMatcher(`service_name="` + app + `"`)
+		n := 0
+		db.Select("", store.Query{Matchers: []profile.Matcher{m}}, func(*store.Upload) error { n++; return nil })
+		if n != want {
+			t.Errorf("%s: %d uploads stored, want %d", app, n, want)
+		}
+	}
+
 	// An import names its file by a key too: the second import of the same
 	// profile is reported and not stored.
 	for i, wantDup := range []bool{false, true} {
@@ -1062,8 +1095,8 @@ func TestUploadRetries(t *testing.T) {
 		var res ImportResult
 		json.NewDecoder(resp.Body).Decode(&res)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || res.Duplicate != wantDup || res.ID != 3 {
-			t.Errorf("import %d: %d, duplicate %v, id %d; want 200, %v, 3", i+1, resp.StatusCode, res.Duplicate, res.ID, wantDup)
+		if resp.StatusCode != 200 || res.Duplicate != wantDup || res.ID != 9 {
+			t.Errorf("import %d: %d, duplicate %v, id %d; want 200, %v, 9", i+1, resp.StatusCode, res.Duplicate, res.ID, wantDup)
 		}
 	}
 }

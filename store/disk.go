@@ -77,7 +77,7 @@ type tenant struct {
 	blocks    []*block
 	nextID    uint64
 	nextBlock uint64
-	seg       *os.File // segment being appended to
+	seg       segmentFile // segment being appended to
 	segN      int
 	segs      []segment
 	// keys indexes the keys of the uploads stored within the key window
@@ -218,6 +218,20 @@ type segment struct {
 	path   string
 	lo, hi uint64 // 0, 0 when it holds none
 	size   int64  // bytes of its records
+}
+
+// segmentFile is a log segment open for appending.
+type segmentFile interface {
+	Write(b []byte) (int, error)
+	Sync() error
+	Truncate(size int64) error
+	Close() error
+}
+
+// openSegment opens a log segment for appending; a variable so that tests
+// can make its writes fail as a full disk does.
+var openSegment = func(path string) (segmentFile, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 }
 
 // segmentSize is when a new segment file is started.
@@ -365,8 +379,8 @@ func (db *DB) load(name, dir string) error {
 		return err
 	}
 	sort.Strings(segs)
-	for i, path := range segs {
-		n, seg, err := db.replay(t, path, i == len(segs)-1)
+	for _, path := range segs {
+		n, seg, err := db.replay(t, path)
 		if err != nil {
 			return err
 		}
@@ -380,17 +394,27 @@ func (db *DB) load(name, dir string) error {
 	return nil
 }
 
-// replay reads one segment; a bad tail of the last segment (a crash during
-// a write, never acknowledged) is cut off. Records are decoded in batches
-// on every core, then taken in order: decoding is most of what a restart
-// after a crash costs (about a millisecond per JDK recording).
-func (db *DB) replay(t *tenant, path string, last bool) (int64, segment, error) {
+// replay reads one segment. A bad record at its end (a crash during a
+// write, or a write that failed and could not be cut back: never
+// acknowledged) is left unread and logged; the file is not changed, since
+// appends go to a new segment after a restart. A damaged record inside it
+// (its checksum wrong, the disk's doing) is skipped and logged: the
+// records after it are kept. Records are decoded in batches on every core,
+// then taken in order: decoding is most of what a restart after a crash
+// costs (about a millisecond per JDK recording). It returns the segment's
+// size.
+func (db *DB) replay(t *tenant, path string) (int64, segment, error) {
 	seg := segment{path: path}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := os.Open(path)
 	if err != nil {
 		return 0, seg, fmt.Errorf("store: %w", err)
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, seg, fmt.Errorf("store: %w", err)
+	}
+	size := st.Size()
 	var batch []logRecord
 	cutoff := db.keyCutoff()
 	take := func() error {
@@ -420,33 +444,35 @@ func (db *DB) replay(t *tenant, path string, last bool) (int64, segment, error) 
 			err := take() // before seg is returned: take adds the batch's ids to it
 			return off, seg, err
 		}
-		bad := func(why string) (int64, segment, error) {
-			if !last {
-				return 0, seg, fmt.Errorf("store: %s: corrupt record at offset %d (%s); move the file away to start without it", path, off, why)
-			}
+		// tail leaves a torn record at the segment's end unread.
+		tail := func(why string) (int64, segment, error) {
 			if err := take(); err != nil {
 				return 0, seg, err
 			}
-			db.log.Warn("store: cutting an incomplete record left by a crash", "file", path, "offset", off, "why", why)
-			if err := f.Truncate(off); err != nil {
-				return 0, seg, fmt.Errorf("store: %s: %w", path, err)
-			}
-			return off, seg, nil
+			db.log.Warn("store: ignoring an incomplete record at the end of a log segment, left by a crash or a failed write (never acknowledged)",
+				"file", path, "offset", off, "bytes", size-off, "why", why)
+			return size, seg, nil
 		}
 		if err != nil {
-			return bad("short header")
+			return tail("short header")
 		}
-		n := binary.LittleEndian.Uint32(hdr[:4])
+		n := int64(binary.LittleEndian.Uint32(hdr[:4]))
 		sum := binary.LittleEndian.Uint32(hdr[4:])
-		if n > 1<<30 {
-			return bad("record length")
+		end := off + 8 + n
+		if end > size {
+			return tail("short record")
 		}
 		payload := make([]byte, n)
 		if _, err := io.ReadFull(r, payload); err != nil {
-			return bad("short record")
+			return 0, seg, fmt.Errorf("store: %s: offset %d: %w", path, off, err)
 		}
 		if crc32.Checksum(payload, castagnoli) != sum {
-			return bad("checksum")
+			if end == size {
+				return tail("checksum")
+			}
+			db.log.Error("store: skipping a damaged log record; its upload is lost, the records after it are kept", "file", path, "offset", off, "bytes", n)
+			off = end
+			continue
 		}
 		batch = append(batch, logRecord{off, payload})
 		off += 8 + int64(n)
@@ -627,13 +653,10 @@ func (db *DB) Append(name string, u *Upload) error {
 			return err
 		}
 	}
-	if _, err := t.seg.Write(rec); err != nil {
-		return fmt.Errorf("store: write: %w", err)
+	if err := t.write(rec); err != nil {
+		db.log.Error("store: cannot write an upload to the log; it is refused, the log cut back to the last upload stored", "tenant", name, "file", t.segs[len(t.segs)-1].path, "err", err)
+		return err
 	}
-	if err := t.seg.Sync(); err != nil {
-		return fmt.Errorf("store: sync: %w", err)
-	}
-	t.segs[len(t.segs)-1].size += int64(len(rec))
 	if cap(db.rawBuf) > maxKeptBuffer {
 		db.rawBuf, db.recBuf = nil, nil // a rare huge upload: not kept
 	}
@@ -651,6 +674,31 @@ func (db *DB) Append(name string, u *Upload) error {
 	return nil
 }
 
+// write appends log record rec to the active segment and fsyncs it. On
+// failure (a full disk, an I/O error) the segment is cut back to its last
+// whole record, so that the records after it follow it directly and a
+// replay finds none cut in the middle; if even that fails, the segment is
+// left, the next write starting a new one, and replay cuts the torn record
+// at its end.
+func (t *tenant) write(rec []byte) error {
+	s := &t.segs[len(t.segs)-1] // t.seg's
+	_, err := t.seg.Write(rec)
+	if err == nil {
+		if err = t.seg.Sync(); err == nil {
+			s.size += int64(len(rec))
+			return nil
+		}
+		err = fmt.Errorf("sync: %w", err)
+	} else {
+		err = fmt.Errorf("write: %w", err)
+	}
+	if terr := t.seg.Truncate(s.size); terr != nil || t.seg.Sync() != nil {
+		t.seg.Close()
+		t.seg = nil
+	}
+	return fmt.Errorf("store: %w", err)
+}
+
 // rotate starts the next segment file and makes its directory entry
 // durable.
 func (t *tenant) rotate() error {
@@ -661,7 +709,7 @@ func (t *tenant) rotate() error {
 		t.segN++
 	}
 	path := filepath.Join(t.dir, fmt.Sprintf("%08d.wal", t.segN))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := openSegment(path)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -883,7 +884,7 @@ func TestUploadKeys(t *testing.T) {
 	if err := db.Append("acme", late); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("the key of an upload merged into a block: %v, want ErrDuplicate", err)
 	}
-	if w := files(t, dir, "*/*.wal"); len(w) != 0 {
+	if w := files(t, dir, "*.wal"); len(w) != 0 {
 		t.Fatalf("log segments %v are left: the keys must come from elsewhere", w)
 	}
 
@@ -944,5 +945,139 @@ func TestUploadKeyWindow(t *testing.T) {
 	db.forgetKeys()
 	if st := db.Stats(); st.UploadKeys != 0 {
 		t.Errorf("after the sweep %d keys are kept, want 0", st.UploadKeys)
+	}
+}
+
+// failingSegment is a log segment whose next write stores only half its
+// bytes and fails, as on a full disk, and whose truncation and fsync fail
+// when told to.
+type failingSegment struct {
+	*os.File
+	failWrite, failSync, failTruncate bool
+}
+
+func (f *failingSegment) Write(b []byte) (int, error) {
+	if f.failWrite {
+		f.failWrite = false
+		n, _ := f.File.Write(b[:len(b)/2])
+		return n, syscall.ENOSPC
+	}
+	return f.File.Write(b)
+}
+
+func (f *failingSegment) Sync() error {
+	if f.failSync {
+		f.failSync = false
+		return syscall.EIO
+	}
+	return f.File.Sync()
+}
+
+func (f *failingSegment) Truncate(size int64) error {
+	if f.failTruncate {
+		return syscall.EIO
+	}
+	return f.File.Truncate(size)
+}
+
+// TestFailedWrites: an upload whose log write or fsync fails is refused,
+// and the uploads stored before and after it are all there after a
+// restart: the segment is cut back to its last record, or, when it cannot
+// be, left for a new one whose torn end replay ignores.
+func TestFailedWrites(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		fail func(*failingSegment)
+		segs int // segment files at the end
+	}{
+		{"write fails halfway", func(f *failingSegment) { f.failWrite = true }, 1},
+		{"fsync fails", func(f *failingSegment) { f.failSync = true }, 1},
+		{"write fails, segment cannot be cut back", func(f *failingSegment) { f.failWrite, f.failTruncate = true, true }, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var seg *failingSegment
+			defer func(open func(string) (segmentFile, error)) { openSegment = open }(openSegment)
+			openSegment = func(path string) (segmentFile, error) {
+				f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+				seg = &failingSegment{File: f}
+				return seg, err
+			}
+			dir := t.TempDir()
+			db, err := Open(dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Append("t", upload(t, "1")); err != nil {
+				t.Fatal(err)
+			}
+			tt.fail(seg)
+			if err := db.Append("t", upload(t, "2")); err == nil {
+				t.Fatal("an upload whose write failed was acknowledged")
+			}
+			if err := db.Append("t", upload(t, "3")); err != nil {
+				t.Fatalf("the upload after a failed one: %v", err)
+			}
+			db.Close()
+			if w := files(t, dir, "*.wal"); len(w) != tt.segs {
+				t.Errorf("segments %v, want %d", w, tt.segs)
+			}
+			db, err = Open(dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var execs []string
+			db.Select("t", Query{}, func(u *Upload) error {
+				v, _ := u.Labels.Get(profile.LabelExecutorID)
+				execs = append(execs, v)
+				return nil
+			})
+			if !slices.Equal(execs, []string{"1", "3"}) {
+				t.Errorf("after a restart, executors %v; want the acknowledged uploads, 1 and 3", execs)
+			}
+			checkDiskBytes(t, db, dir, "after a restart")
+		})
+	}
+}
+
+// TestDamagedRecord: a record damaged inside a segment (a flipped bit) is
+// skipped at replay; the records after it are kept, and the file is left
+// as it was.
+func TestDamagedRecord(t *testing.T) {
+	dir := t.TempDir()
+	db, _ := Open(dir, Options{})
+	var offsets []int64
+	for _, e := range []string{"1", "2", "3"} {
+		db.Append("t", upload(t, e))
+		db.mu.RLock()
+		offsets = append(offsets, db.tenants["t"].segs[0].size)
+		db.mu.RUnlock()
+	}
+	db.Close()
+	seg := files(t, dir, "*.wal")[0]
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[offsets[0]+100] ^= 0x40 // inside the second record's payload
+	if err := os.WriteFile(seg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var execs []string
+	db.Select("t", Query{}, func(u *Upload) error {
+		v, _ := u.Labels.Get(profile.LabelExecutorID)
+		execs = append(execs, v)
+		return nil
+	})
+	if !slices.Equal(execs, []string{"1", "3"}) {
+		t.Errorf("executors %v after a damaged record; want 1 and 3", execs)
+	}
+	if after, _ := os.ReadFile(seg); !slices.Equal(after, data) {
+		t.Error("replay changed the segment")
 	}
 }

@@ -34,7 +34,7 @@ import (
 // CRC-checked, zstd-compressed, fsynced before Append returns) and kept in
 // memory as they came: the head. That log is what makes an acknowledged
 // upload survive kill -9; replaying it at start rebuilds the head, and a
-// record cut by a crash is detected by its length or CRC and cut off.
+// record cut by a crash is detected by its length or CRC and left unread.
 //
 // In the background the head is compacted: once a time partition (ten minutes
 // by default) has had no upload for a while, its uploads are merged into a
@@ -513,7 +513,7 @@ func (db *DB) decodeRecords(recs []logRecord) ([]*Upload, error) {
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			// The checksum holds, so this is no torn write to cut off: the
+			// The checksum holds, so this is no torn write to leave unread: the
 			// record is in a format this version does not read.
 			return nil, fmt.Errorf("record at offset %d: %w; the data directory was written by another sparkprof version: move it away (or use another --data) and import the data again", recs[i].off, err)
 		}

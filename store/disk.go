@@ -31,7 +31,7 @@ import (
 
 // DB is the embedded store. Per tenant, uploads are first appended to a
 // write-ahead log of segment files (each record length-prefixed,
-// CRC-checked, zstd-compressed, fsynced before Append returns) and kept in
+// CRC-checked, S2-compressed, fsynced before Append returns) and kept in
 // memory as they came: the head. That log is what makes an acknowledged
 // upload survive kill -9; replaying it at start rebuilds the head, and a
 // record cut by a crash is detected by its length or CRC and left unread.

@@ -363,6 +363,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	u := &store.Upload{From: from, Until: until, Labels: labels, Agent: q.Get("spyName"), Bytes: len(body), Profile: p, Key: key}
 	if err := s.cfg.Store.Append(ten, u); errors.Is(err, store.ErrDuplicate) {
 		s.metrics.duplicates.Inc()
+		s.agents.retried(who)
 		s.log.Debug("upload stored already", "tenant", ten, "key", key, "id", u.ID)
 		w.Header().Set(replayedHeader, "true")
 		w.WriteHeader(http.StatusOK)

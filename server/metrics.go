@@ -142,7 +142,11 @@ type Agent struct {
 	Bytes      int64  `json:"bytes"`
 	// Dropped counts the windows the agent dropped while it could not
 	// send them (its uploads' dropped parameter).
-	Dropped   int64  `json:"dropped"`
+	Dropped int64 `json:"dropped"`
+	// Retried counts uploads sent again after they were stored: their
+	// answers were lost (timeouts between sender and server), the retries
+	// not stored twice.
+	Retried   int64  `json:"retried"`
 	Errors    int64  `json:"errors"`
 	LastError string `json:"lastError,omitempty"`
 }
@@ -204,6 +208,15 @@ func (a *agents) uploaded(s sender, bytes int, dropped int64) {
 // a row until then, so that anyone on the network cannot grow it without
 // end.
 const maxFailedAgents = 10_000
+
+// retried counts an upload that was stored before, sent again.
+func (a *agents) retried(s sender) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ag := a.of(s, false)
+	ag.Retried++
+	ag.Last = time.Now().UnixMilli()
+}
 
 func (a *agents) failed(s sender, why string) {
 	a.mu.Lock()

@@ -1045,6 +1045,11 @@ func TestUploadRetries(t *testing.T) {
 	if len(ids) != 2 {
 		t.Errorf("stored uploads %v, want 2: one per key", ids)
 	}
+	var agents []Agent
+	getJSON(t, ts, "/api/v1/agents", &agents)
+	if len(agents) != 1 || agents[0].Uploads != 2 || agents[0].Retried != 8 {
+		t.Errorf("agents %+v; want one with 2 uploads and 8 retried", agents)
+	}
 	want := 2 * offlineTotal(t, jfr, nil, "cpu")
 	if got := render(t, ts, `{service_name="app"}`, "cpu").Flamebearer.NumTicks; got != want {
 		t.Errorf("flame graph total %d, want %d (two uploads)", got, want)

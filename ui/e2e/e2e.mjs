@@ -285,15 +285,22 @@ try {
   });
 
   await step('agents page', async () => {
-    // One executor's upload after it dropped two windows, then a bad one.
-    const ingest = (q, body) => fetch(`${server.url}/ingest?${new URLSearchParams(q)}`, { method: 'POST', body });
-    assert.equal((await ingest({ name: 'e2e{executorId=7}', spyName: 'sparkprof', dropped: '2' }, 'main;work 1\n')).status, 200);
+    // One executor's upload after it dropped two windows, sent again as
+    // after a lost answer, then a bad one.
+    const ingest = (q, body, headers) => fetch(`${server.url}/ingest?${new URLSearchParams(q)}`, { method: 'POST', body, headers });
+    for (let i = 0; i < 2; i++) {
+      const r = await ingest({ name: 'e2e{executorId=7}', spyName: 'sparkprof', dropped: '2' }, 'main;work 1\n', { 'Idempotency-Key': 'e2e-window-1' });
+      assert.equal(r.status, 200);
+      assert.equal(r.headers.get('Idempotent-Replayed'), i === 0 ? null : 'true');
+    }
     assert.equal((await ingest({ name: 'e2e{executorId=7}', format: 'pprof' }, 'not pprof')).status, 422);
     await page.goto(`${server.url}/#/agents`);
     await page.getByText('Every sender of profiles').waitFor();
     const row = await page.getByTestId('agents').locator('tbody tr').filter({ hasText: 'e2e' }).textContent();
     for (const want of ['sparkprof', 'not a valid pprof profile']) assert.ok(row.includes(want), `agents row lacks ${want}: ${row}`);
     assert.match(row, /\(\d+ ms ago\)|\([\d.]+ s ago\)/, `agents row says how long ago it last sent: ${row}`);
+    const agentRow = page.getByTestId('agents').locator('tbody tr').filter({ hasText: 'e2e' });
+    assert.equal(await agentRow.getByTestId('retried').textContent(), '1', 'the agents row counts the upload sent again');
     await page.screenshot({ path: path.join(shots, '8-agents.png'), fullPage: true });
   });
 

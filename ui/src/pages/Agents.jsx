@@ -54,6 +54,16 @@ export function AgentsPage() {
             { key: 'uploads', title: 'Uploads', align: 'right' },
             { key: 'bytes', title: 'Bytes', align: 'right', render: (a) => fmtBytes(a.bytes) },
             { key: 'dropped', title: 'Dropped', align: 'right', render: (a) => a.dropped || 0 },
+            {
+              key: 'retried',
+              title: 'Retried',
+              align: 'right',
+              render: (a) => (
+                <span title="uploads sent again after they were stored, their answers lost (timeouts): stored once" data-testid="retried">
+                  {a.retried || 0}
+                </span>
+              ),
+            },
             { key: 'errors', title: 'Errors', align: 'right', render: (a) => <span className={a.errors ? 'bad' : ''}>{a.errors}</span> },
             { key: 'lastError', title: 'Last error', render: (a) => <span className="bad">{a.lastError}</span> },
           ]}

@@ -113,7 +113,9 @@ func firstExisting(paths ...string) string {
 
 var (
 	// Spark 4's profiler plugin: <outputDir>/<appId>[_<attempt>]/profile-exec-<id>.jfr
-	// or profile-driver.jfr; Spark 3.5's: profile-<appId>-exec-<id>.jfr.
+	// or profile-driver.jfr; during Spark 4.0's development
+	// <dfsDir>/<appId>/profile-<appName>-exec-<id>.jfr (the app's name, its
+	// spaces made dashes); copies named profile-<appId>-exec-<id>.jfr.
 	execFile    = regexp.MustCompile(`^profile-exec-([^/]+)\.jfr$`)
 	oldExecFile = regexp.MustCompile(`^profile-(.+)-exec-([^/-]+)\.jfr$`)
 	driverFile  = regexp.MustCompile(`^profile-driver\.jfr$`)
@@ -135,7 +137,9 @@ func SparkPathLabels(path string) profile.Labels {
 		add(profile.LabelRole, "driver")
 	case oldExecFile.MatchString(name):
 		m := oldExecFile.FindStringSubmatch(name)
-		add(profile.LabelAppID, m[1])
+		if a := appDir.FindStringSubmatch(m[1]); a != nil && a[2] == "" {
+			add(profile.LabelAppID, m[1]) // else the app's name: its id is the directory's
+		}
 		add(profile.LabelExecutorID, m[2])
 		add(profile.LabelRole, "executor")
 	default:

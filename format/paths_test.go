@@ -20,6 +20,9 @@ func TestSparkPathLabels(t *testing.T) {
 			`{role="executor", spark_app_id="local-1623876083964", spark_executor_id="3"}`},
 		{"hdfs-copy/profile-app-20231025121456-0004-exec-7.jfr",
 			`{role="executor", spark_app_id="app-20231025121456-0004", spark_executor_id="7"}`},
+		{"out/app-20231025121456-0004/profile-Spark-Pi-exec-7.jfr",
+			`{role="executor", spark_app_id="app-20231025121456-0004", spark_executor_id="7"}`},
+		{"out/spark-pi/profile-Spark-Pi-exec-7.jfr", `{role="executor", spark_executor_id="7"}`},
 		{"somewhere/recording.jfr", `{}`},
 	}
 	for _, tt := range tests {

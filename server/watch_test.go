@@ -2,12 +2,16 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/store"
 )
 
 // An in-progress log is listed as running, then as finished once it has
@@ -88,5 +92,95 @@ func TestScanEventLogSubdirs(t *testing.T) {
 	getJSON(t, ts, "/api/v1/apps", &apps)
 	if len(apps) != 3 {
 		t.Errorf("%d apps, want 3", len(apps))
+	}
+}
+
+// TestWatchProfileDir imports a recording as Spark's profiler plugin copies
+// it to its dfsDir, a chunk at a time (real async-profiler chunks from the
+// corpus): each whole chunk once, a chunk cut short only once it is whole,
+// nothing again after a restart (with its state file, or without it,
+// through the upload keys), a replaced recording from its start, and a
+// damaged one without stopping the watch.
+func TestWatchProfileDir(t *testing.T) {
+	ts, db := newTestServer(t, Config{})
+	srv := ts.Config.Handler.(*Server)
+	ctx := context.Background()
+	chunk1, err := format.Decompress(corpus.Read(t, "jfr", "dump1.jfr.gz"), "dump1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk2, err := format.Decompress(corpus.Read(t, "jfr", "dump2.jfr.gz"), "dump2", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	state := filepath.Join(t.TempDir(), "profile-dir.json")
+	rec := filepath.Join(dir, "spark-profiles", "app-20240101000000-0001", "profile-exec-3.jfr")
+	os.MkdirAll(filepath.Dir(rec), 0o755)
+	write := func(data []byte) {
+		t.Helper()
+		if err := os.WriteFile(rec, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uploads := func() int {
+		n := 0
+		db.Select("", store.Query{}, func(*store.Upload) error { n++; return nil })
+		return n
+	}
+	cpu := func() int64 {
+		return render(t, ts, `{spark_app_id="app-20240101000000-0001", spark_executor_id="3"}`, "cpu").Flamebearer.NumTicks
+	}
+	w := newProfileWatch(state, srv)
+	steps := []struct {
+		name       string
+		data       []byte
+		fresh      bool // a new watch, as after a restart
+		dropState  bool
+		imported   int
+		wantUpload int
+		wantCPU    int64
+	}{
+		{"the first chunk", chunk1, false, false, 1, 1, offlineTotal(t, chunk1, nil, "cpu")},
+		{"half of the second", append(slices.Clone(chunk1), chunk2[:len(chunk2)/2]...), false, false, 0, 1, offlineTotal(t, chunk1, nil, "cpu")},
+		{"the second whole", append(slices.Clone(chunk1), chunk2...), false, false, 1, 2, offlineTotal(t, append(slices.Clone(chunk1), chunk2...), nil, "cpu")},
+		{"a restart", append(slices.Clone(chunk1), chunk2...), true, false, 0, 2, offlineTotal(t, append(slices.Clone(chunk1), chunk2...), nil, "cpu")},
+		{"a restart without the state file", append(slices.Clone(chunk1), chunk2...), true, true, 0, 2, offlineTotal(t, append(slices.Clone(chunk1), chunk2...), nil, "cpu")},
+		{"replaced by a new attempt's recording", chunk2, false, false, 1, 3, offlineTotal(t, append(append(slices.Clone(chunk1), chunk2...), chunk2...), nil, "cpu")},
+	}
+	for _, st := range steps {
+		write(st.data)
+		if st.dropState {
+			os.Remove(state)
+		}
+		if st.fresh {
+			w = newProfileWatch(state, srv)
+		}
+		if n := srv.scanProfileDir(ctx, "", dir, w); n != st.imported {
+			t.Errorf("%s: %d chunks imported, want %d", st.name, n, st.imported)
+		}
+		if n := uploads(); n != st.wantUpload {
+			t.Errorf("%s: %d uploads stored, want %d", st.name, n, st.wantUpload)
+		}
+		if got := cpu(); got != st.wantCPU {
+			t.Errorf("%s: CPU of executor 3 %d, want %d", st.name, got, st.wantCPU)
+		}
+	}
+
+	// A damaged header after a whole chunk: the chunk is imported, the
+	// damage skipped, and the watch goes on with the next chunk copied.
+	other := filepath.Join(dir, "spark-profiles", "app-20240101000000-0001", "profile-exec-4.jfr")
+	damaged := append(slices.Clone(chunk1), bytes.Repeat([]byte("FLR\x00 no chunk header "), 8)...)
+	if err := os.WriteFile(other, damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.scanProfileDir(ctx, "", dir, w); n != 1 {
+		t.Errorf("a damaged recording: %d chunks imported, want the 1 before the damage", n)
+	}
+	if err := os.WriteFile(other, append(damaged, chunk2...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.scanProfileDir(ctx, "", dir, w); n != 1 {
+		t.Errorf("a chunk copied after the damage: %d imported, want 1", n)
 	}
 }

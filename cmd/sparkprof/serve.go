@@ -23,7 +23,7 @@ import (
 func init() {
 	register(&command{
 		name:    "serve",
-		usage:   "[--addr 127.0.0.1:4040] [--data DIR] [--retention 30d] [--auth-token-file FILE] [--tls-cert FILE --tls-key FILE] [--preload DIR] [--eventlog-dir DIR] [--max-log-gb 16]",
+		usage:   "[--addr 127.0.0.1:4040] [--data DIR] [--retention 30d] [--auth-token-file FILE] [--tls-cert FILE --tls-key FILE] [--preload DIR] [--eventlog-dir DIR] [--profile-dir DIR] [--max-log-gb 16]",
 		summary: "run the server: Pyroscope-compatible ingest, embedded store, query API",
 		run:     runServe,
 	})
@@ -52,6 +52,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	concurrent := fs.Int("max-concurrent-uploads", 0, "uploads read and decoded at once; more wait their turn, which bounds a burst's memory (0: twice the CPUs)")
 	eventLogDir := fs.String("eventlog-dir", "", "analyse the event logs of this directory (spark.eventLog.dir) and its subdirectories, new and in-progress ones, as the History Server does")
 	poll := fs.Duration("eventlog-poll", 10*time.Second, "how often --eventlog-dir is scanned for new and grown logs")
+	profileDir := fs.String("profile-dir", "", "import the recordings Spark's profiler plugin copies to this directory (spark.profiler.dfsDir on a local or mounted file system), each chunk once, as they grow")
+	profilePoll := fs.Duration("profile-poll", 10*time.Second, "how often --profile-dir is scanned for new chunks")
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (an object a line)")
 	keyWindow := fs.Duration("key-window", time.Hour, "how long an upload's Idempotency-Key is remembered, so that a retry of it (the agent's after a lost answer, an import run again) is not stored twice")
 	maxLogGB := fs.Int64("max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
@@ -156,6 +158,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("--eventlog-dir: %w", err)
 		}
 		go srv.WatchEventLogs(ctx, "", *eventLogDir, *poll)
+	}
+	if *profileDir != "" {
+		if _, err := os.Stat(*profileDir); err != nil {
+			return fmt.Errorf("--profile-dir: %w", err)
+		}
+		go srv.WatchProfileDir(ctx, "", *profileDir, *profilePoll, filepath.Join(*data, "profile-dir.json"))
 	}
 	srv.SetReady()
 	select {

@@ -411,13 +411,19 @@ func TestServeJSONLogs(t *testing.T) {
 	if base == "" {
 		t.Fatalf("no listening record: %v", sc.Err())
 	}
-	resp, err := http.Get(base + "/ready")
-	if err != nil {
-		t.Fatal(err)
+	// "listening" comes as the port opens; /ready follows once the server
+	// is set up.
+	code := 0
+	for deadline := time.Now().Add(10 * time.Second); code != 200 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(base + "/ready")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		code = resp.StatusCode
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Errorf("/ready: %d", resp.StatusCode)
+	if code != 200 {
+		t.Errorf("/ready: %d", code)
 	}
 }
 
@@ -449,4 +455,46 @@ func TestImportSettingsFromEnvironment(t *testing.T) {
 	if got := db.Tenants(); !slices.Contains(got, "team-a") {
 		t.Errorf("tenants %v, want team-a", got)
 	}
+}
+
+// TestServeProfileDir runs serve --profile-dir over a directory laid out as
+// Spark's profiler plugin copies recordings to its dfsDir: a chunk copied
+// is imported, and after a restart only the chunk copied since.
+func TestServeProfileDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := buildBinary(t)
+	profiles := filepath.Join(dir, "profiles")
+	rec := filepath.Join(profiles, "app-20240101000000-0001", "profile-exec-5.jfr")
+	os.MkdirAll(filepath.Dir(rec), 0o755)
+	chunk1, chunk2 := corpus.Read(t, "jfr", "dump1.jfr.gz"), corpus.Read(t, "jfr", "dump2.jfr.gz")
+	// wait waits for executor 5's CPU total to reach want.
+	wait := func(base string, want int64) {
+		t.Helper()
+		var got int64
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if got = ticks(t, base, "", `{spark_app_id="app-20240101000000-0001", spark_executor_id="5"}`, "cpu"); got == want {
+				return
+			}
+		}
+		t.Fatalf("executor 5's CPU total %d, want %d", got, want)
+	}
+	data := filepath.Join(dir, "data")
+	cmd, base := startServe(t, bin, data, "--profile-dir", profiles, "--profile-poll", "100ms")
+	if err := os.WriteFile(rec, chunk1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wait(base, offlineCPU(t, chunk1))
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+
+	cmd, base = startServe(t, bin, data, "--profile-dir", profiles, "--profile-poll", "100ms")
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	both := append(slices.Clone(chunk1), chunk2...)
+	if err := os.WriteFile(rec, both, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wait(base, offlineCPU(t, both))
 }

@@ -56,6 +56,27 @@ func Chunks(data []byte) ([][]byte, error) {
 	return chunks, nil
 }
 
+// WholeChunks returns how many leading bytes of data are whole chunks. A
+// recording still being written or copied (Spark's profiler plugin copies
+// its recording to spark.profiler.dfsDir as it grows) ends in a chunk cut
+// short, or one whose header does not declare its size yet: that tail is
+// left for later. A damaged chunk header is an error naming its offset.
+func WholeChunks(data []byte) (int, error) {
+	off := 0
+	for len(data)-off >= chunkHeaderSize {
+		rest := data[off:]
+		size := int64(binary.BigEndian.Uint64(rest[8:]))
+		if bytes.HasPrefix(rest, magic) && (size == 0 || size > int64(len(rest)) && size <= MaxChunkSize) {
+			break // not finished, or not all here yet
+		}
+		if _, err := readChunkHeader(rest); err != nil {
+			return off, fmt.Errorf("chunk at offset %d: %w", off, err)
+		}
+		off += int(size)
+	}
+	return off, nil
+}
+
 // Options control decoding.
 type Options struct {
 	// Labels is a serialized Pyroscope LabelsSnapshot protobuf (as uploaded

@@ -735,3 +735,60 @@ func TestMetadataCacheAcrossChunks(t *testing.T) {
 		t.Error("cortex got dump1's metadata")
 	}
 }
+
+// TestWholeChunks finds the whole chunks of a recording being copied, as
+// Spark's profiler plugin copies it: a chunk or header cut short, and a
+// chunk whose header does not declare its size yet, wait; a damaged header
+// is an error naming its offset.
+func TestWholeChunks(t *testing.T) {
+	one := corpus.Read(t, "jfr", "dump1.jfr.gz")
+	two := append(slices.Clone(one), corpus.Read(t, "jfr", "dump2.jfr.gz")...)
+	unsized := slices.Clone(two[len(one) : len(one)+100])
+	binary.BigEndian.PutUint64(unsized[8:], 0)
+	badMagic := slices.Clone(two)
+	copy(badMagic[len(one):], "XLR\x00")
+	tests := []struct {
+		name    string
+		data    []byte
+		want    int
+		wantErr string
+	}{
+		{"empty", nil, 0, ""},
+		{"one chunk", one, len(one), ""},
+		{"two chunks", two, len(two), ""},
+		{"the second cut short", two[:len(two)-1], len(one), ""},
+		{"the second's header cut short", two[:len(one)+40], len(one), ""},
+		{"the second's size not written yet", append(slices.Clone(one), unsized...), len(one), ""},
+		{"a damaged header", badMagic, len(one), "chunk at offset 330509: bad chunk magic"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := WholeChunks(tt.data)
+			if n != tt.want || (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("WholeChunks = %d, %v; want %d, %q", n, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func FuzzWholeChunks(f *testing.F) {
+	f.Add(tinyRecording())
+	f.Add(corpus.Read(f, "jfr", "dump1.jfr.gz")[:4096])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, err := WholeChunks(data)
+		if n < 0 || n > len(data) {
+			t.Fatalf("WholeChunks = %d of %d bytes", n, len(data))
+		}
+		chunks, cerr := Chunks(data[:n])
+		if cerr != nil {
+			t.Fatalf("the whole chunks (%d bytes, err %v) do not split: %v", n, err, cerr)
+		}
+		total := 0
+		for _, c := range chunks {
+			total += len(c)
+		}
+		if total != n {
+			t.Fatalf("chunks of %d bytes, want %d", total, n)
+		}
+	})
+}

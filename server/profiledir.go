@@ -17,6 +17,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/format/jfr"
+	"github.com/sparkprof/sparkprof/profile"
 )
 
 // WatchProfileDir imports the recordings Spark's profiler plugin copies to
@@ -198,6 +199,7 @@ func (s *Server) importRecording(ctx context.Context, tenant, path string, w *pr
 		// The chunks after a damaged header cannot be found: those before
 		// it are imported, and the rest of the file as it is now skipped.
 		s.log.Warn("damaged recording: its chunks from the damage on are skipped", "path", path, "offset", prog.Offset+int64(whole), "err", damage)
+		s.agents.failed(recordingSender(tenant, path), fmt.Sprintf("damaged recording: %v; skipped to offset %d", damage, prog.Offset+int64(len(data))))
 	}
 	chunks, _ := jfr.Chunks(data[:whole])
 	n := 0
@@ -215,6 +217,9 @@ chunks:
 		key := fmt.Sprintf("spark-profiler:%016x", xxhash.Sum64String(fmt.Sprintf("%s\x00%x\x00%d\x00%d", path, prog.Head, off, len(c))))
 		res, err := s.Import(tenant, ImportFile{Name: path, Kind: "profile", Data: c, Key: key})
 		release()
+		// The agents page lists each recording as a sender, so that one
+		// that does not import shows why.
+		who := recordingSender(tenant, path)
 		var ie *importError
 		switch {
 		case errors.As(err, &ie) && ie.code == http.StatusServiceUnavailable:
@@ -223,8 +228,10 @@ chunks:
 			break chunks
 		case err != nil:
 			s.log.Warn("recording chunk not imported", "path", path, "offset", off, "err", err)
+			s.agents.failed(who, fmt.Sprintf("chunk at offset %d: %v", off, err))
 		case !res.Duplicate:
 			n++
+			s.agents.uploaded(who, len(c), 0)
 		}
 		off += int64(len(c))
 	}
@@ -234,4 +241,17 @@ chunks:
 	old, seen := w.files[path]
 	w.files[path] = recordingProgress{Offset: off, Head: prog.Head, ModTime: st.ModTime().UnixNano()}
 	return n, !seen || old != w.files[path]
+}
+
+// recordingSender is the agents list's row of a recording in a profile
+// directory: its app, as Import names it (the app id of its path, else the
+// file name), and executor.
+func recordingSender(tenant, path string) sender {
+	ls := format.SparkPathLabels(path)
+	app, ok := ls.Get(profile.LabelAppID)
+	if !ok {
+		app = appFromName(path)
+	}
+	ls = ls.Merge(profile.Labels{{Name: profile.LabelServiceName, Value: app}})
+	return sender{tenant: tenant, remote: path, spyName: "spark-profiler", labels: ls}
 }

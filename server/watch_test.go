@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,5 +183,19 @@ func TestWatchProfileDir(t *testing.T) {
 	}
 	if n := srv.scanProfileDir(ctx, "", dir, w); n != 1 {
 		t.Errorf("a chunk copied after the damage: %d imported, want 1", n)
+	}
+
+	// The agents page lists each recording, the damaged one with its error.
+	var agents []Agent
+	getJSON(t, ts, "/api/v1/agents", &agents)
+	rows := map[string]Agent{}
+	for _, a := range agents {
+		rows[a.ExecutorID] = a
+	}
+	if a := rows["3"]; a.Uploads != 3 || a.SpyName != "spark-profiler" || a.App != "app-20240101000000-0001" || a.Errors != 0 {
+		t.Errorf("executor 3's row %+v; want 3 uploads from spark-profiler, app app-20240101000000-0001, no errors", a)
+	}
+	if a := rows["4"]; a.Uploads != 2 || a.Errors != 1 || !strings.Contains(a.LastError, "damaged recording") {
+		t.Errorf("executor 4's row %+v; want 2 uploads and the damage as its error", a)
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -324,6 +325,34 @@ func BenchmarkContentKey(b *testing.B) {
 	for b.Loop() {
 		if contentKey(q, uploadParts{data: cortex}) == "" {
 			b.Fatal("no key")
+		}
+	}
+}
+
+// BenchmarkScanProfileDir measures a poll of serve --profile-dir when
+// nothing was copied since the last one: 1,000 executors' recordings (10
+// apps of 100), each looked at with a stat, none opened.
+func BenchmarkScanProfileDir(b *testing.B) {
+	dir := b.TempDir()
+	for app := range 10 {
+		d := filepath.Join(dir, fmt.Sprintf("app-20240101000000-%04d", app))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for e := range 100 {
+			// Not a recording: the first poll skips past it, as past a
+			// damaged one, and it is then unchanged.
+			if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("profile-exec-%d.jfr", e)), bytes.Repeat([]byte("x"), 100), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	s, _ := benchServer(b, b.TempDir())
+	w := newProfileWatch("", s)
+	s.scanProfileDir(context.Background(), "", dir, w)
+	for b.Loop() {
+		if n := s.scanProfileDir(context.Background(), "", dir, w); n != 0 {
+			b.Fatalf("%d chunks imported from an unchanged directory", n)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sparkprof/sparkprof/analysis"
@@ -40,8 +41,12 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	ten := fs.String("tenant", os.Getenv("SPARKPROF_TENANT"), "tenant (X-Scope-OrgID; $SPARKPROF_TENANT)")
 	tokenFile := fs.String("auth-token-file", os.Getenv("SPARKPROF_AUTH_TOKEN_FILE"), "file holding the server's bearer token ($SPARKPROF_AUTH_TOKEN_FILE)")
 	app := fs.String("app", "", "application the container logs and profiles belong to (default: the Spark app id or file name)")
+	parallel := fs.Int("parallel", 4, "inputs sent at once")
 	if err := parsePaths(fs, args); err != nil {
 		return err
+	}
+	if *parallel < 1 {
+		return fmt.Errorf("%w: --parallel %d: send at least one input at a time", errUsage, *parallel)
 	}
 	token := os.Getenv("SPARKPROF_AUTH_TOKEN") // as the agent's authToken
 	if *tokenFile != "" {
@@ -94,6 +99,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	// post sends one input and returns the server's refusal, if any, and
 	// when a refusal of 503 or 429 says to retry, after how long. A
 	// profile the server had already is counted in duplicates.
+	var mu sync.Mutex // guards prog, failed, duplicates and stderr for the senders below
 	duplicates := 0
 	post := func(f file) (refusal string, retry time.Duration, err error) {
 		var (
@@ -159,7 +165,9 @@ func runImport(ctx context.Context, e *env, args []string) error {
 			var res struct{ Duplicate bool }
 			json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&res)
 			if res.Duplicate {
+				mu.Lock()
 				duplicates++
+				mu.Unlock()
 			}
 			return "", 0, nil
 		}
@@ -172,34 +180,74 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		return resp.Status + " " + strings.TrimSpace(string(answer)), retry, nil
 	}
-	for _, f := range files {
-		prog.step(f.path)
-		// A server still replaying its log after a restart answers 503,
-		// and one over its rate 429: wait as it says (or a second) and
-		// send again, for up to a minute.
-		var refusal string
+	// send sends one input, and when a refusal of 503 (a server still
+	// replaying its log after a restart) or 429 (over its rate) says to,
+	// again after the wait it asks (or a second), for up to a minute. It
+	// returns the refusal, if any.
+	send := func(ctx context.Context, f file) (string, error) {
 		for waited := time.Duration(0); ; {
-			var retry time.Duration
-			refusal, retry, err = post(f)
-			if err != nil {
-				return err
+			refusal, retry, err := post(f)
+			if err != nil || retry == 0 || waited+retry > time.Minute {
+				return refusal, err
 			}
-			if retry == 0 || waited+retry > time.Minute {
-				break
-			}
+			mu.Lock()
 			prog.detail(fmt.Sprintf("%s: %s; again in %s", f.path, refusal, retry))
+			mu.Unlock()
 			select {
 			case <-time.After(retry):
 			case <-ctx.Done():
-				return ctx.Err()
+				return "", ctx.Err()
 			}
 			waited += retry
 		}
-		if refusal != "" {
-			failed++
-			prog.clear()
-			fmt.Fprintf(e.stderr, "sparkprof: %s: %s\n", f.path, refusal)
+	}
+	// Up to --parallel inputs are in flight: a directory of many small
+	// profiles takes round trips more than server time.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	queue := make(chan file)
+	var wg sync.WaitGroup
+	var firstErr error
+	for range min(*parallel, len(files)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range queue {
+				refusal, err := send(ctx, f)
+				mu.Lock()
+				switch {
+				case err != nil:
+					if firstErr == nil {
+						firstErr = err
+						cancel()
+					}
+				case refusal != "":
+					failed++
+					prog.clear()
+					fmt.Fprintf(e.stderr, "sparkprof: %s: %s\n", f.path, refusal)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, f := range files {
+		mu.Lock()
+		prog.step(f.path)
+		mu.Unlock()
+		select {
+		case queue <- f:
+		case <-ctx.Done():
+			break feed
 		}
+	}
+	close(queue)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	prog.done()
 	fmt.Fprintf(e.stderr, "imported %d of %d inputs into %s\n", len(files)-failed, len(files), *server)

@@ -154,6 +154,10 @@ func (s *Server) Import(tenant string, f ImportFile) (*ImportResult, error) {
 	if kind == "eventlog" {
 		return s.importEventLog(tenant, f.Name, bytes.NewReader(f.Data))
 	}
+	if id, ok := s.keyStored(tenant, f.Key); ok && kind != "logs" {
+		s.metrics.duplicates.Inc()
+		return &ImportResult{ID: id, Duplicate: true}, nil
+	}
 	var p *profile.Profile
 	var decodeErr error
 	if kind != "logs" {
@@ -228,6 +232,14 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 	var err error
 	if f.Key, err = idempotencyKey(r); err != nil {
 		httpError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if id, ok := s.keyStored(tenant(r), f.Key); ok && f.Kind != "eventlog" && f.Kind != "logs" {
+		// Answered before the body is read: a client that sent "Expect:
+		// 100-continue" does not send it.
+		s.metrics.duplicates.Inc()
+		w.Header().Set(replayedHeader, "true")
+		writeJSON(w, &ImportResult{ID: id, Duplicate: true})
 		return
 	}
 	switch f.Kind {

@@ -286,6 +286,10 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "%v", err)
 		return
 	}
+	if id, ok := s.keyStored(ten, key); ok {
+		s.replayed(w, who, ten, key, id)
+		return
+	}
 	release, err := s.turn(r.Context())
 	if err != nil {
 		fail(http.StatusServiceUnavailable, "%v", err)
@@ -362,11 +366,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	}
 	u := &store.Upload{From: from, Until: until, Labels: labels, Agent: q.Get("spyName"), Bytes: len(body), Profile: p, Key: key}
 	if err := s.cfg.Store.Append(ten, u); errors.Is(err, store.ErrDuplicate) {
-		s.metrics.duplicates.Inc()
-		s.agents.retried(who)
-		s.log.Debug("upload stored already", "tenant", ten, "key", key, "id", u.ID)
-		w.Header().Set(replayedHeader, "true")
-		w.WriteHeader(http.StatusOK)
+		s.replayed(w, who, ten, key, u.ID)
 		return
 	} else if err != nil {
 		s.log.Error("store append failed", "tenant", ten, "err", err)
@@ -375,6 +375,33 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.uploaded(len(body), len(p.Samples), time.Since(start))
 	s.agents.uploaded(who, len(body), dropped)
+	w.WriteHeader(http.StatusOK)
+}
+
+// keyStored reports whether tenant stored an upload under key, when the
+// store can tell before an upload is decoded (keyIndex); Append decides
+// otherwise.
+func (s *Server) keyStored(tenant, key string) (uint64, bool) {
+	ki, ok := s.cfg.Store.(keyIndex)
+	if !ok || key == "" {
+		return 0, false
+	}
+	return ki.KeyStored(tenant, key)
+}
+
+// keyIndex is a store that can tell whether an upload key was stored, so
+// that a retry is answered before its body is read or decoded: a client
+// that sent "Expect: 100-continue" then does not send it at all.
+type keyIndex interface {
+	KeyStored(tenant, key string) (id uint64, ok bool)
+}
+
+// replayed answers an upload stored before under key, as upload id.
+func (s *Server) replayed(w http.ResponseWriter, who sender, tenant, key string, id uint64) {
+	s.metrics.duplicates.Inc()
+	s.agents.retried(who)
+	s.log.Debug("upload stored already", "tenant", tenant, "key", key, "id", id)
+	w.Header().Set(replayedHeader, "true")
 	w.WriteHeader(http.StatusOK)
 }
 

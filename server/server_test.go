@@ -1105,3 +1105,45 @@ func TestUploadRetries(t *testing.T) {
 		}
 	}
 }
+
+// failingReader fails the test that reads it: a body that must not be
+// sent.
+type failingReader struct{ t *testing.T }
+
+func (r failingReader) Read([]byte) (int, error) {
+	r.t.Error("the body of an upload stored before was sent")
+	return 0, io.EOF
+}
+
+// A keyed upload stored before is answered before its body is read, so a
+// client that sent "Expect: 100-continue", as sparkprof import does, never
+// sends it; on /ingest and on /api/v1/import.
+func TestRetryBodyNotSent(t *testing.T) {
+	ts, db := newTestServer(t, Config{})
+	jfr := corpus.Read(t, "jfr", "dump1.jfr.gz")
+	for _, path := range []string{"/ingest?name=app&format=jfr", "/api/v1/import?path=app-1/profile-exec-1.jfr"} {
+		for i := range 2 {
+			var body io.Reader = bytes.NewReader(jfr)
+			if i == 1 {
+				body = failingReader{t}
+			}
+			req, _ := http.NewRequest("POST", ts.URL+path, body)
+			req.ContentLength = int64(len(jfr))
+			req.Header.Set("Idempotency-Key", "k"+path)
+			req.Header.Set("Expect", "100-continue")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 || (i == 1) != (resp.Header.Get("Idempotent-Replayed") == "true") {
+				t.Errorf("%s, attempt %d: %d, replayed %q", path, i+1, resp.StatusCode, resp.Header.Get("Idempotent-Replayed"))
+			}
+		}
+	}
+	n := 0
+	db.Select("", store.Query{}, func(*store.Upload) error { n++; return nil })
+	if n != 2 {
+		t.Errorf("%d uploads stored, want 2", n)
+	}
+}

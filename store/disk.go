@@ -1133,6 +1133,23 @@ func (db *DB) dropOld(cutoff int64) {
 	}
 }
 
+// KeyStored reports whether an upload of tenant with key was stored within
+// the key window, and its id: a sender's retry can then be answered
+// before its body is read or decoded. Append decides in the end.
+func (db *DB) KeyStored(tenant, key string) (uint64, bool) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	t := db.tenants[tenant]
+	if t == nil || key == "" {
+		return 0, false
+	}
+	sk, ok := t.keys[key]
+	if !ok || sk.received < db.keyCutoff() {
+		return 0, false
+	}
+	return sk.id, true
+}
+
 // keyCutoff returns the receipt time (Unix ns) before which upload keys
 // are forgotten.
 func (db *DB) keyCutoff() int64 {

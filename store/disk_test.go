@@ -872,6 +872,12 @@ func TestUploadKeys(t *testing.T) {
 	}
 	for _, step := range steps {
 		step.do()
+		if id, ok := db.KeyStored("acme", "exec-1/0"); !ok || id != first.ID {
+			t.Errorf("%s: KeyStored = %d, %v; want %d, true", step.name, id, ok, first.ID)
+		}
+		if _, ok := db.KeyStored("acme", "exec-9/0"); ok {
+			t.Errorf("%s: a key never stored is reported stored", step.name)
+		}
 		retry := keyed("exec-1/0", "1", 10*hour)
 		if err := db.Append("acme", retry); !errors.Is(err, ErrDuplicate) || retry.ID != first.ID {
 			t.Errorf("%s: a retry got %v and id %d, want ErrDuplicate and id %d", step.name, err, retry.ID, first.ID)

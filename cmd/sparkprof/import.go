@@ -145,6 +145,9 @@ func runImport(ctx context.Context, e *env, args []string) error {
 				return "", 0, err
 			}
 			req.Header.Set("Idempotency-Key", key)
+			// The server answers a profile it has without reading it: the
+			// body goes only once it asks for it.
+			req.Header.Set("Expect", "100-continue")
 		}
 		req.ContentLength = size
 		if contentType != "" {

@@ -279,3 +279,46 @@ func mustType(tb testing.TB, p *profile.Profile, t profile.SampleType) profile.T
 	}
 	return id
 }
+
+// BenchmarkLiveQuery measures the queries a running app's page makes at
+// each refresh: 100 executors have sent 10 s uploads for the last 30
+// minutes, up to now, into a store with the server's defaults (a 512 MiB
+// head, compaction in the background), and the flame graph asks for the
+// last 5 and the last 15 minutes. The recent uploads are in the head, or
+// in blocks the head's budget made early.
+func BenchmarkLiveQuery(b *testing.B) {
+	base, err := format.Load(corpus.Path(b, "jfr", "dump1.jfr.gz"), format.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := store.Open(b.TempDir(), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	const windows = 180 // 30 minutes
+	now := time.Now().UnixNano()
+	start := now - windows*int64(10*time.Second)
+	for w := range windows {
+		for e := range benchExecutors {
+			if err := db.Append("", benchUpload(base, start, e, w, windows)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	st := db.Stats()
+	b.Logf("%d uploads: %d in the head (%d MiB estimated), %d in %d blocks", windows*benchExecutors, st.HeadUploads, st.HeadBytes>>20, st.BlockUploads, st.Blocks)
+	s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	for _, last := range []string{"5m", "15m"} {
+		b.Run("last-"+last, func(b *testing.B) {
+			q := url.Values{"query": {`{spark_app_id="app-bench"}`}, "from": {"now-" + last}, "until": {"now"}}
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				s.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/render?"+q.Encode(), nil))
+				if w.Code != 200 {
+					b.Fatalf("%d: %s", w.Code, w.Body)
+				}
+			}
+		})
+	}
+}

@@ -254,18 +254,18 @@ func source(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.
 	return u.Load()
 }
 
-// rollupMayServe reports whether the rollup of compacted block u can
-// answer req as the block's samples would: a flame graph (no labels,
-// threads or times kept) over a range covering the block, with no thread
-// filter and no matcher on a label the rollup dropped.
+// rollupMayServe reports whether the rollup of u (a compacted block, or an
+// upload in the head) can answer req as its samples would: a flame graph
+// (no labels, threads or times kept) over a range covering its samples,
+// with no thread filter and no matcher on a label the rollup dropped.
 func rollupMayServe(u *store.Upload, req request) bool {
 	f := req.filter
-	if !u.Compacted() || !req.dropLabels || req.keepTimes || req.resolution != 0 || f.Thread != nil {
+	if !u.HasRollup() || !req.dropLabels || req.keepTimes || req.resolution != 0 || f.Thread != nil {
 		return false
 	}
 	// Samples without a time are kept when the profile overlaps the
 	// range, which a range covering every sample time implies.
-	lo, hi := u.FirstSample, u.LastSample
+	lo, hi := u.SampleSpan()
 	if (f.From != 0 && (lo == 0 || f.From > lo)) || (f.Until != 0 && f.Until <= hi) {
 		return false
 	}

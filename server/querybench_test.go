@@ -321,4 +321,6 @@ func BenchmarkLiveQuery(b *testing.B) {
 			}
 		})
 	}
+	st = db.Stats()
+	b.Logf("after the queries: %d in the head (%d MiB estimated, its uploads' rollups included)", st.HeadUploads, st.HeadBytes>>20)
 }

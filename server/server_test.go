@@ -18,6 +18,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -1145,5 +1146,70 @@ func TestRetryBodyNotSent(t *testing.T) {
 	db.Select("", store.Query{}, func(*store.Upload) error { n++; return nil })
 	if n != 2 {
 		t.Errorf("%d uploads stored, want 2", n)
+	}
+}
+
+// TestHeadRollups: a flame graph over uploads not compacted yet is read
+// from their rollups (computed at the first query, counted in the head's
+// memory) and equals the one their samples make, for every sample type of
+// the corpus's recordings, over all time and over a range covering them; a
+// range that cuts them reads their samples.
+func TestHeadRollups(t *testing.T) {
+	ts, db := newTestServer(t, Config{})
+	for i, name := range []string{"cortex-dev-01__kafka-0__cpu_lock0_alloc0__0", "dump2", "wall", "FastSlow_2024_01_16_180855"} {
+		q := url.Values{"name": {fmt.Sprintf("rollups{spark_executor_id=%d}", i)}, "format": {"jfr"}}
+		if code := post(t, ts, q, "", corpus.Read(t, "jfr", name+".jfr.gz")); code != 200 {
+			t.Fatalf("%s: %d", name, code)
+		}
+	}
+	var first, last int64
+	db.Select("", store.Query{}, func(u *store.Upload) error {
+		lo, hi := u.SampleSpan()
+		if first == 0 || lo < first {
+			first = lo
+		}
+		last = max(last, hi)
+		return nil
+	})
+	before := db.Stats().HeadBytes
+	get := func(sel, typ string, from, until int64) string {
+		t.Helper()
+		q := url.Values{"query": {sel}, "type": {typ}}
+		if from != 0 {
+			q.Set("from", strconv.FormatInt(from, 10))
+			q.Set("until", strconv.FormatInt(until, 10))
+		}
+		resp, err := http.Get(ts.URL + "/api/v1/render?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var r struct{ Flamebearer json.RawMessage }
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		return string(r.Flamebearer)
+	}
+	// A matcher on a label the rollups drop, which every sample passes,
+	// makes the server read the samples.
+	const rolled, sampled = `{service_name="rollups"}`, `{service_name="rollups", spark_task_id=~".*"}`
+	for _, typ := range []string{"cpu", "wall", "alloc_objects", "alloc_bytes", "lock_contentions", "lock_delay", "live_objects"} {
+		for _, r := range [][2]int64{{0, 0}, {first, last + 1}} {
+			got, want := get(rolled, typ, r[0], r[1]), get(sampled, typ, r[0], r[1])
+			if got != want {
+				t.Errorf("%s over %v: the rollups' flame graph differs from the samples'", typ, r)
+			}
+		}
+	}
+	if after := db.Stats().HeadBytes; after <= before {
+		t.Errorf("head memory %d before the queries, %d after: the rollups are not counted", before, after)
+	}
+	// A range that cuts the uploads: the samples in it.
+	mid := first + (last-first)/2
+	if got, want := get(rolled, "cpu", mid, last+1), get(sampled, "cpu", mid, last+1); got != want {
+		t.Error("over half the range: the flame graph differs from the samples'")
+	}
+	if db.Compact(); db.Stats().HeadBytes != 0 {
+		t.Errorf("head memory %d after compaction, want 0: the rollups' memory is still counted", db.Stats().HeadBytes)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/s2"
@@ -60,6 +61,9 @@ type DB struct {
 	// rawBuf and recBuf are encodeRecord's buffers; under mu.
 	rawBuf, recBuf []byte
 	compactMu      sync.Mutex // one compaction at a time
+	// headRollups is the memory of the head uploads' rollups computed so
+	// far (Upload.LoadRollup), part of the head's budget.
+	headRollups atomic.Int64
 	// compactions and compactionErrors count since Open, and compactionTime
 	// is the time they took; under mu.
 	compactions, compactionErrors int64
@@ -429,6 +433,7 @@ func (db *DB) replay(t *tenant, path string) (int64, segment, error) {
 				continue
 			}
 			seg.add(u.ID)
+			u.head = &headRollup{acct: &db.headRollups}
 			t.uploads = append(t.uploads, u)
 			t.headBytes += u.memSize
 		}
@@ -663,6 +668,7 @@ func (db *DB) Append(name string, u *Upload) error {
 	t.segs[len(t.segs)-1].add(u.ID)
 	t.nextID++
 	t.addKey(u.Key, u.ID, u.Received, 0)
+	u.head = &headRollup{acct: &db.headRollups}
 	t.uploads = append(t.uploads, u)
 	t.headBytes += u.memSize
 	if db.headBytes() > db.opts.HeadBytes {
@@ -1021,9 +1027,10 @@ func (db *DB) compactCounted(name string, t *tenant, p int64, ups []*Upload, old
 	return nil
 }
 
-// headBytes returns the estimated memory of every tenant's head; under mu.
+// headBytes returns the estimated memory of every tenant's head, the
+// rollups queries made of its uploads included; under mu.
 func (db *DB) headBytes() int64 {
-	var n int64
+	n := db.headRollups.Load()
 	for _, t := range db.tenants {
 		n += t.headBytes
 	}
@@ -1036,6 +1043,9 @@ func (t *tenant) dropUploads(drop func(*Upload) bool) {
 	t.uploads = slices.DeleteFunc(t.uploads, func(u *Upload) bool {
 		if drop(u) {
 			t.headBytes -= u.memSize
+			if u.head != nil {
+				u.head.drop()
+			}
 			return true
 		}
 		return false

@@ -5,7 +5,10 @@ package store
 
 import (
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/sparkprof/sparkprof/profile"
 )
@@ -43,6 +46,9 @@ type Upload struct {
 	// load reads a block's rollup or samples (partRollup, partSamples);
 	// nil for a single upload.
 	load func(part int) (*profile.Profile, error)
+	// head, for an upload in a store's head, is its rollup and sample
+	// span, computed when a query first asks for them.
+	head *headRollup
 	// memSize estimates the memory a single upload holds in the head.
 	memSize int64
 }
@@ -81,16 +87,90 @@ func (u *Upload) LoadSeries() ([]profile.Series, error) {
 	return p.Series, nil
 }
 
-// LoadRollup returns a compacted block's rollup: its samples summed over
-// time and threads, with the labels in RollupDropped removed, which is
-// what a flame graph needs when the query covers the whole block and
-// matches no dropped label. A single upload has none: nil.
+// LoadRollup returns the rollup of a compacted block, or of an upload in
+// a store's head: its samples summed over time and threads, with the
+// labels in RollupDropped removed, which is what a flame graph needs when
+// the query covers all its samples (SampleSpan) and matches no dropped
+// label. An upload's is computed when first asked for and kept while it
+// is in the head, counted in the head's memory. Other uploads have none:
+// nil. It must not be modified.
 func (u *Upload) LoadRollup() (*profile.Profile, error) {
-	if u.load == nil {
-		return nil, nil
+	switch {
+	case u.load != nil:
+		return u.load(partRollup)
+	case u.head != nil:
+		return u.head.rollup(u.Profile), nil
 	}
-	return u.load(partRollup)
+	return nil, nil
 }
+
+// HasRollup reports whether LoadRollup has a rollup for u.
+func (u *Upload) HasRollup() bool { return u.load != nil || u.head != nil }
+
+// SampleSpan returns the first and last times (Unix ns) of u's samples
+// that have one: a block's from its meta, an upload's computed once.
+func (u *Upload) SampleSpan() (first, last int64) {
+	if u.head == nil {
+		return u.FirstSample, u.LastSample
+	}
+	return u.head.span(u.Profile)
+}
+
+// headRollup is the rollup and sample span of an upload in the head,
+// computed once on demand; the rollup's memory is counted in the store's
+// head (acct) until the upload leaves it.
+type headRollup struct {
+	acct *atomic.Int64
+
+	mu          sync.Mutex
+	p           *profile.Profile
+	size        int64
+	spanned     bool
+	first, last int64
+	dropped     bool
+}
+
+func (h *headRollup) rollup(p *profile.Profile) *profile.Profile {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.p == nil {
+		h.p = rollup(p)
+		// The rollup shares p's frames and stacks: its own memory is its
+		// samples and label sets.
+		h.size = int64(cap(h.p.Samples))*sampleBytes + int64(h.p.NumLabelSets())*labelSetBytes
+		if !h.dropped {
+			h.acct.Add(h.size)
+		}
+	}
+	return h.p
+}
+
+func (h *headRollup) span(p *profile.Profile) (first, last int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.spanned {
+		h.first, h.last = sampleSpan(p)
+		h.spanned = true
+	}
+	return h.first, h.last
+}
+
+// drop is called as the upload leaves the head: its rollup's memory is
+// no longer the head's.
+func (h *headRollup) drop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.p != nil && !h.dropped {
+		h.acct.Add(-h.size)
+	}
+	h.dropped = true
+}
+
+// Estimated bytes of a sample and of a label set in a rollup.
+const (
+	sampleBytes   = int64(unsafe.Sizeof(profile.Sample{}))
+	labelSetBytes = 64
+)
 
 // Query selects uploads.
 type Query struct {

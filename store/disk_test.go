@@ -155,12 +155,7 @@ func TestReplayInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var execs []string
-	db.Select("t", Query{}, func(u *Upload) error {
-		v, _ := u.Labels.Get(profile.LabelExecutorID)
-		execs = append(execs, v)
-		return nil
-	})
+	execs := executors(db, "t")
 	if len(execs) != n-1 {
 		t.Fatalf("%d uploads after a torn tail, want %d", len(execs), n-1)
 	}
@@ -169,6 +164,18 @@ func TestReplayInOrder(t *testing.T) {
 			t.Fatalf("upload %d is executor %s: out of order", i, v)
 		}
 	}
+}
+
+// executors returns the executor label of each of tenant's uploads, in
+// the order the store selects them.
+func executors(db Store, tenant string) []string {
+	var execs []string
+	db.Select(tenant, Query{}, func(u *Upload) error {
+		v, _ := u.Labels.Get(profile.LabelExecutorID)
+		execs = append(execs, v)
+		return nil
+	})
+	return execs
 }
 
 func files(t *testing.T, dir, pattern string) []string {
@@ -1032,13 +1039,7 @@ func TestFailedWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			var execs []string
-			db.Select("t", Query{}, func(u *Upload) error {
-				v, _ := u.Labels.Get(profile.LabelExecutorID)
-				execs = append(execs, v)
-				return nil
-			})
-			if !slices.Equal(execs, []string{"1", "3"}) {
+			if execs := executors(db, "t"); !slices.Equal(execs, []string{"1", "3"}) {
 				t.Errorf("after a restart, executors %v; want the acknowledged uploads, 1 and 3", execs)
 			}
 			checkDiskBytes(t, db, dir, "after a restart")
@@ -1074,13 +1075,7 @@ func TestDamagedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var execs []string
-	db.Select("t", Query{}, func(u *Upload) error {
-		v, _ := u.Labels.Get(profile.LabelExecutorID)
-		execs = append(execs, v)
-		return nil
-	})
-	if !slices.Equal(execs, []string{"1", "3"}) {
+	if execs := executors(db, "t"); !slices.Equal(execs, []string{"1", "3"}) {
 		t.Errorf("executors %v after a damaged record; want 1 and 3", execs)
 	}
 	if after, _ := os.ReadFile(seg); !slices.Equal(after, data) {

@@ -108,6 +108,10 @@ func (w *profileWatch) save() error {
 	return os.Rename(tmp, w.path)
 }
 
+// readDir lists a directory of a profile dir; a variable so that tests can
+// make it fail as a mount's hiccup does.
+var readDir = os.ReadDir
+
 // maxScanBytes bounds what one scan reads of one recording, so that a
 // large backlog is imported over several scans rather than held at once.
 const maxScanBytes = 256 << 20
@@ -118,11 +122,13 @@ func (s *Server) scanProfileDir(ctx context.Context, tenant, dir string, w *prof
 	n := 0
 	changed := false
 	present := map[string]bool{}
+	listed := true // every directory could be read
 	var walk func(dir string, depth int)
 	walk = func(dir string, depth int) {
-		entries, err := os.ReadDir(dir)
+		entries, err := readDir(dir)
 		if err != nil {
 			s.log.Warn("profile dir unreadable", "dir", dir, "err", err)
+			listed = false
 			return
 		}
 		for _, e := range entries {
@@ -147,9 +153,12 @@ func (s *Server) scanProfileDir(ctx context.Context, tenant, dir string, w *prof
 		}
 	}
 	walk(dir, maxWatchDepth)
+	// A recording no longer there is forgotten, unless a directory could
+	// not be read (a mount's hiccup): its recordings would be read again
+	// from their start.
 	for path := range w.files {
-		if !present[path] && strings.HasPrefix(path, dir) {
-			delete(w.files, path) // deleted: forget it
+		if listed && !present[path] {
+			delete(w.files, path)
 			changed = true
 		}
 	}

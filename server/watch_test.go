@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -183,6 +184,24 @@ func TestWatchProfileDir(t *testing.T) {
 	}
 	if n := srv.scanProfileDir(ctx, "", dir, w); n != 1 {
 		t.Errorf("a chunk copied after the damage: %d imported, want 1", n)
+	}
+
+	// A directory that cannot be read for a while (a mount's hiccup) does
+	// not make its recordings forgotten, and read again from their start.
+	appDir := filepath.Dir(rec)
+	readDir = func(dir string) ([]os.DirEntry, error) {
+		if dir == appDir {
+			return nil, syscall.EIO
+		}
+		return os.ReadDir(dir)
+	}
+	srv.scanProfileDir(ctx, "", dir, w)
+	readDir = os.ReadDir
+	if _, ok := w.files[rec]; !ok {
+		t.Error("a recording of an unreadable directory was forgotten")
+	}
+	if n := srv.scanProfileDir(ctx, "", dir, w); n != 0 {
+		t.Errorf("the directory readable again: %d chunks imported again", n)
 	}
 
 	// The agents page lists each recording, the damaged one with its error.

@@ -20,7 +20,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.Comparator;
-import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -46,8 +46,12 @@ public final class Agent {
   private final Profiler profiler;
   private final Deque<Profiler.Window> pending = new ArrayDeque<>();
   private final Deque<Profiler.Window> kept = new ArrayDeque<>();
-  /** Starts the keys of this JVM's windows: unique among all JVMs sending to a server. */
-  private final String keyPrefix = UUID.randomUUID().toString();
+  /**
+   * Starts the keys of this JVM's windows: unique among all JVMs sending to a server. Not a UUID: its SecureRandom
+   * can block a JVM's start where entropy is short, and this runs before the JVM's main method.
+   */
+  private final String keyPrefix = Long.toHexString(ThreadLocalRandom.current().nextLong()) + "-"
+      + ProcessHandle.current().pid() + "-" + Long.toHexString(System.currentTimeMillis());
   private long windows; // windows queued for the server, numbering their keys
   private final Object wake = new Object();
   private Thread shipper;

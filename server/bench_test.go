@@ -56,12 +56,23 @@ func BenchmarkIngest(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
 			s, db := benchServer(b, dir)
-			q := url.Values{"name": {"app.cpu{spark_app_id=app-1,spark_executor_id=1}"}, "format": {"jfr"}}.Encode()
+			// Each upload names a window, as the Pyroscope Java agent's do:
+			// the server keys such an upload by its content (contentKey),
+			// and a window sent again would be a retry. The windows start a
+			// millisecond apart, so that all fall in one partition, as the
+			// same recording sent again did before uploads named windows.
+			query := func(i int) string {
+				from := 1764000000000 + i // ms, the start of a partition
+				return url.Values{"name": {"app.cpu{spark_app_id=app-1,spark_executor_id=1}"}, "format": {"jfr"},
+					"from": {strconv.Itoa(from)}, "until": {strconv.Itoa(from + 10000)}}.Encode()
+			}
 			var cpu time.Duration
 			b.ReportAllocs()
 			b.SetBytes(int64(len(c.body)))
+			i := 0
 			for b.Loop() {
-				cpu += ingest(b, s, q, c.body, c.contentType)
+				cpu += ingest(b, s, query(i), c.body, c.contentType)
+				i++
 			}
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N)/1000, "cpu-ms/upload")
 			size := dirSize(dir)
@@ -72,7 +83,7 @@ func BenchmarkIngest(b *testing.B) {
 			// with other uploads, the most a block spends on one.
 			alone := b.TempDir()
 			s2, db2 := benchServer(b, alone)
-			ingest(b, s2, q, c.body, c.contentType)
+			ingest(b, s2, query(0), c.body, c.contentType)
 			if err := db2.Compact(); err != nil {
 				b.Fatalf("compaction: %v", err)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/cespare/xxhash/v2"
 	pushv1 "github.com/grafana/pyroscope/api/gen/proto/go/push/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/push/v1/pushv1connect"
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
@@ -61,6 +62,7 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 	type pushed struct {
 		who     sender
 		uploads []*store.Upload
+		retried int // profiles stored by an earlier attempt of the push
 	}
 	var all []pushed
 	for i, series := range req.Msg.Series {
@@ -71,6 +73,11 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 		who.labels = labels
 		ps := pushed{who: who}
 		for j, smp := range series.Samples {
+			key := pushKey(labels, smp)
+			if _, ok := s.keyStored(ten, key); ok {
+				ps.retried++
+				continue // a retried push: this profile is stored
+			}
 			prof, err := format.Decode(smp.RawProfile, fmt.Sprintf("series %d, profile %d", i, j), format.Options{Format: "pprof", MaxSize: s.cfg.MaxDecodedBytes})
 			if errors.Is(err, format.ErrTooLarge) {
 				// Not resource_exhausted, which Alloy retries: the
@@ -86,7 +93,7 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 				from = start.UnixNano() // a profile without its time counts from its arrival
 			}
 			until = max(until, from)
-			ps.uploads = append(ps.uploads, &store.Upload{From: from, Until: until, Labels: labels, Agent: client, Bytes: len(smp.RawProfile), Profile: prof})
+			ps.uploads = append(ps.uploads, &store.Upload{From: from, Until: until, Labels: labels, Agent: client, Bytes: len(smp.RawProfile), Profile: prof, Key: key})
 		}
 		all = append(all, ps)
 	}
@@ -94,7 +101,12 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 	for _, ps := range all {
 		bytes := 0
 		for _, u := range ps.uploads {
-			if err := s.cfg.Store.Append(ten, u); err != nil {
+			err := s.cfg.Store.Append(ten, u)
+			if errors.Is(err, store.ErrDuplicate) {
+				ps.retried++
+				continue
+			}
+			if err != nil {
 				s.log.Error("store append failed", "tenant", ten, "err", err)
 				return nil, fail(connect.CodeUnavailable, http.StatusServiceUnavailable, fmt.Errorf("storing the profile failed: %w", err))
 			}
@@ -103,9 +115,30 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 			last = now
 			bytes += u.Bytes
 		}
-		s.agents.uploaded(ps.who, bytes, 0)
+		if bytes > 0 || ps.retried == 0 {
+			s.agents.uploaded(ps.who, bytes, 0)
+		}
+		for range ps.retried {
+			s.metrics.duplicates.Inc()
+			s.agents.retried(ps.who)
+		}
 	}
 	return connect.NewResponse(&pushv1.PushResponse{}), nil
+}
+
+// pushKey names a pushed profile for the store (Upload.Key), the same in a
+// retry of the push: a digest of the ID its client gave it (Alloy gives
+// each a UUID), its series' labels and its bytes. A retry of a push whose
+// answer was lost then stores nothing twice, and a client that gives every
+// profile the same ID still has each stored.
+func pushKey(labels profile.Labels, smp *pushv1.RawSample) string {
+	h := xxhash.New()
+	for _, s := range []string{smp.ID, labels.String()} {
+		h.WriteString(s)
+		h.Write([]byte{0})
+	}
+	h.Write(smp.RawProfile)
+	return fmt.Sprintf("push:%016x", h.Sum64())
 }
 
 // pushLabels turns a pushed series' labels into upload labels: Pyroscope's

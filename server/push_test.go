@@ -189,3 +189,54 @@ func TestPushRate(t *testing.T) {
 		t.Errorf("third push in a burst of 2: %v (meta %v); want resource_exhausted with Retry-After 1", err, ce)
 	}
 }
+
+// TestPushRetried sends a push again, as Alloy retries one whose answer it
+// did not get: its profiles are stored once, with and without the IDs
+// Alloy gives them; the agents list counts the retries.
+func TestPushRetried(t *testing.T) {
+	ts, db := newTestServer(t, Config{})
+	jfr := corpus.Read(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz")
+	c := pushv1connect.NewPusherServiceClient(http.DefaultClient, ts.URL)
+	ctx := context.Background()
+	count := func(app string) int {
+		m, _ := profile.ParseMatcher(`service_name="` + app + `"`)
+		n := 0
+		db.Select("", store.Query{Matchers: []profile.Matcher{m}}, func(*store.Upload) error { n++; return nil })
+		return n
+	}
+	for _, withIDs := range []bool{false, true} {
+		app := fmt.Sprintf("retried-%v", withIDs)
+		push := alloyPush(t, jfr, &typesv1.LabelPair{Name: "service_name", Value: app})
+		if withIDs {
+			for i, series := range push.Series {
+				series.Samples[0].ID = fmt.Sprintf("734FD599-6865-419E-9475-%012d", i)
+			}
+		}
+		for range 2 {
+			if _, err := c.Push(ctx, connect.NewRequest(push)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := count(app); n != len(push.Series) {
+			t.Errorf("IDs %v: %d uploads after a push and its retry, want %d", withIDs, n, len(push.Series))
+		}
+		var agents []Agent
+		getJSON(t, ts, "/api/v1/agents", &agents)
+		for _, a := range agents {
+			if a.App == app && (a.Uploads != int64(len(push.Series)) || a.Retried != int64(len(push.Series))) {
+				t.Errorf("IDs %v: agents row %+v; want %d uploads and %d retried", withIDs, a, len(push.Series), len(push.Series))
+			}
+		}
+	}
+	// The same ID in another push, with other content: a client that gives
+	// every profile one ID still has each stored.
+	other := alloyPush(t, corpus.Read(t, "jfr", "dump1.jfr.gz"), &typesv1.LabelPair{Name: "service_name", Value: "retried-true"})
+	other.Series = other.Series[:1]
+	other.Series[0].Samples[0].ID = "734FD599-6865-419E-9475-000000000000"
+	if _, err := c.Push(ctx, connect.NewRequest(other)); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("retried-true"); n != len(alloyPush(t, jfr).Series)+1 {
+		t.Errorf("another profile under a stored ID: %d uploads, want %d", n, len(alloyPush(t, jfr).Series)+1)
+	}
+}

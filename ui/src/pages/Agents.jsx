@@ -16,7 +16,8 @@ export function AgentsPage() {
       <p className="muted">
         Every sender of profiles since the server started. Nothing here? Check that the agent's <code>server</code> setting
         points at this server (<code>spark.sparkprof.server</code> or <code>SPARKPROF_SERVER</code>) and that the executors can
-        reach it; the agent jar is served at <a href="/agent.jar">/agent.jar</a>.
+        reach it; the agent jar is served at <a href="/agent.jar">/agent.jar</a>. Recordings that Spark's profiler plugin copies to
+        a directory the server watches (<code>serve --profile-dir</code>) show here too, as client <code>spark-profiler</code>.
       </p>
       <div className="row">
         <RefreshControls />

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -113,8 +114,9 @@ func (w *profileWatch) save() error {
 var readDir = os.ReadDir
 
 // maxScanBytes bounds what one scan reads of one recording, so that a
-// large backlog is imported over several scans rather than held at once.
-const maxScanBytes = 256 << 20
+// large backlog is imported over several scans rather than held at once;
+// a variable so that tests can make it small.
+var maxScanBytes int64 = 256 << 20
 
 // scanProfileDir imports the whole chunks added to the recordings below
 // dir since the watch last looked, and returns how many it imported.
@@ -198,7 +200,16 @@ func (s *Server) importRecording(ctx context.Context, tenant, path string, w *pr
 	if st.Size() == prog.Offset {
 		return 0, false
 	}
-	data := make([]byte, min(st.Size()-prog.Offset, maxScanBytes))
+	// A scan reads up to maxScanBytes, or the whole of a first chunk that
+	// is larger, so that such a chunk is imported rather than waited for.
+	size := min(st.Size()-prog.Offset, maxScanBytes)
+	var next [16]byte // the next chunk's magic, version and size
+	if _, err := f.ReadAt(next[:], prog.Offset); err == nil {
+		if n := int64(binary.BigEndian.Uint64(next[8:])); n > size && n <= min(st.Size()-prog.Offset, jfr.MaxChunkSize) {
+			size = n
+		}
+	}
+	data := make([]byte, size)
 	if _, err := f.ReadAt(data, prog.Offset); err != nil && !errors.Is(err, io.EOF) {
 		s.log.Warn("recording unreadable", "path", path, "err", err)
 		return 0, false

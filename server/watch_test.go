@@ -169,6 +169,21 @@ func TestWatchProfileDir(t *testing.T) {
 		}
 	}
 
+	// With a scan's read bound below a chunk's size, the chunk is still
+	// read whole; a backlog of chunks takes a scan each.
+	defer func(n int64) { maxScanBytes = n }(maxScanBytes)
+	maxScanBytes = 1000
+	backlog := filepath.Join(dir, "spark-profiles", "app-20240101000000-0001", "profile-exec-6.jfr")
+	if err := os.WriteFile(backlog, append(slices.Clone(chunk1), chunk2...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if n := srv.scanProfileDir(ctx, "", dir, w); n != 1 {
+			t.Errorf("scan %d of a backlog of chunks larger than a scan reads: %d imported, want 1", i+1, n)
+		}
+	}
+	maxScanBytes = 256 << 20
+
 	// A damaged header after a whole chunk: the chunk is imported, the
 	// damage skipped, and the watch goes on with the next chunk copied.
 	other := filepath.Join(dir, "spark-profiles", "app-20240101000000-0001", "profile-exec-4.jfr")

@@ -54,6 +54,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	poll := fs.Duration("eventlog-poll", 10*time.Second, "how often --eventlog-dir is scanned for new and grown logs")
 	profileDir := fs.String("profile-dir", "", "import the recordings Spark's profiler plugin copies to this directory (spark.profiler.dfsDir on a local or mounted file system), each chunk once, as they grow")
 	profilePoll := fs.Duration("profile-poll", 10*time.Second, "how often --profile-dir is scanned for new chunks")
+	watchTenant := fs.String("watch-tenant", "", "tenant (as X-Scope-OrgID names it) that what --eventlog-dir and --profile-dir find goes to (default: the default tenant)")
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (an object a line)")
 	keyWindow := fs.Duration("key-window", time.Hour, "how long an upload's Idempotency-Key is remembered, so that a retry of it (the agent's after a lost answer, an import run again) is not stored twice")
 	maxLogGB := fs.Int64("max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
@@ -157,13 +158,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		if _, err := os.Stat(*eventLogDir); err != nil {
 			return fmt.Errorf("--eventlog-dir: %w", err)
 		}
-		go srv.WatchEventLogs(ctx, "", *eventLogDir, *poll)
+		go srv.WatchEventLogs(ctx, *watchTenant, *eventLogDir, *poll)
 	}
 	if *profileDir != "" {
 		if _, err := os.Stat(*profileDir); err != nil {
 			return fmt.Errorf("--profile-dir: %w", err)
 		}
-		go srv.WatchProfileDir(ctx, "", *profileDir, *profilePoll, filepath.Join(*data, "profile-dir.json"))
+		go srv.WatchProfileDir(ctx, *watchTenant, *profileDir, *profilePoll, filepath.Join(*data, "profile-dir.json"))
 	}
 	srv.SetReady()
 	select {

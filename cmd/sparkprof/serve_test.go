@@ -459,7 +459,8 @@ func TestImportSettingsFromEnvironment(t *testing.T) {
 
 // TestServeProfileDir runs serve --profile-dir over a directory laid out as
 // Spark's profiler plugin copies recordings to its dfsDir: a chunk copied
-// is imported, and after a restart only the chunk copied since.
+// is imported into the --watch-tenant, and after a restart only the chunk
+// copied since.
 func TestServeProfileDir(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -475,14 +476,14 @@ func TestServeProfileDir(t *testing.T) {
 		t.Helper()
 		var got int64
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			if got = ticks(t, base, "", `{spark_app_id="app-20240101000000-0001", spark_executor_id="5"}`, "cpu"); got == want {
+			if got = ticks(t, base, "spark4", `{spark_app_id="app-20240101000000-0001", spark_executor_id="5"}`, "cpu"); got == want {
 				return
 			}
 		}
 		t.Fatalf("executor 5's CPU total %d, want %d", got, want)
 	}
 	data := filepath.Join(dir, "data")
-	cmd, base := startServe(t, bin, data, "--profile-dir", profiles, "--profile-poll", "100ms")
+	cmd, base := startServe(t, bin, data, "--profile-dir", profiles, "--profile-poll", "100ms", "--watch-tenant", "spark4")
 	if err := os.WriteFile(rec, chunk1, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +491,7 @@ func TestServeProfileDir(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 
-	cmd, base = startServe(t, bin, data, "--profile-dir", profiles, "--profile-poll", "100ms")
+	cmd, base = startServe(t, bin, data, "--profile-dir", profiles, "--profile-poll", "100ms", "--watch-tenant", "spark4")
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 	both := append(slices.Clone(chunk1), chunk2...)
 	if err := os.WriteFile(rec, both, 0o644); err != nil {

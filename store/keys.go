@@ -81,26 +81,30 @@ func (t *tenant) loadKeys(log *slog.Logger, cutoff int64) error {
 // window, it rewrites the file (temporary file, fsync, rename) with the
 // window's keys instead. Under compactMu, which guards keyLines.
 func (db *DB) saveKeys(t *tenant, ups []*Upload) error {
-	var out []byte
-	line := func(k storedKeyJSON) {
-		b, _ := json.Marshal(k) // strings, numbers: cannot fail
-		out = append(append(out, b...), '\n')
-	}
+	// The keys are copied under the lock and written out of it: a rewrite
+	// encodes an hour's keys, which Append should not wait for.
+	var keys []storedKeyJSON
 	db.mu.RLock()
 	rewrite := t.keysTorn || t.keyLines > 2*len(t.keys)+1024
 	if rewrite {
+		keys = make([]storedKeyJSON, 0, len(t.keys))
 		for k, sk := range t.keys {
-			line(storedKeyJSON{Key: k, ID: sk.id, Received: sk.received})
+			keys = append(keys, storedKeyJSON{Key: k, ID: sk.id, Received: sk.received})
 		}
 	} else {
 		for _, u := range ups {
 			if sk, ok := t.keys[u.Key]; ok && u.Key != "" && sk.id == u.ID {
-				line(storedKeyJSON{Key: u.Key, ID: u.ID, Received: u.Received})
+				keys = append(keys, storedKeyJSON{Key: u.Key, ID: u.ID, Received: u.Received})
 			}
 		}
 	}
-	n := len(t.keys)
 	db.mu.RUnlock()
+	var out []byte
+	for _, k := range keys {
+		b, _ := json.Marshal(k) // strings, numbers: cannot fail
+		out = append(append(out, b...), '\n')
+	}
+	n := len(keys)
 	path := filepath.Join(t.dir, keysFile)
 	if rewrite {
 		if err := writeSynced(path+".tmp", out); err != nil {
@@ -130,7 +134,7 @@ func (db *DB) saveKeys(t *tenant, ups []*Upload) error {
 		return err
 	}
 	created := t.keyLines == 0
-	t.keyLines += bytes.Count(out, []byte{'\n'})
+	t.keyLines += n
 	if created {
 		return syncDir(t.dir)
 	}

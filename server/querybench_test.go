@@ -79,6 +79,9 @@ func BenchmarkQuery(b *testing.B) {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
+	// SPARKPROF_BENCH_PARTITION sets the blocks' time span (default ten
+	// minutes, the server's).
+	partition, _ := time.ParseDuration(os.Getenv("SPARKPROF_BENCH_PARTITION"))
 	// One block per ten-minute partition, as the figures in BENCHMARKS.md
 	// were first measured: a head budget that a partition of 6,000 uploads
 	// does not reach. SPARKPROF_BENCH_HEAD_MB sets the budget instead (512,
@@ -87,7 +90,7 @@ func BenchmarkQuery(b *testing.B) {
 	if v, err := strconv.ParseInt(os.Getenv("SPARKPROF_BENCH_HEAD_MB"), 10, 64); err == nil && v > 0 {
 		head = v << 20
 	}
-	db, err := store.Open(dir, store.Options{HeadBytes: head})
+	db, err := store.Open(dir, store.Options{HeadBytes: head, Partition: partition})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,6 +99,9 @@ func BenchmarkQuery(b *testing.B) {
 	end := start + int64(windows)*int64(10*time.Second)
 	cut := end - (end-start)/4 // a quarter before the end, inside a partition
 	cut -= cut % int64(time.Second)
+	if partition != 0 {
+		cut -= cut%int64(partition) - int64(partition)/2 // inside a partition, as with ten-minute ones
+	}
 	t0 := time.Now()
 	var samples int
 	want := map[string]int64{} // cpu total per query
@@ -135,13 +141,13 @@ func BenchmarkQuery(b *testing.B) {
 	// As after a restart: the blocks' metas in memory, their parts read
 	// on demand, then cached ("warm"), or with no room in the cache, read
 	// from disk every time ("uncached").
-	warm, err := store.Open(dir, store.Options{})
+	warm, err := store.Open(dir, store.Options{Partition: partition})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer warm.Close()
 	b.Logf("reopened: heap %d MiB", heapMiB())
-	uncached, err := store.Open(dir, store.Options{CacheBytes: 1})
+	uncached, err := store.Open(dir, store.Options{CacheBytes: 1, Partition: partition})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,12 +30,29 @@ func BenchmarkCompact(b *testing.B) {
 		{"100-executors", 100, 3},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			benchmarkCompact(b, windows[:min(c.nWindows, len(windows))], c.executors)
+			benchmarkCompact(b, windows[:min(c.nWindows, len(windows))], c.executors, time.Hour)
 		})
 	}
 }
 
-func benchmarkCompact(b *testing.B, windows [][]byte, executors int) {
+// BenchmarkBlockSpan measures what a shorter block span (serve
+// --block-span) costs on disk: 4 executors' consecutive windows of one JVM
+// (SPARKPROF_JDK_WINDOWS, as BenchmarkCompact), compacted into blocks of
+// their whole span, of half and of a fifth of it, as ten-minute blocks
+// compare with five- and two-minute ones.
+func BenchmarkBlockSpan(b *testing.B) {
+	windows := agentWindows(b)
+	whole := time.Duration(len(windows)) * 10 * time.Second
+	for _, div := range []int{1, 2, 5} {
+		b.Run(fmt.Sprintf("span-1/%d", div), func(b *testing.B) {
+			benchmarkCompact(b, windows, 4, whole/time.Duration(div))
+		})
+	}
+}
+
+// benchmarkCompact compacts executors' copies of windows into blocks of
+// span, reporting the time and the blocks' bytes per upload.
+func benchmarkCompact(b *testing.B, windows [][]byte, executors int, span time.Duration) {
 	var ups []*Upload
 	for i, w := range windows {
 		for e := range executors {
@@ -57,7 +75,7 @@ func benchmarkCompact(b *testing.B, windows [][]byte, executors int) {
 	for b.Loop() {
 		b.StopTimer()
 		dir := b.TempDir()
-		db, err := Open(dir, Options{Partition: time.Hour})
+		db, err := Open(dir, Options{Partition: span})
 		if err != nil {
 			b.Fatal(err)
 		}

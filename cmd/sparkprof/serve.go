@@ -65,6 +65,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
 	}
+	if *keyWindow <= 0 {
+		return fmt.Errorf("%w: --key-window %v: want a positive duration", errUsage, *keyWindow)
+	}
 	if *blockSpan < time.Minute || *blockSpan > 24*time.Hour {
 		return fmt.Errorf("%w: --block-span %v: want between 1m and 24h", errUsage, *blockSpan)
 	}

@@ -120,14 +120,14 @@ func (u *Upload) SampleSpan() (first, last int64) {
 // computed once on demand; the rollup's memory is counted in the store's
 // head (acct) until the upload leaves it.
 type headRollup struct {
-	acct *atomic.Int64
+	acct *atomic.Int64 // the store's memory of head rollups
 
-	mu          sync.Mutex
-	p           *profile.Profile
-	size        int64
-	spanned     bool
-	first, last int64
-	dropped     bool
+	mu          sync.Mutex       // guards the fields below
+	p           *profile.Profile // the rollup, once computed
+	size        int64            // its estimated memory, counted in acct
+	spanned     bool             // whether first and last are computed
+	first, last int64            // the samples' first and last times
+	dropped     bool             // whether the upload left the head
 }
 
 func (h *headRollup) rollup(p *profile.Profile) *profile.Profile {

@@ -271,8 +271,7 @@ feed:
 // profiler layout labels by them), its content and that of the labels
 // file beside it (labelsPath, if any). xxhash, as the server's own content
 // keys: it reads a large recording 11x faster than SHA-256 here (19 against
-// 1.6 GB/s), and a
-// tenant's own files are what it tells apart.
+// 1.6 GB/s), and a tenant's own files are what it tells apart.
 func importKey(path, labelsPath, app string) (string, error) {
 	h := xxhash.New()
 	fmt.Fprintf(h, "sparkprof import\x00%s\x00%s\x00", app, filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(path)), filepath.Base(path))))

@@ -6,13 +6,14 @@ import { useAsync, ErrorBox } from '../common';
 import { SelectionBar } from '../Selection';
 import { FlameView } from '../Flame';
 
-function TopClasses({ sel, type, title }) {
+function TopClasses({ sel, type, title, note }) {
   const { data, error } = useAsync(() => getJSON('/api/v1/breakdown', { ...sel, type, by: 'alloc_class' }), [JSON.stringify(sel), type]);
   if (error) return <ErrorBox error={error} />;
   if (!data || data.total === 0 || data.type.name !== type) return null;
   return (
     <section>
       <h2>{title}</h2>
+      {note && <p className="muted">{note}</p>}
       <table className="grid" data-testid={`classes-${type}`}>
         <thead>
           <tr>
@@ -45,7 +46,12 @@ export function HeapPage({ params, setParams }) {
       <SelectionBar sel={sel} showState={false} onChange={(s) => setParams({ ...params, ...s })} />
       <FlameView sel={{ ...sel, type: params.type || 'alloc_bytes' }} onType={(t) => setParams({ ...params, type: t })} title="Allocation flame graph" />
       <TopClasses sel={sel} type="alloc_bytes" title="Top allocated classes (sampled bytes)" />
-      <TopClasses sel={sel} type="live_bytes" title="Top classes by live bytes" />
+      <TopClasses
+        sel={sel}
+        type="live_bytes"
+        title="Top classes by live bytes"
+        note="Each upload reports the sampled objects still alive when its recording ended; over a range of several uploads the bytes add up, so read the shares, or narrow the range to one upload for the heap at that time."
+      />
     </div>
   );
 }

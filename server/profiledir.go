@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -90,7 +91,7 @@ func newProfileWatch(path string, s *Server) *profileWatch {
 	return w
 }
 
-// save writes the state file atomically.
+// save writes the state file atomically, fsynced as the event logs are.
 func (w *profileWatch) save() error {
 	if w.path == "" {
 		return nil
@@ -103,7 +104,7 @@ func (w *profileWatch) save() error {
 		return err
 	}
 	tmp := w.path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := writeSynced(tmp, bytes.NewReader(data)); err != nil {
 		return err
 	}
 	return os.Rename(tmp, w.path)

@@ -20,7 +20,6 @@ import (
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
-	"github.com/sparkprof/sparkprof/store"
 )
 
 // alloyPush builds the push Grafana Alloy's pyroscope.java sends for a JFR
@@ -95,11 +94,7 @@ func TestPush(t *testing.T) {
 		}
 	}
 
-	count := func() int {
-		n := 0
-		db.Select("", store.Query{}, func(*store.Upload) error { n++; return nil })
-		return n
-	}
+	count := func() int { return countUploads(t, db, "") }
 	before := count()
 	bad := alloyPush(t, jfr, pod...)
 	bad.Series[len(bad.Series)-1].Samples[0].RawProfile = []byte("not a profile")
@@ -138,9 +133,7 @@ func TestPushLimit(t *testing.T) {
 			t.Errorf("a push of %d bytes (%d gzipped) over the limit of %d (%d options): %v, want resource_exhausted", len(raw), len(gz), limit, len(opts), err)
 		}
 	}
-	n := 0
-	db.Select("", store.Query{}, func(*store.Upload) error { n++; return nil })
-	if n != 0 {
+	if n := countUploads(t, db, ""); n != 0 {
 		t.Errorf("%d uploads stored", n)
 	}
 }
@@ -198,12 +191,7 @@ func TestPushRetried(t *testing.T) {
 	jfr := corpus.Read(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz")
 	c := pushv1connect.NewPusherServiceClient(http.DefaultClient, ts.URL)
 	ctx := context.Background()
-	count := func(app string) int {
-		m, _ := profile.ParseMatcher(`service_name="` + app + `"`)
-		n := 0
-		db.Select("", store.Query{Matchers: []profile.Matcher{m}}, func(*store.Upload) error { n++; return nil })
-		return n
-	}
+	count := func(app string) int { return countUploads(t, db, app) }
 	for _, withIDs := range []bool{false, true} {
 		app := fmt.Sprintf("retried-%v", withIDs)
 		push := alloyPush(t, jfr, &typesv1.LabelPair{Name: "service_name", Value: app})

@@ -64,6 +64,25 @@ func post(t *testing.T, ts *httptest.Server, query url.Values, contentType strin
 	return resp.StatusCode
 }
 
+// countUploads returns how many uploads (or blocks) of the default tenant
+// db holds, those of service_name app unless app is "".
+func countUploads(t *testing.T, db store.Store, app string) int {
+	t.Helper()
+	var q store.Query
+	if app != "" {
+		m, err := profile.ParseMatcher(`service_name="` + app + `"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Matchers = []profile.Matcher{m}
+	}
+	n := 0
+	if err := db.Select("", q, func(*store.Upload) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func getJSON(t *testing.T, ts *httptest.Server, path string, v any, hdr ...string) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", ts.URL+path, nil)
@@ -393,9 +412,7 @@ func TestBadUploads(t *testing.T) {
 			}
 		})
 	}
-	n := 0
-	db.Select("", store.Query{}, func(*store.Upload) error { n++; return nil })
-	if n != 1 {
+	if n := countUploads(t, db, ""); n != 1 {
 		t.Errorf("%d uploads stored, want the one good upload", n)
 	}
 	if code := post(t, ts, url.Values{"name": {"app{" + strings.Join(many[:29], ",") + "}"}}, "", []byte("a 1\n")); code != 200 {
@@ -854,14 +871,8 @@ func TestMetrics(t *testing.T) {
 // sparkprof_uploads_waiting, and is stored once a turn is free; one whose
 // client gives up while waiting gives its turn back.
 func TestUploadTurns(t *testing.T) {
-	db, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	srv := New(Config{Store: db, MaxConcurrentUploads: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
+	ts, _ := newTestServer(t, Config{MaxConcurrentUploads: 1})
+	srv := ts.Config.Handler.(*Server)
 	waiting := func() float64 {
 		var m dto.Metric
 		if err := srv.metrics.waiting.Write(&m); err != nil {
@@ -1081,10 +1092,7 @@ func TestUploadRetries(t *testing.T) {
 		post(t, ts, folded, "", []byte("main;sleep 100\n"))
 	}
 	for app, want := range map[string]int{"pyro": 2, "nowindow": 2, "folded": 2} {
-		m, _ := profile.ParseMatcher(`service_name="` + app + `"`)
-		n := 0
-		db.Select("", store.Query{Matchers: []profile.Matcher{m}}, func(*store.Upload) error { n++; return nil })
-		if n != want {
+		if n := countUploads(t, db, app); n != want {
 			t.Errorf("%s: %d uploads stored, want %d", app, n, want)
 		}
 	}
@@ -1142,9 +1150,7 @@ func TestRetryBodyNotSent(t *testing.T) {
 			}
 		}
 	}
-	n := 0
-	db.Select("", store.Query{}, func(*store.Upload) error { n++; return nil })
-	if n != 2 {
+	if n := countUploads(t, db, ""); n != 2 {
 		t.Errorf("%d uploads stored, want 2", n)
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
-	"github.com/sparkprof/sparkprof/store"
 )
 
 // An in-progress log is listed as running, then as finished once it has
@@ -125,11 +124,7 @@ func TestWatchProfileDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	uploads := func() int {
-		n := 0
-		db.Select("", store.Query{}, func(*store.Upload) error { n++; return nil })
-		return n
-	}
+	uploads := func() int { return countUploads(t, db, "") }
 	cpu := func() int64 {
 		return render(t, ts, `{spark_app_id="app-20240101000000-0001", spark_executor_id="3"}`, "cpu").Flamebearer.NumTicks
 	}

@@ -24,7 +24,8 @@ import (
 //	start end source warnings n {text}
 //
 // Counts and ids are uvarints, values and times varints, strings a uvarint
-// length and bytes.
+// length and bytes. AppendSamples writes the samples line alone, after
+// "SPPS" version(1).
 const columnsMagic = "SPPC\x01"
 
 // MarshalBinary encodes the profile with all its tables, for storage.
@@ -62,48 +63,7 @@ func (p *Profile) AppendBinary(b []byte) ([]byte, error) {
 	for _, ls := range p.labelSets[1:] {
 		e.labels(ls)
 	}
-	// The sample columns, most of a profile: written into room made once
-	// per column rather than appended byte by byte.
-	samples := p.Samples
-	e.uint(len(samples))
-	// Room for the longest varint of a column's type: ids are 32 bits.
-	const max32, max64 = binary.MaxVarintLen32, binary.MaxVarintLen64
-	b, n := e.room(max32 * len(samples))
-	for i := range samples {
-		n = putUvarint(b, n, uint64(samples[i].Stack))
-	}
-	e.b = b[:n]
-	b, n = e.room(max64 * len(samples))
-	for i := range samples {
-		n = putVarint(b, n, samples[i].Value)
-	}
-	e.b = b[:n]
-	b, n = e.room(max64 * len(samples))
-	var prev int64
-	for i := range samples {
-		n = putVarint(b, n, samples[i].Time-prev)
-		prev = samples[i].Time
-	}
-	e.b = b[:n]
-	b, n = e.room(max32 * len(samples))
-	for i := range samples {
-		n = putUvarint(b, n, uint64(samples[i].Labels))
-	}
-	e.b = b[:n]
-	b, n = e.room(max32 * len(samples))
-	for i := range samples {
-		n = putUvarint(b, n, uint64(samples[i].Thread))
-	}
-	e.b = b[:n]
-	b, n = e.room(2 * len(samples))
-	for i := range samples {
-		b[n+i] = byte(samples[i].Type)
-	}
-	n += len(samples)
-	for i := range samples {
-		b[n+i] = byte(samples[i].State)
-	}
-	e.b = b[:n+len(samples)]
+	e.samples(p.Samples)
 	e.labels(p.Labels)
 	e.uint(len(p.Series))
 	for _, sr := range p.Series {
@@ -111,7 +71,7 @@ func (p *Profile) AppendBinary(b []byte) ([]byte, error) {
 		e.str(sr.Unit)
 		e.labels(sr.Labels)
 		e.uint(len(sr.Points))
-		prev = 0
+		var prev int64
 		for _, pt := range sr.Points {
 			e.int(pt.Time - prev)
 			prev = pt.Time
@@ -166,6 +126,50 @@ func (e *encoder) labels(ls Labels) {
 		e.str(l.Name)
 		e.str(l.Value)
 	}
+}
+
+// samples writes the sample columns, most of a profile: each into room
+// made once rather than appended byte by byte.
+func (e *encoder) samples(samples []Sample) {
+	e.uint(len(samples))
+	// Room for the longest varint of a column's type: ids are 32 bits.
+	const max32, max64 = binary.MaxVarintLen32, binary.MaxVarintLen64
+	b, n := e.room(max32 * len(samples))
+	for i := range samples {
+		n = putUvarint(b, n, uint64(samples[i].Stack))
+	}
+	e.b = b[:n]
+	b, n = e.room(max64 * len(samples))
+	for i := range samples {
+		n = putVarint(b, n, samples[i].Value)
+	}
+	e.b = b[:n]
+	b, n = e.room(max64 * len(samples))
+	var prev int64
+	for i := range samples {
+		n = putVarint(b, n, samples[i].Time-prev)
+		prev = samples[i].Time
+	}
+	e.b = b[:n]
+	b, n = e.room(max32 * len(samples))
+	for i := range samples {
+		n = putUvarint(b, n, uint64(samples[i].Labels))
+	}
+	e.b = b[:n]
+	b, n = e.room(max32 * len(samples))
+	for i := range samples {
+		n = putUvarint(b, n, uint64(samples[i].Thread))
+	}
+	e.b = b[:n]
+	b, n = e.room(2 * len(samples))
+	for i := range samples {
+		b[n+i] = byte(samples[i].Type)
+	}
+	n += len(samples)
+	for i := range samples {
+		b[n+i] = byte(samples[i].State)
+	}
+	e.b = b[:n+len(samples)]
 }
 
 // UnmarshalBinary restores a profile written by MarshalBinary into p,
@@ -230,12 +234,39 @@ func (p *Profile) decodeColumns(d *decoder) error {
 		p.labelIndex[ls.key()] = LabelSetID(len(p.labelSets))
 		p.labelSets = append(p.labelSets, ls)
 	}
-	n = d.count(7)
-	if d.err != nil {
-		return d.err
+	p.Samples = d.samples()
+	if err := p.checkSamples(p.Samples); err != nil {
+		return err
 	}
-	p.Samples = make([]Sample, n)
-	samples := p.Samples
+	p.Labels = d.labels()
+	n = d.count(3)
+	for range n {
+		sr := Series{Name: d.str(), Unit: d.str(), Labels: d.labels()}
+		pts := d.count(9)
+		sr.Points = make([]Point, 0, pts)
+		var prev int64
+		for range pts {
+			prev += d.int()
+			sr.Points = append(sr.Points, Point{Time: prev, Value: math.Float64frombits(d.uint64())})
+		}
+		p.Series = append(p.Series, sr)
+	}
+	p.Start, p.End, p.Source = d.int(), d.int(), d.str()
+	n = d.count(1)
+	for range n {
+		p.Warnings = append(p.Warnings, d.str())
+	}
+	return d.err
+}
+
+// samples reads the sample columns encoder.samples wrote; checkSamples
+// then checks their ids against the tables.
+func (d *decoder) samples() []Sample {
+	n := d.count(7)
+	if d.err != nil {
+		return nil
+	}
+	samples := make([]Sample, n)
 	d.uints(n, func(i int, vs []uint64) {
 		for j, v := range vs {
 			samples[i+j].Stack = StackID(v)
@@ -263,39 +294,64 @@ func (p *Profile) decodeColumns(d *decoder) error {
 			samples[i+j].Thread = ThreadID(v)
 		}
 	})
-	for i := range p.Samples {
-		p.Samples[i].Type = TypeID(d.byte())
+	for i := range samples {
+		samples[i].Type = TypeID(d.byte())
 	}
-	for i := range p.Samples {
-		p.Samples[i].State = ThreadState(d.byte())
+	for i := range samples {
+		samples[i].State = ThreadState(d.byte())
 	}
 	if d.err != nil {
-		return d.err
+		return nil
 	}
-	for i, s := range p.Samples {
+	return samples
+}
+
+// checkSamples reports a sample whose ids are outside p's tables.
+func (p *Profile) checkSamples(samples []Sample) error {
+	for i, s := range samples {
 		if int(s.Stack) >= len(p.stacks) || int(s.Labels) >= len(p.labelSets) || int(s.Thread) >= len(p.Threads) || int(s.Type) >= len(p.Types) {
 			return fmt.Errorf("sample %d out of range", i)
 		}
 	}
-	p.Labels = d.labels()
-	n = d.count(3)
-	for range n {
-		sr := Series{Name: d.str(), Unit: d.str(), Labels: d.labels()}
-		pts := d.count(9)
-		sr.Points = make([]Point, 0, pts)
-		prev = 0
-		for range pts {
-			prev += d.int()
-			sr.Points = append(sr.Points, Point{Time: prev, Value: math.Float64frombits(d.uint64())})
-		}
-		p.Series = append(p.Series, sr)
+	return nil
+}
+
+// samplesMagic starts the encoding AppendSamples returns.
+const samplesMagic = "SPPS\x01"
+
+// AppendSamples appends samples in the stored column form, without the
+// tables their ids refer to, to b: samples stored apart from their
+// profile's tables, as a compacted block's time slices are. WithSamples
+// reads them back.
+func AppendSamples(b []byte, samples []Sample) []byte {
+	e := encoder{b: grow(b, len(samplesMagic)+len(samples)*12)}
+	e.b = append(e.b, samplesMagic...)
+	e.samples(samples)
+	return e.b
+}
+
+// WithSamples decodes samples AppendSamples wrote, whose ids refer to p's
+// tables, and returns a copy of p holding them in place of p's samples.
+// The copy shares p's tables: neither may be added to afterwards (see
+// OwnLabelSets).
+func (p *Profile) WithSamples(data []byte) (*Profile, error) {
+	if len(data) < len(samplesMagic) || string(data[:len(samplesMagic)]) != samplesMagic {
+		return nil, fmt.Errorf("decode samples: no %q at offset 0", samplesMagic)
 	}
-	p.Start, p.End, p.Source = d.int(), d.int(), d.str()
-	n = d.count(1)
-	for range n {
-		p.Warnings = append(p.Warnings, d.str())
+	d := decoder{b: data, off: len(samplesMagic)}
+	samples := d.samples()
+	if d.err != nil {
+		return nil, fmt.Errorf("decode samples at offset %d: %w", d.off, d.err)
 	}
-	return d.err
+	if d.off != len(data) {
+		return nil, fmt.Errorf("decode samples: %d bytes after the end at offset %d", len(data)-d.off, d.off)
+	}
+	if err := p.checkSamples(samples); err != nil {
+		return nil, fmt.Errorf("decode samples: %w", err)
+	}
+	cp := *p
+	cp.Samples = samples
+	return &cp, nil
 }
 
 // decoder reads the column format; the first error sticks and later reads

@@ -79,3 +79,38 @@ func TestWireTruncated(t *testing.T) {
 		}
 	}
 }
+
+// TestWithSamples stores samples apart from their tables and reads them
+// back into a copy of the tables; samples whose ids the tables lack, and
+// data cut short, are errors.
+func TestWithSamples(t *testing.T) {
+	p := synthetic(1, 200, 50)[0]
+	tables := *p
+	tables.Samples = nil
+	data := AppendSamples([]byte("prefix"), p.Samples[50:120])
+	q, err := tables.WithSamples(data[len("prefix"):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Samples) != 70 || tables.Samples != nil {
+		t.Fatalf("%d samples read, the tables hold %d", len(q.Samples), len(tables.Samples))
+	}
+	for i, s := range q.Samples {
+		if s != p.Samples[50+i] {
+			t.Fatalf("sample %d: %+v, want %+v", i, s, p.Samples[50+i])
+		}
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"cut short", data[len("prefix") : len(data)-3], "offset"},
+		{"not samples", []byte("SPPC\x01"), "no"},
+		{"ids past the tables", AppendSamples(nil, []Sample{{Stack: StackID(len(p.stacks))}}), "out of range"},
+	} {
+		if _, err := tables.WithSamples(c.data); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+}

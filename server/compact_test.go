@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -21,14 +22,23 @@ import (
 // the uploads are compacted into a block: whether a query is answered from
 // the block's rollup (whole range, no thread or task matcher) or from its
 // samples (part of the range, a task, a thread state), the flame graph is
-// the one the uploads gave.
+// the one the uploads gave. With one-minute blocks the minute of uploads
+// is cut into time slices of six seconds, and a range that cuts the block
+// reads the slices it covers from their rollups.
 func TestCompactionKeepsAnswers(t *testing.T) {
+	for _, span := range []time.Duration{0, time.Minute} {
+		t.Run(fmt.Sprintf("span=%v", span), func(t *testing.T) { testCompactionKeepsAnswers(t, span) })
+	}
+}
+
+func testCompactionKeepsAnswers(t *testing.T, span time.Duration) {
 	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	db, err := store.Open(dir, store.Options{})
+	opts := store.Options{Partition: span}
+	db, err := store.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +63,9 @@ func TestCompactionKeepsAnswers(t *testing.T) {
 		{"query": {`{spark_app_id="app-bench"}`}, "from": {sec(15)}, "until": {sec(42)}},
 		{"query": {`{spark_task_id="7"}`}, "type": {"wall"}},
 		{"query": {`{spark_app_id="app-bench"}`}, "type": {"wall"}, "state": {"SLEEPING"}},
+		{"query": {`{spark_executor_id="2"}`}, "type": {"wall"}, "state": {"SLEEPING"}, "from": {sec(15)}, "until": {sec(42)}},
+		{"query": {`{spark_stage_id="1"}`}, "type": {"wall"}, "from": {sec(7)}, "until": {sec(53)}},
+		{"query": {`{spark_app_id="app-bench"}`}, "type": {"wall"}, "from": {sec(17)}, "until": {sec(31)}},
 	}
 	// Other endpoints read the block's samples; their answers stay too.
 	others := []string{
@@ -62,6 +75,7 @@ func TestCompactionKeepsAnswers(t *testing.T) {
 		"/api/v1/labels",
 		"/api/v1/label-values?label=spark_stage_id",
 		"/api/v1/export?format=folded&query=" + url.QueryEscape(`{spark_stage_id="5"}`) + "&type=wall",
+		"/api/v1/series?by=spark_stage_id&step=1s&from=" + sec(20) + "&until=" + sec(33) + "&query=" + url.QueryEscape(`{spark_app_id="app-bench"}`) + "&type=wall",
 	}
 	get := func(path string) string {
 		w := httptest.NewRecorder()
@@ -97,8 +111,6 @@ func TestCompactionKeepsAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := answers()
-	// Compaction left the new block's rollup cached; its samples were
-	// read once.
 	metrics := func(want ...string) {
 		t.Helper()
 		m := get("/metrics")
@@ -108,15 +120,22 @@ func TestCompactionKeepsAnswers(t *testing.T) {
 			}
 		}
 	}
+	// Compaction left the new block's rollup cached. The queries read its
+	// samples once; those whose range cuts the block read the tables of
+	// its samples and the time slices they need (a slice's samples when
+	// they cut it, its rollup when they cover it and can use one): with
+	// ten-minute blocks the one slice of the first minute, with one-minute
+	// blocks eleven parts of its ten six-second slices.
+	misses := map[time.Duration][2]int{0: {3, 4}, time.Minute: {14, 15}}[span]
 	metrics("sparkprof_store_head_uploads 0", "sparkprof_store_blocks 1", "sparkprof_store_block_uploads 18",
-		"sparkprof_store_compactions_total 1", "sparkprof_store_compaction_errors_total 0", "sparkprof_store_cache_misses_total 1")
+		"sparkprof_store_compactions_total 1", "sparkprof_store_compaction_errors_total 0", fmt.Sprint("sparkprof_store_cache_misses_total ", misses[0]))
 	if m := get("/metrics"); !regexp.MustCompile(`\nsparkprof_store_compaction_seconds_total [0-9.e-]+\n`).MatchString(m) || strings.Contains(m, "compaction_seconds_total 0\n") {
 		t.Errorf("metrics lack the time compaction took:\n%s", m)
 	}
 	// After a restart the block is read from disk: its rollup and samples
 	// once each (label queries answer from the block's meta).
 	db.Close()
-	if db, err = store.Open(dir, store.Options{}); err != nil {
+	if db, err = store.Open(dir, opts); err != nil {
 		t.Fatal(err)
 	}
 	handler = New(Config{Store: db, Logger: logger})
@@ -137,7 +156,7 @@ func TestCompactionKeepsAnswers(t *testing.T) {
 		t.Errorf("labels from=yesterday: %d %s", w.Code, w.Body)
 	}
 	reopened := answers()
-	metrics("sparkprof_store_blocks 1", "sparkprof_store_cache_misses_total 2")
+	metrics("sparkprof_store_blocks 1", fmt.Sprint("sparkprof_store_cache_misses_total ", misses[1]))
 	for i := range before {
 		what := func() string {
 			if i < len(queries) {

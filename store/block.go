@@ -31,11 +31,15 @@ import (
 // Only the meta stays in memory; the rollup and the samples are read when
 // a query needs them, through the store's cache.
 type block struct {
-	path  string
-	size  int64 // of the file
-	meta  blockMeta
-	parts [numParts]part
-	up    *Upload // what Select hands out; its profiles load on demand
+	path   string
+	size   int64 // of the file
+	meta   blockMeta
+	parts  [numParts]part
+	slices []slicePart // where meta.Slices are in the file
+	up     *Upload     // what Select hands out; its profiles load on demand
+	// sliceUps stand for the slices: Select hands them out instead of up
+	// to a query whose range cuts the block.
+	sliceUps []*Upload
 }
 
 // The parts of a block file after the meta. Blocks written before the
@@ -51,6 +55,26 @@ const (
 type part struct {
 	off, size int64
 	sum       uint32
+}
+
+// slicePart is where a time slice's parts are in a block file.
+type slicePart struct{ rollup, samples part }
+
+// sliceMeta describes a time slice of a block's samples (see
+// blockMeta.Slices).
+type sliceMeta struct {
+	// First and Last bound the slice's sample times; both are 0 for the
+	// slice of samples without a time.
+	First, Last int64
+	// From and Until bound the time the slice stands for, zero where it
+	// is open: the timed slices together stand for all time, so that each
+	// of the block's metric points is in one (LoadSeries). The slice of
+	// untimed samples stands for none.
+	From, Until int64 `json:",omitempty"`
+	// The sizes and CRC-32C checksums of the slice's rollup and samples
+	// parts, which follow each other in the file.
+	RollupSize, SamplesSize int64
+	RollupSum, SamplesSum   uint32
 }
 
 // blockMeta describes a block; it is written at the head of the file.
@@ -75,7 +99,23 @@ type blockMeta struct {
 	// that label queries need not read the samples; a label with more than
 	// maxMetaValues values (task ids, say) has none listed (null).
 	SampleLabels map[string][]string `json:",omitempty"`
+	// Slices divide the samples of a block written since blocks were
+	// sliced (blockMagic2) by time: each slice's samples, and their
+	// rollup, are parts of their own after the series part, in the order
+	// listed, and the samples part holds only the tables they refer to.
+	// A query whose range cuts the block then reads the slices it covers
+	// whole from their rollups, and the samples of at most the two it
+	// cuts, instead of every sample of the block.
+	Slices []sliceMeta `json:",omitempty"`
 }
+
+// slicesPerBlock is how many time slices a block's span is cut into.
+const slicesPerBlock = 10
+
+// minSlicedSamples is the fewest samples a block has for them to be
+// sliced: a small block is read whole in a few milliseconds, and each
+// slice costs a rollup of its own.
+var minSlicedSamples = 1 << 14
 
 // maxMetaValues bounds the values of one label a block meta lists.
 const maxMetaValues = 64
@@ -110,7 +150,12 @@ func sampleLabels(p *profile.Profile) map[string][]string {
 }
 
 // blockMagic starts a block file; the digit is the format version.
-const blockMagic = "SPBLOCK1"
+// blockMagic2 starts one with time slices (blockMeta.Slices), which a
+// build that cannot read them refuses instead of reading the tables alone.
+const (
+	blockMagic  = "SPBLOCK1"
+	blockMagic2 = "SPBLOCK2"
+)
 
 // contains reports whether upload id is in the block.
 func (m *blockMeta) contains(id uint64) bool {
@@ -245,20 +290,31 @@ func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profi
 
 // writeBlock writes a block file atomically (a temporary file, fsynced,
 // renamed into place, the directory fsynced) and returns the block, whose
-// rollup and samples stay on disk, and the rollup.
-func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encoder) (*block, *profile.Profile, error) {
-	// JSON rather than gob: gob may allocate without bound on damaged
-	// input, and the meta is small.
-	mj, err := json.Marshal(&meta)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode block meta: %w", err)
-	}
+// rollup and samples stay on disk, and the rollup. A block of at least
+// minSlicedSamples samples is cut into time slices of its partition's
+// span (the block span), each with a rollup of its own.
+func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encoder, span int64) (*block, *profile.Profile, error) {
 	roll := rollup(p)
 	rb, err := roll.MarshalBinary()
 	if err != nil {
 		return nil, nil, err
 	}
-	pb, err := p.MarshalBinary()
+	samples := p
+	var sliced [][]byte // each slice's rollup and samples, compressed
+	if len(p.Samples) >= minSlicedSamples && span > 0 && meta.FirstSample != 0 {
+		tables := *p
+		tables.Samples = nil
+		samples = &tables
+		for _, sl := range timeSlices(p, roll, meta.Partition, span/slicesPerBlock) {
+			r := enc.EncodeAll(profile.AppendSamples(nil, sl.rollup), nil)
+			s := enc.EncodeAll(profile.AppendSamples(nil, sl.samples), nil)
+			meta.Slices = append(meta.Slices, sliceMeta{First: sl.first, Last: sl.last, From: sl.from, Until: sl.until,
+				RollupSize: int64(len(r)), RollupSum: crc32.Checksum(r, castagnoli),
+				SamplesSize: int64(len(s)), SamplesSum: crc32.Checksum(s, castagnoli)})
+			sliced = append(sliced, r, s)
+		}
+	}
+	pb, err := samples.MarshalBinary()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -268,22 +324,36 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 	if err != nil {
 		return nil, nil, err
 	}
+	// JSON rather than gob: gob may allocate without bound on damaged
+	// input, and the meta is small.
+	mj, err := json.Marshal(&meta)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode block meta: %w", err)
+	}
 	b := &block{path: path, meta: meta}
 	var buf bytes.Buffer
-	buf.WriteString(blockMagic)
+	if sliced != nil {
+		buf.WriteString(blockMagic2)
+	} else {
+		buf.WriteString(blockMagic)
+	}
 	var n [4]byte
-	for i, data := range [][]byte{mj, enc.EncodeAll(rb, nil), enc.EncodeAll(pb, nil), enc.EncodeAll(sb, nil)} {
+	parts := append([][]byte{mj, enc.EncodeAll(rb, nil), enc.EncodeAll(pb, nil), enc.EncodeAll(sb, nil)}, sliced...)
+	for i, data := range parts {
 		binary.LittleEndian.PutUint32(n[:], uint32(len(data)))
 		buf.Write(n[:])
 		sum := crc32.Checksum(data, castagnoli)
 		binary.LittleEndian.PutUint32(n[:], sum)
 		buf.Write(n[:])
-		if i > 0 {
+		if i > 0 && i <= numParts {
 			b.parts[i-1] = part{off: int64(buf.Len()), size: int64(len(data)), sum: sum}
 		}
 		buf.Write(data)
 	}
 	b.size = int64(buf.Len())
+	if err := b.locateSlices(b.parts[partSeries].off + b.parts[partSeries].size); err != nil {
+		return nil, nil, err
+	}
 	tmp := path + ".tmp"
 	if err := writeSynced(tmp, buf.Bytes()); err != nil {
 		return nil, nil, err
@@ -296,6 +366,99 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 	}
 	b.newUpload()
 	return b, roll, nil
+}
+
+// timeSlice is the samples of a block within one time slice, and their
+// rollup in the block rollup's tables.
+type timeSlice struct {
+	first, last     int64
+	from, until     int64 // as in sliceMeta
+	samples, rollup []profile.Sample
+}
+
+// timeSlices divides p's samples into slices of width ns from partition
+// (samples before it in the first, after its last slice in the last) and
+// one of the samples without a time, keeping their order within each;
+// each timed slice stands for the time from its start to the next one's
+// (the first from the beginning, the last to the end). Each slice's rollup
+// refers to roll's tables: roll, the rollup of all of p, holds every label
+// set a slice's rollup has.
+func timeSlices(p, roll *profile.Profile, partition, width int64) []timeSlice {
+	width = max(width, 1)
+	const untimed = slicesPerBlock
+	index := func(t int64) int {
+		if t == 0 {
+			return untimed
+		}
+		return int(min(max((t-partition)/width, 0), slicesPerBlock-1))
+	}
+	var start [slicesPerBlock + 2]int
+	for _, s := range p.Samples {
+		start[index(s.Time)+1]++
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	ordered := make([]profile.Sample, len(p.Samples))
+	next := start
+	for _, s := range p.Samples {
+		i := index(s.Time)
+		ordered[next[i]] = s
+		next[i]++
+	}
+	var out []timeSlice
+	for i := range slicesPerBlock + 1 {
+		samples := ordered[start[i]:start[i+1]]
+		if len(samples) == 0 {
+			continue
+		}
+		view := *p
+		view.Samples = samples
+		r := rollup(&view)
+		ids := make([]profile.LabelSetID, r.NumLabelSets())
+		for id := range ids {
+			ids[id] = roll.AddLabels(r.LabelSet(profile.LabelSetID(id)))
+		}
+		for j := range r.Samples {
+			r.Samples[j].Labels = ids[r.Samples[j].Labels]
+		}
+		sl := timeSlice{samples: samples, rollup: r.Samples}
+		if i != untimed {
+			sl.first, sl.last = sampleSpan(&view)
+			if len(out) > 0 {
+				sl.from = partition + int64(i)*width
+				out[len(out)-1].until = sl.from
+			}
+		}
+		out = append(out, sl)
+	}
+	return out
+}
+
+// locateSlices finds where the parts of b's time slices are, from their
+// sizes in the meta: one after the other from off, each after a length
+// and a checksum, to the end of the file.
+func (b *block) locateSlices(off int64) error {
+	b.slices = nil
+	for i, sm := range b.meta.Slices {
+		var sp slicePart
+		for _, pt := range []*part{&sp.rollup, &sp.samples} {
+			size, sum := sm.RollupSize, sm.RollupSum
+			if pt == &sp.samples {
+				size, sum = sm.SamplesSize, sm.SamplesSum
+			}
+			if size < 0 || size > b.size-off-8 {
+				return fmt.Errorf("%s: time slice %d's part at offset %d is %d bytes, the file has %d left", b.path, i, off+8, size, b.size-off-8)
+			}
+			*pt = part{off: off + 8, size: size, sum: sum}
+			off += 8 + size
+		}
+		b.slices = append(b.slices, sp)
+	}
+	if off != b.size {
+		return fmt.Errorf("%s: %d bytes after the last part at offset %d; the file is damaged: move it away to start without it", b.path, b.size-off, off)
+	}
+	return nil
 }
 
 // writeSynced writes data to a new file and fsyncs it.
@@ -333,8 +496,8 @@ func readBlock(path string) (*block, error) {
 // openBlock reads the meta of block file path, of size bytes, from r.
 func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
 	head := make([]byte, len(blockMagic))
-	if _, err := r.ReadAt(head, 0); err != nil || string(head) != blockMagic {
-		return nil, fmt.Errorf("%s: not a sparkprof block (no %q at offset 0)", path, blockMagic)
+	if _, err := r.ReadAt(head, 0); err != nil || (string(head) != blockMagic && string(head) != blockMagic2) {
+		return nil, fmt.Errorf("%s: not a sparkprof block (no %q or %q at offset 0)", path, blockMagic, blockMagic2)
 	}
 	b := &block{path: path, size: size}
 	off := int64(len(blockMagic))
@@ -365,37 +528,71 @@ func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
 	if err := json.Unmarshal(mj, &b.meta); err != nil {
 		return nil, fmt.Errorf("%s: block meta: %w", path, err)
 	}
+	if (string(head) == blockMagic2) != (len(b.meta.Slices) > 0) {
+		return nil, fmt.Errorf("%s: block meta lists %d time slices under %q", path, len(b.meta.Slices), head)
+	}
+	if len(b.meta.Slices) > 0 {
+		if err := b.locateSlices(off); err != nil {
+			return nil, err
+		}
+	}
 	b.newUpload()
 	return b, nil
 }
 
-// newUpload makes the Upload that stands for b in queries.
+// newUpload makes the Uploads that stand for b and its time slices in
+// queries.
 func (b *block) newUpload() {
 	m := &b.meta
 	b.up = &Upload{
 		ID: m.maxID(), Received: m.Received, From: m.From, Until: m.Until, Agent: "compacted", Bytes: m.Bytes,
 		Sources: m.Sources, Uploads: m.Uploads, FirstSample: m.FirstSample, LastSample: m.LastSample,
 	}
-	if m.SampleLabels == nil {
-		return // written before metas listed sample labels: Values stays nil
-	}
-	vals := make(map[string][]string, len(m.SampleLabels)+len(m.Values))
-	for name, vs := range m.Values {
-		vals[name] = vs
-	}
-	for name, vs := range m.SampleLabels {
-		switch old, ok := vals[name]; {
-		case !ok:
+	if m.SampleLabels != nil { // else written before metas listed sample labels: Values stays nil
+		vals := make(map[string][]string, len(m.SampleLabels)+len(m.Values))
+		for name, vs := range m.Values {
 			vals[name] = vs
-		case vs == nil:
-			vals[name] = nil // too many to list
-		default:
-			u := slices.Concat(old, vs)
-			slices.Sort(u)
-			vals[name] = slices.Compact(u)
 		}
+		for name, vs := range m.SampleLabels {
+			switch old, ok := vals[name]; {
+			case !ok:
+				vals[name] = vs
+			case vs == nil:
+				vals[name] = nil // too many to list
+			default:
+				u := slices.Concat(old, vs)
+				slices.Sort(u)
+				vals[name] = slices.Compact(u)
+			}
+		}
+		b.up.Values = vals
 	}
-	b.up.Values = vals
+	b.sliceUps = nil
+	for _, sm := range m.Slices {
+		u := *b.up
+		u.Bytes = 0 // the block's
+		u.FirstSample, u.LastSample = sm.First, sm.Last
+		if sm.First != 0 {
+			u.From, u.Until = min(m.From, sm.First), max(m.Until, sm.Last)
+			if sm.From != 0 {
+				u.From = sm.From
+			}
+			if sm.Until != 0 {
+				u.Until = sm.Until - 1 // Until is inclusive in Query.Matches
+			}
+		}
+		b.sliceUps = append(b.sliceUps, &u)
+	}
+}
+
+// uploads returns the Uploads that stand for b in a query over q's range:
+// b's when the range covers its samples, else its time slices' (Select
+// leaves out those outside the range).
+func (b *block) uploads(q Query) []*Upload {
+	if len(b.sliceUps) == 0 || ((q.From == 0 || q.From <= b.meta.FirstSample) && (q.Until == 0 || q.Until > b.meta.LastSample)) {
+		return []*Upload{b.up}
+	}
+	return b.sliceUps
 }
 
 // readPart reads a part of block file path and checks its checksum.
@@ -410,15 +607,26 @@ func readPart(path string, r io.ReaderAt, pt part) ([]byte, error) {
 	return data, nil
 }
 
-// decodePart decodes a block's rollup or samples from r.
-func (b *block) decodePart(r io.ReaderAt, which int, dec *zstd.Decoder) (*profile.Profile, error) {
-	data, err := readPart(b.path, r, b.parts[which])
+// decompress reads part pt of b's file from r, checks it and decompresses
+// it.
+func (b *block) decompress(r io.ReaderAt, pt part, dec *zstd.Decoder) ([]byte, error) {
+	data, err := readPart(b.path, r, pt)
 	if err != nil {
 		return nil, err
 	}
 	raw, err := dec.DecodeAll(data, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: part at offset %d: %w", b.path, b.parts[which].off, err)
+		return nil, fmt.Errorf("%s: part at offset %d: %w", b.path, pt.off, err)
+	}
+	return raw, nil
+}
+
+// decodePart decodes a block's rollup, samples or series from r as
+// stored: a sliced block's samples part holds only their tables.
+func (b *block) decodePart(r io.ReaderAt, which int, dec *zstd.Decoder) (*profile.Profile, error) {
+	raw, err := b.decompress(r, b.parts[which], dec)
+	if err != nil {
+		return nil, err
 	}
 	p := new(profile.Profile)
 	if err := p.UnmarshalBinary(raw); err != nil {
@@ -427,24 +635,73 @@ func (b *block) decodePart(r io.ReaderAt, which int, dec *zstd.Decoder) (*profil
 	return p, nil
 }
 
+// decodeSlice decodes time slice i's rollup or samples (which) from r into
+// a copy of tables, the block's rollup or the tables of its samples.
+func (b *block) decodeSlice(r io.ReaderAt, i, which int, tables *profile.Profile, dec *zstd.Decoder) (*profile.Profile, error) {
+	pt := b.slices[i].samples
+	if which == partRollup {
+		pt = b.slices[i].rollup
+	}
+	raw, err := b.decompress(r, pt, dec)
+	if err != nil {
+		return nil, err
+	}
+	p, err := tables.WithSamples(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: time slice %d at offset %d: %w", b.path, i, pt.off, err)
+	}
+	return p, nil
+}
+
+// decode decodes a block's rollup, samples or series from r: a sliced
+// block's samples are those of all its slices.
+func (b *block) decode(r io.ReaderAt, which int, dec *zstd.Decoder) (*profile.Profile, error) {
+	p, err := b.decodePart(r, which, dec)
+	if err != nil || which != partSamples || len(b.slices) == 0 {
+		return p, err
+	}
+	var all []profile.Sample
+	for i := range b.slices {
+		sp, err := b.decodeSlice(r, i, partSamples, p, dec)
+		if err != nil {
+			return nil, err
+		}
+		if all == nil {
+			all = make([]profile.Sample, 0, len(sp.Samples)*len(b.slices))
+		}
+		all = append(all, sp.Samples...)
+	}
+	p.Samples = slices.Clip(all)
+	return p, nil
+}
+
 // has reports whether b's file has the part: blocks written before the
 // series part have none, and their samples hold the series.
 func (b *block) has(part int) bool { return b.parts[part].off != 0 }
 
-// load reads a block's rollup, samples or series from its file.
+// load reads a block's rollup, samples or series from its file (decode).
 func (b *block) load(which int, dec *zstd.Decoder) (*profile.Profile, error) {
+	var p *profile.Profile
+	err := b.withFile(func(f *os.File) (err error) {
+		p, err = b.decode(f, which, dec)
+		return err
+	})
+	return p, err
+}
 
+// withFile calls fn with b's file open.
+func (b *block) withFile(fn func(*os.File) error) error {
 	f, err := os.Open(b.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A compaction or retention removed the block after the query
 		// selected it.
-		return nil, fmt.Errorf("%w: compaction or retention removed block %s while the query ran; run it again", err, filepath.Base(b.path))
+		return fmt.Errorf("%w: compaction or retention removed block %s while the query ran; run it again", err, filepath.Base(b.path))
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	return b.decodePart(f, which, dec)
+	return fn(f)
 }
 
 // RollupDropped are the labels a block's rollup does not keep: those with

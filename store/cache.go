@@ -23,7 +23,13 @@ type cache struct {
 type cacheKey struct {
 	path string
 	part int
+	// slice is a time slice's index + 1 for its rollup or samples, 0 for
+	// the block's part, tablesOnly for the tables of a sliced block's
+	// samples (the part as stored).
+	slice int
 }
+
+const tablesOnly = -1
 
 type cacheEntry struct {
 	key   cacheKey
@@ -56,7 +62,7 @@ func (c *cache) get(k cacheKey, load func() (*profile.Profile, error)) (*profile
 
 	e.p, e.err = load()
 	if e.err == nil {
-		e.size = e.p.MemSize()
+		e.size = k.sizeOf(e.p)
 	}
 	close(e.ready)
 
@@ -77,7 +83,7 @@ func (c *cache) get(k cacheKey, load func() (*profile.Profile, error)) (*profile
 
 // put adds part k, read or made elsewhere (a block just written).
 func (c *cache) put(k cacheKey, p *profile.Profile) {
-	e := &cacheEntry{key: k, ready: make(chan struct{}), p: p, size: p.MemSize()}
+	e := &cacheEntry{key: k, ready: make(chan struct{}), p: p, size: k.sizeOf(p)}
 	close(e.ready)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -109,12 +115,21 @@ func (c *cache) remove(el *list.Element) {
 	delete(c.byKey, e.key)
 }
 
+// sizeOf estimates the memory of part p: a time slice's shares the
+// tables of another part and holds only its samples.
+func (k cacheKey) sizeOf(p *profile.Profile) int64 {
+	if k.slice > 0 {
+		return int64(cap(p.Samples)) * sampleBytes
+	}
+	return p.MemSize()
+}
+
 // forget drops the parts of a block file that no longer exists.
 func (c *cache) forget(path string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for part := range numParts {
-		if el, ok := c.byKey[cacheKey{path, part}]; ok {
+	for k, el := range c.byKey {
+		if k.path == path {
 			c.remove(el)
 		}
 	}

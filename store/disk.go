@@ -631,14 +631,78 @@ func (t *tenant) pruneSegments(log *slog.Logger) {
 	t.segs = keep
 }
 
-// attach makes block b's upload read its parts through the cache.
+// attach makes block b's uploads read their parts through the cache.
 func (db *DB) attach(b *block) {
 	b.up.load = func(part int) (*profile.Profile, error) {
 		if !b.has(part) {
 			part = partSamples
 		}
-		return db.cache.get(cacheKey{b.path, part}, func() (*profile.Profile, error) { return b.load(part, db.dec) })
+		return db.cache.get(cacheKey{path: b.path, part: part}, func() (*profile.Profile, error) { return b.load(part, db.dec) })
 	}
+	for i, u := range b.sliceUps {
+		u.load = func(part int) (*profile.Profile, error) { return db.loadSlice(b, i, part) }
+	}
+}
+
+// loadSlice reads part of block b's time slice i through the cache: its
+// rollup or samples, or the block's metric points in the time the slice
+// stands for.
+func (db *DB) loadSlice(b *block, i, part int) (*profile.Profile, error) {
+	if part == partSeries {
+		all, err := b.up.load(partSeries)
+		if err != nil {
+			return nil, err
+		}
+		return sliceSeries(all, b.meta.Slices[i]), nil
+	}
+	var tables *profile.Profile
+	var err error
+	if part == partRollup {
+		tables, err = b.up.load(partRollup) // the block's rollup: most queries read it anyway
+	} else {
+		k := cacheKey{path: b.path, part: partSamples, slice: tablesOnly}
+		tables, err = db.cache.get(k, func() (*profile.Profile, error) {
+			var p *profile.Profile
+			err := b.withFile(func(f *os.File) (err error) {
+				p, err = b.decodePart(f, partSamples, db.dec)
+				return err
+			})
+			return p, err
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return db.cache.get(cacheKey{path: b.path, part: part, slice: i + 1}, func() (*profile.Profile, error) {
+		var p *profile.Profile
+		err := b.withFile(func(f *os.File) (err error) {
+			p, err = b.decodeSlice(f, i, part, tables, db.dec)
+			return err
+		})
+		return p, err
+	})
+}
+
+// sliceSeries returns a profile holding the points of p's series in the
+// time slice sm stands for.
+func sliceSeries(p *profile.Profile, sm sliceMeta) *profile.Profile {
+	out := profile.New()
+	if sm.First == 0 {
+		return out // the untimed samples' slice stands for no time
+	}
+	for _, sr := range p.Series {
+		var pts []profile.Point
+		for _, pt := range sr.Points {
+			if (sm.From == 0 || pt.Time >= sm.From) && (sm.Until == 0 || pt.Time < sm.Until) {
+				pts = append(pts, pt)
+			}
+		}
+		if len(pts) > 0 {
+			sr.Points = pts
+			out.Series = append(out.Series, sr)
+		}
+	}
+	return out
 }
 
 // Select implements Store. Blocks come first (they hold older
@@ -654,7 +718,7 @@ func (db *DB) Select(name string, q Query, fn func(*Upload) error) error {
 	if t != nil {
 		for _, b := range t.blocks {
 			if b.mayMatch(q) {
-				ups = append(ups, b.up)
+				ups = append(ups, b.uploads(q)...)
 			}
 		}
 		ups = append(ups, t.uploads...)
@@ -963,7 +1027,7 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 	t.nextBlock++
 	db.mu.Unlock()
 	path := filepath.Join(t.dir, blockName(p, seq))
-	b, roll, err := writeBlock(path, meta, prof, db.blockEnc)
+	b, roll, err := writeBlock(path, meta, prof, db.blockEnc, int64(db.opts.Partition))
 	if err != nil {
 		os.Remove(path + ".tmp")
 		return fmt.Errorf("write block: %w", err)
@@ -975,7 +1039,7 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 	// to be merged with its partition's others, does not: under a steady
 	// stream of uploads those would fill the cache.
 	if !early {
-		db.cache.put(cacheKey{path, partRollup}, roll)
+		db.cache.put(cacheKey{path: path, part: partRollup}, roll)
 	}
 
 	db.mu.Lock()

@@ -11,14 +11,47 @@ import (
 )
 
 // FuzzDecodeBlock feeds damaged block files to the block reader, meta and
-// parts: each is an error or a block, never a panic.
+// parts, time slices included: each is an error or a block, never a panic.
+// The seeds are a block of one upload, whole and sliced, and their halves.
 func FuzzDecodeBlock(f *testing.F) {
+	for _, sliced := range []int{minSlicedSamples, 1} {
+		data := seedBlock(f, sliced)
+		f.Add(data)
+		f.Add(data[:len(data)/2])
+	}
+	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(8<<20), zstd.WithDecoderLowmem(true))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bytes.NewReader(data)
+		b, err := openBlock("fuzz.block", r, int64(len(data)))
+		if err != nil {
+			return
+		}
+		for part := range numParts {
+			b.decode(r, part, dec)
+		}
+		for i := range b.slices {
+			for _, part := range []int{partRollup, partSamples} {
+				if tables, err := b.decodePart(r, part, dec); err == nil {
+					b.decodeSlice(r, i, part, tables, dec)
+				}
+			}
+		}
+	})
+}
+
+// seedBlock returns the file of a block of one upload, sliced when it has
+// at least minSliced samples.
+func seedBlock(f *testing.F, minSliced int) []byte {
+	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
+	minSlicedSamples = minSliced
 	dir := f.TempDir()
 	db, err := Open(dir, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
-	db.Append("t", upload(f, "1"))
+	u := upload(f, "1")
+	u.From, u.Until = u.Profile.Start, u.Profile.End
+	db.Append("t", u)
 	db.Compact()
 	db.Close()
 	blocks, _ := filepath.Glob(filepath.Join(dir, "*", "*.block"))
@@ -29,19 +62,7 @@ func FuzzDecodeBlock(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(data)
-	f.Add(data[:len(data)/2])
-	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(8<<20), zstd.WithDecoderLowmem(true))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r := bytes.NewReader(data)
-		b, err := openBlock("fuzz.block", r, int64(len(data)))
-		if err != nil {
-			return
-		}
-		for part := range numParts {
-			b.decodePart(r, part, dec)
-		}
-	})
+	return data
 }
 
 // FuzzDecodeRecord feeds damaged log records to the record decoder (the

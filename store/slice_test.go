@@ -1,0 +1,248 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// TestTimeSlices compacts a minute of uploads into a block cut into ten
+// slices of six seconds: a range that covers the block reads the block,
+// one that cuts it reads only the slices it overlaps, and either way the
+// samples in range, their rollups and the metric points are those of the
+// uploads, before and after a restart. A damaged slice is an error that
+// names the file.
+func TestTimeSlices(t *testing.T) {
+	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
+	minSlicedSamples = 1
+	dir := t.TempDir()
+	opts := Options{Partition: time.Minute}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	sec := func(s int) int64 { return start + int64(s)*int64(time.Second) }
+	var all []profile.Sample // the uploads' samples, with their upload's window
+	var heap []profile.Point // the uploads' metric points
+	for w := range 6 {
+		for _, exec := range []string{"1", "2", "untimed"} {
+			u := upload(t, exec)
+			p := u.Profile
+			p.Start, p.End = sec(10*w), sec(10*w+10)
+			if exec == "untimed" {
+				// Samples without a time stand for their upload's window,
+				// here the block's.
+				p.Start, p.End = sec(0), sec(60)
+			}
+			u.From, u.Until = p.Start, p.End
+			p.Series = nil
+			for i := range p.Samples {
+				// Whole seconds, as compacted samples keep them.
+				p.Samples[i].Time = sec(10*w + i%10)
+				if exec == "untimed" {
+					p.Samples[i].Time = 0
+				}
+			}
+			if exec == "1" {
+				pt := profile.Point{Time: sec(10*w) + 7e8, Value: float64(w)}
+				p.Series = []profile.Series{{Name: "jvm.heap.used", Unit: "bytes", Points: []profile.Point{pt}}}
+				heap = append(heap, pt)
+			}
+			all = append(all, p.Samples...)
+			if err := db.Append("t", u); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ranges := [][2]int64{{0, 0}, {sec(0), sec(60)}, {sec(15), sec(42)}, {sec(17), sec(31)}, {sec(30), sec(36)},
+		{sec(59), 0}, {0, sec(6)}, {sec(-30), sec(-1)}, {sec(61), sec(70)}}
+	type answer struct {
+		uploads       int
+		total, rolled int64
+		points        int
+	}
+	answers := func(db *DB) []answer {
+		t.Helper()
+		var out []answer
+		for _, r := range ranges {
+			var a answer
+			f := profile.Filter{From: r[0], Until: r[1]}
+			err := db.Select("t", Query{From: r[0], Until: r[1]}, func(u *Upload) error {
+				a.uploads++
+				p, err := u.Load()
+				if err != nil {
+					return err
+				}
+				keep := f.Selector(p)
+				for i := range p.Samples {
+					if keep(&p.Samples[i]) {
+						a.total += p.Samples[i].Value
+					}
+				}
+				// A rollup stands for the samples when the range covers
+				// them (as the server's rollupMayServe decides).
+				lo, hi := u.SampleSpan()
+				if u.HasRollup() && lo != 0 && (r[0] == 0 || r[0] <= lo) && (r[1] == 0 || r[1] > hi) {
+					roll, err := u.LoadRollup()
+					if err != nil {
+						return err
+					}
+					for _, s := range roll.Samples {
+						a.rolled += s.Value
+					}
+				} else {
+					for i := range p.Samples {
+						if keep(&p.Samples[i]) {
+							a.rolled += p.Samples[i].Value
+						}
+					}
+				}
+				series, err := u.LoadSeries()
+				for _, sr := range series {
+					for _, pt := range sr.Points {
+						if (r[0] == 0 || pt.Time >= r[0]) && (r[1] == 0 || pt.Time < r[1]) {
+							a.points++
+						}
+					}
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, a)
+		}
+		return out
+	}
+	want := func(r [2]int64) (total int64, points int) {
+		overlaps := (r[0] == 0 || r[0] < sec(60)) && (r[1] == 0 || r[1] > sec(0))
+		for _, s := range all {
+			in := (r[0] == 0 || s.Time >= r[0]) && (r[1] == 0 || s.Time < r[1])
+			if (s.Time == 0 && overlaps) || (s.Time != 0 && in) {
+				total += s.Value
+			}
+		}
+		for _, pt := range heap {
+			if (r[0] == 0 || pt.Time >= r[0]) && (r[1] == 0 || pt.Time < r[1]) {
+				points++
+			}
+		}
+		return total, points
+	}
+	check := func(db *DB, when string, wantUploads []int) {
+		t.Helper()
+		for i, a := range answers(db) {
+			r := ranges[i]
+			total, points := want(r)
+			if a.total != total || a.rolled != total || a.points != points {
+				t.Errorf("%s, %v–%v s: samples %d, rollups where they serve %d, metric points %d; want %d, %d", when,
+					(r[0]-start)/1e9, (r[1]-start)/1e9, a.total, a.rolled, a.points, total, points)
+			}
+			if wantUploads != nil && a.uploads != wantUploads[i] {
+				t.Errorf("%s, %v–%v s: %d uploads selected, want %d", when, (r[0]-start)/1e9, (r[1]-start)/1e9, a.uploads, wantUploads[i])
+			}
+		}
+	}
+	check(db, "head", nil)
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	blocks := files(t, dir, "*.block")
+	if len(blocks) != 1 {
+		t.Fatalf("blocks: %v", blocks)
+	}
+	b, err := readBlock(blocks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.meta.Slices) != 11 {
+		t.Fatalf("%d time slices, want ten of six seconds and the untimed samples'", len(b.meta.Slices))
+	}
+	// The block when the range covers it; else the slices the range
+	// overlaps, and the untimed samples' when it overlaps the block.
+	selected := []int{1, 1, 6, 5, 2, 2, 2, 0, 0}
+	check(db, "block", selected)
+	db.Close()
+	if db, err = Open(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	check(db, "block after a restart", selected)
+	db.Close()
+
+	// A damaged slice fails the queries that read it, naming the file,
+	// and no other.
+	data, err := os.ReadFile(blocks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[b.slices[3].samples.off+1] ^= 0xff
+	if err := os.WriteFile(blocks[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	load := func(from, until int) error {
+		return db.Select("t", Query{From: sec(from), Until: sec(until)}, func(u *Upload) error {
+			_, err := u.Load()
+			return err
+		})
+	}
+	if err := load(19, 23); err == nil || !strings.Contains(err.Error(), filepath.Base(blocks[0])) || !strings.Contains(err.Error(), "checksum") {
+		t.Errorf("a range in the damaged slice: %v", err)
+	}
+	if err := load(31, 35); err != nil {
+		t.Errorf("a range in another slice: %v", err)
+	}
+}
+
+// TestSlicedBlockOpen checks a block file's slices against its size: a
+// file cut short, or longer than its parts, is refused at open with its
+// name, never read past its end.
+func TestSlicedBlockOpen(t *testing.T) {
+	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
+	minSlicedSamples = 1
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := upload(t, "1")
+	u.From, u.Until = u.Profile.Start, u.Profile.End
+	db.Append("t", u)
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	blk := files(t, dir, "*.block")[0]
+	data, err := os.ReadFile(blk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data[:len(blockMagic2)]) != blockMagic2 {
+		t.Fatalf("block starts %q, want %q", data[:len(blockMagic2)], blockMagic2)
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"cut short", data[:len(data)-5], "time slice"},
+		{"longer", append(data[:len(data):len(data)], 0, 0, 0), "bytes after the last part"},
+		{"unsliced magic", append([]byte(blockMagic), data[len(blockMagic):]...), "time slices under"},
+	} {
+		if err := os.WriteFile(blk, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := readBlock(blk)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), filepath.Base(blk)) {
+			t.Errorf("%s: %v, want an error naming the file and %q", c.name, err, c.want)
+		}
+	}
+}

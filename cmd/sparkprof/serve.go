@@ -42,7 +42,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	data := fs.String("data", defaultDataDir(), "directory of the embedded store")
 	retention := fs.String("retention", "30d", "drop data older than this (e.g. 72h, 30d; 0 keeps all)")
 	cacheMB := fs.Int64("block-cache-mb", 512, "memory (MiB, estimated) that keeps compacted blocks read from disk for later queries")
-	blockSpan := fs.Duration("block-span", 10*time.Minute, "time span of a compacted block: shorter ones answer a range that cuts one faster (5m: 2.2x) for more disk (5m: about a fifth more)")
+	blockSpan := fs.Duration("block-span", 10*time.Minute, "time span of a compacted block, read in ten time slices by a range that cuts it: shorter ones keep the head smaller for more disk (5m: about a fifth more)")
 	headMB := fs.Int64("head-mb", 512, "memory (MiB, estimated) of the uploads not compacted yet; past it the oldest are compacted at once")
 	tokenFile := fs.String("auth-token-file", "", "file holding a bearer token that every request must carry")
 	tlsCert := fs.String("tls-cert", "", "PEM certificate (chain) to serve HTTPS with; read again when the file changes")

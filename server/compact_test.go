@@ -74,6 +74,7 @@ func testCompactionKeepsAnswers(t *testing.T, span time.Duration) {
 		"/api/v1/series?by=spark_executor_id&step=10s&query=" + url.QueryEscape(`{spark_app_id="app-bench"}`) + "&type=wall",
 		"/api/v1/labels",
 		"/api/v1/label-values?label=spark_stage_id",
+		"/api/v1/label-values?name=spark_task_id&query=" + url.QueryEscape(`{spark_stage_id="1",spark_executor_id="2"}`),
 		"/api/v1/export?format=folded&query=" + url.QueryEscape(`{spark_stage_id="5"}`) + "&type=wall",
 		"/api/v1/series?by=spark_stage_id&step=1s&from=" + sec(20) + "&until=" + sec(33) + "&query=" + url.QueryEscape(`{spark_app_id="app-bench"}`) + "&type=wall",
 	}

@@ -525,7 +525,7 @@ func (s *Server) labelValues(ctx context.Context, ten string, name string, q sto
 				return nil
 			}
 		}
-		p, err := u.Load()
+		p, err := u.LoadLabelSets()
 		if err != nil {
 			return err
 		}
@@ -547,7 +547,7 @@ func selectedValues(u *store.Upload, name string, ms []profile.Matcher, add func
 	if slices.Contains(store.RollupDropped, name) || slices.ContainsFunc(ms, func(m profile.Matcher) bool {
 		return slices.Contains(store.RollupDropped, m.Name)
 	}) {
-		source = (*store.Upload).Load
+		source = (*store.Upload).LoadLabelSets
 	}
 	p, err := source(u)
 	if err != nil || p == nil {
@@ -562,18 +562,27 @@ func selectedValues(u *store.Upload, name string, ms []profile.Matcher, add func
 }
 
 // eachLabelSet calls fn once with each distinct label set of p's samples,
-// merged into base.
+// merged into base; a profile of label sets without samples (a sliced
+// block's tables, Upload.LoadLabelSets) with each of its non-empty sets.
 func eachLabelSet(p *profile.Profile, base profile.Labels, fn func(profile.Labels)) {
-	seen := map[profile.LabelSetID]bool{}
-	for _, smp := range p.Samples {
-		if seen[smp.Labels] {
-			continue
-		}
-		seen[smp.Labels] = true
-		if ls := p.LabelSet(smp.Labels); len(base) > 0 {
+	call := func(ls profile.Labels) {
+		if len(base) > 0 {
 			fn(base.Merge(ls))
 		} else {
 			fn(ls)
+		}
+	}
+	if len(p.Samples) == 0 {
+		for i := 1; i < p.NumLabelSets(); i++ {
+			call(p.LabelSet(profile.LabelSetID(i)))
+		}
+		return
+	}
+	seen := make([]bool, p.NumLabelSets())
+	for _, smp := range p.Samples {
+		if !seen[smp.Labels] {
+			seen[smp.Labels] = true
+			call(p.LabelSet(smp.Labels))
 		}
 	}
 }

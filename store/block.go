@@ -49,6 +49,10 @@ const (
 	partSamples
 	partSeries // the uploads' metric series only: GC pauses, CPU load, heap
 	numParts
+
+	// partTables is not a part of the file: it asks Upload.load for the
+	// tables of a sliced block's samples (Upload.LoadLabelSets).
+	partTables = numParts
 )
 
 // part is where a block part's bytes are in the file.

@@ -634,6 +634,9 @@ func (t *tenant) pruneSegments(log *slog.Logger) {
 // attach makes block b's uploads read their parts through the cache.
 func (db *DB) attach(b *block) {
 	b.up.load = func(part int) (*profile.Profile, error) {
+		if part == partTables {
+			return db.loadTables(b)
+		}
 		if !b.has(part) {
 			part = partSamples
 		}
@@ -642,6 +645,22 @@ func (db *DB) attach(b *block) {
 	for i, u := range b.sliceUps {
 		u.load = func(part int) (*profile.Profile, error) { return db.loadSlice(b, i, part) }
 	}
+}
+
+// loadTables reads the tables of a sliced block's samples through the
+// cache, without the samples; an unsliced block's samples.
+func (db *DB) loadTables(b *block) (*profile.Profile, error) {
+	if len(b.slices) == 0 {
+		return b.up.load(partSamples)
+	}
+	return db.cache.get(cacheKey{path: b.path, part: partSamples, slice: tablesOnly}, func() (*profile.Profile, error) {
+		var p *profile.Profile
+		err := b.withFile(func(f *os.File) (err error) {
+			p, err = b.decodePart(f, partSamples, db.dec)
+			return err
+		})
+		return p, err
+	})
 }
 
 // loadSlice reads part of block b's time slice i through the cache: its
@@ -655,20 +674,15 @@ func (db *DB) loadSlice(b *block, i, part int) (*profile.Profile, error) {
 		}
 		return sliceSeries(all, b.meta.Slices[i]), nil
 	}
+	if part == partTables {
+		return db.loadTables(b)
+	}
 	var tables *profile.Profile
 	var err error
 	if part == partRollup {
 		tables, err = b.up.load(partRollup) // the block's rollup: most queries read it anyway
 	} else {
-		k := cacheKey{path: b.path, part: partSamples, slice: tablesOnly}
-		tables, err = db.cache.get(k, func() (*profile.Profile, error) {
-			var p *profile.Profile
-			err := b.withFile(func(f *os.File) (err error) {
-				p, err = b.decodePart(f, partSamples, db.dec)
-				return err
-			})
-			return p, err
-		})
+		tables, err = db.loadTables(b)
 	}
 	if err != nil {
 		return nil, err

@@ -65,6 +65,19 @@ func (u *Upload) Load() (*profile.Profile, error) {
 	return u.load(partSamples)
 }
 
+// LoadLabelSets returns a profile holding the label sets of u's samples,
+// for label queries: an upload's profile, or a block's samples; for a
+// block cut into time slices, or one of its slices, the block's tables,
+// read without the samples, whose label sets (all but the empty one) are
+// those of all the block's samples, and which has no samples. It must not
+// be modified.
+func (u *Upload) LoadLabelSets() (*profile.Profile, error) {
+	if u.load == nil {
+		return u.Profile, nil
+	}
+	return u.load(partTables)
+}
+
 // LoadSeries returns u's metric series (GC pauses, CPU load, heap...), each
 // with its upload's labels, reading a compacted block's from disk. They
 // must not be modified.

@@ -306,10 +306,13 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 	samples := p
 	var sliced [][]byte // each slice's rollup and samples, compressed
 	if len(p.Samples) >= minSlicedSamples && span > 0 && meta.FirstSample != 0 {
-		tables := *p
-		tables.Samples = nil
-		samples = &tables
-		for _, sl := range timeSlices(p, roll, meta.Partition, span/slicesPerBlock) {
+		sls := timeSlices(p, roll, meta.Partition, span/slicesPerBlock)
+		if sls != nil {
+			tables := *p
+			tables.Samples = nil
+			samples = &tables
+		}
+		for _, sl := range sls {
 			r := enc.EncodeAll(profile.AppendSamples(nil, sl.rollup), nil)
 			s := enc.EncodeAll(profile.AppendSamples(nil, sl.samples), nil)
 			meta.Slices = append(meta.Slices, sliceMeta{First: sl.first, Last: sl.last, From: sl.from, Until: sl.until,
@@ -386,7 +389,8 @@ type timeSlice struct {
 // each timed slice stands for the time from its start to the next one's
 // (the first from the beginning, the last to the end). Each slice's rollup
 // refers to roll's tables: roll, the rollup of all of p, holds every label
-// set a slice's rollup has.
+// set a slice's rollup has. It returns nil when the samples with a time
+// fall in one slice.
 func timeSlices(p, roll *profile.Profile, partition, width int64) []timeSlice {
 	width = max(width, 1)
 	const untimed = slicesPerBlock
@@ -400,8 +404,15 @@ func timeSlices(p, roll *profile.Profile, partition, width int64) []timeSlice {
 	for _, s := range p.Samples {
 		start[index(s.Time)+1]++
 	}
+	timed := 0
 	for i := 1; i < len(start); i++ {
+		if i <= slicesPerBlock && start[i] > 0 {
+			timed++
+		}
 		start[i] += start[i-1]
+	}
+	if timed < 2 {
+		return nil // one slice would be read whole, as the block is
 	}
 	ordered := make([]profile.Sample, len(p.Samples))
 	next := start

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -45,7 +46,7 @@ func seedBlock(f *testing.F, minSliced int) []byte {
 	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
 	minSlicedSamples = minSliced
 	dir := f.TempDir()
-	db, err := Open(dir, Options{})
+	db, err := Open(dir, Options{Partition: time.Minute}) // slices of six seconds
 	if err != nil {
 		f.Fatal(err)
 	}

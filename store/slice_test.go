@@ -209,7 +209,7 @@ func TestSlicedBlockOpen(t *testing.T) {
 	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
 	minSlicedSamples = 1
 	dir := t.TempDir()
-	db, err := Open(dir, Options{})
+	db, err := Open(dir, Options{Partition: time.Minute}) // slices of six seconds
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -493,6 +493,13 @@ func (p *Profile) AddThread(t Thread) ThreadID {
 func (p *Profile) AddLabels(ls Labels) LabelSetID {
 	ls = ls.Normalize()
 	key := ls.key()
+	if p.labelIndex == nil {
+		// A decoded profile has none until it is added to.
+		p.labelIndex = make(map[string]LabelSetID, len(p.labelSets)+1)
+		for i, set := range p.labelSets {
+			p.labelIndex[set.key()] = LabelSetID(i)
+		}
+	}
 	if id, ok := p.labelIndex[key]; ok {
 		return id
 	}
@@ -506,8 +513,8 @@ func (p *Profile) AddLabels(ls Labels) LabelSetID {
 // sets added to a shallow copy of a shared profile (cp := *p) leave the
 // original unchanged.
 func (p *Profile) OwnLabelSets() {
-	p.labelSets = slices.Clip(p.labelSets) // appends reallocate
-	p.labelIndex = maps.Clone(p.labelIndex)
+	p.labelSets = slices.Clip(p.labelSets)  // appends reallocate
+	p.labelIndex = maps.Clone(p.labelIndex) // nil stays nil: AddLabels builds p's own
 }
 
 // LabelSet returns the labels of set id (nil for NoLabels). Callers must not

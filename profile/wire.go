@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // The stored form of a profile is written by hand rather than with gob or
@@ -228,12 +229,17 @@ func (p *Profile) decodeColumns(d *decoder) error {
 		p.Threads = append(p.Threads, t)
 		p.threadIdx[t] = ThreadID(len(p.Threads) - 1)
 	}
+	// Label sets go straight into the table too, their index built by
+	// AddLabels if ever needed, and their names and values interned: a
+	// block's thousands of task label sets repeat a few names and stages.
 	n = d.count(1)
+	p.labelIndex = nil
+	p.labelSets = slices.Grow(p.labelSets, n)
+	d.strs = make(map[string]string)
 	for range n {
-		ls := d.labels()
-		p.labelIndex[ls.key()] = LabelSetID(len(p.labelSets))
-		p.labelSets = append(p.labelSets, ls)
+		p.labelSets = append(p.labelSets, d.labels())
 	}
+	d.strs = nil
 	p.Samples = d.samples()
 	if err := p.checkSamples(p.Samples); err != nil {
 		return err
@@ -360,6 +366,8 @@ type decoder struct {
 	b   []byte
 	off int
 	err error
+	// strs, when set, interns the strings labels reads.
+	strs map[string]string
 }
 
 var errTruncated = errors.New("data ends early")
@@ -459,6 +467,32 @@ func (d *decoder) str() string {
 	return string(d.b[d.off-n : d.off])
 }
 
+// label reads a string of a label, interned in strs when set.
+func (d *decoder) label() string {
+	if d.strs == nil {
+		return d.str()
+	}
+	n := d.count(1)
+	if d.err != nil {
+		return ""
+	}
+	b := d.b[d.off : d.off+n]
+	d.off += n
+	if s, ok := d.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	// Names, stages and executors come early and again and again; task
+	// ids, each once, would only grow the map.
+	if len(d.strs) < maxInterned {
+		d.strs[s] = s
+	}
+	return s
+}
+
+// maxInterned bounds the strings a decoder interns.
+const maxInterned = 1024
+
 func (d *decoder) labels() Labels {
 	n := d.count(2)
 	if n == 0 {
@@ -466,7 +500,7 @@ func (d *decoder) labels() Labels {
 	}
 	ls := make(Labels, 0, n)
 	for range n {
-		ls = append(ls, Label{Name: d.str(), Value: d.str()})
+		ls = append(ls, Label{Name: d.label(), Value: d.label()})
 	}
 	return ls
 }

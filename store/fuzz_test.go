@@ -43,27 +43,39 @@ func FuzzDecodeBlock(f *testing.F) {
 // seedBlock returns the file of a block of one upload, sliced when it has
 // at least minSliced samples.
 func seedBlock(f *testing.F, minSliced int) []byte {
-	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
-	minSlicedSamples = minSliced
-	dir := f.TempDir()
-	db, err := Open(dir, Options{Partition: time.Minute}) // slices of six seconds
-	if err != nil {
-		f.Fatal(err)
-	}
-	u := upload(f, "1")
-	u.From, u.Until = u.Profile.Start, u.Profile.End
-	db.Append("t", u)
-	db.Compact()
-	db.Close()
-	blocks, _ := filepath.Glob(filepath.Join(dir, "*", "*.block"))
-	if len(blocks) != 1 {
-		f.Fatalf("blocks: %v", blocks)
-	}
-	data, err := os.ReadFile(blocks[0])
+	data, err := os.ReadFile(oneUploadBlock(f, minSliced))
 	if err != nil {
 		f.Fatal(err)
 	}
 	return data
+}
+
+// oneUploadBlock compacts one upload (dump1) into a block of a one-minute
+// partition, cut into slices of six seconds when it has at least
+// minSliced samples, and returns the block file's path.
+func oneUploadBlock(tb testing.TB, minSliced int) string {
+	tb.Helper()
+	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
+	minSlicedSamples = minSliced
+	dir := tb.TempDir()
+	db, err := Open(dir, Options{Partition: time.Minute})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u := upload(tb, "1")
+	u.From, u.Until = u.Profile.Start, u.Profile.End
+	if err := db.Append("t", u); err != nil {
+		tb.Fatal(err)
+	}
+	if err := db.Compact(); err != nil {
+		tb.Fatal(err)
+	}
+	db.Close()
+	blocks, _ := filepath.Glob(filepath.Join(dir, "*", "*.block"))
+	if len(blocks) != 1 {
+		tb.Fatalf("blocks: %v", blocks)
+	}
+	return blocks[0]
 }
 
 // FuzzDecodeRecord feeds damaged log records to the record decoder (the

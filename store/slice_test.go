@@ -206,21 +206,7 @@ func TestTimeSlices(t *testing.T) {
 // file cut short, or longer than its parts, is refused at open with its
 // name, never read past its end.
 func TestSlicedBlockOpen(t *testing.T) {
-	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
-	minSlicedSamples = 1
-	dir := t.TempDir()
-	db, err := Open(dir, Options{Partition: time.Minute}) // slices of six seconds
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := upload(t, "1")
-	u.From, u.Until = u.Profile.Start, u.Profile.End
-	db.Append("t", u)
-	if err := db.Compact(); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	blk := files(t, dir, "*.block")[0]
+	blk := oneUploadBlock(t, 1)
 	data, err := os.ReadFile(blk)
 	if err != nil {
 		t.Fatal(err)

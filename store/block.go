@@ -299,10 +299,6 @@ func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profi
 // span (the block span), each with a rollup of its own.
 func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encoder, span int64) (*block, *profile.Profile, error) {
 	roll := rollup(p)
-	rb, err := roll.MarshalBinary()
-	if err != nil {
-		return nil, nil, err
-	}
 	samples := p
 	var sliced [][]byte // each slice's rollup and samples, compressed
 	if len(p.Samples) >= minSlicedSamples && span > 0 && meta.FirstSample != 0 {
@@ -320,6 +316,11 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 				SamplesSize: int64(len(s)), SamplesSum: crc32.Checksum(s, castagnoli)})
 			sliced = append(sliced, r, s)
 		}
+	}
+	// After the slices, whose rollups refer to roll's label sets.
+	rb, err := roll.MarshalBinary()
+	if err != nil {
+		return nil, nil, err
 	}
 	pb, err := samples.MarshalBinary()
 	if err != nil {
@@ -455,18 +456,22 @@ func timeSlices(p, roll *profile.Profile, partition, width int64) []timeSlice {
 // and a checksum, to the end of the file.
 func (b *block) locateSlices(off int64) error {
 	b.slices = nil
+	next := func(i int, size int64, sum uint32) (part, error) {
+		if size < 0 || size > b.size-off-8 {
+			return part{}, fmt.Errorf("%s: time slice %d's part at offset %d is %d bytes, the file has %d left", b.path, i, off+8, size, b.size-off-8)
+		}
+		pt := part{off: off + 8, size: size, sum: sum}
+		off = pt.off + size
+		return pt, nil
+	}
 	for i, sm := range b.meta.Slices {
 		var sp slicePart
-		for _, pt := range []*part{&sp.rollup, &sp.samples} {
-			size, sum := sm.RollupSize, sm.RollupSum
-			if pt == &sp.samples {
-				size, sum = sm.SamplesSize, sm.SamplesSum
-			}
-			if size < 0 || size > b.size-off-8 {
-				return fmt.Errorf("%s: time slice %d's part at offset %d is %d bytes, the file has %d left", b.path, i, off+8, size, b.size-off-8)
-			}
-			*pt = part{off: off + 8, size: size, sum: sum}
-			off += 8 + size
+		var err error
+		if sp.rollup, err = next(i, sm.RollupSize, sm.RollupSum); err != nil {
+			return err
+		}
+		if sp.samples, err = next(i, sm.SamplesSize, sm.SamplesSum); err != nil {
+			return err
 		}
 		b.slices = append(b.slices, sp)
 	}

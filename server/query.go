@@ -206,23 +206,8 @@ func parseTimeParam(s string) (int64, error) {
 // profile, and the sample type picked.
 func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.Profile, error) {
 	m := profile.NewMerger(profile.MergeOptions{Aggregate: !req.keepTimes, Resolution: req.resolution, DropLabels: req.dropLabels, DropThreads: req.dropLabels})
-	tasksOf := func(app string) map[int64]*spark.Task { return s.apps.tasks(ten, app) }
-	err := s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
-		if err := ctx.Err(); err != nil {
-			return err // the client went away: read no more blocks
-		}
-		// Upload labels go onto the profile; the filter then sees them
-		// for every sample. The stored profile is not modified.
-		src, err := source(u, req, tasksOf)
-		if err != nil {
-			return err
-		}
-		cp := *src
-		cp.Labels = cp.Labels.Merge(u.Labels)
-		join := taskJoiner(&cp, tasksOf)
-		keep := req.filter.Selector(&cp)
-		m.AddFunc(&cp, func(s *profile.Sample) bool {
-			join(s)
+	err := s.eachUpload(ctx, ten, req, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
+		m.AddFunc(p, func(s *profile.Sample) bool {
 			if !keep(s) {
 				return false
 			}
@@ -231,12 +216,40 @@ func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.P
 			}
 			return true
 		})
-		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return m.Profile(), nil
+}
+
+// eachUpload calls add with each upload req selects, the profile of it
+// that answers req (source) as a copy carrying the upload's labels, and
+// the filter of that profile's samples, which first joins a sample to its
+// task (changing its labels) and then reports whether req selects it. The
+// stored profile is not modified.
+func (s *Server) eachUpload(ctx context.Context, ten string, req request, add func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool)) error {
+	tasksOf := func(app string) map[int64]*spark.Task { return s.apps.tasks(ten, app) }
+	return s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
+		if err := ctx.Err(); err != nil {
+			return err // the client went away: read no more blocks
+		}
+		src, err := source(u, req, tasksOf)
+		if err != nil {
+			return err
+		}
+		// Upload labels go onto the profile; the filter then sees them
+		// for every sample.
+		cp := *src
+		cp.Labels = cp.Labels.Merge(u.Labels)
+		join := taskJoiner(&cp, tasksOf)
+		keep := req.filter.Selector(&cp)
+		add(u, &cp, func(s *profile.Sample) bool {
+			join(s)
+			return keep(s)
+		})
+		return nil
+	})
 }
 
 // source returns the profile of u that answers req: a compacted block's

@@ -368,13 +368,19 @@ func (s *Server) tree(w http.ResponseWriter, r *http.Request, selParam string) (
 // sampleType picks the sample type a query asked for; without one, CPU
 // time if the selection has it, else its first type with samples.
 func sampleType(p *profile.Profile, want string) profile.SampleType {
+	return pickType(p, presentTypes(p), want)
+}
+
+// pickType is sampleType for a profile p whose types with samples are
+// present.
+func pickType(p *profile.Profile, present []profile.SampleType, want string) profile.SampleType {
 	if want != "" {
 		if t, ok := p.FindType(want); ok {
 			return t
 		}
 		return profile.SampleType{Name: want}
 	}
-	ts := presentTypes(p)
+	ts := present
 	for _, t := range ts {
 		if t.Family() == "cpu" {
 			return t
@@ -878,11 +884,6 @@ func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "query: %v", err)
 		return
 	}
-	req.keepTimes = true
-	p, req, ok := s.selected(w, r, req)
-	if !ok {
-		return
-	}
 	step := 10 * time.Second
 	if v := r.URL.Query().Get("step"); v != "" {
 		d, err := duration.Parse(v)
@@ -892,22 +893,114 @@ func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
 		}
 		step = d
 	}
-	by := r.URL.Query().Get("by")
-	var byLabels []string
-	if by != "" {
-		byLabels = []string{by}
-	}
-	t := sampleType(p, req.typ)
-	ans := seriesAnswer{Type: t, By: by}
-	var series []stepSeries
-	series, ans.Untimed, step = sumPerStep(p, t, step, byLabels, 0, 0)
-	ans.StepMs = step.Milliseconds()
-	for _, ss := range series {
-		vs := valueSeries{Points: ss.points}
-		if by != "" {
-			vs.Key = ss.labels[0]
-		}
-		ans.Series = append(ans.Series, vs)
+	ans, err := s.sampleSeries(r.Context(), tenant(r), req, step, r.URL.Query().Get("by"))
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "%v", err)
+		return
 	}
 	writeJSON(w, ans)
+}
+
+// sampleSeries sums the samples req selects per type, time step and value
+// of label by ("" for one series), and answers with the type req asks for
+// (sampleType). The samples are summed as they are read, not merged into
+// one profile first: an hour of 100 executors is tens of millions. The
+// step is widened to keep the selected uploads' sample span, within req's
+// range, under maxSteps points.
+func (s *Server) sampleSeries(ctx context.Context, ten string, req request, step time.Duration, by string) (seriesAnswer, error) {
+	var lo, hi int64
+	err := s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
+		first, last := u.SampleSpan()
+		if first != 0 && (lo == 0 || first < lo) {
+			lo = first
+		}
+		hi = max(hi, last)
+		return nil
+	})
+	if err != nil {
+		return seriesAnswer{}, err
+	}
+	if req.query.From != 0 {
+		lo = max(lo, req.query.From)
+	}
+	if req.query.Until != 0 && hi >= req.query.Until {
+		hi = req.query.Until - 1
+	}
+	if span := time.Duration(hi - lo); span/step > maxSteps {
+		step = (span/maxSteps + time.Second - 1).Truncate(time.Second)
+	}
+	// The sums of one sample type: per series (the value of by) and step.
+	type typeSums struct {
+		series  map[string]map[int64]int64
+		untimed int64
+	}
+	sums := map[profile.SampleType]*typeSums{}
+	var order []profile.SampleType // as they first have a selected sample
+	err = s.eachUpload(ctx, ten, req, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
+		byType := make([]*typeSums, len(p.Types))
+		// A sample's type and label set decide its series: looked up once.
+		type key struct {
+			typ profile.TypeID
+			set profile.LabelSetID
+		}
+		seriesOf := map[key]map[int64]int64{}
+		for i := range p.Samples {
+			smp := p.Samples[i] // keep may relabel it
+			if !keep(&smp) {
+				continue
+			}
+			ts := byType[smp.Type]
+			if ts == nil {
+				t := p.Types[smp.Type]
+				if ts = sums[t]; ts == nil {
+					ts = &typeSums{series: map[string]map[int64]int64{}}
+					sums[t] = ts
+					order = append(order, t)
+				}
+				byType[smp.Type] = ts
+			}
+			if smp.Time == 0 {
+				ts.untimed += smp.Value
+				continue
+			}
+			k := key{smp.Type, smp.Labels}
+			points := seriesOf[k]
+			if points == nil {
+				v := ""
+				if by != "" {
+					v = p.Label(smp, by)
+				}
+				if points = ts.series[v]; points == nil {
+					points = map[int64]int64{}
+					ts.series[v] = points
+				}
+				seriesOf[k] = points
+			}
+			points[smp.Time/int64(step)*int64(step)] += smp.Value
+		}
+	})
+	if err != nil {
+		return seriesAnswer{}, err
+	}
+	present := profile.New()
+	for _, t := range order {
+		present.AddType(t)
+	}
+	t := pickType(present, order, req.typ)
+	ans := seriesAnswer{Type: t, By: by, StepMs: step.Milliseconds()}
+	if ts := sums[t]; ts != nil {
+		ans.Untimed = ts.untimed
+		for _, v := range slices.Sorted(maps.Keys(ts.series)) {
+			vs := valueSeries{Points: make([][2]int64, 0, len(ts.series[v]))}
+			if by != "" {
+				vs.Key = v
+			}
+			for at, sum := range ts.series[v] {
+				vs.Points = append(vs.Points, [2]int64{at / 1e6, sum})
+			}
+			slices.SortFunc(vs.Points, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+			ans.Series = append(ans.Series, vs)
+		}
+	}
+	return ans, nil
 }

@@ -187,6 +187,34 @@ func BenchmarkQuery(b *testing.B) {
 			}
 		})
 	}
+	// The app page's CPU per executor (/api/v1/series by executor, a step
+	// of the app's two-hundredth), every sample of the hour in time.
+	for _, cache := range []string{"warm", "uncached"} {
+		b.Run("app-series/"+cache, func(b *testing.B) {
+			q := url.Values{"query": {`{spark_app_id="app-bench"}`}, "by": {"spark_executor_id"}, "step": {"18s"}, "type": {"cpu"}}
+			var got seriesAnswer
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				servers[cache].ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/series?"+q.Encode(), nil))
+				if w.Code != 200 {
+					b.Fatalf("%d: %s", w.Code, w.Body)
+				}
+				got = seriesAnswer{}
+				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var total int64
+			for _, sr := range got.Series {
+				for _, pt := range sr.Points {
+					total += pt[1]
+				}
+			}
+			if len(got.Series) != benchExecutors || total != want["whole-app"] {
+				b.Fatalf("%d series, %d cpu ns; want %d and %d", len(got.Series), total, benchExecutors, want["whole-app"])
+			}
+		})
+	}
 	// Label queries, with nothing cached: names and a stage's values come
 	// from the blocks' metas, task ids (too many to list) from the samples;
 	// with a selector, values come from the rollups or the samples.

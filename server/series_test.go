@@ -1,0 +1,132 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// TestSampleSeries checks /api/v1/series, which sums the selected samples
+// as it reads them, against the sums of the same samples merged into one
+// profile first (sumPerStep, as Pyroscope's render sums them): by label or
+// not, per type, thread state and range, with a step widened to 5,000
+// points, over uploads in the head and in blocks, whole and cut into time
+// slices.
+func TestSampleSeries(t *testing.T) {
+	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	sec := func(s int) string { return strconv.FormatInt(start+int64(s)*int64(time.Second), 10) }
+	app := url.QueryEscape(`{spark_app_id="app-bench"}`)
+	paths := []string{
+		"/api/v1/series?by=spark_executor_id&step=10s&query=" + app,
+		"/api/v1/series?by=spark_executor_id&step=7s&type=wall&query=" + app,
+		"/api/v1/series?by=spark_stage_id&step=1s&type=wall&state=SLEEPING&query=" + app,
+		"/api/v1/series?by=spark_task_id&step=3s&from=" + sec(17) + "&until=" + sec(44) + "&query=" + url.QueryEscape(`{spark_executor_id="1"}`),
+		"/api/v1/series?step=1ms&type=alloc&query=" + app,
+		"/api/v1/series?by=thread_name&step=20s&query=" + url.QueryEscape(`{spark_stage_id="1"}`),
+	}
+	for _, span := range []time.Duration{0, time.Minute} {
+		t.Run(fmt.Sprintf("span=%v", span), func(t *testing.T) {
+			db, err := store.Open(t.TempDir(), store.Options{Partition: span})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			for w := range 6 {
+				for e := range 4 {
+					u := benchUpload(base, start, e, w, 6)
+					if e == 3 {
+						// Samples without a time, as folded and pprof
+						// uploads have.
+						for i := range u.Profile.Samples {
+							u.Profile.Samples[i].Time = 0
+						}
+					}
+					if err := db.Append("", u); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			check := func(when string) {
+				for _, path := range paths {
+					r := httptest.NewRequest("GET", path, nil)
+					w := httptest.NewRecorder()
+					s.ServeHTTP(w, r)
+					if w.Code != 200 {
+						t.Fatalf("%s: %d %s", path, w.Code, w.Body)
+					}
+					var got seriesAnswer
+					if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+						t.Fatal(err)
+					}
+					want := mergedSeries(t, s, r)
+					g, _ := json.Marshal(got)
+					m, _ := json.Marshal(want)
+					if string(g) != string(m) {
+						t.Errorf("%s, %s:\n got  %.400s\n want %.400s", when, path, g, m)
+					}
+					if len(got.Series) == 0 || got.Untimed == 0 && !strings.Contains(path, "from=") {
+						t.Errorf("%s, %s: %d series, %d untimed", when, path, len(got.Series), got.Untimed)
+					}
+				}
+			}
+			check("head")
+			if err := db.Compact(); err != nil {
+				t.Fatal(err)
+			}
+			check("blocks")
+		})
+	}
+}
+
+// mergedSeries answers series request r by merging the selected samples
+// into one profile and summing them per step there.
+func mergedSeries(t *testing.T, s *Server, r *http.Request) seriesAnswer {
+	t.Helper()
+	req, err := parseRequest(r, "query")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.keepTimes = true
+	p, err := s.merge(r.Context(), "", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, err := time.ParseDuration(r.URL.Query().Get("step"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := r.URL.Query().Get("by")
+	var byLabels []string
+	if by != "" {
+		byLabels = []string{by}
+	}
+	typ := sampleType(p, req.typ)
+	ans := seriesAnswer{Type: typ, By: by}
+	series, untimed, step := sumPerStep(p, typ, step, byLabels, 0, 0)
+	ans.Untimed, ans.StepMs = untimed, step.Milliseconds()
+	for _, ss := range series {
+		vs := valueSeries{Points: ss.points}
+		if by != "" {
+			vs.Key = ss.labels[0]
+		}
+		ans.Series = append(ans.Series, vs)
+	}
+	return ans
+}

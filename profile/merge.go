@@ -499,3 +499,49 @@ func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
 	}
 	return out
 }
+
+// SumOverStacks returns p's samples summed over stacks and threads, each
+// label set replaced by relabel of it (nil keeps it), keeping their times:
+// what a time series of p needs, one row per time, label set, type and
+// state. The result shares p's types; it has no frames, stacks, threads,
+// series or warnings.
+func (p *Profile) SumOverStacks(relabel func(Labels) Labels) *Profile {
+	out := New()
+	out.Types = slices.Clip(p.Types)
+	for i, t := range out.Types {
+		out.typeIndex[t] = TypeID(i)
+	}
+	out.Labels = slices.Clone(p.Labels)
+	out.Start, out.End, out.Source = p.Start, p.End, p.Source
+	labelMap := make([]LabelSetID, len(p.labelSets))
+	for i := range labelMap {
+		labelMap[i] = unmappedLabels
+	}
+	type key struct {
+		time   int64
+		labels LabelSetID
+		kind   uint16 // type<<8 | state
+	}
+	index := make(map[key]int32)
+	for _, s := range p.Samples {
+		id := labelMap[s.Labels]
+		if id == unmappedLabels {
+			ls := p.labelSets[s.Labels]
+			if relabel != nil {
+				ls = relabel(ls)
+			}
+			id = out.AddLabels(ls)
+			labelMap[s.Labels] = id
+		}
+		k := key{s.Time, id, uint16(s.Type)<<8 | uint16(s.State)}
+		i, ok := index[k]
+		if !ok {
+			i = int32(len(out.Samples))
+			index[k] = i
+			out.Samples = append(out.Samples, Sample{Time: s.Time, Labels: id, Type: s.Type, State: s.State})
+		}
+		out.Samples[i].Value += s.Value
+	}
+	out.Samples = slices.Clip(out.Samples)
+	return out
+}

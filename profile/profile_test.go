@@ -329,6 +329,51 @@ func TestSumOverTime(t *testing.T) {
 	}
 }
 
+// SumOverStacks sums samples over stacks and threads per time, label set
+// (after relabelling), type and state.
+func TestSumOverStacks(t *testing.T) {
+	p := build(t, nil, "a;b 1", "a;c 2")
+	b, c := p.Samples[0].Stack, p.Samples[1].Stack
+	cpu := p.Samples[0].Type
+	wall := p.AddType(TypeWall)
+	stage := func(st, task string) LabelSetID {
+		return p.AddLabels(Labels{{LabelStageID, st}, {LabelTaskID, task}})
+	}
+	t1, t2 := p.AddThread(Thread{ID: 1, Name: "t1"}), p.AddThread(Thread{ID: 2, Name: "t2"})
+	p.Samples = []Sample{
+		{Value: 1, Time: 1e9, Stack: b, Type: cpu, Thread: t1, Labels: stage("1", "10")},
+		{Value: 2, Time: 1e9, Stack: c, Type: cpu, Thread: t2, Labels: stage("1", "11")}, // joins the first
+		{Value: 4, Time: 1e9, Stack: b, Type: wall, Thread: t2, Labels: stage("1", "11")},
+		{Value: 8, Time: 1e9, Stack: b, Type: wall, State: StateSleeping, Thread: t1, Labels: stage("1", "10")},
+		{Value: 16, Time: 2e9, Stack: b, Type: cpu, Thread: t1, Labels: stage("1", "12")},
+		{Value: 32, Time: 2e9, Stack: c, Type: cpu, Thread: t1, Labels: stage("2", "10")},
+		{Value: 64, Time: 0, Stack: b, Type: cpu, Thread: t2, Labels: stage("1", "13")},
+	}
+	got := map[string]int64{}
+	r := p.SumOverStacks(func(ls Labels) Labels { return ls.Without(LabelTaskID) })
+	for _, s := range r.Samples {
+		if s.Stack != NoStack || s.Thread != NoThread {
+			t.Errorf("sample %+v keeps its stack or thread", s)
+		}
+		k := fmt.Sprintf("%d %s/%d %s", s.Time/1e9, r.Types[s.Type].Name, s.State, r.SampleLabels(s))
+		if _, dup := got[k]; dup {
+			t.Errorf("two sums of %s", k)
+		}
+		got[k] = s.Value
+	}
+	want := map[string]int64{
+		`1 cpu/0 {spark_stage_id="1"}`:                               3,
+		`1 wall/0 {spark_stage_id="1"}`:                              4,
+		fmt.Sprintf(`1 wall/%d {spark_stage_id="1"}`, StateSleeping): 8,
+		`2 cpu/0 {spark_stage_id="1"}`:                               16,
+		`2 cpu/0 {spark_stage_id="2"}`:                               32,
+		`0 cpu/0 {spark_stage_id="1"}`:                               64,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("sums %v, want %v", got, want)
+	}
+}
+
 // grow keeps a slice's elements and makes room for n more, exactly when
 // the slice has none to spare and by a quarter at least after, so that
 // growing step by step stays linear.

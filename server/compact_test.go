@@ -122,13 +122,13 @@ func testCompactionKeepsAnswers(t *testing.T, span time.Duration) {
 		}
 	}
 	// Compaction left the new block's rollup cached. The queries read its
-	// samples once; those whose range cuts the block read the tables of
-	// its samples and the time slices they need (a slice's samples when
-	// they cut it, its rollup when they cover it and can use one): with
-	// one-minute blocks eleven parts of its ten six-second slices. A ten-
-	// minute block of this minute is not sliced: its samples are all in
-	// the first slice.
-	misses := map[time.Duration][2]int{0: {1, 2}, time.Minute: {14, 15}}[span]
+	// samples once, and the series its timeline; with one-minute blocks,
+	// those whose range cuts the block read the tables of its samples and
+	// the time slices they need (a slice's samples when they cut it, its
+	// rollup when they cover it and can use one, its timeline for a
+	// series). A ten-minute block of this minute is not sliced: its
+	// samples are all in the first slice.
+	misses := map[time.Duration][2]int{0: {2, 3}, time.Minute: {16, 17}}[span]
 	metrics("sparkprof_store_head_uploads 0", "sparkprof_store_blocks 1", "sparkprof_store_block_uploads 18",
 		"sparkprof_store_compactions_total 1", "sparkprof_store_compaction_errors_total 0", fmt.Sprint("sparkprof_store_cache_misses_total ", misses[0]))
 	if m := get("/metrics"); !regexp.MustCompile(`\nsparkprof_store_compaction_seconds_total [0-9.e-]+\n`).MatchString(m) || strings.Contains(m, "compaction_seconds_total 0\n") {

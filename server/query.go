@@ -206,7 +206,7 @@ func parseTimeParam(s string) (int64, error) {
 // profile, and the sample type picked.
 func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.Profile, error) {
 	m := profile.NewMerger(profile.MergeOptions{Aggregate: !req.keepTimes, Resolution: req.resolution, DropLabels: req.dropLabels, DropThreads: req.dropLabels})
-	err := s.eachUpload(ctx, ten, req, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
+	err := s.eachUpload(ctx, ten, req, source, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
 		m.AddFunc(p, func(s *profile.Sample) bool {
 			if !keep(s) {
 				return false
@@ -223,18 +223,22 @@ func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.P
 	return m.Profile(), nil
 }
 
+// sourceFunc returns the profile of upload u that answers req; tasksOf
+// returns an app's tasks by id, nil when its task model is not known.
+type sourceFunc func(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.Task) (*profile.Profile, error)
+
 // eachUpload calls add with each upload req selects, the profile of it
-// that answers req (source) as a copy carrying the upload's labels, and
-// the filter of that profile's samples, which first joins a sample to its
+// that answers req (src) as a copy carrying the upload's labels, and the
+// filter of that profile's samples, which first joins a sample to its
 // task (changing its labels) and then reports whether req selects it. The
 // stored profile is not modified.
-func (s *Server) eachUpload(ctx context.Context, ten string, req request, add func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool)) error {
+func (s *Server) eachUpload(ctx context.Context, ten string, req request, src sourceFunc, add func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool)) error {
 	tasksOf := func(app string) map[int64]*spark.Task { return s.apps.tasks(ten, app) }
 	return s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
 		if err := ctx.Err(); err != nil {
 			return err // the client went away: read no more blocks
 		}
-		src, err := source(u, req, tasksOf)
+		src, err := src(u, req, tasksOf)
 		if err != nil {
 			return err
 		}
@@ -265,6 +269,36 @@ func source(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.
 		}
 	}
 	return u.Load()
+}
+
+// seriesSource returns the sourceFunc of a time series by label by (""
+// for none): a block's timeline when it serves, its samples otherwise.
+func seriesSource(by string) sourceFunc {
+	return func(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.Task) (*profile.Profile, error) {
+		f := req.filter
+		dropped := func(name string) bool { return slices.Contains(store.RollupDropped, name) }
+		if f.Thread == nil && f.Focus == nil && f.Ignore == nil && !dropped(by) && !slices.ContainsFunc(f.Labels, func(m profile.Matcher) bool { return dropped(m.Name) }) {
+			tl, err := u.LoadTimeline()
+			if err != nil {
+				return nil, err
+			}
+			if tl != nil && timelineServes(tl, req, by, tasksOf) {
+				return tl, nil
+			}
+		}
+		return u.Load()
+	}
+}
+
+// timelineServes reports whether timeline tl answers a series of req by
+// label by as its samples would: a matcher on a stage label, or a series
+// per stage, needs the block's apps to have no task model, since joining
+// samples to task windows changes their stage labels.
+func timelineServes(tl *profile.Profile, req request, by string, tasksOf func(string) map[int64]*spark.Task) bool {
+	if by == profile.LabelStageID || by == profile.LabelStageAttempt {
+		req.filter.Labels = append(slices.Clip(req.filter.Labels), profile.Matcher{Name: by})
+	}
+	return rollupServes(tl, req, tasksOf)
 }
 
 // rollupMayServe reports whether the rollup of u (a compacted block, or an
@@ -936,7 +970,7 @@ func (s *Server) sampleSeries(ctx context.Context, ten string, req request, step
 	}
 	sums := map[profile.SampleType]*typeSums{}
 	var order []profile.SampleType // as they first have a selected sample
-	err = s.eachUpload(ctx, ten, req, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
+	err = s.eachUpload(ctx, ten, req, seriesSource(by), func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
 		byType := make([]*typeSums, len(p.Types))
 		// A sample's type and label set decide its series: looked up once.
 		type key struct {

@@ -43,11 +43,13 @@ type block struct {
 }
 
 // The parts of a block file after the meta. Blocks written before the
-// series part have only the first two.
+// series part have only the first two, before the timeline the first
+// three.
 const (
 	partRollup = iota
 	partSamples
-	partSeries // the uploads' metric series only: GC pauses, CPU load, heap
+	partSeries   // the uploads' metric series only: GC pauses, CPU load, heap
+	partTimeline // the samples summed over stacks and threads (timeline)
 	numParts
 
 	// partTables is not a part of the file: it asks Upload.load for the
@@ -332,6 +334,10 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 	if err != nil {
 		return nil, nil, err
 	}
+	tb, err := timeline(p).MarshalBinary()
+	if err != nil {
+		return nil, nil, err
+	}
 	// JSON rather than gob: gob may allocate without bound on damaged
 	// input, and the meta is small.
 	mj, err := json.Marshal(&meta)
@@ -346,7 +352,7 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 		buf.WriteString(blockMagic)
 	}
 	var n [4]byte
-	parts := append([][]byte{mj, enc.EncodeAll(rb, nil), enc.EncodeAll(pb, nil), enc.EncodeAll(sb, nil)}, sliced...)
+	parts := append([][]byte{mj, enc.EncodeAll(rb, nil), enc.EncodeAll(pb, nil), enc.EncodeAll(sb, nil), enc.EncodeAll(tb, nil)}, sliced...)
 	for i, data := range parts {
 		binary.LittleEndian.PutUint32(n[:], uint32(len(data)))
 		buf.Write(n[:])
@@ -359,7 +365,7 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 		buf.Write(data)
 	}
 	b.size = int64(buf.Len())
-	if err := b.locateSlices(b.parts[partSeries].off + b.parts[partSeries].size); err != nil {
+	if err := b.locateSlices(b.parts[numParts-1].off + b.parts[numParts-1].size); err != nil {
 		return nil, nil, err
 	}
 	tmp := path + ".tmp"
@@ -523,8 +529,8 @@ func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
 	off := int64(len(blockMagic))
 	var metaPart part
 	for i := -1; i < numParts; i++ {
-		if i == partSeries && off == size {
-			break // written before blocks had a series part: read the samples' instead
+		if i >= partSeries && off == size {
+			break // written before blocks had a series or timeline part
 		}
 		var hdr [8]byte
 		if _, err := r.ReadAt(hdr[:], off); err != nil {
@@ -734,6 +740,15 @@ var RollupDropped = []string{profile.LabelTaskID, profile.LabelPartition, profil
 // instead of one per sample. It shares p's frames and stacks.
 func rollup(p *profile.Profile) *profile.Profile {
 	return p.SumOverTime(func(ls profile.Labels) profile.Labels { return ls.Without(RollupDropped...) })
+}
+
+// timeline sums the samples of p over stacks and threads, with the labels
+// in RollupDropped removed from their label sets, keeping their times: a
+// time series by app, executor or stage (the app page's CPU per executor)
+// of a block then reads one row per second, label set, type and state
+// instead of one per sample.
+func timeline(p *profile.Profile) *profile.Profile {
+	return p.SumOverStacks(func(ls profile.Labels) profile.Labels { return ls.Without(RollupDropped...) })
 }
 
 // sampleSpan returns the first and last sample time of p; samples without

@@ -634,11 +634,13 @@ func (t *tenant) pruneSegments(log *slog.Logger) {
 // attach makes block b's uploads read their parts through the cache.
 func (db *DB) attach(b *block) {
 	b.up.load = func(part int) (*profile.Profile, error) {
-		if part == partTables {
+		switch {
+		case part == partTables:
 			return db.loadTables(b)
-		}
-		if !b.has(part) {
-			part = partSamples
+		case part == partTimeline && !b.has(part):
+			return nil, nil // written before blocks had a timeline
+		case !b.has(part):
+			part = partSamples // written before blocks had a series part: the samples hold it
 		}
 		return db.cache.get(cacheKey{path: b.path, part: part}, func() (*profile.Profile, error) { return b.load(part, db.dec) })
 	}
@@ -667,12 +669,21 @@ func (db *DB) loadTables(b *block) (*profile.Profile, error) {
 // rollup or samples, or the block's metric points in the time the slice
 // stands for.
 func (db *DB) loadSlice(b *block, i, part int) (*profile.Profile, error) {
-	if part == partSeries {
+	switch part {
+	case partSeries:
 		all, err := b.up.load(partSeries)
 		if err != nil {
 			return nil, err
 		}
 		return sliceSeries(all, b.meta.Slices[i]), nil
+	case partTimeline:
+		return db.cache.get(cacheKey{path: b.path, part: part, slice: i + 1}, func() (*profile.Profile, error) {
+			all, err := b.up.load(partTimeline)
+			if err != nil || all == nil {
+				return all, err
+			}
+			return sliceTimeline(all, b.meta.Slices[i]), nil
+		})
 	}
 	if part == partTables {
 		return db.loadTables(b)
@@ -695,6 +706,26 @@ func (db *DB) loadSlice(b *block, i, part int) (*profile.Profile, error) {
 		})
 		return p, err
 	})
+}
+
+// sliceTimeline returns a copy of timeline p holding its rows in the time
+// slice sm stands for: its rows without a time for the untimed samples'
+// slice.
+func sliceTimeline(p *profile.Profile, sm sliceMeta) *profile.Profile {
+	in := func(t int64) bool {
+		if sm.First == 0 {
+			return t == 0
+		}
+		return t != 0 && (sm.From == 0 || t >= sm.From) && (sm.Until == 0 || t < sm.Until)
+	}
+	cp := *p
+	cp.Samples = nil
+	for _, s := range p.Samples {
+		if in(s.Time) {
+			cp.Samples = append(cp.Samples, s)
+		}
+	}
+	return &cp
 }
 
 // sliceSeries returns a profile holding the points of p's series in the

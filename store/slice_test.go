@@ -13,8 +13,8 @@ import (
 // TestTimeSlices compacts a minute of uploads into a block cut into ten
 // slices of six seconds: a range that covers the block reads the block,
 // one that cuts it reads only the slices it overlaps, and either way the
-// samples in range, their rollups and the metric points are those of the
-// uploads, before and after a restart. A damaged slice is an error that
+// samples in range, their rollups, their timelines and the metric points
+// are those of the uploads, before and after a restart. A damaged slice is an error that
 // names the file.
 func TestTimeSlices(t *testing.T) {
 	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
@@ -63,9 +63,9 @@ func TestTimeSlices(t *testing.T) {
 	ranges := [][2]int64{{0, 0}, {sec(0), sec(60)}, {sec(15), sec(42)}, {sec(17), sec(31)}, {sec(30), sec(36)},
 		{sec(59), 0}, {0, sec(6)}, {sec(-30), sec(-1)}, {sec(61), sec(70)}}
 	type answer struct {
-		uploads       int
-		total, rolled int64
-		points        int
+		uploads                 int
+		total, rolled, timeline int64
+		points                  int
 	}
 	answers := func(db *DB) []answer {
 		t.Helper()
@@ -101,6 +101,20 @@ func TestTimeSlices(t *testing.T) {
 						if keep(&p.Samples[i]) {
 							a.rolled += p.Samples[i].Value
 						}
+					}
+				}
+				// A timeline stands for the samples in any range.
+				tl, err := u.LoadTimeline()
+				if err != nil {
+					return err
+				}
+				if tl == nil {
+					tl = p
+				}
+				keepRow := f.Selector(tl)
+				for i := range tl.Samples {
+					if keepRow(&tl.Samples[i]) {
+						a.timeline += tl.Samples[i].Value
 					}
 				}
 				series, err := u.LoadSeries()
@@ -140,9 +154,9 @@ func TestTimeSlices(t *testing.T) {
 		for i, a := range answers(db) {
 			r := ranges[i]
 			total, points := want(r)
-			if a.total != total || a.rolled != total || a.points != points {
-				t.Errorf("%s, %v–%v s: samples %d, rollups where they serve %d, metric points %d; want %d, %d", when,
-					(r[0]-start)/1e9, (r[1]-start)/1e9, a.total, a.rolled, a.points, total, points)
+			if a.total != total || a.rolled != total || a.timeline != total || a.points != points {
+				t.Errorf("%s, %v–%v s: samples %d, rollups where they serve %d, timelines %d, metric points %d; want %d, %d", when,
+					(r[0]-start)/1e9, (r[1]-start)/1e9, a.total, a.rolled, a.timeline, a.points, total, points)
 			}
 			if wantUploads != nil && a.uploads != wantUploads[i] {
 				t.Errorf("%s, %v–%v s: %d uploads selected, want %d", when, (r[0]-start)/1e9, (r[1]-start)/1e9, a.uploads, wantUploads[i])
@@ -230,5 +244,38 @@ func TestSlicedBlockOpen(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), filepath.Base(blk)) {
 			t.Errorf("%s: %v, want an error naming the file and %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestBlockWithoutTimeline opens a block written before blocks had a
+// timeline part: it has none, and its samples still read.
+func TestBlockWithoutTimeline(t *testing.T) {
+	blk := oneUploadBlock(t, 1<<30)
+	b, err := readBlock(blk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(blk, b.parts[partTimeline].off-8); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(filepath.Dir(filepath.Dir(blk)), Options{Partition: time.Minute})
+	if err != nil {
+		t.Fatalf("open with a block of three parts: %v", err)
+	}
+	defer db.Close()
+	n := 0
+	err = db.Select("t", Query{}, func(u *Upload) error {
+		n++
+		if tl, err := u.LoadTimeline(); tl != nil || err != nil {
+			t.Errorf("timeline of a block without one: %v, %v", tl, err)
+		}
+		p, err := u.Load()
+		if err == nil && len(p.Samples) == 0 {
+			t.Error("no samples")
+		}
+		return err
+	})
+	if err != nil || n != 1 {
+		t.Errorf("%d uploads: %v", n, err)
 	}
 }

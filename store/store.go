@@ -78,6 +78,19 @@ func (u *Upload) LoadLabelSets() (*profile.Profile, error) {
 	return u.load(partTables)
 }
 
+// LoadTimeline returns the timeline of a compacted block, or of one of its
+// time slices: its samples summed over stacks and threads, with the labels
+// in RollupDropped removed, at their times, which is what a time series
+// needs when it filters on no frame, thread or dropped label. Uploads in
+// the head, and blocks written before blocks had one, have none: nil. It
+// must not be modified.
+func (u *Upload) LoadTimeline() (*profile.Profile, error) {
+	if u.load == nil {
+		return nil, nil
+	}
+	return u.load(partTimeline)
+}
+
 // LoadSeries returns u's metric series (GC pauses, CPU load, heap...), each
 // with its upload's labels, reading a compacted block's from disk. They
 // must not be modified.

@@ -24,6 +24,10 @@ type Matcher struct {
 	Op    MatchOp
 	Value string
 	re    *regexp.Regexp
+	// set holds the alternatives of a regexp that is only literals
+	// separated by "|" (what a multi-select writes, and the stage page's
+	// thousands of task ids), which are matched by lookup instead.
+	set map[string]struct{}
 }
 
 // ParseMatcher parses "name=value", "name!=value", "name=~regex" or
@@ -48,6 +52,13 @@ func ParseMatcher(s string) (Matcher, error) {
 func NewMatcher(name string, op MatchOp, value string) (Matcher, error) {
 	m := Matcher{Name: name, Op: op, Value: value}
 	if op == MatchRegexp || op == MatchNotRegexp {
+		if literalAlternatives(value) {
+			m.set = make(map[string]struct{})
+			for _, alt := range strings.Split(value, "|") {
+				m.set[alt] = struct{}{}
+			}
+			return m, nil
+		}
 		re, err := regexp.Compile("^(?:" + value + ")$")
 		if err != nil {
 			return Matcher{}, fmt.Errorf("label matcher %s: %w", name, err)
@@ -57,6 +68,12 @@ func NewMatcher(name string, op MatchOp, value string) (Matcher, error) {
 	return m, nil
 }
 
+// literalAlternatives reports whether regexp value is literals separated
+// by "|", with no other character that regexp syntax gives a meaning.
+func literalAlternatives(value string) bool {
+	return strings.Contains(value, "|") && !strings.ContainsAny(value, `\.+*?()[]{}^$`)
+}
+
 // Matches reports whether value satisfies the matcher.
 func (m Matcher) Matches(value string) bool {
 	switch m.Op {
@@ -64,11 +81,14 @@ func (m Matcher) Matches(value string) bool {
 		return value == m.Value
 	case MatchNotEqual:
 		return value != m.Value
-	case MatchRegexp:
-		return m.re.MatchString(value)
-	default:
-		return !m.re.MatchString(value)
 	}
+	var match bool
+	if m.set != nil {
+		_, match = m.set[value]
+	} else {
+		match = m.re.MatchString(value)
+	}
+	return match == (m.Op == MatchRegexp)
 }
 
 // String formats the matcher as it is parsed.

@@ -527,3 +527,39 @@ func TestLabelsMatch(t *testing.T) {
 		}
 	}
 }
+
+// A regexp matcher of literal alternatives (a multi-select, the stage
+// page's task ids) is matched by lookup, as the anchored regexp would
+// match.
+func TestMatcherAlternatives(t *testing.T) {
+	values := []string{"", "1", "12", "123", "2", "a-b", "a", "b", "1|2", "x 1"}
+	for _, c := range []struct {
+		value   string
+		literal bool
+	}{
+		{"1|12|a-b", true},
+		{"1||2", true},
+		{"x 1|2", true},
+		{"1|1.*", false},
+		{"(1|2)", false},
+		{"a|b|[0-9]+", false},
+		{`1\|2`, false},
+		{"12", false},
+	} {
+		for _, op := range []MatchOp{MatchRegexp, MatchNotRegexp} {
+			m, err := NewMatcher("task", op, c.value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (m.set != nil) != c.literal {
+				t.Errorf("%q: matched by lookup %v, want %v", c.value, m.set != nil, c.literal)
+			}
+			re := regexp.MustCompile("^(?:" + c.value + ")$")
+			for _, v := range values {
+				if got, want := m.Matches(v), re.MatchString(v) == (op == MatchRegexp); got != want {
+					t.Errorf("%s%v%q matches %q: %v, want %v", m.Name, op, c.value, v, got, want)
+				}
+			}
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/spark"
@@ -337,6 +338,23 @@ func (s *Server) handleSlowVsRest(w http.ResponseWriter, r *http.Request) {
 	// no stage: select by task id alone.
 	q.Set("base", fmt.Sprintf(`{%s, spark_task_id=~"%s"}`, app, ids(tasks[nSlow:])))
 	q.Set("next", fmt.Sprintf(`{%s, spark_task_id=~"%s"}`, app, ids(tasks[:nSlow])))
+	// Only the time the stage's tasks ran holds their samples (the join
+	// to task windows takes a task's labels off samples outside its
+	// window): a range narrowed to it reads a stage of a long app from
+	// the blocks' time slices it overlaps, not from every block.
+	if from, until, err := parseRange(q, ""); err == nil {
+		lo, hi := tasks[0].LaunchMs, tasks[0].FinishMs
+		for _, t := range tasks {
+			lo, hi = min(lo, t.LaunchMs), max(hi, t.FinishMs)
+		}
+		lo, hi = lo*int64(time.Millisecond)-windowSlack, hi*int64(time.Millisecond)+windowSlack+1
+		if lo > 0 && (from == 0 || lo > from) {
+			q.Set("from", strconv.FormatInt(lo, 10))
+		}
+		if until == 0 || hi < until {
+			q.Set("until", strconv.FormatInt(hi, 10))
+		}
+	}
 	r.URL.RawQuery = q.Encode()
 	slow := make([]int64, nSlow)
 	for i, t := range tasks[:nSlow] {

@@ -17,9 +17,11 @@ import (
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
 )
 
@@ -212,6 +214,44 @@ func BenchmarkQuery(b *testing.B) {
 			}
 			if len(got.Series) != benchExecutors || total != want["whole-app"] {
 				b.Fatalf("%d series, %d cpu ns; want %d and %d", len(got.Series), total, benchExecutors, want["whole-app"])
+			}
+		})
+	}
+	// The stage page's slowest tenth of a stage's tasks against the rest,
+	// with the app's task model known: a task per thread and window, each
+	// running for its window less up to 600 ms.
+	nThreads := len(base.Threads)
+	var tasks []*spark.Task
+	byID := map[int64]*spark.Task{}
+	for w := range windows {
+		for e := range benchExecutors {
+			launch := (start + int64(w)*int64(10*time.Second)) / 1e6
+			for i := range nThreads {
+				id := int64((w*benchExecutors+e)*nThreads + i)
+				t := &spark.Task{ID: id, StageID: w * benchStages / windows, ExecutorID: strconv.Itoa(e), LaunchMs: launch, FinishMs: launch + 10000 - id%7*100}
+				tasks = append(tasks, t)
+				byID[id] = t
+			}
+		}
+	}
+	rep := &analysis.Report{App: spark.Summary{ID: "app-bench", Name: "bench"}, Tasks: tasks}
+	for _, cache := range []string{"warm", "uncached"} {
+		s := New(Config{Store: map[string]*store.DB{"warm": warm, "uncached": uncached}[cache], Logger: logger})
+		s.apps.by[""] = map[string]*analysedApp{"app-bench": {report: rep, tasks: byID}}
+		b.Run("slow-vs-rest/"+cache, func(b *testing.B) {
+			var got struct{ LeftTicks, RightTicks int64 }
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				s.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/apps/app-bench/stages/3/slow-vs-rest?type=cpu", nil))
+				if w.Code != 200 {
+					b.Fatalf("%d: %.300s", w.Code, w.Body)
+				}
+				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if got.LeftTicks == 0 || got.RightTicks == 0 || got.LeftTicks+got.RightTicks > want["one-stage"] {
+				b.Fatalf("%d + %d cpu ticks; the stage's uploads hold %d", got.LeftTicks, got.RightTicks, want["one-stage"])
 			}
 		})
 	}

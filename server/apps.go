@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/spark"
@@ -343,16 +342,12 @@ func (s *Server) handleSlowVsRest(w http.ResponseWriter, r *http.Request) {
 	// window): a range narrowed to it reads a stage of a long app from
 	// the blocks' time slices it overlaps, not from every block.
 	if from, until, err := parseRange(q, ""); err == nil {
-		lo, hi := tasks[0].LaunchMs, tasks[0].FinishMs
-		for _, t := range tasks {
-			lo, hi = min(lo, t.LaunchMs), max(hi, t.FinishMs)
-		}
-		lo, hi = lo*int64(time.Millisecond)-windowSlack, hi*int64(time.Millisecond)+windowSlack+1
-		if lo > 0 && (from == 0 || lo > from) {
-			q.Set("from", strconv.FormatInt(lo, 10))
-		}
-		if until == 0 || hi < until {
-			q.Set("until", strconv.FormatInt(hi, 10))
+		lo, hi := tasksWindow(tasks)
+		from, until = narrowRange(from, until, lo, hi)
+		for name, t := range map[string]int64{"from": from, "until": until} {
+			if t != 0 {
+				q.Set(name, strconv.FormatInt(t, 10))
+			}
 		}
 	}
 	r.URL.RawQuery = q.Encode()

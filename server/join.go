@@ -92,3 +92,79 @@ func taskJoiner(p *profile.Profile, tasksOf func(appID string) map[int64]*spark.
 		s.Labels = id
 	}
 }
+
+// tasksWindow returns the time (Unix ns) samples of tasks can have once
+// joined to their windows (taskJoiner): from the first launch to the last
+// finish, widened by windowSlack; until is 0 (open) when a task is still
+// running.
+func tasksWindow(tasks []*spark.Task) (from, until int64) {
+	for i, t := range tasks {
+		lo := t.LaunchMs*int64(time.Millisecond) - windowSlack
+		hi := t.FinishMs*int64(time.Millisecond) + windowSlack + 1
+		if t.FinishMs == 0 {
+			hi = 0
+		}
+		switch {
+		case i == 0:
+			from, until = lo, hi
+		default:
+			from = min(from, lo)
+			if until != 0 {
+				until = max(until, hi)
+			}
+			if hi == 0 {
+				until = 0
+			}
+		}
+	}
+	return from, until
+}
+
+// narrowRange narrows the range from–until (Unix ns, 0 open) to lo–hi.
+func narrowRange(from, until, lo, hi int64) (int64, int64) {
+	if lo > 0 && (from == 0 || lo > from) {
+		from = lo
+	}
+	if hi > 0 && (until == 0 || hi < until) {
+		until = hi
+	}
+	return from, until
+}
+
+// narrowToStage narrows req's range to the time the tasks of the stage it
+// selects ran, when it names one app and one stage (equal matchers) and
+// the app's task model is known: the join to task windows takes the
+// stage's labels off samples outside its tasks' windows, so the rest of
+// the range holds none of the stage's samples, and a narrower range reads
+// fewer blocks and time slices.
+func narrowToStage(req request, tasksOf func(string) map[int64]*spark.Task) request {
+	var app string
+	stage := -1
+	for _, m := range req.filter.Labels {
+		switch {
+		case m.Op != profile.MatchEqual:
+		case m.Name == profile.LabelAppID:
+			app = m.Value
+		case m.Name == profile.LabelStageID:
+			if n, err := strconv.Atoi(m.Value); err == nil {
+				stage = n
+			}
+		}
+	}
+	if app == "" || stage < 0 {
+		return req
+	}
+	var tasks []*spark.Task
+	for _, t := range tasksOf(app) {
+		if t.StageID == stage {
+			tasks = append(tasks, t)
+		}
+	}
+	if len(tasks) == 0 {
+		return req
+	}
+	lo, hi := tasksWindow(tasks)
+	req.filter.From, req.filter.Until = narrowRange(req.filter.From, req.filter.Until, lo, hi)
+	req.query.From, req.query.Until = req.filter.From, req.filter.Until
+	return req
+}

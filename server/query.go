@@ -234,6 +234,7 @@ type sourceFunc func(u *store.Upload, req request, tasksOf func(string) map[int6
 // stored profile is not modified.
 func (s *Server) eachUpload(ctx context.Context, ten string, req request, src sourceFunc, add func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool)) error {
 	tasksOf := func(app string) map[int64]*spark.Task { return s.apps.tasks(ten, app) }
+	req = narrowToStage(req, tasksOf)
 	return s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
 		if err := ctx.Err(); err != nil {
 			return err // the client went away: read no more blocks

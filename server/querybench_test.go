@@ -217,9 +217,10 @@ func BenchmarkQuery(b *testing.B) {
 			}
 		})
 	}
-	// The stage page's slowest tenth of a stage's tasks against the rest,
-	// with the app's task model known: a task per thread and window, each
-	// running for its window less up to 600 ms.
+	// With the app's task model known (a task per thread and window, each
+	// running for its window less up to 600 ms): a stage's flame graph,
+	// whose samples are joined to their tasks' windows, and the stage
+	// page's slowest tenth of its tasks against the rest.
 	nThreads := len(base.Threads)
 	var tasks []*spark.Task
 	byID := map[int64]*spark.Task{}
@@ -238,6 +239,25 @@ func BenchmarkQuery(b *testing.B) {
 	for _, cache := range []string{"warm", "uncached"} {
 		s := New(Config{Store: map[string]*store.DB{"warm": warm, "uncached": uncached}[cache], Logger: logger})
 		s.apps.by[""] = map[string]*analysedApp{"app-bench": {report: rep, tasks: byID}}
+		b.Run("one-stage-joined/"+cache, func(b *testing.B) {
+			q := url.Values{"query": {`{spark_app_id="app-bench",spark_stage_id="3"}`}, "type": {"cpu"}}
+			var got renderResponse
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				s.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/render?"+q.Encode(), nil))
+				if w.Code != 200 {
+					b.Fatalf("%d: %s", w.Code, w.Body)
+				}
+				got = renderResponse{}
+				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// Samples after their task's finish lose its stage.
+			if got.Flamebearer.NumTicks == 0 || got.Flamebearer.NumTicks > want["one-stage"] {
+				b.Fatalf("%d cpu ticks; the stage's uploads hold %d", got.Flamebearer.NumTicks, want["one-stage"])
+			}
+		})
 		b.Run("slow-vs-rest/"+cache, func(b *testing.B) {
 			var got struct{ LeftTicks, RightTicks int64 }
 			for b.Loop() {

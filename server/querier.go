@@ -166,18 +166,14 @@ func selectRequest(profileTypeID, selector string, start, end int64) (request, e
 }
 
 // merged merges what a profile type ID and a label selector select over
-// start–end (Unix ms): stacks only, unless keep (called with the request
-// before the merge) asks for more. It returns the merged profile and the
+// start–end (Unix ms), stacks only. It returns the merged profile and the
 // sample type picked.
-func (q querier) merged(ctx context.Context, h http.Header, typeID, selector string, start, end int64, keep func(*request)) (*profile.Profile, profile.SampleType, error) {
+func (q querier) merged(ctx context.Context, h http.Header, typeID, selector string, start, end int64) (*profile.Profile, profile.SampleType, error) {
 	sr, err := selectRequest(typeID, selector, start, end)
 	if err != nil {
 		return nil, profile.SampleType{}, err
 	}
 	sr.dropLabels = true
-	if keep != nil {
-		keep(&sr)
-	}
 	p, err := q.s.merge(ctx, headerTenant(h), sr)
 	if err != nil {
 		return nil, profile.SampleType{}, connect.NewError(connect.CodeInternal, err)
@@ -208,7 +204,7 @@ func (q querier) SelectMergeStacktraces(ctx context.Context, req *connect.Reques
 	if f := m.Format; f != querierv1.ProfileFormat_PROFILE_FORMAT_UNSPECIFIED && f != querierv1.ProfileFormat_PROFILE_FORMAT_FLAMEGRAPH {
 		return nil, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("format %s: sparkprof answers flame graphs only (PROFILE_FORMAT_FLAMEGRAPH)", f))
 	}
-	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End, nil)
+	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
 	if err != nil {
 		return nil, err
 	}
@@ -226,14 +222,16 @@ func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv
 	if step < time.Second {
 		step = 10 * time.Second
 	}
-	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End, func(r *request) {
-		r.dropLabels = len(m.GroupBy) == 0
-		r.resolution = int64(step)
-	})
+	sr, err := selectRequest(m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
 	if err != nil {
 		return nil, err
 	}
-	series, _, _ := sumPerStep(p, t, step, m.GroupBy, 0, 0)
+	// Samples without a time count at their upload's start, as
+	// Pyroscope's timeline puts them.
+	_, series, _, _, err := q.s.sumSelected(ctx, headerTenant(req.Header()), sr, step, m.GroupBy, true)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
 	res := &querierv1.SelectSeriesResponse{}
 	totals := map[*typesv1.Series]int64{}
 	for _, ss := range series {
@@ -260,7 +258,7 @@ func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv
 func (q querier) SelectMergeProfile(ctx context.Context, req *connect.Request[querierv1.SelectMergeProfileRequest]) (*connect.Response[googlev1.Profile], error) {
 	defer q.s.metrics.queried(time.Now())
 	m := req.Msg
-	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End, nil)
+	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
 	if err != nil {
 		return nil, err
 	}
@@ -289,11 +287,11 @@ func (q querier) Diff(ctx context.Context, req *connect.Request[querierv1.DiffRe
 	if rt, rerr := typeOfProfileTypeID(right.ProfileTypeID); err == nil && rerr == nil && lt != rt {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("profile types differ: %s and %s", left.ProfileTypeID, right.ProfileTypeID))
 	}
-	base, bt, err := q.merged(ctx, req.Header(), left.ProfileTypeID, left.LabelSelector, left.Start, left.End, nil)
+	base, bt, err := q.merged(ctx, req.Header(), left.ProfileTypeID, left.LabelSelector, left.Start, left.End)
 	if err != nil {
 		return nil, err
 	}
-	next, t, err := q.merged(ctx, req.Header(), right.ProfileTypeID, right.LabelSelector, right.Start, right.End, nil)
+	next, t, err := q.merged(ctx, req.Header(), right.ProfileTypeID, right.LabelSelector, right.Start, right.End)
 	if err != nil {
 		return nil, err
 	}

@@ -272,13 +272,13 @@ func source(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.
 	return u.Load()
 }
 
-// seriesSource returns the sourceFunc of a time series by label by (""
-// for none): a block's timeline when it serves, its samples otherwise.
-func seriesSource(by string) sourceFunc {
+// seriesSource returns the sourceFunc of a time series per value of the
+// labels by: a block's timeline when it serves, its samples otherwise.
+func seriesSource(by []string) sourceFunc {
 	return func(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.Task) (*profile.Profile, error) {
 		f := req.filter
 		dropped := func(name string) bool { return slices.Contains(store.RollupDropped, name) }
-		if f.Thread == nil && f.Focus == nil && f.Ignore == nil && !dropped(by) && !slices.ContainsFunc(f.Labels, func(m profile.Matcher) bool { return dropped(m.Name) }) {
+		if f.Thread == nil && f.Focus == nil && f.Ignore == nil && !slices.ContainsFunc(by, dropped) && !slices.ContainsFunc(f.Labels, func(m profile.Matcher) bool { return dropped(m.Name) }) {
 			tl, err := u.LoadTimeline()
 			if err != nil {
 				return nil, err
@@ -291,13 +291,15 @@ func seriesSource(by string) sourceFunc {
 	}
 }
 
-// timelineServes reports whether timeline tl answers a series of req by
-// label by as its samples would: a matcher on a stage label, or a series
-// per stage, needs the block's apps to have no task model, since joining
-// samples to task windows changes their stage labels.
-func timelineServes(tl *profile.Profile, req request, by string, tasksOf func(string) map[int64]*spark.Task) bool {
-	if by == profile.LabelStageID || by == profile.LabelStageAttempt {
-		req.filter.Labels = append(slices.Clip(req.filter.Labels), profile.Matcher{Name: by})
+// timelineServes reports whether timeline tl answers a series of req per
+// value of the labels by as its samples would: a matcher on a stage
+// label, or a series per stage, needs the block's apps to have no task
+// model, since joining samples to task windows changes their stage labels.
+func timelineServes(tl *profile.Profile, req request, by []string, tasksOf func(string) map[int64]*spark.Task) bool {
+	for _, name := range by {
+		if name == profile.LabelStageID || name == profile.LabelStageAttempt {
+			req.filter.Labels = append(slices.Clip(req.filter.Labels), profile.Matcher{Name: name})
+		}
 	}
 	return rollupServes(tl, req, tasksOf)
 }
@@ -928,23 +930,39 @@ func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
 		}
 		step = d
 	}
-	ans, err := s.sampleSeries(r.Context(), tenant(r), req, step, r.URL.Query().Get("by"))
+	by := r.URL.Query().Get("by")
+	var byLabels []string
+	if by != "" {
+		byLabels = []string{by}
+	}
+	t, series, untimed, step, err := s.sumSelected(r.Context(), tenant(r), req, step, byLabels, false)
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
+	ans := seriesAnswer{Type: t, By: by, StepMs: step.Milliseconds(), Untimed: untimed}
+	for _, ss := range series {
+		vs := valueSeries{Points: ss.points}
+		if by != "" {
+			vs.Key = ss.labels[0]
+		}
+		ans.Series = append(ans.Series, vs)
+	}
 	writeJSON(w, ans)
 }
 
-// sampleSeries sums the samples req selects per type, time step and value
-// of label by ("" for one series), and answers with the type req asks for
-// (sampleType). The samples are summed as they are read, not merged into
-// one profile first: an hour of 100 executors is tens of millions. The
+// sumSelected is sumPerStep over the samples req selects, with the type
+// req asks for (sampleType): summed as each upload is read, not merged
+// into one profile first (an hour of 100 executors is tens of millions of
+// samples), from a block's timeline when it serves (seriesSource). The
 // step is widened to keep the selected uploads' sample span, within req's
-// range, under maxSteps points.
-func (s *Server) sampleSeries(ctx context.Context, ten string, req request, step time.Duration, by string) (seriesAnswer, error) {
+// range, under maxSteps points. Samples without a time add up in untimed,
+// or with untimedAtUpload are put at their upload's start, as a timeline
+// draws them.
+func (s *Server) sumSelected(ctx context.Context, ten string, req request, step time.Duration, by []string, untimedAtUpload bool) (t profile.SampleType, series []stepSeries, untimed int64, widened time.Duration, err error) {
+	req.keepTimes = true
 	var lo, hi int64
-	err := s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
+	err = s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
 		first, last := u.SampleSpan()
 		if first != 0 && (lo == 0 || first < lo) {
 			lo = first
@@ -953,7 +971,7 @@ func (s *Server) sampleSeries(ctx context.Context, ten string, req request, step
 		return nil
 	})
 	if err != nil {
-		return seriesAnswer{}, err
+		return t, nil, 0, step, err
 	}
 	if req.query.From != 0 {
 		lo = max(lo, req.query.From)
@@ -964,21 +982,26 @@ func (s *Server) sampleSeries(ctx context.Context, ten string, req request, step
 	if span := time.Duration(hi - lo); span/step > maxSteps {
 		step = (span/maxSteps + time.Second - 1).Truncate(time.Second)
 	}
-	// The sums of one sample type: per series (the value of by) and step.
+	// The sums of one sample type: per series (the values of by, joined)
+	// and step.
+	type group struct {
+		labels []string
+		sums   map[int64]int64
+	}
 	type typeSums struct {
-		series  map[string]map[int64]int64
+		groups  map[string]*group
 		untimed int64
 	}
 	sums := map[profile.SampleType]*typeSums{}
 	var order []profile.SampleType // as they first have a selected sample
 	err = s.eachUpload(ctx, ten, req, seriesSource(by), func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
 		byType := make([]*typeSums, len(p.Types))
-		// A sample's type and label set decide its series: looked up once.
+		// A sample's type and label set decide its group: looked up once.
 		type key struct {
 			typ profile.TypeID
 			set profile.LabelSetID
 		}
-		seriesOf := map[key]map[int64]int64{}
+		groupOf := map[key]*group{}
 		for i := range p.Samples {
 			smp := p.Samples[i] // keep may relabel it
 			if !keep(&smp) {
@@ -988,54 +1011,56 @@ func (s *Server) sampleSeries(ctx context.Context, ten string, req request, step
 			if ts == nil {
 				t := p.Types[smp.Type]
 				if ts = sums[t]; ts == nil {
-					ts = &typeSums{series: map[string]map[int64]int64{}}
+					ts = &typeSums{groups: map[string]*group{}}
 					sums[t] = ts
 					order = append(order, t)
 				}
 				byType[smp.Type] = ts
 			}
 			if smp.Time == 0 {
-				ts.untimed += smp.Value
-				continue
+				if !untimedAtUpload {
+					ts.untimed += smp.Value
+					continue
+				}
+				smp.Time = u.From
 			}
 			k := key{smp.Type, smp.Labels}
-			points := seriesOf[k]
-			if points == nil {
-				v := ""
-				if by != "" {
-					v = p.Label(smp, by)
+			g := groupOf[k]
+			if g == nil {
+				labels := make([]string, len(by))
+				for i, name := range by {
+					labels[i] = p.Label(smp, name)
 				}
-				if points = ts.series[v]; points == nil {
-					points = map[int64]int64{}
-					ts.series[v] = points
+				name := strings.Join(labels, "\x00")
+				if g = ts.groups[name]; g == nil {
+					g = &group{labels: labels, sums: map[int64]int64{}}
+					ts.groups[name] = g
 				}
-				seriesOf[k] = points
+				groupOf[k] = g
 			}
-			points[smp.Time/int64(step)*int64(step)] += smp.Value
+			g.sums[smp.Time/int64(step)*int64(step)] += smp.Value
 		}
 	})
 	if err != nil {
-		return seriesAnswer{}, err
+		return t, nil, 0, step, err
 	}
 	present := profile.New()
 	for _, t := range order {
 		present.AddType(t)
 	}
-	t := pickType(present, order, req.typ)
-	ans := seriesAnswer{Type: t, By: by, StepMs: step.Milliseconds()}
-	if ts := sums[t]; ts != nil {
-		ans.Untimed = ts.untimed
-		for _, v := range slices.Sorted(maps.Keys(ts.series)) {
-			vs := valueSeries{Points: make([][2]int64, 0, len(ts.series[v]))}
-			if by != "" {
-				vs.Key = v
-			}
-			for at, sum := range ts.series[v] {
-				vs.Points = append(vs.Points, [2]int64{at / 1e6, sum})
-			}
-			slices.SortFunc(vs.Points, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
-			ans.Series = append(ans.Series, vs)
-		}
+	t = pickType(present, order, req.typ)
+	ts := sums[t]
+	if ts == nil {
+		return t, nil, 0, step, nil
 	}
-	return ans, nil
+	for _, name := range slices.Sorted(maps.Keys(ts.groups)) {
+		g := ts.groups[name]
+		ss := stepSeries{labels: g.labels, points: make([][2]int64, 0, len(g.sums))}
+		for at, sum := range g.sums {
+			ss.points = append(ss.points, [2]int64{at / 1e6, sum})
+		}
+		slices.SortFunc(ss.points, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+		series = append(series, ss)
+	}
+	return t, series, ts.untimed, step, nil
 }

@@ -23,7 +23,8 @@ import (
 // profile first (sumPerStep, as Pyroscope's render sums them): by label or
 // not, per type, thread state and range, with a step widened to 5,000
 // points, over uploads in the head and in blocks, whole and cut into time
-// slices.
+// slices; and Grafana's SelectSeries (several labels, samples without a
+// time at their upload) against the merge it made before.
 func TestSampleSeries(t *testing.T) {
 	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
 	if err != nil {
@@ -86,11 +87,35 @@ func TestSampleSeries(t *testing.T) {
 					}
 				}
 			}
+			// Grafana's SelectSeries: several labels, and samples without a
+			// time at their upload's start, as the merge with a resolution
+			// put them.
+			checkGrafana := func(when string) {
+				for _, by := range [][]string{nil, {"spark_executor_id", "spark_stage_id"}} {
+					req := newRequest(nil, "wall", 0, 0)
+					_, got, _, _, err := s.sumSelected(t.Context(), "", req, 10*time.Second, by, true)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ref := req
+					ref.dropLabels, ref.resolution = len(by) == 0, int64(10*time.Second)
+					p, err := s.merge(t.Context(), "", ref)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, _, _ := sumPerStep(p, sampleType(p, "wall"), 10*time.Second, by, 0, 0)
+					if fmt.Sprint(got) != fmt.Sprint(want) || len(got) == 0 {
+						t.Errorf("%s, by %v:\n got  %.300v\n want %.300v", when, by, got, want)
+					}
+				}
+			}
 			check("head")
+			checkGrafana("head")
 			if err := db.Compact(); err != nil {
 				t.Fatal(err)
 			}
 			check("blocks")
+			checkGrafana("blocks")
 		})
 	}
 }

@@ -346,6 +346,23 @@ func BenchmarkQuery(b *testing.B) {
 				b.Fatal("no series")
 			}
 		})
+		b.Run("grafana-series-by-executor/"+cache, func(b *testing.B) {
+			var res querierv1.SelectSeriesResponse
+			req := &querierv1.SelectSeriesRequest{ProfileTypeID: profileTypeID(profile.TypeCPU), LabelSelector: `{spark_app_id="app-bench"}`,
+				Start: start / 1e6, End: end / 1e6, Step: 18, GroupBy: []string{profile.LabelExecutorID}}
+			for b.Loop() {
+				connectCall(b, servers[cache], "SelectSeries", req, &res)
+			}
+			var total float64
+			for _, sr := range res.Series {
+				for _, pt := range sr.Points {
+					total += pt.Value
+				}
+			}
+			if len(res.Series) != benchExecutors || int64(total) != want["whole-app"] {
+				b.Fatalf("%d series, %.0f cpu ns; want %d and %d", len(res.Series), total, benchExecutors, want["whole-app"])
+			}
+		})
 		b.Run("grafana-whole-app/"+cache, func(b *testing.B) {
 			var res querierv1.SelectMergeStacktracesResponse
 			req := &querierv1.SelectMergeStacktracesRequest{ProfileTypeID: profileTypeID(profile.TypeCPU), LabelSelector: `{spark_app_id="app-bench"}`, Start: start / 1e6, End: end / 1e6}

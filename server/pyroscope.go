@@ -134,9 +134,15 @@ func (s *Server) handlePyroscopeRender(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	groupBy := r.URL.Query().Get("groupBy")
+	var by []string
+	if groupBy != "" {
+		by = []string{groupBy}
+	}
 	from, until := req.query.From, req.query.Until
-	step := timelineStep(from, until)
-	req.dropLabels, req.resolution = groupBy == "", int64(step)
+	// The flame graph from the stacks (blocks' rollups where they serve),
+	// the timeline from sums as the uploads are read (blocks' timelines):
+	// neither merges the selection with its times.
+	req.dropLabels = true
 	p, req, ok := s.selected(w, r, req)
 	if !ok {
 		return
@@ -145,7 +151,13 @@ func (s *Server) handlePyroscopeRender(w http.ResponseWriter, r *http.Request) {
 	units, rate := renderUnits(t)
 	tree := profile.NewTree(p, t)
 	tree.Trim(limit)
-	tl, groups := newTimeline(p, t, from, until, step, groupBy)
+	req.typ = t.String()
+	_, series, _, step, err := s.sumSelected(r.Context(), tenant(r), req, timelineStep(from, until), by, true)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	tl, groups := newTimeline(series, from, until, step, groupBy != "")
 	ans := map[string]any{
 		"version":     1,
 		"flamebearer": newFlamebearer(tree),
@@ -198,17 +210,11 @@ type timeline struct {
 	DurationDelta int64   `json:"durationDelta"`
 }
 
-// newTimeline sums the samples of type t per step over [from, until), or,
-// when the range is open, over the samples' times (at most maxSteps steps,
-// widened when needed). Samples without a time are left out. With a label
-// name groupBy it also sums them per value of that label, "*" for samples
-// without it.
-func newTimeline(p *profile.Profile, t profile.SampleType, from, until int64, step time.Duration, groupBy string) (timeline, map[string]timeline) {
-	var by []string
-	if groupBy != "" {
-		by = []string{groupBy}
-	}
-	series, _, step := sumPerStep(p, t, step, by, from, until)
+// newTimeline lays out series, sums per step (sumSelected), over [from,
+// until), or, when the range is open, over their points' times. With
+// grouped, it also lays out each series, keyed by its label's value, "*"
+// for samples without it.
+func newTimeline(series []stepSeries, from, until int64, step time.Duration, grouped bool) (timeline, map[string]timeline) {
 	lo, hi := from, until-1
 	for _, ss := range series {
 		if from == 0 && (lo == 0 || ss.points[0][0]*1e6 < lo) {
@@ -233,7 +239,7 @@ func newTimeline(p *profile.Profile, t profile.SampleType, from, until int64, st
 				tl.Samples[(at-first)/int64(step)] += pt[1]
 			}
 		}
-		if groupBy != "" {
+		if grouped {
 			groups[cmp.Or(ss.labels[0], "*")] = g
 		}
 	}

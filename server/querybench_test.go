@@ -217,6 +217,34 @@ func BenchmarkQuery(b *testing.B) {
 			}
 		})
 	}
+	// Pyroscope's render (/pyroscope/render): the flame graph and its
+	// timeline, 1,500 steps over the range.
+	for _, cache := range []string{"warm", "uncached"} {
+		b.Run("pyroscope-render/"+cache, func(b *testing.B) {
+			q := url.Values{"query": {`app.cpu{spark_app_id="app-bench"}`}, "from": {strconv.FormatInt(start, 10)}, "until": {strconv.FormatInt(end, 10)}}
+			var got struct {
+				Timeline timeline
+			}
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				servers[cache].ServeHTTP(w, httptest.NewRequest("GET", "/pyroscope/render?"+q.Encode(), nil))
+				if w.Code != 200 {
+					b.Fatalf("%d: %s", w.Code, w.Body)
+				}
+				got.Timeline = timeline{}
+				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var total int64
+			for _, v := range got.Timeline.Samples {
+				total += v
+			}
+			if total != want["whole-app"] {
+				b.Fatalf("timeline holds %d cpu ns, the uploads %d", total, want["whole-app"])
+			}
+		})
+	}
 	// With the app's task model known (a task per thread and window, each
 	// running for its window less up to 600 ms): a stage's flame graph,
 	// whose samples are joined to their tasks' windows, and the stage

@@ -221,7 +221,7 @@ func BenchmarkQuery(b *testing.B) {
 	// timeline, 1,500 steps over the range.
 	for _, cache := range []string{"warm", "uncached"} {
 		b.Run("pyroscope-render/"+cache, func(b *testing.B) {
-			q := url.Values{"query": {`app.cpu{spark_app_id="app-bench"}`}, "from": {strconv.FormatInt(start, 10)}, "until": {strconv.FormatInt(end, 10)}}
+			q := url.Values{"query": {`{spark_app_id="app-bench"}`}, "from": {strconv.FormatInt(start, 10)}, "until": {strconv.FormatInt(end, 10)}}
 			var got struct {
 				Timeline timeline
 			}

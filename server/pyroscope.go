@@ -152,7 +152,8 @@ func (s *Server) handlePyroscopeRender(w http.ResponseWriter, r *http.Request) {
 	tree := profile.NewTree(p, t)
 	tree.Trim(limit)
 	req.typ = t.String()
-	_, series, _, step, err := s.sumSelected(r.Context(), tenant(r), req, timelineStep(from, until), by, true)
+	// The timeline spans the range (its open ends the samples').
+	_, series, _, step, err := s.sumSelected(r.Context(), tenant(r), req, stepSums{step: timelineStep(from, until), by: by, untimedAtUpload: true, from: from, until: until})
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return

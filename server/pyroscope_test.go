@@ -79,6 +79,10 @@ func TestProfileTypeIDs(t *testing.T) {
 		if pr.Metadata.Name != tt.typ.Name || pr.Flamebearer.NumTicks != total(tt.typ) {
 			t.Errorf("%s: type %q, %d ticks; want %q, %d", tt.query, pr.Metadata.Name, pr.Flamebearer.NumTicks, tt.typ.Name, total(tt.typ))
 		}
+		// The recording is years old: its timeline up to now is widened.
+		if n := len(pr.Timeline.Samples); n == 0 || n > maxSteps+1 {
+			t.Errorf("%s: a timeline of %d steps, want 1 to %d", tt.query, n, maxSteps+1)
+		}
 	}
 	// Another service's ID selects nothing of this one.
 	var pr pyroscopeRender

@@ -228,7 +228,7 @@ func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv
 	}
 	// Samples without a time count at their upload's start, as
 	// Pyroscope's timeline puts them.
-	_, series, _, _, err := q.s.sumSelected(ctx, headerTenant(req.Header()), sr, step, m.GroupBy, true)
+	_, series, _, _, err := q.s.sumSelected(ctx, headerTenant(req.Header()), sr, stepSums{step: step, by: m.GroupBy, untimedAtUpload: true})
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInternal, err)
 	}

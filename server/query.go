@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -775,8 +776,9 @@ type breakdownRow struct {
 // time went without a flame graph, e.g. wall time per stage split into
 // RUNNABLE, BLOCKED, WAITING and NATIVE (the latency view).
 func (s *Server) handleBreakdown(w http.ResponseWriter, r *http.Request) {
-	p, req, ok := s.selection(w, r, "query")
-	if !ok {
+	req, err := parseRequest(r, "query")
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "query: %v", err)
 		return
 	}
 	by := strings.Split(r.URL.Query().Get("by"), ",")
@@ -784,34 +786,21 @@ func (s *Server) handleBreakdown(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "by: name 1 to 4 labels or state, comma-separated")
 		return
 	}
-	t := sampleType(p, req.typ)
-	id, _ := p.TypeIndex(t)
-	groups := map[string]*breakdownRow{}
-	var total int64
-	for _, smp := range p.Samples {
-		if smp.Type != id {
-			continue
-		}
-		keys := make([]string, len(by))
-		for i, name := range by {
-			if name == "state" {
-				keys[i] = smp.State.String()
-			} else {
-				keys[i] = p.Label(smp, name)
-			}
-		}
-		k := strings.Join(keys, "\x00")
-		g := groups[k]
-		if g == nil {
-			g = &breakdownRow{Keys: keys}
-			groups[k] = g
-		}
-		g.Value += smp.Value
-		total += smp.Value
+	// One step for all time: the sums per group.
+	t, series, _, _, err := s.sumSelected(r.Context(), tenant(r), req, stepSums{step: math.MaxInt64, by: by, untimedAtUpload: true})
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "%v", err)
+		return
 	}
-	rows := make([]*breakdownRow, 0, len(groups))
-	for _, g := range groups {
-		rows = append(rows, g)
+	rows := make([]*breakdownRow, 0, len(series))
+	var total int64
+	for _, ss := range series {
+		row := &breakdownRow{Keys: ss.labels}
+		for _, pt := range ss.points {
+			row.Value += pt[1]
+		}
+		total += row.Value
+		rows = append(rows, row)
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		if rows[i].Value != rows[j].Value {
@@ -935,7 +924,7 @@ func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
 	if by != "" {
 		byLabels = []string{by}
 	}
-	t, series, untimed, step, err := s.sumSelected(r.Context(), tenant(r), req, step, byLabels, false)
+	t, series, untimed, step, err := s.sumSelected(r.Context(), tenant(r), req, stepSums{step: step, by: byLabels})
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -951,15 +940,36 @@ func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, ans)
 }
 
+// groupValue returns the value of label name of sample smp of p, or its
+// thread state for the name "state".
+func groupValue(p *profile.Profile, smp profile.Sample, name string) string {
+	if name == "state" {
+		return smp.State.String()
+	}
+	return p.Label(smp, name)
+}
+
+// stepSums says what sumSelected sums: per step, and per value of the
+// labels by ("state" names the thread state).
+type stepSums struct {
+	step time.Duration
+	by   []string
+	// untimedAtUpload puts samples without a time at their upload's start,
+	// as a timeline draws them, instead of adding them up apart.
+	untimedAtUpload bool
+	// from and until, when set, bound the span the step is widened to
+	// cover in maxSteps points (a render's timeline spans its range);
+	// otherwise the selected uploads' sample span within req's range.
+	from, until int64
+}
+
 // sumSelected is sumPerStep over the samples req selects, with the type
 // req asks for (sampleType): summed as each upload is read, not merged
 // into one profile first (an hour of 100 executors is tens of millions of
-// samples), from a block's timeline when it serves (seriesSource). The
-// step is widened to keep the selected uploads' sample span, within req's
-// range, under maxSteps points. Samples without a time add up in untimed,
-// or with untimedAtUpload are put at their upload's start, as a timeline
-// draws them.
-func (s *Server) sumSelected(ctx context.Context, ten string, req request, step time.Duration, by []string, untimedAtUpload bool) (t profile.SampleType, series []stepSeries, untimed int64, widened time.Duration, err error) {
+// samples), from a block's timeline when it serves (seriesSource).
+// Samples without a time add up in untimed unless o.untimedAtUpload.
+func (s *Server) sumSelected(ctx context.Context, ten string, req request, o stepSums) (t profile.SampleType, series []stepSeries, untimed int64, widened time.Duration, err error) {
+	step, by, untimedAtUpload := o.step, o.by, o.untimedAtUpload
 	req.keepTimes = true
 	var lo, hi int64
 	err = s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
@@ -979,6 +989,12 @@ func (s *Server) sumSelected(ctx context.Context, ten string, req request, step 
 	if req.query.Until != 0 && hi >= req.query.Until {
 		hi = req.query.Until - 1
 	}
+	if o.from != 0 {
+		lo = o.from
+	}
+	if o.until != 0 {
+		hi = o.until - 1
+	}
 	if span := time.Duration(hi - lo); span/step > maxSteps {
 		step = (span/maxSteps + time.Second - 1).Truncate(time.Second)
 	}
@@ -996,10 +1012,12 @@ func (s *Server) sumSelected(ctx context.Context, ten string, req request, step 
 	var order []profile.SampleType // as they first have a selected sample
 	err = s.eachUpload(ctx, ten, req, seriesSource(by), func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
 		byType := make([]*typeSums, len(p.Types))
-		// A sample's type and label set decide its group: looked up once.
+		// A sample's type, label set and state decide its group: looked up
+		// once.
 		type key struct {
-			typ profile.TypeID
-			set profile.LabelSetID
+			typ   profile.TypeID
+			set   profile.LabelSetID
+			state profile.ThreadState
 		}
 		groupOf := map[key]*group{}
 		for i := range p.Samples {
@@ -1024,12 +1042,12 @@ func (s *Server) sumSelected(ctx context.Context, ten string, req request, step 
 				}
 				smp.Time = u.From
 			}
-			k := key{smp.Type, smp.Labels}
+			k := key{smp.Type, smp.Labels, smp.State}
 			g := groupOf[k]
 			if g == nil {
 				labels := make([]string, len(by))
 				for i, name := range by {
-					labels[i] = p.Label(smp, name)
+					labels[i] = groupValue(p, smp, name)
 				}
 				name := strings.Join(labels, "\x00")
 				if g = ts.groups[name]; g == nil {

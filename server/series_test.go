@@ -93,7 +93,7 @@ func TestSampleSeries(t *testing.T) {
 			checkGrafana := func(when string) {
 				for _, by := range [][]string{nil, {"spark_executor_id", "spark_stage_id"}} {
 					req := newRequest(nil, "wall", 0, 0)
-					_, got, _, _, err := s.sumSelected(t.Context(), "", req, 10*time.Second, by, true)
+					_, got, _, _, err := s.sumSelected(t.Context(), "", req, stepSums{step: 10 * time.Second, by: by, untimedAtUpload: true})
 					if err != nil {
 						t.Fatal(err)
 					}

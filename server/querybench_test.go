@@ -217,6 +217,27 @@ func BenchmarkQuery(b *testing.B) {
 			}
 		})
 	}
+	// The latency view's sums by thread state and stage
+	// (/api/v1/breakdown), of the app's CPU.
+	for _, cache := range []string{"warm", "uncached"} {
+		b.Run("breakdown/"+cache, func(b *testing.B) {
+			q := url.Values{"query": {`{spark_app_id="app-bench"}`}, "by": {"state,spark_stage_id"}, "type": {"cpu"}}
+			var got struct{ Total int64 }
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				servers[cache].ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/breakdown?"+q.Encode(), nil))
+				if w.Code != 200 {
+					b.Fatalf("%d: %s", w.Code, w.Body)
+				}
+				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if got.Total != want["whole-app"] {
+				b.Fatalf("%d cpu ns, the uploads hold %d", got.Total, want["whole-app"])
+			}
+		})
+	}
 	// Pyroscope's render (/pyroscope/render): the flame graph and its
 	// timeline, 1,500 steps over the range.
 	for _, cache := range []string{"warm", "uncached"} {

@@ -117,3 +117,21 @@ func BenchmarkUnmarshalBinary(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSumOver sums 200 ten-second profiles merged with their times
+// (200,000 samples) over time (a block's rollup) and over stacks (its
+// timeline), a task label dropped.
+func BenchmarkSumOver(b *testing.B) {
+	p := Merge(synthetic(200, 1000, 500)...)
+	relabel := func(ls Labels) Labels { return ls.Without(LabelTaskID) }
+	b.Run("time", func(b *testing.B) {
+		for b.Loop() {
+			p.SumOverTime(relabel)
+		}
+	})
+	b.Run("stacks", func(b *testing.B) {
+		for b.Loop() {
+			p.SumOverStacks(relabel)
+		}
+	})
+}

@@ -426,21 +426,10 @@ func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
 	// that it is never cleared) and a short chain over types and states.
 	// One table of all the samples' keys, hashed, missed the cache on
 	// nearly every lookup of a block's hundreds of thousands of samples.
-	labelMap := make([]LabelSetID, len(p.labelSets))
-	for i := range labelMap {
-		labelMap[i] = unmappedLabels
-	}
+	labels := newLabelMapper(p, out, relabel)
 	var count []int32 // samples per output label set
 	for _, s := range p.Samples {
-		id := labelMap[s.Labels]
-		if id == unmappedLabels {
-			ls := p.labelSets[s.Labels]
-			if relabel != nil {
-				ls = relabel(ls)
-			}
-			id = out.AddLabels(ls)
-			labelMap[s.Labels] = id
-		}
+		id := labels.id(s.Labels)
 		if int(id) >= len(count) {
 			count = append(count, make([]int32, int(id)+1-len(count))...)
 		}
@@ -453,7 +442,7 @@ func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
 	order := make([]int32, len(p.Samples))
 	next := slices.Clone(start[:len(count)])
 	for i, s := range p.Samples {
-		id := labelMap[s.Labels]
+		id := labels.id(s.Labels)
 		order[next[id]] = int32(i)
 		next[id]++
 	}
@@ -495,7 +484,7 @@ func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
 	for j := range p.Samples {
 		s, o := &p.Samples[j], &out.Samples[dest[j]]
 		o.Value += s.Value
-		o.Stack, o.Labels, o.Type, o.State = s.Stack, labelMap[s.Labels], s.Type, s.State
+		o.Stack, o.Labels, o.Type, o.State = s.Stack, labels.id(s.Labels), s.Type, s.State
 	}
 	return out
 }
@@ -513,10 +502,7 @@ func (p *Profile) SumOverStacks(relabel func(Labels) Labels) *Profile {
 	}
 	out.Labels = slices.Clone(p.Labels)
 	out.Start, out.End, out.Source = p.Start, p.End, p.Source
-	labelMap := make([]LabelSetID, len(p.labelSets))
-	for i := range labelMap {
-		labelMap[i] = unmappedLabels
-	}
+	labels := newLabelMapper(p, out, relabel)
 	type key struct {
 		time   int64
 		labels LabelSetID
@@ -524,15 +510,7 @@ func (p *Profile) SumOverStacks(relabel func(Labels) Labels) *Profile {
 	}
 	index := make(map[key]int32)
 	for _, s := range p.Samples {
-		id := labelMap[s.Labels]
-		if id == unmappedLabels {
-			ls := p.labelSets[s.Labels]
-			if relabel != nil {
-				ls = relabel(ls)
-			}
-			id = out.AddLabels(ls)
-			labelMap[s.Labels] = id
-		}
+		id := labels.id(s.Labels)
 		k := key{s.Time, id, uint16(s.Type)<<8 | uint16(s.State)}
 		i, ok := index[k]
 		if !ok {
@@ -544,4 +522,38 @@ func (p *Profile) SumOverStacks(relabel func(Labels) Labels) *Profile {
 	}
 	out.Samples = slices.Clip(out.Samples)
 	return out
+}
+
+// labelMapper maps the label sets of a profile to those of another after
+// a relabelling, adding each to the other when it is first asked for.
+type labelMapper struct {
+	from, to *Profile
+	relabel  func(Labels) Labels // nil keeps a set
+	ids      []LabelSetID        // by from's set, unmappedLabels until asked for
+}
+
+func newLabelMapper(from, to *Profile, relabel func(Labels) Labels) *labelMapper {
+	ids := make([]LabelSetID, len(from.labelSets))
+	for i := range ids {
+		ids[i] = unmappedLabels
+	}
+	return &labelMapper{from: from, to: to, relabel: relabel, ids: ids}
+}
+
+// id returns the id in to of from's label set, relabelled. Small enough to
+// inline: it runs once or twice per sample.
+func (m *labelMapper) id(set LabelSetID) LabelSetID {
+	if id := m.ids[set]; id != unmappedLabels {
+		return id
+	}
+	return m.add(set)
+}
+
+func (m *labelMapper) add(set LabelSetID) LabelSetID {
+	ls := m.from.labelSets[set]
+	if m.relabel != nil {
+		ls = m.relabel(ls)
+	}
+	m.ids[set] = m.to.AddLabels(ls)
+	return m.ids[set]
 }

@@ -284,18 +284,26 @@ func TestMergeWithinAdd(t *testing.T) {
 	}
 }
 
+// sumFixture is a profile of stacks a;b and a;c, types cpu and wall,
+// threads t1 and t2, and a function making a label set of a stage and a
+// task, for the SumOver tests to give samples.
+func sumFixture(t *testing.T) (p *Profile, b, c StackID, cpu, wall TypeID, t1, t2 ThreadID, stage func(st, task string) LabelSetID) {
+	p = build(t, nil, "a;b 1", "a;c 2")
+	b, c = p.Samples[0].Stack, p.Samples[1].Stack
+	cpu = p.Samples[0].Type
+	wall = p.AddType(TypeWall)
+	stage = func(st, task string) LabelSetID {
+		return p.AddLabels(Labels{{LabelStageID, st}, {LabelTaskID, task}})
+	}
+	t1, t2 = p.AddThread(Thread{ID: 1, Name: "t1"}), p.AddThread(Thread{ID: 2, Name: "t2"})
+	return p, b, c, cpu, wall, t1, t2, stage
+}
+
 // SumOverTime sums samples over time and threads per stack, label set
 // (after relabelling, which may join sets), type and state; a stack seen
 // under several types and states keeps one sum for each.
 func TestSumOverTime(t *testing.T) {
-	p := build(t, nil, "a;b 1", "a;c 2")
-	b, c := p.Samples[0].Stack, p.Samples[1].Stack
-	cpu := p.Samples[0].Type
-	wall := p.AddType(TypeWall)
-	stage := func(st, task string) LabelSetID {
-		return p.AddLabels(Labels{{LabelStageID, st}, {LabelTaskID, task}})
-	}
-	t1, t2 := p.AddThread(Thread{ID: 1, Name: "t1"}), p.AddThread(Thread{ID: 2, Name: "t2"})
+	p, b, c, cpu, wall, t1, t2, stage := sumFixture(t)
 	p.Samples = []Sample{
 		{Value: 1, Time: 1e9, Stack: b, Type: cpu, Thread: t1, Labels: stage("1", "10")},
 		{Value: 2, Time: 2e9, Stack: b, Type: cpu, Thread: t2, Labels: stage("1", "11")}, // joins the first
@@ -332,14 +340,7 @@ func TestSumOverTime(t *testing.T) {
 // SumOverStacks sums samples over stacks and threads per time, label set
 // (after relabelling), type and state.
 func TestSumOverStacks(t *testing.T) {
-	p := build(t, nil, "a;b 1", "a;c 2")
-	b, c := p.Samples[0].Stack, p.Samples[1].Stack
-	cpu := p.Samples[0].Type
-	wall := p.AddType(TypeWall)
-	stage := func(st, task string) LabelSetID {
-		return p.AddLabels(Labels{{LabelStageID, st}, {LabelTaskID, task}})
-	}
-	t1, t2 := p.AddThread(Thread{ID: 1, Name: "t1"}), p.AddThread(Thread{ID: 2, Name: "t2"})
+	p, b, c, cpu, wall, t1, t2, stage := sumFixture(t)
 	p.Samples = []Sample{
 		{Value: 1, Time: 1e9, Stack: b, Type: cpu, Thread: t1, Labels: stage("1", "10")},
 		{Value: 2, Time: 1e9, Stack: c, Type: cpu, Thread: t2, Labels: stage("1", "11")}, // joins the first

@@ -174,15 +174,8 @@ func BenchmarkQuery(b *testing.B) {
 			q := url.Values{"query": {c.query}, "from": {strconv.FormatInt(c.from, 10)}, "until": {strconv.FormatInt(end, 10)}}
 			var got renderResponse
 			for b.Loop() {
-				w := httptest.NewRecorder()
-				s.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/render?"+q.Encode(), nil))
-				if w.Code != 200 {
-					b.Fatalf("%d: %s", w.Code, w.Body)
-				}
 				got = renderResponse{}
-				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
-					b.Fatal(err)
-				}
+				serveJSON(b, s, "/api/v1/render?"+q.Encode(), &got)
 			}
 			if got.Flamebearer.NumTicks != want[c.name] {
 				b.Fatalf("%s: %d cpu ticks, the uploads hold %d", c.name, got.Flamebearer.NumTicks, want[c.name])
@@ -196,15 +189,8 @@ func BenchmarkQuery(b *testing.B) {
 			q := url.Values{"query": {`{spark_app_id="app-bench"}`}, "by": {"spark_executor_id"}, "step": {"18s"}, "type": {"cpu"}}
 			var got seriesAnswer
 			for b.Loop() {
-				w := httptest.NewRecorder()
-				servers[cache].ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/series?"+q.Encode(), nil))
-				if w.Code != 200 {
-					b.Fatalf("%d: %s", w.Code, w.Body)
-				}
 				got = seriesAnswer{}
-				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
-					b.Fatal(err)
-				}
+				serveJSON(b, servers[cache], "/api/v1/series?"+q.Encode(), &got)
 			}
 			var total int64
 			for _, sr := range got.Series {
@@ -224,14 +210,7 @@ func BenchmarkQuery(b *testing.B) {
 			q := url.Values{"query": {`{spark_app_id="app-bench"}`}, "by": {"state,spark_stage_id"}, "type": {"cpu"}}
 			var got struct{ Total int64 }
 			for b.Loop() {
-				w := httptest.NewRecorder()
-				servers[cache].ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/breakdown?"+q.Encode(), nil))
-				if w.Code != 200 {
-					b.Fatalf("%d: %s", w.Code, w.Body)
-				}
-				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
-					b.Fatal(err)
-				}
+				serveJSON(b, servers[cache], "/api/v1/breakdown?"+q.Encode(), &got)
 			}
 			if got.Total != want["whole-app"] {
 				b.Fatalf("%d cpu ns, the uploads hold %d", got.Total, want["whole-app"])
@@ -247,15 +226,8 @@ func BenchmarkQuery(b *testing.B) {
 				Timeline timeline
 			}
 			for b.Loop() {
-				w := httptest.NewRecorder()
-				servers[cache].ServeHTTP(w, httptest.NewRequest("GET", "/pyroscope/render?"+q.Encode(), nil))
-				if w.Code != 200 {
-					b.Fatalf("%d: %s", w.Code, w.Body)
-				}
 				got.Timeline = timeline{}
-				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
-					b.Fatal(err)
-				}
+				serveJSON(b, servers[cache], "/pyroscope/render?"+q.Encode(), &got)
 			}
 			var total int64
 			for _, v := range got.Timeline.Samples {
@@ -292,15 +264,8 @@ func BenchmarkQuery(b *testing.B) {
 			q := url.Values{"query": {`{spark_app_id="app-bench",spark_stage_id="3"}`}, "type": {"cpu"}}
 			var got renderResponse
 			for b.Loop() {
-				w := httptest.NewRecorder()
-				s.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/render?"+q.Encode(), nil))
-				if w.Code != 200 {
-					b.Fatalf("%d: %s", w.Code, w.Body)
-				}
 				got = renderResponse{}
-				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
-					b.Fatal(err)
-				}
+				serveJSON(b, s, "/api/v1/render?"+q.Encode(), &got)
 			}
 			// Samples after their task's finish lose its stage.
 			if got.Flamebearer.NumTicks == 0 || got.Flamebearer.NumTicks > want["one-stage"] {
@@ -310,14 +275,7 @@ func BenchmarkQuery(b *testing.B) {
 		b.Run("slow-vs-rest/"+cache, func(b *testing.B) {
 			var got struct{ LeftTicks, RightTicks int64 }
 			for b.Loop() {
-				w := httptest.NewRecorder()
-				s.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/apps/app-bench/stages/3/slow-vs-rest?type=cpu", nil))
-				if w.Code != 200 {
-					b.Fatalf("%d: %.300s", w.Code, w.Body)
-				}
-				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
-					b.Fatal(err)
-				}
+				serveJSON(b, s, "/api/v1/apps/app-bench/stages/3/slow-vs-rest?type=cpu", &got)
 			}
 			if got.LeftTicks == 0 || got.RightTicks == 0 || got.LeftTicks+got.RightTicks > want["one-stage"] {
 				b.Fatalf("%d + %d cpu ticks; the stage's uploads hold %d", got.LeftTicks, got.RightTicks, want["one-stage"])
@@ -342,15 +300,8 @@ func BenchmarkQuery(b *testing.B) {
 		b.Run(c.name+"/uncached", func(b *testing.B) {
 			var got []string
 			for b.Loop() {
-				w := httptest.NewRecorder()
-				servers["uncached"].ServeHTTP(w, httptest.NewRequest("GET", c.path, nil))
-				if w.Code != 200 {
-					b.Fatalf("%d: %s", w.Code, w.Body)
-				}
 				got = nil
-				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
-					b.Fatal(err)
-				}
+				serveJSON(b, servers["uncached"], c.path, &got)
 			}
 			if len(got) == 0 || c.want > 0 && len(got) != c.want {
 				b.Fatalf("%s: %d values, want %d", c.path, len(got), c.want)
@@ -424,6 +375,19 @@ func BenchmarkQuery(b *testing.B) {
 		})
 	}
 	b.Logf("after the queries: heap %d MiB; warm store %+v", heapMiB(), warm.Stats())
+}
+
+// serveJSON runs GET path on s and decodes its JSON answer into v,
+// failing b unless it is 200.
+func serveJSON(b *testing.B, s *Server, path string, v any) {
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+	if w.Code != 200 {
+		b.Fatalf("%s: %d: %.300s", path, w.Code, w.Body)
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // heapMiB is the live heap after a collection.

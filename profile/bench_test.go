@@ -131,7 +131,7 @@ func BenchmarkSumOver(b *testing.B) {
 	})
 	b.Run("stacks", func(b *testing.B) {
 		for b.Loop() {
-			p.SumOverStacks(relabel)
+			p.SumOverStacks(relabel, 0)
 		}
 	})
 }

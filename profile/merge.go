@@ -490,11 +490,12 @@ func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
 }
 
 // SumOverStacks returns p's samples summed over stacks and threads, each
-// label set replaced by relabel of it (nil keeps it), keeping their times:
-// what a time series of p needs, one row per time, label set, type and
-// state. The result shares p's types; it has no frames, stacks, threads,
-// series or warnings.
-func (p *Profile) SumOverStacks(relabel func(Labels) Labels) *Profile {
+// label set replaced by relabel of it (nil keeps it), keeping their times
+// to res nanoseconds (0 keeps them as they are; samples without a time
+// keep none): what a time series of p needs, one row per time, label set,
+// type and state. The result shares p's types; it has no frames, stacks,
+// threads, series or warnings.
+func (p *Profile) SumOverStacks(relabel func(Labels) Labels, res int64) *Profile {
 	out := New()
 	out.Types = slices.Clip(p.Types)
 	for i, t := range out.Types {
@@ -511,12 +512,16 @@ func (p *Profile) SumOverStacks(relabel func(Labels) Labels) *Profile {
 	index := make(map[key]int32)
 	for _, s := range p.Samples {
 		id := labels.id(s.Labels)
-		k := key{s.Time, id, uint16(s.Type)<<8 | uint16(s.State)}
+		t := s.Time
+		if t != 0 && res > 0 {
+			t = bucket(t, res)
+		}
+		k := key{t, id, uint16(s.Type)<<8 | uint16(s.State)}
 		i, ok := index[k]
 		if !ok {
 			i = int32(len(out.Samples))
 			index[k] = i
-			out.Samples = append(out.Samples, Sample{Time: s.Time, Labels: id, Type: s.Type, State: s.State})
+			out.Samples = append(out.Samples, Sample{Time: t, Labels: id, Type: s.Type, State: s.State})
 		}
 		out.Samples[i].Value += s.Value
 	}

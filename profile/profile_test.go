@@ -337,8 +337,8 @@ func TestSumOverTime(t *testing.T) {
 	}
 }
 
-// SumOverStacks sums samples over stacks and threads per time, label set
-// (after relabelling), type and state.
+// SumOverStacks sums samples over stacks and threads per time (to the
+// second asked for), label set (after relabelling), type and state.
 func TestSumOverStacks(t *testing.T) {
 	p, b, c, cpu, wall, t1, t2, stage := sumFixture(t)
 	p.Samples = []Sample{
@@ -349,9 +349,10 @@ func TestSumOverStacks(t *testing.T) {
 		{Value: 16, Time: 2e9, Stack: b, Type: cpu, Thread: t1, Labels: stage("1", "12")},
 		{Value: 32, Time: 2e9, Stack: c, Type: cpu, Thread: t1, Labels: stage("2", "10")},
 		{Value: 64, Time: 0, Stack: b, Type: cpu, Thread: t2, Labels: stage("1", "13")},
+		{Value: 128, Time: 2.5e9, Stack: b, Type: cpu, Thread: t2, Labels: stage("2", "14")}, // to the second
 	}
 	got := map[string]int64{}
-	r := p.SumOverStacks(func(ls Labels) Labels { return ls.Without(LabelTaskID) })
+	r := p.SumOverStacks(func(ls Labels) Labels { return ls.Without(LabelTaskID) }, 1e9)
 	for _, s := range r.Samples {
 		if s.Stack != NoStack || s.Thread != NoThread {
 			t.Errorf("sample %+v keeps its stack or thread", s)
@@ -367,7 +368,7 @@ func TestSumOverStacks(t *testing.T) {
 		`1 wall/0 {spark_stage_id="1"}`:                              4,
 		fmt.Sprintf(`1 wall/%d {spark_stage_id="1"}`, StateSleeping): 8,
 		`2 cpu/0 {spark_stage_id="1"}`:                               16,
-		`2 cpu/0 {spark_stage_id="2"}`:                               32,
+		`2 cpu/0 {spark_stage_id="2"}`:                               160,
 		`0 cpu/0 {spark_stage_id="1"}`:                               64,
 	}
 	if !maps.Equal(got, want) {

@@ -274,12 +274,16 @@ func source(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.
 }
 
 // seriesSource returns the sourceFunc of a time series per value of the
-// labels by: a block's timeline when it serves, its samples otherwise.
-func seriesSource(by []string) sourceFunc {
+// labels by and step: an upload's timeline when it serves, its samples
+// otherwise. A timeline that keeps times coarser than its samples' (an
+// upload in the head) serves only a step and range its resolution divides.
+func seriesSource(by []string, step time.Duration) sourceFunc {
 	return func(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.Task) (*profile.Profile, error) {
 		f := req.filter
 		dropped := func(name string) bool { return slices.Contains(store.RollupDropped, name) }
-		if f.Thread == nil && f.Focus == nil && f.Ignore == nil && !slices.ContainsFunc(by, dropped) && !slices.ContainsFunc(f.Labels, func(m profile.Matcher) bool { return dropped(m.Name) }) {
+		res := u.TimelineResolution()
+		aligned := res == 0 || ((step == allTime || int64(step)%res == 0) && f.From%res == 0 && f.Until%res == 0)
+		if aligned && f.Thread == nil && f.Focus == nil && f.Ignore == nil && !slices.ContainsFunc(by, dropped) && !slices.ContainsFunc(f.Labels, func(m profile.Matcher) bool { return dropped(m.Name) }) {
 			tl, err := u.LoadTimeline()
 			if err != nil {
 				return nil, err
@@ -786,8 +790,7 @@ func (s *Server) handleBreakdown(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "by: name 1 to 4 labels or state, comma-separated")
 		return
 	}
-	// One step for all time: the sums per group.
-	t, series, _, _, err := s.sumSelected(r.Context(), tenant(r), req, stepSums{step: math.MaxInt64, by: by, untimedAtUpload: true})
+	t, series, _, _, err := s.sumSelected(r.Context(), tenant(r), req, stepSums{step: allTime, by: by, untimedAtUpload: true})
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -949,6 +952,9 @@ func groupValue(p *profile.Profile, smp profile.Sample, name string) string {
 	return p.Label(smp, name)
 }
 
+// allTime is a step that sums all times into one: the sums per group.
+const allTime = time.Duration(math.MaxInt64)
+
 // stepSums says what sumSelected sums: per step, and per value of the
 // labels by ("state" names the thread state).
 type stepSums struct {
@@ -1010,7 +1016,7 @@ func (s *Server) sumSelected(ctx context.Context, ten string, req request, o ste
 	}
 	sums := map[profile.SampleType]*typeSums{}
 	var order []profile.SampleType // as they first have a selected sample
-	err = s.eachUpload(ctx, ten, req, seriesSource(by), func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
+	err = s.eachUpload(ctx, ten, req, seriesSource(by, step), func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
 		byType := make([]*typeSums, len(p.Types))
 		// A sample's type, label set and state decide its group: looked up
 		// once.

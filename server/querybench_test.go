@@ -448,6 +448,19 @@ func BenchmarkLiveQuery(b *testing.B) {
 			}
 		})
 	}
+	// The page's CPU per executor, over the app so far (a step of its
+	// two-hundredth).
+	b.Run("app-series", func(b *testing.B) {
+		q := url.Values{"query": {`{spark_app_id="app-bench"}`}, "by": {"spark_executor_id"}, "step": {"9s"}, "type": {"cpu"}}
+		var got seriesAnswer
+		for b.Loop() {
+			got = seriesAnswer{}
+			serveJSON(b, s, "/api/v1/series?"+q.Encode(), &got)
+		}
+		if len(got.Series) != benchExecutors {
+			b.Fatalf("%d series, want %d", len(got.Series), benchExecutors)
+		}
+	})
 	st = db.Stats()
 	b.Logf("after the queries: %d in the head (%d MiB estimated, its uploads' rollups included)", st.HeadUploads, st.HeadBytes>>20)
 }

@@ -334,7 +334,7 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 	if err != nil {
 		return nil, nil, err
 	}
-	tb, err := timeline(p).MarshalBinary()
+	tb, err := timeline(p, 0).MarshalBinary()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -743,12 +743,13 @@ func rollup(p *profile.Profile) *profile.Profile {
 }
 
 // timeline sums the samples of p over stacks and threads, with the labels
-// in RollupDropped removed from their label sets, keeping their times: a
+// in RollupDropped removed from their label sets, keeping their times to
+// res (0 as they are: a block's are at the store's resolution already): a
 // time series by app, executor or stage (the app page's CPU per executor)
-// of a block then reads one row per second, label set, type and state
-// instead of one per sample.
-func timeline(p *profile.Profile) *profile.Profile {
-	return p.SumOverStacks(func(ls profile.Labels) profile.Labels { return ls.Without(RollupDropped...) })
+// then reads one row per second, label set, type and state instead of one
+// per sample.
+func timeline(p *profile.Profile, res int64) *profile.Profile {
+	return p.SumOverStacks(func(ls profile.Labels) profile.Labels { return ls.Without(RollupDropped...) }, res)
 }
 
 // sampleSpan returns the first and last sample time of p; samples without

@@ -310,7 +310,7 @@ func (db *DB) replay(t *tenant, path string) (int64, segment, error) {
 				continue
 			}
 			seg.add(u.ID)
-			u.head = &headRollup{acct: &db.headRollups}
+			u.head = &headRollup{acct: &db.headRollups, res: int64(db.opts.Resolution)}
 			t.uploads = append(t.uploads, u)
 			t.headBytes += u.memSize
 		}
@@ -545,7 +545,7 @@ func (db *DB) Append(name string, u *Upload) error {
 	t.segs[len(t.segs)-1].add(u.ID)
 	t.nextID++
 	t.addKey(u.Key, u.ID, u.Received, 0)
-	u.head = &headRollup{acct: &db.headRollups}
+	u.head = &headRollup{acct: &db.headRollups, res: int64(db.opts.Resolution)}
 	t.uploads = append(t.uploads, u)
 	t.headBytes += u.memSize
 	if db.headBytes() > db.opts.HeadBytes {

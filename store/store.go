@@ -85,10 +85,24 @@ func (u *Upload) LoadLabelSets() (*profile.Profile, error) {
 // the head, and blocks written before blocks had one, have none: nil. It
 // must not be modified.
 func (u *Upload) LoadTimeline() (*profile.Profile, error) {
-	if u.load == nil {
-		return nil, nil
+	switch {
+	case u.load != nil:
+		return u.load(partTimeline)
+	case u.head != nil:
+		return u.head.timeline(u.Profile), nil
 	}
-	return u.load(partTimeline)
+	return nil, nil
+}
+
+// TimelineResolution is the resolution (ns) an upload in the head keeps
+// its timeline's times to, where its samples keep theirs exactly: a series
+// whose step and range bounds it divides reads the timeline as it would
+// the samples. 0 for a block, whose timeline keeps its samples' times.
+func (u *Upload) TimelineResolution() int64 {
+	if u.head == nil {
+		return 0
+	}
+	return u.head.res
 }
 
 // LoadSeries returns u's metric series (GC pauses, CPU load, heap...), each
@@ -142,15 +156,17 @@ func (u *Upload) SampleSpan() (first, last int64) {
 	return u.head.span(u.Profile)
 }
 
-// headRollup is the rollup and sample span of an upload in the head,
-// computed once on demand; the rollup's memory is counted in the store's
-// head (acct) until the upload leaves it.
+// headRollup is the rollup, timeline and sample span of an upload in the
+// head, each computed once on demand; their memory is counted in the
+// store's head (acct) until the upload leaves it.
 type headRollup struct {
-	acct *atomic.Int64 // the store's memory of head rollups
+	acct *atomic.Int64 // the store's memory of head rollups and timelines
+	res  int64         // the resolution of the timeline's times (ns)
 
 	mu          sync.Mutex       // guards the fields below
 	p           *profile.Profile // the rollup, once computed
-	size        int64            // its estimated memory, counted in acct
+	tl          *profile.Profile // the timeline, once computed
+	size        int64            // their estimated memory, counted in acct
 	spanned     bool             // whether first and last are computed
 	first, last int64            // the samples' first and last times
 	dropped     bool             // whether the upload left the head
@@ -163,12 +179,28 @@ func (h *headRollup) rollup(p *profile.Profile) *profile.Profile {
 		h.p = rollup(p)
 		// The rollup shares p's frames and stacks: its own memory is its
 		// samples and label sets.
-		h.size = int64(cap(h.p.Samples))*sampleBytes + int64(h.p.NumLabelSets())*labelSetBytes
+		size := int64(cap(h.p.Samples))*sampleBytes + int64(h.p.NumLabelSets())*labelSetBytes
+		h.size += size
 		if !h.dropped {
-			h.acct.Add(h.size)
+			h.acct.Add(size)
 		}
 	}
 	return h.p
+}
+
+func (h *headRollup) timeline(p *profile.Profile) *profile.Profile {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.tl == nil {
+		h.tl = timeline(p, h.res)
+		// It shares p's types: its own memory is its rows and label sets.
+		size := int64(cap(h.tl.Samples))*sampleBytes + int64(h.tl.NumLabelSets())*labelSetBytes
+		h.size += size
+		if !h.dropped {
+			h.acct.Add(size)
+		}
+	}
+	return h.tl
 }
 
 func (h *headRollup) span(p *profile.Profile) (first, last int64) {
@@ -181,12 +213,12 @@ func (h *headRollup) span(p *profile.Profile) (first, last int64) {
 	return h.first, h.last
 }
 
-// drop is called as the upload leaves the head: its rollup's memory is
-// no longer the head's.
+// drop is called as the upload leaves the head: its rollup's and
+// timeline's memory is no longer the head's.
 func (h *headRollup) drop() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.p != nil && !h.dropped {
+	if !h.dropped {
 		h.acct.Add(-h.size)
 	}
 	h.dropped = true

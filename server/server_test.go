@@ -1215,7 +1215,23 @@ func TestHeadRollups(t *testing.T) {
 	if got, want := get(rolled, "cpu", mid, last+1), get(sampled, "cpu", mid, last+1); got != want {
 		t.Error("over half the range: the flame graph differs from the samples'")
 	}
+	// The series the uploads' timelines answer are the samples'.
+	beforeSeries := db.Stats().HeadBytes
+	for _, typ := range []string{"cpu", "wall", "alloc_bytes", "lock_delay"} {
+		series := func(sel string) string {
+			t.Helper()
+			var body json.RawMessage
+			getJSON(t, ts, "/api/v1/series?"+url.Values{"query": {sel}, "type": {typ}, "by": {"spark_executor_id"}, "step": {"1s"}}.Encode(), &body)
+			return string(body)
+		}
+		if got, want := series(rolled), series(sampled); got != want || len(got) < 100 {
+			t.Errorf("%s: the timelines' series differs from the samples':\n got  %.200s\n want %.200s", typ, got, want)
+		}
+	}
+	if after := db.Stats().HeadBytes; after <= beforeSeries {
+		t.Errorf("head memory %d before the series, %d after: the timelines are not counted", beforeSeries, after)
+	}
 	if db.Compact(); db.Stats().HeadBytes != 0 {
-		t.Errorf("head memory %d after compaction, want 0: the rollups' memory is still counted", db.Stats().HeadBytes)
+		t.Errorf("head memory %d after compaction, want 0: the rollups' or timelines' memory is still counted", db.Stats().HeadBytes)
 	}
 }

@@ -1,13 +1,16 @@
 package server
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/store"
 )
 
@@ -154,4 +158,69 @@ func mergedSeries(t *testing.T, s *Server, r *http.Request) seriesAnswer {
 		ans.Series = append(ans.Series, vs)
 	}
 	return ans
+}
+
+// sumPerStep, the reference sumSelected is checked against, sums p's samples of type t per time step, one series per
+// combination of the values of the labels by ("" where a sample lacks
+// one), ordered by those values. The step is widened to keep the span
+// from–until (Unix ns; an open end is the samples' first or last time)
+// under maxSteps points; samples without a time add up in untimed.
+func sumPerStep(p *profile.Profile, t profile.SampleType, step time.Duration, by []string, from, until int64) (series []stepSeries, untimed int64, widened time.Duration) {
+	id, ok := p.TypeIndex(t)
+	if !ok {
+		return nil, 0, step
+	}
+	lo, hi := from, until
+	for _, smp := range p.Samples {
+		if smp.Type == id && smp.Time > 0 {
+			if from == 0 && (lo == 0 || smp.Time < lo) {
+				lo = smp.Time
+			}
+			if until == 0 {
+				hi = max(hi, smp.Time)
+			}
+		}
+	}
+	if span := time.Duration(hi - lo); span/step > maxSteps {
+		step = (span/maxSteps + time.Second - 1).Truncate(time.Second)
+	}
+	type group struct {
+		labels []string
+		sums   map[int64]int64
+	}
+	groups := map[string]*group{}
+	bySet := map[profile.LabelSetID]*group{} // a sample's labels decide its group
+	for _, smp := range p.Samples {
+		if smp.Type != id {
+			continue
+		}
+		if smp.Time == 0 {
+			untimed += smp.Value
+			continue
+		}
+		g := bySet[smp.Labels]
+		if g == nil {
+			labels := make([]string, len(by))
+			for i, name := range by {
+				labels[i] = p.Label(smp, name)
+			}
+			key := strings.Join(labels, "\x00")
+			if g = groups[key]; g == nil {
+				g = &group{labels: labels, sums: map[int64]int64{}}
+				groups[key] = g
+			}
+			bySet[smp.Labels] = g
+		}
+		g.sums[smp.Time/int64(step)*int64(step)] += smp.Value
+	}
+	for _, key := range slices.Sorted(maps.Keys(groups)) {
+		g := groups[key]
+		ss := stepSeries{labels: g.labels}
+		for at, v := range g.sums {
+			ss.points = append(ss.points, [2]int64{at / 1e6, v})
+		}
+		slices.SortFunc(ss.points, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+		series = append(series, ss)
+	}
+	return series, untimed, step
 }

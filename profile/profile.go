@@ -565,13 +565,16 @@ func (p *Profile) Warnf(format string, args ...any) {
 // FindType returns the sample type of p named by want: a "name:unit", a
 // type name, or a family ("cpu", "wall", "alloc", "lock", "live"), the
 // exact names first.
-func (p *Profile) FindType(want string) (SampleType, bool) {
-	for _, t := range p.Types {
+func (p *Profile) FindType(want string) (SampleType, bool) { return FindType(p.Types, want) }
+
+// FindType returns the type of types named by want, as Profile.FindType.
+func FindType(types []SampleType, want string) (SampleType, bool) {
+	for _, t := range types {
 		if t.Name == want || t.String() == want {
 			return t, true
 		}
 	}
-	for _, t := range p.Types {
+	for _, t := range types {
 		if t.Family() == want {
 			return t, true
 		}

@@ -98,24 +98,18 @@ func taskJoiner(p *profile.Profile, tasksOf func(appID string) map[int64]*spark.
 // finish, widened by windowSlack; until is 0 (open) when a task is still
 // running.
 func tasksWindow(tasks []*spark.Task) (from, until int64) {
+	running := false
 	for i, t := range tasks {
-		lo := t.LaunchMs*int64(time.Millisecond) - windowSlack
-		hi := t.FinishMs*int64(time.Millisecond) + windowSlack + 1
+		if lo := t.LaunchMs*int64(time.Millisecond) - windowSlack; i == 0 || lo < from {
+			from = lo
+		}
 		if t.FinishMs == 0 {
-			hi = 0
+			running = true
 		}
-		switch {
-		case i == 0:
-			from, until = lo, hi
-		default:
-			from = min(from, lo)
-			if until != 0 {
-				until = max(until, hi)
-			}
-			if hi == 0 {
-				until = 0
-			}
-		}
+		until = max(until, t.FinishMs*int64(time.Millisecond)+windowSlack+1)
+	}
+	if running {
+		until = 0
 	}
 	return from, until
 }

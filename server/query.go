@@ -207,6 +207,7 @@ func parseTimeParam(s string) (int64, error) {
 // profile, and the sample type picked.
 func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.Profile, error) {
 	m := profile.NewMerger(profile.MergeOptions{Aggregate: !req.keepTimes, Resolution: req.resolution, DropLabels: req.dropLabels, DropThreads: req.dropLabels})
+	req = narrowToStage(req, s.tasksOf(ten))
 	err := s.eachUpload(ctx, ten, req, source, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
 		m.AddFunc(p, func(s *profile.Sample) bool {
 			if !keep(s) {
@@ -224,6 +225,12 @@ func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.P
 	return m.Profile(), nil
 }
 
+// tasksOf returns the function that gives the tasks by id of one of the
+// tenant's apps, nil when its task model is not known.
+func (s *Server) tasksOf(ten string) func(app string) map[int64]*spark.Task {
+	return func(app string) map[int64]*spark.Task { return s.apps.tasks(ten, app) }
+}
+
 // sourceFunc returns the profile of upload u that answers req; tasksOf
 // returns an app's tasks by id, nil when its task model is not known.
 type sourceFunc func(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.Task) (*profile.Profile, error)
@@ -234,8 +241,7 @@ type sourceFunc func(u *store.Upload, req request, tasksOf func(string) map[int6
 // task (changing its labels) and then reports whether req selects it. The
 // stored profile is not modified.
 func (s *Server) eachUpload(ctx context.Context, ten string, req request, src sourceFunc, add func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool)) error {
-	tasksOf := func(app string) map[int64]*spark.Task { return s.apps.tasks(ten, app) }
-	req = narrowToStage(req, tasksOf)
+	tasksOf := s.tasksOf(ten)
 	return s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
 		if err := ctx.Err(); err != nil {
 			return err // the client went away: read no more blocks
@@ -283,7 +289,9 @@ func seriesSource(by []string, step time.Duration) sourceFunc {
 		dropped := func(name string) bool { return slices.Contains(store.RollupDropped, name) }
 		res := u.TimelineResolution()
 		aligned := res == 0 || ((step == allTime || int64(step)%res == 0) && f.From%res == 0 && f.Until%res == 0)
-		if aligned && f.Thread == nil && f.Focus == nil && f.Ignore == nil && !slices.ContainsFunc(by, dropped) && !slices.ContainsFunc(f.Labels, func(m profile.Matcher) bool { return dropped(m.Name) }) {
+		needsSamples := f.Thread != nil || f.Focus != nil || f.Ignore != nil || slices.ContainsFunc(by, dropped) ||
+			slices.ContainsFunc(f.Labels, func(m profile.Matcher) bool { return dropped(m.Name) })
+		if aligned && !needsSamples {
 			tl, err := u.LoadTimeline()
 			if err != nil {
 				return nil, err
@@ -297,16 +305,11 @@ func seriesSource(by []string, step time.Duration) sourceFunc {
 }
 
 // timelineServes reports whether timeline tl answers a series of req per
-// value of the labels by as its samples would: a matcher on a stage
-// label, or a series per stage, needs the block's apps to have no task
-// model, since joining samples to task windows changes their stage labels.
+// value of the labels by as its samples would: not when req matches, or
+// by names, a stage label and the join to task windows may change stages
+// (stagesJoined).
 func timelineServes(tl *profile.Profile, req request, by []string, tasksOf func(string) map[int64]*spark.Task) bool {
-	for _, name := range by {
-		if name == profile.LabelStageID || name == profile.LabelStageAttempt {
-			req.filter.Labels = append(slices.Clip(req.filter.Labels), profile.Matcher{Name: name})
-		}
-	}
-	return rollupServes(tl, req, tasksOf)
+	return !(slices.ContainsFunc(by, isStageLabel) || matchesStage(req)) || !stagesJoined(tl, tasksOf)
 }
 
 // rollupMayServe reports whether the rollup of u (a compacted block, or an
@@ -337,18 +340,24 @@ func rollupMayServe(u *store.Upload, req request) bool {
 // no task model, since joining samples to task windows changes their
 // stage labels.
 func rollupServes(r *profile.Profile, req request, tasksOf func(string) map[int64]*spark.Task) bool {
-	stage := slices.ContainsFunc(req.filter.Labels, func(m profile.Matcher) bool {
-		return m.Name == profile.LabelStageID || m.Name == profile.LabelStageAttempt
-	})
-	if !stage {
-		return true
-	}
-	for _, app := range labelValuesOf(r, profile.LabelAppID) {
-		if tasksOf(app) != nil {
-			return false
-		}
-	}
-	return true
+	return !matchesStage(req) || !stagesJoined(r, tasksOf)
+}
+
+// isStageLabel reports whether name is a stage label, which the join to
+// task windows may change.
+func isStageLabel(name string) bool {
+	return name == profile.LabelStageID || name == profile.LabelStageAttempt
+}
+
+// matchesStage reports whether req has a matcher on a stage label.
+func matchesStage(req request) bool {
+	return slices.ContainsFunc(req.filter.Labels, func(m profile.Matcher) bool { return isStageLabel(m.Name) })
+}
+
+// stagesJoined reports whether an app of p has a task model, so that
+// joining p's samples to task windows may change their stage labels.
+func stagesJoined(p *profile.Profile, tasksOf func(string) map[int64]*spark.Task) bool {
+	return slices.ContainsFunc(labelValuesOf(p, profile.LabelAppID), func(app string) bool { return tasksOf(app) != nil })
 }
 
 // labelValuesOf lists the values label name takes in p.
@@ -410,14 +419,14 @@ func (s *Server) tree(w http.ResponseWriter, r *http.Request, selParam string) (
 // sampleType picks the sample type a query asked for; without one, CPU
 // time if the selection has it, else its first type with samples.
 func sampleType(p *profile.Profile, want string) profile.SampleType {
-	return pickType(p, presentTypes(p), want)
+	return pickType(p.Types, presentTypes(p), want)
 }
 
-// pickType is sampleType for a profile p whose types with samples are
-// present.
-func pickType(p *profile.Profile, present []profile.SampleType, want string) profile.SampleType {
+// pickType is sampleType for a selection of the types given, of which
+// those present have samples.
+func pickType(types, present []profile.SampleType, want string) profile.SampleType {
 	if want != "" {
-		if t, ok := p.FindType(want); ok {
+		if t, ok := profile.FindType(types, want); ok {
 			return t
 		}
 		return profile.SampleType{Name: want}
@@ -912,6 +921,7 @@ type stepSums struct {
 func (s *Server) sumSelected(ctx context.Context, ten string, req request, o stepSums) (t profile.SampleType, series []stepSeries, untimed int64, widened time.Duration, err error) {
 	step, by, untimedAtUpload := o.step, o.by, o.untimedAtUpload
 	req.keepTimes = true
+	req = narrowToStage(req, s.tasksOf(ten))
 	var lo, hi int64
 	err = s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
 		first, last := u.SampleSpan()
@@ -953,6 +963,15 @@ func (s *Server) sumSelected(ctx context.Context, ten string, req request, o ste
 	var order []profile.SampleType // as they first have a selected sample
 	err = s.eachUpload(ctx, ten, req, seriesSource(by, step), func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
 		byType := make([]*typeSums, len(p.Types))
+		// A type the request does not name is never picked: its samples
+		// are not summed.
+		skip := make([]bool, len(p.Types))
+		if req.typ != "" {
+			for i, t := range p.Types {
+				_, named := profile.FindType([]profile.SampleType{t}, req.typ)
+				skip[i] = !named
+			}
+		}
 		// A sample's type, label set and state decide its group: looked up
 		// once.
 		type key struct {
@@ -963,7 +982,7 @@ func (s *Server) sumSelected(ctx context.Context, ten string, req request, o ste
 		groupOf := map[key]*group{}
 		for i := range p.Samples {
 			smp := p.Samples[i] // keep may relabel it
-			if !keep(&smp) {
+			if skip[smp.Type] || !keep(&smp) {
 				continue
 			}
 			ts := byType[smp.Type]
@@ -1003,11 +1022,7 @@ func (s *Server) sumSelected(ctx context.Context, ten string, req request, o ste
 	if err != nil {
 		return t, nil, 0, step, err
 	}
-	present := profile.New()
-	for _, t := range order {
-		present.AddType(t)
-	}
-	t = pickType(present, order, req.typ)
+	t = pickType(order, order, req.typ)
 	ts := sums[t]
 	if ts == nil {
 		return t, nil, 0, step, nil

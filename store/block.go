@@ -63,6 +63,15 @@ type part struct {
 	sum       uint32
 }
 
+// holds reports whether time t (Unix ns; 0 for none) is in the time slice
+// sm stands for: only 0 for the slice of untimed samples.
+func (sm sliceMeta) holds(t int64) bool {
+	if sm.First == 0 {
+		return t == 0
+	}
+	return t != 0 && (sm.From == 0 || t >= sm.From) && (sm.Until == 0 || t < sm.Until)
+}
+
 // slicePart is where a time slice's parts are in a block file.
 type slicePart struct{ rollup, samples part }
 

@@ -61,8 +61,9 @@ type DB struct {
 	// rawBuf and recBuf are encodeRecord's buffers; under mu.
 	rawBuf, recBuf []byte
 	compactMu      sync.Mutex // one compaction at a time
-	// headRollups is the memory of the head uploads' rollups computed so
-	// far (Upload.LoadRollup), part of the head's budget.
+	// headRollups is the memory of the head uploads' rollups and timelines
+	// computed so far (Upload.LoadRollup, LoadTimeline), part of the
+	// head's budget.
 	headRollups atomic.Int64
 	// compactions and compactionErrors count since Open, and compactionTime
 	// is the time they took; under mu.
@@ -669,7 +670,11 @@ func (db *DB) loadTables(b *block) (*profile.Profile, error) {
 // rollup or samples, or the block's metric points in the time the slice
 // stands for.
 func (db *DB) loadSlice(b *block, i, part int) (*profile.Profile, error) {
+	var tables *profile.Profile
+	var err error
 	switch part {
+	case partTables:
+		return db.loadTables(b)
 	case partSeries:
 		all, err := b.up.load(partSeries)
 		if err != nil {
@@ -684,15 +689,9 @@ func (db *DB) loadSlice(b *block, i, part int) (*profile.Profile, error) {
 			}
 			return sliceTimeline(all, b.meta.Slices[i]), nil
 		})
-	}
-	if part == partTables {
-		return db.loadTables(b)
-	}
-	var tables *profile.Profile
-	var err error
-	if part == partRollup {
+	case partRollup:
 		tables, err = b.up.load(partRollup) // the block's rollup: most queries read it anyway
-	} else {
+	default:
 		tables, err = db.loadTables(b)
 	}
 	if err != nil {
@@ -712,16 +711,10 @@ func (db *DB) loadSlice(b *block, i, part int) (*profile.Profile, error) {
 // slice sm stands for: its rows without a time for the untimed samples'
 // slice.
 func sliceTimeline(p *profile.Profile, sm sliceMeta) *profile.Profile {
-	in := func(t int64) bool {
-		if sm.First == 0 {
-			return t == 0
-		}
-		return t != 0 && (sm.From == 0 || t >= sm.From) && (sm.Until == 0 || t < sm.Until)
-	}
 	cp := *p
 	cp.Samples = nil
 	for _, s := range p.Samples {
-		if in(s.Time) {
+		if sm.holds(s.Time) {
 			cp.Samples = append(cp.Samples, s)
 		}
 	}
@@ -732,13 +725,10 @@ func sliceTimeline(p *profile.Profile, sm sliceMeta) *profile.Profile {
 // time slice sm stands for.
 func sliceSeries(p *profile.Profile, sm sliceMeta) *profile.Profile {
 	out := profile.New()
-	if sm.First == 0 {
-		return out // the untimed samples' slice stands for no time
-	}
 	for _, sr := range p.Series {
 		var pts []profile.Point
 		for _, pt := range sr.Points {
-			if (sm.From == 0 || pt.Time >= sm.From) && (sm.Until == 0 || pt.Time < sm.Until) {
+			if sm.holds(pt.Time) {
 				pts = append(pts, pt)
 			}
 		}
@@ -1014,7 +1004,7 @@ func (db *DB) compactCounted(name string, t *tenant, p int64, ups []*Upload, old
 }
 
 // headBytes returns the estimated memory of every tenant's head, the
-// rollups queries made of its uploads included; under mu.
+// rollups and timelines queries made of its uploads included; under mu.
 func (db *DB) headBytes() int64 {
 	n := db.headRollups.Load()
 	for _, t := range db.tenants {

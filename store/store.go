@@ -43,11 +43,12 @@ type Upload struct {
 	// single upload and for blocks written before blocks listed them.
 	Values map[string][]string
 
-	// load reads a block's rollup or samples (partRollup, partSamples);
-	// nil for a single upload.
+	// load reads a part of a block or of one of its time slices: its
+	// rollup, samples, series, timeline or tables (partRollup, ...); nil
+	// for a single upload.
 	load func(part int) (*profile.Profile, error)
-	// head, for an upload in a store's head, is its rollup and sample
-	// span, computed when a query first asks for them.
+	// head, for an upload in a store's head, is its rollup, timeline and
+	// sample span, computed when a query first asks for them.
 	head *headRollup
 	// memSize estimates the memory a single upload holds in the head.
 	memSize int64
@@ -78,12 +79,14 @@ func (u *Upload) LoadLabelSets() (*profile.Profile, error) {
 	return u.load(partTables)
 }
 
-// LoadTimeline returns the timeline of a compacted block, or of one of its
-// time slices: its samples summed over stacks and threads, with the labels
-// in RollupDropped removed, at their times, which is what a time series
-// needs when it filters on no frame, thread or dropped label. Uploads in
-// the head, and blocks written before blocks had one, have none: nil. It
-// must not be modified.
+// LoadTimeline returns the timeline of a compacted block, of one of its
+// time slices, or of an upload in a store's head: its samples summed over
+// stacks and threads, with the labels in RollupDropped removed, at their
+// times (an upload's to TimelineResolution), which is what a time series
+// needs when it filters on no frame, thread or dropped label. An upload's
+// is computed when first asked for and kept while it is in the head,
+// counted in the head's memory. Blocks written before blocks had one, and
+// other uploads, have none: nil. It must not be modified.
 func (u *Upload) LoadTimeline() (*profile.Profile, error) {
 	switch {
 	case u.load != nil:
@@ -173,34 +176,28 @@ type headRollup struct {
 }
 
 func (h *headRollup) rollup(p *profile.Profile) *profile.Profile {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.p == nil {
-		h.p = rollup(p)
-		// The rollup shares p's frames and stacks: its own memory is its
-		// samples and label sets.
-		size := int64(cap(h.p.Samples))*sampleBytes + int64(h.p.NumLabelSets())*labelSetBytes
-		h.size += size
-		if !h.dropped {
-			h.acct.Add(size)
-		}
-	}
-	return h.p
+	return h.derive(&h.p, p, rollup)
 }
 
 func (h *headRollup) timeline(p *profile.Profile) *profile.Profile {
+	return h.derive(&h.tl, p, func(p *profile.Profile) *profile.Profile { return timeline(p, h.res) })
+}
+
+// derive returns *dst, built of p the first time and its memory
+// counted: it shares p's types, frames and stacks, so its own memory is
+// its rows and label sets.
+func (h *headRollup) derive(dst **profile.Profile, p *profile.Profile, build func(*profile.Profile) *profile.Profile) *profile.Profile {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.tl == nil {
-		h.tl = timeline(p, h.res)
-		// It shares p's types: its own memory is its rows and label sets.
-		size := int64(cap(h.tl.Samples))*sampleBytes + int64(h.tl.NumLabelSets())*labelSetBytes
+	if *dst == nil {
+		*dst = build(p)
+		size := int64(cap((*dst).Samples))*sampleBytes + int64((*dst).NumLabelSets())*labelSetBytes
 		h.size += size
 		if !h.dropped {
 			h.acct.Add(size)
 		}
 	}
-	return h.tl
+	return *dst
 }
 
 func (h *headRollup) span(p *profile.Profile) (first, last int64) {

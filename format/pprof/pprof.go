@@ -279,32 +279,34 @@ func Encode(w io.Writer, p *profile.Profile, opts EncodeOptions) error {
 		}
 	}
 
-	e := encoder{p: p, gp: gp, funcs: map[funcKey]*gprofile.Function{}, locs: make([]*gprofile.Location, len(p.Frames))}
+	e := encoder{p: p, gp: gp, funcs: map[funcKey]*gprofile.Function{}, locs: make([]*gprofile.Location, len(p.Frames)),
+		stacks: map[profile.StackID][]*gprofile.Location{}, labelMaps: map[labelKey]map[string][]string{}, threadIDs: map[profile.ThreadID]map[string][]int64{}}
 	type sampleKey struct {
-		stack  profile.StackID
-		labels profile.LabelSetID
-		thread profile.ThreadID
-		state  profile.ThreadState
+		stack profile.StackID
+		labelKey
 	}
 	merged := map[sampleKey]*gprofile.Sample{}
 	var keys []sampleKey
-	var buf []profile.FrameID
+	values := make([]int64, 0, 1024*len(types)) // the samples' values, allocated in runs
 	for _, s := range p.Samples {
 		c := col[s.Type]
 		if c < 0 {
 			continue
 		}
-		k := sampleKey{s.Stack, s.Labels, s.Thread, s.State}
+		k := sampleKey{s.Stack, labelKey{s.Labels, s.Thread, s.State}}
 		gs := merged[k]
 		if gs == nil {
-			gs = &gprofile.Sample{Value: make([]int64, len(types)), Label: e.labels(s)}
-			buf = p.Stack(s.Stack, buf[:0])
-			gs.Location = make([]*gprofile.Location, len(buf))
-			for i, f := range buf {
-				gs.Location[len(buf)-1-i] = e.location(f)
+			if cap(values)-len(values) < len(types) {
+				values = make([]int64, 0, 1024*len(types))
 			}
+			values = values[:len(values)+len(types)]
+			// Samples share their stack's locations and their label
+			// maps: the library only reads them, and a merged app has
+			// many samples per stack and per label set.
+			gs = &gprofile.Sample{Value: values[len(values)-len(types) : len(values) : len(values)],
+				Location: e.stack(s.Stack), Label: e.labels(k.labelKey)}
 			if t := p.Threads[s.Thread]; t.ID != 0 {
-				gs.NumLabel = map[string][]int64{LabelThreadID: {t.ID}}
+				gs.NumLabel = e.threadID(s.Thread)
 			}
 			merged[k] = gs
 			keys = append(keys, k)
@@ -329,10 +331,44 @@ type funcKey struct {
 }
 
 type encoder struct {
-	p     *profile.Profile
-	gp    *gprofile.Profile
-	funcs map[funcKey]*gprofile.Function
-	locs  []*gprofile.Location // by FrameID
+	p         *profile.Profile
+	gp        *gprofile.Profile
+	funcs     map[funcKey]*gprofile.Function
+	locs      []*gprofile.Location // by FrameID
+	stacks    map[profile.StackID][]*gprofile.Location
+	labelMaps map[labelKey]map[string][]string
+	threadIDs map[profile.ThreadID]map[string][]int64
+}
+
+// labelKey is what a sample's pprof labels are made of.
+type labelKey struct {
+	labels profile.LabelSetID
+	thread profile.ThreadID
+	state  profile.ThreadState
+}
+
+// stack returns the pprof locations of stack st, leaf first.
+func (e *encoder) stack(st profile.StackID) []*gprofile.Location {
+	if ls, ok := e.stacks[st]; ok {
+		return ls
+	}
+	frames := e.p.Stack(st, nil)
+	ls := make([]*gprofile.Location, len(frames))
+	for i, f := range frames {
+		ls[len(frames)-1-i] = e.location(f)
+	}
+	e.stacks[st] = ls
+	return ls
+}
+
+// threadID returns the numeric labels of thread t.
+func (e *encoder) threadID(t profile.ThreadID) map[string][]int64 {
+	m, ok := e.threadIDs[t]
+	if !ok {
+		m = map[string][]int64{LabelThreadID: {e.p.Threads[t].ID}}
+		e.threadIDs[t] = m
+	}
+	return m
 }
 
 // location returns the pprof location of frame f, adding it if needed.
@@ -358,11 +394,20 @@ func (e *encoder) location(f profile.FrameID) *gprofile.Location {
 	return l
 }
 
-// labels returns the pprof string labels of sample s.
-func (e *encoder) labels(s profile.Sample) map[string][]string {
-	ls := e.p.SampleLabels(s)
-	t := e.p.Threads[s.Thread]
-	if len(ls) == 0 && t.Name == "" && s.State == profile.StateUnknown {
+// labels returns the pprof string labels of samples with key k.
+func (e *encoder) labels(k labelKey) map[string][]string {
+	if m, ok := e.labelMaps[k]; ok {
+		return m
+	}
+	m := e.newLabels(k)
+	e.labelMaps[k] = m
+	return m
+}
+
+func (e *encoder) newLabels(k labelKey) map[string][]string {
+	ls := e.p.SampleLabels(profile.Sample{Labels: k.labels})
+	t := e.p.Threads[k.thread]
+	if len(ls) == 0 && t.Name == "" && k.state == profile.StateUnknown {
 		return nil
 	}
 	m := make(map[string][]string, len(ls)+2)
@@ -372,8 +417,8 @@ func (e *encoder) labels(s profile.Sample) map[string][]string {
 	if t.Name != "" {
 		m[profile.LabelThreadName] = []string{t.Name}
 	}
-	if s.State != profile.StateUnknown {
-		m[LabelThreadState] = []string{s.State.String()}
+	if k.state != profile.StateUnknown {
+		m[LabelThreadState] = []string{k.state.String()}
 	}
 	return m
 }

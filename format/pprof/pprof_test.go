@@ -3,17 +3,20 @@ package pprof
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	runtimepprof "runtime/pprof"
+	"strconv"
 	"strings"
 	"testing"
 
 	gprofile "github.com/google/pprof/profile"
 
 	"github.com/sparkprof/sparkprof/format/folded"
+	"github.com/sparkprof/sparkprof/format/jfr"
 	"github.com/sparkprof/sparkprof/format/uber"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
@@ -379,6 +382,30 @@ func BenchmarkEncode(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := Encode(&bytes.Buffer{}, p, EncodeOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncodeLabelled writes labelled samples as a merge leaves them:
+// dump1.jfr with its task contexts' labels, as 100 executors (14,500
+// samples after aggregation).
+func BenchmarkEncodeLabelled(b *testing.B) {
+	one, err := jfr.DecodeWithOptions(corpus.Read(b, "jfr", "dump1.jfr.gz"), "dump1.jfr",
+		jfr.Options{Labels: corpus.Read(b, "jfr", "dump1.labels.pb.gz")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := profile.NewMerger(profile.MergeOptions{Aggregate: true})
+	for e := range 100 {
+		cp := *one
+		cp.Labels = profile.Labels{{Name: profile.LabelExecutorID, Value: strconv.Itoa(e)}}
+		m.Add(&cp)
+	}
+	p := m.Profile()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Encode(io.Discard, p, EncodeOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -19,6 +19,11 @@ type MergeOptions struct {
 	// DropLabels forgets the samples' label sets; the merged profile's
 	// Labels still hold those every input shares.
 	DropLabels bool
+	// Relabel, unless DropLabels, changes each label set of the merged
+	// samples (the profile's labels included), e.g. to drop labels with a
+	// value per task; samples whose label sets become equal then combine.
+	// It is called once per label set and input, not per sample.
+	Relabel func(Labels) Labels
 	// DropThreads forgets which thread each sample ran on (its labels, such
 	// as thread_pool and stage, are kept). With Aggregate it bounds memory by
 	// unique stacks when thread names are unique per task.
@@ -123,7 +128,11 @@ func (m *Merger) Add(p *Profile) { m.AddFunc(p, nil) }
 // every sample.
 func (m *Merger) AddFunc(p *Profile, keep func(*Sample) bool) {
 	out := m.out
-	extra := m.commonLabels(p.Labels)
+	labels := p.Labels
+	if m.opts.Relabel != nil && !m.opts.DropLabels {
+		labels = m.opts.Relabel(labels)
+	}
+	extra := m.commonLabels(labels)
 
 	typeMap := make([]TypeID, len(p.Types))
 	for i, t := range p.Types {
@@ -159,6 +168,9 @@ func (m *Merger) AddFunc(p *Profile, keep func(*Sample) bool) {
 			ls := p.labelSets[id]
 			if len(extra) > 0 {
 				ls = extra.Merge(ls)
+			}
+			if m.opts.Relabel != nil {
+				ls = m.opts.Relabel(ls)
 			}
 			labelMap[id] = out.AddLabels(ls)
 		}

@@ -247,6 +247,31 @@ func TestMergeAggregate(t *testing.T) {
 	}
 }
 
+// Relabel drops task labels from the samples' and the profiles' label
+// sets, and the samples of tasks whose other labels agree combine.
+func TestMergeRelabel(t *testing.T) {
+	task := func(exec, task string, folded ...string) *Profile {
+		return build(t, Labels{{LabelExecutorID, exec}, {LabelTaskID, task}}, folded...)
+	}
+	m := NewMerger(MergeOptions{Aggregate: true, Relabel: func(ls Labels) Labels { return ls.Without(LabelTaskID) }})
+	m.Add(task("1", "10", "a;b 1", "a;c 2"))
+	m.Add(task("1", "11", "a;b 4"))
+	m.Add(task("2", "12", "a;b 8"))
+	p := m.Profile()
+	got := map[string]int64{}
+	for _, s := range p.Samples {
+		ls := p.SampleLabels(s)
+		if _, ok := ls.Get(LabelTaskID); ok {
+			t.Errorf("sample keeps its task: %s", ls)
+		}
+		e, _ := ls.Get(LabelExecutorID)
+		got[e+" "+p.Frames[p.Leaf(s.Stack)].Name] += s.Value
+	}
+	if want := map[string]int64{"1 b": 5, "1 c": 2, "2 b": 8}; !maps.Equal(got, want) || len(p.Samples) != len(want) {
+		t.Errorf("%d samples %v, want one each of %v", len(p.Samples), got, want)
+	}
+}
+
 // With WithinAdd, samples combine within each added profile, across its
 // times' buckets as without it, and a key two profiles share stays two
 // samples; the totals are the same either way.

@@ -91,6 +91,23 @@ func (m Matcher) Matches(value string) bool {
 	return match == (m.Op == MatchRegexp)
 }
 
+// Literals returns the values an equality matcher, or a regexp matcher
+// made of literal alternatives, matches, and true; for other matchers, nil
+// and false.
+func (m Matcher) Literals() ([]string, bool) {
+	switch {
+	case m.Op == MatchEqual:
+		return []string{m.Value}, true
+	case m.Op == MatchRegexp && m.set != nil:
+		out := make([]string, 0, len(m.set))
+		for v := range m.set {
+			out = append(out, v)
+		}
+		return out, true
+	}
+	return nil, false
+}
+
 // String formats the matcher as it is parsed.
 func (m Matcher) String() string {
 	op := [...]string{"=", "!=", "=~", "!~"}[m.Op]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -580,6 +581,13 @@ func TestMatcherAlternatives(t *testing.T) {
 			}
 			if (m.set != nil) != c.literal {
 				t.Errorf("%q: matched by lookup %v, want %v", c.value, m.set != nil, c.literal)
+			}
+			// Literals lists what a lookup matches, and only for =~.
+			lits, ok := m.Literals()
+			slices.Sort(lits)
+			want := slices.Compact(slices.Sorted(slices.Values(strings.Split(c.value, "|"))))
+			if wantOK := c.literal && op == MatchRegexp; ok != wantOK || ok && !slices.Equal(lits, want) {
+				t.Errorf("%s%v%q: literals %q, %v; want %q, %v", m.Name, op, c.value, lits, ok, want, wantOK)
 			}
 			re := regexp.MustCompile("^(?:" + c.value + ")$")
 			for _, v := range values {

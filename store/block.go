@@ -9,9 +9,11 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -90,6 +92,9 @@ type sliceMeta struct {
 	// parts, which follow each other in the file.
 	RollupSize, SamplesSize int64
 	RollupSum, SamplesSum   uint32
+	// Ranges bounds the values, within the slice, of each label of the
+	// block's SampleRanges; a label missing is on none of its samples.
+	Ranges map[string][2]int64 `json:",omitempty"`
 }
 
 // blockMeta describes a block; it is written at the head of the file.
@@ -114,6 +119,11 @@ type blockMeta struct {
 	// that label queries need not read the samples; a label with more than
 	// maxMetaValues values (task ids, say) has none listed (null).
 	SampleLabels map[string][]string `json:",omitempty"`
+	// SampleRanges bounds the values of each label that has too many to
+	// list in SampleLabels and whose values are all integers (task ids):
+	// a query for one task skips the blocks, and time slices, whose bounds
+	// leave it out.
+	SampleRanges map[string][2]int64 `json:",omitempty"`
 	// Slices divide the samples of a block written since blocks were
 	// sliced (blockMagic2) by time: each slice's samples, and their
 	// rollup, are parts of their own after the series part, in the order
@@ -164,6 +174,110 @@ func sampleLabels(p *profile.Profile) map[string][]string {
 	return out
 }
 
+// intRanges returns the least and greatest value of each label named in
+// names over the label sets of p's samples given (and p's labels), for
+// the labels whose values there are all integers; a label on none of the
+// samples is left out.
+func intRanges(p *profile.Profile, samples []profile.Sample, names []string) map[string][2]int64 {
+	if len(names) == 0 {
+		return nil
+	}
+	used := make([]bool, p.NumLabelSets())
+	for _, s := range samples {
+		used[s.Labels] = true
+	}
+	out := map[string][2]int64{}
+	bad := map[string]bool{}
+	add := func(ls profile.Labels) {
+		for _, l := range ls {
+			if !slices.Contains(names, l.Name) || bad[l.Name] {
+				continue
+			}
+			v, err := strconv.ParseInt(l.Value, 10, 64)
+			if err != nil {
+				bad[l.Name] = true
+				delete(out, l.Name)
+				continue
+			}
+			r, ok := out[l.Name]
+			if !ok {
+				r = [2]int64{v, v}
+			}
+			out[l.Name] = [2]int64{min(r[0], v), max(r[1], v)}
+		}
+	}
+	if len(samples) > 0 {
+		add(p.Labels)
+	}
+	for id, u := range used {
+		if u {
+			add(p.LabelSet(profile.LabelSetID(id)))
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// unlisted returns the labels of SampleLabels sl with too many values to
+// list.
+func unlisted(sl map[string][]string) []string {
+	var out []string
+	for name, vals := range sl {
+		if vals == nil {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// intMatcher is a matcher that only integers listed can satisfy, on a
+// label with integer values.
+type intMatcher struct {
+	name   string
+	values []int64 // sorted
+}
+
+// intMatchers returns the matchers of ms that bounds of integer values
+// can decide: an equality, or literal alternatives, that does not match
+// "" (which a sample without the label has). A literal that is not an
+// integer matches none of the values of a label with bounds.
+func intMatchers(ms []profile.Matcher) []intMatcher {
+	var out []intMatcher
+	for _, m := range ms {
+		lits, ok := m.Literals()
+		if !ok || slices.Contains(lits, "") {
+			continue
+		}
+		im := intMatcher{name: m.Name}
+		for _, l := range lits {
+			if v, err := strconv.ParseInt(l, 10, 64); err == nil {
+				im.values = append(im.values, v)
+			}
+		}
+		slices.Sort(im.values)
+		out = append(out, im)
+	}
+	return out
+}
+
+// mayMatch reports whether a value im matches can be among values bounded
+// by ranges, which bound the labels of names; a label of names missing
+// from ranges has no value.
+func (im intMatcher) mayMatch(names, ranges map[string][2]int64) bool {
+	if _, bounded := names[im.name]; !bounded {
+		return true
+	}
+	r, ok := ranges[im.name]
+	if !ok {
+		return false
+	}
+	i, _ := slices.BinarySearch(im.values, r[0])
+	return i < len(im.values) && im.values[i] <= r[1]
+}
+
 // blockMagic starts a block file; the digit is the format version.
 // blockMagic2 starts one with time slices (blockMeta.Slices), which a
 // build that cannot read them refuses instead of reading the tables alone.
@@ -208,9 +322,16 @@ func idRanges(ids []uint64) []uint64 {
 
 // mayMatch reports whether the block can hold samples q's matchers
 // select: not when every upload carried a label and none of its values
-// satisfies q's matcher on that label. (Select checks the time range on
-// the block's Upload, as for any upload.)
-func (b *block) mayMatch(q Query) bool {
+// satisfies q's matcher on that label, nor when the bounds of a label's
+// values leave out every value one of ims (q's SampleMatchers) matches.
+// (Select checks the time range on the block's Upload, as for any
+// upload.)
+func (b *block) mayMatch(q Query, ims []intMatcher) bool {
+	for _, im := range ims {
+		if !im.mayMatch(b.meta.SampleRanges, b.meta.SampleRanges) {
+			return false
+		}
+	}
 	for _, m := range q.Matchers {
 		// Only a label every upload carried decides: a label set may
 		// carry the name otherwise.
@@ -300,6 +421,7 @@ func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profi
 	meta.FirstSample, meta.LastSample = sampleSpan(p)
 	meta.MemSize = p.MemSize()
 	meta.SampleLabels = sampleLabels(p)
+	meta.SampleRanges = intRanges(p, p.Samples, unlisted(meta.SampleLabels))
 	return p, meta
 }
 
@@ -324,7 +446,8 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 			s := enc.EncodeAll(profile.AppendSamples(nil, sl.samples), nil)
 			meta.Slices = append(meta.Slices, sliceMeta{First: sl.first, Last: sl.last, From: sl.from, Until: sl.until,
 				RollupSize: int64(len(r)), RollupSum: crc32.Checksum(r, castagnoli),
-				SamplesSize: int64(len(s)), SamplesSum: crc32.Checksum(s, castagnoli)})
+				SamplesSize: int64(len(s)), SamplesSum: crc32.Checksum(s, castagnoli),
+				Ranges: intRanges(p, sl.samples, slices.Sorted(maps.Keys(meta.SampleRanges)))})
 			sliced = append(sliced, r, s)
 		}
 	}
@@ -620,14 +743,25 @@ func (b *block) newUpload() {
 	}
 }
 
-// uploads returns the Uploads that stand for b in a query over q's range:
-// b's when the range covers its samples, else its time slices' (Select
-// leaves out those outside the range).
-func (b *block) uploads(q Query) []*Upload {
-	if len(b.sliceUps) == 0 || ((q.From == 0 || q.From <= b.meta.FirstSample) && (q.Until == 0 || q.Until > b.meta.LastSample)) {
+// uploads returns the Uploads that stand for b in a query over q's range
+// whose SampleMatchers are ims: b's when the range covers its samples and
+// ims leave out none of its time slices, else those of its time slices
+// ims do not leave out (Select leaves out those outside the range).
+func (b *block) uploads(q Query, ims []intMatcher) []*Upload {
+	if len(b.sliceUps) == 0 {
 		return []*Upload{b.up}
 	}
-	return b.sliceUps
+	out := make([]*Upload, 0, len(b.sliceUps))
+	for i, sm := range b.meta.Slices {
+		if !slices.ContainsFunc(ims, func(im intMatcher) bool { return !im.mayMatch(b.meta.SampleRanges, sm.Ranges) }) {
+			out = append(out, b.sliceUps[i])
+		}
+	}
+	covers := (q.From == 0 || q.From <= b.meta.FirstSample) && (q.Until == 0 || q.Until > b.meta.LastSample)
+	if covers && len(out) == len(b.sliceUps) {
+		return []*Upload{b.up}
+	}
+	return out
 }
 
 // readPart reads a part of block file path and checks its checksum.

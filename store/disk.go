@@ -751,9 +751,10 @@ func (db *DB) Select(name string, q Query, fn func(*Upload) error) error {
 	t := db.tenants[name]
 	var ups []*Upload
 	if t != nil {
+		ims := intMatchers(q.SampleMatchers)
 		for _, b := range t.blocks {
-			if b.mayMatch(q) {
-				ups = append(ups, b.uploads(q)...)
+			if b.mayMatch(q, ims) {
+				ups = append(ups, b.uploads(q, ims)...)
 			}
 		}
 		ups = append(ups, t.uploads...)

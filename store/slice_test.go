@@ -1,8 +1,10 @@
 package store
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -278,4 +280,141 @@ func TestBlockWithoutTimeline(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Errorf("%d uploads: %v", n, err)
 	}
+}
+
+// TestSampleRanges compacts a minute of uploads whose samples carry task
+// ids (144 of them, too many for the meta to list) into a block of ten
+// time slices: a query for some tasks reads only the slices whose bounds
+// of task ids hold one, and none of the block when no bound does, and
+// selects the samples a read of every slice does, before and after a
+// restart. A label with values that are not integers has no bounds.
+func TestSampleRanges(t *testing.T) {
+	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
+	minSlicedSamples = 1
+	dir := t.TempDir()
+	opts := Options{Partition: time.Minute}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	for w := range 6 {
+		for e, exec := range []string{"1", "2"} {
+			u := upload(t, exec)
+			p := u.Profile
+			p.Start, p.End = start+int64(10*w)*int64(time.Second), start+int64(10*w+10)*int64(time.Second)
+			u.From, u.Until = p.Start, p.End
+			p.OwnLabelSets()
+			for i := range p.Samples {
+				task := w*100 + e*20 + i%12
+				p.Samples[i].Time = p.Start + int64(i%10)*int64(time.Second)
+				p.Samples[i].Labels = p.AddLabels(profile.Labels{
+					{Name: profile.LabelTaskID, Value: strconv.Itoa(task)},
+					{Name: profile.LabelThreadName, Value: fmt.Sprintf("worker %d", task)},
+				})
+			}
+			if err := db.Append("t", u); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// What every slice holds, read without bounds: the tasks' totals.
+	want := func(db *DB, m profile.Matcher) (total int64) {
+		f := profile.Filter{Labels: []profile.Matcher{m}}
+		err := db.Select("t", Query{From: 1}, func(u *Upload) error { // From cuts no slice, reads them all
+			p, err := u.Load()
+			if err != nil {
+				return err
+			}
+			keep := f.Selector(p)
+			for _, s := range p.Samples {
+				if keep(&s) {
+					total += s.Value
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return total
+	}
+	matcher := func(name string, op profile.MatchOp, v string) profile.Matcher {
+		m, err := profile.NewMatcher(name, op, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	check := func(db *DB) {
+		t.Helper()
+		for _, c := range []struct {
+			m      profile.Matcher
+			slices int // slices read, -1 for the whole block
+			found  bool
+		}{
+			{matcher(profile.LabelTaskID, profile.MatchEqual, "225"), 2, true},             // window 2 (seconds 20–29): two slices
+			{matcher(profile.LabelTaskID, profile.MatchRegexp, "5|225|99999"), 4, true},    // windows 0 and 2
+			{matcher(profile.LabelTaskID, profile.MatchEqual, "99999"), 0, false},          // above every bound
+			{matcher(profile.LabelTaskID, profile.MatchEqual, "115"), 3, false},            // within the bounds of the slices window 1 is in, not a task
+			{matcher(profile.LabelTaskID, profile.MatchEqual, "abc"), 0, false},            // not an integer
+			{matcher(profile.LabelTaskID, profile.MatchRegexp, "2[0-9]+"), -1, true},       // not literals: no bounds used
+			{matcher(profile.LabelThreadName, profile.MatchEqual, "worker 225"), -1, true}, // not integers: no bounds
+			{matcher(profile.LabelTaskID, profile.MatchRegexp, "|225"), -1, true},          // matches samples without a task
+		} {
+			var read int
+			var total int64
+			f := profile.Filter{Labels: []profile.Matcher{c.m}}
+			err := db.Select("t", Query{Matchers: []profile.Matcher{c.m}, SampleMatchers: []profile.Matcher{c.m}}, func(u *Upload) error {
+				if u.Uploads != 12 {
+					t.Fatalf("%v: an upload of %d uploads, not of the block", c.m, u.Uploads)
+				}
+				read++
+				if u.FirstSample == u.LastSample || u.FirstSample > start+int64(time.Second) || u.LastSample < start+int64(59*time.Second) {
+					read += 100 // a slice, not the block
+				}
+				p, err := u.Load()
+				if err != nil {
+					return err
+				}
+				keep := f.Selector(p)
+				for _, s := range p.Samples {
+					if keep(&s) {
+						total += s.Value
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRead := 1 // the block
+			if c.slices >= 0 {
+				wantRead = 101 * c.slices
+			}
+			if read != wantRead {
+				t.Errorf("%v: read %d uploads (slices +100 each), want %d", c.m, read, wantRead)
+			}
+			if w := want(db, c.m); total != w || (w > 0) != c.found {
+				t.Errorf("%v: %d selected, %d in the slices; found %v", c.m, total, w, c.found)
+			}
+		}
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	b := db.tenants["t"].blocks[0]
+	if got := b.meta.SampleRanges; len(got) != 1 || got[profile.LabelTaskID] != [2]int64{0, 531} {
+		t.Errorf("block bounds %v, want the task ids' 0–531 alone", got)
+	}
+	if len(b.meta.Slices) != slicesPerBlock {
+		t.Fatalf("%d slices, want %d", len(b.meta.Slices), slicesPerBlock)
+	}
+	check(db)
+	db.Close()
+	if db, err = Open(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	check(db)
 }

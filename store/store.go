@@ -233,6 +233,13 @@ type Query struct {
 	// upload does not carry is left to the sample filter (stage, task and
 	// thread labels live on samples).
 	Matchers []profile.Matcher
+	// SampleMatchers are matchers the stored labels of every sample the
+	// caller keeps satisfy: a block, or a time slice of one, whose samples'
+	// values of such a label none can match (as the bounds of integer
+	// values its meta records tell) is skipped. A caller that changes
+	// samples' labels after reading them leaves matchers on those labels
+	// out.
+	SampleMatchers []profile.Matcher
 	// From and Until bound the uploads' windows (Unix ns); zero is open.
 	From, Until int64
 }

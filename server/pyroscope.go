@@ -142,7 +142,7 @@ func (s *Server) handlePyroscopeRender(w http.ResponseWriter, r *http.Request) {
 	// The flame graph from the stacks (blocks' rollups where they serve),
 	// the timeline from sums as the uploads are read (blocks' timelines):
 	// neither merges the selection with its times.
-	req.dropLabels = true
+	req.labels = noLabels
 	p, req, ok := s.selected(w, r, req)
 	if !ok {
 		return

@@ -173,7 +173,7 @@ func (q querier) merged(ctx context.Context, h http.Header, typeID, selector str
 	if err != nil {
 		return nil, profile.SampleType{}, err
 	}
-	sr.dropLabels = true
+	sr.labels = noLabels
 	p, err := q.s.merge(ctx, headerTenant(h), sr)
 	if err != nil {
 		return nil, profile.SampleType{}, connect.NewError(connect.CodeInternal, err)

@@ -109,9 +109,9 @@ type request struct {
 	query  store.Query
 	filter profile.Filter
 	typ    string
-	// dropLabels forgets sample labels and threads: a flame graph needs
-	// only stacks, types and states.
-	dropLabels bool
+	// labels says which sample labels, and whether threads, the merge
+	// keeps.
+	labels labelsKept
 	// keepTimes keeps each sample's time: samples are merged without
 	// summing those that differ only in time.
 	keepTimes bool
@@ -119,6 +119,22 @@ type request struct {
 	// nanoseconds (zero: no times).
 	resolution int64
 }
+
+// labelsKept says which of the samples' labels a merge keeps, and whether
+// it keeps their threads.
+type labelsKept int
+
+const (
+	// allLabels keeps every label and thread.
+	allLabels labelsKept = iota
+	// coarseLabels keeps the labels a block's rollup keeps (all but
+	// store.RollupDropped, which have a value per task or thread), and no
+	// threads.
+	coarseLabels
+	// noLabels keeps no labels or threads: a flame graph needs only
+	// stacks, types and states.
+	noLabels
+)
 
 // newRequest selects the samples of type typ ("" for the default) that
 // the matchers ms select over from–until (Unix ns, 0 open).
@@ -206,7 +222,11 @@ func parseTimeParam(s string) (int64, error) {
 // merge returns the selected samples of the request's uploads as one
 // profile, and the sample type picked.
 func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.Profile, error) {
-	m := profile.NewMerger(profile.MergeOptions{Aggregate: !req.keepTimes, Resolution: req.resolution, DropLabels: req.dropLabels, DropThreads: req.dropLabels})
+	opts := profile.MergeOptions{Aggregate: !req.keepTimes, Resolution: req.resolution, DropLabels: req.labels == noLabels, DropThreads: req.labels != allLabels}
+	if req.labels == coarseLabels {
+		opts.Relabel = func(ls profile.Labels) profile.Labels { return ls.Without(store.RollupDropped...) }
+	}
+	m := profile.NewMerger(opts)
 	req = narrowToStage(req, s.tasksOf(ten))
 	err := s.eachUpload(ctx, ten, req, source, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
 		m.AddFunc(p, func(s *profile.Sample) bool {
@@ -314,11 +334,12 @@ func timelineServes(tl *profile.Profile, req request, by []string, tasksOf func(
 
 // rollupMayServe reports whether the rollup of u (a compacted block, or an
 // upload in the head) can answer req as its samples would: a flame graph
-// (no labels, threads or times kept) over a range covering its samples,
-// with no thread filter and no matcher on a label the rollup dropped.
+// or a merge keeping only the labels the rollup keeps (no threads or
+// times), over a range covering its samples, with no thread filter and no
+// matcher on a label the rollup dropped.
 func rollupMayServe(u *store.Upload, req request) bool {
 	f := req.filter
-	if !u.HasRollup() || !req.dropLabels || req.keepTimes || req.resolution != 0 || f.Thread != nil {
+	if !u.HasRollup() || req.labels == allLabels || req.keepTimes || req.resolution != 0 || f.Thread != nil {
 		return false
 	}
 	// Samples without a time are kept when the profile overlaps the
@@ -336,11 +357,11 @@ func rollupMayServe(u *store.Upload, req request) bool {
 }
 
 // rollupServes reports whether rollup r, which rollupMayServe admitted,
-// answers req: a matcher on a stage label needs the block's apps to have
-// no task model, since joining samples to task windows changes their
-// stage labels.
+// answers req: a matcher on a stage label, or stage labels kept, need the
+// block's apps to have no task model, since joining samples to task
+// windows changes their stage labels.
 func rollupServes(r *profile.Profile, req request, tasksOf func(string) map[int64]*spark.Task) bool {
-	return !matchesStage(req) || !stagesJoined(r, tasksOf)
+	return !(matchesStage(req) || req.labels == coarseLabels) || !stagesJoined(r, tasksOf)
 }
 
 // isStageLabel reports whether name is a stage label, which the join to
@@ -377,23 +398,24 @@ func labelValuesOf(p *profile.Profile, name string) []string {
 // selection parses the selector in query parameter selParam and merges
 // what it selects. On failure it has answered the request.
 func (s *Server) selection(w http.ResponseWriter, r *http.Request, selParam string) (*profile.Profile, request, bool) {
-	return s.parsedSelection(w, r, selParam, false)
+	return s.parsedSelection(w, r, selParam, allLabels)
 }
 
 // stacks is selection for flame graphs: the merged profile keeps only
 // stacks, types and thread states, which bounds it by the unique stacks
 // however many threads and tasks the selection spans.
 func (s *Server) stacks(w http.ResponseWriter, r *http.Request, selParam string) (*profile.Profile, request, bool) {
-	return s.parsedSelection(w, r, selParam, true)
+	return s.parsedSelection(w, r, selParam, noLabels)
 }
 
-func (s *Server) parsedSelection(w http.ResponseWriter, r *http.Request, selParam string, dropLabels bool) (*profile.Profile, request, bool) {
+// parsedSelection is selection keeping the labels kept says.
+func (s *Server) parsedSelection(w http.ResponseWriter, r *http.Request, selParam string, kept labelsKept) (*profile.Profile, request, bool) {
 	req, err := parseRequest(r, selParam)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, "%s: %v", selParam, err)
 		return nil, req, false
 	}
-	req.dropLabels = dropLabels
+	req.labels = kept
 	return s.selected(w, r, req)
 }
 
@@ -518,8 +540,32 @@ func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"type": t.Type, "total": t.Total(), "functions": rows})
 }
 
+// handleExport answers the selection in the format asked. Only pprof
+// holds labels: by default those that have no value per task or thread
+// (app, executor, host, stage...), which the blocks' rollups keep, so that
+// a whole app exports as fast as its flame graph; with labels=all, every
+// label and thread. The other formats hold stacks alone.
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
-	p, req, ok := s.selection(w, r, "query")
+	defer s.metrics.queried(time.Now())
+	to := r.URL.Query().Get("format")
+	switch to {
+	case "svg", "pprof", "speedscope", "folded", "":
+	default:
+		httpError(w, http.StatusBadRequest, "format %q: want pprof, speedscope, folded or svg", to)
+		return
+	}
+	kept := noLabels
+	switch v := r.URL.Query().Get("labels"); {
+	case v != "" && v != "all":
+		httpError(w, http.StatusBadRequest, "labels %q: want all (every label and thread, pprof only) or nothing", v)
+		return
+	case to != "pprof":
+	case v == "all":
+		kept = allLabels
+	default:
+		kept = coarseLabels
+	}
+	p, req, ok := s.parsedSelection(w, r, "query", kept)
 	if !ok {
 		return
 	}
@@ -529,7 +575,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var err error
-	switch r.URL.Query().Get("format") {
+	switch to {
 	case "svg":
 		w.Header().Set("Content-Type", "image/svg+xml")
 		err = flamegraph.SVG(w, profile.NewTree(p, t), flamegraph.Options{Title: r.URL.Query().Get("query")})
@@ -540,12 +586,9 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	case "speedscope":
 		w.Header().Set("Content-Type", "application/json")
 		err = speedscope.Encode(w, p, speedscope.EncodeOptions{Types: []profile.SampleType{t}})
-	case "folded", "":
+	default:
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		err = folded.Encode(w, p, folded.EncodeOptions{Type: t})
-	default:
-		httpError(w, http.StatusBadRequest, "format: want pprof, speedscope, folded or svg")
-		return
 	}
 	if err != nil {
 		s.log.Warn("export failed", "err", err)

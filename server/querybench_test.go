@@ -282,6 +282,38 @@ func BenchmarkQuery(b *testing.B) {
 			}
 		})
 	}
+	// The other views a user opens on the app: the top functions, one
+	// executor's, one task's and one thread's flame graph, two executors
+	// side by side (JSON and Pyroscope's), and the exports.
+	rng := "&from=" + strconv.FormatInt(start, 10) + "&until=" + strconv.FormatInt(end, 10)
+	esc := url.QueryEscape
+	app := esc(`{spark_app_id="app-bench"}`)
+	exec := func(e int) string { return esc(fmt.Sprintf(`{spark_app_id="app-bench",spark_executor_id="%d"}`, e)) }
+	for _, c := range []struct{ name, path string }{
+		{"top", "/api/v1/top?type=cpu&query=" + app + rng},
+		{"one-executor", "/api/v1/render?type=cpu&query=" + exec(7) + rng},
+		{"one-task", "/api/v1/render?type=cpu&query=" + esc(`{spark_app_id="app-bench",spark_task_id="12345"}`) + rng},
+		{"one-thread", "/api/v1/render?type=cpu&query=" + esc(`{spark_app_id="app-bench",thread_name=~"Executor task launch worker.*"}`) + rng},
+		{"diff-executors", "/api/v1/diff?type=cpu&base=" + exec(1) + "&next=" + exec(2) + rng},
+		{"pyroscope-render-diff", "/pyroscope/render-diff?leftQuery=" + exec(1) + "&rightQuery=" + exec(2) + "&leftFrom=" + strconv.FormatInt(start, 10) + "&leftUntil=" + strconv.FormatInt(end, 10) + "&rightFrom=" + strconv.FormatInt(start, 10) + "&rightUntil=" + strconv.FormatInt(end, 10)},
+		{"export-pprof", "/api/v1/export?format=pprof&type=cpu&query=" + app + rng},
+		{"export-pprof-all-labels", "/api/v1/export?format=pprof&labels=all&type=cpu&query=" + app + rng},
+		{"export-folded", "/api/v1/export?format=folded&type=cpu&query=" + app + rng},
+	} {
+		for _, cache := range []string{"warm", "uncached"} {
+			b.Run(c.name+"/"+cache, func(b *testing.B) {
+				var w *httptest.ResponseRecorder
+				for b.Loop() {
+					w = httptest.NewRecorder()
+					servers[cache].ServeHTTP(w, httptest.NewRequest("GET", c.path, nil))
+				}
+				if w.Code != 200 || w.Body.Len() < 100 {
+					b.Fatalf("%s: %d: %.300s", c.path, w.Code, w.Body)
+				}
+				b.ReportMetric(float64(w.Body.Len()), "answer-bytes")
+			})
+		}
+	}
 	// Label queries, with nothing cached: names and a stage's values come
 	// from the blocks' metas, task ids (too many to list) from the samples;
 	// with a selector, values come from the rollups or the samples.

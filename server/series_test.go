@@ -102,7 +102,10 @@ func TestSampleSeries(t *testing.T) {
 						t.Fatal(err)
 					}
 					ref := req
-					ref.dropLabels, ref.resolution = len(by) == 0, int64(10*time.Second)
+					ref.resolution = int64(10 * time.Second)
+					if len(by) == 0 {
+						ref.labels = noLabels
+					}
 					p, err := s.merge(t.Context(), "", ref)
 					if err != nil {
 						t.Fatal(err)

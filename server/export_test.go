@@ -1,0 +1,229 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	gprofile "github.com/google/pprof/profile"
+
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/format/pprof"
+	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/spark"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// Every export format holds what the flame graph does. A pprof export
+// keeps the labels without a value per task or thread unless asked for
+// all; it answers the same from the head, from a block, and once the app's
+// task model moves samples to other stages.
+func TestExport(t *testing.T) {
+	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	const windows, execs = 4, 2
+	for w := range windows {
+		for e := range execs {
+			if err := db.Append("", benchUpload(base, start, e, w, windows)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	get := func(path string) *httptest.ResponseRecorder {
+		t.Helper()
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		return w
+	}
+	app := url.QueryEscape(`{spark_app_id="app-bench"}`)
+	ticks := func(query string) int64 {
+		t.Helper()
+		var r renderResponse
+		if w := get("/api/v1/render?type=wall&query=" + url.QueryEscape(query)); w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &r) != nil {
+			t.Fatalf("render %s: %d %s", query, w.Code, w.Body)
+		}
+		return r.Flamebearer.NumTicks
+	}
+	export := func(params string) []byte {
+		t.Helper()
+		w := get("/api/v1/export?type=wall&query=" + app + "&" + params)
+		if w.Code != 200 {
+			t.Fatalf("export %s: %d %s", params, w.Code, w.Body)
+		}
+		return w.Body.Bytes()
+	}
+	whole := ticks(`{spark_app_id="app-bench"}`)
+	if whole == 0 {
+		t.Fatal("the uploads hold no wall time")
+	}
+	if got := foldedTotal(t, export("format=folded")); got != whole {
+		t.Errorf("folded export holds %d, the flame graph %d", got, whole)
+	}
+	var sc struct{ Profiles []struct{ Weights []float64 } }
+	if err := json.Unmarshal(export("format=speedscope"), &sc); err != nil || len(sc.Profiles) != 1 {
+		t.Fatalf("speedscope export: %v, %d profiles", err, len(sc.Profiles))
+	}
+	var scTotal float64
+	for _, w := range sc.Profiles[0].Weights {
+		scTotal += w
+	}
+	if int64(scTotal) != whole {
+		t.Errorf("speedscope export holds %.0f, the flame graph %d", scTotal, whole)
+	}
+	if svg := export("format=svg"); !bytes.Contains(svg, []byte("<svg")) {
+		t.Errorf("svg export is not an SVG: %.200s", svg)
+	}
+	for _, bad := range []struct{ params, param string }{{"format=xml", "format"}, {"format=pprof&labels=task", "labels"}} {
+		if w := get("/api/v1/export?query=" + app + "&" + bad.params); w.Code != 400 || !strings.Contains(w.Body.String(), bad.param) {
+			t.Errorf("%s: %d %s, want 400 naming %s", bad.params, w.Code, w.Body, bad.param)
+		}
+	}
+
+	// By stack and labels: what a pprof export holds, in any sample order.
+	check := func(when string) (coarse, all map[string]int64) {
+		t.Helper()
+		coarse, all = pprofSums(t, export("format=pprof")), pprofSums(t, export("format=pprof&labels=all"))
+		byExec := map[string]int64{}
+		for k, v := range coarse {
+			for _, dropped := range append(slices.Clone(store.RollupDropped), pprof.LabelThreadID) {
+				if strings.Contains(k, "\x00"+dropped+"=") {
+					t.Fatalf("%s: a pprof export without labels=all keeps %s: %s", when, dropped, k)
+				}
+			}
+			byExec[labelIn(k, profile.LabelExecutorID)] += v
+		}
+		for e := range execs {
+			if want := ticks(fmt.Sprintf(`{spark_app_id="app-bench",spark_executor_id="%d"}`, e)); byExec[strconv.Itoa(e)] != want {
+				t.Errorf("%s: executor %d holds %d in the pprof export, %d in its flame graph", when, e, byExec[strconv.Itoa(e)], want)
+			}
+		}
+		if !strings.Contains(strings.Join(slices.Collect(maps.Keys(all)), "\n"), profile.LabelTaskID+"=") {
+			t.Errorf("%s: labels=all drops the task ids", when)
+		}
+		// The coarse export is the full one with the per-task and
+		// per-thread labels summed away.
+		if got, want := coarse, coarsen(all); !maps.Equal(got, want) {
+			t.Errorf("%s: the pprof export has %d rows, labels=all summed over tasks and threads %d; they differ", when, len(got), len(want))
+		}
+		return coarse, all
+	}
+	headCoarse, headAll := check("head")
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if coarse, all := check("block"); !maps.Equal(coarse, headCoarse) || !maps.Equal(all, headAll) {
+		t.Error("the pprof exports changed at compaction")
+	}
+
+	// With the app's task model, a task's samples take its stage (here
+	// 100 + the window): the block's rollup, whose samples have no tasks,
+	// cannot answer.
+	tasks := map[int64]*spark.Task{}
+	for w := range windows {
+		for e := range execs {
+			launch := (start + int64(w)*int64(10*time.Second)) / 1e6
+			for i := range len(base.Threads) {
+				id := int64((w*benchExecutors+e)*len(base.Threads) + i)
+				tasks[id] = &spark.Task{ID: id, StageID: 100 + w, ExecutorID: strconv.Itoa(e), LaunchMs: launch, FinishMs: launch + 10_000}
+			}
+		}
+	}
+	s.apps.by[""] = map[string]*analysedApp{"app-bench": {tasks: tasks}}
+	coarse, _ := check("joined")
+	stages := map[string]bool{}
+	for k := range coarse {
+		stages[labelIn(k, profile.LabelStageID)] = true
+	}
+	if !stages["100"] || !stages["103"] || stages["0"] {
+		t.Errorf("joined stages in the pprof export: %v, want 100–103", slices.Sorted(maps.Keys(stages)))
+	}
+}
+
+// foldedTotal sums the values of folded stacks.
+func foldedTotal(t *testing.T, b []byte) int64 {
+	t.Helper()
+	var total int64
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Text()
+		v, err := strconv.ParseInt(line[strings.LastIndexByte(line, ' ')+1:], 10, 64)
+		if err != nil {
+			t.Fatalf("folded line %q: %v", line, err)
+		}
+		total += v
+	}
+	return total
+}
+
+// pprofSums reads a pprof export as the sum of its first value per stack
+// and labels, each a row of the stack's functions joined by ";" and then
+// its sorted labels "name=value", all separated by NUL bytes.
+func pprofSums(t *testing.T, b []byte) map[string]int64 {
+	t.Helper()
+	p, err := gprofile.Parse(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("pprof export: %v", err)
+	}
+	out := map[string]int64{}
+	for _, s := range p.Sample {
+		var frames, ls []string
+		for _, l := range s.Location {
+			frames = append(frames, l.Line[0].Function.Name)
+		}
+		for n, vs := range s.Label {
+			ls = append(ls, n+"="+strings.Join(vs, ","))
+		}
+		for n, vs := range s.NumLabel {
+			ls = append(ls, fmt.Sprint(n, "=", vs))
+		}
+		slices.Sort(ls)
+		out[strings.Join(append([]string{strings.Join(frames, ";")}, ls...), "\x00")] += s.Value[0]
+	}
+	return out
+}
+
+// coarsen sums pprofSums rows over the labels of store.RollupDropped and
+// thread ids.
+func coarsen(rows map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range rows {
+		fields := strings.Split(k, "\x00")
+		fields = slices.DeleteFunc(fields, func(f string) bool {
+			name, _, _ := strings.Cut(f, "=")
+			return name == pprof.LabelThreadID || slices.Contains(store.RollupDropped, name)
+		})
+		out[strings.Join(fields, "\x00")] += v
+	}
+	return out
+}
+
+// labelIn returns the value of label name in a pprofSums row.
+func labelIn(row, name string) string {
+	for _, f := range strings.Split(row, "\x00") {
+		if v, ok := strings.CutPrefix(f, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}

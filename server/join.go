@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -75,13 +76,13 @@ func taskJoiner(p *profile.Profile, tasksOf func(appID string) map[int64]*spark.
 		own := p.LabelSet(s.Labels)
 		var ls profile.Labels
 		if inside == 1 {
-			ls = own.Merge(profile.Labels{
+			ls = own.Merge(profile.Labels{ // joinedLabels
 				{Name: profile.LabelStageID, Value: strconv.Itoa(t.StageID)},
 				{Name: profile.LabelStageAttempt, Value: strconv.Itoa(t.StageAttempt)},
 				{Name: profile.LabelPartition, Value: strconv.Itoa(t.Partition)},
 			})
 		} else {
-			ls = own.Without(profile.LabelTaskID, profile.LabelStageID, profile.LabelStageAttempt, profile.LabelPartition)
+			ls = own.Without(append([]string{profile.LabelTaskID}, joinedLabels...)...)
 		}
 		if !owned {
 			p.OwnLabelSets()
@@ -91,6 +92,16 @@ func taskJoiner(p *profile.Profile, tasksOf func(appID string) map[int64]*spark.
 		replace[inside][s.Labels] = id
 		s.Labels = id
 	}
+}
+
+// joinedLabels are the labels taskJoiner may give a sample.
+var joinedLabels = []string{profile.LabelStageID, profile.LabelStageAttempt, profile.LabelPartition}
+
+// storedMatchers returns the matchers of ms that every sample they select
+// satisfies as stored, before the join to task windows gives it labels
+// (store.Query.SampleMatchers): those on labels other than joinedLabels.
+func storedMatchers(ms []profile.Matcher) []profile.Matcher {
+	return slices.DeleteFunc(slices.Clone(ms), func(m profile.Matcher) bool { return slices.Contains(joinedLabels, m.Name) })
 }
 
 // tasksWindow returns the time (Unix ns) samples of tasks can have once

@@ -1,11 +1,21 @@
 package server
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
+	"github.com/sparkprof/sparkprof/store"
 )
 
 // A query of one stage of an app with a task model reads only the time
@@ -50,5 +60,67 @@ func TestNarrowToStage(t *testing.T) {
 		if req.filter.From != c.wantFrom || req.filter.Until != c.wantTil || req.query.From != c.wantFrom || req.query.Until != c.wantTil {
 			t.Errorf("%s: range %d–%d (query %d–%d), want %d–%d", c.name, req.filter.From, req.filter.Until, req.query.From, req.query.Until, c.wantFrom, c.wantTil)
 		}
+	}
+}
+
+// A stage the join to task windows gives samples is found even when the
+// stored stage ids are too many to list and the block's bounds of them
+// leave it out: stage matchers do not skip blocks.
+func TestJoinedStageNotSkipped(t *testing.T) {
+	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(t.TempDir(), store.Options{Partition: time.Hour}) // one block
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	const windows = 80 // stages, more than a block meta lists
+	tasks := map[int64]*spark.Task{}
+	for w := range windows {
+		u := benchUpload(base, start, 0, w, windows)
+		p := u.Profile
+		for i, smp := range p.Samples {
+			p.Samples[i].Labels = p.AddLabels(p.LabelSet(smp.Labels).Merge(profile.Labels{{Name: profile.LabelStageID, Value: strconv.Itoa(w)}}))
+		}
+		if err := db.Append("", u); err != nil {
+			t.Fatal(err)
+		}
+		launch := (start + int64(w)*int64(10*time.Second)) / 1e6
+		for i := range len(base.Threads) {
+			id := int64(w*benchExecutors*len(base.Threads) + i)
+			tasks[id] = &spark.Task{ID: id, StageID: 100 + w, ExecutorID: "0", LaunchMs: launch, FinishMs: launch + 10_000}
+		}
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Stats(); st.Blocks != 1 || st.HeadUploads != 0 {
+		t.Fatalf("%d blocks and %d uploads in the head, want one block", st.Blocks, st.HeadUploads)
+	}
+	ticks := func(stage int) int64 {
+		t.Helper()
+		var r renderResponse
+		q := url.QueryEscape(fmt.Sprintf(`{spark_app_id="app-bench",spark_stage_id="%d"}`, stage))
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/render?type=wall&query="+q, nil))
+		if w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &r) != nil {
+			t.Fatalf("stage %d: %d %s", stage, w.Code, w.Body)
+		}
+		return r.Flamebearer.NumTicks
+	}
+	stored := ticks(5)
+	if stored == 0 {
+		t.Fatal("stage 5 holds no wall time")
+	}
+	s.apps.by[""] = map[string]*analysedApp{"app-bench": {tasks: tasks}}
+	if got := ticks(105); got != stored {
+		t.Errorf("joined stage 105 holds %d, stored stage 5 held %d", got, stored)
+	}
+	if got := ticks(5); got != 0 {
+		t.Errorf("stage 5 still holds %d once its tasks are known to be stage 105's", got)
 	}
 }

@@ -139,7 +139,7 @@ const (
 // newRequest selects the samples of type typ ("" for the default) that
 // the matchers ms select over from–until (Unix ns, 0 open).
 func newRequest(ms []profile.Matcher, typ string, from, until int64) request {
-	req := request{query: store.Query{Matchers: ms, From: from, Until: until}, typ: typ}
+	req := request{query: store.Query{Matchers: ms, SampleMatchers: storedMatchers(ms), From: from, Until: until}, typ: typ}
 	req.filter.Labels = ms
 	req.filter.From, req.filter.Until = from, until
 	return req
@@ -713,7 +713,7 @@ func labelRange(w http.ResponseWriter, r *http.Request) (store.Query, bool) {
 		httpError(w, http.StatusBadRequest, "query: %v", err)
 		return store.Query{}, false
 	}
-	return store.Query{Matchers: ms, From: from, Until: until}, true
+	return store.Query{Matchers: ms, SampleMatchers: storedMatchers(ms), From: from, Until: until}, true
 }
 
 // handleLabels answers the label names; Pyroscope's path (pyroscope) lists

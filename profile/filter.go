@@ -119,7 +119,8 @@ type Filter struct {
 	// Family keeps one profile family: "cpu", "wall", "alloc", "lock",
 	// "live" (see SampleType.Family), or a sample type name.
 	Family string
-	// Labels must all match.
+	// Labels must all match. A matcher on thread_name matches the name of
+	// the sample's thread where its labels have no thread_name.
 	Labels []Matcher
 	// Thread must match the sample's thread name.
 	Thread *regexp.Regexp
@@ -159,22 +160,41 @@ func (f Filter) Selector(p *Profile) func(*Sample) bool {
 			keepThread[i] = f.Thread.MatchString(t.Name)
 		}
 	}
-	// Per label set: 0 not judged yet, 1 selected, 2 not.
+	// A matcher on thread_name matches the name of the sample's thread
+	// where its labels have none: a JFR names threads, and only a label
+	// snapshot (Pyroscope's) gives a thread_name label.
+	others := f.Labels
+	var threadNameOK []bool // by thread: its name satisfies the thread_name matchers
+	if slices.ContainsFunc(f.Labels, isThreadName) {
+		others = slices.DeleteFunc(slices.Clone(f.Labels), isThreadName)
+		threadNameOK = make([]bool, len(p.Threads))
+		for i, t := range p.Threads {
+			threadNameOK[i] = !slices.ContainsFunc(f.Labels, func(m Matcher) bool { return isThreadName(m) && !m.Matches(t.Name) })
+		}
+	}
+	// Per label set: 0 not judged yet, 1 selected, 2 not, 3 selected if
+	// the sample's thread name satisfies the thread_name matchers.
 	var labelOK []uint8
-	labelsMatch := func(id LabelSetID) bool {
+	labelsMatch := func(s *Sample) bool {
 		if len(f.Labels) == 0 {
 			return true
 		}
+		id := s.Labels
 		for int(id) >= len(labelOK) {
 			labelOK = append(labelOK, 0)
 		}
 		if labelOK[id] == 0 {
 			labelOK[id] = 2
-			if p.labelSetMatches(id, f.Labels) {
-				labelOK[id] = 1
+			switch {
+			case threadNameOK == nil || p.labelSetHas(id, LabelThreadName):
+				if p.labelSetMatches(id, f.Labels) {
+					labelOK[id] = 1
+				}
+			case p.labelSetMatches(id, others):
+				labelOK[id] = 3
 			}
 		}
-		return labelOK[id] == 1
+		return labelOK[id] == 1 || labelOK[id] == 3 && int(s.Thread) < len(threadNameOK) && threadNameOK[s.Thread]
 	}
 	frameFocus := p.framesMatching(f.Focus)
 	frameIgnore := p.framesMatching(f.Ignore)
@@ -191,7 +211,7 @@ func (f Filter) Selector(p *Profile) func(*Sample) bool {
 			return false
 		case len(f.States) > 0 && !slices.Contains(f.States, s.State):
 			return false
-		case !labelsMatch(s.Labels):
+		case !labelsMatch(s):
 			return false
 		}
 		if f.From != 0 || f.Until != 0 {
@@ -211,6 +231,19 @@ func (f Filter) Selector(p *Profile) func(*Sample) bool {
 		}
 		return true
 	}
+}
+
+// isThreadName reports whether m is a matcher on the thread_name label.
+func isThreadName(m Matcher) bool { return m.Name == LabelThreadName }
+
+// labelSetHas reports whether the samples of label set id have label name
+// (in the set or in p's labels).
+func (p *Profile) labelSetHas(id LabelSetID, name string) bool {
+	if _, ok := p.labelSets[id].Get(name); ok {
+		return true
+	}
+	_, ok := p.Labels.Get(name)
+	return ok
 }
 
 // labelSetMatches reports whether the samples of label set id satisfy ms;

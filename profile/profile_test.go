@@ -491,6 +491,41 @@ func TestFilter(t *testing.T) {
 	}
 }
 
+// A thread_name matcher matches the name of a sample's thread where the
+// sample's labels have no thread_name, and the label where they have one.
+func TestFilterThreadName(t *testing.T) {
+	p := build(t, Labels{{LabelHost, "h1"}}, "a 1", "b 2", "c 4", "d 8")
+	worker := p.AddThread(Thread{Name: "Executor task launch worker for task 5.0 in stage 1.0 (TID 5)", ID: 11})
+	dispatcher := p.AddThread(Thread{Name: "dispatcher-event-loop-1", ID: 12})
+	labelled := p.AddLabels(Labels{{LabelThreadName, "pool-2-thread-1"}})
+	p.Samples[0].Thread = worker
+	p.Samples[1].Thread = dispatcher
+	p.Samples[2].Thread, p.Samples[2].Labels = worker, labelled // the label names it
+	// Sample 3 has no thread.
+	for _, c := range []struct {
+		matchers string
+		want     int64
+	}{
+		{`thread_name=~"Executor task launch worker.*"`, 1},
+		{`thread_name="pool-2-thread-1"`, 4},
+		{`thread_name!="dispatcher-event-loop-1"`, 1 + 4 + 8},
+		{`thread_name=""`, 8},
+		{`thread_name=~"Executor.*|pool-2-thread-1"`, 1 + 4},
+		{`thread_name=~".*", host="h2"`, 0},
+	} {
+		var ms []Matcher
+		for _, m := range strings.Split(c.matchers, ", ") {
+			ms = append(ms, must(ParseMatcher(m)))
+		}
+		cp := *p
+		cp.Samples = slices.Clone(p.Samples)
+		cp.Filter(Filter{Labels: ms})
+		if got := cp.Total(0); got != c.want {
+			t.Errorf("{%s}: %d, want %d", c.matchers, got, c.want)
+		}
+	}
+}
+
 func must(m Matcher, err error) Matcher {
 	if err != nil {
 		panic(err)

@@ -227,3 +227,72 @@ func labelIn(row, name string) string {
 	}
 	return ""
 }
+
+// A thread_name selector and a breakdown by thread_name read the names a
+// JFR gives its samples' threads, before and after compaction.
+func TestThreadName(t *testing.T) {
+	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	want := map[string]int64{} // wall time by thread name
+	wall, _ := base.FindType("wall")
+	for w := range 3 {
+		u := benchUpload(base, start, 0, w, 3)
+		typ := mustType(t, u.Profile, wall)
+		for _, smp := range u.Profile.Samples {
+			if smp.Type == typ {
+				want[u.Profile.Threads[smp.Thread].Name] += smp.Value
+			}
+		}
+		if err := db.Append("", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var name string // the thread with the most wall time
+	for n, v := range want {
+		if n != "" && v > want[name] {
+			name = n
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		var r renderResponse
+		q := url.QueryEscape(fmt.Sprintf(`{thread_name=%q}`, name))
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/render?type=wall&query="+q, nil))
+		if w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &r) != nil || r.Flamebearer.NumTicks != want[name] {
+			t.Errorf("%s: {thread_name=%q}: %d %d, want %d", when, name, w.Code, r.Flamebearer.NumTicks, want[name])
+		}
+		var br struct {
+			Rows []struct {
+				Keys  []string
+				Value int64
+			}
+		}
+		w = httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/breakdown?type=wall&by=thread_name&query="+url.QueryEscape(`{spark_app_id="app-bench"}`), nil))
+		if w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &br) != nil {
+			t.Fatalf("%s: breakdown: %d %s", when, w.Code, w.Body)
+		}
+		got := map[string]int64{}
+		for _, row := range br.Rows {
+			got[row.Keys[0]] = row.Value
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: wall time by thread name %v, want %v", when, got, want)
+		}
+	}
+	check("head")
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	check("block")
+}

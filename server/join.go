@@ -98,10 +98,13 @@ func taskJoiner(p *profile.Profile, tasksOf func(appID string) map[int64]*spark.
 var joinedLabels = []string{profile.LabelStageID, profile.LabelStageAttempt, profile.LabelPartition}
 
 // storedMatchers returns the matchers of ms that every sample they select
-// satisfies as stored, before the join to task windows gives it labels
-// (store.Query.SampleMatchers): those on labels other than joinedLabels.
+// satisfies by its stored labels (store.Query.SampleMatchers): not those
+// on joinedLabels, which the join to task windows may give a sample, nor
+// on thread_name, which also matches the name of a sample's thread.
 func storedMatchers(ms []profile.Matcher) []profile.Matcher {
-	return slices.DeleteFunc(slices.Clone(ms), func(m profile.Matcher) bool { return slices.Contains(joinedLabels, m.Name) })
+	return slices.DeleteFunc(slices.Clone(ms), func(m profile.Matcher) bool {
+		return m.Name == profile.LabelThreadName || slices.Contains(joinedLabels, m.Name)
+	})
 }
 
 // tasksWindow returns the time (Unix ns) samples of tasks can have once

@@ -931,12 +931,17 @@ func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
 }
 
 // groupValue returns the value of label name of sample smp of p, or its
-// thread state for the name "state".
+// thread state for the name "state"; for thread_name, where the sample
+// has no such label, the name of its thread.
 func groupValue(p *profile.Profile, smp profile.Sample, name string) string {
 	if name == "state" {
 		return smp.State.String()
 	}
-	return p.Label(smp, name)
+	v := p.Label(smp, name)
+	if v == "" && name == profile.LabelThreadName && int(smp.Thread) < len(p.Threads) {
+		return p.Threads[smp.Thread].Name // as a thread_name matcher reads it
+	}
+	return v
 }
 
 // allTime is a step that sums all times into one: the sums per group.

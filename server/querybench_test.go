@@ -293,7 +293,7 @@ func BenchmarkQuery(b *testing.B) {
 		{"top", "/api/v1/top?type=cpu&query=" + app + rng},
 		{"one-executor", "/api/v1/render?type=cpu&query=" + exec(7) + rng},
 		{"one-task", "/api/v1/render?type=cpu&query=" + esc(`{spark_app_id="app-bench",spark_task_id="12345"}`) + rng},
-		{"one-thread", "/api/v1/render?type=cpu&query=" + esc(`{spark_app_id="app-bench",thread_name=~"Executor task launch worker.*"}`) + rng},
+		{"one-thread", "/api/v1/render?type=cpu&query=" + esc(`{spark_app_id="app-bench",thread_name=~"pool-2-thread-[12]"}`) + rng},
 		{"diff-executors", "/api/v1/diff?type=cpu&base=" + exec(1) + "&next=" + exec(2) + rng},
 		{"pyroscope-render-diff", "/pyroscope/render-diff?leftQuery=" + exec(1) + "&rightQuery=" + exec(2) + "&leftFrom=" + strconv.FormatInt(start, 10) + "&leftUntil=" + strconv.FormatInt(end, 10) + "&rightFrom=" + strconv.FormatInt(start, 10) + "&rightUntil=" + strconv.FormatInt(end, 10)},
 		{"export-pprof", "/api/v1/export?format=pprof&type=cpu&query=" + app + rng},

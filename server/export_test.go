@@ -246,6 +246,11 @@ func TestThreadName(t *testing.T) {
 	wall, _ := base.FindType("wall")
 	for w := range 3 {
 		u := benchUpload(base, start, 0, w, 3)
+		// Threads share a label set: a sample's thread decides its name.
+		stage := u.Profile.AddLabels(profile.Labels{{Name: profile.LabelStageID, Value: "0"}})
+		for i := range u.Profile.Samples {
+			u.Profile.Samples[i].Labels = stage
+		}
 		typ := mustType(t, u.Profile, wall)
 		for _, smp := range u.Profile.Samples {
 			if smp.Type == typ {
@@ -295,4 +300,49 @@ func TestThreadName(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("block")
+}
+
+// A query whose merge grows past MaxQuerySamples gets 422 naming the
+// limit, and what to narrow; other queries still answer.
+func TestMaxQuerySamples(t *testing.T) {
+	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	for w := range 2 {
+		if err := db.Append("", benchUpload(base, start, 0, w, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	app := url.QueryEscape(`{spark_app_id="app-bench"}`)
+	get := func(s *Server, path string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		return w
+	}
+	// The flame graph's merge, one sample per stack, type and state, fits
+	// a limit that the export of every task and thread does not.
+	var r renderResponse
+	if w := get(New(Config{Store: db, Logger: logger}), "/api/v1/render?query="+app); w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &r) != nil {
+		t.Fatalf("render: %d %s", w.Code, w.Body)
+	}
+	limited := New(Config{Store: db, Logger: logger, MaxQuerySamples: r.Samples})
+	if w := get(limited, "/api/v1/render?query="+app); w.Code != 200 {
+		t.Errorf("render within the limit: %d %s", w.Code, w.Body)
+	}
+	w := get(limited, "/api/v1/export?format=pprof&labels=all&query="+app)
+	if body := w.Body.String(); w.Code != 422 || !strings.Contains(body, "--max-query-samples") || !strings.Contains(body, "labels=all") {
+		t.Errorf("export of every label past the limit: %d %s, want 422 naming the flag and labels=all", w.Code, body)
+	}
+	w = get(New(Config{Store: db, Logger: logger, MaxQuerySamples: 1}), "/api/v1/render?query="+app)
+	if body := w.Body.String(); w.Code != 422 || !strings.Contains(body, "narrow") || strings.Contains(body, "labels=all") {
+		t.Errorf("render past the limit: %d %s, want 422 saying to narrow the selection", w.Code, body)
+	}
 }

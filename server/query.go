@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -228,7 +229,7 @@ func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.P
 	}
 	m := profile.NewMerger(opts)
 	req = narrowToStage(req, s.tasksOf(ten))
-	err := s.eachUpload(ctx, ten, req, source, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
+	err := s.eachUpload(ctx, ten, req, source, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
 		m.AddFunc(p, func(s *profile.Sample) bool {
 			if !keep(s) {
 				return false
@@ -238,11 +239,29 @@ func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.P
 			}
 			return true
 		})
+		if n := len(m.Profile().Samples); n > s.cfg.MaxQuerySamples {
+			return &tooManySamplesError{max: s.cfg.MaxQuerySamples, labels: req.labels}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return m.Profile(), nil
+}
+
+// tooManySamplesError is a merge that grew past Config.MaxQuerySamples.
+type tooManySamplesError struct {
+	max    int
+	labels labelsKept
+}
+
+func (e *tooManySamplesError) Error() string {
+	msg := fmt.Sprintf("the selection merges into more than %d samples (serve --max-query-samples); narrow its time range or selector", e.max)
+	if e.labels == allLabels {
+		msg += ", or keep fewer labels (a pprof export without labels=all keeps those without a value per task or thread)"
+	}
+	return msg
 }
 
 // tasksOf returns the function that gives the tasks by id of one of the
@@ -260,7 +279,7 @@ type sourceFunc func(u *store.Upload, req request, tasksOf func(string) map[int6
 // filter of that profile's samples, which first joins a sample to its
 // task (changing its labels) and then reports whether req selects it. The
 // stored profile is not modified.
-func (s *Server) eachUpload(ctx context.Context, ten string, req request, src sourceFunc, add func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool)) error {
+func (s *Server) eachUpload(ctx context.Context, ten string, req request, src sourceFunc, add func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error) error {
 	tasksOf := s.tasksOf(ten)
 	return s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
 		if err := ctx.Err(); err != nil {
@@ -276,11 +295,10 @@ func (s *Server) eachUpload(ctx context.Context, ten string, req request, src so
 		cp.Labels = cp.Labels.Merge(u.Labels)
 		join := taskJoiner(&cp, tasksOf)
 		keep := req.filter.Selector(&cp)
-		add(u, &cp, func(s *profile.Sample) bool {
+		return add(u, &cp, func(s *profile.Sample) bool {
 			join(s)
 			return keep(s)
 		})
-		return nil
 	})
 }
 
@@ -422,7 +440,12 @@ func (s *Server) parsedSelection(w http.ResponseWriter, r *http.Request, selPara
 // selected merges what req selects. On failure it has answered the request.
 func (s *Server) selected(w http.ResponseWriter, r *http.Request, req request) (*profile.Profile, request, bool) {
 	p, err := s.merge(r.Context(), tenant(r), req)
-	if err != nil {
+	var tooMany *tooManySamplesError
+	switch {
+	case errors.As(err, &tooMany):
+		httpError(w, http.StatusUnprocessableEntity, "%v", err)
+		return nil, req, false
+	case err != nil:
 		httpError(w, http.StatusInternalServerError, "%v", err)
 		return nil, req, false
 	}
@@ -1009,7 +1032,7 @@ func (s *Server) sumSelected(ctx context.Context, ten string, req request, o ste
 	}
 	sums := map[profile.SampleType]*typeSums{}
 	var order []profile.SampleType // as they first have a selected sample
-	err = s.eachUpload(ctx, ten, req, seriesSource(by, step), func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) {
+	err = s.eachUpload(ctx, ten, req, seriesSource(by, step), func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
 		byType := make([]*typeSums, len(p.Types))
 		// A type the request does not name is never picked: its samples
 		// are not summed.
@@ -1020,13 +1043,15 @@ func (s *Server) sumSelected(ctx context.Context, ten string, req request, o ste
 				skip[i] = !named
 			}
 		}
-		// A sample's type, label set and state decide its group: looked up
-		// once.
+		// A sample's type, label set and state decide its group, and its
+		// thread when by names thread_name (groupValue): looked up once.
 		type key struct {
-			typ   profile.TypeID
-			set   profile.LabelSetID
-			state profile.ThreadState
+			typ    profile.TypeID
+			set    profile.LabelSetID
+			state  profile.ThreadState
+			thread profile.ThreadID
 		}
+		byThread := slices.Contains(by, profile.LabelThreadName)
 		groupOf := map[key]*group{}
 		for i := range p.Samples {
 			smp := p.Samples[i] // keep may relabel it
@@ -1050,7 +1075,10 @@ func (s *Server) sumSelected(ctx context.Context, ten string, req request, o ste
 				}
 				smp.Time = u.From
 			}
-			k := key{smp.Type, smp.Labels, smp.State}
+			k := key{smp.Type, smp.Labels, smp.State, 0}
+			if byThread {
+				k.thread = smp.Thread
+			}
 			g := groupOf[k]
 			if g == nil {
 				labels := make([]string, len(by))
@@ -1066,6 +1094,7 @@ func (s *Server) sumSelected(ctx context.Context, ten string, req request, o ste
 			}
 			g.sums[smp.Time/int64(step)*int64(step)] += smp.Value
 		}
+		return nil
 	})
 	if err != nil {
 		return t, nil, 0, step, err

@@ -192,7 +192,6 @@ func sumPerStep(p *profile.Profile, t profile.SampleType, step time.Duration, by
 		sums   map[int64]int64
 	}
 	groups := map[string]*group{}
-	bySet := map[profile.LabelSetID]*group{} // a sample's labels decide its group
 	for _, smp := range p.Samples {
 		if smp.Type != id {
 			continue
@@ -201,18 +200,15 @@ func sumPerStep(p *profile.Profile, t profile.SampleType, step time.Duration, by
 			untimed += smp.Value
 			continue
 		}
-		g := bySet[smp.Labels]
+		labels := make([]string, len(by))
+		for i, name := range by {
+			labels[i] = groupValue(p, smp, name)
+		}
+		key := strings.Join(labels, "\x00")
+		g := groups[key]
 		if g == nil {
-			labels := make([]string, len(by))
-			for i, name := range by {
-				labels[i] = p.Label(smp, name)
-			}
-			key := strings.Join(labels, "\x00")
-			if g = groups[key]; g == nil {
-				g = &group{labels: labels, sums: map[int64]int64{}}
-				groups[key] = g
-			}
-			bySet[smp.Labels] = g
+			g = &group{labels: labels, sums: map[int64]int64{}}
+			groups[key] = g
 		}
 		g.sums[smp.Time/int64(step)*int64(step)] += smp.Value
 	}

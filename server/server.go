@@ -51,6 +51,12 @@ type Config struct {
 	// EventLogDir keeps imported event logs, analysed again at start; empty
 	// keeps them in memory only.
 	EventLogDir string
+	// MaxQuerySamples bounds the samples a query merges its selection
+	// into (a flame graph's are its unique stacks; a pprof export with
+	// every label, or the /flame page, keeps one per task and thread):
+	// past it the query is refused with 422 rather than holding gigabytes.
+	// Zero means 1,048,576.
+	MaxQuerySamples int
 }
 
 // Server handles sparkprof's HTTP API.
@@ -74,6 +80,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxDecodedBytes == 0 {
 		cfg.MaxDecodedBytes = 512 << 20
+	}
+	if cfg.MaxQuerySamples == 0 {
+		cfg.MaxQuerySamples = 1 << 20
 	}
 	if cfg.MaxLogBytes == 0 {
 		cfg.MaxLogBytes = 16 << 30

@@ -59,6 +59,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (an object a line)")
 	keyWindow := fs.Duration("key-window", time.Hour, "how long an upload's Idempotency-Key is remembered, so that a retry of it (the agent's after a lost answer, an import run again) is not stored twice")
 	maxLogGB := fs.Int64("max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
+	maxQuerySamples := fs.Int("max-query-samples", 1<<20, "most samples a query merges its selection into (a flame graph holds one per stack; a pprof export with labels=all one per stack, task and thread); past it the query gets 422")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,6 +68,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	if *keyWindow <= 0 {
 		return fmt.Errorf("%w: --key-window %v: want a positive duration", errUsage, *keyWindow)
+	}
+	if *maxQuerySamples < 1 {
+		return fmt.Errorf("%w: --max-query-samples %d: want at least 1", errUsage, *maxQuerySamples)
 	}
 	if *blockSpan < time.Minute || *blockSpan > 24*time.Hour {
 		return fmt.Errorf("%w: --block-span %v: want between 1m and 24h", errUsage, *blockSpan)
@@ -144,7 +148,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		*agentJar = ""
 	}
 	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: *agentJar, RatePerSecond: *rate, MaxConcurrentUploads: *concurrent,
-		EventLogDir: filepath.Join(*data, "eventlogs"), MaxLogBytes: *maxLogGB << 30})
+		EventLogDir: filepath.Join(*data, "eventlogs"), MaxLogBytes: *maxLogGB << 30, MaxQuerySamples: *maxQuerySamples})
 	g.open(srv)
 	base := scheme + "://" + ln.Addr().String()
 	say(fmt.Sprintf("listening on %s (data in %s)", base, *data), "listening", "url", base, "data", *data)

@@ -509,6 +509,23 @@ func (p *Profile) AddLabels(ls Labels) LabelSetID {
 	return id
 }
 
+// AppendLabels adds label set ls and returns its id without looking for an
+// equal set first, so that a decoded profile of many sets need not build
+// their index to add a few (a query's join to task windows). p may then
+// hold equal sets under two ids; whatever reads labels by value (a
+// Merger, a Filter) treats them alike.
+func (p *Profile) AppendLabels(ls Labels) LabelSetID {
+	ls = ls.Normalize()
+	id := LabelSetID(len(p.labelSets))
+	p.labelSets = append(p.labelSets, ls)
+	if p.labelIndex != nil {
+		if _, ok := p.labelIndex[ls.key()]; !ok {
+			p.labelIndex[ls.key()] = id
+		}
+	}
+	return id
+}
+
 // OwnLabelSets gives p its own copy of the label-set table, so that label
 // sets added to a shallow copy of a shared profile (cp := *p) leave the
 // original unchanged.

@@ -633,3 +633,33 @@ func TestMatcherAlternatives(t *testing.T) {
 		}
 	}
 }
+
+// AppendLabels adds a set without looking it up: an equal set gets a new
+// id, which reads as the old one does, and AddLabels still finds sets by
+// value, in a built profile and in a decoded one (which has no index).
+func TestAppendLabels(t *testing.T) {
+	set := Labels{{LabelTaskID, "7"}, {LabelExecutorID, "1"}}
+	built := New()
+	first := built.AddLabels(set)
+	data, err := built.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded := new(Profile)
+	if err := decoded.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]*Profile{"built": built, "decoded": decoded} {
+		again := p.AppendLabels(Labels{{LabelExecutorID, "1"}, {LabelTaskID, "7"}})
+		if again == first || !slices.Equal(p.LabelSet(again), p.LabelSet(first)) {
+			t.Errorf("%s: appended set %d %v, first %d %v; want a new id for equal labels", name, again, p.LabelSet(again), first, p.LabelSet(first))
+		}
+		if id := p.AddLabels(set); id != first && id != again {
+			t.Errorf("%s: AddLabels of an existing set gave %d, want %d or %d", name, id, first, again)
+		}
+		other := p.AddLabels(Labels{{LabelTaskID, "8"}})
+		if other == first || other == again || p.AddLabels(Labels{{LabelTaskID, "8"}}) != other {
+			t.Errorf("%s: a new set %d is not found again by value", name, other)
+		}
+	}
+}

@@ -88,7 +88,9 @@ func taskJoiner(p *profile.Profile, tasksOf func(appID string) map[int64]*spark.
 			p.OwnLabelSets()
 			owned = true
 		}
-		id := p.AddLabels(ls)
+		// Appended, not looked up: a block's sets would be indexed for
+		// each query.
+		id := p.AppendLabels(ls)
 		replace[inside][s.Labels] = id
 		s.Labels = id
 	}

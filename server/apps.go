@@ -34,6 +34,29 @@ type apps struct {
 type analysedApp struct {
 	report *analysis.Report
 	tasks  map[int64]*spark.Task
+	// stageWindows holds, by stage id, the time its tasks can have
+	// samples in (tasksWindow), made when first asked for: an app has
+	// hundreds of thousands of tasks, and a stage's queries ask each time.
+	windowsOnce  sync.Once
+	stageWindows map[int][2]int64
+}
+
+// stageWindow returns the time (Unix ns) the tasks of stage can have
+// samples in (tasksWindow); false when the stage has no tasks.
+func (a *analysedApp) stageWindow(stage int) (from, until int64, ok bool) {
+	a.windowsOnce.Do(func() {
+		byStage := map[int][]*spark.Task{}
+		for _, t := range a.tasks {
+			byStage[t.StageID] = append(byStage[t.StageID], t)
+		}
+		a.stageWindows = make(map[int][2]int64, len(byStage))
+		for id, ts := range byStage {
+			from, until := tasksWindow(ts)
+			a.stageWindows[id] = [2]int64{from, until}
+		}
+	})
+	w, ok := a.stageWindows[stage]
+	return w[0], w[1], ok
 }
 
 func newApps(dir string) *apps {
@@ -241,6 +264,19 @@ func (a *apps) tasks(tenant, id string) map[int64]*spark.Task {
 		return app.tasks
 	}
 	return nil
+}
+
+// stageWindow returns the time the tasks of a stage of an app can have
+// samples in (analysedApp.stageWindow); false when the app's task model
+// is not known or the stage has no tasks.
+func (a *apps) stageWindow(tenant, id string, stage int) (from, until int64, ok bool) {
+	a.mu.RLock()
+	app := a.by[tenant][id]
+	a.mu.RUnlock()
+	if app == nil {
+		return 0, 0, false
+	}
+	return app.stageWindow(stage)
 }
 
 // AppSummary is one row of the apps list.

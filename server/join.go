@@ -143,11 +143,11 @@ func narrowRange(from, until, lo, hi int64) (int64, int64) {
 
 // narrowToStage narrows req's range to the time the tasks of the stage it
 // selects ran, when it names one app and one stage (equal matchers) and
-// the app's task model is known: the join to task windows takes the
-// stage's labels off samples outside its tasks' windows, so the rest of
-// the range holds none of the stage's samples, and a narrower range reads
-// fewer blocks and time slices.
-func narrowToStage(req request, tasksOf func(string) map[int64]*spark.Task) request {
+// the app's task model is known (windowOf, as apps.stageWindow): the join
+// to task windows takes the stage's labels off samples outside its tasks'
+// windows, so the rest of the range holds none of the stage's samples,
+// and a narrower range reads fewer blocks and time slices.
+func narrowToStage(req request, windowOf func(app string, stage int) (from, until int64, ok bool)) request {
 	var app string
 	stage := -1
 	for _, m := range req.filter.Labels {
@@ -164,16 +164,10 @@ func narrowToStage(req request, tasksOf func(string) map[int64]*spark.Task) requ
 	if app == "" || stage < 0 {
 		return req
 	}
-	var tasks []*spark.Task
-	for _, t := range tasksOf(app) {
-		if t.StageID == stage {
-			tasks = append(tasks, t)
-		}
-	}
-	if len(tasks) == 0 {
+	lo, hi, ok := windowOf(app, stage)
+	if !ok {
 		return req
 	}
-	lo, hi := tasksWindow(tasks)
 	req.filter.From, req.filter.Until = narrowRange(req.filter.From, req.filter.Until, lo, hi)
 	req.query.From, req.query.Until = req.filter.From, req.filter.Until
 	return req

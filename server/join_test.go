@@ -28,11 +28,12 @@ func TestNarrowToStage(t *testing.T) {
 		3: {ID: 3, StageID: 4, LaunchMs: 20_000, FinishMs: 21_000},
 		4: {ID: 4, StageID: 5, LaunchMs: 30_000}, // running
 	}
-	tasksOf := func(app string) map[int64]*spark.Task {
+	known := &analysedApp{tasks: tasks}
+	windowOf := func(app string, stage int) (int64, int64, bool) {
 		if app == "app-1" {
-			return tasks
+			return known.stageWindow(stage)
 		}
-		return nil
+		return 0, 0, false
 	}
 	m := func(name string, op profile.MatchOp, value string) profile.Matcher {
 		mt, err := profile.NewMatcher(name, op, value)
@@ -56,7 +57,7 @@ func TestNarrowToStage(t *testing.T) {
 		{"no app", []profile.Matcher{m(profile.LabelStageID, profile.MatchEqual, "3")}, 0, 0, 0, 0},
 		{"an app without a model", []profile.Matcher{m(profile.LabelAppID, profile.MatchEqual, "app-2"), m(profile.LabelStageID, profile.MatchEqual, "3")}, 5, 0, 5, 0},
 	} {
-		req := narrowToStage(newRequest(c.ms, "", c.from, c.until), tasksOf)
+		req := narrowToStage(newRequest(c.ms, "", c.from, c.until), windowOf)
 		if req.filter.From != c.wantFrom || req.filter.Until != c.wantTil || req.query.From != c.wantFrom || req.query.Until != c.wantTil {
 			t.Errorf("%s: range %d–%d (query %d–%d), want %d–%d", c.name, req.filter.From, req.filter.Until, req.query.From, req.query.Until, c.wantFrom, c.wantTil)
 		}

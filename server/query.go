@@ -228,7 +228,7 @@ func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.P
 		opts.Relabel = func(ls profile.Labels) profile.Labels { return ls.Without(store.RollupDropped...) }
 	}
 	m := profile.NewMerger(opts)
-	req = narrowToStage(req, s.tasksOf(ten))
+	req = narrowToStage(req, s.stageWindowOf(ten))
 	err := s.eachUpload(ctx, ten, req, source, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
 		m.AddFunc(p, func(s *profile.Sample) bool {
 			if !keep(s) {
@@ -262,6 +262,12 @@ func (e *tooManySamplesError) Error() string {
 		msg += ", or keep fewer labels (a pprof export without labels=all keeps those without a value per task or thread)"
 	}
 	return msg
+}
+
+// stageWindowOf returns the function that gives the time the tasks of a
+// stage of one of the tenant's apps can have samples in (apps.stageWindow).
+func (s *Server) stageWindowOf(ten string) func(app string, stage int) (from, until int64, ok bool) {
+	return func(app string, stage int) (int64, int64, bool) { return s.apps.stageWindow(ten, app, stage) }
 }
 
 // tasksOf returns the function that gives the tasks by id of one of the
@@ -992,7 +998,7 @@ type stepSums struct {
 func (s *Server) sumSelected(ctx context.Context, ten string, req request, o stepSums) (t profile.SampleType, series []stepSeries, untimed int64, widened time.Duration, err error) {
 	step, by, untimedAtUpload := o.step, o.by, o.untimedAtUpload
 	req.keepTimes = true
-	req = narrowToStage(req, s.tasksOf(ten))
+	req = narrowToStage(req, s.stageWindowOf(ten))
 	var lo, hi int64
 	err = s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
 		first, last := u.SampleSpan()

@@ -31,17 +31,8 @@ import (
 // all; it answers the same from the head, from a block, and once the app's
 // task model moves samples to other stages.
 func TestExport(t *testing.T) {
-	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	base, db, s := testServer(t, store.Options{})
+	start := testStart
 	const windows, execs = 4, 2
 	for w := range windows {
 		for e := range execs {
@@ -231,17 +222,8 @@ func labelIn(row, name string) string {
 // A thread_name selector and a breakdown by thread_name read the names a
 // JFR gives its samples' threads, before and after compaction.
 func TestThreadName(t *testing.T) {
-	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	base, db, s := testServer(t, store.Options{})
+	start := testStart
 	want := map[string]int64{} // wall time by thread name
 	wall, _ := base.FindType("wall")
 	for w := range 3 {
@@ -305,18 +287,9 @@ func TestThreadName(t *testing.T) {
 // A query whose merge grows past MaxQuerySamples gets 422 naming the
 // limit, and what to narrow; other queries still answer.
 func TestMaxQuerySamples(t *testing.T) {
-	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	base, db, _ := testServer(t, store.Options{})
 	for w := range 2 {
-		if err := db.Append("", benchUpload(base, start, 0, w, 2)); err != nil {
+		if err := db.Append("", benchUpload(base, testStart, 0, w, 2)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -345,4 +318,24 @@ func TestMaxQuerySamples(t *testing.T) {
 	if body := w.Body.String(); w.Code != 422 || !strings.Contains(body, "narrow") || strings.Contains(body, "labels=all") {
 		t.Errorf("render past the limit: %d %s, want 422 saying to narrow the selection", w.Code, body)
 	}
+}
+
+// testStart is when the tests' uploads begin.
+var testStart = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+
+// testServer returns dump2.jfr, which the tests make their uploads of
+// (benchUpload), a store with opts in a temporary directory, closed when
+// the test ends, and a server over it that logs nothing.
+func testServer(t *testing.T, opts store.Options) (*profile.Profile, *store.DB, *Server) {
+	t.Helper()
+	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return base, db, New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }

@@ -3,16 +3,12 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/sparkprof/sparkprof/format"
-	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
@@ -68,17 +64,8 @@ func TestNarrowToStage(t *testing.T) {
 // stored stage ids are too many to list and the block's bounds of them
 // leave it out: stage matchers do not skip blocks.
 func TestJoinedStageNotSkipped(t *testing.T) {
-	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(t.TempDir(), store.Options{Partition: time.Hour}) // one block
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	base, db, s := testServer(t, store.Options{Partition: time.Hour}) // one block
+	start := testStart
 	const windows = 80 // stages, more than a block meta lists
 	tasks := map[int64]*spark.Task{}
 	for w := range windows {

@@ -284,7 +284,8 @@ type sourceFunc func(u *store.Upload, req request, tasksOf func(string) map[int6
 // that answers req (src) as a copy carrying the upload's labels, and the
 // filter of that profile's samples, which first joins a sample to its
 // task (changing its labels) and then reports whether req selects it. The
-// stored profile is not modified.
+// stored profile is not modified. An error from add ends the walk, and
+// eachUpload returns it.
 func (s *Server) eachUpload(ctx context.Context, ten string, req request, src sourceFunc, add func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error) error {
 	tasksOf := s.tasksOf(ten)
 	return s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {

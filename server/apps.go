@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -370,9 +371,14 @@ func (s *Server) handleSlowVsRest(w http.ResponseWriter, r *http.Request) {
 	app := `spark_app_id="` + rep.App.ID + `"`
 	q := r.URL.Query()
 	// Task ids are unique within an app, and Spark 2.x thread names carry
-	// no stage: select by task id alone.
-	q.Set("base", fmt.Sprintf(`{%s, spark_task_id=~"%s"}`, app, ids(tasks[nSlow:])))
-	q.Set("next", fmt.Sprintf(`{%s, spark_task_id=~"%s"}`, app, ids(tasks[:nSlow])))
+	// no stage: select by task id alone, the stage's tasks in one pass,
+	// split into the slow and the rest.
+	q.Set("query", fmt.Sprintf(`{%s, spark_task_id=~"%s"}`, app, ids(tasks)))
+	slowTasks, err := profile.NewMatcher(profile.LabelTaskID, profile.MatchRegexp, ids(tasks[:nSlow]))
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
 	// Only the time the stage's tasks ran holds their samples (the join
 	// to task windows takes a task's labels off samples outside its
 	// window): a range narrowed to it reads a stage of a long app from
@@ -387,11 +393,26 @@ func (s *Server) handleSlowVsRest(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r.URL.RawQuery = q.Encode()
+	limit, err := maxNodes(r, 0)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	req, err := parseRequest(r, "query")
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	slowMerged, restMerged, err := s.splitMerge(r.Context(), tenant(r), req, slowTasks)
+	if err != nil {
+		mergeFailed(w, err)
+		return
+	}
 	slow := make([]int64, nSlow)
 	for i, t := range tasks[:nSlow] {
 		slow[i] = t.ID
 	}
-	s.diff(w, r, map[string]any{
+	writeDiff(w, restMerged, slowMerged, req.typ, limit, map[string]any{
 		"slowTaskIds":  slow,
 		"restTasks":    len(tasks) - nSlow,
 		"thresholdMs":  tasks[nSlow-1].DurationMs(), // the shortest slow task

@@ -250,6 +250,56 @@ func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.P
 	return m.Profile(), nil
 }
 
+// sideLabel labels the samples of one side of a split merge.
+const sideLabel = "__side__"
+
+// splitMerge merges the samples req selects as a flame graph does (stacks,
+// types and states), those inSide selects into in and the others into
+// out, reading each upload once for both: the two sides of slow-vs-rest
+// are the tasks of one stage, in the same time slices.
+func (s *Server) splitMerge(ctx context.Context, ten string, req request, inSide profile.Matcher) (in, out *profile.Profile, err error) {
+	m := profile.NewMerger(profile.MergeOptions{Aggregate: true, DropThreads: true, Relabel: func(ls profile.Labels) profile.Labels {
+		v, _ := ls.Get(sideLabel)
+		return profile.Labels{{Name: sideLabel, Value: v}}
+	}})
+	sideOf := profile.Filter{Labels: []profile.Matcher{inSide}}
+	err = s.eachUpload(ctx, ten, req, source, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
+		isIn := sideOf.Selector(p)
+		p.OwnLabelSets() // p shares its tables with the stored profile
+		sides := [2]profile.LabelSetID{p.AppendLabels(profile.Labels{{Name: sideLabel, Value: "out"}}), p.AppendLabels(profile.Labels{{Name: sideLabel, Value: "in"}})}
+		m.AddFunc(p, func(smp *profile.Sample) bool {
+			if !keep(smp) {
+				return false
+			}
+			if isIn(smp) {
+				smp.Labels = sides[1]
+			} else {
+				smp.Labels = sides[0]
+			}
+			return true
+		})
+		if n := len(m.Profile().Samples); n > s.cfg.MaxQuerySamples {
+			return &tooManySamplesError{max: s.cfg.MaxQuerySamples, labels: req.labels}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	merged := m.Profile()
+	side := func(v string) *profile.Profile {
+		p := *merged
+		p.Samples = nil
+		for _, smp := range merged.Samples {
+			if merged.Label(smp, sideLabel) == v {
+				p.Samples = append(p.Samples, smp)
+			}
+		}
+		return &p
+	}
+	return side("in"), side("out"), nil
+}
+
 // tooManySamplesError is a merge that grew past Config.MaxQuerySamples.
 type tooManySamplesError struct {
 	max    int
@@ -447,16 +497,22 @@ func (s *Server) parsedSelection(w http.ResponseWriter, r *http.Request, selPara
 // selected merges what req selects. On failure it has answered the request.
 func (s *Server) selected(w http.ResponseWriter, r *http.Request, req request) (*profile.Profile, request, bool) {
 	p, err := s.merge(r.Context(), tenant(r), req)
-	var tooMany *tooManySamplesError
-	switch {
-	case errors.As(err, &tooMany):
-		httpError(w, http.StatusUnprocessableEntity, "%v", err)
-		return nil, req, false
-	case err != nil:
-		httpError(w, http.StatusInternalServerError, "%v", err)
+	if err != nil {
+		mergeFailed(w, err)
 		return nil, req, false
 	}
 	return p, req, true
+}
+
+// mergeFailed answers a request whose merge failed with err: 422 for a
+// selection past Config.MaxQuerySamples, else 500.
+func mergeFailed(w http.ResponseWriter, err error) {
+	var tooMany *tooManySamplesError
+	if errors.As(err, &tooMany) {
+		httpError(w, http.StatusUnprocessableEntity, "%v", err)
+		return
+	}
+	httpError(w, http.StatusInternalServerError, "%v", err)
 }
 
 func (s *Server) tree(w http.ResponseWriter, r *http.Request, selParam string) (*profile.Tree, *profile.Profile, bool) {
@@ -828,9 +884,16 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request, extra map[string]a
 	if !ok {
 		return
 	}
-	t := sampleType(next, nextReq.typ)
+	writeDiff(w, base, next, nextReq.typ, limit, extra)
+}
+
+// writeDiff answers the diff of base and next in the type typ asks for
+// (sampleType), with the frames past limit folded and the fields of extra
+// added.
+func writeDiff(w http.ResponseWriter, base, next *profile.Profile, typ string, limit int, extra map[string]any) {
+	t := sampleType(next, typ)
 	if !hasType(next, t) {
-		t = sampleType(base, nextReq.typ)
+		t = sampleType(base, typ)
 	}
 	if !hasType(next, t) && !hasType(base, t) {
 		httpError(w, http.StatusNotFound, "no %s samples in either selection", t.Name)

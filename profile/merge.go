@@ -28,6 +28,10 @@ type MergeOptions struct {
 	// as thread_pool and stage, are kept). With Aggregate it bounds memory by
 	// unique stacks when thread names are unique per task.
 	DropThreads bool
+	// ThreadNames, unless DropThreads, keeps only the names of threads:
+	// threads of one name in many JVMs (an executor's "Executor task launch
+	// worker" threads) become one.
+	ThreadNames bool
 	// WithinAdd, with Aggregate, combines only samples of the same Add,
 	// whose lookups then stay in a table the size of one input instead of
 	// one that grows with the output and misses the processor's cache.
@@ -151,7 +155,11 @@ func (m *Merger) AddFunc(p *Profile, keep func(*Sample) bool) {
 	threadMap := make([]ThreadID, len(p.Threads))
 	if !m.opts.DropThreads {
 		for i := 1; i < len(p.Threads); i++ {
-			threadMap[i] = out.AddThread(p.Threads[i])
+			t := p.Threads[i]
+			if m.opts.ThreadNames {
+				t = Thread{Name: t.Name}
+			}
+			threadMap[i] = out.AddThread(t)
 		}
 	}
 	// Label sets are mapped when a sample first uses them: keep may add

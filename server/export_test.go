@@ -18,6 +18,7 @@ import (
 
 	gprofile "github.com/google/pprof/profile"
 
+	"github.com/sparkprof/sparkprof/flamegraph"
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/format/pprof"
 	"github.com/sparkprof/sparkprof/internal/corpus"
@@ -338,4 +339,94 @@ func testServer(t *testing.T, opts store.Options) (*profile.Profile, *store.DB, 
 	}
 	t.Cleanup(func() { db.Close() })
 	return base, db, New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+// The /flame page merges only what it filters by (thread pool, stage,
+// thread name), and holds the same rows as the page of the selection with
+// every label and thread.
+func TestFlamePage(t *testing.T) {
+	base, db, s := testServer(t, store.Options{})
+	for w := range 3 {
+		for e := range 2 {
+			u := benchUpload(base, testStart, e, w, 3)
+			p := u.Profile
+			// Each executor's JVM numbers its threads its own way; half
+			// of them are in one pool.
+			p.Threads = slices.Clone(p.Threads)
+			for i := range p.Threads[1:] {
+				p.Threads[i+1].ID += int64(e) * 1000
+			}
+			for i, smp := range p.Samples {
+				pool := profile.Labels{{Name: profile.LabelThreadPool, Value: fmt.Sprint("pool-", smp.Thread%2)}}
+				p.Samples[i].Labels = p.AddLabels(p.LabelSet(smp.Labels).Merge(pool))
+			}
+			if err := db.Append("", u); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	query := `{spark_app_id="app-bench"}`
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, httptest.NewRequest("GET", "/flame?type=wall&query="+url.QueryEscape(query), nil))
+	if w.Code != 200 {
+		t.Fatalf("/flame: %d %s", w.Code, w.Body)
+	}
+	ms, _, err := parseSelector(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.merge(t.Context(), "", newRequest(ms, "wall", 0, 0)) // every label and thread
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref bytes.Buffer
+	if err := flamegraph.HTML(&ref, all, flamegraph.Options{Title: query, Type: "wall"}); err != nil {
+		t.Fatal(err)
+	}
+	got, want := pageRows(t, w.Body.Bytes()), pageRows(t, ref.Bytes())
+	if len(want) == 0 || !maps.Equal(got, want) {
+		t.Errorf("the page has %d rows, the page of every label %d; they differ", len(got), len(want))
+	}
+	req := newRequest(ms, "wall", 0, 0)
+	req.labels = pageLabels
+	page, err := s.merge(t.Context(), "", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Threads) != len(base.Threads) || len(all.Threads) <= len(base.Threads) || len(page.Samples) >= len(all.Samples) {
+		t.Errorf("the page's merge has %d threads and %d samples, every label's %d and %d; want the %d names and fewer samples",
+			len(page.Threads), len(page.Samples), len(all.Threads), len(all.Samples), len(base.Threads))
+	}
+}
+
+// pageRows reads the rows of a flamegraph page's data as the value of
+// each stack (its frames joined by ";"), type, pool, stage and thread.
+func pageRows(t *testing.T, html []byte) map[string]int64 {
+	t.Helper()
+	_, rest, _ := bytes.Cut(html, []byte(`<script type="application/json" id="data">`))
+	data, _, ok := bytes.Cut(rest, []byte("</script>"))
+	if !ok {
+		t.Fatal("no data in the page")
+	}
+	var d struct {
+		Types, Frames, Pools, Stages, Threads []string
+		Stacks                                []int
+		Samples                               []int64
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+	path := func(st int) string {
+		var fs []string
+		for ; st != 0; st = d.Stacks[2*(st-1)] {
+			fs = append(fs, d.Frames[d.Stacks[2*(st-1)+1]])
+		}
+		return strings.Join(fs, ";")
+	}
+	out := map[string]int64{}
+	for i := 0; i+5 < len(d.Samples); i += 6 {
+		r := d.Samples[i : i+6]
+		out[strings.Join([]string{path(int(r[0])), d.Types[r[1]], d.Pools[r[2]], d.Stages[r[3]], d.Threads[r[4]]}, "\x00")] += r[5]
+	}
+	return out
 }

@@ -24,9 +24,11 @@ func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleFlame renders the selection as the self-contained HTML flame graph
-// of package flamegraph.
+// of package flamegraph, which filters by thread pool, stage and thread
+// name: the merge keeps those alone, so the threads of one name in many
+// executors, and the tasks of a stage, are one.
 func (s *Server) handleFlame(w http.ResponseWriter, r *http.Request) {
-	p, req, ok := s.selection(w, r, "query")
+	p, req, ok := s.parsedSelection(w, r, "query", pageLabels)
 	if !ok {
 		return
 	}

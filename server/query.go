@@ -135,7 +135,13 @@ const (
 	// noLabels keeps no labels or threads: a flame graph needs only
 	// stacks, types and states.
 	noLabels
+	// pageLabels keeps what the /flame page filters by: the thread pool,
+	// the stage and the thread's name.
+	pageLabels
 )
+
+// threads reports whether a merge keeping k keeps threads.
+func (k labelsKept) threads() bool { return k == allLabels || k == pageLabels }
 
 // newRequest selects the samples of type typ ("" for the default) that
 // the matchers ms select over from–until (Unix ns, 0 open).
@@ -223,9 +229,21 @@ func parseTimeParam(s string) (int64, error) {
 // merge returns the selected samples of the request's uploads as one
 // profile, and the sample type picked.
 func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.Profile, error) {
-	opts := profile.MergeOptions{Aggregate: !req.keepTimes, Resolution: req.resolution, DropLabels: req.labels == noLabels, DropThreads: req.labels != allLabels}
-	if req.labels == coarseLabels {
+	opts := profile.MergeOptions{Aggregate: !req.keepTimes, Resolution: req.resolution, DropLabels: req.labels == noLabels,
+		DropThreads: !req.labels.threads(), ThreadNames: req.labels == pageLabels}
+	switch req.labels {
+	case coarseLabels:
 		opts.Relabel = func(ls profile.Labels) profile.Labels { return ls.Without(store.RollupDropped...) }
+	case pageLabels:
+		opts.Relabel = func(ls profile.Labels) profile.Labels {
+			var out profile.Labels
+			for _, l := range ls {
+				if l.Name == profile.LabelThreadPool || l.Name == profile.LabelStageID || l.Name == profile.LabelThreadName {
+					out = append(out, l)
+				}
+			}
+			return out
+		}
 	}
 	m := profile.NewMerger(opts)
 	req = narrowToStage(req, s.stageWindowOf(ten))
@@ -414,7 +432,7 @@ func timelineServes(tl *profile.Profile, req request, by []string, tasksOf func(
 // matcher on a label the rollup dropped.
 func rollupMayServe(u *store.Upload, req request) bool {
 	f := req.filter
-	if !u.HasRollup() || req.labels == allLabels || req.keepTimes || req.resolution != 0 || f.Thread != nil {
+	if !u.HasRollup() || req.labels.threads() || req.keepTimes || req.resolution != 0 || f.Thread != nil {
 		return false
 	}
 	// Samples without a time are kept when the profile overlaps the
@@ -470,20 +488,16 @@ func labelValuesOf(p *profile.Profile, name string) []string {
 	return out
 }
 
-// selection parses the selector in query parameter selParam and merges
-// what it selects. On failure it has answered the request.
-func (s *Server) selection(w http.ResponseWriter, r *http.Request, selParam string) (*profile.Profile, request, bool) {
-	return s.parsedSelection(w, r, selParam, allLabels)
-}
-
-// stacks is selection for flame graphs: the merged profile keeps only
-// stacks, types and thread states, which bounds it by the unique stacks
-// however many threads and tasks the selection spans.
+// stacks is parsedSelection for flame graphs: the merged profile keeps
+// only stacks, types and thread states, which bounds it by the unique
+// stacks however many threads and tasks the selection spans.
 func (s *Server) stacks(w http.ResponseWriter, r *http.Request, selParam string) (*profile.Profile, request, bool) {
 	return s.parsedSelection(w, r, selParam, noLabels)
 }
 
-// parsedSelection is selection keeping the labels kept says.
+// parsedSelection parses the selector in query parameter selParam and
+// merges what it selects, keeping the labels kept says. On failure it has
+// answered the request.
 func (s *Server) parsedSelection(w http.ResponseWriter, r *http.Request, selParam string, kept labelsKept) (*profile.Profile, request, bool) {
 	req, err := parseRequest(r, selParam)
 	if err != nil {

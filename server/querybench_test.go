@@ -298,6 +298,7 @@ func BenchmarkQuery(b *testing.B) {
 		{"pyroscope-render-diff", "/pyroscope/render-diff?leftQuery=" + exec(1) + "&rightQuery=" + exec(2) + "&leftFrom=" + strconv.FormatInt(start, 10) + "&leftUntil=" + strconv.FormatInt(end, 10) + "&rightFrom=" + strconv.FormatInt(start, 10) + "&rightUntil=" + strconv.FormatInt(end, 10)},
 		{"export-pprof", "/api/v1/export?format=pprof&type=cpu&query=" + app + rng},
 		{"export-pprof-all-labels", "/api/v1/export?format=pprof&labels=all&type=cpu&query=" + app + rng},
+		{"flame-page", "/flame?type=cpu&query=" + app + rng},
 		{"export-folded", "/api/v1/export?format=folded&type=cpu&query=" + app + rng},
 	} {
 		for _, cache := range []string{"warm", "uncached"} {

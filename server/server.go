@@ -53,7 +53,7 @@ type Config struct {
 	EventLogDir string
 	// MaxQuerySamples bounds the samples a query merges its selection
 	// into (a flame graph's are its unique stacks; a pprof export with
-	// every label, or the /flame page, keeps one per task and thread):
+	// every label keeps one per stack, task and thread):
 	// past it the query is refused with 422 rather than holding gigabytes.
 	// Zero means 1,048,576.
 	MaxQuerySamples int

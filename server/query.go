@@ -297,7 +297,7 @@ func (s *Server) splitMerge(ctx context.Context, ten string, req request, inSide
 			return true
 		})
 		if n := len(m.Profile().Samples); n > s.cfg.MaxQuerySamples {
-			return &tooManySamplesError{max: s.cfg.MaxQuerySamples, labels: req.labels}
+			return &tooManySamplesError{max: s.cfg.MaxQuerySamples, labels: noLabels}
 		}
 		return nil
 	})

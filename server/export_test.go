@@ -430,3 +430,46 @@ func pageRows(t *testing.T, html []byte) map[string]int64 {
 	}
 	return out
 }
+
+// The task ids of a range that cuts a block are those of the time slices
+// it reads, as their bounds tell, not every task of the block.
+func TestTaskValuesInRange(t *testing.T) {
+	base, db, s := testServer(t, store.Options{Partition: time.Minute})
+	for w := range 6 {
+		for e := range 3 {
+			if err := db.Append("", benchUpload(base, testStart, e, w, 6)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	values := func(from, until int) []string {
+		t.Helper()
+		path := "/api/v1/label-values?name=spark_task_id"
+		if until > 0 {
+			path += fmt.Sprintf("&from=%d&until=%d", testStart+int64(from)*int64(time.Second), testStart+int64(until)*int64(time.Second))
+		}
+		var vs []string
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		if w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &vs) != nil {
+			t.Fatalf("%s: %d %s", path, w.Code, w.Body)
+		}
+		return vs
+	}
+	exact := values(15, 31) // the uploads of windows 1-3, in the head
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Stats(); st.Blocks != 1 {
+		t.Fatalf("%d blocks, want one", st.Blocks)
+	}
+	got, all := values(15, 31), values(0, 0)
+	for _, v := range exact {
+		if !slices.Contains(got, v) {
+			t.Errorf("task %s of the range is missing from the block's values for it", v)
+		}
+	}
+	if len(got) >= len(all) || len(exact) == 0 {
+		t.Errorf("the range lists %d tasks once compacted (%d in the head), the whole block %d; want fewer than the block's", len(got), len(exact), len(all))
+	}
+}

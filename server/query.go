@@ -711,16 +711,18 @@ func (s *Server) labelValues(ctx context.Context, ten string, name string, q sto
 			vals[n][v] = true
 		}
 	}
-	addSet := func(ls profile.Labels) {
-		for _, l := range ls {
-			if name == "" || l.Name == name {
-				add(l.Name, l.Value)
-			}
-		}
-	}
 	err := s.cfg.Store.Select(ten, q, func(u *store.Upload) error {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		// A time slice reads its block's label sets: the slice's bounds
+		// leave out values of other slices.
+		addSet := func(ls profile.Labels) {
+			for _, l := range ls {
+				if (name == "" || l.Name == name) && withinBounds(u, l) {
+					add(l.Name, l.Value)
+				}
+			}
 		}
 		if name != "" && len(q.Matchers) > 0 {
 			return selectedValues(u, name, q.Matchers, addSet)
@@ -747,6 +749,17 @@ func (s *Server) labelValues(ctx context.Context, ten string, name string, q sto
 		return nil
 	})
 	return vals, err
+}
+
+// withinBounds reports whether label l can be on a sample of u as its
+// bounds of integer values tell (store.Upload.Bounds).
+func withinBounds(u *store.Upload, l profile.Label) bool {
+	b, ok := u.Bounds[l.Name]
+	if !ok {
+		return true
+	}
+	v, err := strconv.ParseInt(l.Value, 10, 64)
+	return err != nil || v >= b[0] && v <= b[1]
 }
 
 // selectedValues passes to add the label sets of u's samples that all of

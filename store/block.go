@@ -725,9 +725,21 @@ func (b *block) newUpload() {
 		}
 		b.up.Values = vals
 	}
+	b.up.Bounds = m.SampleRanges
 	b.sliceUps = nil
 	for _, sm := range m.Slices {
 		u := *b.up
+		u.Bounds = nil
+		for name := range m.SampleRanges {
+			r, ok := sm.Ranges[name]
+			if !ok {
+				r = [2]int64{1, 0} // on none of the slice's samples
+			}
+			if u.Bounds == nil {
+				u.Bounds = map[string][2]int64{}
+			}
+			u.Bounds[name] = r
+		}
 		u.Bytes = 0 // the block's
 		u.FirstSample, u.LastSample = sm.First, sm.Last
 		if sm.First != 0 {

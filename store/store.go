@@ -42,6 +42,13 @@ type Upload struct {
 	// ids, say) maps to nil: Load the samples for those. It is nil for a
 	// single upload and for blocks written before blocks listed them.
 	Values map[string][]string
+	// Bounds, for a block or one of its time slices, bounds the values of
+	// each label that has too many to list in Values and whose values are
+	// all integers (task ids): none of its samples' values lies outside.
+	// A bound whose least value is greater than its greatest means no
+	// sample has the label. A block's label sets (LoadLabelSets) are the
+	// whole block's: these bounds tell a slice's values among them.
+	Bounds map[string][2]int64
 
 	// load reads a part of a block or of one of its time slices: its
 	// rollup, samples, series, timeline or tables (partRollup, ...); nil

@@ -657,7 +657,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	kept := noLabels
 	switch v := r.URL.Query().Get("labels"); {
 	case v != "" && v != "all":
-		httpError(w, http.StatusBadRequest, "labels %q: want all (every label and thread, pprof only) or nothing", v)
+		httpError(w, http.StatusBadRequest, "labels %q: want all (every label and thread; pprof only), or leave it out for the labels without a value per task or thread", v)
 		return
 	case to != "pprof":
 	case v == "all":

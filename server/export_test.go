@@ -285,8 +285,9 @@ func TestThreadName(t *testing.T) {
 	check("block")
 }
 
-// A query whose merge grows past MaxQuerySamples gets 422 naming the
-// limit, and what to narrow; other queries still answer.
+// A query that keeps labels and whose merge grows past MaxQuerySamples
+// gets 422 naming the limit, and what to narrow; a flame graph is not
+// bounded by it.
 func TestMaxQuerySamples(t *testing.T) {
 	base, db, _ := testServer(t, store.Options{})
 	for w := range 2 {
@@ -315,9 +316,15 @@ func TestMaxQuerySamples(t *testing.T) {
 	if body := w.Body.String(); w.Code != 422 || !strings.Contains(body, "--max-query-samples") || !strings.Contains(body, "labels=all") {
 		t.Errorf("export of every label past the limit: %d %s, want 422 naming the flag and labels=all", w.Code, body)
 	}
-	w = get(New(Config{Store: db, Logger: logger, MaxQuerySamples: 1}), "/api/v1/render?query="+app)
+	one := New(Config{Store: db, Logger: logger, MaxQuerySamples: 1})
+	w = get(one, "/api/v1/export?format=pprof&query="+app)
 	if body := w.Body.String(); w.Code != 422 || !strings.Contains(body, "narrow") || strings.Contains(body, "labels=all") {
-		t.Errorf("render past the limit: %d %s, want 422 saying to narrow the selection", w.Code, body)
+		t.Errorf("export past the limit: %d %s, want 422 saying to narrow the selection", w.Code, body)
+	}
+	// A flame graph is bounded by the stacks the store holds, not by
+	// the limit.
+	if w := get(one, "/api/v1/render?query="+app); w.Code != 200 {
+		t.Errorf("render with a limit of one sample: %d %s", w.Code, w.Body)
 	}
 }
 

@@ -175,11 +175,7 @@ func (q querier) merged(ctx context.Context, h http.Header, typeID, selector str
 	}
 	sr.labels = noLabels
 	p, err := q.s.merge(ctx, headerTenant(h), sr)
-	var tooMany *tooManySamplesError
-	switch {
-	case errors.As(err, &tooMany):
-		return nil, profile.SampleType{}, connect.NewError(connect.CodeResourceExhausted, err)
-	case err != nil:
+	if err != nil {
 		return nil, profile.SampleType{}, connect.NewError(connect.CodeInternal, err)
 	}
 	return p, sampleType(p, sr.typ), nil

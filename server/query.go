@@ -257,7 +257,9 @@ func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.P
 			}
 			return true
 		})
-		if n := len(m.Profile().Samples); n > s.cfg.MaxQuerySamples {
+		// A merge that keeps labels grows with tasks, threads and
+		// executors; a flame graph's only with the stacks the store holds.
+		if n := len(m.Profile().Samples); req.labels != noLabels && n > s.cfg.MaxQuerySamples {
 			return &tooManySamplesError{max: s.cfg.MaxQuerySamples, labels: req.labels}
 		}
 		return nil
@@ -296,9 +298,6 @@ func (s *Server) splitMerge(ctx context.Context, ten string, req request, inSide
 			}
 			return true
 		})
-		if n := len(m.Profile().Samples); n > s.cfg.MaxQuerySamples {
-			return &tooManySamplesError{max: s.cfg.MaxQuerySamples, labels: noLabels}
-		}
 		return nil
 	})
 	if err != nil {

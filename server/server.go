@@ -51,11 +51,11 @@ type Config struct {
 	// EventLogDir keeps imported event logs, analysed again at start; empty
 	// keeps them in memory only.
 	EventLogDir string
-	// MaxQuerySamples bounds the samples a query merges its selection
-	// into (a flame graph's are its unique stacks; a pprof export with
-	// every label keeps one per stack, task and thread):
-	// past it the query is refused with 422 rather than holding gigabytes.
-	// Zero means 1,048,576.
+	// MaxQuerySamples bounds the samples a query that keeps labels merges
+	// its selection into (a pprof export with every label keeps one per
+	// stack, task and thread): past it the query is refused with 422
+	// rather than holding gigabytes. A flame graph, which keeps one per
+	// stack, type and state, is not bounded. Zero means 1,048,576.
 	MaxQuerySamples int
 }
 

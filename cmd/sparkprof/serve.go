@@ -59,7 +59,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (an object a line)")
 	keyWindow := fs.Duration("key-window", time.Hour, "how long an upload's Idempotency-Key is remembered, so that a retry of it (the agent's after a lost answer, an import run again) is not stored twice")
 	maxLogGB := fs.Int64("max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
-	maxQuerySamples := fs.Int("max-query-samples", 1<<20, "most samples a query merges its selection into (a flame graph holds one per stack; a pprof export with labels=all one per stack, task and thread); past it the query gets 422")
+	maxQuerySamples := fs.Int("max-query-samples", 1<<20, "most samples a query that keeps labels merges its selection into (a pprof export with labels=all keeps one per stack, task and thread; a flame graph is not bounded); past it the query gets 422")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -164,25 +164,20 @@ func (m *Merger) AddFunc(p *Profile, keep func(*Sample) bool) {
 	}
 	// Label sets are mapped when a sample first uses them: keep may add
 	// sets, and a block's many sets are not all selected.
-	var labelMap []LabelSetID
+	sets := newLabelMapper(p, out, func(ls Labels) Labels {
+		if len(extra) > 0 {
+			ls = extra.Merge(ls)
+		}
+		if m.opts.Relabel != nil {
+			ls = m.opts.Relabel(ls)
+		}
+		return ls
+	})
 	mapLabels := func(id LabelSetID) LabelSetID {
 		if m.opts.DropLabels {
 			return NoLabels
 		}
-		for int(id) >= len(labelMap) {
-			labelMap = append(labelMap, unmappedLabels)
-		}
-		if labelMap[id] == unmappedLabels {
-			ls := p.labelSets[id]
-			if len(extra) > 0 {
-				ls = extra.Merge(ls)
-			}
-			if m.opts.Relabel != nil {
-				ls = m.opts.Relabel(ls)
-			}
-			labelMap[id] = out.AddLabels(ls)
-		}
-		return labelMap[id]
+		return sets.id(id)
 	}
 
 	s := new(Sample) // one allocation: keep's argument escapes
@@ -557,7 +552,8 @@ func (p *Profile) SumOverStacks(relabel func(Labels) Labels, res int64) *Profile
 }
 
 // labelMapper maps the label sets of a profile to those of another after
-// a relabelling, adding each to the other when it is first asked for.
+// a relabelling, adding each to the other when it is first asked for,
+// sets added to the first profile meanwhile included.
 type labelMapper struct {
 	from, to *Profile
 	relabel  func(Labels) Labels // nil keeps a set
@@ -565,23 +561,22 @@ type labelMapper struct {
 }
 
 func newLabelMapper(from, to *Profile, relabel func(Labels) Labels) *labelMapper {
-	ids := make([]LabelSetID, len(from.labelSets))
-	for i := range ids {
-		ids[i] = unmappedLabels
-	}
-	return &labelMapper{from: from, to: to, relabel: relabel, ids: ids}
+	return &labelMapper{from: from, to: to, relabel: relabel}
 }
 
 // id returns the id in to of from's label set, relabelled. Small enough to
 // inline: it runs once or twice per sample.
 func (m *labelMapper) id(set LabelSetID) LabelSetID {
-	if id := m.ids[set]; id != unmappedLabels {
-		return id
+	if int(set) < len(m.ids) && m.ids[set] != unmappedLabels {
+		return m.ids[set]
 	}
 	return m.add(set)
 }
 
 func (m *labelMapper) add(set LabelSetID) LabelSetID {
+	if int(set) >= len(m.ids) { // room for every set from has now
+		m.ids = append(m.ids, slices.Repeat([]LabelSetID{unmappedLabels}, len(m.from.labelSets)-len(m.ids))...)
+	}
 	ls := m.from.labelSets[set]
 	if m.relabel != nil {
 		ls = m.relabel(ls)

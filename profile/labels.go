@@ -133,6 +133,17 @@ func (ls Labels) Without(names ...string) Labels {
 	return out
 }
 
+// Only returns the labels of ls named.
+func (ls Labels) Only(names ...string) Labels {
+	var out Labels
+	for _, l := range ls {
+		if slices.Contains(names, l.Name) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // String formats the set as {a="x", b="y"}.
 func (ls Labels) String() string {
 	var b strings.Builder

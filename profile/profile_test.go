@@ -663,3 +663,13 @@ func TestAppendLabels(t *testing.T) {
 		}
 	}
 }
+
+func TestLabelsOnlyAndWithout(t *testing.T) {
+	ls := Labels{{LabelExecutorID, "3"}, {LabelStageID, "1"}, {LabelTaskID, "7"}}.Normalize()
+	if got, want := ls.Only(LabelStageID, LabelTaskID, "absent").String(), `{spark_stage_id="1", spark_task_id="7"}`; got != want {
+		t.Errorf("Only = %s, want %s", got, want)
+	}
+	if got, want := ls.Without(LabelStageID, LabelTaskID).String(), `{spark_executor_id="3"}`; got != want {
+		t.Errorf("Without = %s, want %s", got, want)
+	}
+}

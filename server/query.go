@@ -236,13 +236,7 @@ func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.P
 		opts.Relabel = func(ls profile.Labels) profile.Labels { return ls.Without(store.RollupDropped...) }
 	case pageLabels:
 		opts.Relabel = func(ls profile.Labels) profile.Labels {
-			var out profile.Labels
-			for _, l := range ls {
-				if l.Name == profile.LabelThreadPool || l.Name == profile.LabelStageID || l.Name == profile.LabelThreadName {
-					out = append(out, l)
-				}
-			}
-			return out
+			return ls.Only(profile.LabelThreadPool, profile.LabelStageID, profile.LabelThreadName)
 		}
 	}
 	m := profile.NewMerger(opts)
@@ -279,8 +273,7 @@ const sideLabel = "__side__"
 // are the tasks of one stage, in the same time slices.
 func (s *Server) splitMerge(ctx context.Context, ten string, req request, inSide profile.Matcher) (in, out *profile.Profile, err error) {
 	m := profile.NewMerger(profile.MergeOptions{Aggregate: true, DropThreads: true, Relabel: func(ls profile.Labels) profile.Labels {
-		v, _ := ls.Get(sideLabel)
-		return profile.Labels{{Name: sideLabel, Value: v}}
+		return ls.Only(sideLabel)
 	}})
 	sideOf := profile.Filter{Labels: []profile.Matcher{inSide}}
 	err = s.eachUpload(ctx, ten, req, source, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
@@ -1080,11 +1073,13 @@ type stepSums struct {
 	from, until int64
 }
 
-// sumSelected is sumPerStep over the samples req selects, with the type
-// req asks for (sampleType): summed as each upload is read, not merged
-// into one profile first (an hour of 100 executors is tens of millions of
-// samples), from a block's timeline when it serves (seriesSource).
-// Samples without a time add up in untimed unless o.untimedAtUpload.
+// sumSelected sums the samples req selects, of the type req asks for
+// (sampleType), per step (widened to keep the span under maxSteps points)
+// and per combination of the values of the labels o.by, ordered by those
+// values: summed as each upload is read, not merged into one profile
+// first (an hour of 100 executors is tens of millions of samples), from a
+// block's timeline when it serves (seriesSource). Samples without a time
+// add up in untimed unless o.untimedAtUpload.
 func (s *Server) sumSelected(ctx context.Context, ten string, req request, o stepSums) (t profile.SampleType, series []stepSeries, untimed int64, widened time.Duration, err error) {
 	step, by, untimedAtUpload := o.step, o.by, o.untimedAtUpload
 	req.keepTimes = true

@@ -113,12 +113,6 @@ type request struct {
 	// labels says which sample labels, and whether threads, the merge
 	// keeps.
 	labels labelsKept
-	// keepTimes keeps each sample's time: samples are merged without
-	// summing those that differ only in time.
-	keepTimes bool
-	// resolution, without keepTimes, keeps sample times to this many
-	// nanoseconds (zero: no times).
-	resolution int64
 }
 
 // labelsKept says which of the samples' labels a merge keeps, and whether
@@ -229,8 +223,7 @@ func parseTimeParam(s string) (int64, error) {
 // merge returns the selected samples of the request's uploads as one
 // profile, and the sample type picked.
 func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.Profile, error) {
-	opts := profile.MergeOptions{Aggregate: !req.keepTimes, Resolution: req.resolution, DropLabels: req.labels == noLabels,
-		DropThreads: !req.labels.threads(), ThreadNames: req.labels == pageLabels}
+	opts := profile.MergeOptions{Aggregate: true, DropLabels: req.labels == noLabels, DropThreads: !req.labels.threads(), ThreadNames: req.labels == pageLabels}
 	switch req.labels {
 	case coarseLabels:
 		opts.Relabel = func(ls profile.Labels) profile.Labels { return ls.Without(store.RollupDropped...) }
@@ -242,15 +235,7 @@ func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.P
 	m := profile.NewMerger(opts)
 	req = narrowToStage(req, s.stageWindowOf(ten))
 	err := s.eachUpload(ctx, ten, req, source, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
-		m.AddFunc(p, func(s *profile.Sample) bool {
-			if !keep(s) {
-				return false
-			}
-			if s.Time == 0 && req.resolution != 0 {
-				s.Time = u.From // a timeline puts untimed samples (folded, pprof) at their upload
-			}
-			return true
-		})
+		m.AddFunc(p, keep)
 		// A merge that keeps labels grows with tasks, threads and
 		// executors; a flame graph's only with the stacks the store holds.
 		if n := len(m.Profile().Samples); req.labels != noLabels && n > s.cfg.MaxQuerySamples {
@@ -424,7 +409,7 @@ func timelineServes(tl *profile.Profile, req request, by []string, tasksOf func(
 // matcher on a label the rollup dropped.
 func rollupMayServe(u *store.Upload, req request) bool {
 	f := req.filter
-	if !u.HasRollup() || req.labels.threads() || req.keepTimes || req.resolution != 0 || f.Thread != nil {
+	if !u.HasRollup() || req.labels.threads() || f.Thread != nil {
 		return false
 	}
 	// Samples without a time are kept when the profile overlaps the
@@ -1082,7 +1067,6 @@ type stepSums struct {
 // add up in untimed unless o.untimedAtUpload.
 func (s *Server) sumSelected(ctx context.Context, ten string, req request, o stepSums) (t profile.SampleType, series []stepSeries, untimed int64, widened time.Duration, err error) {
 	step, by, untimedAtUpload := o.step, o.by, o.untimedAtUpload
-	req.keepTimes = true
 	req = narrowToStage(req, s.stageWindowOf(ten))
 	var lo, hi int64
 	err = s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {

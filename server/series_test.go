@@ -19,6 +19,7 @@ import (
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
 )
 
@@ -102,14 +103,10 @@ func TestSampleSeries(t *testing.T) {
 						t.Fatal(err)
 					}
 					ref := req
-					ref.resolution = int64(10 * time.Second)
 					if len(by) == 0 {
 						ref.labels = noLabels
 					}
-					p, err := s.merge(t.Context(), "", ref)
-					if err != nil {
-						t.Fatal(err)
-					}
+					p := mergeWithTimes(t, s, ref, int64(10*time.Second))
 					want, _, _ := sumPerStep(p, sampleType(p, "wall"), 10*time.Second, by, 0, 0)
 					if fmt.Sprint(got) != fmt.Sprint(want) || len(got) == 0 {
 						t.Errorf("%s, by %v:\n got  %.300v\n want %.300v", when, by, got, want)
@@ -135,11 +132,7 @@ func mergedSeries(t *testing.T, s *Server, r *http.Request) seriesAnswer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.keepTimes = true
-	p, err := s.merge(r.Context(), "", req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mergeWithTimes(t, s, req, 0)
 	step, err := time.ParseDuration(r.URL.Query().Get("step"))
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +154,36 @@ func mergedSeries(t *testing.T, s *Server, r *http.Request) seriesAnswer {
 		ans.Series = append(ans.Series, vs)
 	}
 	return ans
+}
+
+// mergeWithTimes merges the samples req selects into one profile, read
+// from every upload's samples, with their times: all of them (res 0), or
+// to res nanoseconds, with samples without a time at their upload's
+// start, as Pyroscope's timeline puts them. It is what series were summed
+// from before sumSelected, the reference they are checked against.
+func mergeWithTimes(t *testing.T, s *Server, req request, res int64) *profile.Profile {
+	t.Helper()
+	m := profile.NewMerger(profile.MergeOptions{Aggregate: res != 0, Resolution: res, DropLabels: req.labels == noLabels, DropThreads: req.labels == noLabels})
+	samples := func(u *store.Upload, _ request, _ func(string) map[int64]*spark.Task) (*profile.Profile, error) {
+		return u.Load()
+	}
+	req = narrowToStage(req, s.stageWindowOf(""))
+	err := s.eachUpload(t.Context(), "", req, samples, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
+		m.AddFunc(p, func(smp *profile.Sample) bool {
+			if !keep(smp) {
+				return false
+			}
+			if smp.Time == 0 && res != 0 {
+				smp.Time = u.From
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Profile()
 }
 
 // sumPerStep, the reference sumSelected is checked against, sums p's samples of type t per time step, one series per

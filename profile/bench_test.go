@@ -135,3 +135,35 @@ func BenchmarkSumOver(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkUnmarshalTables decodes the tables of a compacted block of ten
+// minutes of 100 executors (no samples): 240,000 label sets, one per task,
+// each with the upload's app, executor, host and service and the task's
+// stage and id, and 5,000 frames, as a query that reads a block's time
+// slices decodes them first.
+func BenchmarkUnmarshalTables(b *testing.B) {
+	p := New()
+	for i := range 5000 {
+		p.AddFrame(Frame{Name: fmt.Sprintf("org.apache.spark.pkg%d.Class%d.method%d", i%40, i%300, i), File: fmt.Sprintf("Class%d.java", i%300), Line: int32(i % 900), Kind: KindJava})
+	}
+	for task := range 240_000 {
+		exec := task % 100
+		p.AddLabels(Labels{
+			{LabelServiceName, "bench"}, {LabelAppID, "app-20261125161313-0001"},
+			{LabelExecutorID, fmt.Sprint(exec)}, {LabelHost, fmt.Sprintf("node-%02d", exec%20)},
+			{LabelStageID, fmt.Sprint(task / 24_000)}, {LabelTaskID, fmt.Sprint(task)},
+		})
+	}
+	data, err := p.MarshalBinary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var q Profile
+		if err := q.UnmarshalBinary(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,11 +1,13 @@
 package profile
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // The stored form of a profile is written by hand rather than with gob or
@@ -230,16 +232,10 @@ func (p *Profile) decodeColumns(d *decoder) error {
 		p.threadIdx[t] = ThreadID(len(p.Threads) - 1)
 	}
 	// Label sets go straight into the table too, their index built by
-	// AddLabels if ever needed, and their names and values interned: a
-	// block's thousands of task label sets repeat a few names and stages.
+	// AddLabels if ever needed.
 	n = d.count(1)
 	p.labelIndex = nil
-	p.labelSets = slices.Grow(p.labelSets, n)
-	d.strs = make(map[string]string)
-	for range n {
-		p.labelSets = append(p.labelSets, d.labels())
-	}
-	d.strs = nil
+	p.labelSets = d.appendLabelSets(p.labelSets, n)
 	p.Samples = d.samples()
 	if err := p.checkSamples(p.Samples); err != nil {
 		return err
@@ -366,8 +362,6 @@ type decoder struct {
 	b   []byte
 	off int
 	err error
-	// strs, when set, interns the strings labels reads.
-	strs map[string]string
 }
 
 var errTruncated = errors.New("data ends early")
@@ -467,31 +461,104 @@ func (d *decoder) str() string {
 	return string(d.b[d.off-n : d.off])
 }
 
-// label reads a string of a label, interned in strs when set.
-func (d *decoder) label() string {
-	if d.strs == nil {
-		return d.str()
+// appendLabelSets reads n label sets as labels reads each and appends them
+// to sets. A block holds a label
+// set per task, hundreds of thousands, so rather than allocate each set
+// and each of its strings, it reads them twice: first to check them and
+// to size one array for all their labels and one buffer for the strings
+// that differ from the previous set's in the same place (task ids; the
+// names, app, executor and stage mostly repeat), then to fill them.
+func (d *decoder) appendLabelSets(sets []Labels, n int) []Labels {
+	start, total, fresh := d.off, 0, 0
+	var prev, cur [][]byte
+	b, off := d.b, d.off
+	for range n {
+		k, next := uvarintAt(b, off)
+		if next < 0 {
+			d.fail(errTruncated)
+			return sets
+		}
+		if k > uint64(len(b)-next)/2 {
+			d.fail(fmt.Errorf("label set at offset %d: count %d exceeds the %d bytes left", off, k, len(b)-next))
+			return sets
+		}
+		off = next
+		total += int(k)
+		cur = cur[:0]
+		for j := range 2 * int(k) {
+			m, next := uvarintAt(b, off)
+			if next < 0 || m > uint64(len(b)-next) {
+				d.fail(errTruncated)
+				return sets
+			}
+			s := b[next : next+int(m)]
+			off = next + int(m)
+			if j >= len(prev) || !bytes.Equal(s, prev[j]) {
+				fresh += len(s)
+			}
+			cur = append(cur, s)
+		}
+		prev, cur = cur, prev
 	}
-	n := d.count(1)
-	if d.err != nil {
-		return ""
+	d.off = off
+	var text strings.Builder
+	text.Grow(fresh)
+	// read returns the next string's bytes, checked above.
+	read := func() []byte {
+		m, next := uvarintAt(b, start)
+		start = next + int(m)
+		return b[next:start]
 	}
-	b := d.b[d.off : d.off+n]
-	d.off += n
-	if s, ok := d.strs[string(b)]; ok {
-		return s
+	// keep returns s as a string: same, the previous set's string in its
+	// place, when they are equal, else a copy in text.
+	keep := func(s []byte, same string) string {
+		if string(s) == same {
+			return same
+		}
+		at := text.Len()
+		text.Write(s)
+		return text.String()[at:]
 	}
-	s := string(b)
-	// Names, stages and executors come early and again and again; task
-	// ids, each once, would only grow the map.
-	if len(d.strs) < maxInterned {
-		d.strs[s] = s
+	sets = slices.Grow(sets, n)
+	all := make(Labels, total)
+	var last Labels
+	for range n {
+		k, next := uvarintAt(b, start)
+		start = next
+		ls := all[:k:k]
+		all = all[k:]
+		for j := range ls {
+			var name, value string
+			if j < len(last) {
+				name, value = last[j].Name, last[j].Value
+			}
+			ls[j].Name = keep(read(), name)
+			ls[j].Value = keep(read(), value)
+		}
+		if k == 0 {
+			ls = nil // as labels reads it
+		}
+		sets = append(sets, ls)
+		last = ls
 	}
-	return s
+	return sets
 }
 
-// maxInterned bounds the strings a decoder interns.
-const maxInterned = 1024
+// uvarintAt reads the uvarint at b[off:] and returns it with the offset
+// after it, or -1 when b ends first or it overflows.
+func uvarintAt(b []byte, off int) (uint64, int) {
+	if off < len(b) && b[off] < 0x80 {
+		return uint64(b[off]), off + 1
+	}
+	if off >= len(b) {
+		return 0, -1
+	}
+	v, k := binary.Uvarint(b[off:])
+	if k <= 0 {
+		return 0, -1
+	}
+	return v, off + k
+}
 
 func (d *decoder) labels() Labels {
 	n := d.count(2)
@@ -500,7 +567,7 @@ func (d *decoder) labels() Labels {
 	}
 	ls := make(Labels, 0, n)
 	for range n {
-		ls = append(ls, Label{Name: d.label(), Value: d.label()})
+		ls = append(ls, Label{Name: d.str(), Value: d.str()})
 	}
 	return ls
 }

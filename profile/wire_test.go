@@ -114,3 +114,44 @@ func TestWithSamples(t *testing.T) {
 		}
 	}
 }
+
+// TestWireLabelSets round-trips label sets that share strings with the set
+// before them in the same place, in another place, or not at all, with
+// an empty set and an empty name between them: each set decodes to itself,
+// and appending to one leaves the others as they were.
+func TestWireLabelSets(t *testing.T) {
+	sets := []Labels{
+		{{"a", "1"}, {"b", "2"}},
+		{{"a", "1"}, {"b", "3"}},             // a value differs
+		{{"a", "1"}},                         // shorter
+		{},                                   // empty, between two
+		{{"a", "1"}, {"b", "3"}, {"c", "4"}}, // after an empty set
+		{{"b", "1"}, {"c", "a"}},             // the strings, in other places
+		{{"", "x"}},                          // an empty name
+		{{"a", "1"}, {"b", "2"}},             // the first again, not next to it
+	}
+	p := New()
+	for _, ls := range sets {
+		p.AppendLabels(ls)
+	}
+	data, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q Profile
+	if err := q.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	if q.NumLabelSets() != len(sets)+1 {
+		t.Fatalf("%d label sets, want %d", q.NumLabelSets()-1, len(sets))
+	}
+	for i, want := range sets {
+		if got := q.LabelSet(LabelSetID(i + 1)); got.String() != want.String() || len(got) != len(want) {
+			t.Errorf("set %d: %v, want %v", i+1, got, want)
+		}
+	}
+	grown := append(q.LabelSet(1), Label{"z", "9"})
+	if got := q.LabelSet(2); got.String() != sets[1].String() || len(grown) != 3 {
+		t.Errorf("appending to set 1 changed set 2: %v", got)
+	}
+}

@@ -432,14 +432,15 @@ func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profi
 // span (the block span), each with a rollup of its own.
 func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encoder, span int64) (*block, *profile.Profile, error) {
 	roll := rollup(p)
-	samples := p
+	// The samples part holds the tables every slice query decodes first;
+	// the series have a part of their own.
+	samples := *p
+	samples.Series = nil
 	var sliced [][]byte // each slice's rollup and samples, compressed
 	if len(p.Samples) >= minSlicedSamples && span > 0 && meta.FirstSample != 0 {
 		sls := timeSlices(p, roll, meta.Partition, span/slicesPerBlock)
 		if sls != nil {
-			tables := *p
-			tables.Samples = nil
-			samples = &tables
+			samples.Samples = nil
 		}
 		for _, sl := range sls {
 			r := enc.EncodeAll(profile.AppendSamples(nil, sl.rollup), nil)

@@ -1051,6 +1051,15 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 		if err != nil {
 			return fmt.Errorf("read the block to merge into: %w", err)
 		}
+		// Blocks written before November 25, 2026 hold the series in
+		// their samples too.
+		if len(op.Series) == 0 && b.has(partSeries) {
+			sp, err := b.load(partSeries, db.dec)
+			if err != nil {
+				return fmt.Errorf("read the series of the block to merge into: %w", err)
+			}
+			op.Series = sp.Series
+		}
 		oldProfiles[i] = op
 	}
 	prof, meta := compactUploads(p, olds, oldProfiles, ups, int64(db.opts.Resolution))

@@ -579,67 +579,121 @@ func TestZstdRecords(t *testing.T) {
 }
 
 // TestBlockSeries: an upload's metric series come back with its labels,
-// from the head, from a block's series part, and from the samples of a
-// block written before blocks had that part.
+// from the head, from a block's series part (its samples part, which
+// every slice query decodes, holds none), and when that block is merged
+// with a later upload of its partition.
 func TestBlockSeries(t *testing.T) {
 	dir := t.TempDir()
 	db, _ := Open(dir, Options{})
-	u := upload(t, "7")
-	u.Profile.Labels = u.Profile.Labels.Merge(u.Labels)
-	u.Profile.Series = append(u.Profile.Series, profile.Series{
-		Name: "jvm.gc.pause", Unit: "nanoseconds", Labels: profile.Labels{{Name: "gc", Value: "G1 Young Generation"}},
-		Points: []profile.Point{{Time: 1700000000e9, Value: 4e6}, {Time: 1700000002e9, Value: 7e6}},
-	})
-	if err := db.Append("t", u); err != nil {
+	defer db.Close()
+	withSeries := func(exec string, points ...profile.Point) *Upload {
+		u := upload(t, exec)
+		u.Profile.Labels = u.Profile.Labels.Merge(u.Labels)
+		u.Profile.Series = append(u.Profile.Series, profile.Series{
+			Name: "jvm.gc.pause", Unit: "nanoseconds", Labels: profile.Labels{{Name: "gc", Value: "G1 Young Generation"}}, Points: points,
+		})
+		return u
+	}
+	want := map[string][]profile.Point{"7": {{Time: 1700000000e9, Value: 4e6}, {Time: 1700000002e9, Value: 7e6}}}
+	if err := db.Append("t", withSeries("7", want["7"]...)); err != nil {
 		t.Fatal(err)
 	}
-	gcPoints := func(db *DB) []profile.Point {
-		t.Helper()
-		var out []profile.Point
-		err := db.Select("t", Query{}, func(u *Upload) error {
-			ss, err := u.LoadSeries()
-			for _, s := range ss {
-				exec, _ := s.Labels.Get(profile.LabelExecutorID)
-				gc, _ := s.Labels.Get("gc")
-				if s.Name == "jvm.gc.pause" && exec == "7" && gc == "G1 Young Generation" {
-					out = append(out, s.Points...)
-				}
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	want := []profile.Point{{Time: 1700000000e9, Value: 4e6}, {Time: 1700000002e9, Value: 7e6}}
-	if got := gcPoints(db); !slices.Equal(got, want) {
+	if got := gcPoints(t, db); !maps.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("head: %v, want %v", got, want)
 	}
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	if got := gcPoints(db); !slices.Equal(got, want) {
+	if got := gcPoints(t, db); !maps.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("block: %v, want %v", got, want)
 	}
-	db.Close()
+	b, err := readBlock(files(t, dir, "*.block")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := b.load(partSamples, db.dec); err != nil || len(p.Series) != 0 {
+		t.Errorf("the samples part holds %d series (%v), want none", len(p.Series), err)
+	}
+	want["8"] = []profile.Point{{Time: 1700000003e9, Value: 5e6}}
+	if err := db.Append("t", withSeries("8", want["8"]...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(files(t, dir, "*.block")); n != 1 {
+		t.Fatalf("%d blocks, want the upload merged into one", n)
+	}
+	if got := gcPoints(t, db); !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("merged block: %v, want %v", got, want)
+	}
+}
 
-	blk := files(t, dir, "*.block")[0]
-	b, err := readBlock(blk)
+// TestLegacyBlockSeries reads blocks written before their samples part
+// left the series out (testdata, written by that version): with a series
+// part, and from before blocks had one. Their series come back once,
+// also when a later upload of the partition is merged into them.
+func TestLegacyBlockSeries(t *testing.T) {
+	for _, name := range []string{"series-in-samples-and-part.block", "series-in-samples.block"} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, TenantDir("t")), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, TenantDir("t"), "01699999800000000000-0000000000.block"), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			db, err := Open(dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			want := map[string][]profile.Point{"7": {{Time: 1700000000e9, Value: 4e6}, {Time: 1700000002e9, Value: 7e6}}}
+			if got := gcPoints(t, db); !maps.EqualFunc(got, want, slices.Equal) {
+				t.Errorf("%v, want %v", got, want)
+			}
+			u := upload(t, "8")
+			u.From, u.Until = 1700000003e9, 1700000004e9
+			if err := db.Append("t", u); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Compact(); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(files(t, dir, "*.block")); n != 1 {
+				t.Fatalf("%d blocks, want the upload merged into one", n)
+			}
+			if got := gcPoints(t, db); !maps.EqualFunc(got, want, slices.Equal) {
+				t.Errorf("merged: %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// gcPoints returns the points of tenant t's jvm.gc.pause series of G1's
+// young collections, by executor.
+func gcPoints(t *testing.T, db *DB) map[string][]profile.Point {
+	t.Helper()
+	out := map[string][]profile.Point{}
+	err := db.Select("t", Query{}, func(u *Upload) error {
+		ss, err := u.LoadSeries()
+		for _, s := range ss {
+			exec, _ := s.Labels.Get(profile.LabelExecutorID)
+			gc, _ := s.Labels.Get("gc")
+			if s.Name == "jvm.gc.pause" && gc == "G1 Young Generation" {
+				out[exec] = append(out[exec], s.Points...)
+			}
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(blk, b.parts[partSeries].off-8); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(dir, Options{})
-	if err != nil {
-		t.Fatalf("open with a block of two parts: %v", err)
-	}
-	defer db.Close()
-	if got := gcPoints(db); !slices.Equal(got, want) {
-		t.Errorf("block without a series part: %v, want %v", got, want)
-	}
+	return out
 }
 
 // TestHeadBudget fills the head past its budget: the background compacts

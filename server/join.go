@@ -76,10 +76,10 @@ func taskJoiner(p *profile.Profile, tasksOf func(appID string) map[int64]*spark.
 		own := p.LabelSet(s.Labels)
 		var ls profile.Labels
 		if inside == 1 {
-			ls = own.Merge(profile.Labels{ // joinedLabels
-				{Name: profile.LabelStageID, Value: strconv.Itoa(t.StageID)},
-				{Name: profile.LabelStageAttempt, Value: strconv.Itoa(t.StageAttempt)},
+			ls = own.Merge(profile.Labels{ // joinedLabels, in name order as Merge needs
 				{Name: profile.LabelPartition, Value: strconv.Itoa(t.Partition)},
+				{Name: profile.LabelStageAttempt, Value: strconv.Itoa(t.StageAttempt)},
+				{Name: profile.LabelStageID, Value: strconv.Itoa(t.StageID)},
 			})
 		} else {
 			ls = own.Without(append([]string{profile.LabelTaskID}, joinedLabels...)...)

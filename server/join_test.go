@@ -3,12 +3,14 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,6 +227,63 @@ func TestTaskJoinerLabels(t *testing.T) {
 			if got[i].Name == got[i-1].Name {
 				t.Errorf("%s: %s twice", c.name, got[i].Name)
 			}
+		}
+	}
+}
+
+// eachUpload reads each upload ahead of add, on another goroutine, yet add
+// sees them in the store's order; an error from add stops the reading with
+// at most one upload read ahead, and an error or a panic in reading ends
+// the walk with an error.
+func TestEachUploadReadsAhead(t *testing.T) {
+	base, db, s := testServer(t, store.Options{})
+	const n = 6
+	var order []uint64
+	for w := range n {
+		u := benchUpload(base, testStart, 0, w, n)
+		if err := db.Append("", u); err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, u.ID)
+	}
+	req := newRequest(nil, "", 0, 0)
+	var reads atomic.Int32
+	load := func(fail int32, panics bool) sourceFunc {
+		return func(u *store.Upload, _ request, _ func(string) map[int64]*spark.Task) (*profile.Profile, error) {
+			switch reads.Add(1) {
+			case fail:
+				if panics {
+					panic("a damaged block")
+				}
+				return nil, errors.New("cannot read")
+			}
+			return u.Load()
+		}
+	}
+	var seen []uint64
+	err := s.eachUpload(t.Context(), "", req, load(0, false), func(u *store.Upload, _ *profile.Profile, _ func(*profile.Sample) bool) error {
+		seen = append(seen, u.ID)
+		return nil
+	})
+	if err != nil || !slices.Equal(seen, order) {
+		t.Fatalf("added %v (%v), want %v", seen, err, order)
+	}
+
+	reads.Store(0)
+	stop := errors.New("enough")
+	err = s.eachUpload(t.Context(), "", req, load(0, false), func(*store.Upload, *profile.Profile, func(*profile.Sample) bool) error { return stop })
+	if err != stop || reads.Load() > 2 {
+		t.Errorf("add failing at once: %v after %d reads, want %v after at most 2", err, reads.Load(), stop)
+	}
+	for _, panics := range []bool{false, true} {
+		reads.Store(0)
+		added := 0
+		err = s.eachUpload(t.Context(), "", req, load(3, panics), func(*store.Upload, *profile.Profile, func(*profile.Sample) bool) error {
+			added++
+			return nil
+		})
+		if err == nil || added != 2 {
+			t.Errorf("reading the third upload failing (panic %v): %v after %d added, want an error after 2", panics, err, added)
 		}
 	}
 }

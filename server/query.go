@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -331,26 +332,85 @@ type sourceFunc func(u *store.Upload, req request, tasksOf func(string) map[int6
 // task (changing its labels) and then reports whether req selects it. The
 // stored profile is not modified. An error from add ends the walk, and
 // eachUpload returns it.
+//
+// Each upload's profile is read (decoded from disk when not cached) on
+// another goroutine while add works on the one before, in the same order:
+// the two overlap on a machine's cores, and no more than one profile waits
+// ahead of add.
 func (s *Server) eachUpload(ctx context.Context, ten string, req request, src sourceFunc, add func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error) error {
 	tasksOf := s.tasksOf(ten)
+	type read struct {
+		u   *store.Upload
+		p   *profile.Profile
+		err error
+	}
+	next := make(chan read)
+	stop := make(chan struct{})
+	go func() {
+		defer close(next)
+		err := s.readUploads(ctx, ten, req, func(u *store.Upload) error {
+			p, err := src(u, req, tasksOf)
+			if err != nil {
+				return err
+			}
+			select {
+			case next <- read{u: u, p: p}:
+				return nil
+			case <-stop:
+				return errStopped
+			}
+		})
+		if err != nil && err != errStopped {
+			select {
+			case next <- read{err: err}:
+			case <-stop:
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		for range next { // until the reader has stopped
+		}
+	}()
+	for r := range next {
+		if r.err != nil {
+			return r.err
+		}
+		// Upload labels go onto the profile; the filter then sees them
+		// for every sample.
+		cp := *r.p
+		cp.Labels = cp.Labels.Merge(r.u.Labels)
+		join := taskJoiner(&cp, tasksOf)
+		keep := req.filter.Selector(&cp)
+		if err := add(r.u, &cp, func(s *profile.Sample) bool {
+			join(s)
+			return keep(s)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errStopped ends a walk of uploads whose reader has gone.
+var errStopped = errors.New("stopped")
+
+// readUploads calls fn with each upload req selects, in the store's order,
+// until fn fails or the client goes away (ctx), a panic in it reported as
+// an error rather than ending the server: fn runs on a goroutine of its
+// own, outside net/http's recovery.
+func (s *Server) readUploads(ctx context.Context, ten string, req request, fn func(*store.Upload) error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("reading uploads failed", "panic", v, "stack", string(debug.Stack()))
+			err = fmt.Errorf("reading uploads failed: %v", v)
+		}
+	}()
 	return s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
 		if err := ctx.Err(); err != nil {
 			return err // the client went away: read no more blocks
 		}
-		src, err := src(u, req, tasksOf)
-		if err != nil {
-			return err
-		}
-		// Upload labels go onto the profile; the filter then sees them
-		// for every sample.
-		cp := *src
-		cp.Labels = cp.Labels.Merge(u.Labels)
-		join := taskJoiner(&cp, tasksOf)
-		keep := req.filter.Selector(&cp)
-		return add(u, &cp, func(s *profile.Sample) bool {
-			join(s)
-			return keep(s)
-		})
+		return fn(u)
 	})
 }
 

@@ -8,8 +8,9 @@ import (
 )
 
 // cache keeps recently read block parts in memory, least recently used
-// first out, within a budget of approximate heap bytes. Concurrent reads of
-// the same part wait for one load.
+// first out, within a budget of approximate heap bytes; a part larger than
+// the budget is not kept. Concurrent reads of the same part wait for one
+// load.
 type cache struct {
 	mu     sync.Mutex
 	budget int64
@@ -76,12 +77,21 @@ func (c *cache) get(k cacheKey, load func() (*profile.Profile, error)) (*profile
 		c.remove(el)
 		return nil, e.err
 	}
+	if e.size > c.budget {
+		// It would push out every other part and still not fit: a
+		// query reading all of a large block's samples. Its readers
+		// have it; the cache keeps what it held.
+		c.lru.Remove(el)
+		delete(c.byKey, k)
+		return e.p, nil
+	}
 	c.used += e.size
 	c.evict()
 	return e.p, nil
 }
 
-// put adds part k, read or made elsewhere (a block just written).
+// put adds part k, read or made elsewhere (a block just written), unless
+// it is larger than the whole budget.
 func (c *cache) put(k cacheKey, p *profile.Profile) {
 	e := &cacheEntry{key: k, ready: make(chan struct{}), p: p, size: k.sizeOf(p)}
 	close(e.ready)
@@ -90,13 +100,16 @@ func (c *cache) put(k cacheKey, p *profile.Profile) {
 	if el, ok := c.byKey[k]; ok {
 		c.remove(el)
 	}
+	if e.size > c.budget {
+		return
+	}
 	c.byKey[k] = c.lru.PushFront(e)
 	c.used += e.size
 	c.evict()
 }
 
 // evict drops the least recently used loaded parts while over budget; the
-// part just loaded stays even when it alone exceeds the budget.
+// part just loaded stays.
 func (c *cache) evict() {
 	for el := c.lru.Back(); el != nil && c.used > c.budget; {
 		prev := el.Prev()

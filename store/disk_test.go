@@ -440,6 +440,18 @@ func TestBlockCache(t *testing.T) {
 	one := db.Stats().CacheBytes / 3 // the blocks hold the same samples
 	db.Close()
 
+	// A budget smaller than a block's samples keeps none of them.
+	db, err = Open(dir, Options{CacheBytes: one / 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count(t, db, "t", Query{From: 12 * hour})
+	count(t, db, "t", Query{From: 12 * hour})
+	if st := db.Stats(); st.CacheBytes != 0 || st.CacheMisses != 2 || st.CacheHits != 0 {
+		t.Errorf("a block larger than the budget, read twice: %+v, want nothing kept, 2 misses", st)
+	}
+	db.Close()
+
 	db, err = Open(dir, Options{CacheBytes: one * 3 / 2}) // one block's samples fit, not two
 	if err != nil {
 		t.Fatal(err)

@@ -287,3 +287,54 @@ func TestEachUploadReadsAhead(t *testing.T) {
 		}
 	}
 }
+
+// The samples of a block cut into time slices are read and added a slice
+// at a time, and add the same as the block's rollup does.
+func TestSlicedBlockReadBySlice(t *testing.T) {
+	base, db, s := testServer(t, store.Options{}) // one block of two minutes, in one-minute slices
+	const windows = 12
+	for w := range windows {
+		for e := range 8 {
+			if err := db.Append("", benchUpload(base, testStart, e, w, windows)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	var block *store.Upload
+	db.Select("", store.Query{}, func(u *store.Upload) error { block = u; return nil })
+	if block == nil || len(block.Slices()) < 2 {
+		t.Fatalf("want one block cut into time slices, got %+v", block)
+	}
+	// A thread name, which the rollup drops, needs the samples.
+	ms, _, err := parseSelector(`{spark_app_id="app-bench",thread_name=~".*"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adds int
+	err = s.eachUpload(t.Context(), "", newRequest(ms, "", 0, 0), source, func(u *store.Upload, p *profile.Profile, _ func(*profile.Sample) bool) error {
+		if u != block || len(p.Samples) == 0 {
+			t.Errorf("add %d: %d samples of %p, want a slice's samples of the block %p", adds, len(p.Samples), u, block)
+		}
+		adds++
+		return nil
+	})
+	if err != nil || adds != len(block.Slices()) {
+		t.Errorf("%d adds (%v), want one per slice, %d", adds, err, len(block.Slices()))
+	}
+	ticks := func(query string) int64 {
+		t.Helper()
+		var r renderResponse
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/render?type=wall&query="+url.QueryEscape(query), nil))
+		if w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &r) != nil {
+			t.Fatalf("render %s: %d %s", query, w.Code, w.Body)
+		}
+		return r.Flamebearer.NumTicks
+	}
+	if rollup, samples := ticks(`{spark_app_id="app-bench"}`), ticks(`{spark_app_id="app-bench",thread_name=~".*"}`); rollup == 0 || samples != rollup {
+		t.Errorf("the slices' samples hold %d, the rollup %d", samples, rollup)
+	}
+}

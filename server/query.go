@@ -322,8 +322,9 @@ func (s *Server) tasksOf(ten string) func(app string) map[int64]*spark.Task {
 	return func(app string) map[int64]*spark.Task { return s.apps.tasks(ten, app) }
 }
 
-// sourceFunc returns the profile of upload u that answers req; tasksOf
-// returns an app's tasks by id, nil when its task model is not known.
+// sourceFunc returns the profile of upload u that answers req, or nil for
+// its samples; tasksOf returns an app's tasks by id, nil when its task
+// model is not known.
 type sourceFunc func(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.Task) (*profile.Profile, error)
 
 // eachUpload calls add with each upload req selects, the profile of it
@@ -336,7 +337,9 @@ type sourceFunc func(u *store.Upload, req request, tasksOf func(string) map[int6
 // Each upload's profile is read (decoded from disk when not cached) on
 // another goroutine while add works on the one before, in the same order:
 // the two overlap on a machine's cores, and no more than one profile waits
-// ahead of add.
+// ahead of add. The samples of a block cut into time slices are read, and
+// added, a slice at a time, so that a query over many large blocks holds
+// no more than two slices' samples beyond the cache.
 func (s *Server) eachUpload(ctx context.Context, ten string, req request, src sourceFunc, add func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error) error {
 	tasksOf := s.tasksOf(ten)
 	type read struct {
@@ -348,17 +351,36 @@ func (s *Server) eachUpload(ctx context.Context, ten string, req request, src so
 	stop := make(chan struct{})
 	go func() {
 		defer close(next)
-		err := s.readUploads(ctx, ten, req, func(u *store.Upload) error {
-			p, err := src(u, req, tasksOf)
-			if err != nil {
-				return err
-			}
+		send := func(u *store.Upload, p *profile.Profile) error {
 			select {
 			case next <- read{u: u, p: p}:
 				return nil
 			case <-stop:
 				return errStopped
 			}
+		}
+		err := s.readUploads(ctx, ten, req, func(u *store.Upload) error {
+			p, err := src(u, req, tasksOf)
+			if err != nil {
+				return err
+			}
+			if p != nil {
+				return send(u, p)
+			}
+			parts := u.Slices()
+			if parts == nil {
+				parts = []*store.Upload{u}
+			}
+			for _, part := range parts {
+				p, err := part.Load()
+				if err != nil {
+					return err
+				}
+				if err := send(u, p); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 		if err != nil && err != errStopped {
 			select {
@@ -415,7 +437,7 @@ func (s *Server) readUploads(ctx context.Context, ten string, req request, fn fu
 }
 
 // source returns the profile of u that answers req: a compacted block's
-// rollup when it serves, its samples otherwise.
+// rollup when it serves, else nil: its samples (eachUpload reads them).
 func source(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.Task) (*profile.Profile, error) {
 	if rollupMayServe(u, req) {
 		r, err := u.LoadRollup()
@@ -426,12 +448,12 @@ func source(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.
 			return r, nil
 		}
 	}
-	return u.Load()
+	return nil, nil
 }
 
 // seriesSource returns the sourceFunc of a time series per value of the
 // labels by and step: an upload's timeline when it serves, its samples
-// otherwise. A timeline that keeps times coarser than its samples' (an
+// (nil) otherwise. A timeline that keeps times coarser than its samples' (an
 // upload in the head) serves only a step and range its resolution divides.
 func seriesSource(by []string, step time.Duration) sourceFunc {
 	return func(u *store.Upload, req request, tasksOf func(string) map[int64]*spark.Task) (*profile.Profile, error) {
@@ -450,7 +472,7 @@ func seriesSource(by []string, step time.Duration) sourceFunc {
 				return tl, nil
 			}
 		}
-		return u.Load()
+		return nil, nil
 	}
 }
 

@@ -754,6 +754,7 @@ func (b *block) newUpload() {
 		}
 		b.sliceUps = append(b.sliceUps, &u)
 	}
+	b.up.slices = b.sliceUps
 }
 
 // uploads returns the Uploads that stand for b in a query over q's range

@@ -57,6 +57,9 @@ type Upload struct {
 	// head, for an upload in a store's head, is its rollup, timeline and
 	// sample span, computed when a query first asks for them.
 	head *headRollup
+	// slices, for a compacted block cut into time slices, are the
+	// uploads of its slices (Slices).
+	slices []*Upload
 	// memSize estimates the memory a single upload holds in the head.
 	memSize int64
 }
@@ -72,6 +75,13 @@ func (u *Upload) Load() (*profile.Profile, error) {
 	}
 	return u.load(partSamples)
 }
+
+// Slices returns the uploads of the time slices a compacted block is cut
+// into, in order, whose samples together are the block's: a query that
+// reads all of a large block's samples can read them one slice at a time,
+// each through the cache, rather than all at once (Load). It returns nil
+// for an upload, a block that is not sliced, and a slice.
+func (u *Upload) Slices() []*Upload { return u.slices }
 
 // LoadLabelSets returns a profile holding the label sets of u's samples,
 // for label queries: an upload's profile, or a block's samples; for a

@@ -167,3 +167,24 @@ func BenchmarkUnmarshalTables(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWithSamples decodes the samples of a block's time slice apart
+// from its tables: 1,300,000 samples (a tenth of ten minutes of 100
+// executors), as a query that needs a slice's samples reads them.
+func BenchmarkWithSamples(b *testing.B) {
+	p := Merge(synthetic(200, 1000, 500)...)
+	tables := *p
+	tables.Samples = nil
+	samples := make([]Sample, 0, 1_300_000)
+	for len(samples) < cap(samples) {
+		samples = append(samples, p.Samples[:min(len(p.Samples), cap(samples)-len(samples))]...)
+	}
+	data := AppendSamples(nil, samples)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tables.WithSamples(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -108,6 +109,8 @@ func TestWithSamples(t *testing.T) {
 		{"cut short", data[len("prefix") : len(data)-3], "offset"},
 		{"not samples", []byte("SPPC\x01"), "no"},
 		{"ids past the tables", AppendSamples(nil, []Sample{{Stack: StackID(len(p.stacks))}}), "out of range"},
+		// A stack id of eleven bytes, then the other columns of one sample.
+		{"a varint too long", append([]byte(samplesMagic+"\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"), 0, 0, 0, 0, 0, 0), "offset"},
 	} {
 		if _, err := tables.WithSamples(c.data); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
@@ -153,5 +156,55 @@ func TestWireLabelSets(t *testing.T) {
 	grown := append(q.LabelSet(1), Label{"z", "9"})
 	if got := q.LabelSet(2); got.String() != sets[1].String() || len(grown) != 3 {
 		t.Errorf("appending to set 1 changed set 2: %v", got)
+	}
+}
+
+// TestSampleColumns round-trips sample columns whose varints take from one
+// to ten bytes, over counts on both sides of the runs samples are filled in.
+func TestSampleColumns(t *testing.T) {
+	p := synthetic(1, 50, 10)[0]
+	tables := *p
+	tables.Samples = nil
+	for _, n := range []int{0, 1, 7, 255, 256, 257, 600} {
+		in := make([]Sample, n)
+		for i := range in {
+			s := p.Samples[i%len(p.Samples)]
+			s.Value = int64(1) << (7 * (i % 10)) * int64(1-2*(i%2)) // 1 to 10 bytes, either sign
+			s.Time = int64(i%13) << (5 * (i % 12))
+			in[i] = s
+		}
+		q, err := tables.WithSamples(AppendSamples(nil, in))
+		if err != nil {
+			t.Fatalf("%d samples: %v", n, err)
+		}
+		if !slices.Equal(q.Samples, in) {
+			t.Errorf("%d samples changed in the round trip", n)
+		}
+	}
+}
+
+// uvarintAt reads what binary.Uvarint reads, wherever the varint ends
+// relative to the end of the data, and fails where it fails.
+func TestUvarintAt(t *testing.T) {
+	var values []uint64
+	for k := range 64 {
+		values = append(values, 1<<k, 1<<k-1, 1<<k+1)
+	}
+	values = append(values, math.MaxUint64)
+	for _, v := range values {
+		enc := binary.AppendUvarint(nil, v)
+		for pad := range 10 { // bytes after the varint
+			b := append(append([]byte{0x80}, enc...), make([]byte, pad)...)
+			got, next := uvarintAt(b, 1)
+			if got != v || next != 1+len(enc) {
+				t.Fatalf("%d with %d bytes after: %d at %d, want %d at %d", v, pad, got, next, v, 1+len(enc))
+			}
+		}
+	}
+	for _, b := range [][]byte{{0x80}, {0xff, 0xff}, bytes.Repeat([]byte{0xff}, 11), append(bytes.Repeat([]byte{0xff}, 9), 0x02), append(bytes.Repeat([]byte{0xff}, 9), 0x01)} {
+		_, next := uvarintAt(b, 0)
+		if _, k := binary.Uvarint(b); (next < 0) != (k <= 0) {
+			t.Errorf("% x: read to %d, binary.Uvarint %d", b, next, k)
+		}
 	}
 }

@@ -332,69 +332,12 @@ type sourceFunc func(u *store.Upload, req request, tasksOf func(string) map[int6
 // filter of that profile's samples, which first joins a sample to its
 // task (changing its labels) and then reports whether req selects it. The
 // stored profile is not modified. An error from add ends the walk, and
-// eachUpload returns it.
-//
-// Each upload's profile is read (decoded from disk when not cached) on
-// another goroutine while add works on the one before, in the same order:
-// the two overlap on a machine's cores, and no more than one profile waits
-// ahead of add. The samples of a block cut into time slices are read, and
-// added, a slice at a time, so that a query over many large blocks holds
-// no more than two slices' samples beyond the cache.
+// eachUpload returns it. The profiles are read ahead of add (readAhead).
 func (s *Server) eachUpload(ctx context.Context, ten string, req request, src sourceFunc, add func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error) error {
 	tasksOf := s.tasksOf(ten)
-	type read struct {
-		u   *store.Upload
-		p   *profile.Profile
-		err error
-	}
-	next := make(chan read)
-	stop := make(chan struct{})
-	go func() {
-		defer close(next)
-		send := func(u *store.Upload, p *profile.Profile) error {
-			select {
-			case next <- read{u: u, p: p}:
-				return nil
-			case <-stop:
-				return errStopped
-			}
-		}
-		err := s.readUploads(ctx, ten, req, func(u *store.Upload) error {
-			p, err := src(u, req, tasksOf)
-			if err != nil {
-				return err
-			}
-			if p != nil {
-				return send(u, p)
-			}
-			parts := u.Slices()
-			if parts == nil {
-				parts = []*store.Upload{u}
-			}
-			for _, part := range parts {
-				p, err := part.Load()
-				if err != nil {
-					return err
-				}
-				if err := send(u, p); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil && err != errStopped {
-			select {
-			case next <- read{err: err}:
-			case <-stop:
-			}
-		}
-	}()
-	defer func() {
-		close(stop)
-		for range next { // until the reader has stopped
-		}
-	}()
-	for r := range next {
+	reads, stop := s.readAhead(ctx, ten, req, func(u *store.Upload) (*profile.Profile, error) { return src(u, req, tasksOf) })
+	defer stop()
+	for r := range reads {
 		if r.err != nil {
 			return r.err
 		}
@@ -414,27 +357,86 @@ func (s *Server) eachUpload(ctx context.Context, ten string, req request, src so
 	return nil
 }
 
-// errStopped ends a walk of uploads whose reader has gone.
-var errStopped = errors.New("stopped")
+// uploadRead is a profile readAhead read, of upload u, or the error that
+// ended its reading.
+type uploadRead struct {
+	u   *store.Upload
+	p   *profile.Profile
+	err error
+}
 
-// readUploads calls fn with each upload req selects, in the store's order,
-// until fn fails or the client goes away (ctx), a panic in it reported as
-// an error rather than ending the server: fn runs on a goroutine of its
-// own, outside net/http's recovery.
-func (s *Server) readUploads(ctx context.Context, ten string, req request, fn func(*store.Upload) error) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			s.log.Error("reading uploads failed", "panic", v, "stack", string(debug.Stack()))
-			err = fmt.Errorf("reading uploads failed: %v", v)
+// readAhead reads, on a goroutine of its own, the profile of each upload
+// req selects that answers the query (src), or when src returns nil the
+// upload's samples, a block cut into time slices a slice at a time, and
+// hands them over on the channel it returns, in the store's order; an
+// error is the last thing handed over. The reading overlaps the work on
+// what it handed over before, on another core, and is never more than one
+// profile ahead of it: a query over many large blocks holds no more than
+// two slices' samples beyond the cache. It stops when the client goes away
+// (ctx) or stop is called, which waits for it; a panic in it is an error,
+// since net/http's recovery does not reach its goroutine.
+func (s *Server) readAhead(ctx context.Context, ten string, req request, src func(*store.Upload) (*profile.Profile, error)) (reads <-chan uploadRead, stop func()) {
+	next := make(chan uploadRead)
+	done := make(chan struct{})
+	// send hands r over, or reports errStopped once stop is called.
+	send := func(r uploadRead) error {
+		select {
+		case next <- r:
+			return nil
+		case <-done:
+			return errStopped
+		}
+	}
+	read := func(u *store.Upload) error {
+		p, err := src(u)
+		switch {
+		case err != nil:
+			return err
+		case p != nil:
+			return send(uploadRead{u: u, p: p})
+		}
+		parts := u.Slices()
+		if parts == nil {
+			parts = []*store.Upload{u}
+		}
+		for _, part := range parts {
+			p, err := part.Load()
+			if err != nil {
+				return err
+			}
+			if err := send(uploadRead{u: u, p: p}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	go func() {
+		defer close(next)
+		defer func() {
+			if v := recover(); v != nil {
+				s.log.Error("reading uploads failed", "panic", v, "stack", string(debug.Stack()))
+				send(uploadRead{err: fmt.Errorf("reading uploads failed: %v", v)})
+			}
+		}()
+		err := s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
+			if err := ctx.Err(); err != nil {
+				return err // the client went away: read no more blocks
+			}
+			return read(u)
+		})
+		if err != nil && err != errStopped {
+			send(uploadRead{err: err})
 		}
 	}()
-	return s.cfg.Store.Select(ten, req.query, func(u *store.Upload) error {
-		if err := ctx.Err(); err != nil {
-			return err // the client went away: read no more blocks
+	return next, func() {
+		close(done)
+		for range next { // until the reader has stopped
 		}
-		return fn(u)
-	})
+	}
 }
+
+// errStopped ends a walk of uploads whose reader has gone.
+var errStopped = errors.New("stopped")
 
 // source returns the profile of u that answers req: a compacted block's
 // rollup when it serves, else nil: its samples (eachUpload reads them).

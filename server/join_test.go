@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/url"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -337,69 +336,5 @@ func TestSlicedBlockReadBySlice(t *testing.T) {
 	}
 	if rollup, samples := ticks(`{spark_app_id="app-bench"}`), ticks(`{spark_app_id="app-bench",thread_name=~".*"}`); rollup == 0 || samples != rollup {
 		t.Errorf("the slices' samples hold %d, the rollup %d", samples, rollup)
-	}
-}
-
-// eachUploadOn hands worker w every nth profile read from the wth, in the
-// store's order, and the first error of any worker ends the walk for all.
-// A flame graph merged on several workers is the one merged on one.
-func TestEachUploadOn(t *testing.T) {
-	base, db, s := testServer(t, store.Options{})
-	const uploads, n = 7, 3
-	var ids []uint64
-	for w := range uploads {
-		u := benchUpload(base, testStart, w%2, w, uploads)
-		if err := db.Append("", u); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, u.ID)
-	}
-	req := newRequest(nil, "", 0, 0)
-	samples := func(*store.Upload, request, func(string) map[int64]*spark.Task) (*profile.Profile, error) {
-		return nil, nil
-	}
-	got := make([][]uint64, n)
-	err := s.eachUploadOn(t.Context(), "", req, samples, n, func(w int, u *store.Upload, _ *profile.Profile, _ func(*profile.Sample) bool) error {
-		got[w] = append(got[w], u.ID)
-		return nil
-	})
-	for w := range n {
-		var want []uint64
-		for i := w; i < len(ids); i += n {
-			want = append(want, ids[i])
-		}
-		if err != nil || !slices.Equal(got[w], want) {
-			t.Errorf("worker %d added %v (%v), want %v", w, got[w], err, want)
-		}
-	}
-	fail := errors.New("worker 1 fails")
-	var adds atomic.Int32
-	err = s.eachUploadOn(t.Context(), "", req, samples, n, func(w int, _ *store.Upload, _ *profile.Profile, _ func(*profile.Sample) bool) error {
-		adds.Add(1)
-		if w == 1 {
-			return fail
-		}
-		return nil
-	})
-	if err != fail || adds.Load() > n+1 {
-		t.Errorf("a worker failing: %v after %d adds, want %v after at most %d", err, adds.Load(), fail, n+1)
-	}
-
-	render := func(procs int) string {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		if mergeWorkers() != procs {
-			t.Fatalf("%d merge workers, want %d", mergeWorkers(), procs)
-		}
-		w := httptest.NewRecorder()
-		s.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/render?type=wall&query="+url.QueryEscape(`{spark_app_id="app-bench",thread_name=~".*"}`), nil))
-		var r renderResponse
-		if w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &r) != nil {
-			t.Fatalf("render on %d: %d %s", procs, w.Code, w.Body)
-		}
-		fb, _ := json.Marshal(r.Flamebearer)
-		return string(fb)
-	}
-	if one, three := render(1), render(3); one != three {
-		t.Errorf("the flame graph merged on three workers differs from one's:\n%.300s\n%.300s", three, one)
 	}
 }

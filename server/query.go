@@ -9,14 +9,11 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sparkprof/sparkprof/flamegraph"
@@ -236,18 +233,13 @@ func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.P
 			return ls.Only(profile.LabelThreadPool, profile.LabelStageID, profile.LabelThreadName)
 		}
 	}
+	m := profile.NewMerger(opts)
 	req = narrowToStage(req, s.stageWindowOf(ten))
-	ms := make([]*profile.Merger, mergeWorkers())
-	sizes := make([]atomic.Int64, len(ms))
-	for i := range ms {
-		ms[i] = profile.NewMerger(opts)
-	}
-	err := s.eachUploadOn(ctx, ten, req, source, len(ms), func(w int, u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
-		ms[w].AddFunc(p, keep)
+	err := s.eachUpload(ctx, ten, req, source, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
+		m.AddFunc(p, keep)
 		// A merge that keeps labels grows with tasks, threads and
 		// executors; a flame graph's only with the stacks the store holds.
-		sizes[w].Store(int64(len(ms[w].Profile().Samples)))
-		if req.labels != noLabels && sumOf(sizes) > int64(s.cfg.MaxQuerySamples) {
+		if n := len(m.Profile().Samples); req.labels != noLabels && n > s.cfg.MaxQuerySamples {
 			return &tooManySamplesError{max: s.cfg.MaxQuerySamples, labels: req.labels}
 		}
 		return nil
@@ -255,34 +247,7 @@ func (s *Server) merge(ctx context.Context, ten string, req request) (*profile.P
 	if err != nil {
 		return nil, err
 	}
-	return combine(ms, opts), nil
-}
-
-// mergeWorkers is how many goroutines merge a query's profiles at once
-// (eachUploadOn): one per core, up to four, beyond which the reading of
-// the profiles, on one more, falls behind.
-func mergeWorkers() int { return min(runtime.GOMAXPROCS(0), 4) }
-
-// combine returns what the workers' mergers hold, merged with opts in their
-// order.
-func combine(ms []*profile.Merger, opts profile.MergeOptions) *profile.Profile {
-	if len(ms) == 1 {
-		return ms[0].Profile()
-	}
-	all := profile.NewMerger(opts)
-	for _, m := range ms {
-		all.Add(m.Profile())
-	}
-	return all.Profile()
-}
-
-// sumOf returns the sum of the counters.
-func sumOf(counters []atomic.Int64) int64 {
-	var n int64
-	for i := range counters {
-		n += counters[i].Load()
-	}
-	return n
+	return m.Profile(), nil
 }
 
 // sideLabel labels the samples of one side of a split merge.
@@ -293,19 +258,15 @@ const sideLabel = "__side__"
 // out, reading each upload once for both: the two sides of slow-vs-rest
 // are the tasks of one stage, in the same time slices.
 func (s *Server) splitMerge(ctx context.Context, ten string, req request, inSide profile.Matcher) (in, out *profile.Profile, err error) {
-	opts := profile.MergeOptions{Aggregate: true, DropThreads: true, Relabel: func(ls profile.Labels) profile.Labels {
+	m := profile.NewMerger(profile.MergeOptions{Aggregate: true, DropThreads: true, Relabel: func(ls profile.Labels) profile.Labels {
 		return ls.Only(sideLabel)
-	}}
-	ms := make([]*profile.Merger, mergeWorkers())
-	for i := range ms {
-		ms[i] = profile.NewMerger(opts)
-	}
+	}})
 	sideOf := profile.Filter{Labels: []profile.Matcher{inSide}}
-	err = s.eachUploadOn(ctx, ten, req, source, len(ms), func(w int, u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
+	err = s.eachUpload(ctx, ten, req, source, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
 		isIn := sideOf.Selector(p)
 		p.OwnLabelSets() // p shares its tables with the stored profile
 		sides := [2]profile.LabelSetID{p.AppendLabels(profile.Labels{{Name: sideLabel, Value: "out"}}), p.AppendLabels(profile.Labels{{Name: sideLabel, Value: "in"}})}
-		ms[w].AddFunc(p, func(smp *profile.Sample) bool {
+		m.AddFunc(p, func(smp *profile.Sample) bool {
 			if !keep(smp) {
 				return false
 			}
@@ -321,7 +282,7 @@ func (s *Server) splitMerge(ctx context.Context, ten string, req request, inSide
 	if err != nil {
 		return nil, nil, err
 	}
-	merged := combine(ms, opts)
+	merged := m.Profile()
 	side := func(v string) *profile.Profile {
 		p := *merged
 		p.Samples = nil
@@ -373,64 +334,23 @@ type sourceFunc func(u *store.Upload, req request, tasksOf func(string) map[int6
 // stored profile is not modified. An error from add ends the walk, and
 // eachUpload returns it. The profiles are read ahead of add (readAhead).
 func (s *Server) eachUpload(ctx context.Context, ten string, req request, src sourceFunc, add func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error) error {
-	return s.eachUploadOn(ctx, ten, req, src, 1, func(_ int, u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
-		return add(u, p, keep)
-	})
-}
-
-// eachUploadOn is eachUpload with add called on n goroutines at once,
-// worker w with every nth profile read from the w-th: each worker adds to
-// state of its own, which the caller then combines in the workers' order,
-// so that the answer does not depend on their timing. The first error, of
-// add or of reading, ends the walk for all.
-func (s *Server) eachUploadOn(ctx context.Context, ten string, req request, src sourceFunc, n int, add func(worker int, u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error) error {
 	tasksOf := s.tasksOf(ten)
-	reads, stop := s.readAhead(ctx, ten, req, n, func(u *store.Upload) (*profile.Profile, error) { return src(u, req, tasksOf) })
-	defer func() {
-		stop()
-		for _, c := range reads { // until the reader has ended
-			for range c {
-			}
+	reads, stop := s.readAhead(ctx, ten, req, func(u *store.Upload) (*profile.Profile, error) { return src(u, req, tasksOf) })
+	defer stop()
+	for r := range reads {
+		if r.err != nil {
+			return r.err
 		}
-	}()
-	errs := make([]error, n)
-	work := func(w int) (err error) {
-		defer func() {
-			if v := recover(); v != nil {
-				s.log.Error("merging uploads failed", "panic", v, "stack", string(debug.Stack()))
-				err = fmt.Errorf("merging uploads failed: %v", v)
-			}
-			if err != nil {
-				stop() // the reader and the other workers
-			}
-		}()
-		for r := range reads[w] {
-			if r.err != nil {
-				return r.err
-			}
-			// Upload labels go onto the profile; the filter then sees
-			// them for every sample.
-			cp := *r.p
-			cp.Labels = cp.Labels.Merge(r.u.Labels)
-			join := taskJoiner(&cp, tasksOf)
-			keep := req.filter.Selector(&cp)
-			if err := add(w, r.u, &cp, func(s *profile.Sample) bool {
-				join(s)
-				return keep(s)
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var wg sync.WaitGroup
-	for w := 1; w < n; w++ {
-		wg.Go(func() { errs[w] = work(w) })
-	}
-	errs[0] = work(0)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil && err != errStopped {
+		// Upload labels go onto the profile; the filter then sees them
+		// for every sample.
+		cp := *r.p
+		cp.Labels = cp.Labels.Merge(r.u.Labels)
+		join := taskJoiner(&cp, tasksOf)
+		keep := req.filter.Selector(&cp)
+		if err := add(r.u, &cp, func(s *profile.Sample) bool {
+			join(s)
+			return keep(s)
+		}); err != nil {
 			return err
 		}
 	}
@@ -448,27 +368,20 @@ type uploadRead struct {
 // readAhead reads, on a goroutine of its own, the profile of each upload
 // req selects that answers the query (src), or when src returns nil the
 // upload's samples, a block cut into time slices a slice at a time, and
-// hands them over in the store's order on n channels in turn; an error is
-// the last thing handed over. The reading overlaps the work on what it
-// handed over before, on other cores, and is never more than one profile
-// ahead of it: a query over many large blocks holds no more than n+1
-// slices' samples beyond the cache. It stops when the client goes away
-// (ctx) or stop is called; a panic in it is an error, since net/http's
-// recovery does not reach its goroutine. Once stop is called the channels
-// are closed when the reading has ended.
-func (s *Server) readAhead(ctx context.Context, ten string, req request, n int, src func(*store.Upload) (*profile.Profile, error)) (reads []chan uploadRead, stop func()) {
-	reads = make([]chan uploadRead, n)
-	for i := range reads {
-		reads[i] = make(chan uploadRead)
-	}
+// hands them over on the channel it returns, in the store's order; an
+// error is the last thing handed over. The reading overlaps the work on
+// what it handed over before, on another core, and is never more than one
+// profile ahead of it: a query over many large blocks holds no more than
+// two slices' samples beyond the cache. It stops when the client goes away
+// (ctx) or stop is called, which waits for it; a panic in it is an error,
+// since net/http's recovery does not reach its goroutine.
+func (s *Server) readAhead(ctx context.Context, ten string, req request, src func(*store.Upload) (*profile.Profile, error)) (reads <-chan uploadRead, stop func()) {
+	next := make(chan uploadRead)
 	done := make(chan struct{})
-	turn := 0
-	// send hands r over to the next channel, or reports errStopped once
-	// stop is called.
+	// send hands r over, or reports errStopped once stop is called.
 	send := func(r uploadRead) error {
 		select {
-		case reads[turn] <- r:
-			turn = (turn + 1) % n
+		case next <- r:
 			return nil
 		case <-done:
 			return errStopped
@@ -498,11 +411,7 @@ func (s *Server) readAhead(ctx context.Context, ten string, req request, n int, 
 		return nil
 	}
 	go func() {
-		defer func() {
-			for _, c := range reads {
-				close(c)
-			}
-		}()
+		defer close(next)
 		defer func() {
 			if v := recover(); v != nil {
 				s.log.Error("reading uploads failed", "panic", v, "stack", string(debug.Stack()))
@@ -519,8 +428,11 @@ func (s *Server) readAhead(ctx context.Context, ten string, req request, n int, 
 			send(uploadRead{err: err})
 		}
 	}()
-	var once sync.Once
-	return reads, func() { once.Do(func() { close(done) }) }
+	return next, func() {
+		close(done)
+		for range next { // until the reader has stopped
+		}
+	}
 }
 
 // errStopped ends a walk of uploads whose reader has gone.

@@ -462,12 +462,12 @@ func (d *decoder) str() string {
 }
 
 // appendLabelSets reads n label sets as labels reads each and appends them
-// to sets. A block holds a label
-// set per task, hundreds of thousands, so rather than allocate each set
-// and each of its strings, it reads them twice: first to check them and
-// to size one array for all their labels and one buffer for the strings
-// that differ from the previous set's in the same place (task ids; the
-// names, app, executor and stage mostly repeat), then to fill them.
+// to sets. A block holds a label set per task, hundreds of thousands, so
+// rather than allocate each set and each of its strings, it reads them
+// twice: first to check them and to size one array for all their labels
+// and one buffer for the strings that differ from the previous set's in
+// the same place (task ids; the names, app, executor and stage mostly
+// repeat), then to fill them.
 func (d *decoder) appendLabelSets(sets []Labels, n int) []Labels {
 	start, total, fresh := d.off, 0, 0
 	var prev, cur [][]byte

@@ -1051,8 +1051,9 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 		if err != nil {
 			return fmt.Errorf("read the block to merge into: %w", err)
 		}
-		// Blocks written before November 25, 2026 hold the series in
-		// their samples too.
+		// The series are in a part of their own; blocks written before
+		// November 25, 2026 hold them in their samples too (and those
+		// written before the series part, there alone).
 		if len(op.Series) == 0 && b.has(partSeries) {
 			sp, err := b.load(partSeries, db.dec)
 			if err != nil {

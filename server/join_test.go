@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -285,6 +286,19 @@ func TestEachUploadReadsAhead(t *testing.T) {
 		if err == nil || added != 2 {
 			t.Errorf("reading the third upload failing (panic %v): %v after %d added, want an error after 2", panics, err, added)
 		}
+	}
+	// The client going away after the second upload stops the reading.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	added := 0
+	err = s.eachUpload(ctx, "", req, load(0, false), func(*store.Upload, *profile.Profile, func(*profile.Sample) bool) error {
+		if added++; added == 2 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || added > 3 {
+		t.Errorf("the client going away: %v after %d added, want %v after at most 3", err, added, context.Canceled)
 	}
 }
 

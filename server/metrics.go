@@ -61,11 +61,6 @@ func (m *metrics) uploadError(code int) {
 	m.errors.WithLabelValues(strconv.Itoa(code)).Inc()
 }
 
-// queried counts a query that began at start.
-func (m *metrics) queried(start time.Time) {
-	m.query.Observe(time.Since(start).Seconds())
-}
-
 // handler serves the metrics in Prometheus format.
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})

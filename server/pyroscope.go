@@ -122,7 +122,6 @@ func maxNodes(r *http.Request, def int) (int, error) {
 // default), and a timeline of the selection's values per step; with
 // groupBy, one timeline per value of that label.
 func (s *Server) handlePyroscopeRender(w http.ResponseWriter, r *http.Request) {
-	defer s.metrics.queried(time.Now())
 	req, err := parseRequest(r, "query")
 	if err != nil {
 		httpError(w, http.StatusBadRequest, "query: %v", err)

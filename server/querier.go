@@ -69,7 +69,6 @@ func labelQuery(selectors []string, start, end int64) ([]store.Query, error) {
 }
 
 func (q querier) ProfileTypes(ctx context.Context, req *connect.Request[querierv1.ProfileTypesRequest]) (*connect.Response[querierv1.ProfileTypesResponse], error) {
-	defer q.s.metrics.queried(time.Now())
 	types, err := q.s.storedTypes(ctx, headerTenant(req.Header()), queryRange(req.Msg.Start, req.Msg.End))
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInternal, err)
@@ -87,7 +86,6 @@ func (q querier) ProfileTypes(ctx context.Context, req *connect.Request[querierv
 }
 
 func (q querier) LabelNames(ctx context.Context, req *connect.Request[typesv1.LabelNamesRequest]) (*connect.Response[typesv1.LabelNamesResponse], error) {
-	defer q.s.metrics.queried(time.Now())
 	qs, err := labelQuery(req.Msg.Matchers, req.Msg.Start, req.Msg.End)
 	if err != nil {
 		return nil, err
@@ -112,7 +110,6 @@ func (q querier) LabelNames(ctx context.Context, req *connect.Request[typesv1.La
 const profileTypeLabel = "__profile_type__"
 
 func (q querier) LabelValues(ctx context.Context, req *connect.Request[typesv1.LabelValuesRequest]) (*connect.Response[typesv1.LabelValuesResponse], error) {
-	defer q.s.metrics.queried(time.Now())
 	ten := headerTenant(req.Header())
 	qs, err := labelQuery(req.Msg.Matchers, req.Msg.Start, req.Msg.End)
 	if err != nil {
@@ -199,7 +196,6 @@ func nodeLimit(maxNodes *int64) int {
 }
 
 func (q querier) SelectMergeStacktraces(ctx context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
-	defer q.s.metrics.queried(time.Now())
 	m := req.Msg
 	if f := m.Format; f != querierv1.ProfileFormat_PROFILE_FORMAT_UNSPECIFIED && f != querierv1.ProfileFormat_PROFILE_FORMAT_FLAMEGRAPH {
 		return nil, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("format %s: sparkprof answers flame graphs only (PROFILE_FORMAT_FLAMEGRAPH)", f))
@@ -216,7 +212,6 @@ func (q querier) SelectMergeStacktraces(ctx context.Context, req *connect.Reques
 }
 
 func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv1.SelectSeriesRequest]) (*connect.Response[querierv1.SelectSeriesResponse], error) {
-	defer q.s.metrics.queried(time.Now())
 	m := req.Msg
 	step := time.Duration(m.Step * float64(time.Second))
 	if step < time.Second {
@@ -256,7 +251,6 @@ func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv
 }
 
 func (q querier) SelectMergeProfile(ctx context.Context, req *connect.Request[querierv1.SelectMergeProfileRequest]) (*connect.Response[googlev1.Profile], error) {
-	defer q.s.metrics.queried(time.Now())
 	m := req.Msg
 	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
 	if err != nil {
@@ -278,7 +272,6 @@ func (q querier) SelectMergeProfile(ctx context.Context, req *connect.Request[qu
 }
 
 func (q querier) Diff(ctx context.Context, req *connect.Request[querierv1.DiffRequest]) (*connect.Response[querierv1.DiffResponse], error) {
-	defer q.s.metrics.queried(time.Now())
 	left, right := req.Msg.Left, req.Msg.Right
 	if left == nil || right == nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("left and right: both sides are needed"))
@@ -306,7 +299,6 @@ func (q querier) Diff(ctx context.Context, req *connect.Request[querierv1.DiffRe
 }
 
 func (q querier) GetProfileStats(ctx context.Context, req *connect.Request[typesv1.GetProfileStatsRequest]) (*connect.Response[typesv1.GetProfileStatsResponse], error) {
-	defer q.s.metrics.queried(time.Now())
 	res := &typesv1.GetProfileStatsResponse{}
 	err := q.s.cfg.Store.Select(headerTenant(req.Header()), store.Query{}, func(u *store.Upload) error {
 		from, until := u.From/int64(time.Millisecond), u.Until/int64(time.Millisecond)
@@ -328,7 +320,6 @@ func (q querier) GetProfileStats(ctx context.Context, req *connect.Request[types
 // label names asked for. Without names, the labels that vary per task or
 // thread are left out, as a block's rollup leaves them.
 func (q querier) Series(ctx context.Context, req *connect.Request[querierv1.SeriesRequest]) (*connect.Response[querierv1.SeriesResponse], error) {
-	defer q.s.metrics.queried(time.Now())
 	qs, err := labelQuery(req.Msg.Matchers, req.Msg.Start, req.Msg.End)
 	if err != nil {
 		return nil, err

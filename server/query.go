@@ -591,7 +591,6 @@ func mergeFailed(w http.ResponseWriter, err error) {
 }
 
 func (s *Server) tree(w http.ResponseWriter, r *http.Request, selParam string) (*profile.Tree, *profile.Profile, bool) {
-	defer s.metrics.queried(time.Now())
 	p, req, ok := s.stacks(w, r, selParam)
 	if !ok {
 		return nil, nil, false
@@ -707,7 +706,6 @@ func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) {
 // a whole app exports as fast as its flame graph; with labels=all, every
 // label and thread. The other formats hold stacks alone.
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
-	defer s.metrics.queried(time.Now())
 	to := r.URL.Query().Get("format")
 	switch to {
 	case "svg", "pprof", "speedscope", "folded", "":

@@ -57,6 +57,9 @@ type Config struct {
 	// rather than holding gigabytes. A flame graph, which keeps one per
 	// stack, type and state, is not bounded. Zero means 1,048,576.
 	MaxQuerySamples int
+	// SlowQuery, when positive, logs each query that takes at least that
+	// long, with its path, parameters and tenant, as a warning.
+	SlowQuery time.Duration
 }
 
 // Server handles sparkprof's HTTP API.
@@ -112,24 +115,27 @@ func New(cfg Config) *Server {
 func (s *Server) routes() {
 	s.mux.HandleFunc("POST /ingest", s.handleIngest)
 	s.mux.HandleFunc("POST /api/v1/import", s.handleImport)
-	s.mux.HandleFunc("GET /api/v1/render", s.handleRender)
-	s.mux.HandleFunc("GET /api/v1/top", s.handleTop)
-	s.mux.HandleFunc("GET /api/v1/breakdown", s.handleBreakdown)
-	s.mux.HandleFunc("GET /api/v1/series", s.handleSeries)
-	s.mux.HandleFunc("GET /api/v1/metrics", s.handleMetricSeries)
-	s.mux.HandleFunc("GET /api/v1/diff", s.handleDiff)
-	s.mux.HandleFunc("GET /pyroscope/render-diff", s.handlePyroscopeDiff)
-	s.mux.HandleFunc("GET /api/v1/export", s.handleExport)
-	s.mux.HandleFunc("GET /api/v1/labels", s.handleLabels(false))
-	s.mux.HandleFunc("GET /api/v1/label-values", s.handleLabelValues)
+	// Queries of the store: timed (sparkprof_query_duration_seconds) and,
+	// past Config.SlowQuery, logged.
+	s.mux.Handle("GET /api/v1/render", s.timed(s.handleRender))
+	s.mux.Handle("GET /api/v1/top", s.timed(s.handleTop))
+	s.mux.Handle("GET /api/v1/breakdown", s.timed(s.handleBreakdown))
+	s.mux.Handle("GET /api/v1/series", s.timed(s.handleSeries))
+	s.mux.Handle("GET /api/v1/metrics", s.timed(s.handleMetricSeries))
+	s.mux.Handle("GET /api/v1/diff", s.timed(s.handleDiff))
+	s.mux.Handle("GET /pyroscope/render-diff", s.timed(s.handlePyroscopeDiff))
+	s.mux.Handle("GET /api/v1/export", s.timed(s.handleExport))
+	s.mux.Handle("GET /api/v1/labels", s.timed(s.handleLabels(false)))
+	s.mux.Handle("GET /api/v1/label-values", s.timed(s.handleLabelValues))
 	s.mux.HandleFunc("GET /api/v1/agents", s.handleAgents)
 	s.mux.HandleFunc("GET /api/v1/apps", s.handleApps)
-	s.mux.HandleFunc("GET /api/v1/apps/{id}", s.handleApp)
-	s.mux.HandleFunc("GET /api/v1/apps/{id}/stages/{stage}/slow-vs-rest", s.handleSlowVsRest)
-	s.mux.HandleFunc("GET /pyroscope/render", s.handlePyroscopeRender)
-	s.mux.HandleFunc("GET /pyroscope/label-values", s.handlePyroscopeLabelValues)
-	s.mux.HandleFunc("GET /pyroscope/labels", s.handleLabels(true))
-	s.mux.Handle(s.handleQuerier())
+	s.mux.Handle("GET /api/v1/apps/{id}", s.timed(s.handleApp))
+	s.mux.Handle("GET /api/v1/apps/{id}/stages/{stage}/slow-vs-rest", s.timed(s.handleSlowVsRest))
+	s.mux.Handle("GET /pyroscope/render", s.timed(s.handlePyroscopeRender))
+	s.mux.Handle("GET /pyroscope/label-values", s.timed(s.handlePyroscopeLabelValues))
+	s.mux.Handle("GET /pyroscope/labels", s.timed(s.handleLabels(true)))
+	querierPath, querier := s.handleQuerier()
+	s.mux.Handle(querierPath, s.timed(querier.ServeHTTP))
 	s.mux.Handle(s.handlePush())
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /ready", s.handleReady)
@@ -142,7 +148,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	s.mux.HandleFunc("GET /agent.jar", s.handleAgentJar)
-	s.mux.HandleFunc("GET /flame", s.handleFlame)
+	s.mux.Handle("GET /flame", s.timed(s.handleFlame))
 	s.mux.HandleFunc("GET /apps/{id}/report", s.handleReport)
 	s.mux.HandleFunc("POST /login", s.handleLogin)
 	s.mux.HandleFunc("GET /{$}", ui.Index)
@@ -187,6 +193,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// timed wraps a query handler: its time goes into the query latency
+// histogram, and one at least Config.SlowQuery long is logged.
+func (s *Server) timed(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		h(w, r)
+		d := time.Since(start)
+		s.metrics.query.Observe(d.Seconds())
+		if s.cfg.SlowQuery > 0 && d >= s.cfg.SlowQuery {
+			s.log.Warn("slow query", "path", r.URL.Path, "params", r.URL.RawQuery, "tenant", tenant(r), "took", d.Round(time.Millisecond))
+		}
+	})
 }
 
 // tenant returns the request's tenant (X-Scope-OrgID, as Pyroscope and the

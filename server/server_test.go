@@ -799,6 +799,35 @@ func TestTop(t *testing.T) {
 	}
 }
 
+// A query that takes at least Config.SlowQuery is logged as a warning with
+// its path, parameters and tenant; none is without it. Each query counts
+// once in the latency histogram, a diff of two selections too.
+func TestSlowQueryLog(t *testing.T) {
+	for _, c := range []struct {
+		slow   time.Duration
+		logged bool
+	}{{time.Nanosecond, true}, {0, false}, {time.Hour, false}} {
+		db, err := store.Open(t.TempDir(), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var logs bytes.Buffer
+		s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(&logs, nil)), SlowQuery: c.slow})
+		r := httptest.NewRequest("GET", "/api/v1/diff?base=%7B%7D&next=%7B%7D", nil)
+		r.Header.Set("X-Scope-OrgID", "team-a")
+		s.ServeHTTP(httptest.NewRecorder(), r)
+		want := `level=WARN msg="slow query" path=/api/v1/diff params="base=%7B%7D&next=%7B%7D" tenant=team-a took=`
+		if logged := strings.Contains(logs.String(), want); logged != c.logged {
+			t.Errorf("slow query %v: logged %v, want %v:\n%s", c.slow, logged, c.logged, logs.String())
+		}
+		var m dto.Metric
+		if err := s.metrics.query.Write(&m); err != nil || m.GetHistogram().GetSampleCount() != 1 {
+			t.Errorf("slow query %v: %d queries in the histogram (%v), want 1", c.slow, m.GetHistogram().GetSampleCount(), err)
+		}
+	}
+}
+
 // /metrics counts uploads, rejections by code and queries, with latency
 // histograms, the store's state and the process's CPU time.
 func TestMetrics(t *testing.T) {

@@ -59,6 +59,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (an object a line)")
 	keyWindow := fs.Duration("key-window", time.Hour, "how long an upload's Idempotency-Key is remembered, so that a retry of it (the agent's after a lost answer, an import run again) is not stored twice")
 	maxLogGB := fs.Int64("max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
+	slowQuery := fs.Duration("slow-query", time.Second, "log each query that takes at least this long, with its parameters, as a warning (0: none)")
 	maxQuerySamples := fs.Int("max-query-samples", 1<<20, "most samples a query that keeps labels merges its selection into (a pprof export with labels=all keeps one per stack, task and thread; a flame graph is not bounded); past it the query gets 422")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -148,7 +149,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		*agentJar = ""
 	}
 	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: *agentJar, RatePerSecond: *rate, MaxConcurrentUploads: *concurrent,
-		EventLogDir: filepath.Join(*data, "eventlogs"), MaxLogBytes: *maxLogGB << 30, MaxQuerySamples: *maxQuerySamples})
+		EventLogDir: filepath.Join(*data, "eventlogs"), MaxLogBytes: *maxLogGB << 30, MaxQuerySamples: *maxQuerySamples, SlowQuery: *slowQuery})
 	g.open(srv)
 	base := scheme + "://" + ln.Addr().String()
 	say(fmt.Sprintf("listening on %s (data in %s)", base, *data), "listening", "url", base, "data", *data)

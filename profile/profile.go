@@ -519,8 +519,9 @@ func (p *Profile) AppendLabels(ls Labels) LabelSetID {
 	id := LabelSetID(len(p.labelSets))
 	p.labelSets = append(p.labelSets, ls)
 	if p.labelIndex != nil {
-		if _, ok := p.labelIndex[ls.key()]; !ok {
-			p.labelIndex[ls.key()] = id
+		k := ls.key()
+		if _, ok := p.labelIndex[k]; !ok {
+			p.labelIndex[k] = id
 		}
 	}
 	return id

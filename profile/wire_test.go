@@ -23,19 +23,26 @@ func TestPutVarint(t *testing.T) {
 	}
 }
 
+// roundTrip returns p encoded and decoded again.
+func roundTrip(t *testing.T, p *Profile) *Profile {
+	t.Helper()
+	data, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q Profile
+	if err := q.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	return &q
+}
+
 func TestWireRoundTrip(t *testing.T) {
 	for _, p := range synthetic(3, 200, 50) {
 		p.AddLabels(Labels{{LabelStageID, "7"}})
 		p.Series = []Series{{Name: "cpu", Unit: "ratio", Points: []Point{{1, 0.5}}}}
-		data, err := p.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var q Profile
-		if err := q.UnmarshalBinary(data); err != nil {
-			t.Fatal(err)
-		}
-		a, b := treeLines(NewTree(p, TypeCPU)), treeLines(NewTree(&q, TypeCPU))
+		q := roundTrip(t, p)
+		a, b := treeLines(NewTree(p, TypeCPU)), treeLines(NewTree(q, TypeCPU))
 		if strings.Join(a, "\n") != strings.Join(b, "\n") || len(q.Samples) != len(p.Samples) {
 			t.Fatalf("round trip changed the profile")
 		}
@@ -137,14 +144,7 @@ func TestWireLabelSets(t *testing.T) {
 	for _, ls := range sets {
 		p.AppendLabels(ls)
 	}
-	data, err := p.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var q Profile
-	if err := q.UnmarshalBinary(data); err != nil {
-		t.Fatal(err)
-	}
+	q := roundTrip(t, p)
 	if q.NumLabelSets() != len(sets)+1 {
 		t.Fatalf("%d label sets, want %d", q.NumLabelSets()-1, len(sets))
 	}

@@ -627,15 +627,7 @@ func TestBlockSeries(t *testing.T) {
 		t.Errorf("the samples part holds %d series (%v), want none", len(p.Series), err)
 	}
 	want["8"] = []profile.Point{{Time: 1700000003e9, Value: 5e6}}
-	if err := db.Append("t", withSeries("8", want["8"]...)); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Compact(); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(files(t, dir, "*.block")); n != 1 {
-		t.Fatalf("%d blocks, want the upload merged into one", n)
-	}
+	mergeIntoBlock(t, db, dir, withSeries("8", want["8"]...))
 	if got := gcPoints(t, db); !maps.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("merged block: %v, want %v", got, want)
 	}
@@ -670,19 +662,26 @@ func TestLegacyBlockSeries(t *testing.T) {
 			}
 			u := upload(t, "8")
 			u.From, u.Until = 1700000003e9, 1700000004e9
-			if err := db.Append("t", u); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Compact(); err != nil {
-				t.Fatal(err)
-			}
-			if n := len(files(t, dir, "*.block")); n != 1 {
-				t.Fatalf("%d blocks, want the upload merged into one", n)
-			}
+			mergeIntoBlock(t, db, dir, u)
 			if got := gcPoints(t, db); !maps.EqualFunc(got, want, slices.Equal) {
 				t.Errorf("merged: %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// mergeIntoBlock appends u to tenant t of db (in dir) and compacts it into
+// the partition's one block.
+func mergeIntoBlock(t *testing.T, db *DB, dir string, u *Upload) {
+	t.Helper()
+	if err := db.Append("t", u); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(files(t, dir, "*.block")); n != 1 {
+		t.Fatalf("%d blocks, want the upload merged into one", n)
 	}
 }
 

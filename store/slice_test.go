@@ -12,6 +12,24 @@ import (
 	"github.com/sparkprof/sparkprof/profile"
 )
 
+// slicedStore opens a store in a new directory with one-minute partitions
+// whose blocks are cut into time slices however few samples they hold,
+// and returns it with its directory and options, to reopen it, and the
+// start of a partition.
+func slicedStore(t *testing.T) (db *DB, dir string, opts Options, start int64) {
+	t.Helper()
+	n := minSlicedSamples
+	t.Cleanup(func() { minSlicedSamples = n })
+	minSlicedSamples = 1
+	dir = t.TempDir()
+	opts = Options{Partition: time.Minute}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, dir, opts, time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+}
+
 // TestTimeSlices compacts a minute of uploads into a block cut into ten
 // slices of six seconds: a range that covers the block reads the block,
 // one that cuts it reads only the slices it overlaps, and either way the
@@ -19,16 +37,9 @@ import (
 // are those of the uploads, before and after a restart. A damaged slice is an error that
 // names the file.
 func TestTimeSlices(t *testing.T) {
-	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
-	minSlicedSamples = 1
-	dir := t.TempDir()
-	opts := Options{Partition: time.Minute}
-	db, err := Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, dir, opts, start := slicedStore(t)
+	var err error
 	defer func() { db.Close() }()
-	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
 	sec := func(s int) int64 { return start + int64(s)*int64(time.Second) }
 	var all []profile.Sample // the uploads' samples, with their upload's window
 	var heap []profile.Point // the uploads' metric points
@@ -289,16 +300,9 @@ func TestBlockWithoutTimeline(t *testing.T) {
 // selects the samples a read of every slice does, before and after a
 // restart. A label with values that are not integers has no bounds.
 func TestSampleRanges(t *testing.T) {
-	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
-	minSlicedSamples = 1
-	dir := t.TempDir()
-	opts := Options{Partition: time.Minute}
-	db, err := Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, dir, opts, start := slicedStore(t)
+	var err error
 	defer func() { db.Close() }()
-	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
 	for w := range 6 {
 		for e, exec := range []string{"1", "2"} {
 			u := upload(t, exec)

@@ -251,6 +251,9 @@ func newTimeline(series []stepSeries, from, until int64, step time.Duration, gro
 // side's range defaulting to from–until), as /api/v1/diff with base and
 // next, bounded to 8,192 nodes unless maxNodes says otherwise.
 func (s *Server) handlePyroscopeDiff(w http.ResponseWriter, r *http.Request) {
+	if !hasSides(w, r, "leftQuery", "rightQuery") {
+		return
+	}
 	q := r.URL.Query()
 	for to, from := range map[string]string{
 		"base": "leftQuery", "baseFrom": "leftFrom", "baseUntil": "leftUntil",

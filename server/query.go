@@ -199,6 +199,9 @@ func parseRange(q url.Values, side string) (from, until int64, err error) {
 	if until, err = parse("until"); err != nil {
 		return 0, 0, err
 	}
+	if from != 0 && until != 0 && until < from {
+		return 0, 0, fmt.Errorf("the range ends before it starts (%s before %s): swap them", time.Unix(0, until).UTC().Format(time.RFC3339), time.Unix(0, from).UTC().Format(time.RFC3339))
+	}
 	return from, until, nil
 }
 
@@ -952,7 +955,27 @@ func (s *Server) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 // handleDiff answers a diff of two selections (base and next query
 // parameters, same type): Pyroscope's diff flamebearer with the baseline
 // normalised to the new total.
-func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) { s.diff(w, r, nil) }
+func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
+	if !hasSides(w, r, "base", "next") {
+		return
+	}
+	s.diff(w, r, nil)
+}
+
+// hasSides reports whether the request names both sides of a diff in the
+// parameters base and next (as the caller spells them); if not, it has
+// answered 400. An empty selector ({}) selects everything, but a missing
+// side is more likely a mistake than a diff against all the data.
+func hasSides(w http.ResponseWriter, r *http.Request, base, next string) bool {
+	q := r.URL.Query()
+	for _, side := range []string{base, next} {
+		if q.Get(side) == "" {
+			httpError(w, http.StatusBadRequest, "%s: missing; a diff needs both %s and %s (a selector such as {spark_app_id=\"app-1\"}; {} selects everything)", side, base, next)
+			return false
+		}
+	}
+	return true
+}
 
 // diff answers the diff of the selections base and next, with the fields
 // of extra added.

@@ -106,13 +106,23 @@ func getJSON(t *testing.T, ts *httptest.Server, path string, v any, hdr ...strin
 // getStatus is the status code of a GET of path.
 func getStatus(t *testing.T, ts *httptest.Server, path string) int {
 	t.Helper()
+	code, _ := getBody(t, ts, path)
+	return code
+}
+
+// getBody is the status code and body of a GET of path.
+func getBody(t *testing.T, ts *httptest.Server, path string) (int, string) {
+	t.Helper()
 	resp, err := http.Get(ts.URL + path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
 }
 
 // multipartJFR builds the body the Pyroscope Java agent sends: a "jfr" file
@@ -660,6 +670,45 @@ func TestDiff(t *testing.T) {
 		if got != "[total main fast slow] [0 2 2 0 2 2 2 0 2 2 0 6 6 3] 12" {
 			t.Errorf("%s: diff level 2 and width: %s", path, got)
 		}
+	}
+	// A missing side is a 400 naming it, not a diff against everything.
+	for path, side := range map[string]string{
+		"/api/v1/diff?" + url.Values{"base": {"yesterday{}"}}.Encode():                          "next",
+		"/api/v1/diff?" + url.Values{"next": {"today{}"}}.Encode():                              "base",
+		"/pyroscope/render-diff?" + url.Values{"rightQuery": {"today{}"}}.Encode():              "leftQuery",
+		"/pyroscope/render-diff?" + url.Values{"leftQuery": {"yesterday{}"}}.Encode():           "rightQuery",
+		"/api/v1/diff?" + url.Values{"base": {"yesterday{}"}, "next": {""}}.Encode():            "next",
+		"/pyroscope/render-diff?" + url.Values{"leftQuery": {""}, "rightQuery": {"x"}}.Encode(): "leftQuery",
+	} {
+		code, body := getBody(t, ts, path)
+		if code != http.StatusBadRequest || !strings.HasPrefix(body, `{"error":"`+side+`: missing`) {
+			t.Errorf("%s: %d %s; want 400 naming %s", path, code, body, side)
+		}
+	}
+}
+
+// A range that ends before it starts is a 400 for every query that takes
+// one, a diff side's own range too.
+func TestRangeBackwards(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	post(t, ts, url.Values{"name": {"svc"}}, "", []byte("main;work 2\n"))
+	backwards := url.Values{"from": {"1700001000"}, "until": {"1700000000"}}
+	for _, path := range []string{
+		"/api/v1/render?query=%7B%7D&" + backwards.Encode(),
+		"/api/v1/series?query=%7B%7D&" + backwards.Encode(),
+		"/api/v1/top?query=%7B%7D&" + backwards.Encode(),
+		"/api/v1/labels?" + backwards.Encode(),
+		"/api/v1/label-values?name=service_name&" + backwards.Encode(),
+		"/pyroscope/render?query=svc%7B%7D&" + backwards.Encode(),
+		"/api/v1/diff?base=%7B%7D&next=%7B%7D&baseFrom=now-1h&baseUntil=now-2h",
+	} {
+		code, body := getBody(t, ts, path)
+		if code != http.StatusBadRequest || !strings.Contains(body, "the range ends before it starts") {
+			t.Errorf("%s: %d %s; want 400", path, code, body)
+		}
+	}
+	if code := getStatus(t, ts, "/api/v1/render?query=%7B%7D&from=now-1h&until=now"); code != http.StatusOK {
+		t.Errorf("a forward range: %d, want 200", code)
 	}
 }
 

@@ -164,7 +164,7 @@ func (m *Merger) AddFunc(p *Profile, keep func(*Sample) bool) {
 	}
 	// Label sets are mapped when a sample first uses them: keep may add
 	// sets, and a block's many sets are not all selected.
-	sets := newLabelMapper(p, out, func(ls Labels) Labels {
+	sets := p.MapLabels(out, func(ls Labels) Labels {
 		if len(extra) > 0 {
 			ls = extra.Merge(ls)
 		}
@@ -177,7 +177,7 @@ func (m *Merger) AddFunc(p *Profile, keep func(*Sample) bool) {
 		if m.opts.DropLabels {
 			return NoLabels
 		}
-		return sets.id(id)
+		return sets.ID(id)
 	}
 
 	s := new(Sample) // one allocation: keep's argument escapes
@@ -426,45 +426,34 @@ func bucket(t, res int64) int64 {
 // result has no threads, series or warnings; p must not change while it is
 // in use.
 func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
-	out := New()
-	out.Types, out.Frames, out.stacks = slices.Clip(p.Types), slices.Clip(p.Frames), slices.Clip(p.stacks)
+	out, _ := p.SumOverTimeMap(relabel)
+	return out
+}
+
+// SumOverTimeMap is SumOverTime, and also returns the map from p's label
+// sets to the result's, with which parts of p's samples are summed into the
+// result's label sets (SumSamplesOverTime, SumSamplesOverStacks) without
+// relabelling each set again.
+func (p *Profile) SumOverTimeMap(relabel func(Labels) Labels) (*Profile, *LabelMap) {
+	out := p.shell()
+	out.Frames, out.stacks = slices.Clip(p.Frames), slices.Clip(p.stacks)
 	out.frameIndex = nil // built if frames are ever added
-	for i, t := range out.Types {
-		out.typeIndex[t] = TypeID(i)
-	}
-	out.Labels = slices.Clone(p.Labels)
-	out.Start, out.End, out.Source = p.Start, p.End, p.Source
+	m := p.MapLabels(out, relabel)
+	out.Samples = p.SumSamplesOverTime(p.Samples, m)
+	return out, m
+}
 
-	// The samples are summed one output label set at a time, found by a
-	// counting sort of their indices: within a set, a stack's sums are
-	// found through an array indexed by stack id (stamped with the set, so
-	// that it is never cleared) and a short chain over types and states.
-	// One table of all the samples' keys, hashed, missed the cache on
-	// nearly every lookup of a block's hundreds of thousands of samples.
-	labels := newLabelMapper(p, out, relabel)
-	var count []int32 // samples per output label set
-	for _, s := range p.Samples {
-		id := labels.id(s.Labels)
-		if int(id) >= len(count) {
-			count = append(count, make([]int32, int(id)+1-len(count))...)
-		}
-		count[id]++
-	}
-	start := make([]int32, len(count)+1)
-	for id, n := range count {
-		start[id+1] = start[id] + n
-	}
-	order := make([]int32, len(p.Samples))
-	next := slices.Clone(start[:len(count)])
-	for i, s := range p.Samples {
-		id := labels.id(s.Labels)
-		order[next[id]] = int32(i)
-		next[id]++
-	}
-
-	// Each sample's sum is found first (dest), and the sums are made at
-	// their final count after: appending them grew a slice of hundreds of
-	// thousands of samples step by step, moving it several times.
+// SumSamplesOverTime returns samples, some of p's, summed over time and
+// threads per stack, label set, type and state, each label set replaced by
+// what m (a map from p's label sets) maps it to.
+func (p *Profile) SumSamplesOverTime(samples []Sample, m *LabelMap) []Sample {
+	// The samples are summed one output label set at a time: within a
+	// set, a stack's sums are found through an array indexed by stack id
+	// (stamped with the set, so that it is never cleared) and a short
+	// chain over types and states. One table of all the samples' keys,
+	// hashed, missed the cache on nearly every lookup of a block's
+	// hundreds of thousands of samples.
+	g := groupBySet(samples, m)
 	type stackSums struct {
 		stamp int32 // 1 + the label set whose sums last holds
 		last  int32 // the set's last sum of the stack, or -1
@@ -472,11 +461,11 @@ func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
 	byStack := make([]stackSums, len(p.stacks))
 	var kinds []uint16 // per sum: its type<<8 | state
 	var chain []int32  // per sum: the stack's sum of the set before it, or -1
-	dest := make([]int32, len(p.Samples))
-	for id := range count {
+	dest := make([]int32, len(samples))
+	for id := range g.sets() {
 		stamp := int32(id) + 1
-		for _, j := range order[start[id]:start[id+1]] {
-			s := &p.Samples[j]
+		for _, j := range g.of(id) {
+			s := &samples[j]
 			kind := uint16(s.Type)<<8 | uint16(s.State)
 			at := &byStack[s.Stack]
 			if at.stamp != stamp {
@@ -495,11 +484,14 @@ func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
 			dest[j] = i
 		}
 	}
-	out.Samples = make([]Sample, len(kinds))
-	for j := range p.Samples {
-		s, o := &p.Samples[j], &out.Samples[dest[j]]
+	// Each sample's sum is found first (dest), and the sums are made at
+	// their final count after: appending them grew a slice of hundreds of
+	// thousands of samples step by step, moving it several times.
+	out := make([]Sample, len(kinds))
+	for j := range samples {
+		s, o := &samples[j], &out[dest[j]]
 		o.Value += s.Value
-		o.Stack, o.Labels, o.Type, o.State = s.Stack, labels.id(s.Labels), s.Type, s.State
+		o.Stack, o.Labels, o.Type, o.State = s.Stack, m.ID(s.Labels), s.Type, s.State
 	}
 	return out
 }
@@ -511,6 +503,24 @@ func (p *Profile) SumOverTime(relabel func(Labels) Labels) *Profile {
 // type and state. The result shares p's types; it has no frames, stacks,
 // threads, series or warnings.
 func (p *Profile) SumOverStacks(relabel func(Labels) Labels, res int64) *Profile {
+	out := p.shell()
+	out.Samples = p.SumSamplesOverStacks(p.Samples, p.MapLabels(out, relabel), res)
+	return out
+}
+
+// WithoutStacks returns a profile of p's types, labels and label sets with
+// no frames, stacks, threads, samples, series or warnings: where sums of
+// p's samples over stacks in p's label sets go (SumSamplesOverStacks with
+// a map into p). Sets added to it leave p's unchanged.
+func (p *Profile) WithoutStacks() *Profile {
+	out := p.shell()
+	out.labelSets = slices.Clip(p.labelSets) // appends reallocate
+	out.labelIndex = nil                     // built by the first AddLabels
+	return out
+}
+
+// shell returns an empty profile of p's types, labels, span and source.
+func (p *Profile) shell() *Profile {
 	out := New()
 	out.Types = slices.Clip(p.Types)
 	for i, t := range out.Types {
@@ -518,62 +528,137 @@ func (p *Profile) SumOverStacks(relabel func(Labels) Labels, res int64) *Profile
 	}
 	out.Labels = slices.Clone(p.Labels)
 	out.Start, out.End, out.Source = p.Start, p.End, p.Source
-	labels := newLabelMapper(p, out, relabel)
-	// A row is found through its series (output label set, type and
-	// state) and then its time, each a map with an integer key: one map
-	// keyed by all three (a struct) hashed every key through the generic
-	// path, twenty times the rollup's cost.
-	series := map[uint64]map[int64]int32{}
-	var lastKey uint64 = 1 << 63 // no series has it
-	var rows map[int64]int32
-	for _, s := range p.Samples {
-		id := labels.id(s.Labels)
-		t := s.Time
-		if t != 0 && res > 0 {
-			t = bucket(t, res)
-		}
-		if k := uint64(id)<<16 | uint64(s.Type)<<8 | uint64(s.State); k != lastKey {
-			if rows = series[k]; rows == nil {
-				rows = map[int64]int32{}
-				series[k] = rows
-			}
-			lastKey = k
-		}
-		i, ok := rows[t]
-		if !ok {
-			i = int32(len(out.Samples))
-			rows[t] = i
-			out.Samples = append(out.Samples, Sample{Time: t, Labels: id, Type: s.Type, State: s.State})
-		}
-		out.Samples[i].Value += s.Value
-	}
-	out.Samples = slices.Clip(out.Samples)
 	return out
 }
 
-// labelMapper maps the label sets of a profile to those of another after
-// a relabelling, adding each to the other when it is first asked for,
-// sets added to the first profile meanwhile included.
-type labelMapper struct {
+// SumSamplesOverStacks returns samples, some of p's, summed over stacks
+// and threads per time (to res, as SumOverStacks), label set, type and
+// state, each label set replaced by what m (a map from p's label sets)
+// maps it to. The sums have no stack.
+func (p *Profile) SumSamplesOverStacks(samples []Sample, m *LabelMap, res int64) []Sample {
+	// As SumSamplesOverTime, one output label set at a time, with times
+	// in place of stacks: each distinct time gets a dense index once (a
+	// set's samples mostly come in time order, so the map is asked only
+	// when the time changes), and the index finds the set's sums of that
+	// time in a stamped array and a chain over types and states. A map of
+	// times per set, asked for every sample, took three times as long.
+	g := groupBySet(samples, m)
+	type timeSums struct {
+		stamp int32 // 1 + the label set whose sums last holds
+		last  int32 // the set's last sum at the time, or -1
+	}
+	timeIndex := map[int64]int32{}
+	var byTime []timeSums
+	var times []int64  // per sum: its time
+	var kinds []uint16 // per sum: its type<<8 | state
+	var chain []int32  // per sum: the time's sum of the set before it, or -1
+	dest := make([]int32, len(samples))
+	for id := range g.sets() {
+		stamp := int32(id) + 1
+		lastTime, ti := int64(0), int32(-1)
+		for _, j := range g.of(id) {
+			s := &samples[j]
+			t := s.Time
+			if t != 0 && res > 0 {
+				t = bucket(t, res)
+			}
+			if t != lastTime || ti < 0 {
+				var ok bool
+				if ti, ok = timeIndex[t]; !ok {
+					ti = int32(len(byTime))
+					timeIndex[t] = ti
+					byTime = append(byTime, timeSums{})
+				}
+				lastTime = t
+			}
+			kind := uint16(s.Type)<<8 | uint16(s.State)
+			at := &byTime[ti]
+			if at.stamp != stamp {
+				*at = timeSums{stamp, -1}
+			}
+			i := at.last
+			for i >= 0 && kinds[i] != kind {
+				i = chain[i]
+			}
+			if i < 0 {
+				i = int32(len(kinds))
+				kinds = append(kinds, kind)
+				times = append(times, t)
+				chain = append(chain, at.last)
+				at.last = i
+			}
+			dest[j] = i
+		}
+	}
+	out := make([]Sample, len(kinds))
+	for j := range samples {
+		s, o := &samples[j], &out[dest[j]]
+		o.Value += s.Value
+		o.Time, o.Labels, o.Type, o.State = times[dest[j]], m.ID(s.Labels), s.Type, s.State
+	}
+	return out
+}
+
+// setGroups orders the indices of samples by the label set a LabelMap maps
+// theirs to (a counting sort), keeping their order within a set.
+type setGroups struct {
+	start []int32 // by set: where its samples start in order; one more entry ends the last
+	order []int32 // indices of samples
+}
+
+func groupBySet(samples []Sample, m *LabelMap) setGroups {
+	var count []int32 // samples per output label set
+	for _, s := range samples {
+		id := m.ID(s.Labels)
+		if int(id) >= len(count) {
+			count = append(count, make([]int32, int(id)+1-len(count))...)
+		}
+		count[id]++
+	}
+	g := setGroups{start: make([]int32, len(count)+1), order: make([]int32, len(samples))}
+	for id, n := range count {
+		g.start[id+1] = g.start[id] + n
+	}
+	next := slices.Clone(g.start[:len(count)])
+	for i, s := range samples {
+		id := m.ID(s.Labels)
+		g.order[next[id]] = int32(i)
+		next[id]++
+	}
+	return g
+}
+
+// sets returns the number of output label sets, each of which of lists.
+func (g setGroups) sets() int { return len(g.start) - 1 }
+
+// of returns the indices of the samples of output label set id.
+func (g setGroups) of(id int) []int32 { return g.order[g.start[id]:g.start[id+1]] }
+
+// LabelMap maps the label sets of one profile to those of another after a
+// relabelling, adding each to the other when it is first asked for, sets
+// added to the first profile meanwhile included.
+type LabelMap struct {
 	from, to *Profile
 	relabel  func(Labels) Labels // nil keeps a set
 	ids      []LabelSetID        // by from's set, unmappedLabels until asked for
 }
 
-func newLabelMapper(from, to *Profile, relabel func(Labels) Labels) *labelMapper {
-	return &labelMapper{from: from, to: to, relabel: relabel}
+// MapLabels returns the map from p's label sets to to's, each relabelled by
+// relabel (nil keeps a set).
+func (p *Profile) MapLabels(to *Profile, relabel func(Labels) Labels) *LabelMap {
+	return &LabelMap{from: p, to: to, relabel: relabel}
 }
 
-// id returns the id in to of from's label set, relabelled. Small enough to
-// inline: it runs once or twice per sample.
-func (m *labelMapper) id(set LabelSetID) LabelSetID {
+// ID returns the id in the map's target of the source's label set set,
+// relabelled. Small enough to inline: it runs once or twice per sample.
+func (m *LabelMap) ID(set LabelSetID) LabelSetID {
 	if int(set) < len(m.ids) && m.ids[set] != unmappedLabels {
 		return m.ids[set]
 	}
 	return m.add(set)
 }
 
-func (m *labelMapper) add(set LabelSetID) LabelSetID {
+func (m *LabelMap) add(set LabelSetID) LabelSetID {
 	if int(set) >= len(m.ids) { // room for every set from has now
 		m.ids = append(m.ids, slices.Repeat([]LabelSetID{unmappedLabels}, len(m.from.labelSets)-len(m.ids))...)
 	}

@@ -376,10 +376,30 @@ func TestSumOverStacks(t *testing.T) {
 		{Value: 32, Time: 2e9, Stack: c, Type: cpu, Thread: t1, Labels: stage("2", "10")},
 		{Value: 64, Time: 0, Stack: b, Type: cpu, Thread: t2, Labels: stage("1", "13")},
 		{Value: 128, Time: 2.5e9, Stack: b, Type: cpu, Thread: t2, Labels: stage("2", "14")}, // to the second
+		{Value: 256, Time: 1.5e9, Stack: c, Type: cpu, Thread: t1, Labels: stage("1", "15")}, // back to the first second
 	}
-	got := map[string]int64{}
 	r := p.SumOverStacks(func(ls Labels) Labels { return ls.Without(LabelTaskID) }, 1e9)
-	for _, s := range r.Samples {
+	got := stackSums(t, r, r.Samples)
+	want := map[string]int64{
+		`1 cpu/0 {spark_stage_id="1"}`:                               259,
+		`1 wall/0 {spark_stage_id="1"}`:                              4,
+		fmt.Sprintf(`1 wall/%d {spark_stage_id="1"}`, StateSleeping): 8,
+		`2 cpu/0 {spark_stage_id="1"}`:                               16,
+		`2 cpu/0 {spark_stage_id="2"}`:                               160,
+		`0 cpu/0 {spark_stage_id="1"}`:                               64,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("sums %v, want %v", got, want)
+	}
+}
+
+// stackSums returns sums over stacks in r's label sets by their time (in
+// seconds), type, state and labels, failing t if a key has two sums or a
+// sum keeps a stack or thread.
+func stackSums(t *testing.T, r *Profile, sums []Sample) map[string]int64 {
+	t.Helper()
+	got := map[string]int64{}
+	for _, s := range sums {
 		if s.Stack != NoStack || s.Thread != NoThread {
 			t.Errorf("sample %+v keeps its stack or thread", s)
 		}
@@ -389,16 +409,52 @@ func TestSumOverStacks(t *testing.T) {
 		}
 		got[k] = s.Value
 	}
-	want := map[string]int64{
-		`1 cpu/0 {spark_stage_id="1"}`:                               3,
-		`1 wall/0 {spark_stage_id="1"}`:                              4,
-		fmt.Sprintf(`1 wall/%d {spark_stage_id="1"}`, StateSleeping): 8,
-		`2 cpu/0 {spark_stage_id="1"}`:                               16,
-		`2 cpu/0 {spark_stage_id="2"}`:                               160,
-		`0 cpu/0 {spark_stage_id="1"}`:                               64,
+	return got
+}
+
+// The map SumOverTimeMap returns sums parts of the samples into the
+// rollup's label sets without adding any: the parts' sums add up to the
+// rollup's, and the sums over stacks in them, placed in WithoutStacks of
+// the rollup, are SumOverStacks's.
+func TestSumSamplesWithMap(t *testing.T) {
+	p, b, c, cpu, wall, t1, t2, stage := sumFixture(t)
+	p.Samples = []Sample{
+		{Value: 1, Time: 1e9, Stack: b, Type: cpu, Thread: t1, Labels: stage("1", "10")},
+		{Value: 2, Time: 2e9, Stack: b, Type: cpu, Thread: t2, Labels: stage("1", "11")},
+		{Value: 4, Time: 2e9, Stack: c, Type: wall, Thread: t2, Labels: stage("2", "11")},
+		{Value: 8, Time: 3e9, Stack: b, Type: cpu, State: StateSleeping, Thread: t1, Labels: stage("1", "10")},
+		{Value: 16, Time: 3e9, Stack: c, Type: cpu, Thread: t1, Labels: stage("2", "12")},
 	}
-	if !maps.Equal(got, want) {
-		t.Errorf("sums %v, want %v", got, want)
+	drop := func(ls Labels) Labels { return ls.Without(LabelTaskID) }
+	roll, m := p.SumOverTimeMap(drop)
+	sets := roll.NumLabelSets()
+	key := func(s Sample) string {
+		return fmt.Sprintf("%d %d/%d %s", s.Stack, s.Type, s.State, roll.SampleLabels(s))
+	}
+	want, got := map[string]int64{}, map[string]int64{}
+	for _, s := range roll.Samples {
+		want[key(s)] += s.Value
+	}
+	for _, part := range [][]Sample{p.Samples[:2], p.Samples[2:]} {
+		for _, s := range p.SumSamplesOverTime(part, m) {
+			got[key(s)] += s.Value
+		}
+	}
+	if !maps.Equal(got, want) || roll.NumLabelSets() != sets {
+		t.Errorf("parts' sums %v (%d label sets), want %v (%d)", got, roll.NumLabelSets(), want, sets)
+	}
+	tl := roll.WithoutStacks()
+	if tl.NumLabelSets() != sets || len(tl.Frames) != 0 || len(tl.Samples) != 0 {
+		t.Fatalf("WithoutStacks: %d label sets, %d frames, %d samples; want %d, 0, 0", tl.NumLabelSets(), len(tl.Frames), len(tl.Samples), sets)
+	}
+	gotTimes := stackSums(t, tl, p.SumSamplesOverStacks(p.Samples, m, 1e9))
+	s := p.SumOverStacks(drop, 1e9)
+	if wantTimes := stackSums(t, s, s.Samples); !maps.Equal(gotTimes, wantTimes) {
+		t.Errorf("sums over stacks in the rollup's sets %v, want %v", gotTimes, wantTimes)
+	}
+	tl.AddLabels(Labels{{"x", "y"}})
+	if roll.NumLabelSets() != sets {
+		t.Errorf("a set added to WithoutStacks's profile went into the rollup's")
 	}
 }
 

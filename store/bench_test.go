@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/sparkprof/sparkprof/format/jfr"
 	"github.com/sparkprof/sparkprof/profile"
 )
@@ -18,8 +20,10 @@ import (
 // SPARKPROF_JDK_WINDOWS names, written by the agent with outputDir; see
 // server's BenchmarkIngest, whose jvm-windows case makes one), each
 // executor's task threads named apart as Spark's are (by task id). Each
-// iteration appends the uploads again (not timed) and compacts them: 4
-// executors' 25 windows, and 100 executors' windows of the same 30 s.
+// iteration appends the uploads again (not timed) and compacts them into
+// blocks of the server's default span (ten minutes, in time slices of a
+// minute): 4 executors' 25 windows, and 100 executors' windows of the same
+// 30 s.
 func BenchmarkCompact(b *testing.B) {
 	windows := agentWindows(b)
 	for _, c := range []struct {
@@ -30,7 +34,7 @@ func BenchmarkCompact(b *testing.B) {
 		{"100-executors", 100, 3},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			benchmarkCompact(b, windows[:min(c.nWindows, len(windows))], c.executors, time.Hour)
+			benchmarkCompact(b, windows[:min(c.nWindows, len(windows))], c.executors, 10*time.Minute)
 		})
 	}
 }
@@ -53,22 +57,7 @@ func BenchmarkBlockSpan(b *testing.B) {
 // benchmarkCompact compacts executors' copies of windows into blocks of
 // span, reporting the time and the blocks' bytes per upload.
 func benchmarkCompact(b *testing.B, windows [][]byte, executors int, span time.Duration) {
-	var ups []*Upload
-	for i, w := range windows {
-		for e := range executors {
-			p, err := jfr.Decode(w, "window")
-			if err != nil {
-				b.Fatal(err)
-			}
-			p.DropIndexes()
-			for t := 1; t < len(p.Threads); t++ {
-				p.Threads[t].Name += " on executor " + strconv.Itoa(e)
-			}
-			from := int64(i) * int64(10*time.Second)
-			ups = append(ups, &Upload{From: from, Until: from + int64(10*time.Second), Profile: p,
-				Labels: profile.Labels{{Name: profile.LabelServiceName, Value: "app"}, {Name: profile.LabelExecutorID, Value: strconv.Itoa(e)}}})
-		}
-	}
+	ups := executorUploads(b, windows, executors)
 	b.ReportAllocs()
 	var samples, stored int
 	var blockBytes int64
@@ -114,6 +103,75 @@ func benchmarkCompact(b *testing.B, windows [][]byte, executors int, span time.D
 	b.ReportMetric(float64(samples)/float64(b.N*len(ups)), "samples/upload")
 	b.ReportMetric(float64(stored)/float64(b.N*len(ups)), "block-samples/upload")
 	b.ReportMetric(float64(blockBytes)/1024/float64(b.N*len(ups)), "block-KB/upload")
+}
+
+// executorUploads makes the uploads of executors that each sent windows
+// (at the windows' own times), their task threads named apart by executor.
+func executorUploads(b *testing.B, windows [][]byte, executors int) []*Upload {
+	var ups []*Upload
+	for i, w := range windows {
+		for e := range executors {
+			p, err := jfr.Decode(w, "window")
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.DropIndexes()
+			for t := 1; t < len(p.Threads); t++ {
+				p.Threads[t].Name += " on executor " + strconv.Itoa(e)
+			}
+			if p.Start == 0 || p.End <= p.Start {
+				b.Fatalf("window %d: no time span (%d to %d)", i, p.Start, p.End)
+			}
+			ups = append(ups, &Upload{From: p.Start, Until: p.End, Profile: p,
+				Labels: profile.Labels{{Name: profile.LabelServiceName, Value: "app"}, {Name: profile.LabelExecutorID, Value: strconv.Itoa(e)}}})
+		}
+	}
+	return ups
+}
+
+// BenchmarkBlockParts measures the steps of writing a block, apart from
+// merging the uploads: the rollup, the time slices with their rollups, the
+// timeline, and the whole block file (the steps, encoding and
+// compression). Its block is 100 executors' windows of 30 s, as
+// BenchmarkCompact's (SPARKPROF_JDK_WINDOWS).
+func BenchmarkBlockParts(b *testing.B) {
+	ups := executorUploads(b, agentWindows(b)[:3], 100)
+	p, meta := compactUploads(0, nil, nil, ups, int64(time.Second))
+	// A block span of the samples' own, so that each slice holds some.
+	meta.Partition = meta.FirstSample
+	span := meta.LastSample - meta.FirstSample + 1
+	b.Logf("%d samples, %d label sets", len(p.Samples), p.NumLabelSets())
+	b.Run("rollup", func(b *testing.B) {
+		for b.Loop() {
+			rollup(p)
+		}
+	})
+	_, labels := p.SumOverTimeMap(withoutPerTask)
+	b.Run("slices", func(b *testing.B) {
+		for b.Loop() {
+			if sls := timeSlices(p, labels, meta.Partition, span/slicesPerBlock); len(sls) != slicesPerBlock {
+				b.Fatalf("%d slices, want %d", len(sls), slicesPerBlock)
+			}
+		}
+	})
+	b.Run("timeline", func(b *testing.B) {
+		for b.Loop() {
+			p.SumSamplesOverStacks(p.Samples, labels, 0)
+		}
+	})
+	b.Run("write", func(b *testing.B) {
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer enc.Close()
+		path := filepath.Join(b.TempDir(), "b.block")
+		for b.Loop() {
+			if _, _, err := writeBlock(path, meta, p, enc, span); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // agentWindows returns the chunks of the recording SPARKPROF_JDK_WINDOWS

@@ -418,7 +418,7 @@ func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profi
 	p := m.Profile()
 	p.Samples = slices.Clip(p.Samples) // MemSize counts the samples kept, not the room made
 	p.Warnings = slices.Compact(p.Warnings)
-	meta.FirstSample, meta.LastSample = sampleSpan(p)
+	meta.FirstSample, meta.LastSample = sampleSpan(p.Samples)
 	meta.MemSize = p.MemSize()
 	meta.SampleLabels = sampleLabels(p)
 	meta.SampleRanges = intRanges(p, p.Samples, unlisted(meta.SampleLabels))
@@ -431,14 +431,16 @@ func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profi
 // minSlicedSamples samples is cut into time slices of its partition's
 // span (the block span), each with a rollup of its own.
 func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encoder, span int64) (*block, *profile.Profile, error) {
-	roll := rollup(p)
+	// The rollup's map of label sets serves the slices' rollups and the
+	// timeline, which drop the same labels: each set is relabelled once.
+	roll, labels := p.SumOverTimeMap(withoutPerTask)
 	// The samples part holds the tables every slice query decodes first;
 	// the series have a part of their own.
 	samples := *p
 	samples.Series = nil
 	var sliced [][]byte // each slice's rollup and samples, compressed
 	if len(p.Samples) >= minSlicedSamples && span > 0 && meta.FirstSample != 0 {
-		sls := timeSlices(p, roll, meta.Partition, span/slicesPerBlock)
+		sls := timeSlices(p, labels, meta.Partition, span/slicesPerBlock)
 		if sls != nil {
 			samples.Samples = nil
 		}
@@ -467,7 +469,9 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 	if err != nil {
 		return nil, nil, err
 	}
-	tb, err := timeline(p, 0).MarshalBinary()
+	tl := roll.WithoutStacks()
+	tl.Samples = p.SumSamplesOverStacks(p.Samples, labels, 0) // at the store's resolution already
+	tb, err := tl.MarshalBinary()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -528,10 +532,9 @@ type timeSlice struct {
 // one of the samples without a time, keeping their order within each;
 // each timed slice stands for the time from its start to the next one's
 // (the first from the beginning, the last to the end). Each slice's rollup
-// refers to roll's tables: roll, the rollup of all of p, holds every label
-// set a slice's rollup has. It returns nil when the samples with a time
-// fall in one slice.
-func timeSlices(p, roll *profile.Profile, partition, width int64) []timeSlice {
+// refers to the label sets labels maps p's to: the rollup of all of p's.
+// It returns nil when the samples with a time fall in one slice.
+func timeSlices(p *profile.Profile, labels *profile.LabelMap, partition, width int64) []timeSlice {
 	width = max(width, 1)
 	const untimed = slicesPerBlock
 	index := func(t int64) int {
@@ -567,19 +570,9 @@ func timeSlices(p, roll *profile.Profile, partition, width int64) []timeSlice {
 		if len(samples) == 0 {
 			continue
 		}
-		view := *p
-		view.Samples = samples
-		r := rollup(&view)
-		ids := make([]profile.LabelSetID, r.NumLabelSets())
-		for id := range ids {
-			ids[id] = roll.AddLabels(r.LabelSet(profile.LabelSetID(id)))
-		}
-		for j := range r.Samples {
-			r.Samples[j].Labels = ids[r.Samples[j].Labels]
-		}
-		sl := timeSlice{samples: samples, rollup: r.Samples}
+		sl := timeSlice{samples: samples, rollup: p.SumSamplesOverTime(samples, labels)}
 		if i != untimed {
-			sl.first, sl.last = sampleSpan(&view)
+			sl.first, sl.last = sampleSpan(samples)
 			if len(out) > 0 {
 				sl.from = partition + int64(i)*width
 				out[len(out)-1].until = sl.from
@@ -895,9 +888,10 @@ var RollupDropped = []string{profile.LabelTaskID, profile.LabelPartition, profil
 // RollupDropped removed from their label sets: a whole-app or per-stage
 // flame graph of a block then reads one row per stack and label set
 // instead of one per sample. It shares p's frames and stacks.
-func rollup(p *profile.Profile) *profile.Profile {
-	return p.SumOverTime(func(ls profile.Labels) profile.Labels { return ls.Without(RollupDropped...) })
-}
+func rollup(p *profile.Profile) *profile.Profile { return p.SumOverTime(withoutPerTask) }
+
+// withoutPerTask removes the labels in RollupDropped from ls.
+func withoutPerTask(ls profile.Labels) profile.Labels { return ls.Without(RollupDropped...) }
 
 // timeline sums the samples of p over stacks and threads, with the labels
 // in RollupDropped removed from their label sets, keeping their times to
@@ -906,13 +900,13 @@ func rollup(p *profile.Profile) *profile.Profile {
 // then reads one row per second, label set, type and state instead of one
 // per sample.
 func timeline(p *profile.Profile, res int64) *profile.Profile {
-	return p.SumOverStacks(func(ls profile.Labels) profile.Labels { return ls.Without(RollupDropped...) }, res)
+	return p.SumOverStacks(withoutPerTask, res)
 }
 
-// sampleSpan returns the first and last sample time of p; samples without
+// sampleSpan returns the first and last time of samples; samples without
 // a time are left out.
-func sampleSpan(p *profile.Profile) (first, last int64) {
-	for _, s := range p.Samples {
+func sampleSpan(samples []profile.Sample) (first, last int64) {
+	for _, s := range samples {
 		if s.Time == 0 {
 			continue
 		}

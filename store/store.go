@@ -221,7 +221,7 @@ func (h *headRollup) span(p *profile.Profile) (first, last int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.spanned {
-		h.first, h.last = sampleSpan(p)
+		h.first, h.last = sampleSpan(p.Samples)
 		h.spanned = true
 	}
 	return h.first, h.last

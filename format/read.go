@@ -20,6 +20,9 @@ const DefaultMaxSize = 2 << 30
 
 var gzipMagic = []byte{0x1f, 0x8b}
 
+// IsGzip reports whether data starts with gzip's magic bytes.
+func IsGzip(data []byte) bool { return bytes.HasPrefix(data, gzipMagic) }
+
 // ErrTooLarge is wrapped by the errors of inputs over the size limit.
 var ErrTooLarge = errors.New("input over the size limit")
 
@@ -41,7 +44,7 @@ func Decompress(data []byte, source string, max int64) ([]byte, error) {
 	if max <= 0 {
 		max = DefaultMaxSize
 	}
-	for layer := 0; bytes.HasPrefix(data, gzipMagic); layer++ {
+	for layer := 0; IsGzip(data); layer++ {
 		if layer == 3 {
 			return nil, &profile.DecodeError{Source: source, Offset: 0, Msg: "more than 3 nested gzip layers"}
 		}

@@ -309,6 +309,10 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "reading body: %v", err)
 		return
 	}
+	if ce := r.Header.Get("Content-Encoding"); !readableEncoding(ce) {
+		fail(http.StatusBadRequest, "Content-Encoding %q: send the body gzipped (Content-Encoding: gzip) or uncompressed", ce)
+		return
+	}
 	parts := uploadParts{data: body}
 	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {
 		parts, err = multipartParts(body, params["boundary"])
@@ -347,7 +351,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusRequestEntityTooLarge, "%v", err)
 			return
 		}
-		fail(http.StatusUnprocessableEntity, "%v", err)
+		fail(http.StatusUnprocessableEntity, "%v%s", err, encodingHint(r.Header.Get("Content-Encoding"), data))
 		return
 	}
 	typeUntyped(p, nameType, q.Get("units"), sampleRate)
@@ -445,4 +449,28 @@ func linesToFolded(data []byte) []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// readableEncoding reports whether ingest reads a body of Content-Encoding
+// ce: none, identity or gzip. A gzipped body is known by its magic bytes,
+// whatever the header says, as the format package reads files.
+func readableEncoding(ce string) bool {
+	switch strings.ToLower(strings.TrimSpace(ce)) {
+	case "", "identity", "gzip", "x-gzip":
+		return true
+	}
+	return false
+}
+
+// encodingHint explains a body that failed to decode when its request said
+// it was gzipped and it is not: the sender's header, not the profile, is
+// likely wrong.
+func encodingHint(ce string, data []byte) string {
+	switch strings.ToLower(strings.TrimSpace(ce)) {
+	case "gzip", "x-gzip":
+		if !format.IsGzip(data) {
+			return " (the request says Content-Encoding: gzip, but the body is not gzip data: send it gzipped, or without the header)"
+		}
+	}
+	return ""
 }

@@ -397,33 +397,63 @@ func TestBadUploads(t *testing.T) {
 		many = append(many, fmt.Sprintf("k%d=v", i))
 	}
 	tests := []struct {
-		name  string
-		query url.Values
-		body  []byte
-		want  int
+		name   string
+		query  url.Values
+		body   []byte
+		want   int
+		header []string
 	}{
-		{"no name", url.Values{"format": {"folded"}}, []byte("a 1\n"), 400},
-		{"bad from", url.Values{"name": {"app"}, "from": {"yesterday"}}, []byte("a 1\n"), 400},
-		{"negative from", url.Values{"name": {"app"}, "from": {"-5"}}, []byte("a 1\n"), 400},
-		{"until past 2262", url.Values{"name": {"app"}, "until": {"50000000000"}}, []byte("a 1\n"), 400},
-		{"bad label", url.Values{"name": {"app{oops}"}}, []byte("a 1\n"), 400},
-		{"31 labels", url.Values{"name": {"app{" + strings.Join(many, ",") + "}"}}, []byte("a 1\n"), 400},
-		{"label name with a space", url.Values{"name": {"app{task id=3}"}}, []byte("a 1\n"), 400},
-		{"label value too long", url.Values{"name": {"app{k=" + strings.Repeat("v", 2049) + "}"}}, []byte("a 1\n"), 400},
-		{"bad sampleRate", url.Values{"name": {"app.cpu"}, "sampleRate": {"fast"}}, []byte("a 1\n"), 400},
-		{"not a JFR", url.Values{"name": {"app"}, "format": {"jfr"}}, []byte("FLR\x00garbage"), 422},
-		{"gzip bomb", url.Values{"name": {"app"}}, bomb, 413},
-		{"body too large", url.Values{"name": {"app"}}, bytes.Repeat([]byte("a"), 2<<20), 413},
+		{"no name", url.Values{"format": {"folded"}}, []byte("a 1\n"), 400, nil},
+		{"bad from", url.Values{"name": {"app"}, "from": {"yesterday"}}, []byte("a 1\n"), 400, nil},
+		{"negative from", url.Values{"name": {"app"}, "from": {"-5"}}, []byte("a 1\n"), 400, nil},
+		{"until past 2262", url.Values{"name": {"app"}, "until": {"50000000000"}}, []byte("a 1\n"), 400, nil},
+		{"bad label", url.Values{"name": {"app{oops}"}}, []byte("a 1\n"), 400, nil},
+		{"31 labels", url.Values{"name": {"app{" + strings.Join(many, ",") + "}"}}, []byte("a 1\n"), 400, nil},
+		{"label name with a space", url.Values{"name": {"app{task id=3}"}}, []byte("a 1\n"), 400, nil},
+		{"label value too long", url.Values{"name": {"app{k=" + strings.Repeat("v", 2049) + "}"}}, []byte("a 1\n"), 400, nil},
+		{"bad sampleRate", url.Values{"name": {"app.cpu"}, "sampleRate": {"fast"}}, []byte("a 1\n"), 400, nil},
+		{"not a JFR", url.Values{"name": {"app"}, "format": {"jfr"}}, []byte("FLR\x00garbage"), 422, nil},
+		{"gzip bomb", url.Values{"name": {"app"}}, bomb, 413, nil},
+		{"body too large", url.Values{"name": {"app"}}, bytes.Repeat([]byte("a"), 2<<20), 413, nil},
+		{"zstd body", url.Values{"name": {"app"}}, []byte("a 1\n"), 400, []string{"Content-Encoding", "zstd"}},
+		{"said gzip, is not", url.Values{"name": {"app"}}, []byte("not gzip\n"), 422, []string{"Content-Encoding", "gzip"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if code := post(t, ts, tt.query, "", tt.body); code != tt.want {
+			if code := post(t, ts, tt.query, "", tt.body, tt.header...); code != tt.want {
 				t.Errorf("status %d, want %d", code, tt.want)
 			}
 		})
 	}
-	if n := countUploads(t, db, ""); n != 1 {
-		t.Errorf("%d uploads stored, want the one good upload", n)
+	// The header, not the profile, is named when it is what is wrong; a
+	// gzipped body decodes whatever the header says.
+	for _, c := range []struct {
+		encoding string
+		body     []byte
+		want     string
+	}{
+		{"gzip", []byte("not gzip\n"), "the request says Content-Encoding: gzip, but the body is not gzip data"},
+		{"br", []byte("a 1\n"), `Content-Encoding \"br\": send the body gzipped`},
+	} {
+		req, _ := http.NewRequest("POST", ts.URL+"/ingest?"+good.Encode(), bytes.NewReader(c.body))
+		req.Header.Set("Content-Encoding", c.encoding)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(msg), c.want) {
+			t.Errorf("Content-Encoding %s: %d %s; want it to say %s", c.encoding, resp.StatusCode, msg, c.want)
+		}
+	}
+	for _, ce := range []string{"gzip", "", "identity"} {
+		if code := post(t, ts, good, "", gzipBytes(t, []byte("main;work 1\n")), "Content-Encoding", ce); code != 200 {
+			t.Errorf("a gzipped body with Content-Encoding %q: %d, want 200", ce, code)
+		}
+	}
+	if n := countUploads(t, db, ""); n != 4 {
+		t.Errorf("%d uploads stored, want the four good uploads", n)
 	}
 	if code := post(t, ts, url.Values{"name": {"app{" + strings.Join(many[:29], ",") + "}"}}, "", []byte("a 1\n")); code != 200 {
 		t.Errorf("30 labels: %d, want 200", code)

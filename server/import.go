@@ -305,7 +305,7 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 	if res.Duplicate {
 		w.Header().Set(replayedHeader, "true")
 	} else if len(res.Labels) > 0 {
-		s.agents.uploaded(sender{tenant: tenant(r), remote: r.RemoteAddr, labels: res.Labels}, len(f.Data), 0)
+		s.agents.uploaded(sender{tenant: tenant(r), remote: r.RemoteAddr, labels: res.Labels}, len(f.Data), 0, 0)
 	}
 	writeJSON(w, res)
 }

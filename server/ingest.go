@@ -374,7 +374,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.uploaded(len(body), len(p.Samples), time.Since(start))
-	s.agents.uploaded(who, len(body), dropped)
+	s.agents.uploaded(who, len(body), dropped, until)
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -141,9 +141,14 @@ type Agent struct {
 	// Retried counts uploads sent again after they were stored: their
 	// answers were lost (timeouts between sender and server), the retries
 	// not stored twice.
-	Retried   int64  `json:"retried"`
-	Errors    int64  `json:"errors"`
-	LastError string `json:"lastError,omitempty"`
+	Retried int64 `json:"retried"`
+	// WindowLagMs is how long before the server received it the last
+	// upload's window ended (negative: after), for live uploads that say
+	// their window. A live agent's is seconds; hours mean the sender's
+	// clock is off, and its samples show that far from now.
+	WindowLagMs *int64 `json:"windowLagMs,omitempty"`
+	Errors      int64  `json:"errors"`
+	LastError   string `json:"lastError,omitempty"`
 }
 
 func newAgents() *agents { return &agents{by: map[string]*Agent{}} }
@@ -187,15 +192,21 @@ func (a *agents) of(s sender, failed bool) *Agent {
 }
 
 // uploaded counts an upload of bytes; dropped is the sender's count of
-// windows it dropped so far.
-func (a *agents) uploaded(s sender, bytes int, dropped int64) {
+// windows it dropped so far, windowEnd the end of the upload's window
+// (Unix ns; 0 for an import, whose files may be of any age).
+func (a *agents) uploaded(s sender, bytes int, dropped, windowEnd int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ag := a.of(s, false)
 	ag.Uploads++
 	ag.Bytes += int64(bytes)
 	ag.Dropped = max(ag.Dropped, dropped)
-	ag.Last = time.Now().UnixMilli()
+	now := time.Now()
+	ag.Last = now.UnixMilli()
+	if windowEnd != 0 {
+		lag := now.Sub(time.Unix(0, windowEnd)).Milliseconds()
+		ag.WindowLagMs = &lag
+	}
 }
 
 // maxFailedAgents bounds the senders the list keeps for failed uploads

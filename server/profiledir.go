@@ -252,7 +252,7 @@ chunks:
 			s.agents.failed(who, fmt.Sprintf("chunk at offset %d: %v", off, err))
 		case !res.Duplicate:
 			n++
-			s.agents.uploaded(who, len(c), 0)
+			s.agents.uploaded(who, len(c), 0, 0)
 		}
 		off += int64(len(c))
 	}

@@ -100,7 +100,9 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 	last := start // each upload's ingest time is the time since the one before, so a push's add up to its own
 	for _, ps := range all {
 		bytes := 0
+		var end int64 // the latest window's end
 		for _, u := range ps.uploads {
+			end = max(end, u.Until)
 			err := s.cfg.Store.Append(ten, u)
 			if errors.Is(err, store.ErrDuplicate) {
 				ps.retried++
@@ -116,7 +118,7 @@ func (p pusher) Push(ctx context.Context, req *connect.Request[pushv1.PushReques
 			bytes += u.Bytes
 		}
 		if bytes > 0 || ps.retried == 0 {
-			s.agents.uploaded(ps.who, bytes, 0)
+			s.agents.uploaded(ps.who, bytes, 0, end)
 		}
 		for range ps.retried {
 			s.metrics.duplicates.Inc()

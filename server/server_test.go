@@ -304,6 +304,26 @@ func TestAgentsList(t *testing.T) {
 	if b := byApp["broken{"]; b.Errors != 1 || b.Uploads != 0 {
 		t.Errorf("unparsable name: %+v", b)
 	}
+	if got.WindowLagMs != nil {
+		t.Errorf("uploads without a window: window lag %d ms, want none", *got.WindowLagMs)
+	}
+	// A sender whose clock is two hours behind: its window ends two hours
+	// before the server receives it.
+	behind := time.Now().Add(-2 * time.Hour)
+	q := with("from", strconv.FormatInt(behind.Add(-10*time.Second).Unix(), 10))
+	q.Set("until", strconv.FormatInt(behind.Unix(), 10))
+	if code := post(t, ts, q, "", []byte("a;b 1\n")); code != 200 {
+		t.Fatalf("upload with a window: %d", code)
+	}
+	getJSON(t, ts, "/api/v1/agents", &agents)
+	for _, a := range agents {
+		if a.App != "job" {
+			continue
+		}
+		if lag := a.WindowLagMs; lag == nil || *lag < (2*time.Hour).Milliseconds() || *lag > (2*time.Hour+time.Minute).Milliseconds() {
+			t.Errorf("window lag %v, want two hours", lag)
+		}
+	}
 }
 
 // Pyroscope's render answer carries the units its UI knows and a timeline
@@ -568,7 +588,7 @@ func TestAgentsBound(t *testing.T) {
 		t.Errorf("%d rows after failures, want %d", len(a.by), maxFailedAgents)
 	}
 	a.failed(sender{name: "bad0"}, "again")
-	a.uploaded(sender{name: "good"}, 10, 0)
+	a.uploaded(sender{name: "good"}, 10, 0, 0)
 	if got := a.by["\x00bad0\x00\x00\x00"]; got == nil || got.Errors != 2 || len(a.by) != maxFailedAgents+1 {
 		t.Errorf("an existing row must still count failures and an upload add one: %+v, %d rows", got, len(a.by))
 	}

@@ -294,13 +294,19 @@ try {
       assert.equal(r.headers.get('Idempotent-Replayed'), i === 0 ? null : 'true');
     }
     assert.equal((await ingest({ name: 'e2e{executorId=7}', format: 'pprof' }, 'not pprof')).status, 422);
+    // An executor whose clock is two hours behind the server's.
+    const behind = Math.floor(Date.now() / 1000) - 7200;
+    assert.equal((await ingest({ name: 'e2e{executorId=8}', from: String(behind - 10), until: String(behind) }, 'main;work 1\n')).status, 200);
     await page.goto(`${server.url}/#/agents`);
     await page.getByText('Every sender of profiles').waitFor();
-    const row = await page.getByTestId('agents').locator('tbody tr').filter({ hasText: 'e2e' }).textContent();
+    const e2eRows = page.getByTestId('agents').locator('tbody tr').filter({ hasText: 'e2e' });
+    const agentRow = e2eRows.filter({ hasText: 'sparkprof' }); // executor 7's: its client
+    const row = await agentRow.textContent();
     for (const want of ['sparkprof', 'not a valid pprof profile']) assert.ok(row.includes(want), `agents row lacks ${want}: ${row}`);
     assert.match(row, /\(\d+ ms ago\)|\([\d.]+ s ago\)/, `agents row says how long ago it last sent: ${row}`);
-    const agentRow = page.getByTestId('agents').locator('tbody tr').filter({ hasText: 'e2e' });
     assert.equal(await agentRow.getByTestId('retried').textContent(), '1', 'the agents row counts the upload sent again');
+    const skewed = e2eRows.filter({ hasNot: page.getByText('sparkprof') }).getByTestId('window-lag');
+    assert.match(await skewed.textContent(), /^2\.0 h \(clock off\?\)$/, 'the agents row of a sender two hours behind says its clock looks off');
     await page.screenshot({ path: path.join(shots, '8-agents.png'), fullPage: true });
   });
 

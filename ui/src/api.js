@@ -94,7 +94,9 @@ export function fmtMs(ms) {
   if (s < 120) return `${s.toFixed(1)} s`;
   const m = s / 60;
   if (m < 120) return `${m.toFixed(1)} min`;
-  return `${(m / 60).toFixed(1)} h`;
+  const h = m / 60;
+  if (h < 48) return `${h.toFixed(1)} h`;
+  return `${(h / 24).toFixed(1)} d`;
 }
 
 export function fmtBytes(b) {

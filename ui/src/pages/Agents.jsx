@@ -6,6 +6,10 @@ import { useAsync, ErrorBox, Loading, Table, RefreshControls } from '../common';
 // quietMs is how long without an upload marks an agent as quiet.
 const quietMs = 60000;
 
+// skewMs is how far from its arrival an upload's window may end before the
+// sender's clock looks off: a live agent's window ends seconds before.
+const skewMs = 5 * 60000;
+
 export function AgentsPage() {
   const { data, error } = useAsync(() => getJSON('/api/v1/agents'), []);
   if (error) return <ErrorBox error={error} />;
@@ -64,6 +68,25 @@ export function AgentsPage() {
                   {a.retried || 0}
                 </span>
               ),
+            },
+            {
+              key: 'windowLagMs',
+              title: 'Window lag',
+              align: 'right',
+              render: (a) => {
+                if (a.windowLagMs == null) return '';
+                const off = Math.abs(a.windowLagMs) > skewMs;
+                const why = off
+                  ? "the last upload's window ended far from when it arrived: the sender's clock is likely off, and its samples show that far from now"
+                  : "how long before it arrived the last upload's window ended";
+                return (
+                  <span className={off ? 'bad' : ''} title={why} data-testid="window-lag">
+                    {a.windowLagMs < 0 ? '-' : ''}
+                    {fmtMs(Math.abs(a.windowLagMs))}
+                    {off ? ' (clock off?)' : ''}
+                  </span>
+                );
+              },
             },
             { key: 'errors', title: 'Errors', align: 'right', render: (a) => <span className={a.errors ? 'bad' : ''}>{a.errors}</span> },
             { key: 'lastError', title: 'Last error', render: (a) => <span className="bad">{a.lastError}</span> },

@@ -246,3 +246,38 @@ func sumPerStep(p *profile.Profile, t profile.SampleType, step time.Duration, by
 	}
 	return series, untimed, step
 }
+
+// TestAppSeriesAmongOtherUploads: the app page's series of one app (no
+// range given) keeps the step it asks for when the store also holds
+// uploads of other times whose samples carry no app id: their times do
+// not widen the step, which a range spanning years did (one point per 12
+// hours for an 18-minute app, the demo's ProfileStraggler).
+func TestAppSeriesAmongOtherUploads(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	for _, f := range []struct {
+		app, kind string
+		rel       []string
+	}{
+		// The console log makes the app, whose id the stacks then get.
+		{"ProfileStraggler", "logs", []string{"applogs", "phil_stopwatch", "ProfileStraggler", "JobStraggler.log.gz"}},
+		{"ProfileStraggler", "", []string{"jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz"}},
+		{"", "", []string{"jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz"}}, // 2023
+		{"", "", []string{"jfr", "FastSlow_2024_01_16_180855.jfr.gz"}},                  // 2024
+	} {
+		q := url.Values{"path": {strings.TrimSuffix(f.rel[len(f.rel)-1], ".gz")}, "app": {f.app}, "kind": {f.kind}}
+		if code := importFile(t, ts, q, corpus.Read(t, f.rel...)); code != 200 {
+			t.Fatalf("import %s: %d", f.rel[len(f.rel)-1], code)
+		}
+	}
+	var ans seriesAnswer
+	getJSON(t, ts, "/api/v1/series?by=spark_executor_id&step=5s&query="+url.QueryEscape(`{spark_app_id="ProfileStraggler"}`), &ans)
+	var total int64
+	for _, s := range ans.Series {
+		for _, pt := range s.Points {
+			total += pt[1]
+		}
+	}
+	if ans.StepMs != 5000 || total != 47473 {
+		t.Errorf("series: step %d ms, %d samples; want 5,000 ms and the app's 47,473", ans.StepMs, total)
+	}
+}

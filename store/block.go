@@ -145,9 +145,10 @@ var minSlicedSamples = 1 << 14
 // maxMetaValues bounds the values of one label a block meta lists.
 const maxMetaValues = 64
 
-// sampleLabels returns the values of each label of p's samples, those of
-// labels with more than maxMetaValues values left out.
-func sampleLabels(p *profile.Profile) map[string][]string {
+// sampleLabels returns the values of each label of p's samples, with the
+// labels extra that apply to all of them, those of labels with more than
+// maxMetaValues values left out (nil).
+func sampleLabels(p *profile.Profile, extra profile.Labels) map[string][]string {
 	out := map[string][]string{}
 	seen := map[profile.Label]bool{}
 	add := func(ls profile.Labels) {
@@ -164,6 +165,7 @@ func sampleLabels(p *profile.Profile) map[string][]string {
 			out[l.Name] = append(vals, l.Value)
 		}
 	}
+	add(extra)
 	add(p.Labels)
 	for i := range p.NumLabelSets() {
 		add(p.LabelSet(profile.LabelSetID(i)))
@@ -340,6 +342,28 @@ func (b *block) mayMatch(q Query, ims []intMatcher) bool {
 			return false
 		}
 	}
+	return mayHold(b.up.Values, q.SampleMatchers)
+}
+
+// mayHold reports whether a sample whose labels take the values listed in
+// values (Upload.Values: by label name; nil for a label with too many to
+// list) can satisfy every matcher of ms. A label values does not name is
+// on no sample, whose value is then "". Unknown values (nil) decide
+// nothing.
+func mayHold(values map[string][]string, ms []profile.Matcher) bool {
+	if values == nil {
+		return true
+	}
+	for _, m := range ms {
+		vals, carried := values[m.Name]
+		switch {
+		case m.Matches(""): // a sample without the label matches
+		case !carried:
+			return false
+		case vals != nil && !slices.ContainsFunc(vals, m.Matches):
+			return false
+		}
+	}
 	return true
 }
 
@@ -420,7 +444,7 @@ func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profi
 	p.Warnings = slices.Compact(p.Warnings)
 	meta.FirstSample, meta.LastSample = sampleSpan(p.Samples)
 	meta.MemSize = p.MemSize()
-	meta.SampleLabels = sampleLabels(p)
+	meta.SampleLabels = sampleLabels(p, nil)
 	meta.SampleRanges = intRanges(p, p.Samples, unlisted(meta.SampleLabels))
 	return p, meta
 }

@@ -540,12 +540,87 @@ func TestSampleLabels(t *testing.T) {
 			{Name: "stage", Value: strconv.Itoa(i % 3)},
 		})})
 	}
-	got := sampleLabels(p)
+	got := sampleLabels(p, nil)
 	if vals, ok := got["task"]; !ok || vals != nil {
 		t.Errorf("task: %q (listed %v), want listed without values", vals, ok)
 	}
 	if vals := got["stage"]; !slices.Equal(vals, []string{"0", "1", "2"}) {
 		t.Errorf("stage: %q, want 0, 1, 2", vals)
+	}
+}
+
+// TestSelectBySampleValues: Select skips the uploads, in the head and
+// in blocks, whose samples carry no value of a label a sample matcher
+// needs, and keeps those it cannot rule out.
+func TestSelectBySampleValues(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{Partition: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Executor 1's samples carry an app id in their label sets (as a JFR's
+	// contexts give them); executor 2's, a partition later, none at all.
+	a, b := upload(t, "1"), upload(t, "2")
+	a.Profile.OwnLabelSets()
+	for i := range a.Profile.Samples {
+		s := &a.Profile.Samples[i]
+		s.Labels = a.Profile.AddLabels(a.Profile.LabelSet(s.Labels).Merge(profile.Labels{{Name: profile.LabelAppID, Value: "app-a"}}))
+	}
+	b.From, b.Until = int64(time.Hour)+1, int64(time.Hour)+2
+	for _, u := range []*Upload{a, b} {
+		if err := db.Append("t", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	execs := func(ms ...profile.Matcher) []string {
+		t.Helper()
+		var out []string
+		if err := db.Select("t", Query{SampleMatchers: ms}, func(u *Upload) error {
+			p, err := u.Load()
+			if err != nil {
+				return err
+			}
+			exec, _ := u.Labels.Get(profile.LabelExecutorID)
+			if exec == "" { // a block: its upload labels are on its samples
+				exec = p.Label(p.Samples[0], profile.LabelExecutorID)
+			}
+			out = append(out, exec)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	eq := func(name, v string) profile.Matcher {
+		return profile.Matcher{Name: name, Op: profile.MatchEqual, Value: v}
+	}
+	for _, when := range []string{"head", "blocks"} {
+		if when == "blocks" {
+			if err := db.Compact(); err != nil {
+				t.Fatal(err)
+			}
+			if st := db.Stats(); st.Blocks != 2 || st.HeadUploads != 0 || st.HeadBytes != 0 {
+				t.Fatalf("after compaction: %+v, want two blocks, an empty head and no head memory", st)
+			}
+		}
+		for _, c := range []struct {
+			m    profile.Matcher
+			want []string
+		}{
+			{eq(profile.LabelAppID, "app-a"), []string{"1"}},
+			{eq(profile.LabelAppID, "app-b"), nil},
+			{profile.Matcher{Name: profile.LabelAppID, Op: profile.MatchNotEqual, Value: "app-a"}, []string{"1", "2"}}, // "" matches
+			{eq(profile.LabelThreadName, "pool-2-thread-1"), []string{"1", "2"}},                                       // dump1's contexts
+			{eq(profile.LabelThreadName, "no such thread"), nil},
+			{eq(profile.LabelExecutorID, "2"), []string{"2"}}, // an upload label
+		} {
+			if got := execs(c.m); !slices.Equal(got, c.want) {
+				t.Errorf("%s: %s selects executors %q, want %q", when, c.m, got, c.want)
+			}
+		}
+		if when == "head" && db.Stats().HeadBytes <= a.memSize+b.memSize {
+			t.Errorf("head memory %d: the uploads' label values are not counted", db.Stats().HeadBytes)
+		}
 	}
 }
 

@@ -190,6 +190,10 @@ type headRollup struct {
 	spanned     bool             // whether first and last are computed
 	first, last int64            // the samples' first and last times
 	dropped     bool             // whether the upload left the head
+	// values lists the values of each label the upload's samples carry,
+	// as a block's Values does, once computed (valued).
+	values map[string][]string
+	valued bool
 }
 
 func (h *headRollup) rollup(p *profile.Profile) *profile.Profile {
@@ -227,6 +231,30 @@ func (h *headRollup) span(p *profile.Profile) (first, last int64) {
 	return h.first, h.last
 }
 
+// labelValues returns the values of each label the samples of upload u
+// carry, its upload labels included, as a block's Values lists them:
+// computed the first time and its memory counted.
+func (h *headRollup) labelValues(u *Upload) map[string][]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.valued {
+		h.values = sampleLabels(u.Profile, u.Labels)
+		h.valued = true
+		var size int64
+		for name, vals := range h.values {
+			size += int64(len(name)) + labelSetBytes
+			for _, v := range vals {
+				size += int64(len(v)) + 16
+			}
+		}
+		h.size += size
+		if !h.dropped {
+			h.acct.Add(size)
+		}
+	}
+	return h.values
+}
+
 // drop is called as the upload leaves the head: its rollup's and
 // timeline's memory is no longer the head's.
 func (h *headRollup) drop() {
@@ -251,11 +279,11 @@ type Query struct {
 	// thread labels live on samples).
 	Matchers []profile.Matcher
 	// SampleMatchers are matchers the stored labels of every sample the
-	// caller keeps satisfy: a block, or a time slice of one, whose samples'
-	// values of such a label none can match (as the bounds of integer
-	// values its meta records tell) is skipped. A caller that changes
-	// samples' labels after reading them leaves matchers on those labels
-	// out.
+	// caller keeps satisfy: an upload, a block, or a time slice of one,
+	// whose samples' values of such a label none can match (as the values
+	// its samples carry, or the bounds of integer values a block's meta
+	// records, tell) is skipped. A caller that changes samples' labels
+	// after reading them leaves matchers on those labels out.
 	SampleMatchers []profile.Matcher
 	// From and Until bound the uploads' windows (Unix ns); zero is open.
 	From, Until int64

@@ -2,6 +2,7 @@
 // drawn with uPlot on the same time range, with stage boundaries marked.
 import React, { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
+import { fmtValue } from './api';
 
 const preferred = ['process.cpu.load', 'system.cpu.load', 'jvm.heap.used', 'jvm.gc.time', 'jvm.gc.pause'];
 const palette = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f'];
@@ -50,9 +51,12 @@ export function MetricChart({ chart, range, markers, width }) {
           stroke: palette[i % palette.length],
           width: 1,
           spanGaps: true,
+          value: (u, v) => (v == null ? '--' : fmtValue(v, unit)),
         })),
       ],
-      axes: [{}, { size: 80 }],
+      // Bytes and durations read in their units (MiB, s), not as raw
+      // counts too wide for the axis.
+      axes: [{}, { size: 80, values: (u, splits) => splits.map((v) => fmtValue(v, unit)) }],
       hooks: {
         draw: [
           (u) => {

@@ -34,7 +34,10 @@ function layout(rep) {
   for (const s of rep.stages) t1 = Math.max(t1, s.completeMs || 0);
   const stageEnd = (s) => s.completeMs || t1;
   const stageStart = (s) => s.submitMs || s.firstTaskLaunchMs || t0;
-  const jobs = pack(rep.jobs, (j) => j.submitMs, (j) => j.endMs || t1, 6);
+  // A job whose start the log lacks (a JobEnd without its JobStart) is
+  // drawn at its end, not from the epoch across the whole chart.
+  const jobStart = (j) => j.submitMs || j.endMs || t0;
+  const jobs = pack(rep.jobs, jobStart, (j) => j.endMs || t1, 6);
   // Stages that never ran (skipped, pending) have no times to draw.
   const ran = rep.stages.filter((s) => s.submitMs || s.firstTaskLaunchMs);
   const stages = pack(ran, stageStart, stageEnd, 12);
@@ -58,7 +61,7 @@ function layout(rep) {
     execRows.push({ kind: 'exec', id, y, h, label: id === 'driver' ? 'driver' : `executor ${id}`, tasks, lanes: p.lanes });
     y += h + 2;
   }
-  return { t0, t1, jobs, stages, ran, stageStart, stageEnd, rows, execRows, height: y + 6 };
+  return { t0, t1, jobs, jobStart, stages, ran, stageStart, stageEnd, rows, execRows, height: y + 6 };
 }
 
 export function Timeline({ rep, window: win, onWindow, selectedStage, onStage, stragglers }) {
@@ -90,7 +93,7 @@ export function Timeline({ rep, window: win, onWindow, selectedStage, onStage, s
     }
     if (py >= jobsRow.y && py < jobsRow.y + jobsRow.h) {
       const lane = Math.floor((py - jobsRow.y) / ROW);
-      const j = rep.jobs.find((j) => L.jobs.lanes.get(j) === lane && j.submitMs <= t && (j.endMs || L.t1) >= t);
+      const j = rep.jobs.find((j) => L.jobs.lanes.get(j) === lane && L.jobStart(j) <= t && (j.endMs || L.t1) >= t);
       if (j) return { kind: 'job', j };
     }
     for (const r of L.execRows) {
@@ -126,8 +129,11 @@ export function Timeline({ rep, window: win, onWindow, selectedStage, onStage, s
       g.moveTo(px, 14);
       g.lineTo(px, L.height);
       g.stroke();
-      g.fillText(fmtMs(Math.round(t - L.t0)), px + 2, 11);
+      // The last label ends at its tick, so the canvas edge does not cut it.
+      g.textAlign = i === ticks ? 'right' : 'left';
+      g.fillText(fmtMs(Math.round(t - L.t0)), i === ticks ? px - 2 : px + 2, 11);
     }
+    g.textAlign = 'left';
     for (const r of L.rows.concat(L.execRows)) {
       g.fillStyle = '#333';
       g.fillText(r.label, 4, r.y + Math.min(r.h, ROW) - 3);
@@ -136,7 +142,7 @@ export function Timeline({ rep, window: win, onWindow, selectedStage, onStage, s
     for (const j of rep.jobs) {
       const y = jobsRow.y + L.jobs.lanes.get(j) * ROW;
       g.fillStyle = j.result === 'JobFailed' ? '#d9534f' : j.result ? '#6c8ebf' : '#f0ad4e';
-      g.fillRect(x(j.submitMs), y + 1, Math.max(1, x(j.endMs || L.t1) - x(j.submitMs)), ROW - 2);
+      g.fillRect(x(L.jobStart(j)), y + 1, Math.max(1, x(j.endMs || L.t1) - x(L.jobStart(j))), ROW - 2);
     }
     const findingStages = new Set((rep.findings || []).filter((f) => f.stageId !== undefined && f.stageId !== null).map((f) => f.stageId));
     for (const s of L.ran) {

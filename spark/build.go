@@ -174,6 +174,7 @@ func (b *builder) event(v *fastjson.Value) {
 		if j.Result == "JobFailed" {
 			j.Failure = str(v, "Job Result", "Exception", "Message")
 		}
+		b.skipPending(j)
 	case "SparkListenerStageSubmitted":
 		b.stageInfo(v.Get("Stage Info"), v.Get("Properties"), false)
 	case "SparkListenerStageCompleted":
@@ -309,6 +310,19 @@ func (b *builder) jobStart(v *fastjson.Value) {
 			st := b.stage(id, attempt)
 			b.fillStage(st, si)
 			st.Status = "PENDING"
+		}
+	}
+}
+
+// skipPending marks the stages of ended job j that never ran as skipped,
+// as Spark's UI does: their output was there already (a shuffle another
+// job wrote), or the job failed before reaching them.
+func (b *builder) skipPending(j *Job) {
+	for _, id := range j.StageIDs {
+		for attempt := 0; attempt <= b.lastAttempt[id]; attempt++ {
+			if st := b.stages[[2]int{id, attempt}]; st != nil && st.Status == "PENDING" {
+				st.Status = "SKIPPED"
+			}
 		}
 	}
 }

@@ -121,7 +121,7 @@ type Stage struct {
 	DurationMs int64  `json:"durationMs"`
 	// FirstLaunchMs is the launch time of its first task.
 	FirstLaunchMs   int64       `json:"firstTaskLaunchMs"`
-	Status          string      `json:"status"` // COMPLETE, FAILED, ACTIVE, PENDING
+	Status          string      `json:"status"` // COMPLETE, FAILED, ACTIVE, PENDING, SKIPPED
 	Failure         string      `json:"failure,omitempty"`
 	TaskCount       int         `json:"taskCount"` // task attempts that ended
 	FailedTaskCount int         `json:"failedTaskCount"`

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -338,5 +339,50 @@ func TestFailureTablesGolden(t *testing.T) {
 				t.Errorf("job %s: %s = %q, golden %q", w["jobID"], k, g, w[k])
 			}
 		}
+	}
+}
+
+// TestSkippedStages: a stage an ended job listed and never ran is skipped,
+// as Spark's UI says, while a running job's are still pending; the
+// local-1642039451826 log cut before job 2 ends, and whole.
+func TestSkippedStages(t *testing.T) {
+	whole := corpus.Read(t, "eventlogs", "apache", "local-1642039451826")
+	lines := bytes.SplitAfter(whole, []byte("\n"))
+	end := slices.IndexFunc(lines, func(l []byte) bool {
+		return bytes.Contains(l, []byte(`"Event":"SparkListenerJobEnd","Job ID":2`))
+	})
+	if end < 0 {
+		t.Fatal("no JobEnd of job 2")
+	}
+	for _, c := range []struct {
+		name                   string
+		log                    []byte
+		pending, skipped, jobs int
+	}{
+		{"job 2 running", bytes.Join(lines[:end], nil), 2, 1, 3}, // job 1 skipped one
+		{"whole", whole, 0, 6, 6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "local-1642039451826")
+			if err := os.WriteFile(path, c.log, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, err := eventlog.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			app, _, err := Build(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			status := map[string]int{}
+			for _, st := range app.Stages {
+				status[st.Status]++
+			}
+			if status["PENDING"] != c.pending || status["SKIPPED"] != c.skipped || len(app.Jobs) != c.jobs {
+				t.Errorf("stages by status %v, %d jobs; want %d pending, %d skipped, %d jobs", status, len(app.Jobs), c.pending, c.skipped, c.jobs)
+			}
+		})
 	}
 }

@@ -146,6 +146,7 @@ export function AppPage({ id, params, setParams }) {
   if (error) return <ErrorBox error={error} />;
   if (!rep) return <Loading what="application" />;
   const a = rep.app;
+  const skipped = rep.stages.filter((s) => s.status === 'SKIPPED').length;
   const t0 = a.startMs || Math.min(...rep.tasks.map((t) => t.launchMs));
   const t1 = Math.max(a.endMs || 0, ...rep.tasks.map((t) => t.finishMs || 0));
   const range = win || [t0, t1];
@@ -182,7 +183,8 @@ export function AppPage({ id, params, setParams }) {
           </span>
         )}
         <span>
-          {a.jobCount} jobs · {rep.stages.length} stage attempts · {a.taskCount} tasks ({a.failedTaskCount} not successful) · {a.executorCount} executors
+          {a.jobCount} jobs · {rep.stages.length - skipped} stage attempts
+          {skipped > 0 ? ` · ${skipped} stages skipped` : ''} · {a.taskCount} tasks ({a.failedTaskCount} not successful) · {a.executorCount} executors
         </span>
         <a href={`/apps/${encodeURIComponent(a.id)}/report`}>offline HTML report</a>
       </div>

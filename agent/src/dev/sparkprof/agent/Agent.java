@@ -258,6 +258,13 @@ public final class Agent {
     if (w == null) {
       return;
     }
+    if (!Profiler.wholeRecording(w.file)) {
+      droppedWindows.incrementAndGet();
+      Log.once("the Flight Recorder did not write a whole recording of a window (at JVM exit its own shutdown hook"
+          + " can race the agent's); the window is dropped, not sent", null);
+      Profiler.delete(w);
+      return;
+    }
     if (cfg.get("server") != null) {
       w.tasks = tasks.drain();
       w.gc = gcPauses != null ? gcPauses.drain() : null;

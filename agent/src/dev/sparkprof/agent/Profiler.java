@@ -2,6 +2,8 @@ package dev.sparkprof.agent;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -246,6 +248,41 @@ final class Profiler {
       }
     }
     return r;
+  }
+
+  /** The size of a JFR chunk header's fixed part: magic, version, chunk size, and the rest. */
+  private static final int CHUNK_HEADER = 68;
+
+  /**
+   * Whether file holds whole JFR chunks, one after the other, and at least one. At JVM exit the Flight
+   * Recorder's own shutdown hook races the agent's, and can fail to write a window ("Missing chunkfile") and
+   * leave its file empty or cut: such a window is dropped, not sent as a recording the server cannot read.
+   */
+  static boolean wholeRecording(Path file) {
+    try (FileChannel ch = FileChannel.open(file)) {
+      long size = ch.size();
+      ByteBuffer hdr = ByteBuffer.allocate(16); // big-endian, as JFR writes its header
+      long off = 0;
+      while (off < size) {
+        if (size - off < CHUNK_HEADER) {
+          return false;
+        }
+        hdr.clear();
+        while (hdr.hasRemaining()) {
+          if (ch.read(hdr, off + hdr.position()) < 0) {
+            return false;
+          }
+        }
+        long chunk = hdr.getLong(8);
+        if (hdr.getInt(0) != 0x464c5200 || chunk < CHUNK_HEADER || chunk > size - off) { // "FLR\0"
+          return false;
+        }
+        off += chunk;
+      }
+      return size > 0;
+    } catch (IOException | RuntimeException e) {
+      return false;
+    }
   }
 
   /** Deletes a window's file. */

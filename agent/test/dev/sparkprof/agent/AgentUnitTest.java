@@ -13,6 +13,12 @@ public final class AgentUnitTest {
     }
   }
 
+  static byte[] concat(byte[] a, byte[] b) {
+    byte[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, out, a.length, b.length);
+    return out;
+  }
+
   public static void main(String[] args) {
     String[] yarn = Agent.fromCommandLine(
         "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend --driver-url spark://CoarseGrainedScheduler@10.0.0.1:35000 "
@@ -50,6 +56,42 @@ public final class AgentUnitTest {
       check("gzip round trip", java.util.Arrays.equals(back, jfr), true);
     } catch (java.io.IOException e) {
       check("compress", e, null);
+    }
+
+    // A window is sent only when its file is whole JFR chunks: a real recording, two of them one after the
+    // other, and not one cut short, empty, or not JFR at all.
+    try {
+      java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("sparkprof-test");
+      java.nio.file.Path rec = dir.resolve("rec.jfr");
+      try (jdk.jfr.Recording r = new jdk.jfr.Recording()) {
+        r.enable("jdk.CPULoad").withPeriod(java.time.Duration.ofMillis(10));
+        r.start();
+        Thread.sleep(100);
+        r.stop();
+        r.dump(rec);
+      }
+      byte[] whole = java.nio.file.Files.readAllBytes(rec);
+      check("whole recording", Profiler.wholeRecording(rec), true);
+      java.nio.file.Path f = dir.resolve("f.jfr");
+      java.nio.file.Files.write(f, concat(whole, whole));
+      check("two chunks", Profiler.wholeRecording(f), true);
+      java.nio.file.Files.write(f, java.util.Arrays.copyOf(whole, whole.length - 1));
+      check("cut recording", Profiler.wholeRecording(f), false);
+      java.nio.file.Files.write(f, concat(whole, java.util.Arrays.copyOf(whole, 100)));
+      check("second chunk cut", Profiler.wholeRecording(f), false);
+      java.nio.file.Files.write(f, new byte[0]);
+      check("empty file", Profiler.wholeRecording(f), false);
+      byte[] notJfr = whole.clone();
+      notJfr[0] = 'X';
+      java.nio.file.Files.write(f, notJfr);
+      check("not JFR", Profiler.wholeRecording(f), false);
+      check("no file", Profiler.wholeRecording(dir.resolve("none.jfr")), false);
+      for (java.nio.file.Path p : new java.nio.file.Path[] {rec, f}) {
+        java.nio.file.Files.deleteIfExists(p);
+      }
+      java.nio.file.Files.delete(dir);
+    } catch (java.io.IOException | InterruptedException e) {
+      check("recording", e, null);
     }
 
     Labels ls = new Labels();

@@ -95,8 +95,14 @@ func printReport(w io.Writer, r *analysis.Report) {
 		name = "(unnamed)"
 	}
 	fmt.Fprintf(w, "%s  %s  Spark %s\n", name, a.ID, a.SparkVersion)
-	fmt.Fprintf(w, "duration %s, %d tasks (%d not successful), %d executors, %d jobs, %d stage attempts, %d SQL executions\n\n",
-		fmtMs(a.DurationMs), a.TaskCount, a.FailedTaskCount, a.ExecutorCount, a.JobCount, len(r.Stages), a.SQLCount)
+	skipped := 0
+	for _, st := range r.Stages {
+		if st.Status == "SKIPPED" {
+			skipped++
+		}
+	}
+	fmt.Fprintf(w, "duration %s, %d tasks (%d not successful), %d executors, %d jobs, %d stage attempts (%d stages skipped), %d SQL executions\n\n",
+		fmtMs(a.DurationMs), a.TaskCount, a.FailedTaskCount, a.ExecutorCount, a.JobCount, len(r.Stages)-skipped, skipped, a.SQLCount)
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(w, "No findings: nothing stands out.")
 	}

@@ -169,22 +169,24 @@ final class Profiler {
     try {
       r.stop();
     } catch (IllegalStateException e) {
-      // At JVM exit the recorder's own shutdown hook may have stopped the
-      // recording first; it writes the destination file itself.
-      awaitFile(file, 3_000);
-    } finally {
-      r.close();
+      // At JVM exit the recorder's own shutdown hook may have stopped the recording first. It writes the
+      // destination file itself, after it marks the recording stopped: closing the recording now would
+      // delete the chunks it is still copying ("Missing chunkfile"), and cut the file. The recording is left
+      // to the hook, which ends them all.
+      awaitWhole(file, 3_000);
+      return;
     }
+    r.close();
   }
 
-  /** Waits until file exists and stops growing, at most timeoutMs. */
-  private static void awaitFile(Path file, long timeoutMs) {
+  /** Waits until file holds whole chunks and stops growing, at most timeoutMs. */
+  private static void awaitWhole(Path file, long timeoutMs) {
     long deadline = System.currentTimeMillis() + timeoutMs;
     long last = -1;
     try {
       while (System.currentTimeMillis() < deadline) {
         long size = Files.exists(file) ? Files.size(file) : -1;
-        if (size > 0 && size == last) {
+        if (size > 0 && size == last && wholeRecording(file)) {
           return;
         }
         last = size;

@@ -33,7 +33,8 @@ export function LatencyPage({ params, setParams }) {
   const groups = new Map();
   let max = 0;
   for (const r of data?.rows || []) {
-    const key = r.keys.slice(1).join(' · ') || 'all';
+    // A sample without the label (no stage: a thread outside tasks) shows as "none", not as a blank.
+    const key = r.keys.slice(1).map((k) => k || 'none').join(' · ') || 'all';
     if (!groups.has(key)) groups.set(key, { key, keys: r.keys.slice(1), total: 0, states: {} });
     const g = groups.get(key);
     g.states[r.keys[0]] = (g.states[r.keys[0]] || 0) + r.value;

@@ -76,8 +76,11 @@ type Thresholds struct {
 	// times more than the median task, and at least SkewMinBytes.
 	SkewRatio    float64
 	SkewMinBytes int64
-	// GCShare of task run time spent in GC (warning; twice it is critical).
+	// GCShare of task run time spent in GC (warning; twice it is critical),
+	// in a stage whose tasks spent at least GCMinMs in GC in all: a share of
+	// a few milliseconds is nothing to act on.
 	GCShare float64
+	GCMinMs int64
 	// ShuffleWaitShare of task run time spent waiting for shuffle data.
 	ShuffleWaitShare float64
 	// OverheadShare of task time spent in scheduling and (de)serialisation.
@@ -86,8 +89,10 @@ type Thresholds struct {
 	// tasks below this is too small.
 	TinyTaskMs    int64
 	TinyTaskCount int
-	// IdleShare of allocated executor core time with no task running.
-	IdleShare float64
+	// IdleShare of allocated executor core time with no task running, when
+	// that comes to at least IdleMinCoreMs (core-milliseconds).
+	IdleShare     float64
+	IdleMinCoreMs int64
 	// DriverShare of the application's time with no task running.
 	DriverShare float64
 	// MinStageMs: stages shorter than this get no performance verdict.
@@ -101,11 +106,13 @@ var DefaultThresholds = Thresholds{
 	SkewRatio:        4,
 	SkewMinBytes:     64 << 20,
 	GCShare:          0.10,
+	GCMinMs:          1_000,
 	ShuffleWaitShare: 0.20,
 	OverheadShare:    0.30,
 	TinyTaskMs:       100,
 	TinyTaskCount:    200,
 	IdleShare:        0.50,
+	IdleMinCoreMs:    5 * 60_000,
 	DriverShare:      0.25,
 	MinStageMs:       1_000,
 }
@@ -277,7 +284,7 @@ func stageVerdict(st *spark.Stage, tasks []*spark.Task, th Thresholds) (Finding,
 		}
 	}
 	if total.RunTimeMs > 0 {
-		if g := share(total.GCTimeMs, total.RunTimeMs); g >= th.GCShare {
+		if g := share(total.GCTimeMs, total.RunTimeMs); g >= th.GCShare && total.GCTimeMs >= th.GCMinMs {
 			sev := Warning
 			if g >= 2*th.GCShare {
 				sev = Critical
@@ -395,8 +402,8 @@ func failures(app *spark.App) []Finding {
 	}
 	return []Finding{{
 		Kind: KindFailures, Severity: sev,
-		Message: fmt.Sprintf("%d task attempts did not succeed: %s; %d stage attempts and %d jobs failed",
-			total, strings.Join(parts, ", "), len(failedStages), len(failedJobs)),
+		Message: fmt.Sprintf("%s did not succeed: %s%s",
+			plural(total, "task attempt"), strings.Join(parts, ", "), failedOf(len(failedStages), len(failedJobs))),
 		Suggestion: "start with the biggest group; FetchFailed and ExecutorLostFailure point at lost executors or nodes, exceptions at the code (top frame)",
 		Evidence:   map[string]any{"groups": rows, "failedStages": failedStages, "failedJobs": failedJobs, "tasks": total},
 		score:      float64(total),
@@ -526,7 +533,7 @@ func idleExecutors(app *spark.App, th Thresholds) (Finding, bool) {
 		return Finding{}, false
 	}
 	idle := share(allocated-used, allocated)
-	if idle < th.IdleShare {
+	if idle < th.IdleShare || allocated-used < th.IdleMinCoreMs {
 		return Finding{}, false
 	}
 	wastedHours := float64(allocated-used) / 3.6e6
@@ -647,10 +654,15 @@ func whatIf(app *spark.App, byStage map[[2]int][]*spark.Task) (Finding, bool) {
 	}
 	base := estimate(execs)
 	twice := estimate(execs * 2)
+	msg := fmt.Sprintf("with %d executors instead of %d the run would take about %s instead of %s (replaying the observed task times)",
+		execs*2, execs, fmtMs(twice), fmtMs(base))
+	if fmtMs(twice) == fmtMs(base) {
+		msg = fmt.Sprintf("%d executors instead of %d would not shorten the run: about %s either way (replaying the observed task times)",
+			execs*2, execs, fmtMs(base))
+	}
 	return Finding{
 		Kind: KindWhatIf, Severity: Info,
-		Message: fmt.Sprintf("with %d executors instead of %d the run would take about %s instead of %s (replaying the observed task times)",
-			execs*2, execs, fmtMs(twice), fmtMs(base)),
+		Message:    msg,
 		Suggestion: "if doubling executors barely helps, the run is bound by a few long tasks or by the driver, not by capacity",
 		Evidence:   map[string]any{"estimates": rows, "coresPerExecutor": cores, "observedMs": app.DurationMs},
 	}, true
@@ -761,6 +773,30 @@ func warnings(in Input) (Finding, bool) {
 		Message:  fmt.Sprintf("%d problems with the inputs; results cover what could be read", len(ws)),
 		Evidence: map[string]any{"warnings": ws},
 	}, true
+}
+
+// plural returns n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// failedOf says how many stage attempts and jobs failed, or nothing when
+// none did.
+func failedOf(stages, jobs int) string {
+	var parts []string
+	if stages > 0 {
+		parts = append(parts, plural(stages, "stage attempt"))
+	}
+	if jobs > 0 {
+		parts = append(parts, plural(jobs, "job"))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, " and ") + " failed"
 }
 
 func firstLine(s string) string {

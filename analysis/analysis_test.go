@@ -101,6 +101,51 @@ func TestFailuresGrouped(t *testing.T) {
 	}
 }
 
+// TestSmallEffects: findings about amounts too small to act on are left
+// out, with the thresholds at their defaults and with the minimums taken
+// away; and the failures message counts what failed in words.
+func TestSmallEffects(t *testing.T) {
+	none := DefaultThresholds
+	none.GCMinMs, none.IdleMinCoreMs = 0, 0
+	tests := []struct {
+		name             string
+		rel              []string
+		kind             string
+		th               Thresholds
+		want             int
+		message, without string
+	}{
+		// Spark Pi: 11 ms of GC in 20 ms of task time, and 2 executors
+		// idle for 0.01 core-hours.
+		{"gc of milliseconds", []string{"sparkscope", "app-20231025121456-0004-eventLog-finished"}, KindGC, DefaultThresholds, 0, "", ""},
+		{"gc, no minimum", []string{"sparkscope", "app-20231025121456-0004-eventLog-finished"}, KindGC, none, 1, "11 ms of 20 ms", ""},
+		{"idle seconds", []string{"sparkscope", "app-20231025121456-0004-eventLog-finished"}, KindIdleExecutors, DefaultThresholds, 0, "", ""},
+		{"idle, no minimum", []string{"sparkscope", "app-20231025121456-0004-eventLog-finished"}, KindIdleExecutors, none, 1, "", ""},
+		{"gc of seconds", []string{"nvidia", "aqeshuffle_eventlog.zstd"}, KindGC, DefaultThresholds, 1, "4.5 s of 27.7 s", ""},
+		{"idle core-hours", []string{"nvidia", "tasks_executors_fail_compressed_eventlog.zstd"}, KindIdleExecutors, DefaultThresholds, 1, "0.70 core-hours", ""},
+		{"what-if without gain", []string{"sparkscope", "app-20231025121456-0004-eventLog-finished"}, KindWhatIf, DefaultThresholds, 1, "would not shorten the run: about 8.4 s either way", ""},
+		{"failures", []string{"nvidia", "tasks_executors_fail_compressed_eventlog.zstd"}, KindFailures, DefaultThresholds, 1, "53 task attempts did not succeed: 50 Resubmitted, 2 FetchFailed, 1 ExecutorLostFailure; 1 stage attempt and 1 job failed", ""},
+		{"failures, none of stages or jobs", []string{"apache", "app-20161116163331-0000"}, KindFailures, DefaultThresholds, 1, "8 task attempts did not succeed: 8 ExceptionFailure", "failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := find(Analyze(fromEventLog(t, append([]string{"eventlogs"}, tt.rel...)...), tt.th), tt.kind)
+			if len(fs) != tt.want {
+				t.Fatalf("%d %s findings, want %d: %+v", len(fs), tt.kind, tt.want, fs)
+			}
+			if len(fs) == 0 {
+				return
+			}
+			if m := fs[0].Message; !strings.Contains(m, tt.message) {
+				t.Errorf("message %q, want %q in it", m, tt.message)
+			}
+			if m := fs[0].Message; tt.without != "" && strings.Contains(m, tt.without) {
+				t.Errorf("message %q, want no %q in it", m, tt.without)
+			}
+		})
+	}
+}
+
 // TestEveryEventLog analyses every event log of the corpus: no panic, a
 // report that encodes, and warnings where the log is incomplete.
 func TestEveryEventLog(t *testing.T) {

@@ -43,9 +43,11 @@ func runAnalyze(ctx context.Context, e *env, args []string) error {
 	fs.Int64Var(&th.StragglerMinMs, "straggler-min-ms", th.StragglerMinMs, "stragglers must run at least this long (ms)")
 	fs.Float64Var(&th.SkewRatio, "skew-ratio", th.SkewRatio, "a task reading this many times the median is skew")
 	fs.Float64Var(&th.GCShare, "gc-share", th.GCShare, "share of task time in GC that is a finding (twice it is critical)")
+	fs.Int64Var(&th.GCMinMs, "gc-min-ms", th.GCMinMs, "a stage's tasks must spend at least this long in GC in all (ms) for a GC finding")
 	fs.Float64Var(&th.ShuffleWaitShare, "shuffle-wait-share", th.ShuffleWaitShare, "share of task time waiting for shuffle data that is a finding")
 	fs.Float64Var(&th.OverheadShare, "overhead-share", th.OverheadShare, "share of task time in scheduling and (de)serialisation that is a finding")
 	fs.Float64Var(&th.IdleShare, "idle-share", th.IdleShare, "share of allocated executor core time without tasks that is a finding")
+	fs.Int64Var(&th.IdleMinCoreMs, "idle-min-core-ms", th.IdleMinCoreMs, "the idle core time must come to at least this (core-ms) for an idle-executors finding")
 	fs.Float64Var(&th.DriverShare, "driver-share", th.DriverShare, "share of the run without any task that is a finding")
 	if err := parsePaths(fs, args); err != nil {
 		return err
@@ -101,8 +103,12 @@ func printReport(w io.Writer, r *analysis.Report) {
 			skipped++
 		}
 	}
+	duration := fmtMs(a.DurationMs)
+	if a.EndMs == 0 {
+		duration = "unknown (no ApplicationEnd: still running, or the log was cut)"
+	}
 	fmt.Fprintf(w, "duration %s, %d tasks (%d not successful), %d executors, %d jobs, %d stage attempts (%d stages skipped), %d SQL executions\n\n",
-		fmtMs(a.DurationMs), a.TaskCount, a.FailedTaskCount, a.ExecutorCount, a.JobCount, len(r.Stages)-skipped, skipped, a.SQLCount)
+		duration, a.TaskCount, a.FailedTaskCount, a.ExecutorCount, a.JobCount, len(r.Stages)-skipped, skipped, a.SQLCount)
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(w, "No findings: nothing stands out.")
 	}

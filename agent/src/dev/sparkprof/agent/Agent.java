@@ -320,7 +320,9 @@ public final class Agent {
     try {
       byte[] jfr = compress(Files.readAllBytes(w.file), cfg.get("compression"));
       String tasksJson = w.tasks, gcJson = w.gc;
-      String query = "name=" + enc(labels.pyroscopeName(app)) + "&from=" + w.fromMs / 1000 + "&until=" + (w.untilMs + 999) / 1000
+      // The window in milliseconds, which Pyroscope's ingest reads as sparkprof's does (told apart from
+      // seconds by size): seconds rounded up put its end up to a second after the upload.
+      String query = "name=" + enc(labels.pyroscopeName(app)) + "&from=" + w.fromMs + "&until=" + w.untilMs
           + "&format=jfr&spyName=sparkprof&sampleRate=" + (1000 / Math.max(1, cfg.millis("interval", 10)))
           + "&dropped=" + droppedWindows.get();
       HttpURLConnection c = (HttpURLConnection) new URL(server.replaceAll("/+$", "") + "/ingest?" + query).openConnection();

@@ -62,3 +62,33 @@ func TestBrowserReport(t *testing.T) {
 		t.Errorf("page problems: %v", ps)
 	}
 }
+
+// TestBrowserEventLogReport opens the HTML report of an event log alone (no
+// profiler records, so no metric series) in headless Chromium: no console
+// errors, and the timeline draws every task, with its jobs and stages.
+func TestBrowserEventLogReport(t *testing.T) {
+	ctx, problems := browsertest.Start(t)
+	in := fromEventLog(t, "eventlogs", "nvidia", "eventlog_4nodes_8cores_dynamic_alloc.zstd")
+	var b bytes.Buffer
+	if err := WriteHTML(&b, NewReport(in, Analyze(in, DefaultThresholds), nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path), chromedp.WaitReady("#timeline")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what, prefix string
+		want         int
+	}{{"tasks", "task ", in.App.TaskCount}, {"jobs", "job ", in.App.JobCount}} {
+		if n := browsertest.Eval[int](t, ctx, `hits.filter(h => h[4].startsWith("`+c.prefix+`")).length`); n != c.want {
+			t.Errorf("timeline drew %d %s, want %d", n, c.what, c.want)
+		}
+	}
+	if ps := problems(); len(ps) > 0 {
+		t.Errorf("page problems: %v", ps)
+	}
+}

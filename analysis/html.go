@@ -65,9 +65,11 @@ func WriteHTML(w io.Writer, r *Report) error {
 		}
 		tl = append(tl, timelineTask{t.ID, int64(t.StageID), int64(i), t.LaunchMs - origin, finish - origin, status})
 	}
+	// Lists are never null: the page's script walks each of them (an event
+	// log alone has no metric series, and a report of one had no timeline).
 	data := map[string]any{
-		"app": r.App, "origin": origin, "lanes": lanes, "tasks": tl, "jobs": r.Jobs, "stages": r.Stages,
-		"executors": r.Executors, "findings": r.Findings, "metrics": r.Metrics, "sql": r.SQL,
+		"app": r.App, "origin": origin, "lanes": list(lanes), "tasks": list(tl), "jobs": list(r.Jobs), "stages": list(r.Stages),
+		"executors": list(r.Executors), "findings": list(r.Findings), "metrics": list(r.Metrics), "sql": list(r.SQL),
 		"truncatedTasks": len(r.Tasks) - len(tasks),
 	}
 	js, err := json.Marshal(data) // escapes <, > and & so it is safe inside a script element
@@ -79,4 +81,13 @@ func WriteHTML(w io.Writer, r *Report) error {
 		title = r.App.ID
 	}
 	return reportTmpl.Execute(w, map[string]any{"Title": title, "Data": template.JS(js)})
+}
+
+// list returns s, or an empty slice for nil, which JSON encodes as [], not
+// null.
+func list[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

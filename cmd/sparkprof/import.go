@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -161,6 +163,9 @@ func runImport(ctx context.Context, e *env, args []string) error {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		resp, err := client.Do(req)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return "", 0, fmt.Errorf("import %s: no sparkprof server answers at %s: start one (sparkprof serve), or name it with --server or $SPARKPROF_SERVER", f.path, *server)
+		}
 		if err != nil {
 			return "", 0, fmt.Errorf("import %s: %w", f.path, err)
 		}

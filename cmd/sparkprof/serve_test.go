@@ -381,6 +381,18 @@ func TestImportWaitsForStartingServer(t *testing.T) {
 	}
 }
 
+// An import with no server at its address says so, and how to name one,
+// instead of Go's dial error alone.
+func TestImportWithoutServer(t *testing.T) {
+	ts := httptest.NewServer(http.NotFoundHandler())
+	addr := ts.URL
+	ts.Close() // nothing listens there now
+	code, _, stderr := sparkprof(t, "import", "--server", addr, corpus.Path(t, "jfr", "dump1.jfr.gz"))
+	if code == 0 || !strings.Contains(stderr, "no sparkprof server answers at "+addr) || !strings.Contains(stderr, "--server") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
 // With --log-format json every line serve writes is a JSON object, the
 // address it listens on among them.
 func TestServeJSONLogs(t *testing.T) {

@@ -68,8 +68,8 @@ func WriteHTML(w io.Writer, r *Report) error {
 	// Lists are never null: the page's script walks each of them (an event
 	// log alone has no metric series, and a report of one had no timeline).
 	data := map[string]any{
-		"app": r.App, "origin": origin, "lanes": list(lanes), "tasks": list(tl), "jobs": list(r.Jobs), "stages": list(r.Stages),
-		"executors": list(r.Executors), "findings": list(r.Findings), "metrics": list(r.Metrics), "sql": list(r.SQL),
+		"app": r.App, "origin": origin, "lanes": nonNil(lanes), "tasks": nonNil(tl), "jobs": nonNil(r.Jobs), "stages": nonNil(r.Stages),
+		"executors": nonNil(r.Executors), "findings": nonNil(r.Findings), "metrics": nonNil(r.Metrics), "sql": nonNil(r.SQL),
 		"truncatedTasks": len(r.Tasks) - len(tasks),
 	}
 	js, err := json.Marshal(data) // escapes <, > and & so it is safe inside a script element
@@ -83,11 +83,3 @@ func WriteHTML(w io.Writer, r *Report) error {
 	return reportTmpl.Execute(w, map[string]any{"Title": title, "Data": template.JS(js)})
 }
 
-// list returns s, or an empty slice for nil, which JSON encodes as [], not
-// null.
-func list[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/sparkprof/sparkprof/applog"
@@ -178,6 +179,55 @@ func Analyze(in Input, th Thresholds) []Finding {
 		}
 		return out[i].score > out[j].score
 	})
+	return foldStages(out)
+}
+
+// maxStageFindings is how many findings of one kind and severity about
+// single stages a report lists before it folds the others into one.
+const maxStageFindings = 3
+
+// foldStages keeps, of each kind and severity, the first maxStageFindings
+// findings about single stages, and folds the others into one finding in
+// the place of the first it folds, which names their stages (evidence
+// "stages", and their own "messages"): a report of a hundred stages lists
+// a few GC rows, not a hundred. fs is in order of importance.
+func foldStages(fs []Finding) []Finding {
+	type key struct{ kind, severity string }
+	seen := map[key]int{}
+	folded := map[key]int{} // where in out a kind's folded finding is
+	var out []Finding
+	for _, f := range fs {
+		k := key{f.Kind, f.Severity}
+		if f.StageID == nil || seen[k] < maxStageFindings {
+			if f.StageID != nil {
+				seen[k]++
+			}
+			out = append(out, f)
+			continue
+		}
+		i, ok := folded[k]
+		if !ok {
+			i = len(out)
+			folded[k] = i
+			out = append(out, Finding{Kind: f.Kind, Severity: f.Severity, Suggestion: f.Suggestion,
+				Evidence: map[string]any{"stages": []int{}, "messages": []string{}}, score: f.score})
+		}
+		ev := out[i].Evidence
+		ev["stages"] = append(ev["stages"].([]int), *f.StageID)
+		ev["messages"] = append(ev["messages"].([]string), f.Message)
+	}
+	for _, i := range folded {
+		stages := out[i].Evidence["stages"].([]int)
+		names := make([]string, len(stages))
+		for j, id := range stages {
+			names[j] = strconv.Itoa(id)
+		}
+		noun := "stages"
+		if len(stages) == 1 {
+			noun = "stage"
+		}
+		out[i].Message = fmt.Sprintf("%d more %s alike: %s", len(stages), noun, strings.Join(names, ", "))
+	}
 	return out
 }
 

@@ -3,6 +3,7 @@ package analysis
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,6 +144,41 @@ func TestSmallEffects(t *testing.T) {
 				t.Errorf("message %q, want no %q in it", m, tt.without)
 			}
 		})
+	}
+}
+
+// TestFoldStages: of the nine stages of eventlog_4nodes_8cores_dynamic_alloc
+// with a GC finding, the three with the most effect keep theirs and one
+// finding names the six others.
+func TestFoldStages(t *testing.T) {
+	fs := find(Analyze(fromEventLog(t, "eventlogs", "nvidia", "eventlog_4nodes_8cores_dynamic_alloc.zstd"), DefaultThresholds), KindGC)
+	if len(fs) != maxStageFindings+1 {
+		t.Fatalf("%d gc findings, want %d and a folded one: %+v", len(fs), maxStageFindings, fs)
+	}
+	seen := map[int]bool{}
+	for _, f := range fs[:maxStageFindings] {
+		if f.StageID == nil {
+			t.Fatalf("finding %q has no stage", f.Message)
+		}
+		seen[*f.StageID] = true
+	}
+	folded := fs[maxStageFindings]
+	stages, _ := folded.Evidence["stages"].([]int)
+	messages, _ := folded.Evidence["messages"].([]string)
+	if folded.StageID != nil || len(stages) != 6 || len(messages) != 6 || !strings.HasPrefix(folded.Message, "6 more stages alike: ") {
+		t.Fatalf("folded finding %+v", folded)
+	}
+	for i, id := range stages {
+		if seen[id] {
+			t.Errorf("stage %d is both kept and folded", id)
+		}
+		if !strings.HasPrefix(messages[i], fmt.Sprintf("stage %d: ", id)) {
+			t.Errorf("stage %d folded with the message %q", id, messages[i])
+		}
+		seen[id] = true
+	}
+	if len(seen) != 9 {
+		t.Errorf("%d stages with a gc finding, want 9", len(seen))
 	}
 }
 

@@ -82,4 +82,3 @@ func WriteHTML(w io.Writer, r *Report) error {
 	}
 	return reportTmpl.Execute(w, map[string]any{"Title": title, "Data": template.JS(js)})
 }
-

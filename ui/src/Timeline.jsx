@@ -2,7 +2,7 @@
 // then one band of task lanes per executor. Dragging brushes a time window;
 // clicking a stage selects it.
 import React, { useEffect, useMemo, useRef, useState } from 'react';
-import { fmtMs } from './api';
+import { fmtMs, findingStages } from './api';
 
 const GUTTER = 130;
 const ROW = 14;
@@ -144,14 +144,14 @@ export function Timeline({ rep, window: win, onWindow, selectedStage, onStage, s
       g.fillStyle = j.result === 'JobFailed' ? '#d9534f' : j.result ? '#6c8ebf' : '#f0ad4e';
       g.fillRect(x(L.jobStart(j)), y + 1, Math.max(1, x(j.endMs || L.t1) - x(L.jobStart(j))), ROW - 2);
     }
-    const findingStages = new Set((rep.findings || []).filter((f) => f.stageId !== undefined && f.stageId !== null).map((f) => f.stageId));
+    const withFinding = new Set((rep.findings || []).flatMap(findingStages));
     for (const s of L.ran) {
       const y = stagesRow.y + L.stages.lanes.get(s) * ROW;
       const x0 = x(L.stageStart(s));
       const w = Math.max(2, x(L.stageEnd(s)) - x0);
       g.fillStyle = s.status === 'FAILED' ? '#d9534f' : s.status === 'COMPLETE' ? '#82b366' : s.status === 'PENDING' ? '#ccc' : '#f0ad4e';
       g.fillRect(x0, y + 1, w, ROW - 2);
-      if (findingStages.has(s.stageId)) {
+      if (withFinding.has(s.stageId)) {
         g.strokeStyle = '#e67e22';
         g.lineWidth = 2;
         g.strokeRect(x0, y + 1, w, ROW - 2);

@@ -125,3 +125,11 @@ export function fmtValue(v, unit) {
       return v.toLocaleString('en');
   }
 }
+
+// findingStages lists the stages a finding is about: its stage, or the
+// stages a folded finding names (analysis folds a kind's findings past the
+// first few into one).
+export function findingStages(f) {
+  if (f.stageId !== undefined && f.stageId !== null) return [f.stageId];
+  return (f.evidence && f.evidence.stages) || [];
+}

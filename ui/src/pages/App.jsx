@@ -2,7 +2,7 @@
 // executors, errors and log chunks, and the flame graph of what is
 // selected (whole app, a stage, a brushed time window).
 import React, { useCallback, useMemo, useState, useRef } from 'react';
-import { getJSON, fmtMs, fmtBytes, fmtTime, selector } from '../api';
+import { getJSON, fmtMs, fmtBytes, fmtTime, selector, findingStages } from '../api';
 import { href } from '../router';
 import { useAsync, ErrorBox, Loading, Table, Severity, RefreshControls } from '../common';
 import { Timeline } from '../Timeline';
@@ -154,7 +154,7 @@ export function AppPage({ id, params, setParams }) {
   const stages = rep.stages.filter((s) => overlaps(s.submitMs || s.firstTaskLaunchMs, s.completeMs));
   const verdict = new Map();
   for (const f of rep.findings) {
-    if (f.stageId !== undefined && f.stageId !== null && !verdict.has(f.stageId)) verdict.set(f.stageId, f);
+    for (const id of findingStages(f)) if (!verdict.has(id)) verdict.set(id, f);
   }
   const hasProfiles = (appIds || []).includes(a.id);
   const sel = {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/sparkprof/sparkprof/applog"
@@ -101,6 +102,9 @@ func ReadInputs(paths []string, opt ReadOptions) (*Inputs, error) {
 				in.EventLogs = append(in.EventLogs, a)
 			case "logs":
 				logs, err := applog.OpenAll(src.Path, applog.Options{})
+				if err == nil && !slices.ContainsFunc(logs, func(l *applog.Log) bool { return l.Layout != "" }) {
+					err = errors.New("no line in a layout of Spark's logs (log4j, JSON): not a driver or executor log, an event log or a profile")
+				}
 				if err != nil {
 					if err := failed(fmt.Errorf("container logs %s: %w", src.Path, err)); err != nil {
 						return nil, err

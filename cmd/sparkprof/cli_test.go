@@ -316,6 +316,15 @@ func TestAnalyzeInputs(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "no event log or container log") {
 		t.Errorf("profile alone: exit %d, %s", code, stderr)
 	}
+	// A text file that is no Spark log is not analysed as an empty app.
+	notes := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(notes, []byte("a shopping list\nnot a log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := sparkprof(t, "analyze", notes)
+	if code != 1 || !strings.Contains(stderr, "notes.txt: no line in a layout of Spark's logs") || out != "" {
+		t.Errorf("a text file: exit %d, stdout %q, stderr %s", code, out, stderr)
+	}
 }
 
 // TestAnalyzeHTML writes the HTML report of the straggler riddle with its

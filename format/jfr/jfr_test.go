@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -791,4 +792,83 @@ func FuzzWholeChunks(f *testing.F) {
 			t.Fatalf("chunks of %d bytes, want %d", total, n)
 		}
 	})
+}
+
+// BenchmarkTraceReuse measures how much of a JVM's window an earlier window
+// of the same JVM already held, which bounds what a decoder keeping state
+// per JVM could skip: over the windows SPARKPROF_JDK_WINDOWS names (the
+// agent's outputDir file, a window a chunk, in order), the share of each
+// window's distinct stack traces (method keys and lines, the JDK keeping a
+// method's key for the JVM's life) that an earlier window had, and the
+// share of its root-side trace prefixes (stack nodes) no earlier window had.
+// It reports the mean over the windows after the first, and the last's.
+func BenchmarkTraceReuse(b *testing.B) {
+	name := os.Getenv("SPARKPROF_JDK_WINDOWS")
+	if name == "" {
+		b.Skip("SPARKPROF_JDK_WINDOWS names no recording")
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	windows, err := Chunks(data)
+	if err != nil || len(windows) < 2 {
+		b.Fatalf("%s: %d windows (%v); want several", name, len(windows), err)
+	}
+	var seenTraces, newNodes []float64
+	for b.Loop() {
+		seenTraces, newNodes = seenTraces[:0], newNodes[:0]
+		traces, nodes := map[prefixKey]bool{}, map[prefixKey]bool{}
+		for _, w := range windows {
+			h, err := readChunkHeader(w)
+			if err != nil {
+				b.Fatal(err)
+			}
+			md, err := loadMetadata(w, h.metaOffset)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := &decoder{chunk: w, hdr: h, md: md}
+			if err := d.indexPools(); err != nil {
+				b.Fatal(err)
+			}
+			windowTraces, windowNodes := map[prefixKey]bool{}, map[prefixKey]bool{}
+			for _, sp := range d.traceSpans {
+				k := prefixKey{0x243f6a8885a308d3, 0x13198a2e03707344}
+				for i := sp.end - 1; i >= sp.start; i-- { // root first
+					k = k.next(d.traceFrames[i])
+					windowNodes[k] = true
+				}
+				windowTraces[k] = true
+			}
+			seen, fresh := 0, 0
+			for k := range windowTraces {
+				if traces[k] {
+					seen++
+				}
+			}
+			for k := range windowNodes {
+				if !nodes[k] {
+					fresh++
+				}
+			}
+			seenTraces = append(seenTraces, float64(seen)/float64(len(windowTraces)))
+			newNodes = append(newNodes, float64(fresh)/float64(len(windowNodes)))
+			maps.Copy(traces, windowTraces)
+			maps.Copy(nodes, windowNodes)
+		}
+	}
+	mean := func(xs []float64) float64 {
+		var sum float64
+		for _, x := range xs[1:] {
+			sum += x
+		}
+		return sum / float64(len(xs)-1)
+	}
+	last := len(windows) - 1
+	b.ReportMetric(100*mean(seenTraces), "%traces-seen-before")
+	b.ReportMetric(100*seenTraces[last], "%traces-seen-before-last")
+	b.ReportMetric(100*mean(newNodes), "%nodes-new")
+	b.ReportMetric(100*newNodes[last], "%nodes-new-last")
+	b.ReportMetric(float64(len(windows)), "windows")
 }

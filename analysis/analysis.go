@@ -222,11 +222,7 @@ func foldStages(fs []Finding) []Finding {
 		for j, id := range stages {
 			names[j] = strconv.Itoa(id)
 		}
-		noun := "stages"
-		if len(stages) == 1 {
-			noun = "stage"
-		}
-		out[i].Message = fmt.Sprintf("%d more %s alike: %s", len(stages), noun, strings.Join(names, ", "))
+		out[i].Message = fmt.Sprintf("%d more %s alike: %s", len(stages), nouns(len(stages), "stage"), strings.Join(names, ", "))
 	}
 	return out
 }
@@ -647,7 +643,7 @@ func criticalPath(app *spark.App) (Finding, bool) {
 	}
 	return Finding{
 		Kind: KindCriticalPath, Severity: Info,
-		Message:    fmt.Sprintf("critical path through the stage graph: stages %s, %s", joinInts(path), fmtMs(total)),
+		Message:    fmt.Sprintf("critical path through the stage graph: %s %s, %s", nouns(len(path), "stage"), joinInts(path), fmtMs(total)),
 		Suggestion: "only these stages bound the wall time: speed them up first",
 		Evidence:   map[string]any{"stages": path, "durationMs": total},
 	}, true
@@ -820,17 +816,20 @@ func warnings(in Input) (Finding, bool) {
 	}
 	return Finding{
 		Kind: KindWarnings, Severity: Info,
-		Message:  fmt.Sprintf("%d problems with the inputs; results cover what could be read", len(ws)),
+		Message:  plural(len(ws), "problem") + " with the inputs; results cover what could be read",
 		Evidence: map[string]any{"warnings": ws},
 	}, true
 }
 
 // plural returns n and noun, with an s unless n is 1.
-func plural(n int, noun string) string {
+func plural(n int, noun string) string { return fmt.Sprintf("%d %s", n, nouns(n, noun)) }
+
+// nouns returns noun, with an s unless n is 1.
+func nouns(n int, noun string) string {
 	if n == 1 {
-		return "1 " + noun
+		return noun
 	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	return noun + "s"
 }
 
 // failedOf says how many stage attempts and jobs failed, or nothing when

@@ -283,15 +283,21 @@ func (a *apps) stageWindow(tenant, id string, stage int) (from, until int64, ok 
 // AppSummary is one row of the apps list.
 type AppSummary struct {
 	spark.Summary
-	Status        string `json:"status"` // finished or running (no ApplicationEnd)
+	// Status is finished, running (no ApplicationEnd), or profiles (an app
+	// whose samples carry its id, from an agent, but whose event log the
+	// server has not read).
+	Status        string `json:"status"`
 	FindingsCount int    `json:"findingsCount"`
 	Critical      int    `json:"criticalFindings"`
 }
 
 func (s *Server) handleApps(w http.ResponseWriter, r *http.Request) {
+	ten := tenant(r)
 	s.apps.mu.RLock()
 	out := []AppSummary{}
-	for _, app := range s.apps.by[tenant(r)] {
+	analysed := map[string]bool{}
+	for id, app := range s.apps.by[ten] {
+		analysed[id] = true
 		rep := app.report
 		row := AppSummary{Summary: rep.App, Status: "finished", FindingsCount: len(rep.Findings)}
 		if rep.App.EndMs == 0 {
@@ -306,8 +312,50 @@ func (s *Server) handleApps(w http.ResponseWriter, r *http.Request) {
 		out = append(out, row)
 	}
 	s.apps.mu.RUnlock()
+	profiled, err := s.profiledApps(r, ten, analysed)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	out = append(out, profiled...)
 	sort.Slice(out, func(i, j int) bool { return out[i].StartMs > out[j].StartMs })
 	writeJSON(w, out)
+}
+
+// profiledApps returns a row for each app id the tenant's samples carry
+// (an agent's uploads name their app) that is not among the analysed
+// apps: a user who set up the agent but not the event logs finds the app
+// in the list, with the span of its uploads and its service name.
+func (s *Server) profiledApps(r *http.Request, ten string, analysed map[string]bool) ([]AppSummary, error) {
+	ids, err := s.labelValues(r.Context(), ten, profile.LabelAppID, store.Query{})
+	if err != nil {
+		return nil, err
+	}
+	var out []AppSummary
+	for id := range ids[profile.LabelAppID] {
+		if analysed[id] || id == "" {
+			continue
+		}
+		row := AppSummary{Summary: spark.Summary{ID: id}, Status: "profiles"}
+		m := []profile.Matcher{{Name: profile.LabelAppID, Op: profile.MatchEqual, Value: id}}
+		err := s.cfg.Store.Select(ten, store.Query{Matchers: m, SampleMatchers: m}, func(u *store.Upload) error {
+			if u.From > 0 && (row.StartMs == 0 || u.From/1e6 < row.StartMs) {
+				row.StartMs = u.From / 1e6
+			}
+			row.EndMs = max(row.EndMs, u.Until/1e6)
+			if name, ok := u.Labels.Get(profile.LabelServiceName); ok && row.Name == "" {
+				row.Name = name
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		// Still receiving, or not: there is no end event to tell.
+		row.DurationMs, row.EndMs = max(row.EndMs-row.StartMs, 0), 0
+		out = append(out, row)
+	}
+	return out, nil
 }
 
 // appDetail is the answer of /api/v1/apps/{id}: the analysis report with

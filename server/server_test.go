@@ -762,6 +762,41 @@ func TestRangeBackwards(t *testing.T) {
 	}
 }
 
+// TestProfiledApps: an app whose agent sent profiles but whose event log
+// the server has not read is listed, with its service name and the start
+// of its uploads; once its event log is imported, it is listed once, as
+// analysed.
+func TestProfiledApps(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	jfr := corpus.Read(t, "jfr", "dump1.jfr.gz")
+	send := func(app string, from int64) {
+		t.Helper()
+		q := url.Values{"name": {"myjob{spark_app_id=" + app + ",spark_executor_id=1}"}, "format": {"jfr"},
+			"from": {strconv.FormatInt(from, 10)}, "until": {strconv.FormatInt(from+10_000, 10)}}
+		if code := post(t, ts, q, "", jfr); code != 200 {
+			t.Fatalf("upload for %s: %d", app, code)
+		}
+	}
+	send("app-x", 1764000000000)
+	send("app-x", 1764000010000)
+	send("local-1532512550423", 1532512550000)
+	if code := importFile(t, ts, url.Values{"path": {"local-1532512550423"}}, corpus.Read(t, "eventlogs", "sparklens", "local-1532512550423")); code != 200 {
+		t.Fatalf("import: %d", code)
+	}
+	var apps []AppSummary
+	getJSON(t, ts, "/api/v1/apps", &apps)
+	got := map[string]AppSummary{}
+	for _, a := range apps {
+		got[a.ID] = a
+	}
+	if x := got["app-x"]; len(apps) != 2 || x.Status != "profiles" || x.Name != "myjob" || x.StartMs != 1764000000000 || x.DurationMs != 20_000 {
+		t.Errorf("apps %+v; want app-x from its profiles (myjob, from 1764000000000 for 20 s) and the analysed app", apps)
+	}
+	if a := got["local-1532512550423"]; a.Status != "finished" || a.TaskCount != 8 {
+		t.Errorf("the analysed app: %+v", a)
+	}
+}
+
 // TestAppsAndSlowVsRest imports a real event log, lists and opens the app,
 // then diffs the slowest task of a stage against the others with profiles
 // labelled per task.

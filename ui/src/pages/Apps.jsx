@@ -1,6 +1,6 @@
 // The applications list: searchable, newest first, live apps marked.
 import React, { useState } from 'react';
-import { getJSON, fmtMs, fmtTime } from '../api';
+import { getJSON, fmtMs, fmtTime, selector } from '../api';
 import { href } from '../router';
 import { useAsync, ErrorBox, Loading, Table, RefreshControls } from '../common';
 
@@ -16,7 +16,8 @@ export function AppsPage() {
       <h1>Applications</h1>
       <p className="muted">
         Spark applications from imported event logs and container logs (<code>sparkprof import</code>, or{' '}
-        <code>POST /api/v1/import</code>). Profiles sent by agents show on the Flame graph and Agents pages.
+        <code>POST /api/v1/import</code>), and those whose agents sent profiles but whose event log has not come yet
+        (point <code>serve --eventlog-dir</code> at <code>spark.eventLog.dir</code>): these open on the flame graph.
       </p>
       <div className="row">
         <input className="search" placeholder="Search name, id, version, user" value={q} onChange={(e) => setQ(e.target.value)} data-testid="app-search" />
@@ -30,7 +31,15 @@ export function AppsPage() {
           rowKey={(a) => a.id}
           initialSort={{ key: 'startMs', desc: true }}
           columns={[
-            { key: 'name', title: 'Name', render: (a) => <a href={href(`/apps/${encodeURIComponent(a.id)}`)}>{a.name || '(unnamed)'}</a> },
+            {
+              key: 'name',
+              title: 'Name',
+              render: (a) => (
+                <a href={profilesOnly(a) ? href('/flame', { query: selector({ spark_app_id: a.id }) }) : href(`/apps/${encodeURIComponent(a.id)}`)}>
+                  {a.name || '(unnamed)'}
+                </a>
+              ),
+            },
             { key: 'id', title: 'App id', render: (a) => <code>{a.id}</code> },
             { key: 'sparkVersion', title: 'Spark' },
             { key: 'startMs', title: 'Start', render: (a) => fmtTime(a.startMs) },
@@ -38,17 +47,24 @@ export function AppsPage() {
             {
               key: 'status',
               title: 'Status',
-              render: (a) => <span className={a.status === 'running' ? 'live' : ''}>{a.status === 'running' ? '● live' : a.status}</span>,
+              render: (a) =>
+                profilesOnly(a) ? (
+                  <span className="muted" title="the agents' profiles carry this app id; its event log has not been read: no jobs, stages or findings yet">
+                    profiles only
+                  </span>
+                ) : (
+                  <span className={a.status === 'running' ? 'live' : ''}>{a.status === 'running' ? '● live' : a.status}</span>
+                ),
             },
-            { key: 'executorCount', title: 'Executors', align: 'right' },
-            { key: 'taskCount', title: 'Tasks', align: 'right' },
+            { key: 'executorCount', title: 'Executors', align: 'right', render: (a) => (profilesOnly(a) ? '' : a.executorCount) },
+            { key: 'taskCount', title: 'Tasks', align: 'right', render: (a) => (profilesOnly(a) ? '' : a.taskCount) },
             {
               key: 'findingsCount',
               title: 'Findings',
               align: 'right',
               render: (a) => (
                 <span>
-                  {a.findingsCount}
+                  {profilesOnly(a) ? '' : a.findingsCount}
                   {a.criticalFindings > 0 && <span className="sev sev-critical"> {a.criticalFindings} critical</span>}
                 </span>
               ),
@@ -59,4 +75,10 @@ export function AppsPage() {
       )}
     </div>
   );
+}
+
+// profilesOnly reports whether the server knows app a from its profiles
+// alone: it has no analysis page yet.
+function profilesOnly(a) {
+  return a.status === 'profiles';
 }

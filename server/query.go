@@ -790,9 +790,9 @@ func (s *Server) labelValues(ctx context.Context, ten string, name string, q sto
 			return selectedValues(u, name, q.Matchers, addSet)
 		}
 		addSet(u.Labels)
-		if u.Values != nil {
+		if values := u.LabelValues(); values != nil {
 			listed := true
-			for n, vs := range u.Values {
+			for n, vs := range values {
 				if name == "" || n == name {
 					add(n, vs...)
 					listed = listed && (vs != nil || name == "")

@@ -167,8 +167,14 @@ func sampleLabels(p *profile.Profile, extra profile.Labels) map[string][]string 
 	}
 	add(extra)
 	add(p.Labels)
-	for i := range p.NumLabelSets() {
-		add(p.LabelSet(profile.LabelSetID(i)))
+	// The sets the samples use: a profile may hold others (an upload's
+	// decoder makes sets for samples it then drops).
+	used := make([]bool, p.NumLabelSets())
+	for _, smp := range p.Samples {
+		if !used[smp.Labels] {
+			used[smp.Labels] = true
+			add(p.LabelSet(smp.Labels))
+		}
 	}
 	for _, vals := range out {
 		slices.Sort(vals)

@@ -761,7 +761,7 @@ func (db *DB) Select(name string, q Query, fn func(*Upload) error) error {
 	}
 	db.mu.RUnlock()
 	for _, u := range ups {
-		if !q.Matches(u) || u.head != nil && !mayHold(u.head.labelValues(u), q.SampleMatchers) {
+		if !q.Matches(u) || u.head != nil && !mayHold(u.LabelValues(), q.SampleMatchers) {
 			continue
 		}
 		if err := fn(u); err != nil {

@@ -64,6 +64,18 @@ type Upload struct {
 	memSize int64
 }
 
+// LabelValues returns the values of each label u's samples carry, its
+// upload labels included, by name, nil for a label with too many to list:
+// a block's Values, or for an upload in the head a list computed the first
+// time and kept while it is there. It returns nil when they are not known
+// (blocks written before metas listed them). It must not be modified.
+func (u *Upload) LabelValues() map[string][]string {
+	if u.head != nil {
+		return u.head.labelValues(u)
+	}
+	return u.Values
+}
+
 // Compacted reports whether u stands for a compacted block of uploads.
 func (u *Upload) Compacted() bool { return u.load != nil }
 

@@ -88,6 +88,16 @@ func TestBrowserEventLogReport(t *testing.T) {
 			t.Errorf("timeline drew %d %s, want %d", n, c.what, c.want)
 		}
 	}
+	// A row per stage that ran: the log's 25 skipped stages have none.
+	ran := map[int]bool{}
+	for _, st := range in.App.Stages {
+		if st.Status != "SKIPPED" {
+			ran[st.ID] = true
+		}
+	}
+	if n := browsertest.Eval[int](t, ctx, `rows.filter(r => r.kind === "stage").length`); n != len(ran) || n == len(in.App.Stages) {
+		t.Errorf("%d stage rows, want %d (of %d stages)", n, len(ran), len(in.App.Stages))
+	}
 	if ps := problems(); len(ps) > 0 {
 		t.Errorf("page problems: %v", ps)
 	}

@@ -347,3 +347,20 @@ func TestAnalyzeHTML(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffTitles: the sides of a diff are named by their file names, with
+// as many directories as tell two of the same name apart.
+func TestDiffTitles(t *testing.T) {
+	tests := []struct{ base, next, wantBase, wantNext string }{
+		{"a/run1.jfr", "b/run2.jfr", "run1.jfr", "run2.jfr"},
+		{"x/profile_straggler/Stacktrace.json.gz", "x/ProfileStraggler/Stacktrace.json.gz", "profile_straggler/Stacktrace.json.gz", "ProfileStraggler/Stacktrace.json.gz"},
+		{"day1/app/exec-1.jfr", "day2/app/exec-1.jfr", "day1/app/exec-1.jfr", "day2/app/exec-1.jfr"},
+		{"same.jfr", "same.jfr", "same.jfr", "same.jfr"},
+		{"/abs/same.jfr", "/abs/same.jfr", "abs/same.jfr", "abs/same.jfr"},
+	}
+	for _, tt := range tests {
+		if a, b := diffTitles(tt.base, tt.next); a != tt.wantBase || b != tt.wantNext {
+			t.Errorf("diffTitles(%q, %q) = %q, %q; want %q, %q", tt.base, tt.next, a, b, tt.wantBase, tt.wantNext)
+		}
+	}
+}

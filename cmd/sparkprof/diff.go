@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/sparkprof/sparkprof/flamegraph"
 	"github.com/sparkprof/sparkprof/profile"
@@ -51,7 +52,8 @@ func runDiff(ctx context.Context, e *env, args []string) error {
 	}
 	opts := flamegraph.Options{Title: *title, Type: t.String()}
 	if opts.Title == "" {
-		opts.Title = fmt.Sprintf("%s vs %s", inputsTitle(fs.Args()[:1]), inputsTitle(fs.Args()[1:]))
+		a, b := diffTitles(fs.Arg(0), fs.Arg(1))
+		opts.Title = a + " vs " + b
 	}
 	return writeOutput(e, *out, func(w io.Writer) error {
 		if svg {
@@ -59,4 +61,17 @@ func runDiff(ctx context.Context, e *env, args []string) error {
 		}
 		return flamegraph.DiffHTML(w, base, next, opts)
 	})
+}
+
+// diffTitles names the two sides of a diff by their file names, with as
+// many of their directories as tell them apart (two runs' Stacktrace.json
+// files, say).
+func diffTitles(base, next string) (string, string) {
+	a, b := filepath.Base(base), filepath.Base(next)
+	da, db := filepath.Dir(base), filepath.Dir(next)
+	for a == b && (da != filepath.Dir(da) || db != filepath.Dir(db)) {
+		a, b = filepath.Join(filepath.Base(da), a), filepath.Join(filepath.Base(db), b)
+		da, db = filepath.Dir(da), filepath.Dir(db)
+	}
+	return a, b
 }

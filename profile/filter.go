@@ -169,7 +169,7 @@ func (f Filter) Selector(p *Profile) func(*Sample) bool {
 		others = slices.DeleteFunc(slices.Clone(f.Labels), isThreadName)
 		threadNameOK = make([]bool, len(p.Threads))
 		for i, t := range p.Threads {
-			threadNameOK[i] = !slices.ContainsFunc(f.Labels, func(m Matcher) bool { return isThreadName(m) && !m.Matches(t.Name) })
+			threadNameOK[i] = threadNameMatches(f.Labels, t.Name)
 		}
 	}
 	// Per label set: 0 not judged yet, 1 selected, 2 not, 3 selected if
@@ -235,6 +235,30 @@ func (f Filter) Selector(p *Profile) func(*Sample) bool {
 
 // isThreadName reports whether m is a matcher on the thread_name label.
 func isThreadName(m Matcher) bool { return m.Name == LabelThreadName }
+
+// threadNameMatches reports whether a thread named name satisfies the
+// thread_name matchers of ms.
+func threadNameMatches(ms []Matcher, name string) bool {
+	return !slices.ContainsFunc(ms, func(m Matcher) bool { return isThreadName(m) && !m.Matches(name) })
+}
+
+// Threads returns, by thread id, whether a sample on that thread of p can
+// pass f as far as its thread tells: f's Thread, and its thread_name
+// matchers unless labelled says samples of p may carry a thread_name
+// label (which a matcher reads before the thread's name). A sample whose
+// entry is false never passes f, so a caller can pass over it before any
+// other work. It returns nil when f does not select by thread.
+func (f Filter) Threads(p *Profile, labelled bool) []bool {
+	byName := !labelled && slices.ContainsFunc(f.Labels, isThreadName)
+	if f.Thread == nil && !byName {
+		return nil
+	}
+	keep := make([]bool, len(p.Threads))
+	for i, t := range p.Threads {
+		keep[i] = (f.Thread == nil || f.Thread.MatchString(t.Name)) && (!byName || threadNameMatches(f.Labels, t.Name))
+	}
+	return keep
+}
 
 // labelSetHas reports whether the samples of label set id have label name
 // (in the set or in p's labels).

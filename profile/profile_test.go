@@ -582,6 +582,50 @@ func TestFilterThreadName(t *testing.T) {
 	}
 }
 
+// TestFilterThreads: the threads Filter.Threads rules out hold no sample
+// the filter keeps, and with no thread_name label on the samples it decides
+// thread_name matchers and the thread regexp as the filter does.
+func TestFilterThreads(t *testing.T) {
+	p := build(t, nil, "a 1", "b 2", "c 4", "d 8")
+	worker := p.AddThread(Thread{Name: "Executor task launch worker for task 5.0 in stage 1.0 (TID 5)", ID: 11})
+	dispatcher := p.AddThread(Thread{Name: "dispatcher-event-loop-1", ID: 12})
+	p.Samples[0].Thread, p.Samples[1].Thread, p.Samples[2].Thread = worker, dispatcher, worker
+	labelled := *p
+	labelled.Samples = slices.Clone(p.Samples)
+	labelled.OwnLabelSets() // p's label sets stay as they are
+	labelled.Samples[2].Labels = labelled.AddLabels(Labels{{LabelThreadName, "pool-2-thread-1"}})
+	for _, c := range []struct {
+		name    string
+		filter  Filter
+		threads bool // whether Threads decides
+	}{
+		{"thread regexp", Filter{Thread: regexp.MustCompile("^Executor")}, true},
+		{"thread_name", Filter{Labels: []Matcher{must(ParseMatcher(`thread_name=~"dispatcher.*"`))}}, true},
+		{"thread_name !=", Filter{Labels: []Matcher{must(ParseMatcher(`thread_name!="dispatcher-event-loop-1"`))}}, true},
+		{"no thread", Filter{Labels: []Matcher{must(ParseMatcher(`host="h1"`))}}, false},
+	} {
+		for _, q := range []struct {
+			p        *Profile
+			labelled bool
+		}{{p, false}, {&labelled, true}} {
+			threads := c.filter.Threads(q.p, q.labelled)
+			if decides := threads != nil; decides != (c.threads && !(q.labelled && c.filter.Thread == nil)) {
+				t.Errorf("%s, labelled %v: Threads decides %v", c.name, q.labelled, decides)
+			}
+			keep := c.filter.Selector(q.p)
+			for i, smp := range q.p.Samples {
+				kept := keep(&smp)
+				if threads != nil && kept && !threads[smp.Thread] {
+					t.Errorf("%s, labelled %v: sample %d kept, its thread ruled out", c.name, q.labelled, i)
+				}
+				if threads != nil && !q.labelled && kept != threads[smp.Thread] {
+					t.Errorf("%s: sample %d kept %v, its thread %v", c.name, i, kept, threads[smp.Thread])
+				}
+			}
+		}
+	}
+}
+
 func must(m Matcher, err error) Matcher {
 	if err != nil {
 		panic(err)

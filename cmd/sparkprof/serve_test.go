@@ -226,16 +226,20 @@ func TestImportSparkProfilerDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	var apps []struct {
-		ID              string
+		ID, Status      string
 		FailedTaskCount int
 	}
 	json.NewDecoder(resp.Body).Decode(&apps)
 	resp.Body.Close()
 	got := map[string]int{}
+	status := map[string]string{}
 	for _, a := range apps {
-		got[a.ID] = a.FailedTaskCount
+		got[a.ID], status[a.ID] = a.FailedTaskCount, a.Status
 	}
-	if _, rolling := got["local-1623876083964"]; len(apps) != 2 || got["application_1603128018386_7846"] != 53 || !rolling {
+	// The profiler's app, whose event log was not imported, is listed from
+	// its profiles.
+	if _, rolling := got["local-1623876083964"]; len(apps) != 3 || got["application_1603128018386_7846"] != 53 || !rolling ||
+		status["app-20240101000000-0001"] != "profiles" {
 		t.Errorf("apps after importing the event logs: %+v", apps)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -362,5 +363,19 @@ func TestDiffTitles(t *testing.T) {
 		if a, b := diffTitles(tt.base, tt.next); a != tt.wantBase || b != tt.wantNext {
 			t.Errorf("diffTitles(%q, %q) = %q, %q; want %q, %q", tt.base, tt.next, a, b, tt.wantBase, tt.wantNext)
 		}
+	}
+}
+
+// TestServePortInUse: serve on a port another process has says so, and
+// how to pick another.
+func TestServePortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, _, stderr := sparkprof(t, "serve", "--addr", ln.Addr().String(), "--data", t.TempDir())
+	if code != 1 || !strings.Contains(stderr, "address already in use") || !strings.Contains(stderr, "pick another with --addr") {
+		t.Errorf("exit %d: %s", code, stderr)
 	}
 }

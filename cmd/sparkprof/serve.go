@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/sparkprof/sparkprof/format"
@@ -123,6 +124,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// seconds, during which the port answers 503 (and /healthz 200)
 	// instead of refusing connections.
 	ln, err := net.Listen("tcp", *addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w: another server (a sparkprof serve already running?) has the port; stop it, or pick another with --addr", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -79,6 +79,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"diff", straggler}, 2, "want two inputs"},
 		{[]string{"top", "--type", "alloc", straggler}, 1, "no such samples; they have samples:count"},
 		{[]string{"top", filepath.Join(t.TempDir(), "missing.jfr")}, 1, "missing.jfr"},
+		{[]string{"top", corpus.Path(t, "pyspark-profiler", "phil_stopwatch", "profile_straggler", "s_1_1401_cpumem.json.gz")}, 1, "only metric series (python.memory.rss): sparkprof analyze draws them"},
 		{[]string{"serve", "--retention", "30days"}, 2, `--retention: duration "30days"`},
 		{[]string{"serve", "--block-span", "10s"}, 2, "--block-span 10s: want between 1m and 24h"},
 		{[]string{"serve", "--key-window", "0s"}, 2, "--key-window 0s: want a positive duration"},

@@ -193,6 +193,10 @@ func (s *selection) load(e *env, paths []string) (*profile.Profile, error) {
 // CPU, then wall, then the first type p has.
 func (s *selection) pickType(p *profile.Profile) (profile.SampleType, error) {
 	if len(p.Types) == 0 {
+		if len(p.Series) > 0 {
+			// Uber's CpuAndMemory and PySpark's cpumem records, say.
+			return profile.SampleType{}, fmt.Errorf("the inputs hold no samples, only metric series (%s): sparkprof analyze draws them on an app's timeline", p.Series[0].Name)
+		}
 		return profile.SampleType{}, fmt.Errorf("the inputs hold no samples")
 	}
 	want := s.typ

@@ -341,6 +341,18 @@ func BenchmarkQuery(b *testing.B) {
 			}
 		})
 	}
+	// The Applications page: the analysed apps, and the app ids of the
+	// samples (app-bench, known from its profiles alone here).
+	b.Run("apps/uncached", func(b *testing.B) {
+		var apps []AppSummary
+		for b.Loop() {
+			apps = nil
+			serveJSON(b, servers["uncached"], "/api/v1/apps", &apps)
+		}
+		if len(apps) != 1 || apps[0].ID != "app-bench" || apps[0].Status != "profiles" {
+			b.Fatalf("apps %+v, want app-bench from its profiles", apps)
+		}
+	})
 	// What Grafana's Pyroscope data source asks, in protobuf over Connect:
 	// the profile types (every block's rollup), then the flame graph.
 	connectCall := func(b *testing.B, s *Server, method string, req, res proto.Message) {

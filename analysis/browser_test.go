@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,17 +26,7 @@ func TestBrowserReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	if err := WriteHTML(&b, NewReport(in, Analyze(in, DefaultThresholds), nil, []*profile.Profile{p})); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "report.html")
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path), chromedp.WaitReady("#timeline")); err != nil {
-		t.Fatal(err)
-	}
+	openReport(t, ctx, NewReport(in, Analyze(in, DefaultThresholds), nil, []*profile.Profile{p}))
 	if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll("#findings tbody tr").length`); n < 1 {
 		t.Errorf("findings table has %d rows", n)
 	}
@@ -69,17 +60,7 @@ func TestBrowserReport(t *testing.T) {
 func TestBrowserEventLogReport(t *testing.T) {
 	ctx, problems := browsertest.Start(t)
 	in := fromEventLog(t, "eventlogs", "nvidia", "eventlog_4nodes_8cores_dynamic_alloc.zstd")
-	var b bytes.Buffer
-	if err := WriteHTML(&b, NewReport(in, Analyze(in, DefaultThresholds), nil, nil)); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "report.html")
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path), chromedp.WaitReady("#timeline")); err != nil {
-		t.Fatal(err)
-	}
+	openReport(t, ctx, NewReport(in, Analyze(in, DefaultThresholds), nil, nil))
 	for _, c := range []struct {
 		what, prefix string
 		want         int
@@ -100,5 +81,22 @@ func TestBrowserEventLogReport(t *testing.T) {
 	}
 	if ps := problems(); len(ps) > 0 {
 		t.Errorf("page problems: %v", ps)
+	}
+}
+
+// openReport writes the HTML report of r to a file and opens it in the
+// browser of ctx, once its timeline is there.
+func openReport(t *testing.T, ctx context.Context, r *Report) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path), chromedp.WaitReady("#timeline")); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -19,7 +19,13 @@ import (
 
 func build(t *testing.T, rel ...string) (*App, *Report) {
 	t.Helper()
-	r, err := eventlog.Open(corpus.Path(t, rel...))
+	return buildPath(t, corpus.Path(t, rel...))
+}
+
+// buildPath builds the app of the event log at path.
+func buildPath(t *testing.T, path string) (*App, *Report) {
+	t.Helper()
+	r, err := eventlog.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,15 +373,7 @@ func TestSkippedStages(t *testing.T) {
 			if err := os.WriteFile(path, c.log, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r, err := eventlog.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			app, _, err := Build(r)
-			if err != nil {
-				t.Fatal(err)
-			}
+			app, _ := buildPath(t, path)
 			status := map[string]int{}
 			for _, st := range app.Stages {
 				status[st.Status]++

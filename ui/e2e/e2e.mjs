@@ -127,7 +127,7 @@ try {
     await page.getByTestId('diff').locator('canvas').first().waitFor();
     await page.getByText('typical → slowest').waitFor();
     const split = await page.getByTestId('slow-tasks').textContent();
-    assert.match(split, /1 slow tasks \(.+ or longer: 0\) against 2 others/, `slow task split: ${split}`);
+    assert.match(split, /the slowest task \(.+ or longer; task 0\) against 2 others/, `slow task split: ${split}`);
     // Each side is its own 100 %: the viewer compares shares, not sums.
     const total = await page.getByTestId('diff').locator('tbody tr').filter({ has: page.getByText('total', { exact: true }) }).first().textContent();
     assert.match(total, /^total\s*100 %\s*100 %/, `diff table's total row: ${total}`);

@@ -26,8 +26,10 @@ function DiffView({ load, deps, title }) {
         {data.slowTaskIds && (
           <span className="muted" data-testid="slow-tasks">
             {' '}
-            · {data.slowTaskIds.length} slow tasks ({fmtMs(data.thresholdMs)} or longer: {data.slowTaskIds.slice(0, 10).join(', ')}
-            {data.slowTaskIds.length > 10 ? ', …' : ''}) against {data.restTasks} others (median {fmtMs(data.restMedianMs)})
+            · {data.slowTaskIds.length === 1 ? 'the slowest task' : `${data.slowTaskIds.length} slow tasks`} ({fmtMs(data.thresholdMs)} or longer;{' '}
+            {data.slowTaskIds.length === 1 ? 'task' : 'tasks'} {data.slowTaskIds.slice(0, 10).join(', ')}
+            {data.slowTaskIds.length > 10 ? ', …' : ''}) against {data.restTasks === 1 ? 'one other' : `${data.restTasks} others`} (median{' '}
+            {fmtMs(data.restMedianMs)})
           </span>
         )}
       </div>

@@ -315,6 +315,14 @@ try {
     await page.getByTestId('timeline').waitFor();
     await page.getByTestId('executors').waitFor();
     await page.getByTestId('no-profiles').waitFor();
+    // Its 25 skipped stages are apart until asked for; executors in numeric order.
+    const stageRows = page.getByTestId('stages').locator('tbody tr');
+    assert.equal(await stageRows.count(), 20, 'the stages that ran');
+    await page.getByTestId('show-skipped').check();
+    assert.equal(await stageRows.count(), 45, 'with the skipped stages');
+    await page.getByTestId('show-skipped').uncheck();
+    const execs = await page.getByTestId('executors').locator('tbody tr td:first-child').allTextContents();
+    assert.deepEqual(execs.slice(0, 4), ['driver', '1', '2', '3'], `executor order: ${execs}`);
     await page.screenshot({ path: path.join(shots, '9-app-failures.png'), fullPage: true });
   });
 

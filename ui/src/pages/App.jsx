@@ -135,6 +135,8 @@ export function AppPage({ id, params, setParams }) {
     () => new Set((rep?.findings || []).filter((f) => f.kind === 'straggler' && f.taskId !== undefined).map((f) => f.taskId)),
     [rep],
   );
+  // Stages an ended job listed and never ran: apart, as Spark's UI keeps them.
+  const [showSkipped, setShowSkipped] = useState(false);
   const markers = useMemo(() => {
     const m = [];
     for (const s of rep?.stages || []) {
@@ -151,7 +153,9 @@ export function AppPage({ id, params, setParams }) {
   const t1 = Math.max(a.endMs || 0, ...rep.tasks.map((t) => t.finishMs || 0));
   const range = win || [t0, t1];
   const overlaps = (s0, s1) => !win || ((s0 || 0) <= win[1] && (s1 || Infinity) >= win[0]);
-  const stages = rep.stages.filter((s) => overlaps(s.submitMs || s.firstTaskLaunchMs, s.completeMs));
+  const stages = rep.stages.filter(
+    (s) => (showSkipped || s.status !== 'SKIPPED') && overlaps(s.submitMs || s.firstTaskLaunchMs, s.completeMs),
+  );
   const verdict = new Map();
   for (const f of rep.findings) {
     for (const id of findingStages(f)) if (!verdict.has(id)) verdict.set(id, f);
@@ -234,6 +238,12 @@ export function AppPage({ id, params, setParams }) {
       </section>
       <section>
         <h2>Stages{win ? ' in the window' : ''}</h2>
+        {skipped > 0 && (
+          <label className="muted">
+            <input type="checkbox" checked={showSkipped} onChange={(e) => setShowSkipped(e.target.checked)} data-testid="show-skipped" /> show the{' '}
+            {skipped} skipped {skipped === 1 ? 'stage' : 'stages'} (listed by a job, never run: their output was there already)
+          </label>
+        )}
         <Table
           testid="stages"
           rowKey={(s) => s.stageId}
@@ -311,7 +321,8 @@ export function AppPage({ id, params, setParams }) {
           testid="executors"
           initialSort={{ key: 'id', desc: false }}
           columns={[
-            { key: 'id', title: 'Executor' },
+            // Numbers in order (2 before 10), the driver first.
+            { key: 'id', title: 'Executor', sort: (e) => (e.id === 'driver' ? -1 : Number.isNaN(Number(e.id)) ? e.id : Number(e.id)) },
             { key: 'host', title: 'Host' },
             { key: 'cores', title: 'Cores', align: 'right' },
             { key: 'addedMs', title: 'Added', render: (e) => fmtTime(e.addedMs) },

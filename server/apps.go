@@ -343,8 +343,8 @@ func (s *Server) profiledApps(r *http.Request, ten string, analysed map[string]b
 				row.StartMs = u.From / 1e6
 			}
 			row.EndMs = max(row.EndMs, u.Until/1e6)
-			if name, ok := u.Labels.Get(profile.LabelServiceName); ok && row.Name == "" {
-				row.Name = name
+			if row.Name == "" {
+				row.Name = serviceName(u)
 			}
 			return nil
 		})
@@ -356,6 +356,18 @@ func (s *Server) profiledApps(r *http.Request, ten string, analysed map[string]b
 		out = append(out, row)
 	}
 	return out, nil
+}
+
+// serviceName returns the service name of upload u: its own label, or for
+// a compacted block the one its samples carry, when they carry one only.
+func serviceName(u *store.Upload) string {
+	if name, ok := u.Labels.Get(profile.LabelServiceName); ok {
+		return name
+	}
+	if names := u.LabelValues()[profile.LabelServiceName]; len(names) == 1 {
+		return names[0]
+	}
+	return ""
 }
 
 // appDetail is the answer of /api/v1/apps/{id}: the analysis report with

@@ -767,7 +767,7 @@ func TestRangeBackwards(t *testing.T) {
 // of its uploads; once its event log is imported, it is listed once, as
 // analysed.
 func TestProfiledApps(t *testing.T) {
-	ts, _ := newTestServer(t, Config{})
+	ts, db := newTestServer(t, Config{})
 	jfr := corpus.Read(t, "jfr", "dump1.jfr.gz")
 	send := func(app string, from int64) {
 		t.Helper()
@@ -794,6 +794,15 @@ func TestProfiledApps(t *testing.T) {
 	}
 	if a := got["local-1532512550423"]; a.Status != "finished" || a.TaskCount != 8 {
 		t.Errorf("the analysed app: %+v", a)
+	}
+	// Compacted, the uploads' labels are their samples': the row stays.
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	var after []AppSummary
+	getJSON(t, ts, "/api/v1/apps", &after)
+	if !reflect.DeepEqual(after, apps) {
+		t.Errorf("apps after compaction %+v, before %+v", after, apps)
 	}
 }
 

@@ -188,7 +188,8 @@ export function AppPage({ id, params, setParams }) {
         )}
         <span>
           {a.jobCount} jobs · {rep.stages.length - skipped} stage attempts
-          {skipped > 0 ? ` · ${skipped} stages skipped` : ''} · {a.taskCount} tasks ({a.failedTaskCount} not successful) · {a.executorCount} executors
+          {skipped > 0 ? ` · ${skipped} stages skipped` : ''} · {a.taskCount} tasks ({a.failedTaskCount} not successful) ·{' '}
+          {a.executorCount === 0 && a.taskCount > 0 ? 'tasks ran on the driver (local mode)' : `${a.executorCount} executors`}
         </span>
         <a href={`/apps/${encodeURIComponent(a.id)}/report`}>offline HTML report</a>
       </div>

@@ -56,7 +56,17 @@ export function AppsPage() {
                   <span className={a.status === 'running' ? 'live' : ''}>{a.status === 'running' ? '● live' : a.status}</span>
                 ),
             },
-            { key: 'executorCount', title: 'Executors', align: 'right', render: (a) => (profilesOnly(a) ? '' : a.executorCount) },
+            {
+              key: 'executorCount',
+              title: 'Executors',
+              align: 'right',
+              render: (a) => {
+                if (profilesOnly(a)) return '';
+                // Local mode: the driver runs the tasks, with no executor of its own.
+                if (a.executorCount === 0 && a.taskCount > 0) return <span title="tasks ran on the driver (local mode)">driver</span>;
+                return a.executorCount;
+              },
+            },
             { key: 'taskCount', title: 'Tasks', align: 'right', render: (a) => (profilesOnly(a) ? '' : a.taskCount) },
             {
               key: 'findingsCount',

@@ -244,12 +244,13 @@ func threadNameMatches(ms []Matcher, name string) bool {
 
 // Threads returns, by thread id, whether a sample on that thread of p can
 // pass f as far as its thread tells: f's Thread, and its thread_name
-// matchers unless labelled says samples of p may carry a thread_name
-// label (which a matcher reads before the thread's name). A sample whose
-// entry is false never passes f, so a caller can pass over it before any
-// other work. It returns nil when f does not select by thread.
-func (f Filter) Threads(p *Profile, labelled bool) []bool {
-	byName := !labelled && slices.ContainsFunc(f.Labels, isThreadName)
+// matchers unless labelled reports that samples of p may carry a
+// thread_name label (which a matcher reads before the thread's name); it
+// is called only for f with such matchers. A sample whose entry is false
+// never passes f, so a caller can pass over it before any other work. It
+// returns nil when f does not select by thread.
+func (f Filter) Threads(p *Profile, labelled func() bool) []bool {
+	byName := slices.ContainsFunc(f.Labels, isThreadName) && !labelled()
 	if f.Thread == nil && !byName {
 		return nil
 	}

@@ -608,7 +608,7 @@ func TestFilterThreads(t *testing.T) {
 			p        *Profile
 			labelled bool
 		}{{p, false}, {&labelled, true}} {
-			threads := c.filter.Threads(q.p, q.labelled)
+			threads := c.filter.Threads(q.p, func() bool { return q.labelled })
 			if decides := threads != nil; decides != (c.threads && !(q.labelled && c.filter.Thread == nil)) {
 				t.Errorf("%s, labelled %v: Threads decides %v", c.name, q.labelled, decides)
 			}

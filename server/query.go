@@ -354,9 +354,11 @@ func (s *Server) eachUpload(ctx context.Context, ten string, req request, src so
 		// first: a thread's flame graph of a block reads all its samples.
 		// The upload's label values tell whether a thread_name label, which
 		// a matcher reads first, can be on them.
-		vals := r.u.LabelValues()
-		_, labelled := vals[profile.LabelThreadName]
-		threads := req.filter.Threads(&cp, vals == nil || labelled)
+		threads := req.filter.Threads(&cp, func() bool {
+			vals := r.u.LabelValues()
+			_, labelled := vals[profile.LabelThreadName]
+			return vals == nil || labelled
+		})
 		if err := add(r.u, &cp, func(s *profile.Sample) bool {
 			if threads != nil && !threads[s.Thread] {
 				return false

@@ -761,7 +761,9 @@ func (db *DB) Select(name string, q Query, fn func(*Upload) error) error {
 	}
 	db.mu.RUnlock()
 	for _, u := range ups {
-		if !q.Matches(u) || u.head != nil && !mayHold(u.LabelValues(), q.SampleMatchers) {
+		// A head upload's label values are listed only for a query that
+		// needs them.
+		if !q.Matches(u) || u.head != nil && len(q.SampleMatchers) > 0 && !mayHold(u.LabelValues(), q.SampleMatchers) {
 			continue
 		}
 		if err := fn(u); err != nil {

@@ -224,13 +224,18 @@ func (h *headRollup) derive(dst **profile.Profile, p *profile.Profile, build fun
 	defer h.mu.Unlock()
 	if *dst == nil {
 		*dst = build(p)
-		size := int64(cap((*dst).Samples))*sampleBytes + int64((*dst).NumLabelSets())*labelSetBytes
-		h.size += size
-		if !h.dropped {
-			h.acct.Add(size)
-		}
+		h.count(int64(cap((*dst).Samples))*sampleBytes + int64((*dst).NumLabelSets())*labelSetBytes)
 	}
 	return *dst
+}
+
+// count adds size bytes to the upload's derived memory, and to the head's
+// while the upload is in it; under mu.
+func (h *headRollup) count(size int64) {
+	h.size += size
+	if !h.dropped {
+		h.acct.Add(size)
+	}
 }
 
 func (h *headRollup) span(p *profile.Profile) (first, last int64) {
@@ -259,10 +264,7 @@ func (h *headRollup) labelValues(u *Upload) map[string][]string {
 				size += int64(len(v)) + 16
 			}
 		}
-		h.size += size
-		if !h.dropped {
-			h.acct.Add(size)
-		}
+		h.count(size)
 	}
 	return h.values
 }

@@ -105,15 +105,9 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 	var vals []int64
 	frames := map[string]profile.FrameID{}
 	lineNo := 0
-	for len(data) > 0 {
+	for line := range bytes.Lines(data) {
 		lineNo++
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		line = bytes.TrimRight(line, " \t\r")
+		line = bytes.TrimRight(line, " \t\r\n")
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}

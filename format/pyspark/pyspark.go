@@ -110,14 +110,8 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 	var firstErr *profile.DecodeError
 	var records, bad int
 	lineNo := 0
-	for len(data) > 0 {
+	for line := range bytes.Lines(data) {
 		lineNo++
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue

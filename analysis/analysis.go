@@ -592,11 +592,20 @@ func idleExecutors(app *spark.App, th Thresholds) (Finding, bool) {
 	}, true
 }
 
-// criticalPath finds the chain of stages, following parent links, whose
-// durations add up to the most.
+// criticalPath finds the stages that bound the app's wall time. Within a
+// job it is the chain of stages, along parent links, whose durations add up
+// to the most; jobs that ran at the same time count once, by the longest
+// chain among them; and the driver runs one group of jobs after another, so
+// the app's path joins those chains in the order they ran.
 func criticalPath(app *spark.App) (Finding, bool) {
 	dur := map[int]int64{}
 	parents := map[int][]int{}
+	type span struct {
+		job        int
+		start, end int64
+		stages     []int
+	}
+	jobs := map[int]*span{}
 	for _, st := range app.Stages {
 		if st.DurationMs > dur[st.ID] {
 			dur[st.ID] = st.DurationMs
@@ -604,49 +613,138 @@ func criticalPath(app *spark.App) (Finding, bool) {
 		if len(st.Parents) > 0 {
 			parents[st.ID] = st.Parents
 		}
+		if st.DurationMs <= 0 {
+			continue // skipped, or never finished
+		}
+		key := st.JobID
+		if key < 0 {
+			key = -1 - st.ID // a stage no job named is a job of its own
+		}
+		j := jobs[key]
+		if j == nil {
+			j = &span{job: st.JobID, start: st.SubmitMs, end: st.CompleteMs}
+			jobs[key] = j
+		}
+		j.start, j.end = min(j.start, st.SubmitMs), max(j.end, st.CompleteMs)
+		j.stages = append(j.stages, st.ID)
 	}
-	if len(dur) < 2 {
+	if len(dur) < 2 || len(jobs) == 0 {
 		return Finding{}, false
 	}
-	memo := map[int]int64{}
-	next := map[int]int{}
-	var longest func(id int, depth int) int64
-	longest = func(id int, depth int) int64 {
-		if v, ok := memo[id]; ok || depth > 10_000 {
-			return v
+	order := make([]*span, 0, len(jobs))
+	for _, j := range jobs {
+		order = append(order, j)
+	}
+	sort.Slice(order, func(a, b int) bool {
+		if order[a].start != order[b].start {
+			return order[a].start < order[b].start
 		}
-		best, via := int64(0), -1
-		for _, p := range parents[id] {
-			if v := longest(p, depth+1); v > best {
-				best, via = v, p
+		return order[a].job < order[b].job
+	})
+
+	var path, jobIDs []int
+	var total int64
+	groups := 0
+	for i := 0; i < len(order); {
+		// A group: the jobs that ran while an earlier one of it still ran.
+		groupEnd, best, bestMs := order[i].end, []int(nil), int64(-1)
+		bestJob := order[i].job
+		for ; i < len(order) && (best == nil || order[i].start < groupEnd); i++ {
+			groupEnd = max(groupEnd, order[i].end)
+			chain, ms := longestChain(order[i].stages, dur, parents)
+			if ms > bestMs {
+				best, bestMs, bestJob = chain, ms, order[i].job
 			}
 		}
-		memo[id] = best + dur[id]
-		next[id] = via
-		return memo[id]
-	}
-	end, total := -1, int64(0)
-	for id := range dur {
-		if v := longest(id, 0); v > total || (v == total && id < end) {
-			end, total = id, v
+		path, total = append(path, best...), total+bestMs
+		groups++
+		if bestJob >= 0 {
+			jobIDs = append(jobIDs, bestJob)
 		}
 	}
 	if total == 0 {
 		return Finding{}, false
 	}
-	var path []int
-	for id := end; id >= 0 && len(path) < 1000; id = next[id] {
-		path = append([]int{id}, path...)
-		if _, ok := next[id]; !ok {
-			break
-		}
+	if groups == 1 {
+		return Finding{
+			Kind: KindCriticalPath, Severity: Info,
+			Message:    fmt.Sprintf("critical path through the stage graph: %s %s, %s", nouns(len(path), "stage"), joinInts(path), fmtMs(total)),
+			Suggestion: "only these stages bound the wall time: speed them up first",
+			Evidence:   map[string]any{"stages": path, "path": path, "durationMs": total, "jobs": jobIDs},
+		}, true
+	}
+	// Over many jobs the path is long: name its longest stages.
+	longest := slices.Clone(path)
+	sort.SliceStable(longest, func(a, b int) bool { return dur[longest[a]] > dur[longest[b]] })
+	longest = longest[:min(len(longest), maxCriticalStages)]
+	named := make([]string, len(longest))
+	for i, id := range longest {
+		named[i] = fmt.Sprintf("stage %d (%s)", id, fmtMs(dur[id]))
 	}
 	return Finding{
 		Kind: KindCriticalPath, Severity: Info,
-		Message:    fmt.Sprintf("critical path through the stage graph: %s %s, %s", nouns(len(path), "stage"), joinInts(path), fmtMs(total)),
-		Suggestion: "only these stages bound the wall time: speed them up first",
-		Evidence:   map[string]any{"stages": path, "durationMs": total},
+		Message: fmt.Sprintf("critical path: %s of stages%s in %s that ran one after another (%s on the path); the longest: %s",
+			fmtMs(total), shareOfRun(total, app.DurationMs), plural(groups, "job"), plural(len(path), "stage"), strings.Join(named, ", ")),
+		Suggestion: "these stages bound the jobs' wall time: speed up the longest first; the time between jobs is the driver's",
+		Evidence:   map[string]any{"stages": longest, "path": path, "durationMs": total, "jobs": jobIDs},
 	}, true
+}
+
+// shareOfRun says what part of the app's run ms is, or nothing when the
+// run's length is unknown.
+func shareOfRun(ms, runMs int64) string {
+	if runMs <= 0 || ms > runMs {
+		return ""
+	}
+	return fmt.Sprintf(" (%.0f%% of the %s run)", 100*float64(ms)/float64(runMs), fmtMs(runMs))
+}
+
+// maxCriticalStages is how many of a critical path's longest stages a
+// finding over many jobs names.
+const maxCriticalStages = 5
+
+// longestChain returns the chain of stages among ids, following parent links
+// within ids, whose durations add up to the most, root first, and its sum.
+func longestChain(ids []int, dur map[int]int64, parents map[int][]int) ([]int, int64) {
+	in := make(map[int]bool, len(ids))
+	for _, id := range ids {
+		in[id] = true
+	}
+	memo := map[int]int64{}
+	next := map[int]int{}
+	busy := map[int]bool{} // on the current path: a damaged log's cycle ends there
+	var longest func(id int) int64
+	longest = func(id int) int64 {
+		if v, ok := memo[id]; ok {
+			return v
+		}
+		busy[id] = true
+		best, via := int64(0), -1
+		for _, p := range parents[id] {
+			if !in[p] || busy[p] {
+				continue
+			}
+			if v := longest(p); v > best {
+				best, via = v, p
+			}
+		}
+		busy[id] = false
+		memo[id] = best + dur[id]
+		next[id] = via
+		return memo[id]
+	}
+	end, total := -1, int64(-1)
+	for _, id := range ids {
+		if v := longest(id); v > total || (v == total && id < end) {
+			end, total = id, v
+		}
+	}
+	var chain []int
+	for id := end; id >= 0; id = next[id] {
+		chain = append(chain, id)
+	}
+	slices.Reverse(chain)
+	return chain, total
 }
 
 // whatIf estimates the wall time with other numbers of executors by

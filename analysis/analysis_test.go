@@ -251,3 +251,118 @@ func TestHTMLEscapes(t *testing.T) {
 		t.Error("the app name's script tag appears unescaped in the report")
 	}
 }
+
+// TestCriticalPath: within a job the path follows parent links; jobs that
+// ran at once count by the longest among them; stages no job named are
+// jobs of their own; groups of jobs that ran one after another add up.
+func TestCriticalPath(t *testing.T) {
+	// stage builds a stage of job that ran from start for ms.
+	stage := func(id, job int, start, ms int64, parents ...int) *spark.Stage {
+		return &spark.Stage{ID: id, JobID: job, SubmitMs: start, CompleteMs: start + ms, DurationMs: ms, Parents: parents}
+	}
+	tests := []struct {
+		name    string
+		stages  []*spark.Stage
+		path    []int
+		stages5 []int
+		total   int64
+		jobs    []int
+		message string
+	}{
+		{
+			name: "one job, a diamond",
+			stages: []*spark.Stage{
+				stage(0, 0, 0, 100), stage(1, 0, 100, 50, 0), stage(2, 0, 100, 300, 0), stage(3, 0, 400, 10, 1, 2),
+			},
+			path: []int{0, 2, 3}, stages5: []int{0, 2, 3}, total: 410, jobs: []int{0},
+			message: "critical path through the stage graph: stages 0 → 2 → 3, 410 ms",
+		},
+		{
+			name: "jobs one after another",
+			stages: []*spark.Stage{
+				stage(0, 0, 0, 100), stage(1, 0, 100, 200, 0),
+				stage(2, 1, 1000, 700),
+				stage(3, 2, 2000, 50), stage(4, 2, 2050, 60, 3), stage(5, 2, 2050, 20, 3),
+			},
+			path: []int{0, 1, 2, 3, 4}, stages5: []int{2, 1, 0, 4, 3}, total: 1110, jobs: []int{0, 1, 2},
+			message: "critical path: 1.1 s of stages (37% of the 3.0 s run) in 3 jobs that ran one after another (5 stages on the path); the longest: stage 2 (700 ms), stage 1 (200 ms)",
+		},
+		{
+			name: "jobs at once count by the longest",
+			stages: []*spark.Stage{
+				stage(0, 0, 0, 1000),
+				stage(1, 1, 100, 2000), // runs while job 0 does, and longer
+				stage(2, 2, 150, 300),
+				stage(3, 3, 2500, 100),
+			},
+			path: []int{1, 3}, stages5: []int{1, 3}, total: 2100, jobs: []int{1, 3},
+			message: "in 2 jobs that ran one after another",
+		},
+		{
+			name: "stages no job named, and a skipped one",
+			stages: []*spark.Stage{
+				stage(0, -1, 0, 100), stage(1, -1, 500, 200), stage(2, 0, 1000, 300), stage(3, 0, 0, 0, 2),
+			},
+			path: []int{0, 1, 2}, stages5: []int{2, 1, 0}, total: 600, jobs: []int{0},
+			message: "in 3 jobs",
+		},
+		{
+			name:   "a cycle in a damaged log",
+			stages: []*spark.Stage{stage(0, 0, 0, 100, 1), stage(1, 0, 100, 200, 0)},
+			total:  300, jobs: []int{0},
+			message: "critical path through the stage graph: stages ",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := &spark.App{Stages: tt.stages}
+			app.DurationMs = 3000
+			f, ok := criticalPath(app)
+			if !ok {
+				t.Fatal("no finding")
+			}
+			if !strings.Contains(f.Message, tt.message) {
+				t.Errorf("message %q, want %q in it", f.Message, tt.message)
+			}
+			if got := f.Evidence["durationMs"]; got != tt.total {
+				t.Errorf("durationMs %v, want %d", got, tt.total)
+			}
+			if got := f.Evidence["jobs"]; fmt.Sprint(got) != fmt.Sprint(tt.jobs) {
+				t.Errorf("jobs %v, want %v", got, tt.jobs)
+			}
+			if tt.path == nil {
+				return
+			}
+			if got := f.Evidence["path"]; fmt.Sprint(got) != fmt.Sprint(tt.path) {
+				t.Errorf("path %v, want %v", got, tt.path)
+			}
+			if got := f.Evidence["stages"]; fmt.Sprint(got) != fmt.Sprint(tt.stages5) {
+				t.Errorf("stages %v, want %v", got, tt.stages5)
+			}
+		})
+	}
+}
+
+// TestCriticalPathOverJobs: application_1603128018386_7846 ran 80 jobs one
+// after another (five of them without a JobStart, whose stages carry no job
+// id); its critical path goes through every one of them, not only the
+// longest job's stages 0 → 1 → 2, and takes 13 % of the run.
+func TestCriticalPathOverJobs(t *testing.T) {
+	in := fromEventLog(t, "eventlogs", "nvidia", "tasks_executors_fail_compressed_eventlog.zstd")
+	fs := find(Analyze(in, DefaultThresholds), KindCriticalPath)
+	if len(fs) != 1 {
+		t.Fatalf("%d critical-path findings, want 1", len(fs))
+	}
+	f := fs[0]
+	want := "critical path: 12.9 s of stages (13% of the 1.6 min run) in 80 jobs that ran one after another (135 stages on the path); the longest: stage 0 (1.5 s), stage 4 (607 ms)"
+	if !strings.HasPrefix(f.Message, want) {
+		t.Errorf("message %q, want it to start %q", f.Message, want)
+	}
+	var jobMs int64
+	for _, j := range in.App.Jobs {
+		jobMs += j.DurationMs
+	}
+	if total := f.Evidence["durationMs"].(int64); total > jobMs || total > in.App.DurationMs {
+		t.Errorf("path of %d ms, longer than the jobs (%d ms) or the run (%d ms)", total, jobMs, in.App.DurationMs)
+	}
+}

@@ -25,11 +25,14 @@ type Report struct {
 
 // Series is a metric over time for one executor (or process).
 type Series struct {
-	Name       string     `json:"name"`
-	Unit       string     `json:"unit"`
-	ExecutorID string     `json:"executorId,omitempty"`
-	Source     string     `json:"source,omitempty"`
-	Points     [][2]int64 `json:"points"` // [time ms, value]; fractions are scaled by 1000 (unit "permille")
+	Name       string `json:"name"`
+	Unit       string `json:"unit"`
+	ExecutorID string `json:"executorId,omitempty"`
+	Source     string `json:"source,omitempty"`
+	// Labels tell apart the series of one name and executor: the garbage
+	// collector, memory pool or process ("gc": "PS Scavenge").
+	Labels map[string]string `json:"labels,omitempty"`
+	Points [][2]int64        `json:"points"` // [time ms, value]; fractions are scaled by 1000 (unit "permille")
 }
 
 // Source is one input of an analysis.
@@ -72,8 +75,15 @@ func ReportSeries(ss []profile.Series, exec, source string) []Series {
 	var out []Series
 	for _, s := range ss {
 		rs := Series{Name: s.Name, Unit: s.Unit, ExecutorID: exec, Source: source}
-		if e, ok := s.Labels.Get(profile.LabelExecutorID); ok {
-			rs.ExecutorID = e
+		for _, l := range s.Labels {
+			if l.Name == profile.LabelExecutorID {
+				rs.ExecutorID = l.Value
+				continue
+			}
+			if rs.Labels == nil {
+				rs.Labels = make(map[string]string, len(s.Labels))
+			}
+			rs.Labels[l.Name] = l.Value
 		}
 		scale := 1.0
 		if rs.Unit == "" || rs.Unit == "ratio" || rs.Unit == "fraction" {

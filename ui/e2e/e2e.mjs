@@ -91,6 +91,10 @@ try {
     await page.getByTestId('timeline').waitFor();
     await page.getByTestId('findings').getByText('7.8x the median').waitFor();
     assert.ok((await page.getByTestId('metric-chart').count()) >= 1, 'no metric chart');
+    // The GC chart's lines are named by collector, not numbered.
+    const gc = page.getByTestId('metric-chart').filter({ hasText: 'jvm.gc.time' });
+    await gc.getByText('CpuAndMemory.json.gz: PS Scavenge').waitFor();
+    await gc.getByText('CpuAndMemory.json.gz: PS MarkSweep').waitFor();
     await page.getByTestId('flame').locator('canvas').first().waitFor();
     await page.screenshot({ path: path.join(shots, '2-app.png'), fullPage: true });
   });

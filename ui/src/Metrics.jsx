@@ -22,6 +22,31 @@ export function chartsOf(metrics) {
   return names.map((name) => ({ name, series: by.get(name) }));
 }
 
+// seriesLabels names each of a chart's series: its executor (or source
+// file) and the values of the labels that tell it from the chart's others
+// ("PS Scavenge" beside "PS MarkSweep"); a number where nothing does.
+export function seriesLabels(series) {
+  const differ = new Set();
+  for (const s of series) {
+    for (const [k, v] of Object.entries(s.labels || {})) {
+      if (series.some((o) => (o.labels || {})[k] !== v)) differ.add(k);
+    }
+  }
+  const names = series.map((s) => {
+    const who = s.executorId ? `executor ${s.executorId}` : s.source || 'jvm';
+    const detail = [...differ].sort().map((k) => (s.labels || {})[k]).filter(Boolean);
+    return detail.length ? `${who}: ${detail.join(', ')}` : who;
+  });
+  const count = new Map();
+  for (const n of names) count.set(n, (count.get(n) || 0) + 1);
+  const seen = new Map();
+  return names.map((n) => {
+    if (count.get(n) < 2) return n;
+    seen.set(n, (seen.get(n) || 0) + 1);
+    return `${n} #${seen.get(n)}`;
+  });
+}
+
 function scaleValue(unit, v) {
   return unit === 'permille' ? v / 10 : v;
 }
@@ -38,6 +63,7 @@ export function MetricChart({ chart, range, markers, width }) {
     const tables = chart.series.map((s) => [s.points.map((p) => p[0] / 1000), s.points.map((p) => scaleValue(s.unit, p[1]))]);
     const data = uPlot.join(tables);
     const unit = unitLabel(chart.series[0].unit);
+    const labels = seriesLabels(chart.series);
     const opts = {
       width,
       height: 120,
@@ -47,7 +73,7 @@ export function MetricChart({ chart, range, markers, width }) {
       series: [
         {},
         ...chart.series.map((s, i) => ({
-          label: `${s.executorId ? `executor ${s.executorId}` : s.source || 'jvm'}${chart.series.length > 1 && !s.executorId ? ` #${i + 1}` : ''}`,
+          label: labels[i],
           stroke: palette[i % palette.length],
           width: 1,
           spanGaps: true,

@@ -75,7 +75,7 @@ export function AppsPage() {
               render: (a) => (
                 <span>
                   {profilesOnly(a) ? '' : a.findingsCount}
-                  {a.criticalFindings > 0 && <span className="sev sev-critical"> {a.criticalFindings} critical</span>}
+                  {a.criticalFindings > 0 && <span className="sev sev-critical after-count">{a.criticalFindings} critical</span>}
                 </span>
               ),
             },

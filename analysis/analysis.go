@@ -510,7 +510,7 @@ func executorLoss(app *spark.App, logs []*applog.Log) []Finding {
 	}
 	return []Finding{{
 		Kind: KindExecutorLoss, Severity: Warning,
-		Message:    fmt.Sprintf("%d executors lost, decommissioned or excluded during the run", len(lost)),
+		Message:    fmt.Sprintf("%s lost, decommissioned or excluded during the run", plural(len(lost), "executor")),
 		Suggestion: "lost executors cost their running tasks and shuffle output: check container memory (overhead), node health, or spot interruptions",
 		Evidence:   map[string]any{"executors": lost, "logEvents": kinds},
 		score:      float64(len(lost)),
@@ -803,6 +803,12 @@ func whatIf(app *spark.App, byStage map[[2]int][]*spark.Task) (Finding, bool) {
 	if fmtMs(twice) == fmtMs(base) {
 		msg = fmt.Sprintf("%d executors instead of %d would not shorten the run: about %s either way (replaying the observed task times)",
 			execs*2, execs, fmtMs(base))
+	}
+	if fmtMs(base) != fmtMs(app.DurationMs) {
+		// The replay packs each stage's tasks longest first, which can beat
+		// the schedule Spark ran: say so, or the two run times disagree.
+		msg = strings.TrimSuffix(msg, ")") + fmt.Sprintf(": %s on %s, where the run took %s)",
+			fmtMs(base), plural(execs, "executor"), fmtMs(app.DurationMs))
 	}
 	return Finding{
 		Kind: KindWhatIf, Severity: Info,

@@ -239,14 +239,15 @@ func expandPath(path string) (expansion, error) {
 		return expansion{}, fmt.Errorf("walk %s: %w", path, err)
 	}
 	if len(x.sources) == 0 {
-		return expansion{}, fmt.Errorf("%s: no event logs, container log directories or profiles (*.jfr, *.pprof, *.folded, *.json, optionally .gz) in directory", path)
+		return expansion{}, fmt.Errorf("%s: no event logs, logs (*.log, stderr, container log directories) or profiles (*.jfr, *.pprof, *.folded, *.json, optionally .gz) in directory", path)
 	}
 	return x, nil
 }
 
 // classifyWalked tells what a file found by a directory walk holds:
 // "profile" for a profile file name whose content is a known format,
-// "eventlog" for a Spark event log in any codec, "" for anything else (a
+// "eventlog" for a Spark event log in any codec, "logs" for a file named as
+// logs are (driver.log, stderr, spark.log.1.gz), "" for anything else (a
 // walk does not take a stray text file for a container log).
 func classifyWalked(path string) (string, error) {
 	if format.HasProfileName(filepath.Base(path)) {
@@ -261,7 +262,22 @@ func classifyWalked(path string) (string, error) {
 	if isEventLog(path) {
 		return "eventlog", nil
 	}
+	if isLogName(filepath.Base(path)) {
+		return "logs", nil
+	}
 	return "", nil
+}
+
+// isLogName reports whether name is a log file's, compressed or not: *.log,
+// a rotated *.log.N, or a container's stderr or stdout.
+func isLogName(name string) bool {
+	for _, ext := range []string{".gz", ".zst", ".bz2", ".lz4", ".snappy"} {
+		name = strings.TrimSuffix(name, ext)
+	}
+	if base, n, ok := strings.Cut(name, ".log."); ok && base != "" && n != "" && strings.Trim(n, "0123456789") == "" {
+		return true
+	}
+	return (len(name) > len(".log") && strings.HasSuffix(name, ".log")) || name == "stderr" || name == "stdout"
 }
 
 // SkippedSummary says which files a walk passed over, naming the first

@@ -3,9 +3,11 @@ package analysis
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 )
 
@@ -64,8 +66,10 @@ func TestExpandMixedDirectory(t *testing.T) {
 	copyFile(t, corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz"), filepath.Join(dir, "uber", "Stacktrace.json.gz"))
 	copyFile(t, corpus.Path(t, "eventlogs", "golden", "apache", "app_environment_expectation.json"), filepath.Join(dir, "expected.json"))
 	copyFile(t, corpus.Path(t, "applogs", "nvidia", "driverlog"), filepath.Join(dir, "yarn", "application_1_0001", "container_1_0001_01_000001", "stderr"))
+	copyFile(t, corpus.Path(t, "applogs", "phil_stopwatch", "ProfileStraggler", "JobStraggler.log.gz"), filepath.Join(dir, "console", "JobStraggler.log.gz"))
 	for name, text := range map[string]string{
 		"notes.txt":                              "not an input\n",
+		"console/build.log":                      "BUILD SUCCESSFUL\n",
 		"spark-events/.local-1642039451826.crc":  "crc",
 		".git/config":                            "[core]\n",
 		"spark-events/.eventlog_v2_x/events_1_x": "{}\n",
@@ -89,6 +93,8 @@ func TestExpandMixedDirectory(t *testing.T) {
 		got = append(got, s.Kind+" "+filepath.ToSlash(rel))
 	}
 	want := []string{
+		"logs console/JobStraggler.log.gz",
+		"logs console/build.log",
 		"profile profiles/app-1/profile-exec-1.jfr.gz",
 		"eventlog spark-events/eventlog_v2_local-1766844910796",
 		"eventlog spark-events/local-1642039451826",
@@ -115,8 +121,14 @@ func TestExpandMixedDirectory(t *testing.T) {
 	if len(in.EventLogs) != 3 || len(in.Profiles) != 2 || len(in.Logs) == 0 {
 		t.Errorf("read %d event logs, %d profiles, %d container logs; want 3, 2 and some", len(in.EventLogs), len(in.Profiles), len(in.Logs))
 	}
-	if len(in.Warnings) != 1 || !strings.Contains(in.Warnings[0], "skipped 2 files that are neither event logs nor profiles (expected.json, notes.txt)") {
-		t.Errorf("warnings %q, want one naming the 2 skipped files", in.Warnings)
+	if !slices.ContainsFunc(in.Logs, func(l *applog.Log) bool { return strings.HasSuffix(l.Source, "JobStraggler.log.gz") }) {
+		t.Errorf("the console log found by the walk was not read")
+	}
+	// The build log found by its name but in no layout of Spark's is a
+	// warning, as a bad file found by a walk is.
+	if len(in.Warnings) != 2 || !strings.Contains(in.Warnings[0], "skipped 2 files that are neither event logs nor profiles (expected.json, notes.txt)") ||
+		!strings.Contains(in.Warnings[1], "build.log") {
+		t.Errorf("warnings %q, want one naming the 2 skipped files and one the build log", in.Warnings)
 	}
 }
 
@@ -143,7 +155,19 @@ func TestExpandNothingFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err := Expand([]string{dir})
-	if err == nil || !strings.Contains(err.Error(), "no event logs, container log directories or profiles") {
+	if err == nil || !strings.Contains(err.Error(), "no event logs, logs (*.log, stderr, container log directories) or profiles") {
 		t.Fatalf("err = %v, want one saying the directory holds no inputs", err)
+	}
+}
+
+func TestIsLogName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"driver.log": true, "JobStraggler.log.gz": true, "spark.log.1": true, "spark.log.12.gz": true,
+		"stderr": true, "stdout.gz": true, "stderr.zst": true,
+		".log": false, "log": false, "notes.txt": false, "catalog": false, "app.log.old": false, "x.logs": false,
+	} {
+		if got := isLogName(name); got != want {
+			t.Errorf("isLogName(%q) = %v, want %v", name, got, want)
+		}
 	}
 }

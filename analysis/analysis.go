@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/sparkprof/sparkprof/applog"
+	"github.com/sparkprof/sparkprof/internal/english"
 	"github.com/sparkprof/sparkprof/spark"
 )
 
@@ -222,7 +223,7 @@ func foldStages(fs []Finding) []Finding {
 		for j, id := range stages {
 			names[j] = strconv.Itoa(id)
 		}
-		out[i].Message = fmt.Sprintf("%d more %s alike: %s", len(stages), nouns(len(stages), "stage"), strings.Join(names, ", "))
+		out[i].Message = fmt.Sprintf("%d more %s alike: %s", len(stages), english.Nouns(len(stages), "stage"), strings.Join(names, ", "))
 	}
 	return out
 }
@@ -449,7 +450,7 @@ func failures(app *spark.App) []Finding {
 	return []Finding{{
 		Kind: KindFailures, Severity: sev,
 		Message: fmt.Sprintf("%s did not succeed: %s%s",
-			plural(total, "task attempt"), strings.Join(parts, ", "), failedOf(len(failedStages), len(failedJobs))),
+			english.Plural(total, "task attempt"), strings.Join(parts, ", "), failedOf(len(failedStages), len(failedJobs))),
 		Suggestion: "start with the biggest group; FetchFailed and ExecutorLostFailure point at lost executors or nodes, exceptions at the code (top frame)",
 		Evidence:   map[string]any{"groups": rows, "failedStages": failedStages, "failedJobs": failedJobs, "tasks": total},
 		score:      float64(total),
@@ -510,7 +511,7 @@ func executorLoss(app *spark.App, logs []*applog.Log) []Finding {
 	}
 	return []Finding{{
 		Kind: KindExecutorLoss, Severity: Warning,
-		Message:    fmt.Sprintf("%s lost, decommissioned or excluded during the run", plural(len(lost), "executor")),
+		Message:    fmt.Sprintf("%s lost, decommissioned or excluded during the run", english.Plural(len(lost), "executor")),
 		Suggestion: "lost executors cost their running tasks and shuffle output: check container memory (overhead), node health, or spot interruptions",
 		Evidence:   map[string]any{"executors": lost, "logEvents": kinds},
 		score:      float64(len(lost)),
@@ -668,7 +669,7 @@ func criticalPath(app *spark.App) (Finding, bool) {
 	if groups == 1 {
 		return Finding{
 			Kind: KindCriticalPath, Severity: Info,
-			Message:    fmt.Sprintf("critical path through the stage graph: %s %s, %s", nouns(len(path), "stage"), joinInts(path), fmtMs(total)),
+			Message:    fmt.Sprintf("critical path through the stage graph: %s %s, %s", english.Nouns(len(path), "stage"), joinInts(path), fmtMs(total)),
 			Suggestion: "only these stages bound the wall time: speed them up first",
 			Evidence:   map[string]any{"stages": path, "path": path, "durationMs": total, "jobs": jobIDs},
 		}, true
@@ -684,7 +685,7 @@ func criticalPath(app *spark.App) (Finding, bool) {
 	return Finding{
 		Kind: KindCriticalPath, Severity: Info,
 		Message: fmt.Sprintf("critical path: %s of stages%s in %s that ran one after another (%s on the path); the longest: %s",
-			fmtMs(total), shareOfRun(total, app.DurationMs), plural(groups, "job"), plural(len(path), "stage"), strings.Join(named, ", ")),
+			fmtMs(total), shareOfRun(total, app.DurationMs), english.Plural(groups, "job"), english.Plural(len(path), "stage"), strings.Join(named, ", ")),
 		Suggestion: "these stages bound the jobs' wall time: speed up the longest first; the time between jobs is the driver's",
 		Evidence:   map[string]any{"stages": longest, "path": path, "durationMs": total, "jobs": jobIDs},
 	}, true
@@ -808,7 +809,7 @@ func whatIf(app *spark.App, byStage map[[2]int][]*spark.Task) (Finding, bool) {
 		// The replay packs each stage's tasks longest first, which can beat
 		// the schedule Spark ran: say so, or the two run times disagree.
 		msg = strings.TrimSuffix(msg, ")") + fmt.Sprintf(": %s on %s, where the run took %s)",
-			fmtMs(base), plural(execs, "executor"), fmtMs(app.DurationMs))
+			fmtMs(base), english.Plural(execs, "executor"), fmtMs(app.DurationMs))
 	}
 	return Finding{
 		Kind: KindWhatIf, Severity: Info,
@@ -906,6 +907,10 @@ func warnings(in Input) (Finding, bool) {
 		if r.Orphans > 0 {
 			ws = append(ws, fmt.Sprintf("%d task ends without a task start", r.Orphans))
 		}
+		if n := r.JobsWithoutStart; n > 0 {
+			ws = append(ws, fmt.Sprintf("%s ended without a JobStart (Spark drops events when a listener queue is full): their stages and submission times are unknown",
+				english.Plural(n, "job")))
+		}
 		var unknown []string
 		for name, n := range r.Unknown {
 			unknown = append(unknown, fmt.Sprintf("%s (%d)", name, n))
@@ -920,20 +925,9 @@ func warnings(in Input) (Finding, bool) {
 	}
 	return Finding{
 		Kind: KindWarnings, Severity: Info,
-		Message:  plural(len(ws), "problem") + " with the inputs; results cover what could be read",
+		Message:  english.Plural(len(ws), "problem") + " with the inputs; results cover what could be read",
 		Evidence: map[string]any{"warnings": ws},
 	}, true
-}
-
-// plural returns n and noun, with an s unless n is 1.
-func plural(n int, noun string) string { return fmt.Sprintf("%d %s", n, nouns(n, noun)) }
-
-// nouns returns noun, with an s unless n is 1.
-func nouns(n int, noun string) string {
-	if n == 1 {
-		return noun
-	}
-	return noun + "s"
 }
 
 // failedOf says how many stage attempts and jobs failed, or nothing when
@@ -941,10 +935,10 @@ func nouns(n int, noun string) string {
 func failedOf(stages, jobs int) string {
 	var parts []string
 	if stages > 0 {
-		parts = append(parts, plural(stages, "stage attempt"))
+		parts = append(parts, english.Plural(stages, "stage attempt"))
 	}
 	if jobs > 0 {
-		parts = append(parts, plural(jobs, "job"))
+		parts = append(parts, english.Plural(jobs, "job"))
 	}
 	if len(parts) == 0 {
 		return ""

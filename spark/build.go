@@ -35,6 +35,7 @@ func BuildWith(r *eventlog.Reader, opts Options) (*App, *Report, error) {
 		return nil, nil, fmt.Errorf("spark: reading event log: %w", err)
 	}
 	b.rep.Truncations = r.Truncations
+	b.rep.JobsWithoutStart = max(len(b.app.Jobs)-b.app.JobCount, 0)
 	return b.finish(), b.rep, nil
 }
 

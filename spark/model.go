@@ -269,4 +269,7 @@ type Report struct {
 	// Orphans counts task ends without a task start (their launch time is
 	// taken from the end event).
 	Orphans int
+	// JobsWithoutStart counts jobs that ended without a JobStart: their
+	// stages are not tied to them, nor is their submission time known.
+	JobsWithoutStart int
 }

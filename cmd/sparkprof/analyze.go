@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/internal/english"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
 )
@@ -107,8 +108,13 @@ func printReport(w io.Writer, r *analysis.Report) {
 	if a.EndMs == 0 {
 		duration = "unknown (no ApplicationEnd: still running, or the log was cut)"
 	}
-	fmt.Fprintf(w, "duration %s, %d tasks (%d not successful), %d executors, %d jobs, %d stage attempts (%d stages skipped), %d SQL executions\n\n",
-		duration, a.TaskCount, a.FailedTaskCount, a.ExecutorCount, a.JobCount, len(r.Stages)-skipped, skipped, a.SQLCount)
+	executors := english.Plural(a.ExecutorCount, "executor")
+	if a.ExecutorCount == 0 && a.TaskCount > 0 {
+		executors = "tasks ran on the driver (local mode)"
+	}
+	fmt.Fprintf(w, "duration %s, %s (%d not successful), %s, %s, %s (%s skipped), %s\n\n",
+		duration, english.Plural(a.TaskCount, "task"), a.FailedTaskCount, executors, english.Plural(a.JobCount, "job"),
+		english.Plural(len(r.Stages)-skipped, "stage attempt"), english.Plural(skipped, "stage"), english.Plural(a.SQLCount, "SQL execution"))
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(w, "No findings: nothing stands out.")
 	}

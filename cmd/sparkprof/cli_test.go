@@ -291,9 +291,12 @@ func TestAnalyzeInputs(t *testing.T) {
 		want []string // in stdout
 	}{
 		{"straggler from a console log", []string{corpus.Path(t, "applogs", "phil_stopwatch", "ProfileStraggler", "JobStraggler.log.gz")},
-			[]string{"straggler: stage 0: task 0", "7.8x"}},
+			[]string{"straggler: stage 0: task 0", "7.8x", "3 tasks (0 not successful), tasks ran on the driver (local mode), 1 job, 1 stage attempt (0 stages skipped), 0 SQL executions"}},
+		{"a directory of a console log", []string{corpus.Path(t, "applogs", "phil_stopwatch", "profile_straggler")},
+			[]string{"straggler: stage 0: task 0", "14.2x"}},
 		{"event log with failures", []string{corpus.Path(t, "eventlogs", "nvidia", "tasks_executors_fail_compressed_eventlog.zstd")},
-			[]string{"53 task attempts did not succeed", "50 × Resubmitted"}},
+			[]string{"53 task attempts did not succeed", "50 × Resubmitted", "8 executors, 75 jobs, 135 stage attempts (95 stages skipped), 28 SQL executions",
+				"5 jobs ended without a JobStart"}},
 		{"log and profiler records", []string{
 			corpus.Path(t, "applogs", "phil_stopwatch", "ProfileStraggler", "JobStraggler.log.gz"),
 			corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "CpuAndMemory.json.gz")},

@@ -351,7 +351,10 @@ func stageVerdict(st *spark.Stage, tasks []*spark.Task, th Thresholds) (Finding,
 			"use more partitions or more executor memory so aggregations and sorts fit in memory",
 			0.1*float64(span), map[string]any{"diskBytes": total.DiskSpilled, "memoryBytes": total.MemorySpilled})
 	}
-	if len(ok) >= 10 && sumDur > 0 {
+	// Tasks read from logs carry no metrics: their whole time would read as
+	// overhead.
+	metricsKnown := total.RunTimeMs+total.DeserializeMs+total.ResultSerializationMs > 0
+	if len(ok) >= 10 && sumDur > 0 && metricsKnown {
 		if o := share(overhead, sumDur); o >= th.OverheadShare {
 			stage(KindSchedulerOverhead, Warning, fmt.Sprintf("stage %d: %.0f%% of task time is scheduling and (de)serialisation, not work", st.ID, 100*o),
 				"use fewer, larger tasks; broadcast large closures instead of shipping them with each task",
@@ -852,7 +855,7 @@ func logFindings(logs []*applog.Log) []Finding {
 		lines += l.Lines
 		for _, e := range l.Errors {
 			errCount += e.Count
-			errs = append(errs, map[string]any{"level": e.Level, "logger": e.Logger, "message": firstLine(e.Message),
+			errs = append(errs, map[string]any{"level": e.Level, "logger": e.Logger, "message": headline(e.Message),
 				"count": e.Count, "first": e.First, "last": e.Last, "source": l.Source})
 		}
 		for _, c := range l.Chunks {
@@ -946,9 +949,15 @@ func failedOf(stages, jobs int) string {
 	return "; " + strings.Join(parts, " and ") + " failed"
 }
 
-func firstLine(s string) string {
-	first, _, _ := strings.Cut(s, "\n")
-	return first
+// headline returns the first line of s that is not blank: a log message
+// can start on the line after its header (RAPIDS's plan explanations).
+func headline(s string) string {
+	for line := range strings.Lines(s) {
+		if line = strings.TrimSpace(line); line != "" {
+			return line
+		}
+	}
+	return ""
 }
 
 func firstN(xs []int64, n int) []int64 { return xs[:min(n, len(xs))] }

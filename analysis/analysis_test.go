@@ -370,3 +370,20 @@ func TestCriticalPathOverJobs(t *testing.T) {
 		t.Errorf("path of %d ms, longer than the jobs (%d ms) or the run (%d ms)", total, jobMs, in.App.DurationMs)
 	}
 }
+
+// TestDriverLog: tasks read from a log carry no metrics, so none of their
+// time reads as scheduler overhead; a warning whose text starts on the line
+// after its header is named by that text.
+func TestDriverLog(t *testing.T) {
+	fs := Analyze(fromLog(t, "applogs", "nvidia", "driverlog"), DefaultThresholds)
+	if got := find(fs, KindSchedulerOverhead); len(got) != 0 {
+		t.Errorf("scheduler-overhead findings from a log without task metrics: %+v", got)
+	}
+	errs := find(fs, KindErrors)
+	if len(errs) != 1 {
+		t.Fatalf("%d errors findings, want 1", len(errs))
+	}
+	if want := "newest first: !Exec <CollectLimitExec> cannot run on GPU"; !strings.Contains(errs[0].Message, want) {
+		t.Errorf("message %q, want %q in it", errs[0].Message, want)
+	}
+}

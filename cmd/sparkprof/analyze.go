@@ -97,7 +97,14 @@ func printReport(w io.Writer, r *analysis.Report) {
 	if name == "" {
 		name = "(unnamed)"
 	}
-	fmt.Fprintf(w, "%s  %s  Spark %s\n", name, a.ID, a.SparkVersion)
+	head := []string{name}
+	if a.ID != "" {
+		head = append(head, a.ID)
+	}
+	if a.SparkVersion != "" {
+		head = append(head, "Spark "+a.SparkVersion)
+	}
+	fmt.Fprintln(w, strings.Join(head, "  "))
 	skipped := 0
 	for _, st := range r.Stages {
 		if st.Status == "SKIPPED" {

@@ -127,6 +127,11 @@ func printReport(w io.Writer, r *analysis.Report) {
 	}
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "[%s] %s: %s\n", strings.ToUpper(f.Severity), f.Kind, f.Message)
+		if also, ok := f.Evidence["also"].([]string); ok {
+			for _, a := range also {
+				fmt.Fprintf(w, "    also %s\n", a)
+			}
+		}
 		if f.Suggestion != "" {
 			fmt.Fprintf(w, "    → %s\n", f.Suggestion)
 		}

@@ -330,6 +330,13 @@ try {
     await page.screenshot({ path: path.join(shots, '9-app-failures.png'), fullPage: true });
   });
 
+  await step('a stage with more than one finding shows the others under the first', async () => {
+    await page.goto(`${server.url}/#/apps/application_1462781278026_205691`);
+    await page.getByTestId('findings').getByText('30.6x the median task').waitFor();
+    const also = await page.getByTestId('finding-also').allTextContents();
+    assert.ok(also.some((a) => a.includes('gc: stage 0: 19% of task time in GC')), `also: ${also}`);
+  });
+
   await step('a server with a token: sign in, then the UI works', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'sparkprof-e2e-token-'));
     const tokenFile = path.join(dir, 'token');

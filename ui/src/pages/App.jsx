@@ -39,6 +39,11 @@ function Findings({ findings, onStage }) {
           ) : (
             f.message
           )}
+          {(f.evidence?.also || []).map((a) => (
+            <div key={a} className="also" data-testid="finding-also">
+              also: {a}
+            </div>
+          ))}
           <div className="suggestion">{f.suggestion}</div>
           <details>
             <summary>evidence</summary>

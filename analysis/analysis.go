@@ -690,7 +690,7 @@ func criticalPath(app *spark.App) (Finding, bool) {
 		Message: fmt.Sprintf("critical path: %s of stages%s in %s that ran one after another (%s on the path); the longest: %s",
 			fmtMs(total), shareOfRun(total, app.DurationMs), english.Plural(groups, "job"), english.Plural(len(path), "stage"), strings.Join(named, ", ")),
 		Suggestion: "these stages bound the jobs' wall time: speed up the longest first; the time between jobs is the driver's",
-		Evidence:   map[string]any{"stages": longest, "path": path, "durationMs": total, "jobs": jobIDs},
+		Evidence:   map[string]any{"stages": markedStages(path, longest), "path": path, "durationMs": total, "jobs": jobIDs},
 	}, true
 }
 
@@ -701,6 +701,15 @@ func shareOfRun(ms, runMs int64) string {
 		return ""
 	}
 	return fmt.Sprintf(" (%.0f%% of the %s run)", 100*float64(ms)/float64(runMs), fmtMs(runMs))
+}
+
+// markedStages returns the stages of a critical path a UI marks: all of a
+// short path, the longest of a long one.
+func markedStages(path, longest []int) []int {
+	if len(path) <= 2*maxCriticalStages {
+		return path
+	}
+	return longest
 }
 
 // maxCriticalStages is how many of a critical path's longest stages a

@@ -288,7 +288,7 @@ func TestCriticalPath(t *testing.T) {
 				stage(2, 1, 1000, 700),
 				stage(3, 2, 2000, 50), stage(4, 2, 2050, 60, 3), stage(5, 2, 2050, 20, 3),
 			},
-			path: []int{0, 1, 2, 3, 4}, stages5: []int{2, 1, 0, 4, 3}, total: 1110, jobs: []int{0, 1, 2},
+			path: []int{0, 1, 2, 3, 4}, stages5: []int{0, 1, 2, 3, 4}, total: 1110, jobs: []int{0, 1, 2},
 			message: "critical path: 1.1 s of stages (37% of the 3.0 s run) in 3 jobs that ran one after another (5 stages on the path); the longest: stage 2 (700 ms), stage 1 (200 ms)",
 		},
 		{
@@ -307,7 +307,7 @@ func TestCriticalPath(t *testing.T) {
 			stages: []*spark.Stage{
 				stage(0, -1, 0, 100), stage(1, -1, 500, 200), stage(2, 0, 1000, 300), stage(3, 0, 0, 0, 2),
 			},
-			path: []int{0, 1, 2}, stages5: []int{2, 1, 0}, total: 600, jobs: []int{0},
+			path: []int{0, 1, 2}, stages5: []int{0, 1, 2}, total: 600, jobs: []int{0},
 			message: "in 3 jobs",
 		},
 		{
@@ -358,6 +358,10 @@ func TestCriticalPathOverJobs(t *testing.T) {
 		t.Fatalf("%d critical-path findings, want 1", len(fs))
 	}
 	f := fs[0]
+	// A path of 135 stages marks its five longest.
+	if got := fmt.Sprint(f.Evidence["stages"]); got != "[0 4 1 238 3]" {
+		t.Errorf("marked stages %s, want the five longest", got)
+	}
 	want := "critical path: 12.9 s of stages (13% of the 1.6 min run) in 80 jobs that ran one after another (135 stages on the path); the longest: stage 0 (1.5 s), stage 4 (607 ms)"
 	if !strings.HasPrefix(f.Message, want) {
 		t.Errorf("message %q, want it to start %q", f.Message, want)

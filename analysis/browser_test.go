@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -98,5 +99,20 @@ func openReport(t *testing.T, ctx context.Context, r *Report) {
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path), chromedp.WaitReady("#timeline")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBrowserReportAlso: the report shows a stage's other findings under
+// its first (spark_event_log_example's stage 0: a straggler, and GC).
+func TestBrowserReportAlso(t *testing.T) {
+	ctx, problems := browsertest.Start(t)
+	in := fromEventLog(t, "eventlogs", "sparklint", "spark_event_log_example")
+	openReport(t, ctx, NewReport(in, Analyze(in, DefaultThresholds), nil, nil))
+	got := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll("#findings .also")].map(e => e.textContent)`)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "also gc: stage 0: 19% of task time in GC") {
+		t.Errorf("also lines %q, want the GC of stage 0", got)
+	}
+	if ps := problems(); len(ps) > 0 {
+		t.Errorf("page problems: %v", ps)
 	}
 }

@@ -103,14 +103,16 @@ func openReport(t *testing.T, ctx context.Context, r *Report) {
 }
 
 // TestBrowserReportAlso: the report shows a stage's other findings under
-// its first (spark_event_log_example's stage 0: a straggler, and GC).
+// its first (spark_event_log_example's stage 0: a straggler, and GC; its
+// stage 1: GC, and a straggler).
 func TestBrowserReportAlso(t *testing.T) {
 	ctx, problems := browsertest.Start(t)
 	in := fromEventLog(t, "eventlogs", "sparklint", "spark_event_log_example")
 	openReport(t, ctx, NewReport(in, Analyze(in, DefaultThresholds), nil, nil))
 	got := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll("#findings .also")].map(e => e.textContent)`)
-	if len(got) != 1 || !strings.HasPrefix(got[0], "also gc: stage 0: 19% of task time in GC") {
-		t.Errorf("also lines %q, want the GC of stage 0", got)
+	if len(got) != 2 || !strings.HasPrefix(got[0], "also gc: stage 0: 19% of task time in GC") ||
+		!strings.HasPrefix(got[1], "also straggler: stage 1: task 124") {
+		t.Errorf("also lines %q, want the GC of stage 0 and the straggler of stage 1", got)
 	}
 	if ps := problems(); len(ps) > 0 {
 		t.Errorf("page problems: %v", ps)

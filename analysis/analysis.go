@@ -14,6 +14,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/internal/english"
+	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
 )
 
@@ -128,6 +129,9 @@ type Input struct {
 	Logs []*applog.Log
 	// Warnings are problems met while reading the inputs.
 	Warnings []string
+	// Profiles are profiler records of the app, if any were read: a
+	// straggler's finding says where its samples went.
+	Profiles []*profile.Profile
 }
 
 // Analyze returns the findings for in, most severe first.
@@ -153,6 +157,9 @@ func Analyze(in Input, th Thresholds) []Finding {
 	}()
 	for _, st := range app.Stages {
 		if f, ok := stageVerdict(st, byStage[[2]int{st.ID, st.Attempt}], th); ok {
+			if f.Kind == KindStraggler && f.TaskID != nil && len(in.Profiles) > 0 {
+				explainStraggler(&f, in.Profiles, taskSamples(app.ID, *f.TaskID))
+			}
 			out = append(out, f)
 		}
 	}
@@ -881,9 +888,14 @@ func logFindings(logs []*applog.Log) []Finding {
 				sev = Warning
 			}
 		}
+		distinct := fmt.Sprintf("%d distinct errors and warnings", len(errs))
+		if len(errs) == 1 {
+			distinct = "1 error or warning"
+		}
 		out = append(out, Finding{
 			Kind: KindErrors, Severity: sev,
-			Message:    fmt.Sprintf("%d distinct errors and warnings in the logs (%d lines), newest first: %s", len(errs), errCount, errs[0]["message"]),
+			Message: fmt.Sprintf("%s in the logs (%s), newest first: %s",
+				distinct, english.Plural(errCount, "line"), errs[0]["message"]),
 			Suggestion: "read the newest ERROR first; repeated WARN lines often explain slow stages",
 			Evidence:   map[string]any{"errors": firstNMaps(errs, 20)},
 		})

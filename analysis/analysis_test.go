@@ -11,7 +11,9 @@ import (
 
 	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/eventlog"
+	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
 )
 
@@ -389,5 +391,48 @@ func TestDriverLog(t *testing.T) {
 	}
 	if want := "newest first: !Exec <CollectLimitExec> cannot run on GPU"; !strings.Contains(errs[0].Message, want) {
 		t.Errorf("message %q, want %q in it", errs[0].Message, want)
+	}
+}
+
+// TestStragglerHotspot: with the riddles' Uber stack samples, the straggler
+// finding says where task 0's running samples went: in the Scala job, 842
+// of 1,069 end in TraversableOnce.nonEmpty (the quadratic List append; the
+// corpus README), called from the job's closure; in the PySpark job all 566
+// are the JVM reading from its Python worker.
+func TestStragglerHotspot(t *testing.T) {
+	tests := []struct {
+		dir     string
+		log     string
+		want    Hotspot
+		message string
+	}{
+		{"ProfileStraggler", "JobStraggler.log.gz",
+			Hotspot{Type: "samples", Samples: 1069, Leaf: "scala.collection.TraversableOnce$class.nonEmpty", Share: 0.79,
+				Code: "profile.sparkjobs.JobStraggler$$anonfun$3$$anonfun$apply$1.apply$mcVJ$sp"},
+			"; 79% of its 1069 stack samples end in scala.collection.TraversableOnce$class.nonEmpty, called from profile.sparkjobs.JobStraggler"},
+		{"profile_straggler", "Straggler_PySpark.log.gz",
+			Hotspot{Type: "samples", Samples: 566, Leaf: "java.net.SocketInputStream.socketRead0", Share: 1, Python: true},
+			"the thread waits for its Python worker, so the time went to Python code"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dir, func(t *testing.T) {
+			in := fromLog(t, "applogs", "phil_stopwatch", tt.dir, tt.log)
+			p, err := format.Load(corpus.Path(t, "jvm-profiler", "phil_stopwatch", tt.dir, "Stacktrace.json.gz"), format.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Profiles = []*profile.Profile{p}
+			fs := find(Analyze(in, DefaultThresholds), KindStraggler)
+			if len(fs) != 1 {
+				t.Fatalf("%d straggler findings, want 1", len(fs))
+			}
+			got, _ := fs[0].Evidence["profile"].(Hotspot)
+			if got != tt.want {
+				t.Errorf("profile evidence %+v, want %+v", got, tt.want)
+			}
+			if !strings.Contains(fs[0].Message, tt.message) {
+				t.Errorf("message %q, want %q in it", fs[0].Message, tt.message)
+			}
+		})
 	}
 }

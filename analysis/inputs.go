@@ -47,12 +47,13 @@ func (in *Inputs) Reports(th Thresholds) []*Report {
 // container logs describe.
 func (in *Inputs) Apps() []Input {
 	if len(in.EventLogs) == 0 {
-		return []Input{{App: FromLogs(in.Logs), Logs: in.Logs, Warnings: in.Warnings}}
+		return []Input{{App: FromLogs(in.Logs), Logs: in.Logs, Warnings: in.Warnings, Profiles: in.Profiles}}
 	}
 	out := make([]Input, len(in.EventLogs))
 	for i, a := range in.EventLogs {
 		a.Logs = in.Logs
 		a.Warnings = append(a.Warnings, in.Warnings...)
+		a.Profiles = in.Profiles
 		out[i] = a
 	}
 	return out

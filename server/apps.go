@@ -2,12 +2,14 @@ package server
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -385,7 +387,49 @@ func (s *Server) handleApp(w http.ResponseWriter, r *http.Request) {
 	}
 	withLive := *rep
 	withLive.Metrics = s.withLiveMetrics(tenant(r), rep)
+	withLive.Findings = s.explainStragglers(r.Context(), tenant(r), rep)
 	writeJSON(w, appDetail{&withLive, rep.Tasks})
+}
+
+// explainStragglers returns the findings of rep, each straggler's saying
+// where its task's samples in the store went, if any are there (agents
+// may send them after the event log came). It reads only the task's
+// window; a query that fails leaves the finding as it was.
+func (s *Server) explainStragglers(ctx context.Context, ten string, rep *analysis.Report) []analysis.Finding {
+	out := rep.Findings
+	for i, f := range rep.Findings {
+		if f.Kind != analysis.KindStraggler || f.TaskID == nil || f.Evidence["profile"] != nil {
+			continue
+		}
+		var task *spark.Task
+		for _, t := range rep.Tasks {
+			if t.ID == *f.TaskID && (task == nil || t.LaunchMs > task.LaunchMs) {
+				task = t
+			}
+		}
+		if task == nil {
+			continue
+		}
+		ms := []profile.Matcher{
+			{Name: profile.LabelAppID, Op: profile.MatchEqual, Value: rep.App.ID},
+			{Name: profile.LabelTaskID, Op: profile.MatchEqual, Value: strconv.FormatInt(task.ID, 10)},
+		}
+		from, until := tasksWindow([]*spark.Task{task})
+		req := newRequest(ms, "", from, until)
+		req.labels = noLabels
+		p, err := s.merge(ctx, ten, req)
+		if err != nil {
+			s.log.Warn("straggler samples", "app", rep.App.ID, "task", task.ID, "err", err)
+			continue
+		}
+		if analysis.ExplainStraggler(&f, p) {
+			if &out[0] == &rep.Findings[0] {
+				out = slices.Clone(rep.Findings) // rep is shared
+			}
+			out[i] = f
+		}
+	}
+	return out
 }
 
 // handleSlowVsRest diffs the slowest percent of a stage's tasks against the

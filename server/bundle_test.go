@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 )
 
@@ -48,16 +49,26 @@ func TestImportContainerLogApp(t *testing.T) {
 		App struct {
 			ID, Name, SparkVersion string
 		}
-		Findings []struct{ Kind string }
-		Metrics  []struct{ Name string }
-		Tasks    []struct{}
+		Findings []struct {
+			Kind, Message string
+			Evidence      struct{ Profile analysis.Hotspot }
+		}
+		Metrics []struct{ Name string }
+		Tasks   []struct{}
 	}
 	getJSON(t, ts, "/api/v1/apps/ProfileStraggler", &detail)
 	if detail.App.Name != "Profile Straggler" || detail.App.SparkVersion != "2.4.0" || len(detail.Tasks) != 3 {
 		t.Errorf("app = %+v with %d tasks, want Profile Straggler, Spark 2.4.0, 3 tasks", detail.App, len(detail.Tasks))
 	}
 	if len(detail.Metrics) == 0 || len(detail.Findings) == 0 || detail.Findings[0].Kind != "straggler" {
-		t.Errorf("metrics %d, findings %+v: want CPU/memory series and the straggler first", len(detail.Metrics), detail.Findings)
+		t.Fatalf("metrics %d, findings %+v: want CPU/memory series and the straggler first", len(detail.Metrics), detail.Findings)
+	}
+	// The straggler says where task 0's samples in the store went, as the
+	// offline analysis of the same files does (analysis.TestStragglerHotspot).
+	want := analysis.Hotspot{Type: "samples", Samples: 1069, Leaf: "scala.collection.TraversableOnce$class.nonEmpty", Share: 0.79,
+		Code: "profile.sparkjobs.JobStraggler$$anonfun$3$$anonfun$apply$1.apply$mcVJ$sp"}
+	if got := detail.Findings[0].Evidence.Profile; got != want {
+		t.Errorf("straggler's profile %+v, want %+v (message %q)", got, want, detail.Findings[0].Message)
 	}
 	// The stacks carry the app id, so the app's flame graph has all of them.
 	r := render(t, ts, `{spark_app_id="ProfileStraggler"}`, "")

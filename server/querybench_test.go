@@ -256,7 +256,16 @@ func BenchmarkQuery(b *testing.B) {
 			}
 		}
 	}
-	rep := &analysis.Report{App: spark.Summary{ID: "app-bench", Name: "bench"}, Tasks: tasks}
+	// A straggler finding of stage 3, which the app page explains from
+	// the task's samples.
+	var straggler *spark.Task
+	for _, t := range tasks {
+		if t.StageID == 3 && (straggler == nil || t.DurationMs() > straggler.DurationMs()) {
+			straggler = t
+		}
+	}
+	rep := &analysis.Report{App: spark.Summary{ID: "app-bench", Name: "bench"}, Tasks: tasks,
+		Findings: []analysis.Finding{{Kind: analysis.KindStraggler, StageID: &straggler.StageID, TaskID: &straggler.ID, Evidence: map[string]any{}}}}
 	for _, cache := range []string{"warm", "uncached"} {
 		s := New(Config{Store: map[string]*store.DB{"warm": warm, "uncached": uncached}[cache], Logger: logger})
 		s.apps.by[""] = map[string]*analysedApp{"app-bench": {report: rep, tasks: byID}}
@@ -270,6 +279,35 @@ func BenchmarkQuery(b *testing.B) {
 			// Samples after their task's finish lose its stage.
 			if got.Flamebearer.NumTicks == 0 || got.Flamebearer.NumTicks > want["one-stage"] {
 				b.Fatalf("%d cpu ticks; the stage's uploads hold %d", got.Flamebearer.NumTicks, want["one-stage"])
+			}
+		})
+		// The app page, its task model alone (every task, for the
+		// timeline), then with the straggler to explain.
+		b.Run("app-page/"+cache, func(b *testing.B) {
+			plain := *rep
+			plain.Findings = nil
+			s.apps.by[""]["app-bench"] = &analysedApp{report: &plain, tasks: byID}
+			var page []byte
+			for b.Loop() {
+				page = serve(b, s, "/api/v1/apps/app-bench") // a large page: decoding it would cost more than serving it
+			}
+			b.ReportMetric(float64(len(tasks)), "tasks")
+			b.ReportMetric(float64(len(page))/(1<<20), "page-MiB")
+			s.apps.by[""]["app-bench"] = &analysedApp{report: rep, tasks: byID}
+		})
+		b.Run("app-page-straggler/"+cache, func(b *testing.B) {
+			var page []byte
+			for b.Loop() {
+				page = serve(b, s, "/api/v1/apps/app-bench")
+			}
+			var got struct {
+				Findings []struct{ Evidence struct{ Profile analysis.Hotspot } }
+			}
+			if err := json.Unmarshal(page, &got); err != nil {
+				b.Fatal(err)
+			}
+			if len(got.Findings) != 1 || got.Findings[0].Evidence.Profile.Samples == 0 {
+				b.Fatalf("findings %+v: want the straggler's samples", got.Findings)
 			}
 		})
 		b.Run("slow-vs-rest/"+cache, func(b *testing.B) {
@@ -425,14 +463,19 @@ func BenchmarkQuery(b *testing.B) {
 // serveJSON runs GET path on s and decodes its JSON answer into v,
 // failing b unless it is 200.
 func serveJSON(b *testing.B, s *Server, path string, v any) {
+	if err := json.Unmarshal(serve(b, s, path), v); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// serve returns the body of a 200 answer to a GET of path.
+func serve(b *testing.B, s *Server, path string) []byte {
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
 	if w.Code != 200 {
 		b.Fatalf("%s: %d: %.300s", path, w.Code, w.Body)
 	}
-	if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
-		b.Fatal(err)
-	}
+	return w.Body.Bytes()
 }
 
 // heapMiB is the live heap after a collection.

@@ -376,7 +376,27 @@ func serviceName(u *store.Upload) string {
 // the tasks (for timelines).
 type appDetail struct {
 	*analysis.Report
-	Tasks []*spark.Task `json:"tasks"`
+	Tasks any `json:"tasks"` // []*spark.Task, or []briefTask
+}
+
+// briefTask is what the app page's timeline draws of a task: a fifth of
+// the bytes of a task with its metrics, for apps of hundreds of thousands.
+type briefTask struct {
+	ID         int64  `json:"taskId"`
+	StageID    int    `json:"stageId"`
+	Partition  int    `json:"partition"`
+	ExecutorID string `json:"executorId"`
+	LaunchMs   int64  `json:"launchMs"`
+	FinishMs   int64  `json:"finishMs"`
+	Status     string `json:"status"`
+}
+
+func briefTasks(ts []*spark.Task) []briefTask {
+	out := make([]briefTask, len(ts))
+	for i, t := range ts {
+		out[i] = briefTask{t.ID, t.StageID, t.Partition, t.ExecutorID, t.LaunchMs, t.FinishMs, t.Status}
+	}
+	return out
 }
 
 func (s *Server) handleApp(w http.ResponseWriter, r *http.Request) {
@@ -388,7 +408,16 @@ func (s *Server) handleApp(w http.ResponseWriter, r *http.Request) {
 	withLive := *rep
 	withLive.Metrics = s.withLiveMetrics(tenant(r), rep)
 	withLive.Findings = s.explainStragglers(r.Context(), tenant(r), rep)
-	writeJSON(w, appDetail{&withLive, rep.Tasks})
+	var tasks any = rep.Tasks
+	switch v := r.URL.Query().Get("tasks"); v {
+	case "", "all":
+	case "brief":
+		tasks = briefTasks(rep.Tasks)
+	default:
+		httpError(w, http.StatusBadRequest, "tasks=%q: want all (with their metrics) or brief (what a timeline draws)", v)
+		return
+	}
+	writeJSON(w, appDetail{&withLive, tasks})
 }
 
 // explainStragglers returns the findings of rep, each straggler's saying

@@ -301,7 +301,9 @@ func BenchmarkQuery(b *testing.B) {
 				page = serve(b, s, "/api/v1/apps/app-bench")
 			}
 			var got struct {
-				Findings []struct{ Evidence struct{ Profile analysis.Hotspot } }
+				Findings []struct {
+					Evidence struct{ Profile analysis.Hotspot }
+				}
 			}
 			if err := json.Unmarshal(page, &got); err != nil {
 				b.Fatal(err)

@@ -831,6 +831,23 @@ func TestAppsAndSlowVsRest(t *testing.T) {
 	if len(app.Stages) != 2 || len(app.Tasks) != 8 {
 		t.Fatalf("app detail: %d stages, %d tasks", len(app.Stages), len(app.Tasks))
 	}
+	// The UI's brief tasks: the same tasks, what a timeline draws, without
+	// their metrics.
+	var full, brief struct{ Tasks []map[string]any }
+	getJSON(t, ts, "/api/v1/apps/local-1532512550423", &full)
+	getJSON(t, ts, "/api/v1/apps/local-1532512550423?tasks=brief", &brief)
+	if len(brief.Tasks) != 8 || len(brief.Tasks[0]) != 7 || brief.Tasks[0]["metrics"] != nil ||
+		brief.Tasks[3]["taskId"] != full.Tasks[3]["taskId"] || brief.Tasks[3]["finishMs"] != full.Tasks[3]["finishMs"] {
+		t.Errorf("brief tasks %v, full %v", brief.Tasks, full.Tasks)
+	}
+	resp, err := http.Get(ts.URL + "/api/v1/apps/local-1532512550423?tasks=some")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Errorf("tasks=some: %d, want 400", resp.StatusCode)
+	}
 	// One profile per task of stage 0; the slowest task runs "slow".
 	var slowest int64 = -1
 	var longest int64
@@ -872,7 +889,7 @@ func TestAppsAndSlowVsRest(t *testing.T) {
 	if len(d.SlowTaskIDs) != 3 || d.RestTasks != 1 {
 		t.Errorf("99 %%: %d slow tasks, %d others; want 3 and 1", len(d.SlowTaskIDs), d.RestTasks)
 	}
-	resp, _ := http.Get(ts.URL + "/apps/local-1532512550423/report")
+	resp, _ = http.Get(ts.URL + "/apps/local-1532512550423/report")
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !bytes.Contains(page, []byte(`id="timeline"`)) {

@@ -2,7 +2,7 @@
 // then one band of task lanes per executor. Dragging brushes a time window;
 // clicking a stage selects it.
 import React, { useEffect, useMemo, useRef, useState } from 'react';
-import { fmtMs, findingStages } from './api';
+import { fmtMs, findingStages, minOf } from './api';
 
 const GUTTER = 130;
 const ROW = 14;
@@ -28,7 +28,7 @@ function pack(items, start, end, maxLanes) {
 // layout computes the rows of the chart.
 function layout(rep) {
   const app = rep.app;
-  const t0 = app.startMs || Math.min(...rep.stages.map((s) => s.submitMs || Infinity), ...rep.tasks.map((t) => t.launchMs));
+  const t0 = app.startMs || minOf(rep.tasks, (t) => t.launchMs, minOf(rep.stages, (s) => s.submitMs || Infinity));
   let t1 = app.endMs || 0;
   for (const t of rep.tasks) t1 = Math.max(t1, t.finishMs || t.launchMs);
   for (const s of rep.stages) t1 = Math.max(t1, s.completeMs || 0);

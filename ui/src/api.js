@@ -133,3 +133,24 @@ export function findingStages(f) {
   if (f.stageId !== undefined && f.stageId !== null) return [f.stageId];
   return (f.evidence && f.evidence.stages) || [];
 }
+
+// minOf and maxOf return the least and greatest f(x) over items, and
+// start when items is empty. Unlike Math.min(...xs) they take any number
+// of items: spreading the tasks of a large app overflows the call stack.
+export function minOf(items, f, start = Infinity) {
+  let m = start;
+  for (const x of items) {
+    const v = f(x);
+    if (v < m) m = v;
+  }
+  return m;
+}
+
+export function maxOf(items, f, start = -Infinity) {
+  let m = start;
+  for (const x of items) {
+    const v = f(x);
+    if (v > m) m = v;
+  }
+  return m;
+}

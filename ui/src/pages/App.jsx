@@ -2,7 +2,7 @@
 // executors, errors and log chunks, and the flame graph of what is
 // selected (whole app, a stage, a brushed time window).
 import React, { useCallback, useMemo, useState, useRef } from 'react';
-import { getJSON, fmtMs, fmtBytes, fmtTime, selector, findingStages } from '../api';
+import { getJSON, fmtMs, fmtBytes, fmtTime, selector, findingStages, minOf, maxOf } from '../api';
 import { href } from '../router';
 import { useAsync, ErrorBox, Loading, Table, Severity, RefreshControls } from '../common';
 import { Timeline } from '../Timeline';
@@ -124,7 +124,7 @@ function OtherRuns({ app, appIds }) {
 }
 
 export function AppPage({ id, params, setParams }) {
-  const { data: rep, error } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(id)}`), [id]);
+  const { data: rep, error } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(id)}`, { tasks: 'brief' }), [id]);
   const { data: appIds } = useAsync(() => getJSON('/api/v1/label-values', { name: 'spark_app_id' }), []);
   const [chartsRef, width] = useWidth();
   const { data: samples } = useAsync(
@@ -154,8 +154,8 @@ export function AppPage({ id, params, setParams }) {
   if (!rep) return <Loading what="application" />;
   const a = rep.app;
   const skipped = rep.stages.filter((s) => s.status === 'SKIPPED').length;
-  const t0 = a.startMs || Math.min(...rep.tasks.map((t) => t.launchMs));
-  const t1 = Math.max(a.endMs || 0, ...rep.tasks.map((t) => t.finishMs || 0));
+  const t0 = a.startMs || minOf(rep.tasks, (t) => t.launchMs);
+  const t1 = maxOf(rep.tasks, (t) => t.finishMs || 0, a.endMs || 0);
   const range = win || [t0, t1];
   const overlaps = (s0, s1) => !win || ((s0 || 0) <= win[1] && (s1 || Infinity) >= win[0]);
   const stages = rep.stages.filter(

@@ -302,14 +302,20 @@ func stageVerdict(st *spark.Stage, tasks []*spark.Task, th Thresholds) (Finding,
 			if share(longest.DurationMs()-med, span) >= 0.5 {
 				sev = Critical
 			}
-			stage(KindStraggler, sev,
-				fmt.Sprintf("stage %d: task %d (partition %d, executor %s) ran %s, %.1fx the median task (%s)",
-					st.ID, longest.ID, longest.Index, longest.ExecutorID, fmtMs(longest.DurationMs()), r, fmtMs(med)),
-				"look at what makes this partition different (data skew, a slow node, a costly record); the flame graph of this task shows where its time went",
-				float64(longest.DurationMs()-med), map[string]any{
-					"taskMs": longest.DurationMs(), "medianMs": med, "ratio": round2(r), "tasks": len(ok),
-					"partition": longest.Index, "host": longest.Host, "stageSpanMs": span,
-				})
+			msg := fmt.Sprintf("stage %d: task %d (partition %d, executor %s) ran %s, %.1fx the median task (%s)",
+				st.ID, longest.ID, longest.Index, longest.ExecutorID, fmtMs(longest.DurationMs()), r, fmtMs(med))
+			sugg := "look at what makes this partition different (data skew, a slow node, a costly record); the flame graph of this task shows where its time went"
+			ev := map[string]any{
+				"taskMs": longest.DurationMs(), "medianMs": med, "ratio": round2(r), "tasks": len(ok),
+				"partition": longest.Index, "host": longest.Host, "stageSpanMs": span,
+			}
+			others := slices.DeleteFunc(slices.Clone(ok), func(t *spark.Task) bool { return t == longest })
+			if kind, phrase, s, known := stragglerCause(longest, others, th); known {
+				msg += "; " + phrase
+				sugg = s
+				ev["cause"] = kind
+			}
+			stage(KindStraggler, sev, msg, sugg, float64(longest.DurationMs()-med), ev)
 			cands[len(cands)-1].TaskID = int64p(longest.ID)
 			cands[len(cands)-1].ExecutorID = longest.ExecutorID
 		}

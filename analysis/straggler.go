@@ -1,0 +1,86 @@
+package analysis
+
+import (
+	"fmt"
+
+	"github.com/sparkprof/sparkprof/spark"
+)
+
+// stragglerCause says, from its metrics against the other tasks of its
+// stage, why a straggler ran long: the first of data skew, garbage
+// collection, waiting for shuffle data, spilling, a slow host (the other
+// tasks there ran long too) and, when none of those, its own work. It
+// returns the cause's kind, a phrase for the finding's message and a
+// suggestion, or ok false when the tasks carry no metrics (from logs).
+func stragglerCause(t *spark.Task, others []*spark.Task, th Thresholds) (kind, phrase, suggestion string, ok bool) {
+	m := &t.Metrics
+	if m.RunTimeMs <= 0 || len(others) == 0 {
+		return "", "", "", false
+	}
+	// Time before and after the task ran: its run time may be typical.
+	if dur := t.DurationMs(); dur > 0 && share(m.RunTimeMs, dur) < 0.5 {
+		switch d, r, wait := m.DeserializeMs, t.GettingResultMs(), t.SchedulerDelayMs(); {
+		case d >= r && d >= wait:
+			return "deserialize", fmt.Sprintf("%s of its %s went to deserialising the task before it ran (a new executor's first task loads classes and broadcasts)",
+					fmtMs(d), fmtMs(dur)),
+				"broadcast large variables once instead of shipping them with each task; with dynamic allocation, a new executor's first tasks start slow", true
+		case r >= wait:
+			return "result", fmt.Sprintf("%s of its %s went to fetching its result to the driver", fmtMs(r), fmtMs(dur)),
+				"bring less back to the driver (collect, take, large accumulators); or raise spark.driver.maxResultSize only if it must", true
+		default:
+			return "scheduler-delay", fmt.Sprintf("%s of its %s was scheduler delay: sending the task and its result", fmtMs(wait), fmtMs(dur)),
+				"a large task binary or result, or a busy driver: broadcast large closures, check the driver's CPU and GC", true
+		}
+	}
+	read := func(t *spark.Task) int64 { return t.Metrics.InputBytes + t.Metrics.ShuffleReadBytes() }
+	records := func(t *spark.Task) int64 { return t.Metrics.InputRecords + t.Metrics.ShuffleReadRecords }
+	medianOf := func(f func(*spark.Task) int64) int64 {
+		xs := make([]int64, len(others))
+		for i, o := range others {
+			xs[i] = f(o)
+		}
+		return median(xs)
+	}
+	if r, med := read(t), medianOf(read); med > 0 && float64(r) >= th.SkewRatio*float64(med) {
+		return "skew", fmt.Sprintf("it read %.1fx the median task's data (%s against %s): data skew",
+				float64(r)/float64(med), fmtBytes(r), fmtBytes(med)),
+			"find the hot key or partition (salt it, or split it); for joins, let AQE split skewed partitions (spark.sql.adaptive.skewJoin.enabled)", true
+	}
+	if r, med := records(t), medianOf(records); med > 0 && float64(r) >= th.SkewRatio*float64(med) {
+		return "skew", fmt.Sprintf("it read %.1fx the median task's records (%d against %d): data skew", float64(r)/float64(med), r, med),
+			"find the hot key or partition (salt it, or split it); for joins, let AQE split skewed partitions (spark.sql.adaptive.skewJoin.enabled)", true
+	}
+	if g := share(m.GCTimeMs, m.RunTimeMs); g >= 2*th.GCShare {
+		return "gc", fmt.Sprintf("it spent %.0f%% of its run time in GC (%s)", 100*g, fmtMs(m.GCTimeMs)),
+			"the partition holds more live data than the others: more memory per task, or more partitions", true
+	}
+	if w := share(m.ShuffleFetchWaitMs, m.RunTimeMs); w >= th.ShuffleWaitShare {
+		return "shuffle-wait", fmt.Sprintf("it waited %.0f%% of its run time for shuffle data (%s)", 100*w, fmtMs(m.ShuffleFetchWaitMs)),
+			"check the hosts it fetched from (a slow or lost node) and the network", true
+	}
+	if m.DiskSpilled > 0 && medianOf(func(t *spark.Task) int64 { return t.Metrics.DiskSpilled }) == 0 {
+		return "spill", fmt.Sprintf("it spilled %s to disk, the median task nothing", fmtBytes(m.DiskSpilled)),
+			"give the partition more memory, or use more partitions so each holds less", true
+	}
+	if t.Host != "" {
+		var there []int64
+		for _, o := range others {
+			if o.Host == t.Host {
+				there = append(there, o.DurationMs())
+			}
+		}
+		if all := medianOf(func(t *spark.Task) int64 { return t.DurationMs() }); len(there) >= 2 && all > 0 &&
+			float64(median(there)) >= 2*float64(all) {
+			return "slow-host", fmt.Sprintf("the other tasks on its host %s ran %.1fx the median too: a slow node", t.Host, float64(median(there))/float64(all)),
+				"look at the node (disk, CPU steal, noisy neighbours); exclude it or enable speculation (spark.speculation)", true
+		}
+	}
+	if m.CPUTimeNs > 0 {
+		if c := share(m.CPUTimeNs/1e6, m.RunTimeMs); c < 0.5 {
+			return "off-cpu", fmt.Sprintf("its data and host were like the others', and it ran on a CPU %.0f%% of its run time: it waited (I/O, locks, an external call)", 100*c),
+				"the wall-clock flame graph of this task shows what it waited for", true
+		}
+	}
+	return "compute", "its data and host were like the others': its own work took the time (a costly record or code path)",
+		"the flame graph of this task shows where its time went", true
+}

@@ -155,8 +155,9 @@ func Analyze(in Input, th Thresholds) []Finding {
 		f, ok := whatIf(app, byStage)
 		what <- result{f, ok}
 	}()
+	first := firstTasks(app.Tasks)
 	for _, st := range app.Stages {
-		if f, ok := stageVerdict(st, byStage[[2]int{st.ID, st.Attempt}], th); ok {
+		if f, ok := stageVerdict(st, byStage[[2]int{st.ID, st.Attempt}], first, th); ok {
 			if f.Kind == KindStraggler && f.TaskID != nil && len(in.Profiles) > 0 {
 				explainStraggler(&f, in.Profiles, taskSamples(app.ID, *f.TaskID))
 			}
@@ -254,9 +255,29 @@ func share(part, whole int64) float64 {
 	return float64(part) / float64(whole)
 }
 
+// firstTasks returns the ids of each executor's first tasks: its first
+// task and those launched beside it before it ended (one per core), which
+// load the classes and broadcasts the executor's later tasks find loaded.
+func firstTasks(tasks []*spark.Task) map[int64]bool {
+	first := map[string]*spark.Task{}
+	for _, t := range tasks {
+		if f := first[t.ExecutorID]; f == nil || t.LaunchMs < f.LaunchMs {
+			first[t.ExecutorID] = t
+		}
+	}
+	out := map[int64]bool{}
+	for _, t := range tasks {
+		if f := first[t.ExecutorID]; t == f || (f.FinishMs > 0 && t.LaunchMs < f.FinishMs) {
+			out[t.ID] = true
+		}
+	}
+	return out
+}
+
 // stageVerdict finds what is wrong with one stage attempt and keeps the
 // finding with the biggest effect, listing the others in its evidence.
-func stageVerdict(st *spark.Stage, tasks []*spark.Task, th Thresholds) (Finding, bool) {
+// first holds the ids of the executors' first tasks.
+func stageVerdict(st *spark.Stage, tasks []*spark.Task, first map[int64]bool, th Thresholds) (Finding, bool) {
 	var ok []*spark.Task
 	for _, t := range tasks {
 		if t.Status == "SUCCESS" && t.FinishMs > 0 {
@@ -281,13 +302,17 @@ func stageVerdict(st *spark.Stage, tasks []*spark.Task, th Thresholds) (Finding,
 	}
 	durs := make([]int64, len(ok))
 	var total spark.TaskMetrics
-	var sumDur, overhead int64
+	var sumDur, overhead, warmUp int64
 	longest := ok[0]
 	for i, t := range ok {
 		durs[i] = t.DurationMs()
 		total.Add(&t.Metrics)
 		sumDur += durs[i]
-		overhead += t.SchedulerDelayMs() + t.Metrics.DeserializeMs + t.Metrics.ResultSerializationMs
+		o := t.SchedulerDelayMs() + t.Metrics.DeserializeMs + t.Metrics.ResultSerializationMs
+		overhead += o
+		if first[t.ID] {
+			warmUp += o
+		}
 		if durs[i] > longest.DurationMs() {
 			longest = t
 		}
@@ -369,9 +394,18 @@ func stageVerdict(st *spark.Stage, tasks []*spark.Task, th Thresholds) (Finding,
 	metricsKnown := total.RunTimeMs+total.DeserializeMs+total.ResultSerializationMs > 0
 	if len(ok) >= 10 && sumDur > 0 && metricsKnown {
 		if o := share(overhead, sumDur); o >= th.OverheadShare {
-			stage(KindSchedulerOverhead, Warning, fmt.Sprintf("stage %d: %.0f%% of task time is scheduling and (de)serialisation, not work", st.ID, 100*o),
-				"use fewer, larger tasks; broadcast large closures instead of shipping them with each task",
-				o*float64(span), map[string]any{"overheadMs": overhead, "taskMs": sumDur, "share": round2(o)})
+			ev := map[string]any{"overheadMs": overhead, "taskMs": sumDur, "share": round2(o), "firstTasksMs": warmUp}
+			if w := share(warmUp, overhead); w >= 0.5 {
+				// A one-time cost of new executors, not of the tasks' size.
+				stage(KindSchedulerOverhead, Info, fmt.Sprintf("stage %d: %.0f%% of task time is scheduling and (de)serialisation, %.0f%% of it in the executors' first tasks (loading classes and broadcasts)",
+					st.ID, 100*o, 100*w),
+					"a one-time warm-up of each executor: it weighs on short apps and on executors that dynamic allocation keeps replacing; keep executors longer (spark.dynamicAllocation.executorIdleTimeout)",
+					o*float64(span)*(1-w), ev)
+			} else {
+				stage(KindSchedulerOverhead, Warning, fmt.Sprintf("stage %d: %.0f%% of task time is scheduling and (de)serialisation, not work", st.ID, 100*o),
+					"use fewer, larger tasks; broadcast large closures instead of shipping them with each task",
+					o*float64(span), ev)
+			}
 		}
 	}
 	if len(ok) >= th.TinyTaskCount && med < th.TinyTaskMs {

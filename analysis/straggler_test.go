@@ -81,3 +81,46 @@ func TestStragglerCauseCorpus(t *testing.T) {
 		})
 	}
 }
+
+// TestWarmUpOverhead: application_1603128018386_7846's stage 0 ran each
+// executor's first task, which spent ~500 ms deserialising against 3–5 ms
+// for the later tasks: its overhead is the executors' warm-up, not tasks
+// too small, and is only information. directory_source's stage 3 waited
+// ~350 ms per task to be scheduled, on warm executors: a warning.
+func TestWarmUpOverhead(t *testing.T) {
+	tests := []struct {
+		rel      []string
+		severity string
+		message  string
+	}{
+		{[]string{"nvidia", "tasks_executors_fail_compressed_eventlog.zstd"}, Info, "stage 0: 47% of task time is scheduling and (de)serialisation, 100% of it in the executors' first tasks"},
+		{[]string{"sparklint", "directory_source", "event_log_1"}, Warning, "stage 3: 35% of task time is scheduling and (de)serialisation, not work"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rel[1], func(t *testing.T) {
+			fs := find(Analyze(fromEventLog(t, append([]string{"eventlogs"}, tt.rel...)...), DefaultThresholds), KindSchedulerOverhead)
+			if len(fs) != 1 || fs[0].Severity != tt.severity || !strings.HasPrefix(fs[0].Message, tt.message) {
+				t.Errorf("findings %+v, want one %s: %q", fs, tt.severity, tt.message)
+			}
+		})
+	}
+}
+
+func TestFirstTasks(t *testing.T) {
+	task := func(id int64, exec string, launch, finish int64) *spark.Task {
+		return &spark.Task{ID: id, ExecutorID: exec, LaunchMs: launch, FinishMs: finish}
+	}
+	got := firstTasks([]*spark.Task{
+		task(1, "1", 100, 900), task(2, "1", 110, 950), task(3, "1", 905, 950), // 3 starts after 1 ended
+		task(4, "2", 500, 0), task(5, "2", 600, 700), // 4 still runs: only it
+	})
+	want := map[int64]bool{1: true, 2: true, 4: true}
+	if len(got) != len(want) {
+		t.Fatalf("first tasks %v, want %v", got, want)
+	}
+	for id := range want {
+		if !got[id] {
+			t.Errorf("first tasks %v, want %v", got, want)
+		}
+	}
+}

@@ -96,8 +96,11 @@ type Thresholds struct {
 	// that comes to at least IdleMinCoreMs (core-milliseconds).
 	IdleShare     float64
 	IdleMinCoreMs int64
-	// DriverShare of the application's time with no task running.
+	// DriverShare of the application's time with no task running, when
+	// that comes to at least DriverMinMs: seconds of a short app's start
+	// and stop are nothing to act on.
 	DriverShare float64
+	DriverMinMs int64
 	// MinStageMs: stages shorter than this get no performance verdict.
 	MinStageMs int64
 }
@@ -117,6 +120,7 @@ var DefaultThresholds = Thresholds{
 	IdleShare:        0.50,
 	IdleMinCoreMs:    5 * 60_000,
 	DriverShare:      0.25,
+	DriverMinMs:      30_000,
 	MinStageMs:       1_000,
 }
 
@@ -598,7 +602,7 @@ func driverTime(app *spark.App, th Thresholds) (Finding, bool) {
 	}
 	idle := app.DurationMs - busyMs
 	s := share(idle, app.DurationMs)
-	if s < th.DriverShare {
+	if s < th.DriverShare || idle < th.DriverMinMs {
 		return Finding{}, false
 	}
 	return Finding{

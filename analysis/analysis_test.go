@@ -109,7 +109,7 @@ func TestFailuresGrouped(t *testing.T) {
 // away; and the failures message counts what failed in words.
 func TestSmallEffects(t *testing.T) {
 	none := DefaultThresholds
-	none.GCMinMs, none.IdleMinCoreMs = 0, 0
+	none.GCMinMs, none.IdleMinCoreMs, none.DriverMinMs = 0, 0, 0
 	tests := []struct {
 		name             string
 		rel              []string
@@ -125,6 +125,9 @@ func TestSmallEffects(t *testing.T) {
 		{"idle seconds", []string{"sparkscope", "app-20231025121456-0004-eventLog-finished"}, KindIdleExecutors, DefaultThresholds, 0, "", ""},
 		{"idle, no minimum", []string{"sparkscope", "app-20231025121456-0004-eventLog-finished"}, KindIdleExecutors, none, 1, "", ""},
 		{"gc of seconds", []string{"nvidia", "aqeshuffle_eventlog.zstd"}, KindGC, DefaultThresholds, 1, "4.5 s of 27.7 s", ""},
+		{"driver time of seconds", []string{"sparkscope", "app-20231025121456-0004-eventLog-finished"}, KindDriverTime, DefaultThresholds, 0, "", ""},
+		{"driver time, no minimum", []string{"sparkscope", "app-20231025121456-0004-eventLog-finished"}, KindDriverTime, none, 1, "97% of the application's time (8.1 s of 8.4 s)", ""},
+		{"driver time of minutes", []string{"nvidia", "tasks_executors_fail_compressed_eventlog.zstd"}, KindDriverTime, DefaultThresholds, 1, "88% of the application's time (1.4 min of 1.6 min)", ""},
 		{"idle core-hours", []string{"nvidia", "tasks_executors_fail_compressed_eventlog.zstd"}, KindIdleExecutors, DefaultThresholds, 1, "0.70 core-hours", ""},
 		{"what-if without gain", []string{"sparkscope", "app-20231025121456-0004-eventLog-finished"}, KindWhatIf, DefaultThresholds, 1, "would not shorten the run: about 8.4 s either way (replaying the observed task times)", "where the run took"},
 		// The replay packs stage 0's one-minute straggler first: 4.3 min

@@ -50,6 +50,7 @@ func runAnalyze(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&th.IdleShare, "idle-share", th.IdleShare, "share of allocated executor core time without tasks that is a finding")
 	fs.Int64Var(&th.IdleMinCoreMs, "idle-min-core-ms", th.IdleMinCoreMs, "the idle core time must come to at least this (core-ms) for an idle-executors finding")
 	fs.Float64Var(&th.DriverShare, "driver-share", th.DriverShare, "share of the run without any task that is a finding")
+	fs.Int64Var(&th.DriverMinMs, "driver-min-ms", th.DriverMinMs, "the time without any task must come to at least this (ms) for a driver-time finding")
 	if err := parsePaths(fs, args); err != nil {
 		return err
 	}

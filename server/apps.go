@@ -405,9 +405,7 @@ func (s *Server) handleApp(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "no application %q: import its event log first", r.PathValue("id"))
 		return
 	}
-	withLive := *rep
-	withLive.Metrics = s.withLiveMetrics(tenant(r), rep)
-	withLive.Findings = s.explainStragglers(r.Context(), tenant(r), rep)
+	withLive := s.withLive(r.Context(), tenant(r), rep)
 	var tasks any = rep.Tasks
 	switch v := r.URL.Query().Get("tasks"); v {
 	case "", "all":
@@ -417,7 +415,17 @@ func (s *Server) handleApp(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "tasks=%q: want all (with their metrics) or brief (what a timeline draws)", v)
 		return
 	}
-	writeJSON(w, appDetail{&withLive, tasks})
+	writeJSON(w, appDetail{withLive, tasks})
+}
+
+// withLive returns a copy of rep with what the store holds of the app
+// now: its live uploads' metric series, and stragglers explained from
+// their tasks' samples.
+func (s *Server) withLive(ctx context.Context, ten string, rep *analysis.Report) *analysis.Report {
+	live := *rep
+	live.Metrics = s.withLiveMetrics(ten, rep)
+	live.Findings = s.explainStragglers(ctx, ten, rep)
+	return &live
 }
 
 // explainStragglers returns the findings of rep, each straggler's saying

@@ -70,6 +70,16 @@ func TestImportContainerLogApp(t *testing.T) {
 	if got := detail.Findings[0].Evidence.Profile; got != want {
 		t.Errorf("straggler's profile %+v, want %+v (message %q)", got, want, detail.Findings[0].Message)
 	}
+	// So does the app's HTML report.
+	resp, err := http.Get(ts.URL + "/apps/ProfileStraggler/report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(page, []byte("of its 1069 stack samples end in scala.collection.TraversableOnce$class.nonEmpty")) {
+		t.Errorf("the report does not say where the straggler's samples went")
+	}
 	// The stacks carry the app id, so the app's flame graph has all of them.
 	r := render(t, ts, `{spark_app_id="ProfileStraggler"}`, "")
 	if r.Type != "samples" || r.Flamebearer.NumTicks != 47473 {

@@ -15,10 +15,8 @@ func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "no application %q", r.PathValue("id"))
 		return
 	}
-	withLive := *rep
-	withLive.Metrics = s.withLiveMetrics(tenant(r), rep)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := analysis.WriteHTML(w, &withLive); err != nil {
+	if err := analysis.WriteHTML(w, s.withLive(r.Context(), tenant(r), rep)); err != nil {
 		s.log.Warn("report failed", "err", err)
 	}
 }

@@ -366,10 +366,17 @@ func stageVerdict(st *spark.Stage, tasks []*spark.Task, first map[int64]bool, th
 		m := median(reads)
 		if maxRead >= th.SkewMinBytes && m > 0 && float64(maxRead)/float64(m) >= th.SkewRatio {
 			r := float64(maxRead) / float64(m)
-			stage(KindSkew, Warning,
-				fmt.Sprintf("stage %d: task %d read %s, %.1fx the median task (%s)", st.ID, maxTask.ID, fmtBytes(maxRead), r, fmtBytes(m)),
-				"repartition on a better-distributed key, salt the hot key, or enable AQE skew join handling (spark.sql.adaptive.skewJoin.enabled)",
-				float64(maxTask.DurationMs()-med), map[string]any{"maxBytes": maxRead, "medianBytes": m, "ratio": round2(r), "taskId": maxTask.ID})
+			msg := fmt.Sprintf("stage %d: task %d read %s, %.1fx the median task (%s)", st.ID, maxTask.ID, fmtBytes(maxRead), r, fmtBytes(m))
+			sev, sugg := Warning, "repartition on a better-distributed key, salt the hot key, or enable AQE skew join handling (spark.sql.adaptive.skewJoin.enabled)"
+			// Skew that cost no time is worth knowing, not acting on.
+			if d := maxTask.DurationMs(); med > 0 && float64(d) < 1.5*float64(med) {
+				msg += fmt.Sprintf(", yet ran about as long as the others (%s against a median of %s)", fmtMs(d), fmtMs(med))
+				sev, sugg = Info, "no time lost to it in this run; it may grow with the data"
+			} else if med > 0 {
+				msg += fmt.Sprintf(", and ran %s, %.1fx the median task (%s)", fmtMs(d), float64(d)/float64(med), fmtMs(med))
+			}
+			stage(KindSkew, sev, msg, sugg,
+				float64(maxTask.DurationMs()-med), map[string]any{"maxBytes": maxRead, "medianBytes": m, "ratio": round2(r), "taskId": maxTask.ID, "taskMs": maxTask.DurationMs(), "medianMs": med})
 		}
 	}
 	if total.RunTimeMs > 0 {

@@ -128,6 +128,7 @@ func TestSmallEffects(t *testing.T) {
 		{"driver time of seconds", []string{"sparkscope", "app-20231025121456-0004-eventLog-finished"}, KindDriverTime, DefaultThresholds, 0, "", ""},
 		{"driver time, no minimum", []string{"sparkscope", "app-20231025121456-0004-eventLog-finished"}, KindDriverTime, none, 1, "97% of the application's time (8.1 s of 8.4 s)", ""},
 		{"driver time of minutes", []string{"nvidia", "tasks_executors_fail_compressed_eventlog.zstd"}, KindDriverTime, DefaultThresholds, 1, "88% of the application's time (1.4 min of 1.6 min)", ""},
+		{"skew that cost time", []string{"nvidia", "nds_q88_photon_db_13_3.zstd"}, KindSkew, DefaultThresholds, 1, "task 1443 read 96.3 MiB, 52.1x the median task (1.8 MiB), and ran 2.6 s, 2.6x the median task (1.0 s)", ""},
 		{"idle core-hours", []string{"nvidia", "tasks_executors_fail_compressed_eventlog.zstd"}, KindIdleExecutors, DefaultThresholds, 1, "0.70 core-hours", ""},
 		{"what-if without gain", []string{"sparkscope", "app-20231025121456-0004-eventLog-finished"}, KindWhatIf, DefaultThresholds, 1, "would not shorten the run: about 8.4 s either way (replaying the observed task times)", "where the run took"},
 		// The replay packs stage 0's one-minute straggler first: 4.3 min

@@ -124,3 +124,22 @@ func TestFirstTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestSkewWithoutCost: a task that read ten times the others' data but ran
+// as long as they did is information, not a warning.
+func TestSkewWithoutCost(t *testing.T) {
+	var tasks []*spark.Task
+	for i := range 5 {
+		in := int64(100 << 20)
+		if i == 2 {
+			in *= 10
+		}
+		tasks = append(tasks, &spark.Task{ID: int64(i), Status: "SUCCESS", ExecutorID: "1", LaunchMs: 1000, FinishMs: 61000,
+			Metrics: spark.TaskMetrics{RunTimeMs: 60000, InputBytes: in}})
+	}
+	st := &spark.Stage{ID: 7, FirstLaunchMs: 1000, CompleteMs: 61000}
+	f, ok := stageVerdict(st, tasks, nil, DefaultThresholds)
+	if !ok || f.Kind != KindSkew || f.Severity != Info || !strings.Contains(f.Message, "yet ran about as long as the others (1.0 min against a median of 1.0 min)") {
+		t.Errorf("finding %+v, want skew as information", f)
+	}
+}

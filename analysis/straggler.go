@@ -41,7 +41,7 @@ func stragglerCause(t *spark.Task, others []*spark.Task, th Thresholds) (kind, p
 		}
 		return median(xs)
 	}
-	if r, med := read(t), medianOf(read); med > 0 && float64(r) >= th.SkewRatio*float64(med) {
+	if r, med := read(t), medianOf(read); med > 0 && r >= th.SkewMinBytes && float64(r) >= th.SkewRatio*float64(med) {
 		return "skew", fmt.Sprintf("it read %.1fx the median task's data (%s against %s): data skew",
 				float64(r)/float64(med), fmtBytes(r), fmtBytes(med)),
 			"find the hot key or partition (salt it, or split it); for joins, let AQE split skewed partitions (spark.sql.adaptive.skewJoin.enabled)", true

@@ -875,9 +875,10 @@ func whatIf(app *spark.App, byStage map[[2]int][]*spark.Task) (Finding, bool) {
 		msg = fmt.Sprintf("%d executors instead of %d would not shorten the run: about %s either way (replaying the observed task times)",
 			execs*2, execs, fmtMs(base))
 	}
-	if fmtMs(base) != fmtMs(app.DurationMs) {
+	if diff := base - app.DurationMs; 10*max(diff, -diff) > app.DurationMs {
 		// The replay packs each stage's tasks longest first, which can beat
-		// the schedule Spark ran: say so, or the two run times disagree.
+		// the schedule Spark ran: past a tenth apart, say so, or the two run
+		// times disagree.
 		msg = strings.TrimSuffix(msg, ")") + fmt.Sprintf(": %s on %s, where the run took %s)",
 			fmtMs(base), english.Plural(execs, "executor"), fmtMs(app.DurationMs))
 	}

@@ -29,9 +29,12 @@ run "Kafka broker: lock contention (JFR)" "$out/kafka-lock.html" \
 run "Diff: JVM straggler run vs PySpark straggler run (Uber records)" "$out/diff.html" \
 	diff -o "$out/diff.html" "$td/jvm-profiler/phil_stopwatch/profile_straggler/Stacktrace.json.gz" \
 	"$td/jvm-profiler/phil_stopwatch/ProfileStraggler/Stacktrace.json.gz"
-run "Analysis of Phil's straggler riddle: console log + Uber CPU/memory records (timeline, findings)" "$out/straggler-report.html" \
+run "Analysis of Phil's straggler riddle: console log + Uber CPU/memory and stack records (timeline, findings, where the straggler's time went)" "$out/straggler-report.html" \
 	analyze --html "$out/straggler-report.html" "$td/applogs/phil_stopwatch/ProfileStraggler/JobStraggler.log.gz" \
-	"$td/jvm-profiler/phil_stopwatch/ProfileStraggler/CpuAndMemory.json.gz"
+	"$td/jvm-profiler/phil_stopwatch/ProfileStraggler/"
+run "Analysis of Phil's PySpark straggler riddle: the JVM thread waits for its Python worker" "$out/pyspark-straggler-report.html" \
+	analyze --html "$out/pyspark-straggler-report.html" "$td/applogs/phil_stopwatch/profile_straggler/" \
+	"$td/jvm-profiler/phil_stopwatch/profile_straggler/"
 run "Analysis of a YARN app with failed tasks and lost executors (event log)" "$out/failures-report.html" \
 	analyze --html "$out/failures-report.html" "$td/eventlogs/nvidia/tasks_executors_fail_compressed_eventlog.zstd"
 "$bin" analyze "$td/eventlogs/nvidia/tasks_executors_fail_compressed_eventlog.zstd" | tee "$out/failures-report.txt"

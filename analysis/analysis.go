@@ -604,7 +604,8 @@ func driverTime(app *spark.App, th Thresholds) (Finding, bool) {
 		return Finding{}, false
 	}
 	var busyMs int64
-	for _, b := range busy(app) {
+	bs := busy(app)
+	for _, b := range bs {
 		busyMs += b[1] - b[0]
 	}
 	idle := app.DurationMs - busyMs
@@ -612,13 +613,90 @@ func driverTime(app *spark.App, th Thresholds) (Finding, bool) {
 	if s < th.DriverShare || idle < th.DriverMinMs {
 		return Finding{}, false
 	}
+	msg := fmt.Sprintf("%.0f%% of the application's time (%s of %s) ran no task: driver-only work, scheduling gaps or waiting", 100*s, fmtMs(idle), fmtMs(app.DurationMs))
+	gaps := longestGaps(app, bs, maxGaps)
+	if len(gaps) > 0 {
+		named := make([]string, len(gaps))
+		for i, g := range gaps {
+			named[i] = fmtMs(g.EndMs-g.StartMs) + " " + g.Before
+		}
+		msg += "; the longest: " + strings.Join(named, ", ")
+	}
 	return Finding{
 		Kind: KindDriverTime, Severity: Warning,
-		Message:    fmt.Sprintf("%.0f%% of the application's time (%s of %s) ran no task: driver-only work, scheduling gaps or waiting", 100*s, fmtMs(idle), fmtMs(app.DurationMs)),
+		Message:    msg,
 		Suggestion: "profile the driver (collect, planning, file listing, small sequential jobs); parallelise driver-side loops",
-		Evidence:   map[string]any{"noTaskMs": idle, "appMs": app.DurationMs, "share": round2(s)},
+		Evidence:   map[string]any{"noTaskMs": idle, "appMs": app.DurationMs, "share": round2(s), "gaps": gaps},
 		score:      float64(idle),
 	}, true
+}
+
+// maxGaps is how many of the longest times without a task a driver-time
+// finding names.
+const maxGaps = 3
+
+// gap is a time of the app with no task running.
+type gap struct {
+	StartMs int64  `json:"startMs"`
+	EndMs   int64  `json:"endMs"`
+	Before  string `json:"before"` // what came next: "before job 3", "before the end"
+}
+
+// longestGaps returns the n longest times of app with no task running
+// (busy lists the times with one, in order), longest first. Job
+// submissions cut them, so that each is named by what it was: the
+// driver's work before a job, a job waiting for its first task (executors
+// starting, or none free), or the time after the last task.
+func longestGaps(app *spark.App, busy [][2]int64, n int) []gap {
+	var submits []*spark.Job
+	for _, j := range app.Jobs {
+		if j.SubmitMs > 0 {
+			submits = append(submits, j)
+		}
+	}
+	slices.SortFunc(submits, func(a, b *spark.Job) int { return cmp.Compare(a.SubmitMs, b.SubmitMs) })
+	var gaps []gap
+	from := app.StartMs
+	for _, b := range append(slices.Clone(busy), [2]int64{app.EndMs, app.EndMs}) {
+		if from > 0 && b[0] > from {
+			gaps = append(gaps, cutGap(app, submits, from, b[0])...)
+		}
+		from = max(from, b[1])
+	}
+	slices.SortStableFunc(gaps, func(a, b gap) int { return cmp.Compare(b.EndMs-b.StartMs, a.EndMs-a.StartMs) })
+	return gaps[:min(n, len(gaps))]
+}
+
+// cutGap cuts the time from–until with no task running at the job
+// submissions in it (submits, in order) and names each part.
+func cutGap(app *spark.App, submits []*spark.Job, from, until int64) []gap {
+	var out []gap
+	var after *spark.Job // the job submitted at the start of the part
+	for _, j := range submits {
+		if j.SubmitMs <= from || j.SubmitMs >= until {
+			continue
+		}
+		g := gap{StartMs: from, EndMs: j.SubmitMs, Before: fmt.Sprintf("before job %d", j.ID)}
+		if after != nil {
+			g.Before = fmt.Sprintf("from job %d to job %d", after.ID, j.ID)
+		} else if from == app.StartMs {
+			g.Before = fmt.Sprintf("from the app's start to job %d", j.ID)
+		}
+		out = append(out, g)
+		from, after = j.SubmitMs, j
+	}
+	g := gap{StartMs: from, EndMs: until}
+	switch {
+	case until >= app.EndMs:
+		g.Before = "after the last task, before the app's end"
+	case after != nil:
+		g.Before = fmt.Sprintf("with job %d waiting for its first task", after.ID)
+	case from == app.StartMs:
+		g.Before = "from the app's start to the first task"
+	default:
+		g.Before = "between tasks"
+	}
+	return append(out, g)
 }
 
 func idleExecutors(app *spark.App, th Thresholds) (Finding, bool) {

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -141,5 +142,40 @@ func TestSkewWithoutCost(t *testing.T) {
 	f, ok := stageVerdict(st, tasks, nil, DefaultThresholds)
 	if !ok || f.Kind != KindSkew || f.Severity != Info || !strings.Contains(f.Message, "yet ran about as long as the others (1.0 min against a median of 1.0 min)") {
 		t.Errorf("finding %+v, want skew as information", f)
+	}
+}
+
+// TestDriverGaps: rp_sql_eventlog's app started 78.0 s before its job 0,
+// whose first task launched 6.8 s later; after it, 20.9 s passed before
+// job 1 (times from the raw events).
+func TestDriverGaps(t *testing.T) {
+	fs := find(Analyze(fromEventLog(t, "eventlogs", "nvidia", "rp_sql_eventlog.zstd"), DefaultThresholds), KindDriverTime)
+	want := "; the longest: 1.3 min from the app's start to job 0, 20.9 s before job 1, 6.8 s with job 0 waiting for its first task"
+	if len(fs) != 1 || !strings.HasSuffix(fs[0].Message, want) {
+		t.Errorf("findings %+v, want one ending %q", fs, want)
+	}
+}
+
+func TestLongestGaps(t *testing.T) {
+	app := &spark.App{
+		Summary: spark.Summary{StartMs: 1000, EndMs: 100_000},
+		Jobs:    []*spark.Job{{ID: 0, SubmitMs: 5000}, {ID: 1, SubmitMs: 30_000}, {ID: 2, SubmitMs: 31_000}},
+	}
+	busy := [][2]int64{{8000, 20_000}, {40_000, 50_000}, {52_000, 60_000}}
+	var got []string
+	for _, g := range longestGaps(app, busy, 10) {
+		got = append(got, fmt.Sprintf("%d-%d %s", g.StartMs, g.EndMs, g.Before))
+	}
+	want := []string{
+		"60000-100000 after the last task, before the app's end",
+		"20000-30000 before job 1",
+		"31000-40000 with job 2 waiting for its first task",
+		"1000-5000 from the app's start to job 0",
+		"5000-8000 with job 0 waiting for its first task",
+		"50000-52000 between tasks",
+		"30000-31000 from job 1 to job 2",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("gaps:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

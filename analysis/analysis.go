@@ -687,7 +687,7 @@ func cutGap(app *spark.App, submits []*spark.Job, from, until int64) []gap {
 	}
 	g := gap{StartMs: from, EndMs: until}
 	switch {
-	case until >= app.EndMs:
+	case app.EndMs > 0 && until >= app.EndMs:
 		g.Before = "after the last task, before the app's end"
 	case after != nil:
 		g.Before = fmt.Sprintf("with job %d waiting for its first task", after.ID)

@@ -570,9 +570,24 @@ func executorLoss(app *spark.App, logs []*applog.Log) []Finding {
 	if len(lost) == 0 {
 		return nil
 	}
+	const named = 3
+	var which []string
+	for _, l := range lost[:min(named, len(lost))] {
+		w := fmt.Sprintf("executor %v", l["executorId"])
+		if h, _ := l["host"].(string); h != "" {
+			w += " on " + h
+		}
+		if r, _ := l["reason"].(string); r != "" {
+			w += " (" + english.Truncate(headline(r), 80) + ")"
+		}
+		which = append(which, w)
+	}
+	if len(lost) > named {
+		which = append(which, fmt.Sprintf("and %d more", len(lost)-named))
+	}
 	return []Finding{{
 		Kind: KindExecutorLoss, Severity: Warning,
-		Message:    fmt.Sprintf("%s lost, decommissioned or excluded during the run", english.Plural(len(lost), "executor")),
+		Message:    fmt.Sprintf("%s lost, decommissioned or excluded during the run: %s", english.Plural(len(lost), "executor"), strings.Join(which, ", ")),
 		Suggestion: "lost executors cost their running tasks and shuffle output: check container memory (overhead), node health, or spot interruptions",
 		Evidence:   map[string]any{"executors": lost, "logEvents": kinds},
 		score:      float64(len(lost)),

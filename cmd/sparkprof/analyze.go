@@ -164,12 +164,10 @@ func printReport(w io.Writer, r *analysis.Report) {
 	}
 }
 
+// truncate cuts s to its first line, and that to n characters.
 func truncate(s string, n int) string {
 	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > n {
-		return s[:n-1] + "…"
-	}
-	return s
+	return english.Truncate(s, n)
 }
 
 func fmtMs(ms int64) string {

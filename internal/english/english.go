@@ -1,4 +1,5 @@
-// Package english words counts for people: "1 job", "3 jobs".
+// Package english writes text for people: counts in words ("1 job", "3
+// jobs"), and long text cut to fit.
 package english
 
 import "fmt"
@@ -12,4 +13,13 @@ func Nouns(n int, noun string) string {
 		return noun
 	}
 	return noun + "s"
+}
+
+// Truncate cuts s to at most n characters, marking the cut with "…".
+func Truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }

@@ -18,3 +18,21 @@ func TestPlural(t *testing.T) {
 		}
 	}
 }
+
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"Container marked as failed", 10, "Container…"},
+		{"äöüäöüäöüäöü", 5, "äöüä…"}, // characters, not bytes
+	}
+	for _, tt := range tests {
+		if got := Truncate(tt.s, tt.n); got != tt.want {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
+}

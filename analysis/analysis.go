@@ -159,9 +159,9 @@ func Analyze(in Input, th Thresholds) []Finding {
 		f, ok := whatIf(app, byStage)
 		what <- result{f, ok}
 	}()
-	first := firstTasks(app.Tasks)
+	sc := stageContext{first: firstTasks(app.Tasks), config: app.Config}
 	for _, st := range app.Stages {
-		if f, ok := stageVerdict(st, byStage[[2]int{st.ID, st.Attempt}], first, th); ok {
+		if f, ok := stageVerdict(st, byStage[[2]int{st.ID, st.Attempt}], sc, th); ok {
 			if f.Kind == KindStraggler && f.TaskID != nil && len(in.Profiles) > 0 {
 				explainStraggler(&f, in.Profiles, taskSamples(app.ID, *f.TaskID))
 			}
@@ -278,10 +278,15 @@ func firstTasks(tasks []*spark.Task) map[int64]bool {
 	return out
 }
 
+// stageContext is what stageVerdict knows of the app beyond the stage.
+type stageContext struct {
+	first  map[int64]bool    // the ids of the executors' first tasks (firstTasks)
+	config map[string]string // the app's key Spark properties
+}
+
 // stageVerdict finds what is wrong with one stage attempt and keeps the
 // finding with the biggest effect, listing the others in its evidence.
-// first holds the ids of the executors' first tasks.
-func stageVerdict(st *spark.Stage, tasks []*spark.Task, first map[int64]bool, th Thresholds) (Finding, bool) {
+func stageVerdict(st *spark.Stage, tasks []*spark.Task, sc stageContext, th Thresholds) (Finding, bool) {
 	var ok []*spark.Task
 	for _, t := range tasks {
 		if t.Status == "SUCCESS" && t.FinishMs > 0 {
@@ -314,7 +319,7 @@ func stageVerdict(st *spark.Stage, tasks []*spark.Task, first map[int64]bool, th
 		sumDur += durs[i]
 		o := t.SchedulerDelayMs() + t.Metrics.DeserializeMs + t.Metrics.ResultSerializationMs
 		overhead += o
-		if first[t.ID] {
+		if sc.first[t.ID] {
 			warmUp += o
 		}
 		if durs[i] > longest.DurationMs() {
@@ -420,9 +425,21 @@ func stageVerdict(st *spark.Stage, tasks []*spark.Task, first map[int64]bool, th
 		}
 	}
 	if len(ok) >= th.TinyTaskCount && med < th.TinyTaskMs {
+		sugg := "lower spark.sql.shuffle.partitions or coalesce; aim for tasks of 100 ms or more"
+		// A shuffle's reduce side has as many tasks as shuffle partitions.
+		partitions, set := sc.config["spark.sql.shuffle.partitions"]
+		if !set {
+			partitions = "200"
+		}
+		if total.ShuffleReadBytes() > 0 && strconv.Itoa(len(ok)) == partitions {
+			what := "spark.sql.shuffle.partitions"
+			if !set {
+				what += "'s default"
+			}
+			sugg = fmt.Sprintf("its %s tasks are %s: lower it to fit the data (aim for tasks of 100 ms or more), or let AQE coalesce small partitions (spark.sql.adaptive.enabled)", partitions, what)
+		}
 		stage(KindTaskSize, Warning, fmt.Sprintf("stage %d: %d tasks with a median of %s: too many tiny tasks", st.ID, len(ok), fmtMs(med)),
-			"lower spark.sql.shuffle.partitions or coalesce; aim for tasks of 100 ms or more",
-			0.2*float64(span), map[string]any{"tasks": len(ok), "medianMs": med})
+			sugg, 0.2*float64(span), map[string]any{"tasks": len(ok), "medianMs": med})
 	}
 	if len(cands) == 0 {
 		return Finding{}, false

@@ -139,7 +139,7 @@ func TestSkewWithoutCost(t *testing.T) {
 			Metrics: spark.TaskMetrics{RunTimeMs: 60000, InputBytes: in}})
 	}
 	st := &spark.Stage{ID: 7, FirstLaunchMs: 1000, CompleteMs: 61000}
-	f, ok := stageVerdict(st, tasks, nil, DefaultThresholds)
+	f, ok := stageVerdict(st, tasks, stageContext{}, DefaultThresholds)
 	if !ok || f.Kind != KindSkew || f.Severity != Info || !strings.Contains(f.Message, "yet ran about as long as the others (1.0 min against a median of 1.0 min)") {
 		t.Errorf("finding %+v, want skew as information", f)
 	}
@@ -177,5 +177,16 @@ func TestLongestGaps(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("gaps:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestTinyTasksOfShufflePartitions: rp_sql's stage 3 read a shuffle in 200
+// tasks of 47 ms, and the app left spark.sql.shuffle.partitions at its
+// default of 200: the suggestion says so.
+func TestTinyTasksOfShufflePartitions(t *testing.T) {
+	fs := find(Analyze(fromEventLog(t, "eventlogs", "nvidia", "rp_sql_eventlog.zstd"), DefaultThresholds), KindTaskSize)
+	want := "its 200 tasks are spark.sql.shuffle.partitions's default"
+	if len(fs) != 1 || !strings.HasPrefix(fs[0].Suggestion, want) {
+		t.Errorf("findings %+v, want one suggesting %q", fs, want)
 	}
 }

@@ -932,13 +932,7 @@ func longestChain(ids []int, dur map[int]int64, parents map[int][]int) ([]int, i
 // replaying each stage's task durations on that many task slots (longest
 // task first), keeping the time outside stages as observed.
 func whatIf(app *spark.App, byStage map[[2]int][]*spark.Task) (Finding, bool) {
-	var execs, cores int
-	for _, e := range app.Executors {
-		if e.ID != "driver" && e.Cores > 0 {
-			execs++
-			cores = max(cores, e.Cores)
-		}
-	}
+	execs, all, cores := peakExecutors(app)
 	if execs == 0 || app.DurationMs <= 0 {
 		return Finding{}, false
 	}
@@ -979,11 +973,15 @@ func whatIf(app *spark.App, byStage map[[2]int][]*spark.Task) (Finding, bool) {
 	}
 	base := estimate(execs)
 	twice := estimate(execs * 2)
-	msg := fmt.Sprintf("with %d executors instead of %d the run would take about %s instead of %s (replaying the observed task times)",
-		execs*2, execs, fmtMs(twice), fmtMs(base))
+	now := strconv.Itoa(execs)
+	if all > execs {
+		now += fmt.Sprintf(" (the most that ran at once, of %d in all)", all)
+	}
+	msg := fmt.Sprintf("with %d executors instead of %s the run would take about %s instead of %s (replaying the observed task times)",
+		execs*2, now, fmtMs(twice), fmtMs(base))
 	if fmtMs(twice) == fmtMs(base) {
-		msg = fmt.Sprintf("%d executors instead of %d would not shorten the run: about %s either way (replaying the observed task times)",
-			execs*2, execs, fmtMs(base))
+		msg = fmt.Sprintf("%d executors instead of %s would not shorten the run: about %s either way (replaying the observed task times)",
+			execs*2, now, fmtMs(base))
 	}
 	if diff := base - app.DurationMs; 10*max(diff, -diff) > app.DurationMs {
 		// The replay packs each stage's tasks longest first, which can beat
@@ -996,8 +994,38 @@ func whatIf(app *spark.App, byStage map[[2]int][]*spark.Task) (Finding, bool) {
 		Kind: KindWhatIf, Severity: Info,
 		Message:    msg,
 		Suggestion: "if doubling executors barely helps, the run is bound by a few long tasks or by the driver, not by capacity",
-		Evidence:   map[string]any{"estimates": rows, "coresPerExecutor": cores, "observedMs": app.DurationMs},
+		Evidence:   map[string]any{"estimates": rows, "coresPerExecutor": cores, "observedMs": app.DurationMs, "peakExecutors": execs, "executors": all},
 	}, true
+}
+
+// peakExecutors returns the most executors that ran at once, how many
+// ran in all (more, when dynamic allocation or losses replaced some), and
+// the most cores one had.
+func peakExecutors(app *spark.App) (peak, all, cores int) {
+	type change struct {
+		at    int64
+		delta int
+	}
+	var changes []change
+	for _, e := range app.Executors {
+		if e.ID == "driver" || e.Cores <= 0 {
+			continue
+		}
+		all++
+		cores = max(cores, e.Cores)
+		changes = append(changes, change{e.AddedMs, 1})
+		if e.RemovedMs > 0 {
+			changes = append(changes, change{e.RemovedMs, -1})
+		}
+	}
+	// Removals first at a tie: a replacement is not two at once.
+	slices.SortFunc(changes, func(a, b change) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+	n := 0
+	for _, c := range changes {
+		n += c.delta
+		peak = max(peak, n)
+	}
+	return peak, all, cores
 }
 
 // makespan schedules durations longest first onto slots and returns when

@@ -134,6 +134,8 @@ func TestSmallEffects(t *testing.T) {
 		// The replay packs stage 0's one-minute straggler first: 4.3 min
 		// on the app's 3 executors, against the 5.2 min it ran.
 		{"what-if, replay shorter than the run", []string{"sparklint", "spark_event_log_example"}, KindWhatIf, DefaultThresholds, 1, "about 4.0 min instead of 4.3 min (replaying the observed task times: 4.3 min on 3 executors, where the run took 5.2 min)", ""},
+		// Dynamic allocation ran 15 executors, at most 7 at once.
+		{"what-if under dynamic allocation", []string{"nvidia", "eventlog_4nodes_8cores_dynamic_alloc.zstd"}, KindWhatIf, DefaultThresholds, 1, "14 executors instead of 7 (the most that ran at once, of 15 in all)", ""},
 		{"one executor lost", []string{"nvidia", "rp_sql_eventlog.zstd"}, KindExecutorLoss, DefaultThresholds, 1, "1 executor lost, decommissioned or excluded during the run: executor 1 on host9 (Container container_e87_1603128018386_7759_01_000002 exited from explicit termi…)", ""},
 		{"failures", []string{"nvidia", "tasks_executors_fail_compressed_eventlog.zstd"}, KindFailures, DefaultThresholds, 1, "53 task attempts did not succeed: 50 Resubmitted, 2 FetchFailed, 1 ExecutorLostFailure; 1 stage attempt and 1 job failed", ""},
 		{"failures, none of stages or jobs", []string{"apache", "app-20161116163331-0000"}, KindFailures, DefaultThresholds, 1, "8 task attempts did not succeed: 8 ExceptionFailure", "failed"},

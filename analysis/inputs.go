@@ -269,10 +269,11 @@ func classifyWalked(path string) (string, error) {
 	return "", nil
 }
 
-// isLogName reports whether name is a log file's, compressed or not: *.log,
-// a rotated *.log.N, or a container's stderr or stdout.
+// isLogName reports whether name is a log file's, plain or as applog
+// reads it compressed (gzip, zstd): *.log, a rotated *.log.N, or a
+// container's stderr or stdout.
 func isLogName(name string) bool {
-	for _, ext := range []string{".gz", ".zst", ".bz2", ".lz4", ".snappy"} {
+	for _, ext := range []string{".gz", ".zst"} {
 		name = strings.TrimSuffix(name, ext)
 	}
 	if base, n, ok := strings.Cut(name, ".log."); ok && base != "" && n != "" && strings.Trim(n, "0123456789") == "" {

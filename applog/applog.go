@@ -5,6 +5,7 @@ package applog
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 )
 
 // Layout names a log line layout recognised by Parse.
@@ -165,7 +167,8 @@ var (
 	reExecID    = regexp.MustCompile(`[Ee]xecutor (\d+|driver)\b`)
 )
 
-// Open parses the log file at path, gunzipping it when it ends in ".gz".
+// Open parses the log file at path, decompressing it when it is gzipped
+// or zstd-compressed.
 func Open(path string, opt Options) (*Log, error) {
 	r, err := openFile(path)
 	if err != nil {
@@ -175,32 +178,47 @@ func Open(path string, opt Options) (*Log, error) {
 	return Parse(r, path, opt)
 }
 
-// openFile opens the log file at path, gunzipping it when it ends in ".gz".
+// openFile opens the log file at path, decompressing it when its first
+// bytes say it is gzipped or zstd-compressed.
 func openFile(path string) (io.ReadCloser, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("applog: %w", err)
 	}
-	if !strings.HasSuffix(path, ".gz") {
-		return f, nil
+	br := bufio.NewReaderSize(f, 64<<10)
+	head, _ := br.Peek(4)
+	var r io.Reader = br
+	closeR := func() {}
+	switch {
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("applog: %s: %w", path, err)
+		}
+		r, closeR = zr, func() { zr.Close() }
+	case bytes.HasPrefix(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("applog: %s: %w", path, err)
+		}
+		r, closeR = zr, zr.Close
 	}
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("applog: %s: %w", path, err)
-	}
-	return gzipFile{zr, f}, nil
+	return decompressed{r, closeR, f}, nil
 }
 
-// gzipFile reads a gzipped file; closing it closes both.
-type gzipFile struct {
-	*gzip.Reader
-	f *os.File
+// decompressed reads a file through its decompressor; closing it closes
+// both.
+type decompressed struct {
+	io.Reader
+	closeR func()
+	f      *os.File
 }
 
-func (g gzipFile) Close() error {
-	g.Reader.Close()
-	return g.f.Close()
+func (d decompressed) Close() error {
+	d.closeR()
+	return d.f.Close()
 }
 
 // record is one parsed line prefix.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 )
 
@@ -163,22 +164,40 @@ func TestLocation(t *testing.T) {
 	}
 }
 
-func TestOpenGzip(t *testing.T) {
+// TestOpenCompressed reads the driver log plain, gzipped and
+// zstd-compressed, each told apart by its first bytes.
+func TestOpenCompressed(t *testing.T) {
+	plain := corpus.Read(t, "applogs", "nvidia", "driverlog")
+	gz := func() []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(plain)
+		zw.Close()
+		return buf.Bytes()
+	}
+	zst := func() []byte {
+		zw, _ := zstd.NewWriter(nil)
+		defer zw.Close()
+		return zw.EncodeAll(plain, nil)
+	}
 	dir := t.TempDir()
-	path := dir + "/stderr.gz"
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(corpus.Read(t, "applogs", "nvidia", "driverlog"))
-	zw.Close()
-	if err := writeFile(path, buf.Bytes()); err != nil {
-		t.Fatal(err)
-	}
-	l, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(l.Jobs) != 4 {
-		t.Errorf("jobs = %d, want 4", len(l.Jobs))
+	for _, tt := range []struct {
+		name string
+		data []byte
+	}{{"stderr", plain}, {"stderr.gz", gz()}, {"stderr.zst", zst()}} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := dir + "/" + tt.name
+			if err := writeFile(path, tt.data); err != nil {
+				t.Fatal(err)
+			}
+			l, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(l.Jobs) != 4 {
+				t.Errorf("jobs = %d, want 4", len(l.Jobs))
+			}
+		})
 	}
 	if _, err := Open(dir+"/missing", Options{}); err == nil {
 		t.Error("Open of a missing file succeeded")

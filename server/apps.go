@@ -433,17 +433,13 @@ func (s *Server) withLive(ctx context.Context, ten string, rep *analysis.Report)
 // may send them after the event log came). It reads only the task's
 // window; a query that fails leaves the finding as it was.
 func (s *Server) explainStragglers(ctx context.Context, ten string, rep *analysis.Report) []analysis.Finding {
-	out := rep.Findings
+	var out []analysis.Finding // a copy, once a finding changes: rep is shared
+	tasks := s.apps.tasks(ten, rep.App.ID)
 	for i, f := range rep.Findings {
 		if f.Kind != analysis.KindStraggler || f.TaskID == nil || f.Evidence["profile"] != nil {
 			continue
 		}
-		var task *spark.Task
-		for _, t := range rep.Tasks {
-			if t.ID == *f.TaskID && (task == nil || t.LaunchMs > task.LaunchMs) {
-				task = t
-			}
-		}
+		task := tasks[*f.TaskID]
 		if task == nil {
 			continue
 		}
@@ -460,11 +456,14 @@ func (s *Server) explainStragglers(ctx context.Context, ten string, rep *analysi
 			continue
 		}
 		if analysis.ExplainStraggler(&f, p) {
-			if &out[0] == &rep.Findings[0] {
-				out = slices.Clone(rep.Findings) // rep is shared
+			if out == nil {
+				out = slices.Clone(rep.Findings)
 			}
 			out[i] = f
 		}
+	}
+	if out == nil {
+		return rep.Findings
 	}
 	return out
 }

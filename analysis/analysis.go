@@ -344,7 +344,7 @@ func stageVerdict(st *spark.Stage, tasks []*spark.Task, sc stageContext, th Thre
 				"partition": longest.Index, "host": longest.Host, "stageSpanMs": span,
 			}
 			others := slices.DeleteFunc(slices.Clone(ok), func(t *spark.Task) bool { return t == longest })
-			if kind, phrase, s, known := stragglerCause(longest, others, th); known {
+			if kind, phrase, s, known := stragglerCause(longest, others, sc.first[longest.ID], th); known {
 				msg += "; " + phrase
 				sugg = s
 				ev["cause"] = kind
@@ -372,7 +372,7 @@ func stageVerdict(st *spark.Stage, tasks []*spark.Task, sc stageContext, th Thre
 		if maxRead >= th.SkewMinBytes && m > 0 && float64(maxRead)/float64(m) >= th.SkewRatio {
 			r := float64(maxRead) / float64(m)
 			msg := fmt.Sprintf("stage %d: task %d read %s, %.1fx the median task (%s)", st.ID, maxTask.ID, fmtBytes(maxRead), r, fmtBytes(m))
-			sev, sugg := Warning, "repartition on a better-distributed key, salt the hot key, or enable AQE skew join handling (spark.sql.adaptive.skewJoin.enabled)"
+			sev, sugg := Warning, skewSuggestion
 			// Skew that cost no time is worth knowing, not acting on.
 			if d := maxTask.DurationMs(); med > 0 && float64(d) < 1.5*float64(med) {
 				msg += fmt.Sprintf(", yet ran about as long as the others (%s against a median of %s)", fmtMs(d), fmtMs(med))

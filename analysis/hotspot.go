@@ -41,7 +41,7 @@ func isLibrary(name string) bool {
 	return false
 }
 
-// hotspotTypes are the sample types taskHotspot reads, the first one the
+// hotspotTypes are the sample types hotspotOf reads, the first one the
 // task has samples of: CPU time, else the running threads' wall clock or
 // stack samples (Uber's), else CPU sample counts.
 var hotspotTypes = []profile.SampleType{profile.TypeCPU, profile.TypeWall, profile.TypeSamples, profile.TypeItimer}

@@ -6,13 +6,19 @@ import (
 	"github.com/sparkprof/sparkprof/spark"
 )
 
+// skewSuggestion is what a finding of data skew suggests.
+const skewSuggestion = "find the hot key or partition: repartition on a better-distributed key or salt the hot one; for joins, let AQE split skewed partitions (spark.sql.adaptive.skewJoin.enabled)"
+
 // stragglerCause says, from its metrics against the other tasks of its
-// stage, why a straggler ran long: the first of data skew, garbage
-// collection, waiting for shuffle data, spilling, a slow host (the other
-// tasks there ran long too) and, when none of those, its own work. It
-// returns the cause's kind, a phrase for the finding's message and a
-// suggestion, or ok false when the tasks carry no metrics (from logs).
-func stragglerCause(t *spark.Task, others []*spark.Task, th Thresholds) (kind, phrase, suggestion string, ok bool) {
+// stage, why a straggler ran long: when it ran under half its time, what
+// took the rest (deserialising it, which first says was one of a new
+// executor's first tasks, fetching its result, or scheduler delay); else
+// the first of data skew, garbage collection, waiting for shuffle data,
+// spilling, a slow host (the other tasks there ran long too), running off
+// CPU and, when none of those, its own work. It returns the cause's kind,
+// a phrase for the finding's message and a suggestion, or ok false when
+// the tasks carry no metrics (from logs).
+func stragglerCause(t *spark.Task, others []*spark.Task, first bool, th Thresholds) (kind, phrase, suggestion string, ok bool) {
 	m := &t.Metrics
 	if m.RunTimeMs <= 0 || len(others) == 0 {
 		return "", "", "", false
@@ -21,9 +27,13 @@ func stragglerCause(t *spark.Task, others []*spark.Task, th Thresholds) (kind, p
 	if dur := t.DurationMs(); dur > 0 && share(m.RunTimeMs, dur) < 0.5 {
 		switch d, r, wait := m.DeserializeMs, t.GettingResultMs(), t.SchedulerDelayMs(); {
 		case d >= r && d >= wait:
-			return "deserialize", fmt.Sprintf("%s of its %s went to deserialising the task before it ran (a new executor's first task loads classes and broadcasts)",
-					fmtMs(d), fmtMs(dur)),
-				"broadcast large variables once instead of shipping them with each task; with dynamic allocation, a new executor's first tasks start slow", true
+			if first {
+				return "deserialize", fmt.Sprintf("%s of its %s went to deserialising the task before it ran, one of its executor's first tasks (they load classes and broadcasts)",
+						fmtMs(d), fmtMs(dur)),
+					"a new executor's first tasks start slow: keep executors longer (spark.dynamicAllocation.executorIdleTimeout), and broadcast large variables once", true
+			}
+			return "deserialize", fmt.Sprintf("%s of its %s went to deserialising the task before it ran", fmtMs(d), fmtMs(dur)),
+				"a large closure or task binary: broadcast large variables once instead of shipping them with each task", true
 		case r >= wait:
 			return "result", fmt.Sprintf("%s of its %s went to fetching its result to the driver", fmtMs(r), fmtMs(dur)),
 				"bring less back to the driver (collect, take, large accumulators); or raise spark.driver.maxResultSize only if it must", true
@@ -44,11 +54,11 @@ func stragglerCause(t *spark.Task, others []*spark.Task, th Thresholds) (kind, p
 	if r, med := read(t), medianOf(read); med > 0 && r >= th.SkewMinBytes && float64(r) >= th.SkewRatio*float64(med) {
 		return "skew", fmt.Sprintf("it read %.1fx the median task's data (%s against %s): data skew",
 				float64(r)/float64(med), fmtBytes(r), fmtBytes(med)),
-			"find the hot key or partition (salt it, or split it); for joins, let AQE split skewed partitions (spark.sql.adaptive.skewJoin.enabled)", true
+			skewSuggestion, true
 	}
 	if r, med := records(t), medianOf(records); med > 0 && float64(r) >= th.SkewRatio*float64(med) {
 		return "skew", fmt.Sprintf("it read %.1fx the median task's records (%d against %d): data skew", float64(r)/float64(med), r, med),
-			"find the hot key or partition (salt it, or split it); for joins, let AQE split skewed partitions (spark.sql.adaptive.skewJoin.enabled)", true
+			skewSuggestion, true
 	}
 	if g := share(m.GCTimeMs, m.RunTimeMs); g >= 2*th.GCShare {
 		return "gc", fmt.Sprintf("it spent %.0f%% of its run time in GC (%s)", 100*g, fmtMs(m.GCTimeMs)),

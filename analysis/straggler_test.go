@@ -43,7 +43,7 @@ func TestStragglerCause(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kind, phrase, sugg, ok := stragglerCause(tt.t, tt.others, DefaultThresholds)
+			kind, phrase, sugg, ok := stragglerCause(tt.t, tt.others, false, DefaultThresholds)
 			if ok == tt.knownNot {
 				t.Fatalf("known %v, want %v", ok, !tt.knownNot)
 			}
@@ -64,7 +64,7 @@ func TestStragglerCauseCorpus(t *testing.T) {
 		rel  []string
 		want string
 	}{
-		{[]string{"nvidia", "eventlog_4nodes_8cores_dynamic_alloc.zstd"}, "task 29 (partition 3, executor 6) ran 15.8 s, 19.2x the median task (821 ms); 15.1 s of its 15.8 s went to deserialising the task"},
+		{[]string{"nvidia", "eventlog_4nodes_8cores_dynamic_alloc.zstd"}, "task 29 (partition 3, executor 6) ran 15.8 s, 19.2x the median task (821 ms); 15.1 s of its 15.8 s went to deserialising the task before it ran, one of its executor's first tasks"},
 		{[]string{"sparklint", "spark_event_log_example"}, "task 124 (partition 56, executor 2) ran 9.7 s, 4.6x the median task (2.1 s); it spent 31% of its run time in GC (3.0 s)"},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sparkprof/sparkprof/attribution"
 	"github.com/sparkprof/sparkprof/format/folded"
 	"github.com/sparkprof/sparkprof/format/jfr"
 	"github.com/sparkprof/sparkprof/format/pprof"
@@ -15,7 +16,6 @@ import (
 	"github.com/sparkprof/sparkprof/format/speedscope"
 	"github.com/sparkprof/sparkprof/format/uber"
 	"github.com/sparkprof/sparkprof/profile"
-	"github.com/sparkprof/sparkprof/sparkthread"
 )
 
 // A Format is one profile format sparkprof decodes.
@@ -130,7 +130,7 @@ func Decode(data []byte, source string, opts Options) (*profile.Profile, error) 
 
 // label adds the labels sparkprof derives from thread names and the path.
 func label(p *profile.Profile, source string) {
-	sparkthread.LabelProfile(p)
+	attribution.LabelThreads(p)
 	if ls := SparkPathLabels(source); len(ls) > 0 {
 		p.Labels = p.Labels.Merge(ls)
 	}

@@ -42,7 +42,7 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
 		// An agent with a wrong token is a reason nothing shows up: the
 		// agents list says so.
 		s.metrics.uploadError(http.StatusUnauthorized)
-		s.agents.failed(uploadSender(r), msg)
+		s.ingest.Senders().Failed(uploadSender(r), msg)
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="sparkprof"`)
 	httpError(w, http.StatusUnauthorized, msg)

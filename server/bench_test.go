@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/format/jfr"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/store"
@@ -71,7 +69,7 @@ func BenchmarkIngest(b *testing.B) {
 			b.SetBytes(int64(len(c.body)))
 			i := 0
 			for b.Loop() {
-				cpu += ingest(b, s, query(i), c.body, c.contentType)
+				cpu += ingestOne(b, s, query(i), c.body, c.contentType)
 				i++
 			}
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N)/1000, "cpu-ms/upload")
@@ -83,7 +81,7 @@ func BenchmarkIngest(b *testing.B) {
 			// with other uploads, the most a block spends on one.
 			alone := b.TempDir()
 			s2, db2 := benchServer(b, alone)
-			ingest(b, s2, query(0), c.body, c.contentType)
+			ingestOne(b, s2, query(0), c.body, c.contentType)
 			if err := db2.Compact(); err != nil {
 				b.Fatalf("compaction: %v", err)
 			}
@@ -119,7 +117,7 @@ func benchmarkJVMWindows(b *testing.B, gz bool) {
 	for b.Loop() {
 		name := fmt.Sprintf("app.cpu{spark_app_id=app-1,spark_executor_id=%d}", n/len(windows))
 		q := url.Values{"name": {name}, "format": {"jfr"}}.Encode()
-		cpu += ingest(b, s, q, windows[n%len(windows)], "")
+		cpu += ingestOne(b, s, q, windows[n%len(windows)], "")
 		n++
 	}
 	b.ReportMetric(float64(cpu.Microseconds())/float64(n)/1000, "cpu-ms/upload")
@@ -147,7 +145,7 @@ func BenchmarkHead(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer db.Close()
-			s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			s := newServer(b, Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			live := []runtimemetrics.Sample{{Name: "/gc/heap/live:bytes"}}
 			var peak uint64
 			var peakCache int64 // the block cache's estimate then
@@ -156,7 +154,7 @@ func BenchmarkHead(b *testing.B) {
 			for b.Loop() {
 				name := fmt.Sprintf("app.cpu{spark_app_id=app-1,spark_executor_id=%d}", n%100)
 				q := url.Values{"name": {name}, "format": {"jfr"}}.Encode()
-				ingest(b, s, q, windows[(n/100)%len(windows)], "")
+				ingestOne(b, s, q, windows[(n/100)%len(windows)], "")
 				n++
 				runtimemetrics.Read(live)
 				if v := live[0].Value.Uint64(); v > peak {
@@ -200,12 +198,12 @@ func benchServer(b *testing.B, dir string) (*Server, *store.DB) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	return New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), db
+	return newServer(b, Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), db
 }
 
-// ingest sends one upload through s's handler, failing b unless it is
+// ingestOne sends one upload through s's handler, failing b unless it is
 // accepted, and returns the process's CPU time it took.
-func ingest(b *testing.B, s *Server, query string, body []byte, contentType string) time.Duration {
+func ingestOne(b *testing.B, s *Server, query string, body []byte, contentType string) time.Duration {
 	req := httptest.NewRequest("POST", "/ingest?"+query, bytes.NewReader(body))
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
@@ -321,49 +319,4 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return size
-}
-
-// BenchmarkContentKey measures the digest that tells a retry of an upload
-// without an Idempotency-Key (contentKey): for the plain JFR of
-// BenchmarkIngest (a), what each Pyroscope-agent upload now pays.
-func BenchmarkContentKey(b *testing.B) {
-	cortex, err := format.Decompress(corpus.Read(b, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz"), "cortex", 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	q := url.Values{"name": {"app{}"}, "format": {"jfr"}, "from": {"1764000000"}, "until": {"1764000010"}}
-	b.SetBytes(int64(len(cortex)))
-	for b.Loop() {
-		if contentKey(q, uploadParts{data: cortex}) == "" {
-			b.Fatal("no key")
-		}
-	}
-}
-
-// BenchmarkScanProfileDir measures a poll of serve --profile-dir when
-// nothing was copied since the last one: 1,000 executors' recordings (10
-// apps of 100), each looked at with a stat, none opened.
-func BenchmarkScanProfileDir(b *testing.B) {
-	dir := b.TempDir()
-	for app := range 10 {
-		d := filepath.Join(dir, fmt.Sprintf("app-20240101000000-%04d", app))
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		for e := range 100 {
-			// Not a recording: the first poll skips past it, as past a
-			// damaged one, and it is then unchanged.
-			if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("profile-exec-%d.jfr", e)), bytes.Repeat([]byte("x"), 100), 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	s, _ := benchServer(b, b.TempDir())
-	w := newProfileWatch("", s)
-	s.scanProfileDir(context.Background(), "", dir, w)
-	for b.Loop() {
-		if n := s.scanProfileDir(context.Background(), "", dir, w); n != 0 {
-			b.Fatalf("%d chunks imported from an unchanged directory", n)
-		}
-	}
 }

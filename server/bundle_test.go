@@ -13,6 +13,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/query"
 )
 
 // importFile posts one file to /api/v1/import and returns the status.
@@ -118,7 +119,7 @@ func TestImportContainerLogApp(t *testing.T) {
 		}
 	}
 	// Restarted on the same directories, the app is analysed again.
-	ts2 := httptest.NewServer(New(Config{Store: db, EventLogDir: dir}))
+	ts2 := httptest.NewServer(newServer(t, Config{Store: db, EventLogDir: dir}))
 	defer ts2.Close()
 	getJSON(t, ts2, "/api/v1/apps/ProfileStraggler", &detail)
 	if detail.App.Name != "Profile Straggler" || len(detail.Metrics) == 0 {
@@ -214,7 +215,7 @@ func TestImportRefusesGarbage(t *testing.T) {
 			t.Errorf("kind %q: %d, want 422", kind, code)
 		}
 	}
-	var apps []AppSummary
+	var apps []query.AppSummary
 	getJSON(t, ts, "/api/v1/apps", &apps)
 	if len(apps) != 0 {
 		t.Errorf("%d apps after refused imports", len(apps))
@@ -295,7 +296,7 @@ func TestImportLogsStream(t *testing.T) {
 			if resp.StatusCode != tt.want {
 				t.Fatalf("%d %s, want %d", resp.StatusCode, msg, tt.want)
 			}
-			var apps []AppSummary
+			var apps []query.AppSummary
 			getJSON(t, ts, "/api/v1/apps", &apps)
 			var files []string
 			filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

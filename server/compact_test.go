@@ -15,6 +15,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/internal/synth"
 	"github.com/sparkprof/sparkprof/store"
 )
 
@@ -44,12 +45,12 @@ func testCompactionKeepsAnswers(t *testing.T, span time.Duration) {
 	}
 	defer func() { db.Close() }()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	handler := New(Config{Store: db, Logger: logger})
+	handler := newServer(t, Config{Store: db, Logger: logger})
 	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
 	const windows, execs = 6, 3
 	for w := range windows {
 		for e := range execs {
-			if err := db.Append("", benchUpload(base, start, e, w, windows)); err != nil {
+			if err := db.Append("", synth.Upload(base, start, e, w, windows)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -142,7 +143,7 @@ func testCompactionKeepsAnswers(t *testing.T, span time.Duration) {
 	if db, err = store.Open(dir, opts); err != nil {
 		t.Fatal(err)
 	}
-	handler = New(Config{Store: db, Logger: logger})
+	handler = newServer(t, Config{Store: db, Logger: logger})
 	labels, stages := get("/api/v1/labels"), get("/api/v1/label-values?label=spark_stage_id")
 	metrics("sparkprof_store_cache_misses_total 0") // answered from the block's meta
 	if labels != before[len(queries)+3] || stages != before[len(queries)+4] {

@@ -18,11 +18,14 @@ import (
 
 	gprofile "github.com/google/pprof/profile"
 
+	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/flamegraph"
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/format/pprof"
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/internal/synth"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/query"
 	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -33,11 +36,11 @@ import (
 // task model moves samples to other stages.
 func TestExport(t *testing.T) {
 	base, db, s := testServer(t, store.Options{})
-	start := testStart
+	start := synth.Start
 	const windows, execs = 4, 2
 	for w := range windows {
 		for e := range execs {
-			if err := db.Append("", benchUpload(base, start, e, w, windows)); err != nil {
+			if err := db.Append("", synth.Upload(base, start, e, w, windows)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -136,12 +139,12 @@ func TestExport(t *testing.T) {
 		for e := range execs {
 			launch := (start + int64(w)*int64(10*time.Second)) / 1e6
 			for i := range len(base.Threads) {
-				id := int64((w*benchExecutors+e)*len(base.Threads) + i)
+				id := int64((w*synth.Executors+e)*len(base.Threads) + i)
 				tasks[id] = &spark.Task{ID: id, StageID: 100 + w, ExecutorID: strconv.Itoa(e), LaunchMs: launch, FinishMs: launch + 10_000}
 			}
 		}
 	}
-	s.apps.by[""] = map[string]*analysedApp{"app-bench": {tasks: tasks}}
+	s.apps.Put("", &analysis.Report{App: spark.Summary{ID: "app-bench"}, Tasks: slices.Collect(maps.Values(tasks))})
 	coarse, _ := check("joined")
 	stages := map[string]bool{}
 	for k := range coarse {
@@ -224,11 +227,11 @@ func labelIn(row, name string) string {
 // JFR gives its samples' threads, before and after compaction.
 func TestThreadName(t *testing.T) {
 	base, db, s := testServer(t, store.Options{})
-	start := testStart
+	start := synth.Start
 	want := map[string]int64{} // wall time by thread name
 	wall, _ := base.FindType("wall")
 	for w := range 3 {
-		u := benchUpload(base, start, 0, w, 3)
+		u := synth.Upload(base, start, 0, w, 3)
 		// Threads share a label set: a sample's thread decides its name.
 		stage := u.Profile.AddLabels(profile.Labels{{Name: profile.LabelStageID, Value: "0"}})
 		for i := range u.Profile.Samples {
@@ -291,7 +294,7 @@ func TestThreadName(t *testing.T) {
 func TestMaxQuerySamples(t *testing.T) {
 	base, db, _ := testServer(t, store.Options{})
 	for w := range 2 {
-		if err := db.Append("", benchUpload(base, testStart, 0, w, 2)); err != nil {
+		if err := db.Append("", synth.Upload(base, synth.Start, 0, w, 2)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -305,10 +308,10 @@ func TestMaxQuerySamples(t *testing.T) {
 	// The flame graph's merge, one sample per stack, type and state, fits
 	// a limit that the export of every task and thread does not.
 	var r renderResponse
-	if w := get(New(Config{Store: db, Logger: logger}), "/api/v1/render?query="+app); w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &r) != nil {
+	if w := get(newServer(t, Config{Store: db, Logger: logger}), "/api/v1/render?query="+app); w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &r) != nil {
 		t.Fatalf("render: %d %s", w.Code, w.Body)
 	}
-	limited := New(Config{Store: db, Logger: logger, MaxQuerySamples: r.Samples})
+	limited := newServer(t, Config{Store: db, Logger: logger, MaxQuerySamples: r.Samples})
 	if w := get(limited, "/api/v1/render?query="+app); w.Code != 200 {
 		t.Errorf("render within the limit: %d %s", w.Code, w.Body)
 	}
@@ -316,7 +319,7 @@ func TestMaxQuerySamples(t *testing.T) {
 	if body := w.Body.String(); w.Code != 422 || !strings.Contains(body, "--max-query-samples") || !strings.Contains(body, "labels=all") {
 		t.Errorf("export of every label past the limit: %d %s, want 422 naming the flag and labels=all", w.Code, body)
 	}
-	one := New(Config{Store: db, Logger: logger, MaxQuerySamples: 1})
+	one := newServer(t, Config{Store: db, Logger: logger, MaxQuerySamples: 1})
 	w = get(one, "/api/v1/export?format=pprof&query="+app)
 	if body := w.Body.String(); w.Code != 422 || !strings.Contains(body, "narrow") || strings.Contains(body, "labels=all") {
 		t.Errorf("export past the limit: %d %s, want 422 saying to narrow the selection", w.Code, body)
@@ -328,8 +331,7 @@ func TestMaxQuerySamples(t *testing.T) {
 	}
 }
 
-// testStart is when the tests' uploads begin.
-var testStart = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+// synth.Start is when the tests' uploads begin.
 
 // testServer returns dump2.jfr, which the tests make their uploads of
 // (benchUpload), a store with opts in a temporary directory, closed when
@@ -345,7 +347,7 @@ func testServer(t *testing.T, opts store.Options) (*profile.Profile, *store.DB, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return base, db, New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return base, db, newServer(t, Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
 // The /flame page merges only what it filters by (thread pool, stage,
@@ -355,7 +357,7 @@ func TestFlamePage(t *testing.T) {
 	base, db, s := testServer(t, store.Options{})
 	for w := range 3 {
 		for e := range 2 {
-			u := benchUpload(base, testStart, e, w, 3)
+			u := synth.Upload(base, synth.Start, e, w, 3)
 			p := u.Profile
 			// Each executor's JVM numbers its threads its own way; half
 			// of them are in one pool.
@@ -372,31 +374,31 @@ func TestFlamePage(t *testing.T) {
 			}
 		}
 	}
-	query := `{spark_app_id="app-bench"}`
+	sel := `{spark_app_id="app-bench"}`
 	w := httptest.NewRecorder()
-	s.ServeHTTP(w, httptest.NewRequest("GET", "/flame?type=wall&query="+url.QueryEscape(query), nil))
+	s.ServeHTTP(w, httptest.NewRequest("GET", "/flame?type=wall&query="+url.QueryEscape(sel), nil))
 	if w.Code != 200 {
 		t.Fatalf("/flame: %d %s", w.Code, w.Body)
 	}
-	ms, _, err := parseSelector(query)
+	ms, _, err := query.ParseSelector(sel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := s.merge(t.Context(), "", newRequest(ms, "wall", 0, 0)) // every label and thread
+	all, err := s.query.Merge(t.Context(), "", query.NewRequest(ms, "wall", 0, 0)) // every label and thread
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ref bytes.Buffer
-	if err := flamegraph.HTML(&ref, all, flamegraph.Options{Title: query, Type: "wall"}); err != nil {
+	if err := flamegraph.HTML(&ref, all, flamegraph.Options{Title: sel, Type: "wall"}); err != nil {
 		t.Fatal(err)
 	}
 	got, want := pageRows(t, w.Body.Bytes()), pageRows(t, ref.Bytes())
 	if len(want) == 0 || !maps.Equal(got, want) {
 		t.Errorf("the page has %d rows, the page of every label %d; they differ", len(got), len(want))
 	}
-	req := newRequest(ms, "wall", 0, 0)
-	req.labels = pageLabels
-	page, err := s.merge(t.Context(), "", req)
+	req := query.NewRequest(ms, "wall", 0, 0)
+	req.Keep = query.KeepPage
+	page, err := s.query.Merge(t.Context(), "", req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +446,7 @@ func TestTaskValuesInRange(t *testing.T) {
 	base, db, s := testServer(t, store.Options{Partition: time.Minute})
 	for w := range 6 {
 		for e := range 3 {
-			if err := db.Append("", benchUpload(base, testStart, e, w, 6)); err != nil {
+			if err := db.Append("", synth.Upload(base, synth.Start, e, w, 6)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -453,7 +455,7 @@ func TestTaskValuesInRange(t *testing.T) {
 		t.Helper()
 		path := "/api/v1/label-values?name=spark_task_id"
 		if until > 0 {
-			path += fmt.Sprintf("&from=%d&until=%d", testStart+int64(from)*int64(time.Second), testStart+int64(until)*int64(time.Second))
+			path += fmt.Sprintf("&from=%d&until=%d", synth.Start+int64(from)*int64(time.Second), synth.Start+int64(until)*int64(time.Second))
 		}
 		var vs []string
 		w := httptest.NewRecorder()

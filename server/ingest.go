@@ -1,295 +1,82 @@
 package server
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
-	"io"
-	"math"
 	"mime"
-	"mime/multipart"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
-	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/ingest"
+	"github.com/sparkprof/sparkprof/internal/errkind"
 	"github.com/sparkprof/sparkprof/internal/readall"
-	"github.com/sparkprof/sparkprof/profile"
-	"github.com/sparkprof/sparkprof/store"
 )
 
-// labelAliases maps label names other agents use to the standard ones:
-// CERN's PyroscopePlugin's, Spark's configuration keys, and the labels
-// Spark puts on its Kubernetes pods (spark-app-selector, spark-exec-id,
-// spark-role) as a collector such as Grafana Alloy passes them on, with
-// underscores.
-var labelAliases = map[string]string{
-	"appId": profile.LabelAppID, "app_id": profile.LabelAppID, "spark.app.id": profile.LabelAppID, "spark_app_selector": profile.LabelAppID,
-	"executorId": profile.LabelExecutorID, "executor_id": profile.LabelExecutorID, "spark.executor.id": profile.LabelExecutorID, "spark_exec_id": profile.LabelExecutorID,
-	"hostname": profile.LabelHost, "hostName": profile.LabelHost,
-	"attemptId":  profile.LabelAppAttempt,
-	"spark_role": profile.LabelRole,
-}
-
-// driverExecutor gives an upload of the driver, by its role, the driver's
-// executor id, as Spark names it, when it has none: a driver pod carries
-// spark-role=driver but no spark-exec-id.
-func driverExecutor(ls profile.Labels) profile.Labels {
-	if role, _ := ls.Get(profile.LabelRole); role != "driver" {
-		return ls
-	}
-	if _, ok := ls.Get(profile.LabelExecutorID); ok {
-		return ls
-	}
-	return ls.Merge(profile.Labels{{Name: profile.LabelExecutorID, Value: "driver"}})
-}
-
-// pyroscopeTypes are the profile-type suffixes Pyroscope agents append to
-// the application name ("myapp.cpu") and the sample types they name.
-var pyroscopeTypes = []struct {
-	suffix string
-	typ    profile.SampleType
-}{
-	{".cpu", profile.TypeCPU}, {".itimer", profile.TypeCPU}, {".wall", profile.TypeWall},
-	{".alloc_objects", profile.TypeAllocObjects}, {".alloc_in_new_tlab_objects", profile.TypeAllocObjects},
-	{".alloc_space", profile.TypeAllocBytes}, {".alloc_in_new_tlab_bytes", profile.TypeAllocBytes},
-	{".lock_count", profile.TypeLockCount}, {".lock_duration", profile.TypeLockDelay},
-}
-
-// pyroscopeUnits maps the units a Pyroscope upload declares to the sample
-// type they imply, where the name has no type suffix.
-var pyroscopeUnits = map[string]profile.SampleType{
-	"objects": profile.TypeAllocObjects, "bytes": profile.TypeAllocBytes,
-	"lock_samples": profile.TypeLockCount, "lock_nanoseconds": profile.TypeLockDelay,
-}
-
-// cutTypeSuffix returns app without a Pyroscope profile-type suffix, and the
-// sample type the suffix names (zero without one).
-func cutTypeSuffix(app string) (string, profile.SampleType) {
-	for _, t := range pyroscopeTypes {
-		if name, ok := strings.CutSuffix(app, t.suffix); ok {
-			return name, t.typ
-		}
-	}
-	return app, profile.SampleType{}
-}
-
-// defaultSampleRate is the sampling rate, in Hz, Pyroscope assumes for an
-// upload that does not give one.
-const defaultSampleRate = 100
-
-// typeUntyped gives the samples of a format without types of its own
-// (folded stacks, lines: counts of "samples") the type the upload's name
-// suffix or units say, as Pyroscope reads them: a CPU or wall-clock count
-// becomes time, each sample worth 1/sampleRate seconds. Profiles that carry
-// their own types (JFR, pprof, ...) are left as they are.
-func typeUntyped(p *profile.Profile, nameType profile.SampleType, units string, sampleRate int64) {
-	if len(p.Types) != 1 || p.Types[0] != profile.TypeSamples {
-		return
-	}
-	t := nameType
-	if t == (profile.SampleType{}) {
-		t = pyroscopeUnits[units]
-	}
-	if t == (profile.SampleType{}) {
-		return
-	}
-	p.SetType(0, t)
-	if t != profile.TypeCPU && t != profile.TypeWall {
-		return
-	}
-	for i := range p.Samples {
-		p.Samples[i].Value *= int64(time.Second) / sampleRate
-	}
-}
-
-// parseSampleRate reads an upload's sampleRate: samples per second,
-// defaultSampleRate when absent.
-func parseSampleRate(v string) (int64, error) {
-	if v == "" {
-		return defaultSampleRate, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 || n > int64(time.Second) {
-		return 0, fmt.Errorf("sampleRate %q: want samples per second, a positive integer", v)
-	}
-	return n, nil
-}
-
-// uploadSender returns the sender of an upload, by its labels when its
-// name parses.
-func uploadSender(r *http.Request) sender {
+// uploadSender returns the sender of an upload to /ingest, by its labels
+// when its name parses.
+func uploadSender(r *http.Request) ingest.Sender {
 	q := r.URL.Query()
-	who := sender{tenant: tenant(r), remote: r.RemoteAddr, spyName: q.Get("spyName"), name: q.Get("name")}
-	if labels, _, err := parseName(who.name); err == nil {
-		who.labels = labels
+	who := ingest.Sender{Tenant: tenant(r), Remote: r.RemoteAddr, SpyName: q.Get("spyName"), Name: q.Get("name")}
+	if name, err := ingest.ParseName(who.Name); err == nil {
+		who.Labels = name.Labels
 	}
 	return who
 }
 
-// parseCount parses an optional count (the sparkprof agent's dropped
-// windows).
-func parseCount(v string) (int64, error) {
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q: want a count, a non-negative integer", v)
-	}
-	return n, nil
+// uploadFailed counts an upload that failed with err for its sender, by
+// the status it answers, and returns err.
+func (s *Server) uploadFailed(who ingest.Sender, err error) error {
+	s.metrics.uploadError(statusOf(err))
+	s.ingest.Senders().Failed(who, err.Error())
+	return err
 }
 
-// parseName parses Pyroscope's "app.cpu{key=value,...}" into labels, and
-// the sample type its suffix names (zero without one).
-func parseName(name string) (profile.Labels, profile.SampleType, error) {
-	app, rest, hasLabels := strings.Cut(name, "{")
-	app, typ := cutTypeSuffix(strings.TrimSpace(app))
-	if app == "" {
-		return nil, typ, fmt.Errorf("name %q: want app{key=value,...}", name)
-	}
-	ls := profile.Labels{{Name: profile.LabelServiceName, Value: app}}
-	if hasLabels {
-		body, ok := strings.CutSuffix(strings.TrimSpace(rest), "}")
-		if !ok {
-			return nil, typ, fmt.Errorf("name %q: labels do not end with }", name)
-		}
-		for _, kv := range strings.Split(body, ",") {
-			if strings.TrimSpace(kv) == "" {
-				continue
-			}
-			k, v, ok := strings.Cut(kv, "=")
-			k, v = strings.TrimSpace(k), strings.Trim(strings.TrimSpace(v), `"`)
-			if !ok || k == "" {
-				return nil, typ, fmt.Errorf("name %q: label %q: want key=value", name, kv)
-			}
-			if std, ok := labelAliases[k]; ok {
-				k = std
-			}
-			if k == "__name__" {
-				continue
-			}
-			ls = append(ls, profile.Label{Name: k, Value: v})
-		}
-	}
-	ls = driverExecutor(ls.Normalize())
-	if err := checkLabels(ls); err != nil {
-		return nil, typ, fmt.Errorf("name %q: %w", name, err)
-	}
-	return ls, typ, nil
-}
+// acknowledged answers an upload that is stored; replayed, stored before
+// under its key, and not stored again.
+type acknowledged struct{ replayed bool }
 
-// Limits on an upload's labels, Pyroscope's defaults: a label set is a
-// series of uploads, not a place for per-sample values.
-const (
-	maxUploadLabels    = 30
-	maxLabelNameBytes  = 1024
-	maxLabelValueBytes = 2048
-)
-
-// checkLabels reports an upload label set over the limits, or a label name
-// a selector could not name: letters, digits, '_', '.' and '-' only.
-func checkLabels(ls profile.Labels) error {
-	if len(ls) > maxUploadLabels {
-		return fmt.Errorf("%d labels, over the limit of %d: per-task and per-thread values belong in the profile (thread names, JFR contexts), not in the upload's labels", len(ls), maxUploadLabels)
+func (a acknowledged) respond(w http.ResponseWriter) error {
+	if a.replayed {
+		w.Header().Set(replayedHeader, "true")
 	}
-	for _, l := range ls {
-		if l.Name == "" || len(l.Name) > maxLabelNameBytes || strings.IndexFunc(l.Name, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
-		}) >= 0 {
-			return fmt.Errorf("label name %q: want 1 to %d letters, digits, '_', '.' or '-'", l.Name, maxLabelNameBytes)
-		}
-		if len(l.Value) > maxLabelValueBytes || !utf8.ValidString(l.Value) {
-			return fmt.Errorf("label %s: value of %d bytes; want valid UTF-8 of at most %d bytes", l.Name, len(l.Value), maxLabelValueBytes)
-		}
-	}
+	w.WriteHeader(http.StatusOK)
 	return nil
 }
 
-// parseTime reads from/until in seconds, ms, µs or ns, told apart by size.
-func parseTime(s string) (int64, error) {
-	n, err := parseCount(s)
-	if err != nil {
-		return 0, fmt.Errorf("time %q: want a Unix time in s, ms, µs or ns, a non-negative integer", s)
-	}
-	switch {
-	case n > 1e17:
-		return n, nil
-	case n > 1e14:
-		return n * 1e3, nil
-	case n > 1e11:
-		return n * 1e6, nil
-	case n > math.MaxInt64/int64(time.Second):
-		return 0, fmt.Errorf("time %q: seconds after the year 2262; want a Unix time in s, ms, µs or ns", s)
-	}
-	return n * 1e9, nil
-}
+// replayedHeader, set to "true", tells a sender that its upload was stored
+// before, under the same Idempotency-Key, and not stored again.
+const replayedHeader = "Idempotent-Replayed"
 
-// formatFor maps Pyroscope's format parameter to a decoder name.
-func formatFor(f string) string {
-	switch f {
-	case "jfr", "pprof", "speedscope":
-		return f
-	}
-	return "folded" // folded, lines, trie (unsupported) and anything else
-}
-
-func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
+// handleIngest takes an upload of Pyroscope's ingest protocol: its name
+// and rate first, a retry of a stored upload before its body is read, and
+// then, in its turn, the body through the ingest pipeline.
+func (s *Server) handleIngest(r *http.Request) (any, error) {
+	arrived := time.Now()
 	ten := tenant(r)
 	q := r.URL.Query()
 	who := uploadSender(r)
-	fail := func(code int, format string, args ...any) {
-		s.metrics.uploadError(code)
-		s.agents.failed(who, fmt.Sprintf(format, args...))
-		httpError(w, code, format, args...)
-	}
-	labels, nameType, err := parseName(q.Get("name"))
+	name, err := ingest.ParseName(q.Get("name"))
 	if err != nil {
-		fail(http.StatusBadRequest, "%v", err)
-		return
+		return nil, s.uploadFailed(who, err)
 	}
-	if ok, wait := s.allow(ten); !ok {
-		w.Header().Set("Retry-After", retryAfter(wait))
-		fail(http.StatusTooManyRequests, "tenant %q is over its upload rate (%g/s); retry in %s", ten, s.cfg.RatePerSecond, wait.Round(time.Millisecond))
-		return
+	if err := s.ingest.Allow(ten); err != nil {
+		return nil, s.uploadFailed(who, err)
 	}
-	dropped, err := parseCount(q.Get("dropped"))
+	params, err := ingest.ParseParams(q)
 	if err != nil {
-		fail(http.StatusBadRequest, "dropped: %v", err)
-		return
+		return nil, s.uploadFailed(who, err)
 	}
-	sampleRate, err := parseSampleRate(q.Get("sampleRate"))
+	key, err := ingest.ParseKey(r.Header.Get("Idempotency-Key"))
 	if err != nil {
-		fail(http.StatusBadRequest, "%v", err)
-		return
+		return nil, s.uploadFailed(who, err)
 	}
-	from, err := parseTime(q.Get("from"))
+	if _, ok := s.ingest.KeyStored(ten, key); ok {
+		s.ingest.Senders().Retried(who)
+		return acknowledged{replayed: true}, nil
+	}
+	release, err := s.ingest.Turn(r.Context())
 	if err != nil {
-		fail(http.StatusBadRequest, "from: %v", err)
-		return
-	}
-	until, err := parseTime(q.Get("until"))
-	if err != nil {
-		fail(http.StatusBadRequest, "until: %v", err)
-		return
-	}
-	key, err := idempotencyKey(r)
-	if err != nil {
-		fail(http.StatusBadRequest, "%v", err)
-		return
-	}
-	if id, ok := s.keyStored(ten, key); ok {
-		s.replayed(w, who, ten, key, id)
-		return
-	}
-	release, err := s.turn(r.Context())
-	if err != nil {
-		fail(http.StatusServiceUnavailable, "%v", err)
-		return
+		return nil, s.uploadFailed(who, err)
 	}
 	defer release()
 	buf := bodyBuffers.Get().(*[]byte)
@@ -298,84 +85,47 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 			bodyBuffers.Put(buf)
 		}
 	}()
-	body, err := readall.Into(*buf, http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), min(r.ContentLength, s.cfg.MaxBodyBytes))
+	body, err := s.readBody(r, *buf)
 	*buf = body
+	if err != nil {
+		return nil, s.uploadFailed(who, err)
+	}
+	parts, err := ingest.ParseBody(body, r.Header.Get("Content-Type"), r.Header.Get("Content-Encoding"))
+	if err != nil {
+		return nil, s.uploadFailed(who, err)
+	}
+	in, err := ingest.LegacyProfile(name, q, params, parts, key)
+	if err != nil {
+		return nil, s.uploadFailed(who, err)
+	}
+	in.Bytes = len(body)
+	u, duplicate, err := s.ingest.Ingest(ten, in, arrived)
+	if errkind.Of(err) == errkind.Unprocessable {
+		err = errkind.Errorf(errkind.Unprocessable, "%w%s", err, ingest.EncodingHint(r.Header.Get("Content-Encoding"), parts.Data))
+	}
+	if err != nil {
+		return nil, s.uploadFailed(who, err)
+	}
+	if duplicate {
+		s.ingest.Senders().Retried(who)
+		return acknowledged{replayed: true}, nil
+	}
+	s.ingest.Senders().Uploaded(who, len(body), params.Dropped, u.Until)
+	return acknowledged{}, nil
+}
+
+// readBody reads a request's body, of at most Config.MaxBodyBytes, into
+// buf: errkind.TooLarge past it, errkind.BadInput when it breaks off.
+func (s *Server) readBody(r *http.Request, buf []byte) ([]byte, error) {
+	body, err := readall.Into(buf, http.MaxBytesReader(nil, r.Body, s.cfg.MaxBodyBytes), min(r.ContentLength, s.cfg.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		fail(http.StatusRequestEntityTooLarge, "body larger than %d bytes", s.cfg.MaxBodyBytes)
-		return
+		return body, errkind.Errorf(errkind.TooLarge, "body larger than %d bytes", s.cfg.MaxBodyBytes)
 	}
 	if err != nil {
-		fail(http.StatusBadRequest, "reading body: %v", err)
-		return
+		return body, errkind.Errorf(errkind.BadInput, "reading body: %w", err)
 	}
-	if ce := r.Header.Get("Content-Encoding"); !readableEncoding(ce) {
-		fail(http.StatusBadRequest, "Content-Encoding %q: send the body gzipped (Content-Encoding: gzip) or uncompressed", ce)
-		return
-	}
-	parts := uploadParts{data: body}
-	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {
-		parts, err = multipartParts(body, params["boundary"])
-		if err != nil {
-			fail(http.StatusBadRequest, "multipart: %v", err)
-			return
-		}
-	}
-	if key == "" {
-		key = contentKey(q, parts)
-	}
-	data, jfrLabels := parts.data, parts.labels
-	windows, err := parseTaskWindows(parts.tasks)
-	if err != nil {
-		fail(http.StatusBadRequest, "%v", err)
-		return
-	}
-	gcs, err := parseGCs(parts.gc)
-	if err != nil {
-		fail(http.StatusBadRequest, "%v", err)
-		return
-	}
-	if jfrLabels != nil {
-		if jfrLabels, err = format.Decompress(jfrLabels, "labels", s.cfg.MaxDecodedBytes); err != nil {
-			fail(http.StatusUnprocessableEntity, "labels part: %v", err)
-			return
-		}
-	}
-	fmtName := formatFor(q.Get("format"))
-	if fmtName == "folded" && q.Get("format") == "lines" {
-		data = linesToFolded(data)
-	}
-	p, err := format.Decode(data, "upload", format.Options{Format: fmtName, MaxSize: s.cfg.MaxDecodedBytes, JFRLabels: jfrLabels})
-	if err != nil {
-		if errors.Is(err, format.ErrTooLarge) {
-			fail(http.StatusRequestEntityTooLarge, "%v", err)
-			return
-		}
-		fail(http.StatusUnprocessableEntity, "%v%s", err, encodingHint(r.Header.Get("Content-Encoding"), data))
-		return
-	}
-	typeUntyped(p, nameType, q.Get("units"), sampleRate)
-	p.Labels = p.Labels.Merge(labels)
-	attributeTasks(p, windows)
-	addGCs(p, gcs)
-	if from == 0 {
-		from = p.Start
-	}
-	if until == 0 {
-		until = p.End
-	}
-	u := &store.Upload{From: from, Until: until, Labels: labels, Agent: q.Get("spyName"), Bytes: len(body), Profile: p, Key: key}
-	if err := s.cfg.Store.Append(ten, u); errors.Is(err, store.ErrDuplicate) {
-		s.replayed(w, who, ten, key, u.ID)
-		return
-	} else if err != nil {
-		s.log.Error("store append failed", "tenant", ten, "err", err)
-		fail(http.StatusServiceUnavailable, "storing the upload failed: %v", err)
-		return
-	}
-	s.metrics.uploaded(len(body), len(p.Samples), time.Since(start))
-	s.agents.uploaded(who, len(body), dropped, until)
-	w.WriteHeader(http.StatusOK)
+	return body, nil
 }
 
 // bodyBuffers holds upload bodies' buffers between uploads: a fresh buffer
@@ -387,90 +137,75 @@ var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
 // dropped.
 const maxKeptBody = 16 << 20
 
-// uploadParts are the parts of an upload: the profile, and those a
-// multipart upload may add.
-type uploadParts struct {
-	data   []byte // the profile
-	labels []byte // Pyroscope's LabelsSnapshot for a JFR's contexts
-	tasks  []byte // the sparkprof agent's task windows
-	gc     []byte // the sparkprof agent's garbage collections
-}
-
-// multipartParts returns the "jfr" (or first) part, the optional "labels"
-// part of a Pyroscope multipart upload and the optional "tasks" and "gc"
-// parts the sparkprof agent adds.
-func multipartParts(body []byte, boundary string) (uploadParts, error) {
-	var ps uploadParts
-	if boundary == "" {
-		return ps, errors.New("no boundary")
+// handleImport takes one file, as `sparkprof import` sends it: an event log
+// or container log streamed to the app store, else (in its turn) a
+// profile, with its LabelsSnapshot when sent as Pyroscope's multipart.
+func (s *Server) handleImport(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	ten := tenant(r)
+	f := ingest.File{Name: q.Get("path"), Kind: q.Get("kind"), App: q.Get("app"), Format: q.Get("format")}
+	if f.Name == "" {
+		return nil, badRequest("path: name the file being imported")
 	}
-	mr := multipart.NewReader(bytes.NewReader(body), boundary)
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			break
+	var err error
+	if f.Key, err = ingest.ParseKey(r.Header.Get("Idempotency-Key")); err != nil {
+		return nil, err
+	}
+	if f.Kind != "eventlog" && f.Kind != "logs" {
+		if id, ok := s.ingest.KeyStored(ten, f.Key); ok {
+			// Answered before the body is read: a client that sent
+			// "Expect: 100-continue" does not send it.
+			return imported{&ingest.Result{ID: id, Duplicate: true}}, nil
 		}
+	}
+	switch f.Kind {
+	case "eventlog":
+		return s.ingest.ImportEventLog(ten, f.Name, r.Body)
+	case "logs":
+		return s.ingest.ImportLogs(ten, f.Name, f.App, r.Body, nil)
+	case "", "profile":
+	default:
+		return nil, badRequest("kind %q: want eventlog, logs or profile (or none to tell by content)", f.Kind)
+	}
+	release, err := s.ingest.Turn(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if f.Data, err = s.readBody(r, nil); err != nil {
+		return nil, err
+	}
+	// A JFR with its LabelsSnapshot comes as Pyroscope's agent sends them:
+	// multipart, with "jfr" and "labels" parts.
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {
+		parts, err := ingest.ParseBody(f.Data, r.Header.Get("Content-Type"), "")
 		if err != nil {
-			return ps, err
+			return nil, err
 		}
-		b, err := io.ReadAll(part)
-		if err != nil {
-			return ps, err
-		}
-		switch part.FormName() {
-		case "labels":
-			ps.labels = b
-		case "tasks":
-			ps.tasks = b
-		case "gc":
-			ps.gc = b
-		case "jfr", "profile":
-			ps.data = b
-		default:
-			if ps.data == nil {
-				ps.data = b
-			}
-		}
+		f.Data, f.JFRLabels = parts.Data, parts.Labels
 	}
-	if ps.data == nil {
-		return ps, errors.New("no jfr part")
+	res, err := s.ingest.Import(ten, f)
+	if err != nil {
+		return nil, err
 	}
-	return ps, nil
+	if !res.Duplicate && len(res.Labels) > 0 {
+		s.ingest.Senders().Uploaded(ingest.Sender{Tenant: ten, Remote: r.RemoteAddr, Labels: res.Labels}, len(f.Data), 0, 0)
+	}
+	return imported{res}, nil
 }
 
-// linesToFolded turns Pyroscope's "lines" format (one stack per line,
-// each counting one sample) into folded stacks.
-func linesToFolded(data []byte) []byte {
-	var b bytes.Buffer
-	for _, l := range bytes.Split(data, []byte("\n")) {
-		if l = bytes.TrimSpace(l); len(l) > 0 {
-			b.Write(l)
-			b.WriteString(" 1\n")
-		}
+// imported answers an import: its result, and Idempotent-Replayed for a
+// profile stored before.
+type imported struct{ *ingest.Result }
+
+func (i imported) respond(w http.ResponseWriter) error {
+	if i.Duplicate {
+		w.Header().Set(replayedHeader, "true")
 	}
-	return b.Bytes()
+	writeJSON(w, i.Result)
+	return nil
 }
 
-// readableEncoding reports whether ingest reads a body of Content-Encoding
-// ce: none, identity or gzip. A gzipped body is known by its magic bytes,
-// whatever the header says, as the format package reads files.
-func readableEncoding(ce string) bool {
-	switch strings.ToLower(strings.TrimSpace(ce)) {
-	case "", "identity", "gzip", "x-gzip":
-		return true
-	}
-	return false
-}
-
-// encodingHint explains a body that failed to decode when its request said
-// it was gzipped and it is not: the sender's header, not the profile, is
-// likely wrong.
-func encodingHint(ce string, data []byte) string {
-	switch strings.ToLower(strings.TrimSpace(ce)) {
-	case "gzip", "x-gzip":
-		if !format.IsGzip(data) {
-			return " (the request says Content-Encoding: gzip, but the body is not gzip data: send it gzipped, or without the header)"
-		}
-	}
-	return ""
+func (s *Server) handleAgents(r *http.Request) (any, error) {
+	return s.ingest.Senders().List(tenant(r)), nil
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/ingest"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
 )
@@ -107,7 +108,7 @@ func TestPush(t *testing.T) {
 	if n := count(); n != before {
 		t.Errorf("refused pushes stored %d uploads", n-before)
 	}
-	var agents []Agent
+	var agents []ingest.Agent
 	getJSON(t, ts, "/api/v1/agents", &agents)
 	for _, a := range agents {
 		if a.App == "spark/etl" && (a.Uploads != int64(len(push.Series)) || a.ExecutorID != "1" || a.Errors == 0 || !strings.HasPrefix(a.SpyName, "connect-go/")) {
@@ -208,7 +209,7 @@ func TestPushRetried(t *testing.T) {
 		if n := count(app); n != len(push.Series) {
 			t.Errorf("IDs %v: %d uploads after a push and its retry, want %d", withIDs, n, len(push.Series))
 		}
-		var agents []Agent
+		var agents []ingest.Agent
 		getJSON(t, ts, "/api/v1/agents", &agents)
 		for _, a := range agents {
 			if a.App == app && (a.Uploads != int64(len(push.Series)) || a.Retried != int64(len(push.Series))) {

@@ -10,14 +10,15 @@ import (
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/query"
 )
 
 // pyroscopeRender is the part of /pyroscope/render's answer the tests read.
 type pyroscopeRender struct {
-	Flamebearer Flamebearer
+	Flamebearer query.Flamebearer
 	Metadata    struct{ Name, Units string }
-	Timeline    timeline
-	Groups      map[string]timeline
+	Timeline    query.Timeline
+	Groups      map[string]query.Timeline
 }
 
 // TestProfileTypeIDs reads a real recording back with the queries of
@@ -80,8 +81,8 @@ func TestProfileTypeIDs(t *testing.T) {
 			t.Errorf("%s: type %q, %d ticks; want %q, %d", tt.query, pr.Metadata.Name, pr.Flamebearer.NumTicks, tt.typ.Name, total(tt.typ))
 		}
 		// The recording is years old: its timeline up to now is widened.
-		if n := len(pr.Timeline.Samples); n == 0 || n > maxSteps+1 {
-			t.Errorf("%s: a timeline of %d steps, want 1 to %d", tt.query, n, maxSteps+1)
+		if n := len(pr.Timeline.Samples); n == 0 || n > query.MaxSteps+1 {
+			t.Errorf("%s: a timeline of %d steps, want 1 to %d", tt.query, n, query.MaxSteps+1)
 		}
 	}
 	// Another service's ID selects nothing of this one.
@@ -98,22 +99,7 @@ func TestProfileTypeIDs(t *testing.T) {
 	}
 }
 
-// TestProfileTypeIDRoundTrip checks that every type's ID selects it again.
-func TestProfileTypeIDRoundTrip(t *testing.T) {
-	types := []profile.SampleType{{Name: "exceptions", Unit: "count"}}
-	for typ := range profileTypeIDs {
-		types = append(types, typ)
-	}
-	for _, typ := range types {
-		got, err := typeOfProfileTypeID(profileTypeID(typ))
-		if err != nil || got != typ {
-			t.Errorf("%s: ID %s selects %s (%v)", typ, profileTypeID(typ), got, err)
-		}
-	}
-}
-
-// countOthers counts a flamebearer's blocks named "other".
-func countOthers(fb Flamebearer) int {
+func countOthers(fb query.Flamebearer) int {
 	n := 0
 	for _, l := range fb.Levels {
 		for i := 3; i < len(l); i += 4 {
@@ -126,7 +112,7 @@ func countOthers(fb Flamebearer) int {
 }
 
 // countNodes counts a flamebearer's blocks below the root.
-func countNodes(fb Flamebearer) int {
+func countNodes(fb query.Flamebearer) int {
 	n := 0
 	for _, l := range fb.Levels[1:] {
 		n += len(l) / 4
@@ -142,32 +128,32 @@ func TestMaxNodes(t *testing.T) {
 	if code := post(t, ts, url.Values{"name": {"kafka{}"}, "format": {"jfr"}}, "", raw); code != 200 {
 		t.Fatalf("upload: %d", code)
 	}
-	query := url.Values{"query": {`kafka{}`}, "type": {"alloc_bytes"}}
+	params := url.Values{"query": {`kafka{}`}, "type": {"alloc_bytes"}}
 	var all renderResponse
-	getJSON(t, ts, "/api/v1/render?"+query.Encode(), &all)
+	getJSON(t, ts, "/api/v1/render?"+params.Encode(), &all)
 	full := countNodes(*all.Flamebearer)
 	if full < 1000 {
 		t.Fatalf("the full flame graph has %d nodes; the test needs more", full)
 	}
 	for _, limit := range []int{1, 100, 1000} {
-		query.Set("maxNodes", fmt.Sprint(limit))
+		params.Set("maxNodes", fmt.Sprint(limit))
 		var r renderResponse
-		getJSON(t, ts, "/api/v1/render?"+query.Encode(), &r)
+		getJSON(t, ts, "/api/v1/render?"+params.Encode(), &r)
 		var pr pyroscopeRender
-		getJSON(t, ts, "/pyroscope/render?"+query.Encode(), &pr)
+		getJSON(t, ts, "/pyroscope/render?"+params.Encode(), &pr)
 		if others := countOthers(*r.Flamebearer); countNodes(*r.Flamebearer)-others+r.Folded != full {
 			t.Errorf("maxNodes=%d: %d nodes with %d others, %d folded; want the %d nodes of the whole tree", limit, countNodes(*r.Flamebearer), others, r.Folded, full)
 		}
-		for _, fb := range []Flamebearer{*r.Flamebearer, pr.Flamebearer} {
+		for _, fb := range []query.Flamebearer{*r.Flamebearer, pr.Flamebearer} {
 			others := countOthers(fb)
 			if n := countNodes(fb) - others; n > limit || n < limit/2 || others == 0 || fb.NumTicks != all.Flamebearer.NumTicks {
 				t.Errorf("maxNodes=%d: %d frames and %d others, %d ticks; want at most %d frames, total %d", limit, n, others, fb.NumTicks, limit, all.Flamebearer.NumTicks)
 			}
 		}
 	}
-	query.Del("maxNodes")
+	params.Del("maxNodes")
 	var pr pyroscopeRender
-	getJSON(t, ts, "/pyroscope/render?"+query.Encode(), &pr)
+	getJSON(t, ts, "/pyroscope/render?"+params.Encode(), &pr)
 	if n := countNodes(pr.Flamebearer); n != full {
 		t.Errorf("/pyroscope/render by default: %d nodes, want all %d (fewer than 8,192)", n, full)
 	}
@@ -225,30 +211,5 @@ func TestRenderGroupBy(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "map[*:3 1:1 2:2]" || pr.Timeline.Samples[0] != 6 {
 		t.Errorf("groups %v, timeline %v; want *:3 1:1 2:2, 6", got, pr.Timeline.Samples)
-	}
-}
-
-// Every sample type gets units Pyroscope's UI formats: a time in
-// nanoseconds read as samples at 100 a second would be 10⁷ times too long.
-func TestRenderUnits(t *testing.T) {
-	for _, c := range []struct {
-		typ   profile.SampleType
-		units string
-		rate  int
-	}{
-		{profile.TypeCPU, "samples", 1e9},
-		{profile.TypeWall, "samples", 1e9},
-		{profile.TypeLockDelay, "lock_nanoseconds", 100},
-		{profile.TypeLockCount, "lock_samples", 100},
-		{profile.TypeAllocBytes, "bytes", 100},
-		{profile.TypeLiveBytes, "bytes", 100},
-		{profile.TypeAllocObjects, "objects", 100},
-		{profile.TypeLiveObjects, "objects", 100},
-		{profile.TypeSamples, "objects", 100},
-	} {
-		units, rate := renderUnits(c.typ)
-		if units != c.units || rate != c.rate {
-			t.Errorf("renderUnits(%v) = %q, %d; want %q, %d", c.typ, units, rate, c.units, c.rate)
-		}
 	}
 }

@@ -20,7 +20,9 @@ import (
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/format/pprof"
+	"github.com/sparkprof/sparkprof/internal/pyroscope"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/query"
 	"github.com/sparkprof/sparkprof/store"
 )
 
@@ -54,7 +56,7 @@ func queryRange(start, end int64) store.Query {
 func labelQuery(selectors []string, start, end int64) ([]store.Query, error) {
 	var qs []store.Query
 	for _, sel := range selectors {
-		ms, _, err := parseSelector(sel)
+		ms, _, err := query.ParseSelector(sel)
 		if err != nil {
 			return nil, connect.NewError(connect.CodeInvalidArgument, err)
 		}
@@ -69,13 +71,13 @@ func labelQuery(selectors []string, start, end int64) ([]store.Query, error) {
 }
 
 func (q querier) ProfileTypes(ctx context.Context, req *connect.Request[querierv1.ProfileTypesRequest]) (*connect.Response[querierv1.ProfileTypesResponse], error) {
-	types, err := q.s.storedTypes(ctx, headerTenant(req.Header()), queryRange(req.Msg.Start, req.Msg.End))
+	types, err := q.s.query.StoredTypes(ctx, headerTenant(req.Header()), queryRange(req.Msg.Start, req.Msg.End))
 	if err != nil {
-		return nil, connect.NewError(connect.CodeInternal, err)
+		return nil, connectError(err)
 	}
 	res := &querierv1.ProfileTypesResponse{}
 	for _, t := range types {
-		id := profileTypeID(t)
+		id := pyroscope.TypeID(t)
 		p := strings.Split(id, ":")
 		res.ProfileTypes = append(res.ProfileTypes, &typesv1.ProfileType{
 			ID: id, Name: p[0], SampleType: p[1], SampleUnit: p[2], PeriodType: p[3], PeriodUnit: p[4],
@@ -92,22 +94,18 @@ func (q querier) LabelNames(ctx context.Context, req *connect.Request[typesv1.La
 	}
 	var names []string
 	for _, sq := range qs {
-		ns, err := q.s.labelNames(ctx, headerTenant(req.Header()), sq)
+		ns, err := q.s.query.LabelNames(ctx, headerTenant(req.Header()), sq)
 		if err != nil {
-			return nil, connect.NewError(connect.CodeInternal, err)
+			return nil, connectError(err)
 		}
 		names = append(names, ns...)
 	}
 	if len(names) > 0 {
-		names = append(names, metricName, profileTypeLabel)
+		names = append(names, pyroscope.NameLabel, pyroscope.TypeLabel)
 	}
 	slices.Sort(names)
 	return connect.NewResponse(&typesv1.LabelNamesResponse{Names: slices.Compact(names)}), nil
 }
-
-// profileTypeLabel is the label Pyroscope gives a profile's type ID;
-// __name__ holds its first part (process_cpu, memory, ...).
-const profileTypeLabel = "__profile_type__"
 
 func (q querier) LabelValues(ctx context.Context, req *connect.Request[typesv1.LabelValuesRequest]) (*connect.Response[typesv1.LabelValuesResponse], error) {
 	ten := headerTenant(req.Header())
@@ -118,22 +116,22 @@ func (q querier) LabelValues(ctx context.Context, req *connect.Request[typesv1.L
 	var values []string
 	for _, sq := range qs {
 		switch name := req.Msg.Name; name {
-		case metricName, profileTypeLabel:
-			types, err := q.s.storedTypes(ctx, ten, sq)
+		case pyroscope.NameLabel, pyroscope.TypeLabel:
+			types, err := q.s.query.StoredTypes(ctx, ten, sq)
 			if err != nil {
-				return nil, connect.NewError(connect.CodeInternal, err)
+				return nil, connectError(err)
 			}
 			for _, t := range types {
-				id := profileTypeID(t)
-				if name == metricName {
+				id := pyroscope.TypeID(t)
+				if name == pyroscope.NameLabel {
 					id, _, _ = strings.Cut(id, ":")
 				}
 				values = append(values, id)
 			}
 		default:
-			vals, err := q.s.labelValues(ctx, ten, name, sq)
+			vals, err := q.s.query.LabelValues(ctx, ten, name, sq)
 			if err != nil {
-				return nil, connect.NewError(connect.CodeInternal, err)
+				return nil, connectError(err)
 			}
 			for v := range vals[name] {
 				values = append(values, v)
@@ -146,20 +144,20 @@ func (q querier) LabelValues(ctx context.Context, req *connect.Request[typesv1.L
 
 // selectRequest is the request of a profile type ID and a label selector
 // over start–end (Unix ms).
-func selectRequest(profileTypeID, selector string, start, end int64) (request, error) {
+func selectRequest(profileTypeID, selector string, start, end int64) (query.Request, error) {
 	if profileTypeID == "" {
-		return request{}, connect.NewError(connect.CodeInvalidArgument, errors.New("profile_typeID: missing; say which profile type, e.g. "+profileTypeIDs[profile.TypeCPU]))
+		return query.Request{}, connect.NewError(connect.CodeInvalidArgument, errors.New("profile_typeID: missing; say which profile type, e.g. "+pyroscope.CPUTypeID))
 	}
-	t, err := typeOfProfileTypeID(profileTypeID)
+	t, err := pyroscope.TypeOfID(profileTypeID)
 	if err != nil {
-		return request{}, connect.NewError(connect.CodeInvalidArgument, err)
+		return query.Request{}, connect.NewError(connect.CodeInvalidArgument, err)
 	}
-	ms, _, err := parseSelector(selector)
+	ms, _, err := query.ParseSelector(selector)
 	if err != nil {
-		return request{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("label_selector: %w", err))
+		return query.Request{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("label_selector: %w", err))
 	}
 	r := queryRange(start, end)
-	return newRequest(ms, t.Name, r.From, r.Until), nil
+	return query.NewRequest(ms, t.Name, r.From, r.Until), nil
 }
 
 // merged merges what a profile type ID and a label selector select over
@@ -170,16 +168,16 @@ func (q querier) merged(ctx context.Context, h http.Header, typeID, selector str
 	if err != nil {
 		return nil, profile.SampleType{}, err
 	}
-	sr.labels = noLabels
-	p, err := q.s.merge(ctx, headerTenant(h), sr)
+	sr.Keep = query.KeepNone
+	p, err := q.s.query.Merge(ctx, headerTenant(h), sr)
 	if err != nil {
-		return nil, profile.SampleType{}, connect.NewError(connect.CodeInternal, err)
+		return nil, profile.SampleType{}, connectError(err)
 	}
-	return p, sampleType(p, sr.typ), nil
+	return p, query.SampleType(p, sr.Type), nil
 }
 
 // levels lays out a flamebearer's levels as the query API's.
-func levels(fb *Flamebearer) []*querierv1.Level {
+func levels(fb *query.Flamebearer) []*querierv1.Level {
 	out := make([]*querierv1.Level, len(fb.Levels))
 	for i, l := range fb.Levels {
 		out[i] = &querierv1.Level{Values: l}
@@ -206,7 +204,7 @@ func (q querier) SelectMergeStacktraces(ctx context.Context, req *connect.Reques
 	}
 	tree := profile.NewTree(p, t)
 	tree.Trim(nodeLimit(m.MaxNodes))
-	fb := newFlamebearer(tree)
+	fb := query.NewFlamebearer(tree)
 	fg := &querierv1.FlameGraph{Names: fb.Names, Levels: levels(fb), Total: fb.NumTicks, MaxSelf: fb.MaxSelf}
 	return connect.NewResponse(&querierv1.SelectMergeStacktracesResponse{Flamegraph: fg}), nil
 }
@@ -223,20 +221,20 @@ func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv
 	}
 	// Samples without a time count at their upload's start, as
 	// Pyroscope's timeline puts them.
-	_, series, _, _, err := q.s.sumSelected(ctx, headerTenant(req.Header()), sr, stepSums{step: step, by: m.GroupBy, untimedAtUpload: true})
+	sum, err := q.s.query.Sum(ctx, headerTenant(req.Header()), sr, query.Sums{Step: step, By: m.GroupBy, UntimedAtUpload: true})
 	if err != nil {
-		return nil, connect.NewError(connect.CodeInternal, err)
+		return nil, connectError(err)
 	}
 	res := &querierv1.SelectSeriesResponse{}
 	totals := map[*typesv1.Series]int64{}
-	for _, ss := range series {
+	for _, ss := range sum.Series {
 		out := &typesv1.Series{}
 		for i, name := range m.GroupBy {
-			if v := ss.labels[i]; v != "" {
+			if v := ss.Labels[i]; v != "" {
 				out.Labels = append(out.Labels, &typesv1.LabelPair{Name: name, Value: v})
 			}
 		}
-		for _, pt := range ss.points {
+		for _, pt := range ss.Points {
 			out.Points = append(out.Points, &typesv1.Point{Timestamp: pt[0], Value: float64(pt[1])})
 			totals[out] += pt[1]
 		}
@@ -258,11 +256,11 @@ func (q querier) SelectMergeProfile(ctx context.Context, req *connect.Request[qu
 	}
 	var buf bytes.Buffer
 	if err := pprof.Encode(&buf, p, pprof.EncodeOptions{Types: []profile.SampleType{t}}); err != nil {
-		return nil, connect.NewError(connect.CodeInternal, err)
+		return nil, connectError(err)
 	}
 	raw, err := format.Decompress(buf.Bytes(), "merged profile", 0)
 	if err != nil {
-		return nil, connect.NewError(connect.CodeInternal, err)
+		return nil, connectError(err)
 	}
 	out := &googlev1.Profile{}
 	if err := proto.Unmarshal(raw, out); err != nil {
@@ -276,8 +274,8 @@ func (q querier) Diff(ctx context.Context, req *connect.Request[querierv1.DiffRe
 	if left == nil || right == nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("left and right: both sides are needed"))
 	}
-	lt, err := typeOfProfileTypeID(left.ProfileTypeID)
-	if rt, rerr := typeOfProfileTypeID(right.ProfileTypeID); err == nil && rerr == nil && lt != rt {
+	lt, err := pyroscope.TypeOfID(left.ProfileTypeID)
+	if rt, rerr := pyroscope.TypeOfID(right.ProfileTypeID); err == nil && rerr == nil && lt != rt {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("profile types differ: %s and %s", left.ProfileTypeID, right.ProfileTypeID))
 	}
 	base, bt, err := q.merged(ctx, req.Header(), left.ProfileTypeID, left.LabelSelector, left.Start, left.End)
@@ -288,31 +286,22 @@ func (q querier) Diff(ctx context.Context, req *connect.Request[querierv1.DiffRe
 	if err != nil {
 		return nil, err
 	}
-	if !hasType(next, t) {
+	if !query.HasType(next, t) {
 		t = bt
 	}
 	tree := profile.Diff(base, next, t)
 	tree.Trim(nodeLimit(left.MaxNodes))
-	fb := newDiffFlamebearer(tree)
+	fb := query.NewDiffFlamebearer(tree)
 	fg := &querierv1.FlameGraphDiff{Names: fb.Names, Levels: levels(fb), Total: fb.NumTicks, MaxSelf: fb.MaxSelf, LeftTicks: tree.Root.BaseTotal, RightTicks: tree.Root.Total}
 	return connect.NewResponse(&querierv1.DiffResponse{Flamegraph: fg}), nil
 }
 
 func (q querier) GetProfileStats(ctx context.Context, req *connect.Request[typesv1.GetProfileStatsRequest]) (*connect.Response[typesv1.GetProfileStatsResponse], error) {
-	res := &typesv1.GetProfileStatsResponse{}
-	err := q.s.cfg.Store.Select(headerTenant(req.Header()), store.Query{}, func(u *store.Upload) error {
-		from, until := u.From/int64(time.Millisecond), u.Until/int64(time.Millisecond)
-		if !res.DataIngested || from < res.OldestProfileTime {
-			res.OldestProfileTime = from
-		}
-		res.NewestProfileTime = max(res.NewestProfileTime, until)
-		res.DataIngested = true
-		return nil
-	})
+	oldest, newest, any, err := q.s.query.Stats(headerTenant(req.Header()))
 	if err != nil {
-		return nil, connect.NewError(connect.CodeInternal, err)
+		return nil, connectError(err)
 	}
-	return connect.NewResponse(res), nil
+	return connect.NewResponse(&typesv1.GetProfileStatsResponse{DataIngested: any, OldestProfileTime: oldest, NewestProfileTime: newest}), nil
 }
 
 // Series lists the label sets of the selected data, each with its profile
@@ -330,48 +319,17 @@ func (q querier) Series(ctx context.Context, req *connect.Request[querierv1.Seri
 		}
 		return !slices.Contains(store.RollupDropped, name)
 	}
-	seen := map[string]bool{}
-	res := &querierv1.SeriesResponse{}
-	add := func(ls profile.Labels, t profile.SampleType) {
-		id := profileTypeID(t)
-		name, _, _ := strings.Cut(id, ":")
-		ls = ls.Merge(profile.Labels{{Name: metricName, Value: name}, {Name: profileTypeLabel, Value: id}})
-		var set typesv1.Labels
-		var key strings.Builder
-		for _, l := range ls {
-			if keep(l.Name) {
-				set.Labels = append(set.Labels, &typesv1.LabelPair{Name: l.Name, Value: l.Value})
-				fmt.Fprintf(&key, "%s=%q,", l.Name, l.Value)
-			}
-		}
-		if !seen[key.String()] {
-			seen[key.String()] = true
-			res.LabelsSet = append(res.LabelsSet, &set)
-		}
+	sets, err := q.s.query.LabelSets(ctx, headerTenant(req.Header()), qs, keep)
+	if err != nil {
+		return nil, connectError(err)
 	}
-	for _, sq := range qs {
-		err := q.s.cfg.Store.Select(headerTenant(req.Header()), sq, func(u *store.Upload) error {
-			p, err := labelSource(u)
-			if err != nil || p == nil {
-				return err
-			}
-			base := p.Labels.Merge(u.Labels)
-			type setType struct {
-				set profile.LabelSetID
-				typ profile.TypeID
-			}
-			done := map[setType]bool{}
-			for _, smp := range p.Samples {
-				if k := (setType{smp.Labels, smp.Type}); !done[k] {
-					done[k] = true
-					add(base.Merge(p.LabelSet(smp.Labels)), p.Types[smp.Type])
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, connect.NewError(connect.CodeInternal, err)
+	res := &querierv1.SeriesResponse{}
+	for _, ls := range sets {
+		set := &typesv1.Labels{}
+		for _, l := range ls {
+			set.Labels = append(set.Labels, &typesv1.LabelPair{Name: l.Name, Value: l.Value})
 		}
+		res.LabelsSet = append(res.LabelsSet, set)
 	}
 	return connect.NewResponse(res), nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/query"
 	"github.com/sparkprof/sparkprof/store"
 )
 
@@ -256,16 +257,16 @@ func TestMergeCanceled(t *testing.T) {
 		t.Fatalf("upload: %d", code)
 	}
 	srv := ts.Config.Handler.(*Server)
-	p, err := srv.merge(context.Background(), "", newRequest(nil, "", 0, 0))
+	p, err := srv.query.Merge(context.Background(), "", query.NewRequest(nil, "", 0, 0))
 	if err != nil || len(p.Samples) != 1 {
 		t.Fatalf("merge: %v, %v", p, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := srv.merge(ctx, "", newRequest(nil, "", 0, 0)); !errors.Is(err, context.Canceled) {
+	if _, err := srv.query.Merge(ctx, "", query.NewRequest(nil, "", 0, 0)); !errors.Is(err, context.Canceled) {
 		t.Errorf("a canceled query: %v, want context.Canceled", err)
 	}
-	if _, err := srv.labelValues(ctx, "", "", store.Query{}); !errors.Is(err, context.Canceled) {
+	if _, err := srv.query.LabelValues(ctx, "", "", store.Query{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled label values: %v, want context.Canceled", err)
 	}
 }

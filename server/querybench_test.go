@@ -20,50 +20,13 @@ import (
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/internal/pyroscope"
+	"github.com/sparkprof/sparkprof/internal/synth"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/query"
 	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
 )
-
-// Query benchmark shape: an hour of 10 s uploads from 100 executors.
-const (
-	benchExecutors = 100
-	benchWindows   = 360
-	benchStages    = 10
-)
-
-// benchUpload makes the upload of executor exec for 10 s window w from
-// base: the same stacks, with times moved into the window and each
-// thread's samples labelled with a task of its own and the window's stage,
-// as an executor running one task per core would send.
-func benchUpload(base *profile.Profile, start int64, exec, w, windows int) *store.Upload {
-	p := *base
-	p.OwnLabelSets()
-	from := start + int64(w)*int64(10*time.Second)
-	span := max(base.End-base.Start, 1)
-	stage := strconv.Itoa(w * benchStages / windows)
-	sets := make([]profile.LabelSetID, len(base.Threads))
-	for i := range sets {
-		task := (w*benchExecutors+exec)*len(sets) + i
-		sets[i] = p.AddLabels(profile.Labels{
-			{Name: profile.LabelStageID, Value: stage},
-			{Name: profile.LabelTaskID, Value: strconv.Itoa(task)},
-		})
-	}
-	p.Samples = make([]profile.Sample, len(base.Samples))
-	for i, s := range base.Samples {
-		s.Time = from + int64(float64(s.Time-base.Start)*float64(10*time.Second)/float64(span))
-		s.Labels = sets[s.Thread]
-		p.Samples[i] = s
-	}
-	p.Start, p.End = from, from+int64(10*time.Second)
-	return &store.Upload{From: p.Start, Until: p.End, Profile: &p, Labels: profile.Labels{
-		{Name: profile.LabelServiceName, Value: "bench"},
-		{Name: profile.LabelAppID, Value: "app-bench"},
-		{Name: profile.LabelExecutorID, Value: strconv.Itoa(exec)},
-		{Name: profile.LabelHost, Value: fmt.Sprintf("node-%02d", exec%20)},
-	}}
-}
 
 // BenchmarkQuery measures flame-graph query latency over an hour of
 // uploads from 100 executors every 10 s (36,000 uploads made from the
@@ -72,7 +35,7 @@ func benchUpload(base *profile.Profile, start int64, exec, w, windows int) *stor
 // last quarter of the hour (a range that cuts a block).
 // SPARKPROF_BENCH_WINDOWS=36 makes a tenth of it for a quick run.
 func BenchmarkQuery(b *testing.B) {
-	windows := benchWindows
+	windows := synth.Windows
 	if v, err := strconv.Atoi(os.Getenv("SPARKPROF_BENCH_WINDOWS")); err == nil && v > 0 {
 		windows = v
 	}
@@ -112,8 +75,8 @@ func BenchmarkQuery(b *testing.B) {
 	want := map[string]int64{} // cpu total per query
 	cpu, _ := base.FindType("cpu")
 	for w := range windows {
-		for e := range benchExecutors {
-			u := benchUpload(base, start, e, w, windows)
+		for e := range synth.Executors {
+			u := synth.Upload(base, start, e, w, windows)
 			samples += len(u.Profile.Samples)
 			typ := mustType(b, u.Profile, cpu)
 			for _, s := range u.Profile.Samples {
@@ -121,7 +84,7 @@ func BenchmarkQuery(b *testing.B) {
 					continue
 				}
 				want["whole-app"] += s.Value
-				if w*benchStages/windows == 3 {
+				if w*synth.Stages/windows == 3 {
 					want["one-stage"] += s.Value
 				}
 				if s.Time >= cut {
@@ -138,7 +101,7 @@ func BenchmarkQuery(b *testing.B) {
 			}
 		}
 	}
-	n := windows * benchExecutors
+	n := windows * synth.Executors
 	b.Logf("%d uploads, %d samples stored and compacted in %v into %d blocks; heap %d MiB; on disk %.1f MB, %.2f KB per upload",
 		n, samples, time.Since(t0).Round(time.Second), db.Stats().Blocks, heapMiB(), float64(dirSize(dir))/(1<<20), float64(dirSize(dir))/float64(n)/1024)
 	db.Close()
@@ -158,7 +121,7 @@ func BenchmarkQuery(b *testing.B) {
 	}
 	defer uncached.Close()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	servers := map[string]*Server{"warm": New(Config{Store: warm, Logger: logger}), "uncached": New(Config{Store: uncached, Logger: logger})}
+	servers := map[string]*Server{"warm": newServer(b, Config{Store: warm, Logger: logger}), "uncached": newServer(b, Config{Store: uncached, Logger: logger})}
 	for _, c := range []struct {
 		name, cache, query string
 		from               int64
@@ -198,8 +161,8 @@ func BenchmarkQuery(b *testing.B) {
 					total += pt[1]
 				}
 			}
-			if len(got.Series) != benchExecutors || total != want["whole-app"] {
-				b.Fatalf("%d series, %d cpu ns; want %d and %d", len(got.Series), total, benchExecutors, want["whole-app"])
+			if len(got.Series) != synth.Executors || total != want["whole-app"] {
+				b.Fatalf("%d series, %d cpu ns; want %d and %d", len(got.Series), total, synth.Executors, want["whole-app"])
 			}
 		})
 	}
@@ -223,10 +186,10 @@ func BenchmarkQuery(b *testing.B) {
 		b.Run("pyroscope-render/"+cache, func(b *testing.B) {
 			q := url.Values{"query": {`{spark_app_id="app-bench"}`}, "from": {strconv.FormatInt(start, 10)}, "until": {strconv.FormatInt(end, 10)}}
 			var got struct {
-				Timeline timeline
+				Timeline query.Timeline
 			}
 			for b.Loop() {
-				got.Timeline = timeline{}
+				got.Timeline = query.Timeline{}
 				serveJSON(b, servers[cache], "/pyroscope/render?"+q.Encode(), &got)
 			}
 			var total int64
@@ -244,15 +207,13 @@ func BenchmarkQuery(b *testing.B) {
 	// page's slowest tenth of its tasks against the rest.
 	nThreads := len(base.Threads)
 	var tasks []*spark.Task
-	byID := map[int64]*spark.Task{}
 	for w := range windows {
-		for e := range benchExecutors {
+		for e := range synth.Executors {
 			launch := (start + int64(w)*int64(10*time.Second)) / 1e6
 			for i := range nThreads {
-				id := int64((w*benchExecutors+e)*nThreads + i)
-				t := &spark.Task{ID: id, StageID: w * benchStages / windows, ExecutorID: strconv.Itoa(e), LaunchMs: launch, FinishMs: launch + 10000 - id%7*100}
+				id := int64((w*synth.Executors+e)*nThreads + i)
+				t := &spark.Task{ID: id, StageID: w * synth.Stages / windows, ExecutorID: strconv.Itoa(e), LaunchMs: launch, FinishMs: launch + 10000 - id%7*100}
 				tasks = append(tasks, t)
-				byID[id] = t
 			}
 		}
 	}
@@ -267,8 +228,8 @@ func BenchmarkQuery(b *testing.B) {
 	rep := &analysis.Report{App: spark.Summary{ID: "app-bench", Name: "bench"}, Tasks: tasks,
 		Findings: []analysis.Finding{{Kind: analysis.KindStraggler, StageID: &straggler.StageID, TaskID: &straggler.ID, Evidence: map[string]any{}}}}
 	for _, cache := range []string{"warm", "uncached"} {
-		s := New(Config{Store: map[string]*store.DB{"warm": warm, "uncached": uncached}[cache], Logger: logger})
-		s.apps.by[""] = map[string]*analysedApp{"app-bench": {report: rep, tasks: byID}}
+		s := newServer(b, Config{Store: map[string]*store.DB{"warm": warm, "uncached": uncached}[cache], Logger: logger})
+		s.apps.Put("", rep)
 		b.Run("one-stage-joined/"+cache, func(b *testing.B) {
 			q := url.Values{"query": {`{spark_app_id="app-bench",spark_stage_id="3"}`}, "type": {"cpu"}}
 			var got renderResponse
@@ -286,14 +247,14 @@ func BenchmarkQuery(b *testing.B) {
 		b.Run("app-page/"+cache, func(b *testing.B) {
 			plain := *rep
 			plain.Findings = nil
-			s.apps.by[""]["app-bench"] = &analysedApp{report: &plain, tasks: byID}
+			s.apps.Put("", &plain)
 			var page []byte
 			for b.Loop() {
 				page = serve(b, s, "/api/v1/apps/app-bench") // a large page: decoding it would cost more than serving it
 			}
 			b.ReportMetric(float64(len(tasks)), "tasks")
 			b.ReportMetric(float64(len(page))/(1<<20), "page-MiB")
-			s.apps.by[""]["app-bench"] = &analysedApp{report: rep, tasks: byID}
+			s.apps.Put("", rep)
 		})
 		b.Run("app-page-straggler/"+cache, func(b *testing.B) {
 			var page []byte
@@ -384,7 +345,7 @@ func BenchmarkQuery(b *testing.B) {
 	// The Applications page: the analysed apps, and the app ids of the
 	// samples (app-bench, known from its profiles alone here).
 	b.Run("apps/uncached", func(b *testing.B) {
-		var apps []AppSummary
+		var apps []query.AppSummary
 		for b.Loop() {
 			apps = nil
 			serveJSON(b, servers["uncached"], "/api/v1/apps", &apps)
@@ -433,7 +394,7 @@ func BenchmarkQuery(b *testing.B) {
 		})
 		b.Run("grafana-series-by-executor/"+cache, func(b *testing.B) {
 			var res querierv1.SelectSeriesResponse
-			req := &querierv1.SelectSeriesRequest{ProfileTypeID: profileTypeID(profile.TypeCPU), LabelSelector: `{spark_app_id="app-bench"}`,
+			req := &querierv1.SelectSeriesRequest{ProfileTypeID: pyroscope.TypeID(profile.TypeCPU), LabelSelector: `{spark_app_id="app-bench"}`,
 				Start: start / 1e6, End: end / 1e6, Step: 18, GroupBy: []string{profile.LabelExecutorID}}
 			for b.Loop() {
 				connectCall(b, servers[cache], "SelectSeries", req, &res)
@@ -444,13 +405,13 @@ func BenchmarkQuery(b *testing.B) {
 					total += pt.Value
 				}
 			}
-			if len(res.Series) != benchExecutors || int64(total) != want["whole-app"] {
-				b.Fatalf("%d series, %.0f cpu ns; want %d and %d", len(res.Series), total, benchExecutors, want["whole-app"])
+			if len(res.Series) != synth.Executors || int64(total) != want["whole-app"] {
+				b.Fatalf("%d series, %.0f cpu ns; want %d and %d", len(res.Series), total, synth.Executors, want["whole-app"])
 			}
 		})
 		b.Run("grafana-whole-app/"+cache, func(b *testing.B) {
 			var res querierv1.SelectMergeStacktracesResponse
-			req := &querierv1.SelectMergeStacktracesRequest{ProfileTypeID: profileTypeID(profile.TypeCPU), LabelSelector: `{spark_app_id="app-bench"}`, Start: start / 1e6, End: end / 1e6}
+			req := &querierv1.SelectMergeStacktracesRequest{ProfileTypeID: pyroscope.TypeID(profile.TypeCPU), LabelSelector: `{spark_app_id="app-bench"}`, Start: start / 1e6, End: end / 1e6}
 			for b.Loop() {
 				connectCall(b, servers[cache], "SelectMergeStacktraces", req, &res)
 			}
@@ -517,15 +478,15 @@ func BenchmarkLiveQuery(b *testing.B) {
 	now := time.Now().UnixNano()
 	start := now - windows*int64(10*time.Second)
 	for w := range windows {
-		for e := range benchExecutors {
-			if err := db.Append("", benchUpload(base, start, e, w, windows)); err != nil {
+		for e := range synth.Executors {
+			if err := db.Append("", synth.Upload(base, start, e, w, windows)); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
 	st := db.Stats()
-	b.Logf("%d uploads: %d in the head (%d MiB estimated), %d in %d blocks", windows*benchExecutors, st.HeadUploads, st.HeadBytes>>20, st.BlockUploads, st.Blocks)
-	s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	b.Logf("%d uploads: %d in the head (%d MiB estimated), %d in %d blocks", windows*synth.Executors, st.HeadUploads, st.HeadBytes>>20, st.BlockUploads, st.Blocks)
+	s := newServer(b, Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	for _, last := range []string{"5m", "15m"} {
 		b.Run("last-"+last, func(b *testing.B) {
 			q := url.Values{"query": {`{spark_app_id="app-bench"}`}, "from": {"now-" + last}, "until": {"now"}}
@@ -547,8 +508,8 @@ func BenchmarkLiveQuery(b *testing.B) {
 			got = seriesAnswer{}
 			serveJSON(b, s, "/api/v1/series?"+q.Encode(), &got)
 		}
-		if len(got.Series) != benchExecutors {
-			b.Fatalf("%d series, want %d", len(got.Series), benchExecutors)
+		if len(got.Series) != synth.Executors {
+			b.Fatalf("%d series, want %d", len(got.Series), synth.Executors)
 		}
 	})
 	st = db.Stats()

@@ -16,9 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkprof/sparkprof/attribution"
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/internal/synth"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/query"
 	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -53,10 +56,10 @@ func TestSampleSeries(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			s := newServer(t, Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			for w := range 6 {
 				for e := range 4 {
-					u := benchUpload(base, start, e, w, 6)
+					u := synth.Upload(base, start, e, w, 6)
 					if e == 3 {
 						// Samples without a time, as folded and pprof
 						// uploads have.
@@ -97,17 +100,18 @@ func TestSampleSeries(t *testing.T) {
 			// put them.
 			checkGrafana := func(when string) {
 				for _, by := range [][]string{nil, {"spark_executor_id", "spark_stage_id"}} {
-					req := newRequest(nil, "wall", 0, 0)
-					_, got, _, _, err := s.sumSelected(t.Context(), "", req, stepSums{step: 10 * time.Second, by: by, untimedAtUpload: true})
+					req := query.NewRequest(nil, "wall", 0, 0)
+					sum, err := s.query.Sum(t.Context(), "", req, query.Sums{Step: 10 * time.Second, By: by, UntimedAtUpload: true})
 					if err != nil {
 						t.Fatal(err)
 					}
+					got := sum.Series
 					ref := req
 					if len(by) == 0 {
-						ref.labels = noLabels
+						ref.Keep = query.KeepNone
 					}
 					p := mergeWithTimes(t, s, ref, int64(10*time.Second))
-					want, _, _ := sumPerStep(p, sampleType(p, "wall"), 10*time.Second, by, 0, 0)
+					want, _, _ := sumPerStep(p, query.SampleType(p, "wall"), 10*time.Second, by, 0, 0)
 					if fmt.Sprint(got) != fmt.Sprint(want) || len(got) == 0 {
 						t.Errorf("%s, by %v:\n got  %.300v\n want %.300v", when, by, got, want)
 					}
@@ -128,7 +132,7 @@ func TestSampleSeries(t *testing.T) {
 // into one profile and summing them per step there.
 func mergedSeries(t *testing.T, s *Server, r *http.Request) seriesAnswer {
 	t.Helper()
-	req, err := parseRequest(r, "query")
+	req, err := query.ParseRequest(r.URL.Query(), "query")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,14 +146,14 @@ func mergedSeries(t *testing.T, s *Server, r *http.Request) seriesAnswer {
 	if by != "" {
 		byLabels = []string{by}
 	}
-	typ := sampleType(p, req.typ)
+	typ := query.SampleType(p, req.Type)
 	ans := seriesAnswer{Type: typ, By: by}
 	series, untimed, step := sumPerStep(p, typ, step, byLabels, 0, 0)
 	ans.Untimed, ans.StepMs = untimed, step.Milliseconds()
 	for _, ss := range series {
-		vs := valueSeries{Points: ss.points}
+		vs := valueSeries{Points: ss.Points}
 		if by != "" {
-			vs.Key = ss.labels[0]
+			vs.Key = ss.Labels[0]
 		}
 		ans.Series = append(ans.Series, vs)
 	}
@@ -159,17 +163,24 @@ func mergedSeries(t *testing.T, s *Server, r *http.Request) seriesAnswer {
 // mergeWithTimes merges the samples req selects into one profile, read
 // from every upload's samples, with their times: all of them (res 0), or
 // to res nanoseconds, with samples without a time at their upload's
-// start, as Pyroscope's timeline puts them. It is what series were summed
-// from before sumSelected, the reference they are checked against.
-func mergeWithTimes(t *testing.T, s *Server, req request, res int64) *profile.Profile {
+// start, as Pyroscope's timeline puts them: each upload's samples, with
+// its labels, joined to their tasks' windows and filtered, as the query
+// engine reads them without its shortcuts (rollups, timelines, narrowed
+// ranges). It is the reference series are checked against.
+func mergeWithTimes(t *testing.T, s *Server, req query.Request, res int64) *profile.Profile {
 	t.Helper()
-	m := profile.NewMerger(profile.MergeOptions{Aggregate: res != 0, Resolution: res, DropLabels: req.labels == noLabels, DropThreads: req.labels == noLabels})
-	samples := func(u *store.Upload, _ request, _ func(string) map[int64]*spark.Task) (*profile.Profile, error) {
-		return u.Load()
-	}
-	req = narrowToStage(req, s.stageWindowOf(""))
-	err := s.eachUpload(t.Context(), "", req, samples, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
-		m.AddFunc(p, func(smp *profile.Sample) bool {
+	m := profile.NewMerger(profile.MergeOptions{Aggregate: res != 0, Resolution: res, DropLabels: req.Keep == query.KeepNone, DropThreads: req.Keep == query.KeepNone})
+	tasksOf := func(app string) map[int64]*spark.Task { return s.apps.Tasks("", app) }
+	err := s.cfg.Store.Select("", req.Query, func(u *store.Upload) error {
+		stored, err := u.Load()
+		if err != nil {
+			return err
+		}
+		p := *stored
+		p.Labels = p.Labels.Merge(u.Labels)
+		join, keep := attribution.NewJoiner(&p, tasksOf), req.Filter.Selector(&p)
+		m.AddFunc(&p, func(smp *profile.Sample) bool {
+			join(smp)
 			if !keep(smp) {
 				return false
 			}
@@ -186,12 +197,12 @@ func mergeWithTimes(t *testing.T, s *Server, req request, res int64) *profile.Pr
 	return m.Profile()
 }
 
-// sumPerStep, the reference sumSelected is checked against, sums p's samples of type t per time step, one series per
+// sumPerStep, the reference query.Engine.Sum is checked against, sums p's samples of type t per time step, one series per
 // combination of the values of the labels by ("" where a sample lacks
 // one), ordered by those values. The step is widened to keep the span
 // from–until (Unix ns; an open end is the samples' first or last time)
-// under maxSteps points; samples without a time add up in untimed.
-func sumPerStep(p *profile.Profile, t profile.SampleType, step time.Duration, by []string, from, until int64) (series []stepSeries, untimed int64, widened time.Duration) {
+// under query.MaxSteps points; samples without a time add up in untimed.
+func sumPerStep(p *profile.Profile, t profile.SampleType, step time.Duration, by []string, from, until int64) (series []query.StepSeries, untimed int64, widened time.Duration) {
 	id, ok := p.TypeIndex(t)
 	if !ok {
 		return nil, 0, step
@@ -207,8 +218,8 @@ func sumPerStep(p *profile.Profile, t profile.SampleType, step time.Duration, by
 			}
 		}
 	}
-	if span := time.Duration(hi - lo); span/step > maxSteps {
-		step = (span/maxSteps + time.Second - 1).Truncate(time.Second)
+	if span := time.Duration(hi - lo); span/step > query.MaxSteps {
+		step = (span/query.MaxSteps + time.Second - 1).Truncate(time.Second)
 	}
 	type group struct {
 		labels []string
@@ -225,7 +236,7 @@ func sumPerStep(p *profile.Profile, t profile.SampleType, step time.Duration, by
 		}
 		labels := make([]string, len(by))
 		for i, name := range by {
-			labels[i] = groupValue(p, smp, name)
+			labels[i] = labelOrState(p, smp, name)
 		}
 		key := strings.Join(labels, "\x00")
 		g := groups[key]
@@ -237,11 +248,11 @@ func sumPerStep(p *profile.Profile, t profile.SampleType, step time.Duration, by
 	}
 	for _, key := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[key]
-		ss := stepSeries{labels: g.labels}
+		ss := query.StepSeries{Labels: g.labels}
 		for at, v := range g.sums {
-			ss.points = append(ss.points, [2]int64{at / 1e6, v})
+			ss.Points = append(ss.Points, [2]int64{at / 1e6, v})
 		}
-		slices.SortFunc(ss.points, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+		slices.SortFunc(ss.Points, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
 		series = append(series, ss)
 	}
 	return series, untimed, step
@@ -279,5 +290,19 @@ func TestAppSeriesAmongOtherUploads(t *testing.T) {
 	}
 	if ans.StepMs != 5000 || total != 47473 {
 		t.Errorf("series: step %d ms, %d samples; want 5,000 ms and the app's 47,473", ans.StepMs, total)
+	}
+}
+
+// labelOrState returns the value of label name of sample smp of p, its
+// thread state for "state", and for thread_name, which a sample may lack,
+// the name of its thread.
+func labelOrState(p *profile.Profile, smp profile.Sample, name string) string {
+	switch v := p.Label(smp, name); {
+	case name == "state":
+		return smp.State.String()
+	case v == "" && name == profile.LabelThreadName && int(smp.Thread) < len(p.Threads):
+		return p.Threads[smp.Thread].Name
+	default:
+		return v
 	}
 }

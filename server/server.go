@@ -1,24 +1,24 @@
-// Package server is sparkprof's HTTP hub: Pyroscope-compatible ingest,
-// the query API the UI and CLI use, Pyroscope's read endpoints, health and
-// metrics. Storage is behind store.Store.
+// Package server is sparkprof's HTTP hub: it adapts the ingest pipeline
+// (package ingest) and the query engine (package query) to HTTP and to
+// Pyroscope's Connect APIs, and serves the web UI, health and metrics.
+// Handlers are thin: each parses its request, calls an engine and returns
+// the answer or a typed error (apiFunc), and one table registers them.
 package server
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"runtime"
 	"strconv"
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
+	"github.com/sparkprof/sparkprof/appstore"
+	"github.com/sparkprof/sparkprof/ingest"
+	"github.com/sparkprof/sparkprof/query"
 	"github.com/sparkprof/sparkprof/store"
 	"github.com/sparkprof/sparkprof/ui"
 )
@@ -48,14 +48,12 @@ type Config struct {
 	Logger               *slog.Logger
 	// AgentJar is the path of the agent jar served at /agent.jar.
 	AgentJar string
-	// EventLogDir keeps imported event logs, analysed again at start; empty
-	// keeps them in memory only.
+	// EventLogDir keeps imported event logs, analysed again at start;
+	// empty keeps them in a temporary directory Close removes.
 	EventLogDir string
 	// MaxQuerySamples bounds the samples a query that keeps labels merges
-	// its selection into (a pprof export with every label keeps one per
-	// stack, task and thread): past it the query is refused with 422
-	// rather than holding gigabytes. A flame graph, which keeps one per
-	// stack, type and state, is not bounded. Zero means 1,048,576.
+	// its selection into (see query.Config.MaxSamples): past it the query
+	// is refused with 422. Zero means 1,048,576.
 	MaxQuerySamples int
 	// SlowQuery, when positive, logs each query that takes at least that
 	// long, with its path, parameters and tenant, as a warning.
@@ -68,10 +66,9 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	metrics *metrics
-	agents  *agents
-	apps    *apps
-	limits  sync.Map      // tenant -> *rate.Limiter
-	turns   chan struct{} // one element per upload being read and decoded
+	apps    *appstore.Store
+	ingest  *ingest.Pipeline
+	query   *query.Engine
 	ready   bool
 	mu      sync.Mutex
 }
@@ -81,61 +78,42 @@ func New(cfg Config) *Server {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 64 << 20
 	}
-	if cfg.MaxDecodedBytes == 0 {
-		cfg.MaxDecodedBytes = 512 << 20
-	}
-	if cfg.MaxQuerySamples == 0 {
-		cfg.MaxQuerySamples = 1 << 20
-	}
-	if cfg.MaxLogBytes == 0 {
-		cfg.MaxLogBytes = 16 << 30
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	if cfg.EventLogDir == "" {
-		dir, err := os.MkdirTemp("", "sparkprof-eventlogs-")
-		if err != nil {
-			cfg.Logger.Error("no directory for imported event logs", "err", err)
-		}
-		cfg.EventLogDir = dir
+	apps, err := appstore.Open(cfg.EventLogDir)
+	if err != nil {
+		cfg.Logger.Error("event logs", "err", err)
 	}
-	if cfg.MaxConcurrentUploads <= 0 {
-		cfg.MaxConcurrentUploads = 2 * runtime.GOMAXPROCS(0)
-	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: newMetrics(cfg.Store), agents: newAgents(), apps: newApps(cfg.EventLogDir),
-		turns: make(chan struct{}, cfg.MaxConcurrentUploads)}
-	if err := s.apps.load(); err != nil {
-		s.log.Error("analysing saved event logs", "dir", cfg.EventLogDir, "err", err)
+	m := newMetrics(cfg.Store)
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: m, apps: apps,
+		ingest: ingest.New(ingest.Config{Store: cfg.Store, Apps: apps, MaxDecodedBytes: cfg.MaxDecodedBytes, MaxLogBytes: cfg.MaxLogBytes,
+			RatePerSecond: cfg.RatePerSecond, MaxConcurrentUploads: cfg.MaxConcurrentUploads, Registerer: m.reg, Logger: cfg.Logger}),
+		query: query.NewEngine(query.Config{Store: cfg.Store, Apps: apps, MaxSamples: cfg.MaxQuerySamples, Logger: cfg.Logger}),
 	}
 	s.routes()
 	return s
 }
 
+// Ingest returns the server's ingest pipeline: what it imports at start
+// (serve --preload) and finds in watched directories goes through it.
+func (s *Server) Ingest() *ingest.Pipeline { return s.ingest }
+
+// Close releases what the server holds beside its store: a temporary
+// directory of imported event logs.
+func (s *Server) Close() error { return s.apps.Close() }
+
+// routes registers every endpoint.
 func (s *Server) routes() {
-	s.mux.HandleFunc("POST /ingest", s.handleIngest)
-	s.mux.HandleFunc("POST /api/v1/import", s.handleImport)
-	// Queries of the store: timed (sparkprof_query_duration_seconds) and,
-	// past Config.SlowQuery, logged.
-	s.mux.Handle("GET /api/v1/render", s.timed(s.handleRender))
-	s.mux.Handle("GET /api/v1/top", s.timed(s.handleTop))
-	s.mux.Handle("GET /api/v1/breakdown", s.timed(s.handleBreakdown))
-	s.mux.Handle("GET /api/v1/series", s.timed(s.handleSeries))
-	s.mux.Handle("GET /api/v1/metrics", s.timed(s.handleMetricSeries))
-	s.mux.Handle("GET /api/v1/diff", s.timed(s.handleDiff))
-	s.mux.Handle("GET /pyroscope/render-diff", s.timed(s.handlePyroscopeDiff))
-	s.mux.Handle("GET /api/v1/export", s.timed(s.handleExport))
-	s.mux.Handle("GET /api/v1/labels", s.timed(s.handleLabels(false)))
-	s.mux.Handle("GET /api/v1/label-values", s.timed(s.handleLabelValues))
-	s.mux.HandleFunc("GET /api/v1/agents", s.handleAgents)
-	s.mux.HandleFunc("GET /api/v1/apps", s.handleApps)
-	s.mux.Handle("GET /api/v1/apps/{id}", s.timed(s.handleApp))
-	s.mux.Handle("GET /api/v1/apps/{id}/stages/{stage}/slow-vs-rest", s.timed(s.handleSlowVsRest))
-	s.mux.Handle("GET /pyroscope/render", s.timed(s.handlePyroscopeRender))
-	s.mux.Handle("GET /pyroscope/label-values", s.timed(s.handlePyroscopeLabelValues))
-	s.mux.Handle("GET /pyroscope/labels", s.timed(s.handleLabels(true)))
+	for _, e := range s.api() {
+		h := http.Handler(s.serve(e.fn))
+		if e.timed {
+			h = s.timed(h)
+		}
+		s.mux.Handle(e.pattern, h)
+	}
 	querierPath, querier := s.handleQuerier()
-	s.mux.Handle(querierPath, s.timed(querier.ServeHTTP))
+	s.mux.Handle(querierPath, s.timed(querier))
 	s.mux.Handle(s.handlePush())
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /ready", s.handleReady)
@@ -148,11 +126,44 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	s.mux.HandleFunc("GET /agent.jar", s.handleAgentJar)
-	s.mux.Handle("GET /flame", s.timed(s.handleFlame))
-	s.mux.HandleFunc("GET /apps/{id}/report", s.handleReport)
 	s.mux.HandleFunc("POST /login", s.handleLogin)
 	s.mux.HandleFunc("GET /{$}", ui.Index)
 	s.mux.Handle("GET /ui/", ui.Assets("/ui/"))
+}
+
+// endpoint is one route of the API: its pattern, handler, and whether its
+// time counts as a query's (timed).
+type endpoint struct {
+	pattern string
+	fn      apiFunc
+	timed   bool
+}
+
+// api lists the API's endpoints.
+func (s *Server) api() []endpoint {
+	return []endpoint{
+		{"POST /ingest", s.handleIngest, false},
+		{"POST /api/v1/import", s.handleImport, false},
+		{"GET /api/v1/render", s.handleRender, true},
+		{"GET /api/v1/top", s.handleTop, true},
+		{"GET /api/v1/breakdown", s.handleBreakdown, true},
+		{"GET /api/v1/series", s.handleSeries, true},
+		{"GET /api/v1/metrics", s.handleMetricSeries, true},
+		{"GET /api/v1/diff", s.handleDiff, true},
+		{"GET /api/v1/export", s.handleExport, true},
+		{"GET /api/v1/labels", s.handleLabels(false), true},
+		{"GET /api/v1/label-values", s.handleLabelValues, true},
+		{"GET /api/v1/agents", s.handleAgents, false},
+		{"GET /api/v1/apps", s.handleApps, false},
+		{"GET /api/v1/apps/{id}", s.handleApp, true},
+		{"GET /api/v1/apps/{id}/stages/{stage}/slow-vs-rest", s.handleSlowVsRest, true},
+		{"GET /pyroscope/render", s.handlePyroscopeRender, true},
+		{"GET /pyroscope/render-diff", s.handlePyroscopeDiff, true},
+		{"GET /pyroscope/label-values", s.handlePyroscopeLabelValues, true},
+		{"GET /pyroscope/labels", s.handleLabels(true), true},
+		{"GET /flame", s.handleFlame, true},
+		{"GET /apps/{id}/report", s.handleReport, false},
+	}
 }
 
 // SetReady marks the server ready (after start-up work such as preloading).
@@ -195,20 +206,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// timed wraps a query handler: its time goes into the query latency
-// histogram, and one at least Config.SlowQuery long is logged.
-func (s *Server) timed(h http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		h(w, r)
-		d := time.Since(start)
-		s.metrics.query.Observe(d.Seconds())
-		if s.cfg.SlowQuery > 0 && d >= s.cfg.SlowQuery {
-			s.log.Warn("slow query", "path", r.URL.Path, "params", r.URL.RawQuery, "tenant", tenant(r), "took", d.Round(time.Millisecond))
-		}
-	})
-}
-
 // tenant returns the request's tenant (X-Scope-OrgID, as Pyroscope and the
 // Grafana stack use), "" when none is given.
 func tenant(r *http.Request) string { return headerTenant(r.Header) }
@@ -216,61 +213,6 @@ func tenant(r *http.Request) string { return headerTenant(r.Header) }
 // headerTenant returns the tenant request headers name: the Connect APIs'
 // handlers see headers, not the request.
 func headerTenant(h http.Header) string { return h.Get("X-Scope-OrgID") }
-
-func httpError(w http.ResponseWriter, code int, format string, args ...any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf(format, args...)})
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	if err := json.NewEncoder(w).Encode(v); err != nil {
-		// The client went away; nothing to tell it.
-		return
-	}
-}
-
-// allow takes one upload from the tenant's rate limit, which lets bursts of
-// two seconds' uploads through. Over the limit, it returns false and how
-// long until the next upload would be allowed.
-func (s *Server) allow(tenant string) (bool, time.Duration) {
-	limit := s.cfg.RatePerSecond
-	if limit <= 0 {
-		return true, 0
-	}
-	v, ok := s.limits.Load(tenant)
-	if !ok {
-		v, _ = s.limits.LoadOrStore(tenant, rate.NewLimiter(rate.Limit(limit), max(1, int(math.Ceil(2*limit)))))
-	}
-	lim := v.(*rate.Limiter)
-	now := time.Now()
-	r := lim.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d
-	}
-	return true, 0
-}
-
-// turn waits for one of the MaxConcurrentUploads turns to read and decode
-// an upload, and returns the function that gives it back. It fails when ctx
-// ends first: the client gave up waiting.
-func (s *Server) turn(ctx context.Context) (release func(), err error) {
-	select {
-	case s.turns <- struct{}{}:
-		return func() { <-s.turns }, nil
-	default:
-	}
-	s.metrics.waiting.Inc()
-	defer s.metrics.waiting.Dec()
-	select {
-	case s.turns <- struct{}{}:
-		return func() { <-s.turns }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waited for a turn among %d uploads in progress: %w", cap(s.turns), ctx.Err())
-	}
-}
 
 // retryAfter is the Retry-After header's value for a delay: whole
 // seconds, at least one.

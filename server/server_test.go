@@ -28,10 +28,20 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/ingest"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/query"
 	"github.com/sparkprof/sparkprof/store"
 )
+
+// newServer returns a server of cfg, closed when tb ends.
+func newServer(tb testing.TB, cfg Config) *Server {
+	tb.Helper()
+	s := New(cfg)
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
 
 func newTestServer(t *testing.T, cfg Config) (*httptest.Server, *store.DB) {
 	t.Helper()
@@ -41,7 +51,7 @@ func newTestServer(t *testing.T, cfg Config) (*httptest.Server, *store.DB) {
 	}
 	cfg.Store = db
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	ts := httptest.NewServer(New(cfg))
+	ts := httptest.NewServer(newServer(t, cfg))
 	t.Cleanup(func() { ts.Close(); db.Close() })
 	return ts, db
 }
@@ -245,14 +255,14 @@ func TestIngestEndToEnd(t *testing.T) {
 	if ctxLabel == "" || !contains(names, ctxLabel) || !contains(names, "service_name") {
 		t.Errorf("label names %v lack the snapshot's %q", names, ctxLabel)
 	}
-	var agents []Agent
+	var agents []ingest.Agent
 	getJSON(t, ts, "/api/v1/agents", &agents)
 	if len(agents) != 3 || agents[0].Uploads != 1 || agents[0].ExecutorID != "3" {
 		t.Errorf("agents %+v", agents)
 	}
 	// Pyroscope's read endpoint answers with the same tree.
 	var pr struct {
-		Flamebearer Flamebearer `json:"flamebearer"`
+		Flamebearer query.Flamebearer `json:"flamebearer"`
 	}
 	getJSON(t, ts, "/pyroscope/render?query=raw.cpu%7B%7D&from=now-100000h&until=now", &pr)
 	if pr.Flamebearer.NumTicks != want {
@@ -290,9 +300,9 @@ func TestAgentsList(t *testing.T) {
 			t.Fatalf("%v: %d, want %d", st.query, code, st.code)
 		}
 	}
-	var agents []Agent
+	var agents []ingest.Agent
 	getJSON(t, ts, "/api/v1/agents", &agents)
-	byApp := map[string]Agent{}
+	byApp := map[string]ingest.Agent{}
 	for _, a := range agents {
 		byApp[a.App] = a
 	}
@@ -337,17 +347,17 @@ func TestPyroscopeRenderTimeline(t *testing.T) {
 		}
 	}
 	var pr struct {
-		Flamebearer Flamebearer
+		Flamebearer query.Flamebearer
 		Metadata    struct {
 			Units      string
 			SampleRate int
 			Name       string
 		}
-		Timeline timeline
+		Timeline query.Timeline
 	}
 	getJSON(t, ts, "/pyroscope/render?query=tl.cpu%7B%7D&from=1699999990&until=1700000090", &pr)
-	tick := int64(time.Second / defaultSampleRate)
-	want := timeline{StartTime: 1699999990, DurationDelta: 10, Samples: []int64{0, 3 * tick, 0, 5 * tick, 0, 7 * tick, 0, 0, 0, 0}}
+	tick := int64(time.Second / 100) // Pyroscope's rate of an upload that names none
+	want := query.Timeline{StartTime: 1699999990, DurationDelta: 10, Samples: []int64{0, 3 * tick, 0, 5 * tick, 0, 7 * tick, 0, 0, 0, 0}}
 	if !reflect.DeepEqual(pr.Timeline, want) {
 		t.Errorf("timeline %+v, want %+v", pr.Timeline, want)
 	}
@@ -385,7 +395,7 @@ func TestPyroscopeTypes(t *testing.T) {
 				t.Fatalf("upload: %d", code)
 			}
 			var pr struct {
-				Flamebearer Flamebearer `json:"flamebearer"`
+				Flamebearer query.Flamebearer `json:"flamebearer"`
 				Metadata    struct{ Name string }
 			}
 			getJSON(t, ts, "/pyroscope/render?"+url.Values{"query": {tt.query}, "from": {"now-7d"}, "until": {"now"}}.Encode(), &pr)
@@ -564,7 +574,7 @@ func TestAuthAndTenants(t *testing.T) {
 	if code := post(t, ts, wrong, "", []byte("a;b 1\n"), "Authorization", "Bearer stale", "X-Scope-OrgID", "team-a"); code != 401 {
 		t.Errorf("wrong token: %d", code)
 	}
-	var agents []Agent
+	var agents []ingest.Agent
 	getJSON(t, ts, "/api/v1/agents", &agents, append(auth, "X-Scope-OrgID", "team-a")...)
 	found := false
 	for _, a := range agents {
@@ -574,23 +584,6 @@ func TestAuthAndTenants(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("agents %+v lack the sender with the wrong token", agents)
-	}
-}
-
-// Senders that only fail get rows up to a bound; senders that upload
-// always do.
-func TestAgentsBound(t *testing.T) {
-	a := newAgents()
-	for i := range maxFailedAgents + 10 {
-		a.failed(sender{name: fmt.Sprint("bad", i)}, "broken")
-	}
-	if len(a.by) != maxFailedAgents {
-		t.Errorf("%d rows after failures, want %d", len(a.by), maxFailedAgents)
-	}
-	a.failed(sender{name: "bad0"}, "again")
-	a.uploaded(sender{name: "good"}, 10, 0, 0)
-	if got := a.by["\x00bad0\x00\x00\x00"]; got == nil || got.Errors != 2 || len(a.by) != maxFailedAgents+1 {
-		t.Errorf("an existing row must still count failures and an upload add one: %+v, %d rows", got, len(a.by))
 	}
 }
 
@@ -646,7 +639,7 @@ func TestFlamebearer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fb := newFlamebearer(profile.NewTree(p, p.Types[0]))
+	fb := query.NewFlamebearer(profile.NewTree(p, p.Types[0]))
 	got := fmt.Sprint(fb.Names, fb.Levels, fb.NumTicks, fb.MaxSelf)
 	want := "[total a d b c] [[0 6 0 0] [0 5 0 1 0 1 1 2] [0 3 3 3 0 2 2 4]] 6 3"
 	if got != want {
@@ -699,7 +692,7 @@ func TestDiff(t *testing.T) {
 	post(t, ts, url.Values{"name": {"yesterday"}}, "", []byte("main;slow 2\nmain;fast 2\n"))
 	post(t, ts, url.Values{"name": {"today"}}, "", []byte("main;slow 6\nmain;fast 2\n"))
 	var d struct {
-		Flamebearer           Flamebearer
+		Flamebearer           query.Flamebearer
 		LeftTicks, RightTicks int64
 	}
 	for _, path := range []string{
@@ -708,7 +701,7 @@ func TestDiff(t *testing.T) {
 		"/pyroscope/render-diff?" + url.Values{"leftQuery": {"yesterday{}"}, "rightQuery": {"today{}"},
 			"leftFrom": {"now-1h"}, "leftUntil": {"now"}, "rightFrom": {"now-1h"}, "rightUntil": {"now"}}.Encode(),
 	} {
-		d.Flamebearer, d.LeftTicks, d.RightTicks = Flamebearer{}, 0, 0
+		d.Flamebearer, d.LeftTicks, d.RightTicks = query.Flamebearer{}, 0, 0
 		getJSON(t, ts, path, &d)
 		if d.LeftTicks != 4 || d.RightTicks != 8 || len(d.Flamebearer.Levels) < 3 {
 			t.Fatalf("%s: ticks %d/%d, %d levels", path, d.LeftTicks, d.RightTicks, len(d.Flamebearer.Levels))
@@ -783,9 +776,9 @@ func TestProfiledApps(t *testing.T) {
 	if code := importFile(t, ts, url.Values{"path": {"local-1532512550423"}}, corpus.Read(t, "eventlogs", "sparklens", "local-1532512550423")); code != 200 {
 		t.Fatalf("import: %d", code)
 	}
-	var apps []AppSummary
+	var apps []query.AppSummary
 	getJSON(t, ts, "/api/v1/apps", &apps)
-	got := map[string]AppSummary{}
+	got := map[string]query.AppSummary{}
 	for _, a := range apps {
 		got[a.ID] = a
 	}
@@ -799,7 +792,7 @@ func TestProfiledApps(t *testing.T) {
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	var after []AppSummary
+	var after []query.AppSummary
 	getJSON(t, ts, "/api/v1/apps", &after)
 	if !reflect.DeepEqual(after, apps) {
 		t.Errorf("apps after compaction %+v, before %+v", after, apps)
@@ -814,7 +807,7 @@ func TestAppsAndSlowVsRest(t *testing.T) {
 	if code := importFile(t, ts, url.Values{"path": {"local-1532512550423"}}, corpus.Read(t, "eventlogs", "sparklens", "local-1532512550423")); code != 200 {
 		t.Fatalf("import: %d", code)
 	}
-	var apps []AppSummary
+	var apps []query.AppSummary
 	getJSON(t, ts, "/api/v1/apps", &apps)
 	if len(apps) != 1 || apps[0].ID != "local-1532512550423" || apps[0].TaskCount != 8 || apps[0].Status != "finished" {
 		t.Fatalf("apps %+v", apps)
@@ -870,7 +863,7 @@ func TestAppsAndSlowVsRest(t *testing.T) {
 		}
 	}
 	var d struct {
-		Flamebearer           Flamebearer
+		Flamebearer           query.Flamebearer
 		LeftTicks, RightTicks int64
 		SlowTaskIDs           []int64 `json:"slowTaskIds"`
 		RestTasks             int
@@ -973,7 +966,7 @@ func TestSlowQueryLog(t *testing.T) {
 		}
 		defer db.Close()
 		var logs bytes.Buffer
-		s := New(Config{Store: db, Logger: slog.New(slog.NewTextHandler(&logs, nil)), SlowQuery: c.slow})
+		s := newServer(t, Config{Store: db, Logger: slog.New(slog.NewTextHandler(&logs, nil)), SlowQuery: c.slow})
 		r := httptest.NewRequest("GET", "/api/v1/diff?base=%7B%7D&next=%7B%7D", nil)
 		r.Header.Set("X-Scope-OrgID", "team-a")
 		s.ServeHTTP(httptest.NewRecorder(), r)
@@ -1063,18 +1056,24 @@ func TestUploadTurns(t *testing.T) {
 	ts, _ := newTestServer(t, Config{MaxConcurrentUploads: 1})
 	srv := ts.Config.Handler.(*Server)
 	waiting := func() float64 {
-		var m dto.Metric
-		if err := srv.metrics.waiting.Write(&m); err != nil {
+		families, err := srv.metrics.reg.Gather()
+		if err != nil {
 			t.Fatal(err)
 		}
-		return m.GetGauge().GetValue()
+		for _, f := range families {
+			if f.GetName() == "sparkprof_uploads_waiting" {
+				return f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no sparkprof_uploads_waiting metric")
+		return 0
 	}
 	waitFor := func(n float64) {
 		for waiting() != n {
 			runtime.Gosched()
 		}
 	}
-	release, err := srv.turn(context.Background()) // the only turn
+	release, err := srv.ingest.Turn(context.Background()) // the only turn
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1094,7 +1093,7 @@ func TestUploadTurns(t *testing.T) {
 	// A client that gives up while waiting. (Its bytes may have arrived
 	// before it gave up, and then are stored: an HTTP/1 server learns of
 	// the closed connection only when it reads.)
-	release, err = srv.turn(context.Background())
+	release, err = srv.ingest.Turn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1246,7 +1245,7 @@ func TestUploadRetries(t *testing.T) {
 	if len(ids) != 2 {
 		t.Errorf("stored uploads %v, want 2: one per key", ids)
 	}
-	var agents []Agent
+	var agents []ingest.Agent
 	getJSON(t, ts, "/api/v1/agents", &agents)
 	if len(agents) != 1 || agents[0].Uploads != 2 || agents[0].Retried != 8 {
 		t.Errorf("agents %+v; want one with 2 uploads and 8 retried", agents)
@@ -1295,7 +1294,7 @@ func TestUploadRetries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res ImportResult
+		var res ingest.Result
 		json.NewDecoder(resp.Body).Decode(&res)
 		resp.Body.Close()
 		if resp.StatusCode != 200 || res.Duplicate != wantDup || res.ID != 9 {

@@ -23,8 +23,8 @@ import (
 	"time"
 
 	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/ingest"
 	"github.com/sparkprof/sparkprof/profile"
-	"github.com/sparkprof/sparkprof/server"
 )
 
 // offlineCPU decodes an agent's upload body, multipart or a bare JFR, and
@@ -252,7 +252,7 @@ func TestAgentWithServer(t *testing.T) {
 		if all == 0 || (all-attributed)*10 > all {
 			t.Errorf("CPU on task threads: %d, of which %d attributed to a stage; want nearly all", all, attributed)
 		}
-		var agents []server.Agent
+		var agents []ingest.Agent
 		getTenant(t, lateBase, "/api/v1/agents", "", &agents)
 		dropped := int64(0)
 		for _, a := range agents {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/ingest"
 	"github.com/sparkprof/sparkprof/internal/duration"
 	"github.com/sparkprof/sparkprof/server"
 	"github.com/sparkprof/sparkprof/store"
@@ -154,6 +155,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: *agentJar, RatePerSecond: *rate, MaxConcurrentUploads: *concurrent,
 		EventLogDir: filepath.Join(*data, "eventlogs"), MaxLogBytes: *maxLogGB << 30, MaxQuerySamples: *maxQuerySamples, SlowQuery: *slowQuery})
+	defer srv.Close()
 	g.open(srv)
 	base := scheme + "://" + ln.Addr().String()
 	say(fmt.Sprintf("listening on %s (data in %s)", base, *data), "listening", "url", base, "data", *data)
@@ -174,13 +176,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		if _, err := os.Stat(*eventLogDir); err != nil {
 			return fmt.Errorf("--eventlog-dir: %w", err)
 		}
-		go srv.WatchEventLogs(ctx, *watchTenant, *eventLogDir, *poll)
+		go srv.Ingest().WatchEventLogs(ctx, *watchTenant, *eventLogDir, *poll)
 	}
 	if *profileDir != "" {
 		if _, err := os.Stat(*profileDir); err != nil {
 			return fmt.Errorf("--profile-dir: %w", err)
 		}
-		go srv.WatchProfileDir(ctx, *watchTenant, *profileDir, *profilePoll, filepath.Join(*data, "profile-dir.json"))
+		go srv.Ingest().WatchProfileDir(ctx, *watchTenant, *profileDir, *profilePoll, filepath.Join(*data, "profile-dir.json"))
 	}
 	srv.SetReady()
 	select {
@@ -277,14 +279,14 @@ func preloadDir(srv *server.Server, db *store.DB, dir string) (int, error) {
 			errs = append(errs, err)
 			continue
 		}
-		imp := server.ImportFile{Name: f.path, Kind: f.kind, App: f.app, Data: data}
+		imp := ingest.File{Name: f.path, Kind: f.kind, App: f.app, Data: data}
 		if lp := format.LabelsBeside(filepath.Join(dir, f.path)); lp != "" {
 			if imp.JFRLabels, err = os.ReadFile(lp); err != nil {
 				errs = append(errs, err)
 				continue
 			}
 		}
-		if _, err := srv.Import("", imp); err != nil {
+		if _, err := srv.Ingest().Import("", imp); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", f.path, err))
 			continue
 		}

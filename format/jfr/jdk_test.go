@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkprof/sparkprof/attribution"
 	"github.com/sparkprof/sparkprof/profile"
-	"github.com/sparkprof/sparkprof/sparkthread"
 )
 
 // TestJDKRecording records testdata/SparkLike.java with the JDK's own
@@ -51,7 +51,7 @@ func TestJDKRecording(t *testing.T) {
 	if err := distinct(p); err != nil {
 		t.Error(err)
 	}
-	sparkthread.LabelProfile(p)
+	attribution.LabelThreads(p)
 	if p.Start <= 0 || p.End <= p.Start {
 		t.Errorf("Start, End = %d, %d", p.Start, p.End)
 	}

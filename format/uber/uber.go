@@ -12,7 +12,7 @@
 // their count, on the record's thread and thread state, at endEpoch.
 // CpuAndMemory records become profile.Series (see the Series* names) and
 // ProcessInfo records profile labels and the SeriesXmx series. Host and app
-// id label the samples, and sparkthread.LabelProfile adds Spark's thread
+// id label the samples, and attribution.LabelThreads adds Spark's thread
 // pool, stage and task labels.
 package uber
 
@@ -24,9 +24,9 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/sparkprof/sparkprof/attribution"
 	"github.com/sparkprof/sparkprof/format/pyspark"
 	"github.com/sparkprof/sparkprof/profile"
-	"github.com/sparkprof/sparkprof/sparkthread"
 )
 
 // MaxLineSize bounds one input line; longer lines are skipped with a warning.
@@ -575,7 +575,7 @@ func (d *decoder) finish() {
 	if len(d.info) > 0 {
 		p.Labels = d.info.Normalize().Merge(p.Labels)
 	}
-	sparkthread.LabelProfile(p)
+	attribution.LabelThreads(p)
 }
 
 // clip shortens b for an error message.

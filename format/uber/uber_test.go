@@ -153,7 +153,7 @@ func TestStragglerHotFrame(t *testing.T) {
 	}
 	t.Logf("top self frame %s: %d of %d busy samples", top[0].Name, top[0].Self, total)
 
-	// The task thread is labelled by sparkthread.
+	// The task thread is labelled by its thread name (attribution).
 	var task0 int
 	for _, s := range p.Samples {
 		if p.Label(s, profile.LabelTaskID) == "0" && s.State == profile.StateRunnable {

@@ -1,8 +1,4 @@
-// Package sparkthread classifies the threads of Spark driver and executor
-// JVMs by name: executor task threads yield their stage, stage attempt,
-// task index and task id; every other thread is put in a thread pool
-// (shuffle, rpc, listener bus, GC, ...).
-package sparkthread
+package attribution
 
 import (
 	"strconv"
@@ -25,8 +21,8 @@ const (
 	PoolOther        = "other"
 )
 
-// Info is what a thread name tells about a thread.
-type Info struct {
+// ThreadInfo is what a thread name tells about a thread.
+type ThreadInfo struct {
 	Pool string
 	// Task is set for threads that run (or last ran) a known task.
 	Task bool
@@ -45,9 +41,11 @@ const (
 	idlePrefix = "Executor task idle worker"
 )
 
-// Classify returns what name tells about its thread.
-func Classify(name string) Info {
-	info := Info{Pool: PoolOther, Stage: -1, StageAttempt: -1, Index: -1, Attempt: -1, TaskID: -1}
+// ClassifyThread returns what name tells about its thread: executor task
+// threads yield their stage, stage attempt, task index and task id; every
+// other thread is put in a thread pool (shuffle, rpc, listener bus, GC, ...).
+func ClassifyThread(name string) ThreadInfo {
+	info := ThreadInfo{Pool: PoolOther, Stage: -1, StageAttempt: -1, Index: -1, Attempt: -1, TaskID: -1}
 	switch {
 	case strings.HasPrefix(name, taskPrefix):
 		info.Pool = PoolTask
@@ -65,7 +63,7 @@ func Classify(name string) Info {
 // parseTask reads the part of a task thread name after the prefix:
 // " for task 7" (Spark <= 3.0), " for task 3.0 in stage 2.0 (TID 7)"
 // (Spark 3.1+) or "-12" (a worker that has not run a task yet).
-func parseTask(rest string, info *Info) {
+func parseTask(rest string, info *ThreadInfo) {
 	rest, ok := strings.CutPrefix(rest, " for task ")
 	if !ok {
 		info.Idle = true

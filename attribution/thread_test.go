@@ -1,4 +1,4 @@
-package sparkthread
+package attribution
 
 import (
 	"testing"
@@ -6,27 +6,27 @@ import (
 	"github.com/sparkprof/sparkprof/profile"
 )
 
-func TestClassify(t *testing.T) {
+func TestClassifyThread(t *testing.T) {
 	tests := []struct {
 		name string
-		want Info
+		want ThreadInfo
 	}{
 		{"Executor task launch worker for task 0",
-			Info{Pool: PoolTask, Task: true, Stage: -1, StageAttempt: -1, Index: -1, Attempt: -1, TaskID: 0}},
+			ThreadInfo{Pool: PoolTask, Task: true, Stage: -1, StageAttempt: -1, Index: -1, Attempt: -1, TaskID: 0}},
 		{"Executor task launch worker for task 1822.0 in stage 0.0 (TID 1822)",
-			Info{Pool: PoolTask, Task: true, Stage: 0, StageAttempt: 0, Index: 1822, Attempt: 0, TaskID: 1822}},
+			ThreadInfo{Pool: PoolTask, Task: true, Stage: 0, StageAttempt: 0, Index: 1822, Attempt: 0, TaskID: 1822}},
 		{"Executor task launch worker for task 3.1 in stage 12.2 (TID 4711)",
-			Info{Pool: PoolTask, Task: true, Stage: 12, StageAttempt: 2, Index: 3, Attempt: 1, TaskID: 4711}},
+			ThreadInfo{Pool: PoolTask, Task: true, Stage: 12, StageAttempt: 2, Index: 3, Attempt: 1, TaskID: 4711}},
 		{"Executor task launch worker-7",
-			Info{Pool: PoolTask, Idle: true, Stage: -1, StageAttempt: -1, Index: -1, Attempt: -1, TaskID: -1}},
+			ThreadInfo{Pool: PoolTask, Idle: true, Stage: -1, StageAttempt: -1, Index: -1, Attempt: -1, TaskID: -1}},
 		{"Executor task idle worker#3",
-			Info{Pool: PoolTask, Idle: true, Stage: -1, StageAttempt: -1, Index: -1, Attempt: -1, TaskID: -1}},
+			ThreadInfo{Pool: PoolTask, Idle: true, Stage: -1, StageAttempt: -1, Index: -1, Attempt: -1, TaskID: -1}},
 		{"Executor task launch worker for task 3.x in stage 1.0 (TID 9)",
-			Info{Pool: PoolTask, Stage: -1, StageAttempt: -1, Index: -1, Attempt: -1, TaskID: -1}},
+			ThreadInfo{Pool: PoolTask, Stage: -1, StageAttempt: -1, Index: -1, Attempt: -1, TaskID: -1}},
 	}
 	for _, tt := range tests {
-		if got := Classify(tt.name); got != tt.want {
-			t.Errorf("Classify(%q) = %+v, want %+v", tt.name, got, tt.want)
+		if got := ClassifyThread(tt.name); got != tt.want {
+			t.Errorf("ClassifyThread(%q) = %+v, want %+v", tt.name, got, tt.want)
 		}
 	}
 }
@@ -56,13 +56,13 @@ func TestPools(t *testing.T) {
 		"SparkUI-36":                                PoolOther,
 	}
 	for name, want := range tests {
-		if got := Classify(name).Pool; got != want {
+		if got := ClassifyThread(name).Pool; got != want {
 			t.Errorf("pool of %q = %s, want %s", name, got, want)
 		}
 	}
 }
 
-func TestLabelProfile(t *testing.T) {
+func TestLabelThreads(t *testing.T) {
 	p := profile.New()
 	cpu := p.AddType(profile.TypeCPU)
 	st := p.AddStack([]profile.FrameID{p.AddFrame(profile.Frame{Name: "f"})})
@@ -70,7 +70,7 @@ func TestLabelProfile(t *testing.T) {
 	own := p.AddLabels(profile.Labels{{Name: "k", Value: "v"}})
 	p.Add(profile.Sample{Stack: st, Value: 1, Type: cpu, Thread: th, Labels: own})
 	p.Add(profile.Sample{Stack: st, Value: 1, Type: cpu})
-	LabelProfile(p)
+	LabelThreads(p)
 	got := p.SampleLabels(p.Samples[0]).String()
 	want := `{k="v", spark_partition="5", spark_stage_attempt="1", spark_stage_id="3", spark_task_id="42", thread_pool="task"}`
 	if got != want {

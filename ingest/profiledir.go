@@ -1,4 +1,4 @@
-package server
+package ingest
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +19,8 @@ import (
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/format/jfr"
+	"github.com/sparkprof/sparkprof/internal/atomicfile"
+	"github.com/sparkprof/sparkprof/internal/errkind"
 	"github.com/sparkprof/sparkprof/profile"
 )
 
@@ -36,12 +38,12 @@ import (
 // imported is kept in statePath (if not empty), so a restart imports only
 // what is new; a file that was replaced (a new attempt) is imported again
 // from its start.
-func (s *Server) WatchProfileDir(ctx context.Context, tenant, dir string, every time.Duration, statePath string) {
-	w := newProfileWatch(statePath, s)
+func (p *Pipeline) WatchProfileDir(ctx context.Context, tenant, dir string, every time.Duration, statePath string) {
+	w := newProfileWatch(statePath, p.log)
 	for first := true; ; first = false {
 		start := time.Now()
-		if n := s.scanProfileDir(ctx, tenant, dir, w); first || n > 0 {
-			s.log.Info("profile directory scanned", "dir", dir, "chunks_imported", n, "took", time.Since(start).Round(time.Millisecond))
+		if n := p.scanProfileDir(ctx, tenant, dir, w); first || n > 0 {
+			p.log.Info("profile directory scanned", "dir", dir, "chunks_imported", n, "took", time.Since(start).Round(time.Millisecond))
 		}
 		select {
 		case <-ctx.Done():
@@ -72,7 +74,7 @@ type recordingProgress struct {
 // newProfileWatch reads the state file at path, if any; a damaged one is
 // logged and the recordings are imported again, which the upload keys make
 // harmless within the store's key window.
-func newProfileWatch(path string, s *Server) *profileWatch {
+func newProfileWatch(path string, log *slog.Logger) *profileWatch {
 	w := &profileWatch{path: path, files: map[string]recordingProgress{}}
 	if path == "" {
 		return w
@@ -85,7 +87,7 @@ func newProfileWatch(path string, s *Server) *profileWatch {
 		err = json.Unmarshal(data, &w.files)
 	}
 	if err != nil {
-		s.log.Warn("profile directory state unreadable; recordings are read again from their start", "file", path, "err", err)
+		log.Warn("profile directory state unreadable; recordings are read again from their start", "file", path, "err", err)
 		w.files = map[string]recordingProgress{}
 	}
 	return w
@@ -104,7 +106,7 @@ func (w *profileWatch) save() error {
 		return err
 	}
 	tmp := w.path + ".tmp"
-	if err := writeSynced(tmp, bytes.NewReader(data)); err != nil {
+	if err := atomicfile.WriteSynced(tmp, bytes.NewReader(data)); err != nil {
 		return err
 	}
 	return os.Rename(tmp, w.path)
@@ -121,7 +123,7 @@ var maxScanBytes int64 = 256 << 20
 
 // scanProfileDir imports the whole chunks added to the recordings below
 // dir since the watch last looked, and returns how many it imported.
-func (s *Server) scanProfileDir(ctx context.Context, tenant, dir string, w *profileWatch) int {
+func (p *Pipeline) scanProfileDir(ctx context.Context, tenant, dir string, w *profileWatch) int {
 	n := 0
 	changed := false
 	present := map[string]bool{}
@@ -130,7 +132,7 @@ func (s *Server) scanProfileDir(ctx context.Context, tenant, dir string, w *prof
 	walk = func(dir string, depth int) {
 		entries, err := readDir(dir)
 		if err != nil {
-			s.log.Warn("profile dir unreadable", "dir", dir, "err", err)
+			p.log.Warn("profile dir unreadable", "dir", dir, "err", err)
 			listed = false
 			return
 		}
@@ -150,7 +152,7 @@ func (s *Server) scanProfileDir(ctx context.Context, tenant, dir string, w *prof
 				continue
 			}
 			present[path] = true
-			k, moved := s.importRecording(ctx, tenant, path, w)
+			k, moved := p.importRecording(ctx, tenant, path, w)
 			n += k
 			changed = changed || moved
 		}
@@ -167,7 +169,7 @@ func (s *Server) scanProfileDir(ctx context.Context, tenant, dir string, w *prof
 	}
 	if changed {
 		if err := w.save(); err != nil {
-			s.log.Warn("cannot save the profile directory state; a restart reads the recordings again", "file", w.path, "err", err)
+			p.log.Warn("cannot save the profile directory state; a restart reads the recordings again", "file", w.path, "err", err)
 		}
 	}
 	return n
@@ -176,14 +178,14 @@ func (s *Server) scanProfileDir(ctx context.Context, tenant, dir string, w *prof
 // importRecording imports the whole chunks of the recording at path past
 // where the watch left it, and returns how many it imported and whether
 // its progress moved.
-func (s *Server) importRecording(ctx context.Context, tenant, path string, w *profileWatch) (int, bool) {
+func (p *Pipeline) importRecording(ctx context.Context, tenant, path string, w *profileWatch) (int, bool) {
 	prog := w.files[path]
 	if st, err := os.Stat(path); err != nil || st.Size() == prog.Offset && st.ModTime().UnixNano() == prog.ModTime {
 		return 0, false // gone, or unchanged since the last scan: not opened
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		s.log.Warn("recording unreadable", "path", path, "err", err)
+		p.log.Warn("recording unreadable", "path", path, "err", err)
 		return 0, false
 	}
 	defer f.Close()
@@ -212,15 +214,15 @@ func (s *Server) importRecording(ctx context.Context, tenant, path string, w *pr
 	}
 	data := make([]byte, size)
 	if _, err := f.ReadAt(data, prog.Offset); err != nil && !errors.Is(err, io.EOF) {
-		s.log.Warn("recording unreadable", "path", path, "err", err)
+		p.log.Warn("recording unreadable", "path", path, "err", err)
 		return 0, false
 	}
 	whole, damage := jfr.WholeChunks(data)
 	if damage != nil {
 		// The chunks after a damaged header cannot be found: those before
 		// it are imported, and the rest of the file as it is now skipped.
-		s.log.Warn("damaged recording: its chunks from the damage on are skipped", "path", path, "offset", prog.Offset+int64(whole), "err", damage)
-		s.agents.failed(recordingSender(tenant, path), fmt.Sprintf("damaged recording: %v; skipped to offset %d", damage, prog.Offset+int64(len(data))))
+		p.log.Warn("damaged recording: its chunks from the damage on are skipped", "path", path, "offset", prog.Offset+int64(whole), "err", damage)
+		p.senders.Failed(recordingSender(tenant, path), fmt.Sprintf("damaged recording: %v; skipped to offset %d", damage, prog.Offset+int64(len(data))))
 	}
 	chunks, _ := jfr.Chunks(data[:whole])
 	n := 0
@@ -228,7 +230,7 @@ func (s *Server) importRecording(ctx context.Context, tenant, path string, w *pr
 	complete := true // every chunk was imported or refused for good
 chunks:
 	for _, c := range chunks {
-		release, err := s.turn(ctx)
+		release, err := p.Turn(ctx)
 		if err != nil {
 			complete = false // shutting down
 			break
@@ -236,23 +238,22 @@ chunks:
 		// The key names the chunk by its file, recording and place, so that
 		// a restart that lost the state imports it once.
 		key := fmt.Sprintf("spark-profiler:%016x", xxhash.Sum64String(fmt.Sprintf("%s\x00%x\x00%d\x00%d", path, prog.Head, off, len(c))))
-		res, err := s.Import(tenant, ImportFile{Name: path, Kind: "profile", Data: c, Key: key})
+		res, err := p.Import(tenant, File{Name: path, Kind: "profile", Data: c, Key: key})
 		release()
 		// The agents page lists each recording as a sender, so that one
 		// that does not import shows why.
 		who := recordingSender(tenant, path)
-		var ie *importError
 		switch {
-		case errors.As(err, &ie) && ie.code == http.StatusServiceUnavailable:
-			s.log.Warn("recording chunk not stored; it is tried again at the next scan", "path", path, "offset", off, "err", err)
+		case errkind.Of(err) == errkind.Unavailable:
+			p.log.Warn("recording chunk not stored; it is tried again at the next scan", "path", path, "offset", off, "err", err)
 			complete = false
 			break chunks
 		case err != nil:
-			s.log.Warn("recording chunk not imported", "path", path, "offset", off, "err", err)
-			s.agents.failed(who, fmt.Sprintf("chunk at offset %d: %v", off, err))
+			p.log.Warn("recording chunk not imported", "path", path, "offset", off, "err", err)
+			p.senders.Failed(who, fmt.Sprintf("chunk at offset %d: %v", off, err))
 		case !res.Duplicate:
 			n++
-			s.agents.uploaded(who, len(c), 0, 0)
+			p.senders.Uploaded(who, len(c), 0, 0)
 		}
 		off += int64(len(c))
 	}
@@ -267,12 +268,12 @@ chunks:
 // recordingSender is the agents list's row of a recording in a profile
 // directory: its app, as Import names it (the app id of its path, else the
 // file name), and executor.
-func recordingSender(tenant, path string) sender {
+func recordingSender(tenant, path string) Sender {
 	ls := format.SparkPathLabels(path)
 	app, ok := ls.Get(profile.LabelAppID)
 	if !ok {
 		app = appFromName(path)
 	}
 	ls = ls.Merge(profile.Labels{{Name: profile.LabelServiceName, Value: app}})
-	return sender{tenant: tenant, remote: path, spyName: "spark-profiler", labels: ls}
+	return Sender{Tenant: tenant, Remote: path, SpyName: "spark-profiler", Labels: ls}
 }

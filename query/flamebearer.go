@@ -1,4 +1,4 @@
-package server
+package query
 
 import "github.com/sparkprof/sparkprof/profile"
 
@@ -28,9 +28,9 @@ func (fb *Flamebearer) nameIndex() func(string) int64 {
 	}
 }
 
-// newFlamebearer lays a call tree out as a flamebearer, children in the
+// NewFlamebearer lays a call tree out as a flamebearer, children in the
 // tree's order (sorted by name).
-func newFlamebearer(t *profile.Tree) *Flamebearer {
+func NewFlamebearer(t *profile.Tree) *Flamebearer {
 	fb := &Flamebearer{NumTicks: t.Root.Total}
 	name := fb.nameIndex()
 	type placed struct {
@@ -60,13 +60,13 @@ func newFlamebearer(t *profile.Tree) *Flamebearer {
 	return fb
 }
 
-// newDiffFlamebearer lays out a diff tree in Pyroscope's diff format: each
+// NewDiffFlamebearer lays out a diff tree in Pyroscope's diff format: each
 // block has seven numbers [left x offset, left total, left self, right x
 // offset, right total, right self, name index], left being the baseline
 // and right the new profile, each in its own values (as Pyroscope's: its
 // flame graph compares each side's share of its own total, leftTicks and
 // rightTicks), and NumTicks their sum.
-func newDiffFlamebearer(t *profile.Tree) *Flamebearer {
+func NewDiffFlamebearer(t *profile.Tree) *Flamebearer {
 	fb := &Flamebearer{NumTicks: t.Root.Total + t.Root.BaseTotal}
 	name := fb.nameIndex()
 	type placed struct {

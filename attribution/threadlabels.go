@@ -1,4 +1,4 @@
-package sparkthread
+package attribution
 
 import (
 	"strconv"
@@ -6,10 +6,10 @@ import (
 	"github.com/sparkprof/sparkprof/profile"
 )
 
-// Labels returns the sample labels a thread name implies: thread_pool, and
+// ThreadLabels returns the sample labels a thread name implies: thread_pool, and
 // for task threads the stage, stage attempt, partition and task id.
-func Labels(name string) profile.Labels {
-	info := Classify(name)
+func ThreadLabels(name string) profile.Labels {
+	info := ClassifyThread(name)
 	ls := profile.Labels{{Name: profile.LabelThreadPool, Value: info.Pool}}
 	if info.TaskID >= 0 {
 		ls = append(ls, profile.Label{Name: profile.LabelTaskID, Value: strconv.FormatInt(info.TaskID, 10)})
@@ -23,10 +23,10 @@ func Labels(name string) profile.Labels {
 	return ls.Normalize()
 }
 
-// LabelProfile adds the labels of each sample's thread name to the sample's
+// LabelThreads adds the labels of each sample's thread name to the sample's
 // label set, keeping labels the sample already has. Samples without a known
 // thread are left alone.
-func LabelProfile(p *profile.Profile) {
+func LabelThreads(p *profile.Profile) {
 	// Each sampled thread's labels as a set of the profile, made at its
 	// first sample: threads of one pool with no task share theirs.
 	const unset = ^profile.LabelSetID(0)
@@ -46,7 +46,7 @@ func LabelProfile(p *profile.Profile) {
 		if ts == unset {
 			ts = profile.NoLabels
 			if s.Thread != profile.NoThread && p.Threads[s.Thread].Name != "" {
-				ts = p.AddLabels(Labels(p.Threads[s.Thread].Name))
+				ts = p.AddLabels(ThreadLabels(p.Threads[s.Thread].Name))
 			}
 			bySet[s.Thread] = ts
 		}

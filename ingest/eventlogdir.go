@@ -1,4 +1,4 @@
-package server
+package ingest
 
 import (
 	"context"
@@ -23,12 +23,12 @@ type stamp struct {
 // other files are skipped. Unlike the History Server it also looks in
 // subdirectories (down to maxWatchDepth), so one directory can hold the
 // log directories of several clusters.
-func (s *Server) WatchEventLogs(ctx context.Context, tenant, dir string, every time.Duration) {
+func (p *Pipeline) WatchEventLogs(ctx context.Context, tenant, dir string, every time.Duration) {
 	w := newLogWatch()
 	for first := true; ; first = false {
 		start := time.Now()
-		if n := s.scanEventLogs(tenant, dir, w); first || n > 0 {
-			s.log.Info("event log directory scanned", "dir", dir, "analysed", n, "took", time.Since(start).Round(time.Millisecond))
+		if n := p.scanEventLogs(tenant, dir, w); first || n > 0 {
+			p.log.Info("event log directory scanned", "dir", dir, "analysed", n, "took", time.Since(start).Round(time.Millisecond))
 		}
 		select {
 		case <-ctx.Done():
@@ -55,14 +55,14 @@ func newLogWatch() *logWatch {
 
 // scanEventLogs analyses what changed in dir and its subdirectories since
 // the watch last looked, and returns how many logs it analysed.
-func (s *Server) scanEventLogs(tenant, dir string, w *logWatch) int {
-	return s.scanLogDir(tenant, dir, w, maxWatchDepth)
+func (p *Pipeline) scanEventLogs(tenant, dir string, w *logWatch) int {
+	return p.scanLogDir(tenant, dir, w, maxWatchDepth)
 }
 
-func (s *Server) scanLogDir(tenant, dir string, w *logWatch, depth int) int {
+func (p *Pipeline) scanLogDir(tenant, dir string, w *logWatch, depth int) int {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		s.log.Warn("event log dir unreadable", "dir", dir, "err", err)
+		p.log.Warn("event log dir unreadable", "dir", dir, "err", err)
 		return 0
 	}
 	n := 0
@@ -73,7 +73,7 @@ func (s *Server) scanLogDir(tenant, dir string, w *logWatch, depth int) int {
 		}
 		path := filepath.Join(dir, name)
 		if w.plain[path] {
-			n += s.scanLogDir(tenant, path, w, depth-1)
+			n += p.scanLogDir(tenant, path, w, depth-1)
 			continue
 		}
 		st, ok := stampOf(path)
@@ -88,12 +88,12 @@ func (s *Server) scanLogDir(tenant, dir string, w *logWatch, depth int) int {
 		if kind != "eventlog" {
 			if e.IsDir() && depth > 0 {
 				w.plain[path] = true
-				n += s.scanLogDir(tenant, path, w, depth-1)
+				n += p.scanLogDir(tenant, path, w, depth-1)
 			}
 			continue
 		}
-		if _, err := s.apps.analyse(tenant, []string{path}, ""); err != nil {
-			s.log.Warn("event log not analysed", "path", path, "err", err)
+		if _, err := p.cfg.Apps.Analyse(tenant, path); err != nil {
+			p.log.Warn("event log not analysed", "path", path, "err", err)
 			continue
 		}
 		n++

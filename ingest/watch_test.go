@@ -1,4 +1,4 @@
-package server
+package ingest
 
 import (
 	"bytes"
@@ -18,8 +18,7 @@ import (
 // An in-progress log is listed as running, then as finished once it has
 // grown to the whole log; files that are not event logs are skipped.
 func TestScanEventLogs(t *testing.T) {
-	ts, _ := newTestServer(t, Config{EventLogDir: t.TempDir()})
-	srv := ts.Config.Handler.(*Server)
+	srv, _, apps := newTestPipeline(t)
 	dir := t.TempDir()
 	full := corpus.Read(t, "eventlogs", "apache", "local-1642039451826")
 	half := full[:bytes.LastIndexByte(full[:len(full)/2], '\n')+1]
@@ -32,12 +31,14 @@ func TestScanEventLogs(t *testing.T) {
 	}
 	seen := newLogWatch()
 	status := func() string {
-		var apps []AppSummary
-		getJSON(t, ts, "/api/v1/apps", &apps)
-		if len(apps) != 1 {
-			t.Fatalf("%d apps, want 1", len(apps))
+		reps := apps.Reports("")
+		if len(reps) != 1 {
+			t.Fatalf("%d apps, want 1", len(reps))
 		}
-		return apps[0].Status
+		if reps[0].App.EndMs == 0 {
+			return "running"
+		}
+		return "finished"
 	}
 	if n := srv.scanEventLogs("", dir, seen); n != 1 {
 		t.Fatalf("first scan analysed %d logs, want 1", n)
@@ -63,8 +64,7 @@ func TestScanEventLogs(t *testing.T) {
 // A directory of clusters' log directories: the logs below it are found,
 // and a log added to a subdirectory later is found at the next scan.
 func TestScanEventLogSubdirs(t *testing.T) {
-	ts, _ := newTestServer(t, Config{EventLogDir: t.TempDir()})
-	srv := ts.Config.Handler.(*Server)
+	srv, _, apps := newTestPipeline(t)
 	dir := t.TempDir()
 	put := func(rel string, data []byte) {
 		path := filepath.Join(dir, rel)
@@ -89,10 +89,8 @@ func TestScanEventLogSubdirs(t *testing.T) {
 	if n := srv.scanEventLogs("", dir, w); n != 1 {
 		t.Errorf("a new log in a subdirectory: analysed %d, want 1", n)
 	}
-	var apps []AppSummary
-	getJSON(t, ts, "/api/v1/apps", &apps)
-	if len(apps) != 3 {
-		t.Errorf("%d apps, want 3", len(apps))
+	if n := len(apps.Reports("")); n != 3 {
+		t.Errorf("%d apps, want 3", n)
 	}
 }
 
@@ -103,8 +101,7 @@ func TestScanEventLogSubdirs(t *testing.T) {
 // through the upload keys), a replaced recording from its start, and a
 // damaged one without stopping the watch.
 func TestWatchProfileDir(t *testing.T) {
-	ts, db := newTestServer(t, Config{})
-	srv := ts.Config.Handler.(*Server)
+	srv, db, _ := newTestPipeline(t)
 	ctx := context.Background()
 	chunk1, err := format.Decompress(corpus.Read(t, "jfr", "dump1.jfr.gz"), "dump1", 0)
 	if err != nil {
@@ -124,11 +121,9 @@ func TestWatchProfileDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	uploads := func() int { return countUploads(t, db, "") }
-	cpu := func() int64 {
-		return render(t, ts, `{spark_app_id="app-20240101000000-0001", spark_executor_id="3"}`, "cpu").Flamebearer.NumTicks
-	}
-	w := newProfileWatch(state, srv)
+	uploads := func() int { return countUploads(t, db) }
+	cpu := func() int64 { return storedTotal(t, db, "app-20240101000000-0001", "3", "cpu") }
+	w := newProfileWatch(state, srv.log)
 	steps := []struct {
 		name       string
 		data       []byte
@@ -151,7 +146,7 @@ func TestWatchProfileDir(t *testing.T) {
 			os.Remove(state)
 		}
 		if st.fresh {
-			w = newProfileWatch(state, srv)
+			w = newProfileWatch(state, srv.log)
 		}
 		if n := srv.scanProfileDir(ctx, "", dir, w); n != st.imported {
 			t.Errorf("%s: %d chunks imported, want %d", st.name, n, st.imported)
@@ -215,8 +210,7 @@ func TestWatchProfileDir(t *testing.T) {
 	}
 
 	// The agents page lists each recording, the damaged one with its error.
-	var agents []Agent
-	getJSON(t, ts, "/api/v1/agents", &agents)
+	agents := srv.Senders().List("")
 	rows := map[string]Agent{}
 	for _, a := range agents {
 		rows[a.ExecutorID] = a

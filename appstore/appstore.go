@@ -1,0 +1,321 @@
+// Package appstore keeps the tenants' analysed Spark applications: the
+// event logs and container logs imported into the server, saved on disk and
+// analysed again at start, each with its task model, which ties profile
+// samples to tasks (package attribution) and narrows stage queries.
+package appstore
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/attribution"
+	"github.com/sparkprof/sparkprof/internal/atomicfile"
+	"github.com/sparkprof/sparkprof/spark"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// Store holds the analysed applications of each tenant, from imported
+// event logs and container logs. The files are kept in its directory and
+// analysed again at start: an event log as a file of its own, the
+// container logs (and metric records) of one app together in a bundle
+// directory. Event logs analysed in place (Analyse) are not copied.
+type Store struct {
+	dir     string
+	tempDir bool // dir was made by Open, and Close removes it
+	mu      sync.RWMutex
+	by      map[string]map[string]*app // tenant -> app id -> app
+	bundles map[string]map[string]*app // tenant -> bundle name -> app
+}
+
+// app is an app's report with its tasks indexed by id, for joining
+// samples to task windows.
+type app struct {
+	report *analysis.Report
+	tasks  map[int64]*spark.Task
+	// stageWindows holds, by stage id, the time its tasks can have
+	// samples in (attribution.TaskSpan), made when first asked for: an app
+	// has hundreds of thousands of tasks, and a stage's queries ask each
+	// time.
+	windowsOnce  sync.Once
+	stageWindows map[int][2]int64
+}
+
+// stageWindow returns the time (Unix ns) the tasks of stage can have
+// samples in (attribution.TaskSpan); false when the stage has no tasks.
+func (a *app) stageWindow(stage int) (from, until int64, ok bool) {
+	a.windowsOnce.Do(func() {
+		byStage := map[int][]*spark.Task{}
+		for _, t := range a.tasks {
+			byStage[t.StageID] = append(byStage[t.StageID], t)
+		}
+		a.stageWindows = make(map[int][2]int64, len(byStage))
+		for id, ts := range byStage {
+			from, until := attribution.TaskSpan(ts)
+			a.stageWindows[id] = [2]int64{from, until}
+		}
+	})
+	w, ok := a.stageWindows[stage]
+	return w[0], w[1], ok
+}
+
+// Open returns the store of the files saved under dir, analysing each of
+// them. An empty dir keeps the files in a temporary directory that Close
+// removes.
+func Open(dir string) (*Store, error) {
+	s := &Store{dir: dir, by: map[string]map[string]*app{}, bundles: map[string]map[string]*app{}}
+	if dir == "" {
+		d, err := os.MkdirTemp("", "sparkprof-eventlogs-")
+		if err != nil {
+			return nil, fmt.Errorf("a directory for imported event logs: %w", err)
+		}
+		s.dir, s.tempDir = d, true
+		return s, nil
+	}
+	if err := s.load(); err != nil {
+		return s, fmt.Errorf("analysing the event logs saved in %s: %w", dir, err)
+	}
+	return s, nil
+}
+
+// Close removes the temporary directory Open made, if it made one.
+func (s *Store) Close() error {
+	if s.tempDir {
+		return os.RemoveAll(s.dir)
+	}
+	return nil
+}
+
+// load analyses every event log and bundle saved under the store's
+// directory.
+func (s *Store) load() error {
+	tenants, err := os.ReadDir(s.dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	for _, t := range tenants {
+		name, err := store.TenantName(t.Name())
+		if err != nil {
+			continue
+		}
+		entries, _ := os.ReadDir(filepath.Join(s.dir, t.Name()))
+		for _, e := range entries {
+			path := filepath.Join(s.dir, t.Name(), e.Name())
+			var err error
+			if e.IsDir() {
+				_, err = s.analyseBundle(name, path)
+			} else if !strings.HasSuffix(e.Name(), ".tmp") {
+				_, err = s.analyse(name, []string{path}, "")
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// safeName turns name into a file name of its own.
+func safeName(name string) string {
+	return unsafeName.ReplaceAllString(filepath.Base(strings.ReplaceAll(name, "\\", "/")), "_")
+}
+
+// bundleDirPrefix marks bundle directories, so that no event log name can
+// collide with one.
+const bundleDirPrefix = "app-"
+
+// AddEventLog saves an event log for tenant and analyses it. A log that
+// cannot be analysed is not kept and leaves a saved one of the same name
+// in place.
+func (s *Store) AddEventLog(tenant, name string, data io.Reader) (*analysis.Report, error) {
+	dir := filepath.Join(s.dir, store.TenantDir(tenant))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, safeName(name))
+	tmp := path + ".tmp"
+	if err := atomicfile.WriteSynced(tmp, data); err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	r, err := s.analyse(tenant, []string{tmp}, "")
+	if err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, err
+	}
+	for i := range r.Sources {
+		r.Sources[i].Path = filepath.Base(name)
+	}
+	return r, nil
+}
+
+// AddToBundle saves a container log or metric record file as part of the
+// bundle named app and analyses the bundle again. The app id is the one
+// the logs print, else the bundle name. A file the bundle cannot be
+// analysed with is removed again and the bundle's analysis restored.
+func (s *Store) AddToBundle(tenant, app, name string, data io.Reader) (*analysis.Report, error) {
+	dir := filepath.Join(s.dir, store.TenantDir(tenant), bundleDirPrefix+safeName(app))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, safeName(name))
+	tmp := path + ".tmp"
+	err := atomicfile.WriteSynced(tmp, data)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	r, err := s.analyseBundle(tenant, dir)
+	if err != nil {
+		os.Remove(path)
+		s.analyseBundle(tenant, dir) // restore the bundle's previous analysis
+		return nil, err
+	}
+	return r, nil
+}
+
+// Analyse analyses the event log at path (a file or rolling directory) in
+// place, as the tenant's app of its id.
+func (s *Store) Analyse(tenant, path string) (*analysis.Report, error) {
+	return s.analyse(tenant, []string{path}, "")
+}
+
+// analyseBundle analyses the files of a bundle directory as one app.
+func (s *Store) analyseBundle(tenant, dir string) (*analysis.Report, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, e := range entries {
+		if !e.IsDir() && !strings.HasSuffix(e.Name(), ".tmp") {
+			paths = append(paths, filepath.Join(dir, e.Name()))
+		}
+	}
+	return s.analyse(tenant, paths, strings.TrimPrefix(filepath.Base(dir), bundleDirPrefix))
+}
+
+// analyse analyses paths as one app and makes it the tenant's app of its
+// id: an event log (file or rolling directory), or the files of the bundle
+// named bundle, whose name stands in for an id and name the logs lack.
+func (s *Store) analyse(tenant string, paths []string, bundle string) (*analysis.Report, error) {
+	in, err := analysis.ReadInputs(paths, analysis.ReadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	reps := in.Reports(analysis.DefaultThresholds)
+	if len(reps) == 0 {
+		return nil, fmt.Errorf("%s: nothing to analyse", filepath.Base(paths[0]))
+	}
+	r := reps[0]
+	if r.App.ID == "" && bundle == "" {
+		return nil, fmt.Errorf("%s: no SparkListenerApplicationStart: not an event log", filepath.Base(paths[0]))
+	}
+	r.App.ID = cmp.Or(r.App.ID, bundle)
+	r.App.Name = cmp.Or(r.App.Name, bundle)
+	for i := range r.Sources {
+		r.Sources[i].Path = filepath.Base(r.Sources[i].Path)
+	}
+	for i := range r.Metrics {
+		r.Metrics[i].Source = filepath.Base(r.Metrics[i].Source)
+	}
+	s.put(tenant, r, bundle)
+	return r, nil
+}
+
+// Put makes r the tenant's app of its id: an app model built elsewhere,
+// with no files behind it, is known until the store closes.
+func (s *Store) Put(tenant string, r *analysis.Report) { s.put(tenant, r, "") }
+
+// put makes r the tenant's app of its id, and of the bundle named bundle
+// if not "", indexing its tasks by id (the latest attempt of an id).
+func (s *Store) put(tenant string, r *analysis.Report, bundle string) {
+	a := &app{report: r, tasks: make(map[int64]*spark.Task, len(r.Tasks))}
+	for _, t := range r.Tasks {
+		if cur := a.tasks[t.ID]; cur == nil || t.LaunchMs > cur.LaunchMs {
+			a.tasks[t.ID] = t
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.by[tenant] == nil {
+		s.by[tenant] = map[string]*app{}
+		s.bundles[tenant] = map[string]*app{}
+	}
+	s.by[tenant][r.App.ID] = a
+	if bundle != "" {
+		s.bundles[tenant][bundle] = a
+	}
+}
+
+// Bundle returns the report of the tenant's bundle named app, or nil.
+func (s *Store) Bundle(tenant, app string) *analysis.Report {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if b := s.bundles[tenant][safeName(app)]; b != nil {
+		return b.report
+	}
+	return nil
+}
+
+// Report returns the report of the tenant's app id, or nil.
+func (s *Store) Report(tenant, id string) *analysis.Report {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if a := s.by[tenant][id]; a != nil {
+		return a.report
+	}
+	return nil
+}
+
+// Reports returns the reports of the tenant's apps, in no order.
+func (s *Store) Reports(tenant string) []*analysis.Report {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*analysis.Report, 0, len(s.by[tenant]))
+	for _, a := range s.by[tenant] {
+		out = append(out, a.report)
+	}
+	return out
+}
+
+// Tasks returns the tasks of the tenant's app id by task id, or nil. It
+// must not be modified.
+func (s *Store) Tasks(tenant, id string) map[int64]*spark.Task {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if a := s.by[tenant][id]; a != nil {
+		return a.tasks
+	}
+	return nil
+}
+
+// StageWindow returns the time (Unix ns) the tasks of a stage of an app can
+// have samples in (attribution.TaskSpan); false when the app's task model
+// is not known or the stage has no tasks.
+func (s *Store) StageWindow(tenant, id string, stage int) (from, until int64, ok bool) {
+	s.mu.RLock()
+	a := s.by[tenant][id]
+	s.mu.RUnlock()
+	if a == nil {
+		return 0, 0, false
+	}
+	return a.stageWindow(stage)
+}

@@ -1,0 +1,245 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/sparkprof/sparkprof/applog"
+	"github.com/sparkprof/sparkprof/eventlog"
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/errkind"
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/spark"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// File is one file sent whole to the server.
+type File struct {
+	// Name is the file's path as it was on disk: Spark's profiler layout
+	// (<appId>/profile-exec-<id>.jfr) labels the profile it holds.
+	Name string
+	// Kind is "eventlog", "logs", "profile", or "" to tell by content.
+	Kind string
+	// App is the application the file belongs to: container logs of one
+	// App are analysed together; profiles get it as service_name (default:
+	// the Spark app id in the profile, or the file name).
+	App string
+	// Format forces a profile format (see format.Options).
+	Format string
+	Data   []byte
+	// JFRLabels is the Pyroscope LabelsSnapshot of a JFR's contexts, as
+	// saved beside it (see format.LabelsBeside), gzipped or not.
+	JFRLabels []byte
+	// Key names a profile the same on every import of it (store.Upload's
+	// Key): a profile imported again within the store's key window is not
+	// stored twice. Event logs and container logs replace their earlier
+	// import by name and need none.
+	Key string
+}
+
+// Result says what an import stored.
+type Result struct {
+	App      *spark.Summary `json:"app,omitempty"` // for event logs and container logs
+	Findings int            `json:"findings,omitempty"`
+	ID       uint64         `json:"id,omitempty"` // for profiles: the upload
+	// Duplicate says that the profile was stored before under the same key
+	// (File.Key), as upload ID, and not stored again.
+	Duplicate bool           `json:"duplicate,omitempty"`
+	Samples   int            `json:"samples,omitempty"`
+	Labels    profile.Labels `json:"labels,omitempty"`
+}
+
+// Import stores one file for tenant: an event log is saved and analysed;
+// container logs are saved with the other files of their app and the app
+// analysed again; a profile is stored as an upload (Decode, then Store),
+// and also feeds the metric series of a log-analysed app it names. A file
+// whose kind is not given is told by its content.
+func (p *Pipeline) Import(tenant string, f File) (*Result, error) {
+	start := time.Now()
+	kind := f.Kind
+	if kind == "" && looksLikeEventLog(f.Data, p.cfg.MaxDecodedBytes) {
+		kind = "eventlog"
+	}
+	if kind == "eventlog" {
+		return p.ImportEventLog(tenant, f.Name, bytes.NewReader(f.Data))
+	}
+	var decodeErr error
+	if kind != "logs" {
+		if id, ok := p.KeyStored(tenant, f.Key); ok {
+			return &Result{ID: id, Duplicate: true}, nil
+		}
+		if f.JFRLabels != nil {
+			kind = "profile"
+		}
+		u, err := p.Decode(Profile{Source: f.Name, Format: f.Format, Data: f.Data, JFRLabels: f.JFRLabels, Agent: "import", Bytes: len(f.Data), Key: f.Key})
+		switch {
+		case errkind.Of(err) == errkind.TooLarge, err != nil && kind == "profile":
+			return nil, err
+		case err != nil:
+			decodeErr = err // perhaps a container log
+		default:
+			return p.importProfile(tenant, f, u, start)
+		}
+	}
+	return p.ImportLogs(tenant, f.Name, f.App, bytes.NewReader(f.Data), decodeErr)
+}
+
+// importProfile stores the decoded profile of file f as an upload of the
+// app f names (else the one its samples carry, else the file's name); for
+// an app analysed from container logs, its metric series go to that app's
+// bundle.
+func (p *Pipeline) importProfile(tenant string, f File, u *store.Upload, start time.Time) (*Result, error) {
+	prof := u.Profile
+	app := f.App
+	if app == "" {
+		app, _ = prof.Labels.Get(profile.LabelAppID)
+	}
+	app = cmp.Or(app, appFromName(f.Name))
+	bundle := p.cfg.Apps.Bundle(tenant, app)
+	if bundle != nil && len(prof.Series) > 0 {
+		rep, err := p.cfg.Apps.AddToBundle(tenant, app, f.Name, bytes.NewReader(f.Data))
+		if err != nil {
+			return nil, errkind.Errorf(errkind.Unprocessable, "container log %s: %w", f.Name, err)
+		}
+		bundle = rep
+		if len(prof.Samples) == 0 {
+			return &Result{App: &rep.App, Findings: len(rep.Findings)}, nil
+		}
+		prof.Series = nil // the bundle's report has them; stored too, the app's page would show them twice
+	}
+	ls := profile.Labels{{Name: profile.LabelServiceName, Value: app}}
+	if bundle != nil {
+		ls = append(ls, profile.Label{Name: profile.LabelAppID, Value: bundle.App.ID})
+	}
+	for _, l := range prof.Labels {
+		if l.Name == profile.LabelAppID || l.Name == profile.LabelExecutorID || l.Name == profile.LabelRole || l.Name == profile.LabelAppAttempt {
+			ls = append(ls, l)
+		}
+	}
+	ls = ls.Normalize()
+	prof.Labels = prof.Labels.Merge(ls)
+	u.Labels = ls
+	duplicate, err := p.Store(tenant, u, start)
+	switch {
+	case err != nil:
+		return nil, err
+	case duplicate:
+		return &Result{ID: u.ID, Duplicate: true, Labels: ls}, nil
+	}
+	return &Result{ID: u.ID, Samples: len(prof.Samples), Labels: ls}, nil
+}
+
+// ImportEventLog saves an event log read from r, of at most the pipeline's
+// MaxLogBytes, and analyses it.
+func (p *Pipeline) ImportEventLog(tenant, name string, r io.Reader) (*Result, error) {
+	rep, err := p.cfg.Apps.AddEventLog(tenant, name, p.limitLog(r))
+	if err != nil {
+		return nil, logError("event log "+name, "serve --max-log-gb; or let serve --eventlog-dir read it in place", err)
+	}
+	return &Result{App: &rep.App, Findings: len(rep.Findings)}, nil
+}
+
+// ImportLogs saves a container log read from r, of at most the pipeline's
+// MaxLogBytes, with the other files of its app (app, else the file name's)
+// and analyses the app again. A body without a log line in its first MiB
+// is refused; decodeErr, if not nil, says why it was not taken for a
+// profile.
+func (p *Pipeline) ImportLogs(tenant, name, app string, r io.Reader, decodeErr error) (*Result, error) {
+	br := bufio.NewReaderSize(p.limitLog(r), 1<<20)
+	head, _ := br.Peek(1 << 20)
+	if !p.looksLikeLog(head) {
+		err := fmt.Errorf("%s: not a container log (no line in a log4j or JSON layout in the first MiB)", name)
+		if decodeErr != nil {
+			err = fmt.Errorf("%s: neither an event log, a container log nor a profile (as a profile: %w)", name, decodeErr)
+		}
+		return nil, errkind.New(errkind.Unprocessable, err)
+	}
+	rep, err := p.cfg.Apps.AddToBundle(tenant, cmp.Or(app, appFromName(name)), name, br)
+	if err != nil {
+		return nil, logError("container log "+name, "serve --max-log-gb", err)
+	}
+	return &Result{App: &rep.App, Findings: len(rep.Findings)}, nil
+}
+
+// limitLog bounds r to the pipeline's MaxLogBytes: reading past it fails
+// with a *logTooLarge.
+func (p *Pipeline) limitLog(r io.Reader) io.Reader {
+	return &logReader{r: r, left: p.cfg.MaxLogBytes + 1, limit: p.cfg.MaxLogBytes}
+}
+
+// logReader reads a log of at most limit bytes.
+type logReader struct {
+	r           io.Reader
+	left, limit int64
+}
+
+func (l *logReader) Read(b []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, &logTooLarge{limit: l.limit}
+	}
+	if int64(len(b)) > l.left {
+		b = b[:l.left]
+	}
+	n, err := l.r.Read(b)
+	l.left -= int64(n)
+	if l.left <= 0 {
+		return n - 1, &logTooLarge{limit: l.limit} // the byte past the limit is not passed on
+	}
+	return n, err
+}
+
+// logTooLarge is a log past the pipeline's MaxLogBytes.
+type logTooLarge struct{ limit int64 }
+
+func (e *logTooLarge) Error() string { return fmt.Sprintf("larger than %d bytes", e.limit) }
+
+// logError is the error of a log whose saving or analysis failed with
+// err: errkind.TooLarge past the size limit, which hint tells how to
+// raise, else errkind.Unprocessable.
+func logError(what, hint string, err error) error {
+	var tooBig *logTooLarge
+	if errors.As(err, &tooBig) {
+		return errkind.Errorf(errkind.TooLarge, "%s: larger than %d bytes (%s)", what, tooBig.limit, hint)
+	}
+	return errkind.Errorf(errkind.Unprocessable, "%s: %w", what, err)
+}
+
+// appFromName is the app a file belongs to when nothing else names it: its
+// name less directories and extensions.
+func appFromName(name string) string {
+	base := strings.TrimSuffix(path.Base(strings.ReplaceAll(name, "\\", "/")), ".gz")
+	return strings.TrimSuffix(base, path.Ext(base))
+}
+
+// looksLikeEventLog reports whether data is a Spark event log: JSON lines
+// starting with a listener event, plain or in one of Spark's codecs.
+func looksLikeEventLog(data []byte, max int64) bool {
+	head := data[:min(len(data), 64)]
+	switch eventlog.Detect("", head) {
+	case eventlog.Zstd, eventlog.LZ4, eventlog.Snappy, eventlog.LZF:
+		return true
+	case eventlog.Gzip:
+		if d, err := format.Decompress(data[:min(len(data), 1<<20)], "head", max); err == nil {
+			head = d
+		}
+	}
+	return bytes.HasPrefix(bytes.TrimSpace(head[:min(len(head), 64)]), []byte(`{"Event"`))
+}
+
+// looksLikeLog reports whether the first MiB of data (decompressed) has a
+// line in a layout package applog knows.
+func (p *Pipeline) looksLikeLog(data []byte) bool {
+	head, err := format.Decompress(data[:min(len(data), 1<<20)], "head", p.cfg.MaxDecodedBytes)
+	if err != nil {
+		head = data[:min(len(data), 1<<20)] // a gzip stream cut short: judge the raw bytes
+	}
+	l, err := applog.Parse(bytes.NewReader(head), "head", applog.Options{})
+	return err == nil && l.Layout != ""
+}

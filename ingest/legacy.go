@@ -1,0 +1,325 @@
+package ingest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sparkprof/sparkprof/attribution"
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/errkind"
+	"github.com/sparkprof/sparkprof/internal/pyroscope"
+	"github.com/sparkprof/sparkprof/internal/unixtime"
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// This file reads Pyroscope's ingest protocol (POST /ingest): the name
+// with its labels, the query parameters and the body, plain, gzipped or
+// multipart with the parts the Pyroscope Java agent and the sparkprof
+// agent send.
+
+// Name is what an upload's name says: its labels and the sample type its
+// suffix names (zero without one).
+type Name struct {
+	Labels profile.Labels
+	Type   profile.SampleType
+}
+
+// ParseName parses Pyroscope's "app.cpu{key=value,...}" into labels, and
+// the sample type its suffix names. Errors are errkind.BadInput.
+func ParseName(name string) (Name, error) {
+	app, rest, hasLabels := strings.Cut(name, "{")
+	app, typ := pyroscope.CutTypeSuffix(strings.TrimSpace(app))
+	if app == "" {
+		return Name{Type: typ}, errkind.Errorf(errkind.BadInput, "name %q: want app{key=value,...}", name)
+	}
+	ls := profile.Labels{{Name: profile.LabelServiceName, Value: app}}
+	if hasLabels {
+		body, ok := strings.CutSuffix(strings.TrimSpace(rest), "}")
+		if !ok {
+			return Name{Type: typ}, errkind.Errorf(errkind.BadInput, "name %q: labels do not end with }", name)
+		}
+		for _, kv := range strings.Split(body, ",") {
+			if strings.TrimSpace(kv) == "" {
+				continue
+			}
+			k, v, ok := strings.Cut(kv, "=")
+			k, v = strings.TrimSpace(k), strings.Trim(strings.TrimSpace(v), `"`)
+			if !ok || k == "" {
+				return Name{Type: typ}, errkind.Errorf(errkind.BadInput, "name %q: label %q: want key=value", name, kv)
+			}
+			k = pyroscope.StandardLabel(k)
+			if k == pyroscope.NameLabel {
+				continue
+			}
+			ls = append(ls, profile.Label{Name: k, Value: v})
+		}
+	}
+	ls = attribution.DriverExecutor(ls.Normalize())
+	if err := checkLabels(ls); err != nil {
+		return Name{Type: typ}, errkind.Errorf(errkind.BadInput, "name %q: %w", name, err)
+	}
+	return Name{Labels: ls, Type: typ}, nil
+}
+
+// Limits on an upload's labels, Pyroscope's defaults: a label set is a
+// series of uploads, not a place for per-sample values.
+const (
+	maxUploadLabels    = 30
+	maxLabelNameBytes  = 1024
+	maxLabelValueBytes = 2048
+)
+
+// checkLabels reports an upload label set over the limits, or a label name
+// a selector could not name: letters, digits, '_', '.' and '-' only.
+func checkLabels(ls profile.Labels) error {
+	if len(ls) > maxUploadLabels {
+		return fmt.Errorf("%d labels, over the limit of %d: per-task and per-thread values belong in the profile (thread names, JFR contexts), not in the upload's labels", len(ls), maxUploadLabels)
+	}
+	for _, l := range ls {
+		if l.Name == "" || len(l.Name) > maxLabelNameBytes || strings.IndexFunc(l.Name, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
+		}) >= 0 {
+			return fmt.Errorf("label name %q: want 1 to %d letters, digits, '_', '.' or '-'", l.Name, maxLabelNameBytes)
+		}
+		if len(l.Value) > maxLabelValueBytes || !utf8.ValidString(l.Value) {
+			return fmt.Errorf("label %s: value of %d bytes; want valid UTF-8 of at most %d bytes", l.Name, len(l.Value), maxLabelValueBytes)
+		}
+	}
+	return nil
+}
+
+// Params are an upload's query parameters besides its name.
+type Params struct {
+	// Dropped is the sparkprof agent's count of windows it dropped.
+	Dropped int64
+	// SampleRate is samples per second, defaultSampleRate when absent.
+	SampleRate int64
+	// From and Until bound the upload's window (Unix ns), 0 when absent.
+	From, Until int64
+}
+
+// defaultSampleRate is the sampling rate, in Hz, Pyroscope assumes for an
+// upload that does not give one.
+const defaultSampleRate = 100
+
+// ParseParams reads an upload's dropped, sampleRate, from and until.
+// Errors are errkind.BadInput and name the parameter.
+func ParseParams(q url.Values) (Params, error) {
+	var ps Params
+	var err error
+	if ps.Dropped, err = parseCount(q.Get("dropped")); err != nil {
+		return ps, errkind.Errorf(errkind.BadInput, "dropped: %w", err)
+	}
+	if ps.SampleRate, err = parseSampleRate(q.Get("sampleRate")); err != nil {
+		return ps, errkind.New(errkind.BadInput, err)
+	}
+	if ps.From, err = unixtime.Parse(q.Get("from")); err != nil {
+		return ps, errkind.Errorf(errkind.BadInput, "from: %w", err)
+	}
+	if ps.Until, err = unixtime.Parse(q.Get("until")); err != nil {
+		return ps, errkind.Errorf(errkind.BadInput, "until: %w", err)
+	}
+	return ps, nil
+}
+
+// parseSampleRate reads an upload's sampleRate: samples per second,
+// defaultSampleRate when absent.
+func parseSampleRate(v string) (int64, error) {
+	if v == "" {
+		return defaultSampleRate, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 || n > int64(time.Second) {
+		return 0, fmt.Errorf("sampleRate %q: want samples per second, a positive integer", v)
+	}
+	return n, nil
+}
+
+// parseCount parses an optional count (the sparkprof agent's dropped
+// windows).
+func parseCount(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q: want a count, a non-negative integer", v)
+	}
+	return n, nil
+}
+
+// Parts are the parts of an upload: the profile, and those a multipart
+// upload may add.
+type Parts struct {
+	Data   []byte // the profile
+	Labels []byte // Pyroscope's LabelsSnapshot for a JFR's contexts
+	Tasks  []byte // the sparkprof agent's task runs
+	GC     []byte // the sparkprof agent's garbage collections
+}
+
+// ParseBody splits an upload's body into its parts by its Content-Type
+// (multipart/form-data, else the body is the profile), after checking its
+// Content-Encoding. Errors are errkind.BadInput.
+func ParseBody(body []byte, contentType, contentEncoding string) (Parts, error) {
+	if !readableEncoding(contentEncoding) {
+		return Parts{}, errkind.Errorf(errkind.BadInput, "Content-Encoding %q: send the body gzipped (Content-Encoding: gzip) or uncompressed", contentEncoding)
+	}
+	parts := Parts{Data: body}
+	if mt, params, err := mime.ParseMediaType(contentType); err == nil && mt == "multipart/form-data" {
+		if parts, err = multipartParts(body, params["boundary"]); err != nil {
+			return parts, errkind.Errorf(errkind.BadInput, "multipart: %w", err)
+		}
+	}
+	return parts, nil
+}
+
+// multipartParts returns the "jfr" (or first) part, the optional "labels"
+// part of a Pyroscope multipart upload and the optional "tasks" and "gc"
+// parts the sparkprof agent adds.
+func multipartParts(body []byte, boundary string) (Parts, error) {
+	var ps Parts
+	if boundary == "" {
+		return ps, errors.New("no boundary")
+	}
+	mr := multipart.NewReader(bytes.NewReader(body), boundary)
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return ps, err
+		}
+		b, err := io.ReadAll(part)
+		if err != nil {
+			return ps, err
+		}
+		switch part.FormName() {
+		case "labels":
+			ps.Labels = b
+		case "tasks":
+			ps.Tasks = b
+		case "gc":
+			ps.GC = b
+		case "jfr", "profile":
+			ps.Data = b
+		default:
+			if ps.Data == nil {
+				ps.Data = b
+			}
+		}
+	}
+	if ps.Data == nil {
+		return ps, errors.New("no jfr part")
+	}
+	return ps, nil
+}
+
+// LegacyProfile returns the profile of an upload to /ingest: its name, the
+// query parameters q and its parts, with key as its upload key (the
+// content's when the sender named none, ContentKey); the caller sets its
+// Bytes. Errors are errkind.BadInput.
+func LegacyProfile(name Name, q url.Values, ps Params, parts Parts, key string) (Profile, error) {
+	runs, err := ParseTaskRuns(parts.Tasks)
+	if err != nil {
+		return Profile{}, errkind.New(errkind.BadInput, err)
+	}
+	gcs, err := ParseGCs(parts.GC)
+	if err != nil {
+		return Profile{}, errkind.New(errkind.BadInput, err)
+	}
+	if key == "" {
+		key = ContentKey(q, parts)
+	}
+	data := parts.Data
+	fmtName := formatFor(q.Get("format"))
+	if fmtName == "folded" && q.Get("format") == "lines" {
+		data = linesToFolded(data)
+	}
+	return Profile{
+		Source: "upload", Format: fmtName, Data: data, JFRLabels: parts.Labels,
+		Labels: name.Labels, NameType: name.Type, Units: q.Get("units"), SampleRate: ps.SampleRate,
+		TaskRuns: runs, GCs: gcs, From: ps.From, Until: ps.Until,
+		Agent: q.Get("spyName"), Key: key,
+	}, nil
+}
+
+// formatFor maps Pyroscope's format parameter to a decoder name.
+func formatFor(f string) string {
+	switch f {
+	case "jfr", "pprof", "speedscope":
+		return f
+	}
+	return "folded" // folded, lines, trie (unsupported) and anything else
+}
+
+// linesToFolded turns Pyroscope's "lines" format (one stack per line,
+// each counting one sample) into folded stacks.
+func linesToFolded(data []byte) []byte {
+	var b bytes.Buffer
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		if l = bytes.TrimSpace(l); len(l) > 0 {
+			b.Write(l)
+			b.WriteString(" 1\n")
+		}
+	}
+	return b.Bytes()
+}
+
+// typeUntyped gives the samples of a format without types of its own
+// (folded stacks, lines: counts of "samples") the type the upload's name
+// suffix or units say, as Pyroscope reads them: a CPU or wall-clock count
+// becomes time, each sample worth 1/sampleRate seconds. Profiles that carry
+// their own types (JFR, pprof, ...) are left as they are.
+func typeUntyped(p *profile.Profile, nameType profile.SampleType, units string, sampleRate int64) {
+	if len(p.Types) != 1 || p.Types[0] != profile.TypeSamples {
+		return
+	}
+	t := nameType
+	if t == (profile.SampleType{}) {
+		t = pyroscope.TypeOfUnits(units)
+	}
+	if t == (profile.SampleType{}) {
+		return
+	}
+	p.SetType(0, t)
+	if t != profile.TypeCPU && t != profile.TypeWall {
+		return
+	}
+	for i := range p.Samples {
+		p.Samples[i].Value *= int64(time.Second) / sampleRate
+	}
+}
+
+// readableEncoding reports whether ingest reads a body of Content-Encoding
+// ce: none, identity or gzip. A gzipped body is known by its magic bytes,
+// whatever the header says, as the format package reads files.
+func readableEncoding(ce string) bool {
+	switch strings.ToLower(strings.TrimSpace(ce)) {
+	case "", "identity", "gzip", "x-gzip":
+		return true
+	}
+	return false
+}
+
+// EncodingHint explains a body that failed to decode when its request said
+// it was gzipped and it is not: the sender's header, not the profile, is
+// likely wrong.
+func EncodingHint(contentEncoding string, data []byte) string {
+	switch strings.ToLower(strings.TrimSpace(contentEncoding)) {
+	case "gzip", "x-gzip":
+		if !format.IsGzip(data) {
+			return " (the request says Content-Encoding: gzip, but the body is not gzip data: send it gzipped, or without the header)"
+		}
+	}
+	return ""
+}

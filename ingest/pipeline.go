@@ -1,0 +1,290 @@
+// Package ingest is the one path by which data enters sparkprof: every
+// profile, whether sent to /ingest, pushed through Pyroscope's Connect API,
+// imported (POST /api/v1/import, serve --preload) or found in a watched
+// directory (serve --profile-dir), is decoded, labelled, attributed to its
+// Spark tasks and stored by the Pipeline; event logs and container logs
+// go to the app store. It knows no HTTP: package server adapts it, mapping
+// its typed errors (package errkind) to statuses in one place.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/sparkprof/sparkprof/appstore"
+	"github.com/sparkprof/sparkprof/attribution"
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/errkind"
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// Config configures a Pipeline.
+type Config struct {
+	Store store.Store
+	// Apps keeps the event logs and container logs imported.
+	Apps *appstore.Store
+	// MaxDecodedBytes bounds an upload's decompressed size (gzip bombs are
+	// refused as errkind.TooLarge). Zero means 512 MiB.
+	MaxDecodedBytes int64
+	// MaxLogBytes bounds an event log or container log imported (they
+	// stream to disk instead of memory). Zero means 16 GiB.
+	MaxLogBytes int64
+	// RatePerSecond bounds uploads per tenant and second (a burst of twice
+	// that is allowed); zero means no limit.
+	RatePerSecond float64
+	// MaxConcurrentUploads bounds the uploads read and decoded at once
+	// (Turn); zero means twice GOMAXPROCS.
+	MaxConcurrentUploads int
+	// Registerer, if set, gets the pipeline's metrics.
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+}
+
+// Pipeline decodes, labels, attributes and stores what is sent to the
+// server.
+type Pipeline struct {
+	cfg     Config
+	log     *slog.Logger
+	limits  sync.Map      // tenant -> *rate.Limiter
+	turns   chan struct{} // one element per upload being read and decoded
+	metrics *metrics
+	senders *Senders
+}
+
+// New returns a pipeline into cfg.Store and cfg.Apps.
+func New(cfg Config) *Pipeline {
+	if cfg.MaxDecodedBytes == 0 {
+		cfg.MaxDecodedBytes = 512 << 20
+	}
+	if cfg.MaxLogBytes == 0 {
+		cfg.MaxLogBytes = 16 << 30
+	}
+	if cfg.MaxConcurrentUploads <= 0 {
+		cfg.MaxConcurrentUploads = 2 * runtime.GOMAXPROCS(0)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	p := &Pipeline{cfg: cfg, log: cfg.Logger, turns: make(chan struct{}, cfg.MaxConcurrentUploads),
+		metrics: newMetrics(), senders: newSenders()}
+	if cfg.Registerer != nil {
+		p.metrics.register(cfg.Registerer)
+	}
+	return p
+}
+
+// Senders returns who sent data, for the agents list.
+func (p *Pipeline) Senders() *Senders { return p.senders }
+
+// MaxDecodedBytes is the bound on an upload's decompressed size.
+func (p *Pipeline) MaxDecodedBytes() int64 { return p.cfg.MaxDecodedBytes }
+
+// Profile is one profile an entry point hands the pipeline, with what its
+// sender said about it.
+type Profile struct {
+	// Source names the profile in errors ("upload", a file's path).
+	Source string
+	// Format names the decoder (format.Options); "" detects it.
+	Format string
+	Data   []byte
+	// JFRLabels is the Pyroscope LabelsSnapshot of a JFR's contexts, sent
+	// or saved beside it, compressed or not.
+	JFRLabels []byte
+	// Labels are the upload's labels (service_name, app, executor, ...);
+	// the profile's own are merged under them.
+	Labels profile.Labels
+	// NameType, Units and SampleRate type the samples of a format without
+	// types of its own (see typeUntyped); zero values leave them.
+	NameType   profile.SampleType
+	Units      string
+	SampleRate int64
+	// TaskRuns are the agent's task runs, which attribute samples whose
+	// thread names do not say their task (attribution.ApplyTaskRuns).
+	TaskRuns []attribution.TaskRun
+	// GCs are the agent's garbage collections, added as a metric series.
+	GCs []GC
+	// From and Until bound the window the profile covers (Unix ns);
+	// zero takes the profile's own.
+	From, Until int64
+	// Agent names the client; Bytes is what was sent; Key names the
+	// upload for its sender (store.Upload.Key), "" for none.
+	Agent string
+	Bytes int
+	Key   string
+}
+
+// Decode decodes in into an upload ready to store: the profile decoded (a
+// format-less one typed by its name, units and rate), its labels under the
+// upload's, its samples attributed to the agent's task runs and the
+// agent's collections added. Errors are errkind.TooLarge past the size
+// limit, else errkind.Unprocessable: the data is not a profile it reads.
+func (p *Pipeline) Decode(in Profile) (*store.Upload, error) {
+	opts := format.Options{Format: in.Format, MaxSize: p.cfg.MaxDecodedBytes}
+	if in.JFRLabels != nil {
+		labels, err := format.Decompress(in.JFRLabels, in.Source+" labels", p.cfg.MaxDecodedBytes)
+		if err != nil {
+			return nil, errkind.Errorf(errkind.Unprocessable, "labels part: %w", err)
+		}
+		opts.JFRLabels = labels
+	}
+	prof, err := format.Decode(in.Data, in.Source, opts)
+	if errors.Is(err, format.ErrTooLarge) {
+		return nil, errkind.New(errkind.TooLarge, err)
+	}
+	if err != nil {
+		return nil, errkind.New(errkind.Unprocessable, err)
+	}
+	if in.SampleRate > 0 {
+		typeUntyped(prof, in.NameType, in.Units, in.SampleRate)
+	}
+	prof.Labels = prof.Labels.Merge(in.Labels)
+	attribution.ApplyTaskRuns(prof, in.TaskRuns)
+	addGCs(prof, in.GCs)
+	from, until := in.From, in.Until
+	if from == 0 {
+		from = prof.Start
+	}
+	if until == 0 {
+		until = prof.End
+	}
+	return &store.Upload{From: from, Until: until, Labels: in.Labels, Agent: in.Agent, Bytes: in.Bytes, Profile: prof, Key: in.Key}, nil
+}
+
+// Store stores u for tenant: the one way into storage. An upload whose key
+// was stored before is not stored again: it reports duplicate, with u.ID
+// set to the stored one's. A store that fails is errkind.Unavailable: the
+// sender should retry. arrived is when the upload came, for the ingest
+// latency metric.
+func (p *Pipeline) Store(tenant string, u *store.Upload, arrived time.Time) (duplicate bool, err error) {
+	err = p.cfg.Store.Append(tenant, u)
+	if errors.Is(err, store.ErrDuplicate) {
+		p.metrics.duplicates.Inc()
+		return true, nil
+	}
+	if err != nil {
+		p.log.Error("store append failed", "tenant", tenant, "err", err)
+		return false, errkind.Errorf(errkind.Unavailable, "storing failed: %w", err)
+	}
+	p.metrics.uploaded(u.Bytes, len(u.Profile.Samples), time.Since(arrived))
+	return false, nil
+}
+
+// Ingest decodes in and stores it for tenant (Decode, then Store).
+func (p *Pipeline) Ingest(tenant string, in Profile, arrived time.Time) (u *store.Upload, duplicate bool, err error) {
+	u, err = p.Decode(in)
+	if err != nil {
+		return nil, false, err
+	}
+	duplicate, err = p.Store(tenant, u, arrived)
+	return u, duplicate, err
+}
+
+// KeyStored reports whether tenant stored an upload under key, when the
+// store can tell before an upload is decoded (store.KeyIndex); Store
+// decides otherwise. A duplicate found so is counted as one.
+func (p *Pipeline) KeyStored(tenant, key string) (uint64, bool) {
+	ki, ok := p.cfg.Store.(keyIndex)
+	if !ok || key == "" {
+		return 0, false
+	}
+	id, stored := ki.KeyStored(tenant, key)
+	if stored {
+		p.metrics.duplicates.Inc()
+	}
+	return id, stored
+}
+
+// keyIndex is a store that can tell whether an upload key was stored, so
+// that a retry is answered before its body is read or decoded: a client
+// that sent "Expect: 100-continue" then does not send it at all.
+type keyIndex interface {
+	KeyStored(tenant, key string) (id uint64, ok bool)
+}
+
+// Allow takes one upload from the tenant's rate limit, which lets bursts of
+// two seconds' uploads through. Over the limit, it returns an
+// errkind.OverLimit error that says how long until the next upload would
+// be allowed.
+func (p *Pipeline) Allow(tenant string) error {
+	limit := p.cfg.RatePerSecond
+	if limit <= 0 {
+		return nil
+	}
+	v, ok := p.limits.Load(tenant)
+	if !ok {
+		v, _ = p.limits.LoadOrStore(tenant, rate.NewLimiter(rate.Limit(limit), max(1, int(math.Ceil(2*limit)))))
+	}
+	lim := v.(*rate.Limiter)
+	now := time.Now()
+	r := lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return &errkind.Error{Kind: errkind.OverLimit, RetryAfter: d,
+			Err: fmt.Errorf("tenant %q is over its upload rate (%g/s); retry in %s", tenant, limit, d.Round(time.Millisecond))}
+	}
+	return nil
+}
+
+// Turn waits for one of the turns to read and decode an upload
+// (Config.MaxConcurrentUploads), and returns the function that gives it
+// back: a burst (a stage's executors ending together) costs the server
+// time rather than memory. It fails with errkind.Unavailable when ctx ends
+// first: the client gave up waiting, or the server is shutting down.
+func (p *Pipeline) Turn(ctx context.Context) (release func(), err error) {
+	select {
+	case p.turns <- struct{}{}:
+		return func() { <-p.turns }, nil
+	default:
+	}
+	p.metrics.waiting.Inc()
+	defer p.metrics.waiting.Dec()
+	select {
+	case p.turns <- struct{}{}:
+		return func() { <-p.turns }, nil
+	case <-ctx.Done():
+		return nil, errkind.Errorf(errkind.Unavailable, "waited for a turn among %d uploads in progress: %w", cap(p.turns), ctx.Err())
+	}
+}
+
+// metrics are the pipeline's own metrics.
+type metrics struct {
+	uploads, bytes, samples prometheus.Counter
+	duplicates              prometheus.Counter
+	ingest                  prometheus.Histogram
+	waiting                 prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		uploads: prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_uploads_total", Help: "Profiles ingested."}),
+		bytes:   prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_upload_bytes_total", Help: "Request bytes ingested."}),
+		samples: prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_samples_total", Help: "Samples ingested."}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_upload_duplicates_total",
+			Help: "Uploads not stored again: retries whose Idempotency-Key was stored already."}),
+		ingest: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sparkprof_ingest_duration_seconds",
+			Help: "Time from an upload's arrival to its acknowledgement (decode, label, write-ahead log with fsync).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		waiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sparkprof_uploads_waiting",
+			Help: "Uploads waiting for a turn to be read and decoded (serve --max-concurrent-uploads)."}),
+	}
+}
+
+func (m *metrics) register(r prometheus.Registerer) {
+	r.MustRegister(m.uploads, m.bytes, m.samples, m.duplicates, m.ingest, m.waiting)
+}
+
+func (m *metrics) uploaded(bytes, samples int, d time.Duration) {
+	m.uploads.Inc()
+	m.bytes.Add(float64(bytes))
+	m.samples.Add(float64(samples))
+	m.ingest.Observe(d.Seconds())
+}

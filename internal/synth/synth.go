@@ -1,0 +1,63 @@
+// Package synth makes the uploads of a busy Spark application from a real
+// profile, for the tests and benchmarks of the store, the query engine and
+// the server: the shape users have, many executors each sending a window
+// of many tasks every 10 s.
+package synth
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// The shape of the query benchmark: an hour of 10 s uploads from 100
+// executors, in ten stages.
+const (
+	Executors = 100
+	Windows   = 360
+	Stages    = 10
+)
+
+// Start is when the synthetic app's first window starts.
+var Start = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+
+// Upload makes the upload of executor exec for 10 s window w of windows
+// from base: the same stacks, with times moved into the window and each
+// thread's samples labelled with a task of its own (TaskID) and the
+// window's stage, as an executor running one task per core would send it,
+// for app "app-bench" of service "bench".
+func Upload(base *profile.Profile, start int64, exec, w, windows int) *store.Upload {
+	p := *base
+	p.OwnLabelSets()
+	from := start + int64(w)*int64(10*time.Second)
+	span := max(base.End-base.Start, 1)
+	stage := strconv.Itoa(w * Stages / windows)
+	sets := make([]profile.LabelSetID, len(base.Threads))
+	for i := range sets {
+		sets[i] = p.AddLabels(profile.Labels{
+			{Name: profile.LabelStageID, Value: stage},
+			{Name: profile.LabelTaskID, Value: strconv.FormatInt(TaskID(base, exec, w, i), 10)},
+		})
+	}
+	p.Samples = make([]profile.Sample, len(base.Samples))
+	for i, s := range base.Samples {
+		s.Time = from + int64(float64(s.Time-base.Start)*float64(10*time.Second)/float64(span))
+		s.Labels = sets[s.Thread]
+		p.Samples[i] = s
+	}
+	p.Start, p.End = from, from+int64(10*time.Second)
+	return &store.Upload{From: p.Start, Until: p.End, Profile: &p, Labels: profile.Labels{
+		{Name: profile.LabelServiceName, Value: "bench"},
+		{Name: profile.LabelAppID, Value: "app-bench"},
+		{Name: profile.LabelExecutorID, Value: strconv.Itoa(exec)},
+		{Name: profile.LabelHost, Value: fmt.Sprintf("node-%02d", exec%20)},
+	}}
+}
+
+// TaskID is the task Upload gives thread i of executor exec in window w.
+func TaskID(base *profile.Profile, exec, w, i int) int64 {
+	return int64((w*Executors+exec)*len(base.Threads) + i)
+}

@@ -1,0 +1,27 @@
+package query
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzParse feeds selectors and times to their parsers: they may refuse
+// but must not panic, and a profile type ID before the braces always
+// names a sample type.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"app.cpu{spark_app_id=app-1,executorId=3}", `{service_name="a", spark_stage_id=~"1|2"}`, "app{", "1700000000000", "now-1h", `x{a="b,c",d!~"e"}`,
+		`process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="a"}`, `{__name__="memory:alloc_space:bytes:space:bytes"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if name, _, _ := strings.Cut(s, "{"); strings.Contains(name, ":") {
+			if _, typ, err := ParseSelector(s); err == nil && typ.Name == "" {
+				t.Fatalf("ParseSelector(%q): a profile type ID without a sample type", s)
+			}
+		} else {
+			ParseSelector(s)
+		}
+		ParseTime(s)
+		splitOutsideQuotes(s)
+	})
+}

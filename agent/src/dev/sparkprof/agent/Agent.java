@@ -499,7 +499,8 @@ public final class Agent {
     copy.invoke(fs, true, true, src, dst);
   }
 
-  private static void deleteTree(Path dir) {
+  /** Deletes dir and everything under it; a failure is logged once. */
+  static void deleteTree(Path dir) {
     try (Stream<Path> s = Files.walk(dir)) {
       s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     } catch (IOException | RuntimeException e) {

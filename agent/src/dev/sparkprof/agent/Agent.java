@@ -17,9 +17,8 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.util.ArrayDeque;
-import java.util.Deque;
 import java.util.Comparator;
+import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -44,8 +43,7 @@ public final class Agent {
   private final String app, role, appId, executorId;
   private final Path workDir;
   private final Profiler profiler;
-  private final Deque<Profiler.Window> pending = new ArrayDeque<>();
-  private final Deque<Profiler.Window> kept = new ArrayDeque<>();
+  private final WindowQueue queue;
   /**
    * Starts the keys of this JVM's windows: unique among all JVMs sending to a server. Not a UUID: its SecureRandom
    * can block a JVM's start where entropy is short, and this runs before the JVM's main method.
@@ -57,7 +55,7 @@ public final class Agent {
   private Thread shipper;
   private volatile boolean stopping;
   private boolean stopped;
-  final AtomicLong uploads = new AtomicLong(), failures = new AtomicLong(), droppedWindows = new AtomicLong();
+  final AtomicLong uploads = new AtomicLong(), failures = new AtomicLong();
 
   /** Entry point of {@code -javaagent:sparkprof-agent.jar=key=value,...}. */
   public static void premain(String options, Instrumentation inst) {
@@ -157,6 +155,7 @@ public final class Agent {
     labels.put("spark_executor_id", executorId);
     labels.put("role", role);
     labels.parse(cfg.get("labels"));
+    queue = new WindowQueue(cfg.bytes("maxQueuedBytes", 64L << 20));
     workDir = Files.createTempDirectory("sparkprof-");
     profiler = new Profiler(cfg, workDir);
   }
@@ -259,58 +258,26 @@ public final class Agent {
       return;
     }
     if (!Profiler.wholeRecording(w.file)) {
-      droppedWindows.incrementAndGet();
+      queue.discard(w);
       Log.once("the Flight Recorder did not write a whole recording of a window (at JVM exit its own shutdown hook"
           + " can race the agent's); the window is dropped, not sent", null);
-      Profiler.delete(w);
       return;
     }
-    if (cfg.get("server") != null) {
+    boolean send = cfg.get("server") != null;
+    if (send) {
       w.tasks = tasks.drain();
       w.gc = gcPauses != null ? gcPauses.drain() : null;
       w.key = keyPrefix + "/" + windows++;
-      pending.add(w);
     }
-    if (cfg.get("outputDir") != null) {
-      kept.add(w);
+    queue.add(w, send, cfg.get("outputDir") != null);
+    if (!send) {
+      return;
     }
-    bound();
-    if (cfg.get("server") != null) {
-      while (!pending.isEmpty() && System.currentTimeMillis() < deadline) {
-        Profiler.Window next = pending.peek();
-        if (!upload(next, deadline)) {
-          break; // the server is down or slow: keep it for the next round, within the bound
-        }
-        pending.poll();
-        release(next);
+    for (Profiler.Window next; (next = queue.next()) != null && System.currentTimeMillis() < deadline; ) {
+      if (!upload(next, deadline)) {
+        break; // the server is down or slow: keep it for the next round, within the bound
       }
-    }
-    if (!pending.contains(w) && !kept.contains(w)) {
-      Profiler.delete(w);
-    }
-  }
-
-  /** Drops the oldest windows while more than maxQueuedBytes wait. */
-  private void bound() {
-    long max = cfg.bytes("maxQueuedBytes", 64L << 20);
-    for (Deque<Profiler.Window> q : java.util.List.of(pending, kept)) {
-      long size = 0;
-      for (Profiler.Window w : q) {
-        size += w.file.toFile().length();
-      }
-      while (size > max && q.size() > 1) {
-        Profiler.Window old = q.poll();
-        size -= old.file.toFile().length();
-        droppedWindows.incrementAndGet();
-        Log.once("dropping the oldest profile windows: more than " + max + " bytes wait (server down or output too big)", null);
-        release(old);
-      }
-    }
-  }
-
-  private void release(Profiler.Window w) {
-    if (!pending.contains(w) && !kept.contains(w)) {
-      Profiler.delete(w);
+      queue.sent(next);
     }
   }
 
@@ -324,7 +291,7 @@ public final class Agent {
       // seconds by size): seconds rounded up put its end up to a second after the upload.
       String query = "name=" + enc(labels.pyroscopeName(app)) + "&from=" + w.fromMs + "&until=" + w.untilMs
           + "&format=jfr&spyName=sparkprof&sampleRate=" + (1000 / Math.max(1, cfg.millis("interval", 10)))
-          + "&dropped=" + droppedWindows.get();
+          + "&dropped=" + queue.dropped.get();
       HttpURLConnection c = (HttpURLConnection) new URL(server.replaceAll("/+$", "") + "/ingest?" + query).openConnection();
       int budget = (int) Math.max(500, Math.min(10_000, deadline - System.currentTimeMillis()));
       c.setConnectTimeout(Math.min(2_000, budget));
@@ -451,7 +418,7 @@ public final class Agent {
         g.uninstall();
       }
       deleteTree(workDir);
-      Log.info("stopped: " + uploads.get() + " uploads, " + failures.get() + " failed, " + droppedWindows.get()
+      Log.info("stopped: " + uploads.get() + " uploads, " + failures.get() + " failed, " + queue.dropped.get()
           + " windows dropped, " + tasks.dropped.get() + " task records dropped"
           + (g != null ? ", " + g.dropped.get() + " GC records dropped" : ""));
     }
@@ -463,6 +430,7 @@ public final class Agent {
    * does: a local path, or HDFS/S3 through Hadoop's FileSystem when it is on the class path.
    */
   private synchronized void writeOutput() throws Exception {
+    List<Profiler.Window> kept = queue.kept();
     if (kept.isEmpty()) {
       return;
     }

@@ -57,6 +57,7 @@ public final class AgentUnitTest {
     wholeRecording();
     labels();
     GcPausesTest.run();
+    WindowQueueTest.run();
     if (failures > 0) {
       System.exit(1);
     }

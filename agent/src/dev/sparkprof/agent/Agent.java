@@ -1,17 +1,11 @@
 package dev.sparkprof.agent;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.lang.instrument.Instrumentation;
 import java.lang.reflect.Method;
-import java.net.HttpURLConnection;
 import java.net.InetAddress;
 import java.net.URI;
-import java.net.URL;
-import java.net.URLEncoder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -19,19 +13,19 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.Comparator;
 import java.util.List;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
-import java.util.zip.GZIPOutputStream;
 
 /**
  * The sparkprof JVM agent: profiles this JVM with the JDK's Flight Recorder and ships each window to a
  * sparkprof (or Pyroscope) server, and/or writes the whole recording to an output directory at exit. It
- * starts from {@code -javaagent:sparkprof-agent.jar[=options]} or from the Spark plugin. Nothing it does
- * may hurt the job: every error is logged once and swallowed, its threads are daemons, the data it holds
- * is bounded (the oldest windows are dropped and counted), and it never blocks a task thread.
+ * starts from {@code -javaagent:sparkprof-agent.jar[=options]} or from the Spark plugin. This class is its
+ * lifecycle: it starts once per JVM, runs the one thread that ends a {@link Profiler} window every upload
+ * interval, puts the window in the {@link WindowQueue}, sends what waits with the {@link Uploader}, and at stop
+ * ships the last window and writes the output file. Nothing it does may hurt the job: every error is
+ * logged once and swallowed, its threads are daemons, the data it holds is bounded (the oldest windows are
+ * dropped and counted), and it never blocks a task thread.
  */
 public final class Agent {
   private static Agent instance;
@@ -44,18 +38,11 @@ public final class Agent {
   private final Path workDir;
   private final Profiler profiler;
   private final WindowQueue queue;
-  /**
-   * Starts the keys of this JVM's windows: unique among all JVMs sending to a server. Not a UUID: its SecureRandom
-   * can block a JVM's start where entropy is short, and this runs before the JVM's main method.
-   */
-  private final String keyPrefix = Long.toHexString(ThreadLocalRandom.current().nextLong()) + "-"
-      + ProcessHandle.current().pid() + "-" + Long.toHexString(System.currentTimeMillis());
-  private long windows; // windows queued for the server, numbering their keys
+  private final Uploader uploader; // null without a server
   private final Object wake = new Object();
   private Thread shipper;
   private volatile boolean stopping;
   private boolean stopped;
-  final AtomicLong uploads = new AtomicLong(), failures = new AtomicLong();
 
   /** Entry point of {@code -javaagent:sparkprof-agent.jar=key=value,...}. */
   public static void premain(String options, Instrumentation inst) {
@@ -140,11 +127,6 @@ public final class Agent {
     }
   }
 
-  /** The running agent, or null. */
-  static synchronized Agent current() {
-    return instance;
-  }
-
   private Agent(Config cfg, String role, String appId, String appName, String executorId) throws IOException {
     this.cfg = cfg;
     this.role = role;
@@ -156,6 +138,7 @@ public final class Agent {
     labels.put("role", role);
     labels.parse(cfg.get("labels"));
     queue = new WindowQueue(cfg.bytes("maxQueuedBytes", 64L << 20));
+    uploader = cfg.get("server") != null ? new Uploader(cfg, labels, app) : null;
     workDir = Files.createTempDirectory("sparkprof-");
     profiler = new Profiler(cfg, workDir);
   }
@@ -263,125 +246,21 @@ public final class Agent {
           + " can race the agent's); the window is dropped, not sent", null);
       return;
     }
-    boolean send = cfg.get("server") != null;
-    if (send) {
+    if (uploader != null) {
       w.tasks = tasks.drain();
       w.gc = gcPauses != null ? gcPauses.drain() : null;
-      w.key = keyPrefix + "/" + windows++;
+      w.key = uploader.nextKey();
     }
-    queue.add(w, send, cfg.get("outputDir") != null);
-    if (!send) {
+    queue.add(w, uploader != null, cfg.get("outputDir") != null);
+    if (uploader == null) {
       return;
     }
     for (Profiler.Window next; (next = queue.next()) != null && System.currentTimeMillis() < deadline; ) {
-      if (!upload(next, deadline)) {
+      if (!uploader.upload(next, deadline, queue.dropped.get())) {
         break; // the server is down or slow: keep it for the next round, within the bound
       }
       queue.sent(next);
     }
-  }
-
-  /** Sends one window to the server's /ingest, returning whether it was accepted. */
-  private boolean upload(Profiler.Window w, long deadline) {
-    String server = cfg.get("server");
-    try {
-      byte[] jfr = compress(Files.readAllBytes(w.file), cfg.get("compression"));
-      String tasksJson = w.tasks, gcJson = w.gc;
-      // The window in milliseconds, which Pyroscope's ingest reads as sparkprof's does (told apart from
-      // seconds by size): seconds rounded up put its end up to a second after the upload.
-      String query = "name=" + enc(labels.pyroscopeName(app)) + "&from=" + w.fromMs + "&until=" + w.untilMs
-          + "&format=jfr&spyName=sparkprof&sampleRate=" + (1000 / Math.max(1, cfg.millis("interval", 10)))
-          + "&dropped=" + queue.dropped.get();
-      HttpURLConnection c = (HttpURLConnection) new URL(server.replaceAll("/+$", "") + "/ingest?" + query).openConnection();
-      int budget = (int) Math.max(500, Math.min(10_000, deadline - System.currentTimeMillis()));
-      c.setConnectTimeout(Math.min(2_000, budget));
-      c.setReadTimeout(budget);
-      c.setDoOutput(true);
-      c.setRequestMethod("POST");
-      if (cfg.get("authToken") != null) {
-        c.setRequestProperty("Authorization", "Bearer " + cfg.get("authToken"));
-      }
-      if (cfg.get("tenant") != null) {
-        c.setRequestProperty("X-Scope-OrgID", cfg.get("tenant"));
-      }
-      // A window whose answer was lost (a timeout, a server killed after storing it) is sent again: the key
-      // lets the server store it once. Pyroscope ignores the header.
-      c.setRequestProperty("Idempotency-Key", w.key);
-      byte[] body;
-      if (tasksJson == null && gcJson == null) {
-        c.setRequestProperty("Content-Type", "application/octet-stream");
-        body = jfr;
-      } else {
-        String boundary = "sparkprof" + Long.toHexString(System.nanoTime());
-        c.setRequestProperty("Content-Type", "multipart/form-data; boundary=" + boundary);
-        ByteArrayOutputStream b = new ByteArrayOutputStream(jfr.length + 1024);
-        part(b, boundary, "jfr", jfr);
-        if (tasksJson != null) {
-          part(b, boundary, "tasks", tasksJson.getBytes(StandardCharsets.UTF_8));
-        }
-        if (gcJson != null) {
-          part(b, boundary, "gc", gcJson.getBytes(StandardCharsets.UTF_8));
-        }
-        b.write(("--" + boundary + "--\r\n").getBytes(StandardCharsets.US_ASCII));
-        body = b.toByteArray();
-      }
-      c.setFixedLengthStreamingMode(body.length);
-      try (OutputStream out = c.getOutputStream()) {
-        out.write(body);
-      }
-      int code = c.getResponseCode();
-      try (InputStream in = code < 400 ? c.getInputStream() : c.getErrorStream()) {
-        if (in != null) {
-          in.readAllBytes();
-        }
-      }
-      if (code / 100 != 2) {
-        failures.incrementAndGet();
-        Log.once("the server refused an upload with HTTP " + code, null);
-        // A 4xx will not get better: drop the window rather than retry it.
-        return code >= 400 && code < 500 && code != 429;
-      }
-      uploads.incrementAndGet();
-      return true;
-    } catch (IOException | RuntimeException e) {
-      failures.incrementAndGet();
-      Log.once("cannot reach the sparkprof server " + server, e);
-      return false;
-    }
-  }
-
-  private static void part(ByteArrayOutputStream b, String boundary, String name, byte[] data) throws IOException {
-    b.write(("--" + boundary + "\r\nContent-Disposition: form-data; name=\"" + name + "\"; filename=\"" + name
-        + "\"\r\nContent-Type: application/octet-stream\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-    b.write(data);
-    b.write("\r\n".getBytes(StandardCharsets.US_ASCII));
-  }
-
-  /**
-   * Returns a window's recording as it is sent: gzipped with {@code compression=gzip}, as it is otherwise. A window
-   * is sent uncompressed by default: gzip costs the executor ~13 ms of CPU and the server ~1.7 ms per 10 s window
-   * of a busy JVM, to send ~170 KB instead of ~750 KB.
-   */
-  static byte[] compress(byte[] jfr, String compression) throws IOException {
-    if ("gzip".equalsIgnoreCase(compression)) {
-      return gzip(jfr);
-    }
-    if (compression != null && !"none".equalsIgnoreCase(compression)) {
-      Log.once("unknown compression '" + compression + "' (gzip or none): sending uncompressed", null);
-    }
-    return jfr;
-  }
-
-  private static byte[] gzip(byte[] data) throws IOException {
-    ByteArrayOutputStream b = new ByteArrayOutputStream(data.length / 4 + 64);
-    try (GZIPOutputStream z = new GZIPOutputStream(b)) {
-      z.write(data);
-    }
-    return b.toByteArray();
-  }
-
-  private static String enc(String s) {
-    return URLEncoder.encode(s, StandardCharsets.UTF_8);
   }
 
   /**
@@ -418,7 +297,8 @@ public final class Agent {
         g.uninstall();
       }
       deleteTree(workDir);
-      Log.info("stopped: " + uploads.get() + " uploads, " + failures.get() + " failed, " + queue.dropped.get()
+      Log.info("stopped: " + (uploader != null ? uploader.uploads.get() : 0) + " uploads, "
+          + (uploader != null ? uploader.failures.get() : 0) + " failed, " + queue.dropped.get()
           + " windows dropped, " + tasks.dropped.get() + " task records dropped"
           + (g != null ? ", " + g.dropped.get() + " GC records dropped" : ""));
     }

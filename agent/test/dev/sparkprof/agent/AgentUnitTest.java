@@ -58,6 +58,7 @@ public final class AgentUnitTest {
     labels();
     GcPausesTest.run();
     WindowQueueTest.run();
+    UploaderTest.run();
     if (failures > 0) {
       System.exit(1);
     }
@@ -104,8 +105,8 @@ public final class AgentUnitTest {
   /** A window's recording as sent: itself by default, gzipped with compression=gzip (any case). */
   static void compress() throws IOException {
     byte[] jfr = "FLR\0 a recording".getBytes(StandardCharsets.US_ASCII);
-    check("uncompressed", Agent.compress(jfr, "none") == jfr, true);
-    byte[] gz = Agent.compress(jfr, "GZIP");
+    check("uncompressed", Uploader.compress(jfr, "none") == jfr, true);
+    byte[] gz = Uploader.compress(jfr, "GZIP");
     check("gzip magic", (gz[0] & 0xff) == 0x1f && (gz[1] & 0xff) == 0x8b, true);
     byte[] back = new GZIPInputStream(new ByteArrayInputStream(gz)).readAllBytes();
     check("gzip round trip", Arrays.equals(back, jfr), true);

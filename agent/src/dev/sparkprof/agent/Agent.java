@@ -1,18 +1,11 @@
 package dev.sparkprof.agent;
 
 import java.io.IOException;
-import java.io.OutputStream;
 import java.lang.instrument.Instrumentation;
-import java.lang.reflect.Method;
 import java.net.InetAddress;
-import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.Comparator;
-import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -23,7 +16,7 @@ import java.util.stream.Stream;
  * starts from {@code -javaagent:sparkprof-agent.jar[=options]} or from the Spark plugin. This class is its
  * lifecycle: it starts once per JVM, runs the one thread that ends a {@link Profiler} window every upload
  * interval, puts the window in the {@link WindowQueue}, sends what waits with the {@link Uploader}, and at stop
- * ships the last window and writes the output file. Nothing it does may hurt the job: every error is
+ * ships the last window and writes the {@link OutputFile}. Nothing it does may hurt the job: every error is
  * logged once and swallowed, its threads are daemons, the data it holds is bounded (the oldest windows are
  * dropped and counted), and it never blocks a task thread.
  */
@@ -34,11 +27,12 @@ public final class Agent {
   final Labels labels = new Labels();
   final TaskWindows tasks = new TaskWindows();
   private GcPauses gcPauses; // set when garbage collections come from the JVM's notifications
-  private final String app, role, appId, executorId;
+  private final String app, role, executorId;
   private final Path workDir;
   private final Profiler profiler;
   private final WindowQueue queue;
   private final Uploader uploader; // null without a server
+  private final OutputFile output; // null without an output directory
   private final Object wake = new Object();
   private Thread shipper;
   private volatile boolean stopping;
@@ -130,7 +124,6 @@ public final class Agent {
   private Agent(Config cfg, String role, String appId, String appName, String executorId) throws IOException {
     this.cfg = cfg;
     this.role = role;
-    this.appId = appId;
     this.executorId = executorId;
     this.app = first(appName, first(appId, "jvm"));
     labels.put("spark_app_id", appId);
@@ -139,6 +132,7 @@ public final class Agent {
     labels.parse(cfg.get("labels"));
     queue = new WindowQueue(cfg.bytes("maxQueuedBytes", 64L << 20));
     uploader = cfg.get("server") != null ? new Uploader(cfg, labels, app) : null;
+    output = cfg.get("outputDir") != null ? new OutputFile(cfg.get("outputDir"), role, appId, executorId) : null;
     workDir = Files.createTempDirectory("sparkprof-");
     profiler = new Profiler(cfg, workDir);
   }
@@ -251,7 +245,7 @@ public final class Agent {
       w.gc = gcPauses != null ? gcPauses.drain() : null;
       w.key = uploader.nextKey();
     }
-    queue.add(w, uploader != null, cfg.get("outputDir") != null);
+    queue.add(w, uploader != null, output != null);
     if (uploader == null) {
       return;
     }
@@ -282,7 +276,7 @@ public final class Agent {
     try {
       shipper.join(Math.max(1, (deadline - System.currentTimeMillis()) / 2));
       window(profiler.rotate(true), deadline);
-      if (cfg.get("outputDir") != null) {
+      if (output != null) {
         writeOutput();
       }
     } catch (Throwable t) {
@@ -304,47 +298,9 @@ public final class Agent {
     }
   }
 
-  /**
-   * Writes the kept windows as one JFR file (JFR files are sequences of chunks, so windows concatenate) to
-   * {@code <outputDir>/<appId>/profile-exec-<id>.jfr} or {@code profile-driver.jfr}, as Spark 4's profiler
-   * does: a local path, or HDFS/S3 through Hadoop's FileSystem when it is on the class path.
-   */
+  /** Writes the kept windows to the output file. */
   private synchronized void writeOutput() throws Exception {
-    List<Profiler.Window> kept = queue.kept();
-    if (kept.isEmpty()) {
-      return;
-    }
-    Path all = workDir.resolve("profile.jfr");
-    try (OutputStream out = Files.newOutputStream(all, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING)) {
-      for (Profiler.Window w : kept) {
-        Files.copy(w.file, out);
-      }
-    }
-    String name = "executor".equals(role) ? "profile-exec-" + executorId + ".jfr" : "profile-driver.jfr";
-    String dir = cfg.get("outputDir").replaceAll("/+$", "") + "/" + (appId != null ? appId : "unknown-app");
-    URI uri = URI.create(dir);
-    if (uri.getScheme() == null || "file".equals(uri.getScheme())) {
-      Path target = uri.getScheme() == null ? Paths.get(dir) : Paths.get(uri);
-      Files.createDirectories(target);
-      Files.move(all, target.resolve(name), StandardCopyOption.REPLACE_EXISTING);
-    } else {
-      hadoopCopy(all, dir + "/" + name);
-    }
-    Log.info("wrote " + dir + "/" + name);
-  }
-
-  /** Copies a local file to a Hadoop FileSystem URI by reflection (no compile-time Hadoop dependency). */
-  private static void hadoopCopy(Path local, String target) throws Exception {
-    ClassLoader cl = Thread.currentThread().getContextClassLoader();
-    Class<?> confClass = Class.forName("org.apache.hadoop.conf.Configuration", true, cl);
-    Class<?> pathClass = Class.forName("org.apache.hadoop.fs.Path", true, cl);
-    Class<?> fsClass = Class.forName("org.apache.hadoop.fs.FileSystem", true, cl);
-    Object conf = confClass.getConstructor().newInstance();
-    Object dst = pathClass.getConstructor(String.class).newInstance(target);
-    Object src = pathClass.getConstructor(String.class).newInstance(local.toUri().toString());
-    Object fs = fsClass.getMethod("get", URI.class, confClass).invoke(null, URI.create(target), conf);
-    Method copy = fsClass.getMethod("copyFromLocalFile", boolean.class, boolean.class, pathClass, pathClass);
-    copy.invoke(fs, true, true, src, dst);
+    output.write(queue.kept(), workDir);
   }
 
   /** Deletes dir and everything under it; a failure is logged once. */

@@ -59,6 +59,7 @@ public final class AgentUnitTest {
     GcPausesTest.run();
     WindowQueueTest.run();
     UploaderTest.run();
+    OutputFileTest.run();
     if (failures > 0) {
       System.exit(1);
     }

@@ -276,9 +276,9 @@ func TestAgentWithServer(t *testing.T) {
 		}
 	})
 	t.Run("async-profiler records the samples", func(t *testing.T) {
-		// async-profiler cannot be installed on this project's machines (no
-		// package, no download): point SPARKPROF_ASYNC_PROFILER_LIB at a
-		// built libasyncProfiler.so to run this.
+		// async-profiler is not part of the build: point
+		// SPARKPROF_ASYNC_PROFILER_LIB at a built libasyncProfiler.so to
+		// run this.
 		lib := os.Getenv("SPARKPROF_ASYNC_PROFILER_LIB")
 		if lib == "" {
 			t.Skip("SPARKPROF_ASYNC_PROFILER_LIB not set")

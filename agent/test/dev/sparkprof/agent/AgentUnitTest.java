@@ -32,6 +32,23 @@ public final class AgentUnitTest {
     return out;
   }
 
+  /** A check that works in a directory of its own. */
+  interface DirCheck {
+    void run(Path dir) throws Exception;
+  }
+
+  /** Runs checks in a new temporary directory, deleted afterwards. */
+  static void inTempDir(String prefix, DirCheck... checks) throws Exception {
+    Path dir = Files.createTempDirectory(prefix);
+    try {
+      for (DirCheck c : checks) {
+        c.run(dir);
+      }
+    } finally {
+      Agent.deleteTree(dir);
+    }
+  }
+
   /** A real recording of this JVM by the Flight Recorder, one chunk, made once. */
   static synchronized byte[] recording() throws IOException, InterruptedException {
     if (recording == null) {
@@ -54,7 +71,7 @@ public final class AgentUnitTest {
     commandLine();
     config();
     compress();
-    wholeRecording();
+    inTempDir("sparkprof-test", AgentUnitTest::wholeRecording);
     labels();
     GcPausesTest.run();
     WindowQueueTest.run();
@@ -117,7 +134,7 @@ public final class AgentUnitTest {
    * A window is sent only when its file is whole JFR chunks: a real recording, two of them one after the other,
    * and not one cut short, empty, or not JFR at all.
    */
-  static void wholeRecording() throws IOException, InterruptedException {
+  static void wholeRecording(Path dir) throws IOException, InterruptedException {
     byte[] whole = recording();
     byte[] notJfr = whole.clone();
     notJfr[0] = 'X';
@@ -129,17 +146,12 @@ public final class AgentUnitTest {
       {"empty file", new byte[0], false},
       {"not JFR", notJfr, false},
     };
-    Path dir = Files.createTempDirectory("sparkprof-test");
-    try {
-      Path f = dir.resolve("f.jfr");
-      for (Object[] c : cases) {
-        Files.write(f, (byte[]) c[1]);
-        check((String) c[0], Profiler.wholeRecording(f), c[2]);
-      }
-      check("no file", Profiler.wholeRecording(dir.resolve("none.jfr")), false);
-    } finally {
-      Agent.deleteTree(dir);
+    Path f = dir.resolve("f.jfr");
+    for (Object[] c : cases) {
+      Files.write(f, (byte[]) c[1]);
+      check((String) c[0], Profiler.wholeRecording(f), c[2]);
     }
+    check("no file", Profiler.wholeRecording(dir.resolve("none.jfr")), false);
   }
 
   /** The Pyroscope name of the labels, and JSON strings. */

@@ -15,14 +15,7 @@ final class OutputFileTest {
   private OutputFileTest() {}
 
   static void run() throws Exception {
-    Path dir = Files.createTempDirectory("sparkprof-output");
-    try {
-      layout(dir);
-      noWindows(dir);
-      noHadoop(dir);
-    } finally {
-      Agent.deleteTree(dir);
-    }
+    AgentUnitTest.inTempDir("sparkprof-output", OutputFileTest::layout, OutputFileTest::noWindows, OutputFileTest::noHadoop);
   }
 
   /** Two kept windows written for JVMs of each role, under a plain path, one with slashes at its end, or a file: URI. */

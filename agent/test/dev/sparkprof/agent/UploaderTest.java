@@ -42,14 +42,12 @@ final class UploaderTest {
     HttpServer srv = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
     srv.createContext("/", UploaderTest::handle);
     srv.start();
-    Path dir = Files.createTempDirectory("sparkprof-upload");
     try {
-      requests(dir, "http://127.0.0.1:" + srv.getAddress().getPort() + "//");
-      deadServer(dir);
+      String url = "http://127.0.0.1:" + srv.getAddress().getPort() + "//";
+      AgentUnitTest.inTempDir("sparkprof-upload", dir -> requests(dir, url), UploaderTest::deadServer);
       keys();
     } finally {
       srv.stop(0);
-      Agent.deleteTree(dir);
     }
   }
 

@@ -15,15 +15,8 @@ import java.util.List;
 final class WindowQueueTest {
   private WindowQueueTest() {}
 
-  static void run() throws IOException {
-    Path dir = Files.createTempDirectory("sparkprof-queue");
-    try {
-      bound(dir);
-      sentAndKept(dir);
-      discard(dir);
-    } finally {
-      Agent.deleteTree(dir);
-    }
+  static void run() throws Exception {
+    AgentUnitTest.inTempDir("sparkprof-queue", WindowQueueTest::bound, WindowQueueTest::sentAndKept, WindowQueueTest::discard);
   }
 
   /** A window of a file of that many bytes. */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds agent/build/sparkprof-agent.jar with the JDK's javac and jar (no
-# Maven: nothing can be downloaded here), for Java 11+. The compile-only
-# Spark API in spark-api/ is not packed into the jar.
+# Builds agent/build/sparkprof-agent.jar for Java 11+ with the JDK's javac
+# and jar alone: the agent has no dependencies. It compiles against the
+# compile-only Spark API in spark-api/, which is not packed into the jar,
+# then compiles the tests and runs the unit tests.
 set -euo pipefail
 cd "$(dirname "$0")"
 rm -rf build

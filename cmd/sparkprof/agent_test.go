@@ -128,6 +128,13 @@ func metricPoints(t *testing.T, base, tenant, sel string) map[string]int {
 	return n
 }
 
+// agentEnv is what the subtests of TestAgentWithServer share: the
+// sparkprof binary, a scratch directory, and the base URL of a running
+// sparkprof serve.
+type agentEnv struct {
+	bin, dir, base string
+}
+
 // TestAgentWithServer runs the JVM agent's plugin in a real JVM against a
 // real sparkprof serve: samples arrive attributed to their stage and task,
 // the last window arrives at shutdown, the fraction is honoured, a dead
@@ -149,311 +156,359 @@ func TestAgentWithServer(t *testing.T) {
 	bin := buildBinary(t)
 	cmd, base := startServe(t, bin, filepath.Join(dir, "data"))
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	env := agentEnv{bin: bin, dir: dir, base: base}
+	for _, tt := range []struct {
+		name string
+		run  func(*testing.T, agentEnv)
+	}{
+		{"live uploads attributed to stages and tasks", agentLiveUploads},
+		{"task hooks attribute pool threads", agentTaskHooks},
+		{"a server that comes up late gets the windows it missed, with their task parts", agentLateServer},
+		{"an unusable async-profiler falls back to the Flight Recorder", agentAsyncProfilerFallback},
+		{"async-profiler records the samples", agentAsyncProfiler},
+		{"last window shipped at shutdown", agentLastWindow},
+		{"a window whose answer was lost is sent again and stored once", agentLostAnswers},
+		{"fraction 0 profiles nothing", agentFractionZero},
+		{"a server over TLS, trusted through the JVM's trust store", agentTLS},
+		{"server down", agentServerDown},
+		{"javaagent", agentJavaagent},
+		{"file mode", agentFileMode},
+	} {
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, env) })
+	}
+}
 
-	t.Run("live uploads attributed to stages and tasks", func(t *testing.T) {
-		// A small young generation makes collections certain.
-		runWorkloadJVM(t, []string{"-Xmn4m"}, base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=live")
-		var stages, tasks []string
-		getTenant(t, base, "/api/v1/label-values?name=spark_stage_id", "live", &stages)
-		getTenant(t, base, "/api/v1/label-values?name=spark_task_id", "live", &tasks)
-		if fmt.Sprint(stages) != "[1 2]" || len(tasks) != 8 {
-			t.Errorf("stages %v, tasks %v; want stages 1 and 2 with 8 tasks", stages, tasks)
+func agentLiveUploads(t *testing.T, e agentEnv) {
+	// A small young generation makes collections certain.
+	runWorkloadJVM(t, []string{"-Xmn4m"}, e.base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=live")
+	var stages, tasks []string
+	getTenant(t, e.base, "/api/v1/label-values?name=spark_stage_id", "live", &stages)
+	getTenant(t, e.base, "/api/v1/label-values?name=spark_task_id", "live", &tasks)
+	if fmt.Sprint(stages) != "[1 2]" || len(tasks) != 8 {
+		t.Errorf("stages %v, tasks %v; want stages 1 and 2 with 8 tasks", stages, tasks)
+	}
+	if n := ticks(t, e.base, "live", `{spark_stage_id="1", thread_pool="task"}`, "cpu"); n == 0 {
+		t.Error("no CPU samples for stage 1")
+	}
+	if n := ticks(t, e.base, "live", `{spark_stage_id="2"}`, "lock"); n == 0 {
+		t.Error("no lock samples for stage 2")
+	}
+	if n := ticks(t, e.base, "live", `{spark_task_id="3", spark_executor_id="7", spark_app_id="app-20261122000000-0001"}`, "cpu"); n == 0 {
+		t.Error("no CPU samples for task 3 of executor 7")
+	}
+	// The Flight Recorder's GC, heap and CPU load events, as metric series.
+	if m := metricPoints(t, e.base, "live", `{spark_executor_id="7"}`); m["jvm.gc.pause"] == 0 || m["jvm.heap.used"] == 0 || m["jvm.cpu.user"] == 0 {
+		t.Errorf("metric points of executor 7: %v; want GC pauses, heap used and CPU load", m)
+	}
+	var agents []struct{ Uploads int }
+	getTenant(t, e.base, "/api/v1/agents", "live", &agents)
+	if len(agents) != 1 || agents[0].Uploads < 2 {
+		t.Errorf("agents %+v, want one with several uploads", agents)
+	}
+}
+
+func agentTaskHooks(t *testing.T, e agentEnv) {
+	// Thread names without stage or task: only the plugin's task
+	// windows, sent in the upload's tasks part, can attribute samples.
+	runWorkloadJVM(t, []string{"-Dworkload.poolThreadNames=true"}, e.base, "1.0", "-", "spark.sparkprof.tenant=pool")
+	var stages, tasks []string
+	getTenant(t, e.base, "/api/v1/label-values?name=spark_stage_id", "pool", &stages)
+	getTenant(t, e.base, "/api/v1/label-values?name=spark_task_id", "pool", &tasks)
+	if fmt.Sprint(stages) != "[1 2]" || len(tasks) != 8 {
+		t.Errorf("stages %v, tasks %v from the task hooks; want stages 1 and 2 with 8 tasks", stages, tasks)
+	}
+	if n := ticks(t, e.base, "pool", `{spark_stage_id="1"}`, "cpu"); n == 0 {
+		t.Error("no CPU samples attributed to stage 1")
+	}
+}
+
+func agentLateServer(t *testing.T, e agentEnv) {
+	// Pool thread names: only the task parts attribute samples. The
+	// server starts a second after stage 1's tasks end, so that uploads
+	// fail after the end: a retried window must carry the parts taken
+	// when it ended, not those of its retry.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	late := exec.Command(e.bin, "serve", "--addr", addr, "--data", filepath.Join(e.dir, "late"))
+	defer func() {
+		if late.Process != nil {
+			late.Process.Signal(syscall.SIGTERM)
+			late.Wait()
 		}
-		if n := ticks(t, base, "live", `{spark_stage_id="1", thread_pool="task"}`, "cpu"); n == 0 {
-			t.Error("no CPU samples for stage 1")
+	}()
+	// A queue of 200 KB holds one or two windows: the agent drops
+	// the older ones while the server is down, and says so.
+	work := workloadCommand([]string{"-Dworkload.poolThreadNames=true", "-Dworkload.pauseMs=2500"}, "http://"+addr, "1.0", "-",
+		"spark.sparkprof.uploadInterval=300ms", "spark.sparkprof.maxQueuedBytes=200k")
+	stderr := runStartingLate(t, work, late)
+	if !strings.Contains(stderr, "cannot reach") {
+		t.Fatalf("no upload failed; the test needs the server late:\n%s", stderr)
+	}
+	lateBase := "http://" + addr
+	all := ticks(t, lateBase, "", `{thread_pool="task"}`, "cpu")
+	attributed := ticks(t, lateBase, "", `{spark_stage_id=~"1|2", thread_pool="task"}`, "cpu")
+	if all == 0 || (all-attributed)*10 > all {
+		t.Errorf("CPU on task threads: %d, of which %d attributed to a stage; want nearly all", all, attributed)
+	}
+	var agents []ingest.Agent
+	getTenant(t, lateBase, "/api/v1/agents", "", &agents)
+	dropped := int64(0)
+	for _, a := range agents {
+		dropped += a.Dropped
+		if a.SpyName != "sparkprof" {
+			t.Errorf("agent %+v: spyName %q, want sparkprof", a, a.SpyName)
 		}
-		if n := ticks(t, base, "live", `{spark_stage_id="2"}`, "lock"); n == 0 {
-			t.Error("no lock samples for stage 2")
+	}
+	if dropped == 0 {
+		t.Errorf("agents %+v: no dropped windows reported; agent's log:\n%s", agents, stderr)
+	}
+}
+
+// runStartingLate runs the workload work to its end, starting the server
+// late a second after the workload says stage 1 is done, and returns the
+// workload's stderr.
+func runStartingLate(t *testing.T, work, late *exec.Cmd) string {
+	t.Helper()
+	var stderr strings.Builder
+	work.Stderr = &stderr
+	stdout, err := work.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := work.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	sc := bufio.NewScanner(stdout)
+	var out strings.Builder
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if sc.Text() == "STAGE 1 DONE" {
+			time.AfterFunc(time.Second, func() { started <- late.Start() })
 		}
-		if n := ticks(t, base, "live", `{spark_task_id="3", spark_executor_id="7", spark_app_id="app-20261122000000-0001"}`, "cpu"); n == 0 {
-			t.Error("no CPU samples for task 3 of executor 7")
-		}
-		// The Flight Recorder's GC, heap and CPU load events, as metric series.
-		if m := metricPoints(t, base, "live", `{spark_executor_id="7"}`); m["jvm.gc.pause"] == 0 || m["jvm.heap.used"] == 0 || m["jvm.cpu.user"] == 0 {
-			t.Errorf("metric points of executor 7: %v; want GC pauses, heap used and CPU load", m)
-		}
-		var agents []struct{ Uploads int }
-		getTenant(t, base, "/api/v1/agents", "live", &agents)
-		if len(agents) != 1 || agents[0].Uploads < 2 {
-			t.Errorf("agents %+v, want one with several uploads", agents)
-		}
-	})
-	t.Run("task hooks attribute pool threads", func(t *testing.T) {
-		// Thread names without stage or task: only the plugin's task
-		// windows, sent in the upload's tasks part, can attribute samples.
-		runWorkloadJVM(t, []string{"-Dworkload.poolThreadNames=true"}, base, "1.0", "-", "spark.sparkprof.tenant=pool")
-		var stages, tasks []string
-		getTenant(t, base, "/api/v1/label-values?name=spark_stage_id", "pool", &stages)
-		getTenant(t, base, "/api/v1/label-values?name=spark_task_id", "pool", &tasks)
-		if fmt.Sprint(stages) != "[1 2]" || len(tasks) != 8 {
-			t.Errorf("stages %v, tasks %v from the task hooks; want stages 1 and 2 with 8 tasks", stages, tasks)
-		}
-		if n := ticks(t, base, "pool", `{spark_stage_id="1"}`, "cpu"); n == 0 {
-			t.Error("no CPU samples attributed to stage 1")
-		}
-	})
-	t.Run("a server that comes up late gets the windows it missed, with their task parts", func(t *testing.T) {
-		// Pool thread names: only the task parts attribute samples. The
-		// server starts a second after stage 1's tasks end, so that uploads
-		// fail after the end: a retried window must carry the parts taken
-		// when it ended, not those of its retry.
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	}
+	if err := work.Wait(); err != nil || !strings.Contains(out.String(), "DONE work_ms") {
+		t.Fatalf("workload: %v\n%s\n%s", err, out.String(), stderr.String())
+	}
+	select {
+	case err := <-started:
 		if err != nil {
 			t.Fatal(err)
 		}
-		addr := ln.Addr().String()
-		ln.Close()
-		late := exec.Command(bin, "serve", "--addr", addr, "--data", filepath.Join(dir, "late"))
-		defer func() {
-			if late.Process != nil {
-				late.Process.Signal(syscall.SIGTERM)
-				late.Wait()
-			}
-		}()
-		// A queue of 200 KB holds one or two windows: the agent drops
-		// the older ones while the server is down, and says so.
-		work := workloadCommand([]string{"-Dworkload.poolThreadNames=true", "-Dworkload.pauseMs=2500"}, "http://"+addr, "1.0", "-",
-			"spark.sparkprof.uploadInterval=300ms", "spark.sparkprof.maxQueuedBytes=200k")
-		var stderr strings.Builder
-		work.Stderr = &stderr
-		stdout, err := work.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
+	default:
+		t.Fatalf("the workload never said stage 1 was done:\n%s", out.String())
+	}
+	return stderr.String()
+}
+
+func agentAsyncProfilerFallback(t *testing.T, e agentEnv) {
+	_, stderr := runWorkload(t, e.base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=apfallback",
+		"spark.sparkprof.asyncProfiler="+filepath.Join(e.dir, "no-such-libasyncProfiler.so"))
+	if !strings.Contains(stderr, "cannot be used; the Flight Recorder records the samples instead") {
+		t.Errorf("no fallback message:\n%s", stderr)
+	}
+	if n := ticks(t, e.base, "apfallback", `{spark_stage_id="1"}`, "cpu"); n == 0 {
+		t.Error("no CPU samples for stage 1 after the fallback")
+	}
+}
+
+func agentAsyncProfiler(t *testing.T, e agentEnv) {
+	// async-profiler is not part of the build: point
+	// SPARKPROF_ASYNC_PROFILER_LIB at a built libasyncProfiler.so to
+	// run this.
+	lib := os.Getenv("SPARKPROF_ASYNC_PROFILER_LIB")
+	if lib == "" {
+		t.Skip("SPARKPROF_ASYNC_PROFILER_LIB not set")
+	}
+	_, stderr := runWorkloadJVM(t, []string{"-Xmn4m"}, e.base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=ap",
+		"spark.sparkprof.asyncProfiler="+lib)
+	if !strings.Contains(stderr, "records the samples; garbage collections come from the JVM's notifications") || strings.Contains(stderr, "cannot be used") {
+		t.Errorf("async-profiler not in use, or the Flight Recorder records collections:\n%s", stderr)
+	}
+	// Collections from the gc part; heap and CPU load from async-profiler's own events.
+	if m := metricPoints(t, e.base, "ap", `{spark_executor_id="7"}`); m["jvm.gc.pause"] == 0 || m["jvm.heap.used"] == 0 || m["jvm.cpu.user"] == 0 {
+		t.Errorf("metric points of executor 7: %v; want GC pauses, heap used and CPU load", m)
+	}
+	for _, c := range []struct{ sel, typ string }{
+		{`{spark_stage_id="1", thread_pool="task"}`, "cpu"},
+		{`{spark_task_id="3", spark_executor_id="7"}`, "cpu"},
+		{`{spark_stage_id="2"}`, "lock"},
+		{`{spark_executor_id="7"}`, "alloc"},
+	} {
+		if n := ticks(t, e.base, "ap", c.sel, c.typ); n == 0 {
+			t.Errorf("no %s samples for %s", c.typ, c.sel)
 		}
-		if err := work.Start(); err != nil {
-			t.Fatal(err)
+	}
+	// Wall-clock samples beside CPU ones, when asked for.
+	_, stderr = runWorkload(t, e.base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=apwall",
+		"spark.sparkprof.asyncProfiler="+lib, "spark.sparkprof.events=cpu,wall,gc")
+	if strings.Contains(stderr, "cannot be used") {
+		t.Errorf("async-profiler not in use with events=cpu,wall,gc:\n%s", stderr)
+	}
+	for _, typ := range []string{"cpu", "wall"} {
+		if n := ticks(t, e.base, "apwall", `{spark_stage_id="1"}`, typ); n == 0 {
+			t.Errorf("no %s samples for stage 1 with events=cpu,wall,gc", typ)
 		}
-		started := make(chan error, 1)
-		sc := bufio.NewScanner(stdout)
-		var out strings.Builder
-		for sc.Scan() {
-			out.WriteString(sc.Text() + "\n")
-			if sc.Text() == "STAGE 1 DONE" {
-				time.AfterFunc(time.Second, func() { started <- late.Start() })
-			}
+	}
+}
+
+func agentLastWindow(t *testing.T, e agentEnv) {
+	// With a 10-minute interval, only the shutdown flush can deliver.
+	runWorkload(t, e.base, "1.0", "-", "spark.sparkprof.uploadInterval=10m", "spark.sparkprof.tenant=last")
+	if n := ticks(t, e.base, "last", `{spark_stage_id="2"}`, "lock"); n == 0 {
+		t.Error("the last window did not arrive")
+	}
+}
+
+// answerLosingProxy forwards uploads to a server and loses the answer of
+// every other one among the first dozen: the server stored the window,
+// the agent saw its connection close.
+type answerLosingProxy struct {
+	base       string // the server's
+	mu         sync.Mutex
+	firstBody  map[string][]byte // each key's first body the server took
+	sent, lost int
+}
+
+func (p *answerLosingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	req, _ := http.NewRequest(r.Method, p.base+r.URL.RequestURI(), bytes.NewReader(body))
+	for _, h := range []string{"Content-Type", "Idempotency-Key", "X-Scope-OrgID"} {
+		req.Header.Set(h, r.Header.Get(h))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	resp.Body.Close()
+	key := r.Header.Get("Idempotency-Key")
+	p.mu.Lock()
+	p.sent++
+	if _, ok := p.firstBody[key]; !ok && resp.StatusCode == 200 {
+		p.firstBody[key] = body
+	}
+	lose := p.sent%2 == 1 && p.sent < 12 && resp.StatusCode == 200
+	if lose {
+		p.lost++
+	}
+	p.mu.Unlock()
+	if lose {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
 		}
-		if err := work.Wait(); err != nil || !strings.Contains(out.String(), "DONE work_ms") {
-			t.Fatalf("workload: %v\n%s\n%s", err, out.String(), stderr.String())
+		return
+	}
+	w.Header().Set("Idempotent-Replayed", resp.Header.Get("Idempotent-Replayed"))
+	w.WriteHeader(resp.StatusCode)
+}
+
+func agentLostAnswers(t *testing.T, e agentEnv) {
+	p := &answerLosingProxy{base: e.base, firstBody: map[string][]byte{}}
+	proxy := httptest.NewServer(p)
+	defer proxy.Close()
+	runWorkloadJVM(t, []string{"-Dworkload.pauseMs=1500"}, proxy.URL, "1.0", "-", "spark.sparkprof.uploadInterval=200ms", "spark.sparkprof.tenant=lost")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lost == 0 || p.sent <= len(p.firstBody) {
+		t.Fatalf("%d uploads sent, %d answers lost, %d windows: the test needs lost answers and retries", p.sent, p.lost, len(p.firstBody))
+	}
+	var want int64
+	for key, body := range p.firstBody {
+		if key == "" {
+			t.Fatal("an upload without an Idempotency-Key")
 		}
-		select {
-		case err := <-started:
-			if err != nil {
-				t.Fatal(err)
-			}
-		default:
-			t.Fatalf("the workload never said stage 1 was done:\n%s", out.String())
-		}
-		if !strings.Contains(stderr.String(), "cannot reach") {
-			t.Fatalf("no upload failed; the test needs the server late:\n%s", stderr.String())
-		}
-		lateBase := "http://" + addr
-		all := ticks(t, lateBase, "", `{thread_pool="task"}`, "cpu")
-		attributed := ticks(t, lateBase, "", `{spark_stage_id=~"1|2", thread_pool="task"}`, "cpu")
-		if all == 0 || (all-attributed)*10 > all {
-			t.Errorf("CPU on task threads: %d, of which %d attributed to a stage; want nearly all", all, attributed)
-		}
-		var agents []ingest.Agent
-		getTenant(t, lateBase, "/api/v1/agents", "", &agents)
-		dropped := int64(0)
-		for _, a := range agents {
-			dropped += a.Dropped
-			if a.SpyName != "sparkprof" {
-				t.Errorf("agent %+v: spyName %q, want sparkprof", a, a.SpyName)
-			}
-		}
-		if dropped == 0 {
-			t.Errorf("agents %+v: no dropped windows reported; agent's log:\n%s", agents, stderr.String())
-		}
-	})
-	t.Run("an unusable async-profiler falls back to the Flight Recorder", func(t *testing.T) {
-		_, stderr := runWorkload(t, base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=apfallback",
-			"spark.sparkprof.asyncProfiler="+filepath.Join(dir, "no-such-libasyncProfiler.so"))
-		if !strings.Contains(stderr, "cannot be used; the Flight Recorder records the samples instead") {
-			t.Errorf("no fallback message:\n%s", stderr)
-		}
-		if n := ticks(t, base, "apfallback", `{spark_stage_id="1"}`, "cpu"); n == 0 {
-			t.Error("no CPU samples for stage 1 after the fallback")
-		}
-	})
-	t.Run("async-profiler records the samples", func(t *testing.T) {
-		// async-profiler cannot be installed on this project's machines (no
-		// package, no download): point SPARKPROF_ASYNC_PROFILER_LIB at a
-		// built libasyncProfiler.so to run this.
-		lib := os.Getenv("SPARKPROF_ASYNC_PROFILER_LIB")
-		if lib == "" {
-			t.Skip("SPARKPROF_ASYNC_PROFILER_LIB not set")
-		}
-		_, stderr := runWorkloadJVM(t, []string{"-Xmn4m"}, base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=ap",
-			"spark.sparkprof.asyncProfiler="+lib)
-		if !strings.Contains(stderr, "records the samples; garbage collections come from the JVM's notifications") || strings.Contains(stderr, "cannot be used") {
-			t.Errorf("async-profiler not in use, or the Flight Recorder records collections:\n%s", stderr)
-		}
-		// Collections from the gc part; heap and CPU load from async-profiler's own events.
-		if m := metricPoints(t, base, "ap", `{spark_executor_id="7"}`); m["jvm.gc.pause"] == 0 || m["jvm.heap.used"] == 0 || m["jvm.cpu.user"] == 0 {
-			t.Errorf("metric points of executor 7: %v; want GC pauses, heap used and CPU load", m)
-		}
-		for _, c := range []struct{ sel, typ string }{
-			{`{spark_stage_id="1", thread_pool="task"}`, "cpu"},
-			{`{spark_task_id="3", spark_executor_id="7"}`, "cpu"},
-			{`{spark_stage_id="2"}`, "lock"},
-			{`{spark_executor_id="7"}`, "alloc"},
-		} {
-			if n := ticks(t, base, "ap", c.sel, c.typ); n == 0 {
-				t.Errorf("no %s samples for %s", c.typ, c.sel)
-			}
-		}
-		// Wall-clock samples beside CPU ones, when asked for.
-		_, stderr = runWorkload(t, base, "1.0", "-", "spark.sparkprof.uploadInterval=1s", "spark.sparkprof.tenant=apwall",
-			"spark.sparkprof.asyncProfiler="+lib, "spark.sparkprof.events=cpu,wall,gc")
-		if strings.Contains(stderr, "cannot be used") {
-			t.Errorf("async-profiler not in use with events=cpu,wall,gc:\n%s", stderr)
-		}
-		for _, typ := range []string{"cpu", "wall"} {
-			if n := ticks(t, base, "apwall", `{spark_stage_id="1"}`, typ); n == 0 {
-				t.Errorf("no %s samples for stage 1 with events=cpu,wall,gc", typ)
-			}
-		}
-	})
-	t.Run("last window shipped at shutdown", func(t *testing.T) {
-		// With a 10-minute interval, only the shutdown flush can deliver.
-		runWorkload(t, base, "1.0", "-", "spark.sparkprof.uploadInterval=10m", "spark.sparkprof.tenant=last")
-		if n := ticks(t, base, "last", `{spark_stage_id="2"}`, "lock"); n == 0 {
-			t.Error("the last window did not arrive")
-		}
-	})
-	t.Run("a window whose answer was lost is sent again and stored once", func(t *testing.T) {
-		// A proxy loses every other answer of the first dozen: the server
-		// stored the window, the agent saw its connection close.
-		var mu sync.Mutex
-		firstBody := map[string][]byte{} // each key's first body
-		sent, lost := 0, 0
-		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			req, _ := http.NewRequest(r.Method, base+r.URL.RequestURI(), bytes.NewReader(body))
-			for _, h := range []string{"Content-Type", "Idempotency-Key", "X-Scope-OrgID"} {
-				req.Header.Set(h, r.Header.Get(h))
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadGateway)
-				return
-			}
-			resp.Body.Close()
-			key := r.Header.Get("Idempotency-Key")
-			mu.Lock()
-			sent++
-			if _, ok := firstBody[key]; !ok && resp.StatusCode == 200 {
-				firstBody[key] = body
-			}
-			lose := sent%2 == 1 && sent < 12 && resp.StatusCode == 200
-			if lose {
-				lost++
-			}
-			mu.Unlock()
-			if lose {
-				conn, _, err := w.(http.Hijacker).Hijack()
-				if err == nil {
-					conn.Close()
-				}
-				return
-			}
-			w.Header().Set("Idempotent-Replayed", resp.Header.Get("Idempotent-Replayed"))
-			w.WriteHeader(resp.StatusCode)
-		}))
-		defer proxy.Close()
-		runWorkloadJVM(t, []string{"-Dworkload.pauseMs=1500"}, proxy.URL, "1.0", "-", "spark.sparkprof.uploadInterval=200ms", "spark.sparkprof.tenant=lost")
-		mu.Lock()
-		defer mu.Unlock()
-		if lost == 0 || sent <= len(firstBody) {
-			t.Fatalf("%d uploads sent, %d answers lost, %d windows: the test needs lost answers and retries", sent, lost, len(firstBody))
-		}
-		var want int64
-		for key, body := range firstBody {
-			if key == "" {
-				t.Fatal("an upload without an Idempotency-Key")
-			}
-			want += offlineCPU(t, body)
-		}
-		if got := ticks(t, base, "lost", "{}", "cpu"); got != want || want == 0 {
-			t.Errorf("CPU samples stored %d, want %d: those of the %d distinct windows (%d uploads sent, %d answers lost)", got, want, len(firstBody), sent, lost)
-		}
-		t.Logf("%d windows, %d uploads sent, %d answers lost", len(firstBody), sent, lost)
-	})
-	t.Run("fraction 0 profiles nothing", func(t *testing.T) {
-		_, stderr := runWorkload(t, base, "0", "-", "spark.sparkprof.tenant=zero")
-		var agents []any
-		getTenant(t, base, "/api/v1/agents", "zero", &agents)
-		if len(agents) != 0 || !strings.Contains(stderr, "not picked") {
-			t.Errorf("fraction 0: agents %v, stderr %s", agents, stderr)
-		}
-	})
-	t.Run("a server over TLS, trusted through the JVM's trust store", func(t *testing.T) {
-		tdir := t.TempDir()
-		certFile, keyFile := filepath.Join(tdir, "cert.pem"), filepath.Join(tdir, "key.pem")
-		cert := writeCert(t, certFile, keyFile, 1)
-		store := filepath.Join(tdir, "trust.p12")
-		if out, err := exec.Command("keytool", "-importcert", "-noprompt", "-alias", "sparkprof", "-file", certFile,
-			"-keystore", store, "-storetype", "PKCS12", "-storepass", "changeit").CombinedOutput(); err != nil {
-			t.Fatalf("keytool: %v\n%s", err, out)
-		}
-		tcmd, tbase := startServe(t, bin, filepath.Join(tdir, "data"), "--tls-cert", certFile, "--tls-key", keyFile)
-		defer func() { tcmd.Process.Signal(syscall.SIGTERM); tcmd.Wait() }()
-		runWorkloadJVM(t, []string{"-Djavax.net.ssl.trustStore=" + store, "-Djavax.net.ssl.trustStorePassword=changeit"}, tbase, "1.0", "-")
-		roots := x509.NewCertPool()
-		roots.AddCert(cert)
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
-		resp, err := client.Get(tbase + "/api/v1/render?" + url.Values{"query": {`{spark_stage_id="1"}`}, "type": {"cpu"}}.Encode())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var r struct {
-			Flamebearer struct{ NumTicks int64 } `json:"flamebearer"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Flamebearer.NumTicks == 0 {
-			t.Errorf("CPU samples of stage 1 over TLS: %d (%v)", r.Flamebearer.NumTicks, err)
-		}
-	})
-	t.Run("server down", func(t *testing.T) {
-		ln := "http://127.0.0.1:9" // discard port: nothing listens
-		stdout, stderr := runWorkload(t, ln, "1.0", "-", "spark.sparkprof.uploadInterval=500ms")
-		var workMs, shutdownMs int
-		fmt.Sscanf(stdout[strings.Index(stdout, "work_ms="):], "work_ms=%d shutdown_ms=%d", &workMs, &shutdownMs)
-		if shutdownMs > 11_000 || !strings.Contains(stderr, "cannot reach") {
-			t.Errorf("shutdown took %d ms; stderr %s", shutdownMs, stderr)
-		}
-	})
-	t.Run("javaagent", func(t *testing.T) {
-		// The same workload started with -javaagent: the plugin finds the
-		// running agent and adds its labels. With a 10-minute interval only
-		// the JVM shutdown hook can ship the data (the recorder's own hook
-		// may run first). The window is gzipped, as the agent sends it with
-		// compression=gzip.
-		cmd := workloadCommand([]string{"-javaagent:../../agent/build/sparkprof-agent.jar=server=" + base + ",tenant=ja,uploadInterval=10m,compression=gzip"}, "-", "1.0", "-")
-		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "DONE") {
-			t.Fatalf("javaagent run: %v\n%s", err, out)
-		}
-		if n := ticks(t, base, "ja", `{spark_stage_id="1", spark_executor_id="7"}`, "cpu"); n == 0 {
-			t.Error("no CPU samples for stage 1 through the javaagent")
-		}
-	})
-	t.Run("file mode", func(t *testing.T) {
-		out := filepath.Join(dir, "profiles")
-		runWorkload(t, "-", "1.0", out, "spark.sparkprof.uploadInterval=1s")
-		path := filepath.Join(out, "app-20261122000000-0001", "profile-exec-7.jfr")
-		p, err := format.Load(path, format.Options{})
-		if err != nil {
-			t.Fatalf("the output file: %v", err)
-		}
-		if id, _ := p.Labels.Get(profile.LabelExecutorID); id != "7" {
-			t.Errorf("executor label from the path: %q", id)
-		}
-		stages := map[string]bool{}
-		for _, s := range p.Samples {
-			stages[p.Label(s, profile.LabelStageID)] = true
-		}
-		if !stages["1"] || !stages["2"] {
-			t.Errorf("stages in the output file: %v", stages)
-		}
-	})
+		want += offlineCPU(t, body)
+	}
+	if got := ticks(t, e.base, "lost", "{}", "cpu"); got != want || want == 0 {
+		t.Errorf("CPU samples stored %d, want %d: those of the %d distinct windows (%d uploads sent, %d answers lost)", got, want, len(p.firstBody), p.sent, p.lost)
+	}
+	t.Logf("%d windows, %d uploads sent, %d answers lost", len(p.firstBody), p.sent, p.lost)
+}
+
+func agentFractionZero(t *testing.T, e agentEnv) {
+	_, stderr := runWorkload(t, e.base, "0", "-", "spark.sparkprof.tenant=zero")
+	var agents []any
+	getTenant(t, e.base, "/api/v1/agents", "zero", &agents)
+	if len(agents) != 0 || !strings.Contains(stderr, "not picked") {
+		t.Errorf("fraction 0: agents %v, stderr %s", agents, stderr)
+	}
+}
+
+func agentTLS(t *testing.T, e agentEnv) {
+	tdir := t.TempDir()
+	certFile, keyFile := filepath.Join(tdir, "cert.pem"), filepath.Join(tdir, "key.pem")
+	cert := writeCert(t, certFile, keyFile, 1)
+	store := filepath.Join(tdir, "trust.p12")
+	if out, err := exec.Command("keytool", "-importcert", "-noprompt", "-alias", "sparkprof", "-file", certFile,
+		"-keystore", store, "-storetype", "PKCS12", "-storepass", "changeit").CombinedOutput(); err != nil {
+		t.Fatalf("keytool: %v\n%s", err, out)
+	}
+	tcmd, tbase := startServe(t, e.bin, filepath.Join(tdir, "data"), "--tls-cert", certFile, "--tls-key", keyFile)
+	defer func() { tcmd.Process.Signal(syscall.SIGTERM); tcmd.Wait() }()
+	runWorkloadJVM(t, []string{"-Djavax.net.ssl.trustStore=" + store, "-Djavax.net.ssl.trustStorePassword=changeit"}, tbase, "1.0", "-")
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	resp, err := client.Get(tbase + "/api/v1/render?" + url.Values{"query": {`{spark_stage_id="1"}`}, "type": {"cpu"}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Flamebearer struct{ NumTicks int64 } `json:"flamebearer"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Flamebearer.NumTicks == 0 {
+		t.Errorf("CPU samples of stage 1 over TLS: %d (%v)", r.Flamebearer.NumTicks, err)
+	}
+}
+
+func agentServerDown(t *testing.T, e agentEnv) {
+	ln := "http://127.0.0.1:9" // discard port: nothing listens
+	stdout, stderr := runWorkload(t, ln, "1.0", "-", "spark.sparkprof.uploadInterval=500ms")
+	var workMs, shutdownMs int
+	fmt.Sscanf(stdout[strings.Index(stdout, "work_ms="):], "work_ms=%d shutdown_ms=%d", &workMs, &shutdownMs)
+	if shutdownMs > 11_000 || !strings.Contains(stderr, "cannot reach") {
+		t.Errorf("shutdown took %d ms; stderr %s", shutdownMs, stderr)
+	}
+}
+
+func agentJavaagent(t *testing.T, e agentEnv) {
+	// The same workload started with -javaagent: the plugin finds the
+	// running agent and adds its labels. With a 10-minute interval only
+	// the JVM shutdown hook can ship the data (the recorder's own hook
+	// may run first). The window is gzipped, as the agent sends it with
+	// compression=gzip.
+	cmd := workloadCommand([]string{"-javaagent:../../agent/build/sparkprof-agent.jar=server=" + e.base + ",tenant=ja,uploadInterval=10m,compression=gzip"}, "-", "1.0", "-")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "DONE") {
+		t.Fatalf("javaagent run: %v\n%s", err, out)
+	}
+	if n := ticks(t, e.base, "ja", `{spark_stage_id="1", spark_executor_id="7"}`, "cpu"); n == 0 {
+		t.Error("no CPU samples for stage 1 through the javaagent")
+	}
+}
+
+func agentFileMode(t *testing.T, e agentEnv) {
+	out := filepath.Join(e.dir, "profiles")
+	runWorkload(t, "-", "1.0", out, "spark.sparkprof.uploadInterval=1s")
+	path := filepath.Join(out, "app-20261122000000-0001", "profile-exec-7.jfr")
+	p, err := format.Load(path, format.Options{})
+	if err != nil {
+		t.Fatalf("the output file: %v", err)
+	}
+	if id, _ := p.Labels.Get(profile.LabelExecutorID); id != "7" {
+		t.Errorf("executor label from the path: %q", id)
+	}
+	stages := map[string]bool{}
+	for _, s := range p.Samples {
+		stages[p.Label(s, profile.LabelStageID)] = true
+	}
+	if !stages["1"] || !stages["2"] {
+		t.Errorf("stages in the output file: %v", stages)
+	}
 }

@@ -1,38 +1,24 @@
 package dev.sparkprof.agent;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.lang.instrument.Instrumentation;
-import java.lang.reflect.Method;
-import java.net.HttpURLConnection;
 import java.net.InetAddress;
-import java.net.URI;
-import java.net.URL;
-import java.net.URLEncoder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
-import java.util.ArrayDeque;
-import java.util.Deque;
 import java.util.Comparator;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
-import java.util.zip.GZIPOutputStream;
 
 /**
  * The sparkprof JVM agent: profiles this JVM with the JDK's Flight Recorder and ships each window to a
  * sparkprof (or Pyroscope) server, and/or writes the whole recording to an output directory at exit. It
- * starts from {@code -javaagent:sparkprof-agent.jar[=options]} or from the Spark plugin. Nothing it does
- * may hurt the job: every error is logged once and swallowed, its threads are daemons, the data it holds
- * is bounded (the oldest windows are dropped and counted), and it never blocks a task thread.
+ * starts from {@code -javaagent:sparkprof-agent.jar[=options]} or from the Spark plugin. This class is its
+ * lifecycle: it starts once per JVM, runs the one thread that ends a {@link Profiler} window every upload
+ * interval, puts the window in the {@link WindowQueue}, sends what waits with the {@link Uploader}, and at stop
+ * ships the last window and writes the {@link OutputFile}. Nothing it does may hurt the job: every error is
+ * logged once and swallowed, its threads are daemons, the data it holds is bounded (the oldest windows are
+ * dropped and counted), and it never blocks a task thread.
  */
 public final class Agent {
   private static Agent instance;
@@ -41,23 +27,16 @@ public final class Agent {
   final Labels labels = new Labels();
   final TaskWindows tasks = new TaskWindows();
   private GcPauses gcPauses; // set when garbage collections come from the JVM's notifications
-  private final String app, role, appId, executorId;
+  private final String app, role, executorId;
   private final Path workDir;
   private final Profiler profiler;
-  private final Deque<Profiler.Window> pending = new ArrayDeque<>();
-  private final Deque<Profiler.Window> kept = new ArrayDeque<>();
-  /**
-   * Starts the keys of this JVM's windows: unique among all JVMs sending to a server. Not a UUID: its SecureRandom
-   * can block a JVM's start where entropy is short, and this runs before the JVM's main method.
-   */
-  private final String keyPrefix = Long.toHexString(ThreadLocalRandom.current().nextLong()) + "-"
-      + ProcessHandle.current().pid() + "-" + Long.toHexString(System.currentTimeMillis());
-  private long windows; // windows queued for the server, numbering their keys
+  private final WindowQueue queue;
+  private final Uploader uploader; // null without a server
+  private final OutputFile output; // null without an output directory
   private final Object wake = new Object();
   private Thread shipper;
   private volatile boolean stopping;
   private boolean stopped;
-  final AtomicLong uploads = new AtomicLong(), failures = new AtomicLong(), droppedWindows = new AtomicLong();
 
   /** Entry point of {@code -javaagent:sparkprof-agent.jar=key=value,...}. */
   public static void premain(String options, Instrumentation inst) {
@@ -142,21 +121,18 @@ public final class Agent {
     }
   }
 
-  /** The running agent, or null. */
-  static synchronized Agent current() {
-    return instance;
-  }
-
   private Agent(Config cfg, String role, String appId, String appName, String executorId) throws IOException {
     this.cfg = cfg;
     this.role = role;
-    this.appId = appId;
     this.executorId = executorId;
     this.app = first(appName, first(appId, "jvm"));
     labels.put("spark_app_id", appId);
     labels.put("spark_executor_id", executorId);
     labels.put("role", role);
     labels.parse(cfg.get("labels"));
+    queue = new WindowQueue(cfg.bytes("maxQueuedBytes", 64L << 20));
+    uploader = cfg.get("server") != null ? new Uploader(cfg, labels, app) : null;
+    output = cfg.get("outputDir") != null ? new OutputFile(cfg.get("outputDir"), role, appId, executorId) : null;
     workDir = Files.createTempDirectory("sparkprof-");
     profiler = new Profiler(cfg, workDir);
   }
@@ -259,162 +235,26 @@ public final class Agent {
       return;
     }
     if (!Profiler.wholeRecording(w.file)) {
-      droppedWindows.incrementAndGet();
+      queue.discard(w);
       Log.once("the Flight Recorder did not write a whole recording of a window (at JVM exit its own shutdown hook"
           + " can race the agent's); the window is dropped, not sent", null);
-      Profiler.delete(w);
       return;
     }
-    if (cfg.get("server") != null) {
+    if (uploader != null) {
       w.tasks = tasks.drain();
       w.gc = gcPauses != null ? gcPauses.drain() : null;
-      w.key = keyPrefix + "/" + windows++;
-      pending.add(w);
+      w.key = uploader.nextKey();
     }
-    if (cfg.get("outputDir") != null) {
-      kept.add(w);
+    queue.add(w, uploader != null, output != null);
+    if (uploader == null) {
+      return;
     }
-    bound();
-    if (cfg.get("server") != null) {
-      while (!pending.isEmpty() && System.currentTimeMillis() < deadline) {
-        Profiler.Window next = pending.peek();
-        if (!upload(next, deadline)) {
-          break; // the server is down or slow: keep it for the next round, within the bound
-        }
-        pending.poll();
-        release(next);
+    for (Profiler.Window next; (next = queue.next()) != null && System.currentTimeMillis() < deadline; ) {
+      if (!uploader.upload(next, deadline, queue.dropped.get())) {
+        break; // the server is down or slow: keep it for the next round, within the bound
       }
+      queue.sent(next);
     }
-    if (!pending.contains(w) && !kept.contains(w)) {
-      Profiler.delete(w);
-    }
-  }
-
-  /** Drops the oldest windows while more than maxQueuedBytes wait. */
-  private void bound() {
-    long max = cfg.bytes("maxQueuedBytes", 64L << 20);
-    for (Deque<Profiler.Window> q : java.util.List.of(pending, kept)) {
-      long size = 0;
-      for (Profiler.Window w : q) {
-        size += w.file.toFile().length();
-      }
-      while (size > max && q.size() > 1) {
-        Profiler.Window old = q.poll();
-        size -= old.file.toFile().length();
-        droppedWindows.incrementAndGet();
-        Log.once("dropping the oldest profile windows: more than " + max + " bytes wait (server down or output too big)", null);
-        release(old);
-      }
-    }
-  }
-
-  private void release(Profiler.Window w) {
-    if (!pending.contains(w) && !kept.contains(w)) {
-      Profiler.delete(w);
-    }
-  }
-
-  /** Sends one window to the server's /ingest, returning whether it was accepted. */
-  private boolean upload(Profiler.Window w, long deadline) {
-    String server = cfg.get("server");
-    try {
-      byte[] jfr = compress(Files.readAllBytes(w.file), cfg.get("compression"));
-      String tasksJson = w.tasks, gcJson = w.gc;
-      // The window in milliseconds, which Pyroscope's ingest reads as sparkprof's does (told apart from
-      // seconds by size): seconds rounded up put its end up to a second after the upload.
-      String query = "name=" + enc(labels.pyroscopeName(app)) + "&from=" + w.fromMs + "&until=" + w.untilMs
-          + "&format=jfr&spyName=sparkprof&sampleRate=" + (1000 / Math.max(1, cfg.millis("interval", 10)))
-          + "&dropped=" + droppedWindows.get();
-      HttpURLConnection c = (HttpURLConnection) new URL(server.replaceAll("/+$", "") + "/ingest?" + query).openConnection();
-      int budget = (int) Math.max(500, Math.min(10_000, deadline - System.currentTimeMillis()));
-      c.setConnectTimeout(Math.min(2_000, budget));
-      c.setReadTimeout(budget);
-      c.setDoOutput(true);
-      c.setRequestMethod("POST");
-      if (cfg.get("authToken") != null) {
-        c.setRequestProperty("Authorization", "Bearer " + cfg.get("authToken"));
-      }
-      if (cfg.get("tenant") != null) {
-        c.setRequestProperty("X-Scope-OrgID", cfg.get("tenant"));
-      }
-      // A window whose answer was lost (a timeout, a server killed after storing it) is sent again: the key
-      // lets the server store it once. Pyroscope ignores the header.
-      c.setRequestProperty("Idempotency-Key", w.key);
-      byte[] body;
-      if (tasksJson == null && gcJson == null) {
-        c.setRequestProperty("Content-Type", "application/octet-stream");
-        body = jfr;
-      } else {
-        String boundary = "sparkprof" + Long.toHexString(System.nanoTime());
-        c.setRequestProperty("Content-Type", "multipart/form-data; boundary=" + boundary);
-        ByteArrayOutputStream b = new ByteArrayOutputStream(jfr.length + 1024);
-        part(b, boundary, "jfr", jfr);
-        if (tasksJson != null) {
-          part(b, boundary, "tasks", tasksJson.getBytes(StandardCharsets.UTF_8));
-        }
-        if (gcJson != null) {
-          part(b, boundary, "gc", gcJson.getBytes(StandardCharsets.UTF_8));
-        }
-        b.write(("--" + boundary + "--\r\n").getBytes(StandardCharsets.US_ASCII));
-        body = b.toByteArray();
-      }
-      c.setFixedLengthStreamingMode(body.length);
-      try (OutputStream out = c.getOutputStream()) {
-        out.write(body);
-      }
-      int code = c.getResponseCode();
-      try (InputStream in = code < 400 ? c.getInputStream() : c.getErrorStream()) {
-        if (in != null) {
-          in.readAllBytes();
-        }
-      }
-      if (code / 100 != 2) {
-        failures.incrementAndGet();
-        Log.once("the server refused an upload with HTTP " + code, null);
-        // A 4xx will not get better: drop the window rather than retry it.
-        return code >= 400 && code < 500 && code != 429;
-      }
-      uploads.incrementAndGet();
-      return true;
-    } catch (IOException | RuntimeException e) {
-      failures.incrementAndGet();
-      Log.once("cannot reach the sparkprof server " + server, e);
-      return false;
-    }
-  }
-
-  private static void part(ByteArrayOutputStream b, String boundary, String name, byte[] data) throws IOException {
-    b.write(("--" + boundary + "\r\nContent-Disposition: form-data; name=\"" + name + "\"; filename=\"" + name
-        + "\"\r\nContent-Type: application/octet-stream\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-    b.write(data);
-    b.write("\r\n".getBytes(StandardCharsets.US_ASCII));
-  }
-
-  /**
-   * Returns a window's recording as it is sent: gzipped with {@code compression=gzip}, as it is otherwise. A window
-   * is sent uncompressed by default: gzip costs the executor ~13 ms of CPU and the server ~1.7 ms per 10 s window
-   * of a busy JVM, to send ~170 KB instead of ~750 KB.
-   */
-  static byte[] compress(byte[] jfr, String compression) throws IOException {
-    if ("gzip".equalsIgnoreCase(compression)) {
-      return gzip(jfr);
-    }
-    if (compression != null && !"none".equalsIgnoreCase(compression)) {
-      Log.once("unknown compression '" + compression + "' (gzip or none): sending uncompressed", null);
-    }
-    return jfr;
-  }
-
-  private static byte[] gzip(byte[] data) throws IOException {
-    ByteArrayOutputStream b = new ByteArrayOutputStream(data.length / 4 + 64);
-    try (GZIPOutputStream z = new GZIPOutputStream(b)) {
-      z.write(data);
-    }
-    return b.toByteArray();
-  }
-
-  private static String enc(String s) {
-    return URLEncoder.encode(s, StandardCharsets.UTF_8);
   }
 
   /**
@@ -436,7 +276,7 @@ public final class Agent {
     try {
       shipper.join(Math.max(1, (deadline - System.currentTimeMillis()) / 2));
       window(profiler.rotate(true), deadline);
-      if (cfg.get("outputDir") != null) {
+      if (output != null) {
         writeOutput();
       }
     } catch (Throwable t) {
@@ -451,55 +291,20 @@ public final class Agent {
         g.uninstall();
       }
       deleteTree(workDir);
-      Log.info("stopped: " + uploads.get() + " uploads, " + failures.get() + " failed, " + droppedWindows.get()
+      Log.info("stopped: " + (uploader != null ? uploader.uploads.get() : 0) + " uploads, "
+          + (uploader != null ? uploader.failures.get() : 0) + " failed, " + queue.dropped.get()
           + " windows dropped, " + tasks.dropped.get() + " task records dropped"
           + (g != null ? ", " + g.dropped.get() + " GC records dropped" : ""));
     }
   }
 
-  /**
-   * Writes the kept windows as one JFR file (JFR files are sequences of chunks, so windows concatenate) to
-   * {@code <outputDir>/<appId>/profile-exec-<id>.jfr} or {@code profile-driver.jfr}, as Spark 4's profiler
-   * does: a local path, or HDFS/S3 through Hadoop's FileSystem when it is on the class path.
-   */
+  /** Writes the kept windows to the output file. */
   private synchronized void writeOutput() throws Exception {
-    if (kept.isEmpty()) {
-      return;
-    }
-    Path all = workDir.resolve("profile.jfr");
-    try (OutputStream out = Files.newOutputStream(all, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING)) {
-      for (Profiler.Window w : kept) {
-        Files.copy(w.file, out);
-      }
-    }
-    String name = "executor".equals(role) ? "profile-exec-" + executorId + ".jfr" : "profile-driver.jfr";
-    String dir = cfg.get("outputDir").replaceAll("/+$", "") + "/" + (appId != null ? appId : "unknown-app");
-    URI uri = URI.create(dir);
-    if (uri.getScheme() == null || "file".equals(uri.getScheme())) {
-      Path target = uri.getScheme() == null ? Paths.get(dir) : Paths.get(uri);
-      Files.createDirectories(target);
-      Files.move(all, target.resolve(name), StandardCopyOption.REPLACE_EXISTING);
-    } else {
-      hadoopCopy(all, dir + "/" + name);
-    }
-    Log.info("wrote " + dir + "/" + name);
+    output.write(queue.kept(), workDir);
   }
 
-  /** Copies a local file to a Hadoop FileSystem URI by reflection (no compile-time Hadoop dependency). */
-  private static void hadoopCopy(Path local, String target) throws Exception {
-    ClassLoader cl = Thread.currentThread().getContextClassLoader();
-    Class<?> confClass = Class.forName("org.apache.hadoop.conf.Configuration", true, cl);
-    Class<?> pathClass = Class.forName("org.apache.hadoop.fs.Path", true, cl);
-    Class<?> fsClass = Class.forName("org.apache.hadoop.fs.FileSystem", true, cl);
-    Object conf = confClass.getConstructor().newInstance();
-    Object dst = pathClass.getConstructor(String.class).newInstance(target);
-    Object src = pathClass.getConstructor(String.class).newInstance(local.toUri().toString());
-    Object fs = fsClass.getMethod("get", URI.class, confClass).invoke(null, URI.create(target), conf);
-    Method copy = fsClass.getMethod("copyFromLocalFile", boolean.class, boolean.class, pathClass, pathClass);
-    copy.invoke(fs, true, true, src, dst);
-  }
-
-  private static void deleteTree(Path dir) {
+  /** Deletes dir and everything under it; a failure is logged once. */
+  static void deleteTree(Path dir) {
     try (Stream<Path> s = Files.walk(dir)) {
       s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     } catch (IOException | RuntimeException e) {

@@ -159,6 +159,15 @@ func TestWatchProfileDir(t *testing.T) {
 		}
 	}
 
+	watchEdgeCases(t, srv, w, dir, rec, chunk1, chunk2)
+}
+
+// watchEdgeCases goes on with the watch w of TestWatchProfileDir over dir,
+// whose recording rec holds chunk1 and chunk2: a backlog larger than a
+// scan reads, a damaged recording, a directory that cannot be read for a
+// while, and the senders each recording makes.
+func watchEdgeCases(t *testing.T, srv *Pipeline, w *profileWatch, dir, rec string, chunk1, chunk2 []byte) {
+	ctx := context.Background()
 	// With a scan's read bound below a chunk's size, the chunk is still
 	// read whole; a backlog of chunks takes a scan each.
 	defer func(n int64) { maxScanBytes = n }(maxScanBytes)

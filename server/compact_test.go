@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
@@ -45,7 +46,6 @@ func testCompactionKeepsAnswers(t *testing.T, span time.Duration) {
 	}
 	defer func() { db.Close() }()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	handler := newServer(t, Config{Store: db, Logger: logger})
 	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
 	const windows, execs = 6, 3
 	for w := range windows {
@@ -56,7 +56,53 @@ func testCompactionKeepsAnswers(t *testing.T, span time.Duration) {
 		}
 	}
 	sec := func(s int) string { return strconv.FormatInt(start+int64(s)*int64(time.Second), 10) }
-	queries := []url.Values{
+	c := &compactionCase{t: t, handler: newServer(t, Config{Store: db, Logger: logger}), queries: compactionRenders(sec), others: compactionOthers(sec)}
+	before := c.answers()
+	if m := c.get("/metrics"); !strings.Contains(m, "\nsparkprof_store_head_uploads 18\n") || !strings.Contains(m, "\nsparkprof_store_blocks 0\n") {
+		t.Errorf("metrics before compaction:\n%s", m)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	after := c.answers()
+	// Compaction left the new block's rollup cached. The queries read its
+	// samples once, and the series its timeline; with one-minute blocks,
+	// those whose range cuts the block read the tables of its samples and
+	// the time slices they need (a slice's samples when they cut it, its
+	// rollup when they cover it and can use one, its timeline for a
+	// series). A ten-minute block of this minute is not sliced: its
+	// samples are all in the first slice.
+	misses := map[time.Duration][2]int{0: {2, 3}, time.Minute: {20, 21}}[span]
+	c.metrics("sparkprof_store_head_uploads 0", "sparkprof_store_blocks 1", "sparkprof_store_block_uploads 18",
+		"sparkprof_store_compactions_total 1", "sparkprof_store_compaction_errors_total 0", fmt.Sprint("sparkprof_store_cache_misses_total ", misses[0]))
+	if m := c.get("/metrics"); !regexp.MustCompile(`\nsparkprof_store_compaction_seconds_total [0-9.e-]+\n`).MatchString(m) || strings.Contains(m, "compaction_seconds_total 0\n") {
+		t.Errorf("metrics lack the time compaction took:\n%s", m)
+	}
+	// After a restart the block is read from disk: its rollup and samples
+	// once each (label queries answer from the block's meta).
+	db.Close()
+	if db, err = store.Open(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	c.handler = newServer(t, Config{Store: db, Logger: logger})
+	c.labelQueries(before, sec)
+	reopened := c.answers()
+	c.metrics("sparkprof_store_blocks 1", fmt.Sprint("sparkprof_store_cache_misses_total ", misses[1]))
+	for i := range before {
+		if before[i] != after[i] {
+			t.Errorf("%s: the answer changed with compaction:\nbefore %.300s\nafter  %.300s", c.path(i), before[i], after[i])
+		}
+		if before[i] != reopened[i] {
+			t.Errorf("%s: the answer changed with compaction and a restart:\nbefore %.300s\nafter  %.300s", c.path(i), before[i], reopened[i])
+		}
+	}
+}
+
+// compactionRenders are the flame graphs TestCompactionKeepsAnswers asks
+// for before and after compaction: sec gives the time s seconds into the
+// uploads.
+func compactionRenders(sec func(s int) string) []url.Values {
+	return []url.Values{
 		{"query": {`{spark_app_id="app-bench"}`}},
 		{"query": {`{spark_app_id="app-bench"}`}, "type": {"wall"}},
 		{"query": {`{spark_stage_id="5"}`}, "from": {sec(0)}, "until": {sec(3600)}},
@@ -68,8 +114,13 @@ func testCompactionKeepsAnswers(t *testing.T, span time.Duration) {
 		{"query": {`{spark_stage_id="1"}`}, "type": {"wall"}, "from": {sec(7)}, "until": {sec(53)}},
 		{"query": {`{spark_app_id="app-bench"}`}, "type": {"wall"}, "from": {sec(17)}, "until": {sec(31)}},
 	}
-	// Other endpoints read the block's samples; their answers stay too.
-	others := []string{
+}
+
+// compactionOthers are the other endpoints TestCompactionKeepsAnswers
+// asks: they read the block's samples, and their answers stay too. The
+// fourth and fifth are label queries.
+func compactionOthers(sec func(s int) string) []string {
+	return []string{
 		"/api/v1/top?query=" + url.QueryEscape(`{spark_app_id="app-bench"}`) + "&type=wall",
 		"/api/v1/breakdown?by=state,spark_stage_id&query=" + url.QueryEscape(`{spark_executor_id="2"}`) + "&type=wall",
 		"/api/v1/series?by=spark_executor_id&step=10s&query=" + url.QueryEscape(`{spark_app_id="app-bench"}`) + "&type=wall",
@@ -81,99 +132,84 @@ func testCompactionKeepsAnswers(t *testing.T, span time.Duration) {
 		"/pyroscope/render?groupBy=spark_executor_id&from=" + sec(0) + "&until=" + sec(3600) + "&query=" + url.QueryEscape(`app.wall{spark_app_id="app-bench"}`),
 		"/pyroscope/render?from=" + sec(12) + "&until=" + sec(47) + "&query=" + url.QueryEscape(`{spark_stage_id="2"}`),
 	}
-	get := func(path string) string {
-		w := httptest.NewRecorder()
-		handler.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
-		if w.Code != 200 || w.Body.Len() < 10 {
-			t.Fatalf("%s: %d %s", path, w.Code, w.Body)
-		}
-		return w.Body.String()
-	}
-	answers := func() []string {
-		var out []string
-		for _, q := range queries {
-			var r renderResponse
-			if err := json.Unmarshal([]byte(get("/api/v1/render?"+q.Encode())), &r); err != nil {
-				t.Fatalf("%v: %v", q, err)
-			}
-			if r.Flamebearer.NumTicks == 0 {
-				t.Fatalf("%v selects nothing", q)
-			}
-			fb, _ := json.Marshal(r.Flamebearer)
-			out = append(out, string(fb))
-		}
-		for _, path := range others {
-			out = append(out, get(path))
-		}
-		return out
-	}
-	before := answers()
-	if m := get("/metrics"); !strings.Contains(m, "\nsparkprof_store_head_uploads 18\n") || !strings.Contains(m, "\nsparkprof_store_blocks 0\n") {
-		t.Errorf("metrics before compaction:\n%s", m)
-	}
-	if err := db.Compact(); err != nil {
-		t.Fatal(err)
-	}
-	after := answers()
-	metrics := func(want ...string) {
-		t.Helper()
-		m := get("/metrics")
-		for _, w := range want {
-			if !strings.Contains(m, "\n"+w+"\n") {
-				t.Errorf("metrics lack %q:\n%s", w, m)
-			}
-		}
-	}
-	// Compaction left the new block's rollup cached. The queries read its
-	// samples once, and the series its timeline; with one-minute blocks,
-	// those whose range cuts the block read the tables of its samples and
-	// the time slices they need (a slice's samples when they cut it, its
-	// rollup when they cover it and can use one, its timeline for a
-	// series). A ten-minute block of this minute is not sliced: its
-	// samples are all in the first slice.
-	misses := map[time.Duration][2]int{0: {2, 3}, time.Minute: {20, 21}}[span]
-	metrics("sparkprof_store_head_uploads 0", "sparkprof_store_blocks 1", "sparkprof_store_block_uploads 18",
-		"sparkprof_store_compactions_total 1", "sparkprof_store_compaction_errors_total 0", fmt.Sprint("sparkprof_store_cache_misses_total ", misses[0]))
-	if m := get("/metrics"); !regexp.MustCompile(`\nsparkprof_store_compaction_seconds_total [0-9.e-]+\n`).MatchString(m) || strings.Contains(m, "compaction_seconds_total 0\n") {
-		t.Errorf("metrics lack the time compaction took:\n%s", m)
-	}
-	// After a restart the block is read from disk: its rollup and samples
-	// once each (label queries answer from the block's meta).
-	db.Close()
-	if db, err = store.Open(dir, opts); err != nil {
-		t.Fatal(err)
-	}
-	handler = newServer(t, Config{Store: db, Logger: logger})
-	labels, stages := get("/api/v1/labels"), get("/api/v1/label-values?label=spark_stage_id")
-	metrics("sparkprof_store_cache_misses_total 0") // answered from the block's meta
-	if labels != before[len(queries)+3] || stages != before[len(queries)+4] {
-		t.Errorf("label queries from the block's meta: %s, %s; want %s, %s", labels, stages, before[len(queries)+3], before[len(queries)+4])
-	}
-	// A time range bounds label queries; a bad one is a 400.
+}
+
+// compactionCase asks a server the queries of TestCompactionKeepsAnswers.
+type compactionCase struct {
+	t       *testing.T
+	handler http.Handler
+	queries []url.Values
+	others  []string
+}
+
+// get answers path, failing the test unless it answers 200 with a body.
+func (c *compactionCase) get(path string) string {
 	w := httptest.NewRecorder()
-	handler.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/label-values?label=spark_stage_id&from="+sec(7200)+"&until="+sec(7300), nil))
+	c.handler.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+	if w.Code != 200 || w.Body.Len() < 10 {
+		c.t.Fatalf("%s: %d %s", path, w.Code, w.Body)
+	}
+	return w.Body.String()
+}
+
+// path is the request of answer i of answers.
+func (c *compactionCase) path(i int) string {
+	if i < len(c.queries) {
+		return "/api/v1/render?" + c.queries[i].Encode()
+	}
+	return c.others[i-len(c.queries)]
+}
+
+// answers asks every query: the flame graphs of the renders, then the
+// whole answers of the others.
+func (c *compactionCase) answers() []string {
+	var out []string
+	for _, q := range c.queries {
+		var r renderResponse
+		if err := json.Unmarshal([]byte(c.get("/api/v1/render?"+q.Encode())), &r); err != nil {
+			c.t.Fatalf("%v: %v", q, err)
+		}
+		if r.Flamebearer.NumTicks == 0 {
+			c.t.Fatalf("%v selects nothing", q)
+		}
+		fb, _ := json.Marshal(r.Flamebearer)
+		out = append(out, string(fb))
+	}
+	for _, path := range c.others {
+		out = append(out, c.get(path))
+	}
+	return out
+}
+
+// metrics checks that /metrics has each of the lines want.
+func (c *compactionCase) metrics(want ...string) {
+	c.t.Helper()
+	m := c.get("/metrics")
+	for _, w := range want {
+		if !strings.Contains(m, "\n"+w+"\n") {
+			c.t.Errorf("metrics lack %q:\n%s", w, m)
+		}
+	}
+}
+
+// labelQueries checks, on a server that has just reopened its store, that
+// label queries answer from the block's meta as before (the answers of
+// before), that a time range bounds them and that a bad one is a 400.
+func (c *compactionCase) labelQueries(before []string, sec func(s int) string) {
+	t := c.t
+	labels, stages := c.get("/api/v1/labels"), c.get("/api/v1/label-values?label=spark_stage_id")
+	c.metrics("sparkprof_store_cache_misses_total 0") // answered from the block's meta
+	if n := len(c.queries); labels != before[n+3] || stages != before[n+4] {
+		t.Errorf("label queries from the block's meta: %s, %s; want %s, %s", labels, stages, before[n+3], before[n+4])
+	}
+	w := httptest.NewRecorder()
+	c.handler.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/label-values?label=spark_stage_id&from="+sec(7200)+"&until="+sec(7300), nil))
 	if w.Code != 200 || strings.TrimSpace(w.Body.String()) != "[]" {
 		t.Errorf("stage values two hours after the data: %d %s", w.Code, w.Body)
 	}
 	w = httptest.NewRecorder()
-	handler.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/labels?from=yesterday", nil))
+	c.handler.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/labels?from=yesterday", nil))
 	if w.Code != 400 || !strings.Contains(w.Body.String(), "from") {
 		t.Errorf("labels from=yesterday: %d %s", w.Code, w.Body)
-	}
-	reopened := answers()
-	metrics("sparkprof_store_blocks 1", fmt.Sprint("sparkprof_store_cache_misses_total ", misses[1]))
-	for i := range before {
-		what := func() string {
-			if i < len(queries) {
-				return "/api/v1/render?" + queries[i].Encode()
-			}
-			return others[i-len(queries)]
-		}
-		if before[i] != after[i] {
-			t.Errorf("%s: the answer changed with compaction:\nbefore %.300s\nafter  %.300s", what(), before[i], after[i])
-		}
-		if before[i] != reopened[i] {
-			t.Errorf("%s: the answer changed with compaction and a restart:\nbefore %.300s\nafter  %.300s", what(), before[i], reopened[i])
-		}
 	}
 }

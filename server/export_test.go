@@ -45,38 +45,16 @@ func TestExport(t *testing.T) {
 			}
 		}
 	}
-	get := func(path string) *httptest.ResponseRecorder {
-		t.Helper()
-		w := httptest.NewRecorder()
-		s.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
-		return w
-	}
-	app := url.QueryEscape(`{spark_app_id="app-bench"}`)
-	ticks := func(query string) int64 {
-		t.Helper()
-		var r renderResponse
-		if w := get("/api/v1/render?type=wall&query=" + url.QueryEscape(query)); w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &r) != nil {
-			t.Fatalf("render %s: %d %s", query, w.Code, w.Body)
-		}
-		return r.Flamebearer.NumTicks
-	}
-	export := func(params string) []byte {
-		t.Helper()
-		w := get("/api/v1/export?type=wall&query=" + app + "&" + params)
-		if w.Code != 200 {
-			t.Fatalf("export %s: %d %s", params, w.Code, w.Body)
-		}
-		return w.Body.Bytes()
-	}
-	whole := ticks(`{spark_app_id="app-bench"}`)
+	c := exportCase{t: t, s: s, app: url.QueryEscape(`{spark_app_id="app-bench"}`)}
+	whole := c.ticks(`{spark_app_id="app-bench"}`)
 	if whole == 0 {
 		t.Fatal("the uploads hold no wall time")
 	}
-	if got := foldedTotal(t, export("format=folded")); got != whole {
+	if got := foldedTotal(t, c.export("format=folded")); got != whole {
 		t.Errorf("folded export holds %d, the flame graph %d", got, whole)
 	}
 	var sc struct{ Profiles []struct{ Weights []float64 } }
-	if err := json.Unmarshal(export("format=speedscope"), &sc); err != nil || len(sc.Profiles) != 1 {
+	if err := json.Unmarshal(c.export("format=speedscope"), &sc); err != nil || len(sc.Profiles) != 1 {
 		t.Fatalf("speedscope export: %v, %d profiles", err, len(sc.Profiles))
 	}
 	var scTotal float64
@@ -86,66 +64,38 @@ func TestExport(t *testing.T) {
 	if int64(scTotal) != whole {
 		t.Errorf("speedscope export holds %.0f, the flame graph %d", scTotal, whole)
 	}
-	if svg := export("format=svg"); !bytes.Contains(svg, []byte("<svg")) {
+	if svg := c.export("format=svg"); !bytes.Contains(svg, []byte("<svg")) {
 		t.Errorf("svg export is not an SVG: %.200s", svg)
 	}
 	for _, bad := range []struct{ params, param string }{{"format=xml", "format"}, {"format=pprof&labels=task", "labels"}} {
-		if w := get("/api/v1/export?query=" + app + "&" + bad.params); w.Code != 400 || !strings.Contains(w.Body.String(), bad.param) {
+		if w := c.get("/api/v1/export?query=" + c.app + "&" + bad.params); w.Code != 400 || !strings.Contains(w.Body.String(), bad.param) {
 			t.Errorf("%s: %d %s, want 400 naming %s", bad.params, w.Code, w.Body, bad.param)
 		}
 	}
 
-	// By stack and labels: what a pprof export holds, in any sample order.
-	check := func(when string) (coarse, all map[string]int64) {
-		t.Helper()
-		coarse, all = pprofSums(t, export("format=pprof")), pprofSums(t, export("format=pprof&labels=all"))
-		byExec := map[string]int64{}
-		for k, v := range coarse {
-			for _, dropped := range append(slices.Clone(store.RollupDropped), pprof.LabelThreadID) {
-				if strings.Contains(k, "\x00"+dropped+"=") {
-					t.Fatalf("%s: a pprof export without labels=all keeps %s: %s", when, dropped, k)
-				}
-			}
-			byExec[labelIn(k, profile.LabelExecutorID)] += v
-		}
-		for e := range execs {
-			if want := ticks(fmt.Sprintf(`{spark_app_id="app-bench",spark_executor_id="%d"}`, e)); byExec[strconv.Itoa(e)] != want {
-				t.Errorf("%s: executor %d holds %d in the pprof export, %d in its flame graph", when, e, byExec[strconv.Itoa(e)], want)
-			}
-		}
-		if !strings.Contains(strings.Join(slices.Collect(maps.Keys(all)), "\n"), profile.LabelTaskID+"=") {
-			t.Errorf("%s: labels=all drops the task ids", when)
-		}
-		// The coarse export is the full one with the per-task and
-		// per-thread labels summed away.
-		if got, want := coarse, coarsen(all); !maps.Equal(got, want) {
-			t.Errorf("%s: the pprof export has %d rows, labels=all summed over tasks and threads %d; they differ", when, len(got), len(want))
-		}
-		return coarse, all
-	}
-	headCoarse, headAll := check("head")
+	headCoarse, headAll := c.pprofExports("head", execs)
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	if coarse, all := check("block"); !maps.Equal(coarse, headCoarse) || !maps.Equal(all, headAll) {
+	if coarse, all := c.pprofExports("block", execs); !maps.Equal(coarse, headCoarse) || !maps.Equal(all, headAll) {
 		t.Error("the pprof exports changed at compaction")
 	}
 
 	// With the app's task model, a task's samples take its stage (here
 	// 100 + the window): the block's rollup, whose samples have no tasks,
 	// cannot answer.
-	tasks := map[int64]*spark.Task{}
+	var tasks []*spark.Task
 	for w := range windows {
 		for e := range execs {
 			launch := (start + int64(w)*int64(10*time.Second)) / 1e6
 			for i := range len(base.Threads) {
 				id := int64((w*synth.Executors+e)*len(base.Threads) + i)
-				tasks[id] = &spark.Task{ID: id, StageID: 100 + w, ExecutorID: strconv.Itoa(e), LaunchMs: launch, FinishMs: launch + 10_000}
+				tasks = append(tasks, &spark.Task{ID: id, StageID: 100 + w, ExecutorID: strconv.Itoa(e), LaunchMs: launch, FinishMs: launch + 10_000})
 			}
 		}
 	}
-	s.apps.Put("", &analysis.Report{App: spark.Summary{ID: "app-bench"}, Tasks: slices.Collect(maps.Values(tasks))})
-	coarse, _ := check("joined")
+	s.apps.Put("", &analysis.Report{App: spark.Summary{ID: "app-bench"}, Tasks: tasks})
+	coarse, _ := c.pprofExports("joined", execs)
 	stages := map[string]bool{}
 	for k := range coarse {
 		stages[labelIn(k, profile.LabelStageID)] = true
@@ -153,6 +103,72 @@ func TestExport(t *testing.T) {
 	if !stages["100"] || !stages["103"] || stages["0"] {
 		t.Errorf("joined stages in the pprof export: %v, want 100–103", slices.Sorted(maps.Keys(stages)))
 	}
+}
+
+// exportCase asks a server for the renders and exports of app's samples.
+type exportCase struct {
+	t   *testing.T
+	s   *Server
+	app string // a selector, escaped for a URL
+}
+
+func (c exportCase) get(path string) *httptest.ResponseRecorder {
+	c.t.Helper()
+	w := httptest.NewRecorder()
+	c.s.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+	return w
+}
+
+// ticks returns the wall time of the flame graph of query.
+func (c exportCase) ticks(query string) int64 {
+	c.t.Helper()
+	var r renderResponse
+	if w := c.get("/api/v1/render?type=wall&query=" + url.QueryEscape(query)); w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &r) != nil {
+		c.t.Fatalf("render %s: %d %s", query, w.Code, w.Body)
+	}
+	return r.Flamebearer.NumTicks
+}
+
+// export returns the export of the app's wall time with params.
+func (c exportCase) export(params string) []byte {
+	c.t.Helper()
+	w := c.get("/api/v1/export?type=wall&query=" + c.app + "&" + params)
+	if w.Code != 200 {
+		c.t.Fatalf("export %s: %d %s", params, w.Code, w.Body)
+	}
+	return w.Body.Bytes()
+}
+
+// pprofExports returns what the pprof exports hold (without and with
+// labels=all) by stack and labels, in any sample order, checking them
+// against each other and the flame graph of each of the execs executors.
+func (c exportCase) pprofExports(when string, execs int) (coarse, all map[string]int64) {
+	t := c.t
+	t.Helper()
+	coarse, all = pprofSums(t, c.export("format=pprof")), pprofSums(t, c.export("format=pprof&labels=all"))
+	byExec := map[string]int64{}
+	for k, v := range coarse {
+		for _, dropped := range append(slices.Clone(store.RollupDropped), pprof.LabelThreadID) {
+			if strings.Contains(k, "\x00"+dropped+"=") {
+				t.Fatalf("%s: a pprof export without labels=all keeps %s: %s", when, dropped, k)
+			}
+		}
+		byExec[labelIn(k, profile.LabelExecutorID)] += v
+	}
+	for e := range execs {
+		if want := c.ticks(fmt.Sprintf(`{spark_app_id="app-bench",spark_executor_id="%d"}`, e)); byExec[strconv.Itoa(e)] != want {
+			t.Errorf("%s: executor %d holds %d in the pprof export, %d in its flame graph", when, e, byExec[strconv.Itoa(e)], want)
+		}
+	}
+	if !strings.Contains(strings.Join(slices.Collect(maps.Keys(all)), "\n"), profile.LabelTaskID+"=") {
+		t.Errorf("%s: labels=all drops the task ids", when)
+	}
+	// The coarse export is the full one with the per-task and per-thread
+	// labels summed away.
+	if got, want := coarse, coarsen(all); !maps.Equal(got, want) {
+		t.Errorf("%s: the pprof export has %d rows, labels=all summed over tasks and threads %d; they differ", when, len(got), len(want))
+	}
+	return coarse, all
 }
 
 // foldedTotal sums the values of folded stacks.

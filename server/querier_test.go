@@ -73,166 +73,14 @@ func TestQuerierAPI(t *testing.T) {
 			if encoding == "json" {
 				opts = append(opts, connect.WithProtoJSON())
 			}
-			c := querierv1connect.NewQuerierServiceClient(http.DefaultClient, ts.URL, opts...)
-
-			types, err := c.ProfileTypes(ctx, connect.NewRequest(&querierv1.ProfileTypesRequest{Start: 0, End: now}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ids []string
-			for _, pt := range types.Msg.ProfileTypes {
-				ids = append(ids, pt.ID)
-			}
-			if !slices.Contains(ids, "process_cpu:cpu:nanoseconds:cpu:nanoseconds") || !slices.Contains(ids, "mutex:delay:nanoseconds:mutex:count") {
-				t.Errorf("profile types %q", ids)
-			}
-
-			names, err := c.LabelNames(ctx, connect.NewRequest(&typesv1.LabelNamesRequest{Matchers: []string{`{service_name="kafka"}`}, End: now}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Contains(names.Msg.Names, "spark_executor_id") || !slices.Contains(names.Msg.Names, "__name__") {
-				t.Errorf("label names %q", names.Msg.Names)
-			}
-			values, err := c.LabelValues(ctx, connect.NewRequest(&typesv1.LabelValuesRequest{Name: "spark_executor_id", Matchers: []string{`{service_name="kafka"}`}, End: now}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(values.Msg.Names, []string{"1", "2"}) {
-				t.Errorf("executors %q, want 1 and 2", values.Msg.Names)
-			}
-
-			for _, tt := range []struct {
-				id  string
-				typ profile.SampleType
-			}{
-				{"process_cpu:cpu:nanoseconds:cpu:nanoseconds", profile.TypeCPU},
-				{"memory:alloc_in_new_tlab_bytes:bytes:space:bytes", profile.TypeAllocBytes},
-				{"mutex:contentions:count:mutex:count", profile.TypeLockCount},
-			} {
-				fg, err := c.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
-					ProfileTypeID: tt.id, LabelSelector: `{service_name="kafka"}`, Start: 0, End: now,
-				}))
-				if err != nil {
-					t.Fatal(err)
-				}
-				g := fg.Msg.Flamegraph
-				if g.Total != total(tt.typ) || len(g.Levels) < 3 || len(g.Names) < 10 {
-					t.Errorf("%s: total %d, %d levels, %d names; want total %d", tt.id, g.Total, len(g.Levels), len(g.Names), total(tt.typ))
-				}
-			}
-			// One executor, and a bound on the nodes.
-			var limit int64 = 50
-			fg, err := c.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
-				ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="kafka", spark_executor_id="2"}`,
-				End: now, MaxNodes: &limit,
-			}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			nodes := 0
-			for _, l := range fg.Msg.Flamegraph.Levels[1:] {
-				nodes += len(l.Values) / 4
-			}
-			if g := fg.Msg.Flamegraph; g.Total != total(profile.TypeCPU)/2 || nodes > 2*int(limit) {
-				t.Errorf("one executor, 50 nodes: total %d, %d nodes; want %d", g.Total, nodes, total(profile.TypeCPU)/2)
-			}
-
-			series, err := c.SelectSeries(ctx, connect.NewRequest(&querierv1.SelectSeriesRequest{
-				ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="kafka"}`,
-				End: now, Step: 1, GroupBy: []string{"spark_executor_id"},
-			}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(series.Msg.Series) != 2 {
-				t.Fatalf("%d series, want one per executor", len(series.Msg.Series))
-			}
-			for i, s := range series.Msg.Series {
-				sum := 0.0
-				for _, p := range s.Points {
-					sum += p.Value
-				}
-				if len(s.Labels) != 1 || s.Labels[0].Value != []string{"1", "2"}[i] || int64(sum) != total(profile.TypeCPU)/2 || len(s.Points) < 5 {
-					t.Errorf("series %d: labels %v, %d points summing to %.0f; want executor %d, %d", i, s.Labels, len(s.Points), sum, i+1, total(profile.TypeCPU)/2)
-				}
-			}
-
-			// pprof, as profilecli's merge fetches it.
-			merged, err := c.SelectMergeProfile(ctx, connect.NewRequest(&querierv1.SelectMergeProfileRequest{
-				ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="kafka"}`, End: now,
-			}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var pprofTotal int64
-			for _, smp := range merged.Msg.Sample {
-				pprofTotal += smp.Value[0]
-			}
-			if st := merged.Msg.SampleType; len(st) != 1 || merged.Msg.StringTable[st[0].Type] != "cpu" || pprofTotal != total(profile.TypeCPU) || len(merged.Msg.Function) < 10 {
-				t.Errorf("pprof: types %v, total %d, %d functions; want cpu, %d", st, pprofTotal, len(merged.Msg.Function), total(profile.TypeCPU))
-			}
-
-			// One executor against the other: the same recording.
-			side := func(exec string) *querierv1.SelectMergeStacktracesRequest {
-				return &querierv1.SelectMergeStacktracesRequest{ProfileTypeID: "mutex:delay:nanoseconds:mutex:count", LabelSelector: `{spark_executor_id="` + exec + `"}`, End: now}
-			}
-			diff, err := c.Diff(ctx, connect.NewRequest(&querierv1.DiffRequest{Left: side("1"), Right: side("2")}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d, half := diff.Msg.Flamegraph, total(profile.TypeLockDelay)/2; d.LeftTicks != half || d.RightTicks != half || d.Total != 2*half || len(d.Levels[1].Values)%7 != 0 {
-				t.Errorf("diff: left %d, right %d, total %d; want %d each", d.LeftTicks, d.RightTicks, d.Total, half)
-			}
-
-			stats, err := c.GetProfileStats(ctx, connect.NewRequest(&typesv1.GetProfileStatsRequest{}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s := stats.Msg; !s.DataIngested || s.OldestProfileTime <= 0 || s.NewestProfileTime < s.OldestProfileTime {
-				t.Errorf("profile stats %v", s)
-			}
-
-			// The services and their profile types, as Grafana's profiles
-			// app lists them.
-			list, err := c.Series(ctx, connect.NewRequest(&querierv1.SeriesRequest{LabelNames: []string{"service_name", "__profile_type__"}, End: now}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, ls := range list.Msg.LabelsSet {
-				var parts []string
-				for _, l := range ls.Labels {
-					parts = append(parts, l.Name+"="+l.Value)
-				}
-				got = append(got, strings.Join(parts, ","))
-			}
-			slices.Sort(got)
-			want := []string{
-				"__profile_type__=memory:alloc_objects:count:space:bytes,service_name=kafka",
-				"__profile_type__=memory:alloc_space:bytes:space:bytes,service_name=kafka",
-				"__profile_type__=mutex:contentions:count:mutex:count,service_name=kafka",
-				"__profile_type__=mutex:delay:nanoseconds:mutex:count,service_name=kafka",
-				"__profile_type__=process_cpu:cpu:nanoseconds:cpu:nanoseconds,service_name=kafka",
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("series %q, want %q", got, want)
-			}
-
-			_, err = c.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{ProfileTypeID: "cpu", End: now}))
-			if connect.CodeOf(err) != connect.CodeInvalidArgument {
-				t.Errorf("a bad profile type: %v, want invalid_argument", err)
-			}
-			_, err = c.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
-				ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", End: now, Format: querierv1.ProfileFormat_PROFILE_FORMAT_TREE,
-			}))
-			if connect.CodeOf(err) != connect.CodeUnimplemented {
-				t.Errorf("Pyroscope's tree format: %v, want unimplemented", err)
-			}
-			_, err = c.SelectMergeSpanProfile(ctx, connect.NewRequest(&querierv1.SelectMergeSpanProfileRequest{}))
-			if connect.CodeOf(err) != connect.CodeUnimplemented {
-				t.Errorf("span profiles: %v, want unimplemented", err)
-			}
+			qc := querierCase{ctx: ctx, now: now, total: total, c: querierv1connect.NewQuerierServiceClient(http.DefaultClient, ts.URL, opts...)}
+			qc.labels(t)
+			qc.flameGraphs(t)
+			qc.series(t)
+			qc.pprof(t)
+			qc.diffAndStats(t)
+			qc.seriesList(t)
+			qc.unimplemented(t)
 		})
 	}
 
@@ -247,6 +95,203 @@ func TestQuerierAPI(t *testing.T) {
 	var ce *connect.Error
 	if !errors.As(err, &ce) || ce.Code() != connect.CodeUnauthenticated {
 		t.Errorf("without the token: %v, want unauthenticated", err)
+	}
+}
+
+// querierCase is a client of the querier API over the uploads of
+// TestQuerierAPI: two executors sent the same recording, whose total of a
+// type total gives.
+type querierCase struct {
+	ctx   context.Context
+	c     querierv1connect.QuerierServiceClient
+	now   int64 // Unix ms
+	total func(profile.SampleType) int64
+}
+
+// labels checks the profile types, label names and label values.
+func (qc querierCase) labels(t *testing.T) {
+	types, err := qc.c.ProfileTypes(qc.ctx, connect.NewRequest(&querierv1.ProfileTypesRequest{Start: 0, End: qc.now}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, pt := range types.Msg.ProfileTypes {
+		ids = append(ids, pt.ID)
+	}
+	if !slices.Contains(ids, "process_cpu:cpu:nanoseconds:cpu:nanoseconds") || !slices.Contains(ids, "mutex:delay:nanoseconds:mutex:count") {
+		t.Errorf("profile types %q", ids)
+	}
+
+	names, err := qc.c.LabelNames(qc.ctx, connect.NewRequest(&typesv1.LabelNamesRequest{Matchers: []string{`{service_name="kafka"}`}, End: qc.now}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(names.Msg.Names, "spark_executor_id") || !slices.Contains(names.Msg.Names, "__name__") {
+		t.Errorf("label names %q", names.Msg.Names)
+	}
+	values, err := qc.c.LabelValues(qc.ctx, connect.NewRequest(&typesv1.LabelValuesRequest{Name: "spark_executor_id", Matchers: []string{`{service_name="kafka"}`}, End: qc.now}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(values.Msg.Names, []string{"1", "2"}) {
+		t.Errorf("executors %q, want 1 and 2", values.Msg.Names)
+	}
+
+}
+
+// flameGraphs checks merged flame graphs of three types, and of one
+// executor bounded in nodes.
+func (qc querierCase) flameGraphs(t *testing.T) {
+	for _, tt := range []struct {
+		id  string
+		typ profile.SampleType
+	}{
+		{"process_cpu:cpu:nanoseconds:cpu:nanoseconds", profile.TypeCPU},
+		{"memory:alloc_in_new_tlab_bytes:bytes:space:bytes", profile.TypeAllocBytes},
+		{"mutex:contentions:count:mutex:count", profile.TypeLockCount},
+	} {
+		fg, err := qc.c.SelectMergeStacktraces(qc.ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
+			ProfileTypeID: tt.id, LabelSelector: `{service_name="kafka"}`, Start: 0, End: qc.now,
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := fg.Msg.Flamegraph
+		if g.Total != qc.total(tt.typ) || len(g.Levels) < 3 || len(g.Names) < 10 {
+			t.Errorf("%s: total %d, %d levels, %d names; want total %d", tt.id, g.Total, len(g.Levels), len(g.Names), qc.total(tt.typ))
+		}
+	}
+	// One executor, and a bound on the nodes.
+	var limit int64 = 50
+	fg, err := qc.c.SelectMergeStacktraces(qc.ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
+		ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="kafka", spark_executor_id="2"}`,
+		End: qc.now, MaxNodes: &limit,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := 0
+	for _, l := range fg.Msg.Flamegraph.Levels[1:] {
+		nodes += len(l.Values) / 4
+	}
+	if g := fg.Msg.Flamegraph; g.Total != qc.total(profile.TypeCPU)/2 || nodes > 2*int(limit) {
+		t.Errorf("one executor, 50 nodes: total %d, %d nodes; want %d", g.Total, nodes, qc.total(profile.TypeCPU)/2)
+	}
+
+}
+
+// series checks the series of each executor.
+func (qc querierCase) series(t *testing.T) {
+	series, err := qc.c.SelectSeries(qc.ctx, connect.NewRequest(&querierv1.SelectSeriesRequest{
+		ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="kafka"}`,
+		End: qc.now, Step: 1, GroupBy: []string{"spark_executor_id"},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(series.Msg.Series) != 2 {
+		t.Fatalf("%d series, want one per executor", len(series.Msg.Series))
+	}
+	for i, s := range series.Msg.Series {
+		sum := 0.0
+		for _, p := range s.Points {
+			sum += p.Value
+		}
+		if len(s.Labels) != 1 || s.Labels[0].Value != []string{"1", "2"}[i] || int64(sum) != qc.total(profile.TypeCPU)/2 || len(s.Points) < 5 {
+			t.Errorf("series %d: labels %v, %d points summing to %.0f; want executor %d, %d", i, s.Labels, len(s.Points), sum, i+1, qc.total(profile.TypeCPU)/2)
+		}
+	}
+
+}
+
+// pprof checks the merged profile, as profilecli's merge fetches it.
+func (qc querierCase) pprof(t *testing.T) {
+	merged, err := qc.c.SelectMergeProfile(qc.ctx, connect.NewRequest(&querierv1.SelectMergeProfileRequest{
+		ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="kafka"}`, End: qc.now,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pprofTotal int64
+	for _, smp := range merged.Msg.Sample {
+		pprofTotal += smp.Value[0]
+	}
+	if st := merged.Msg.SampleType; len(st) != 1 || merged.Msg.StringTable[st[0].Type] != "cpu" || pprofTotal != qc.total(profile.TypeCPU) || len(merged.Msg.Function) < 10 {
+		t.Errorf("pprof: types %v, total %d, %d functions; want cpu, %d", st, pprofTotal, len(merged.Msg.Function), qc.total(profile.TypeCPU))
+	}
+
+}
+
+// diffAndStats checks a diff of the two executors and the profile stats.
+func (qc querierCase) diffAndStats(t *testing.T) {
+	// One executor against the other: the same recording.
+	side := func(exec string) *querierv1.SelectMergeStacktracesRequest {
+		return &querierv1.SelectMergeStacktracesRequest{ProfileTypeID: "mutex:delay:nanoseconds:mutex:count", LabelSelector: `{spark_executor_id="` + exec + `"}`, End: qc.now}
+	}
+	diff, err := qc.c.Diff(qc.ctx, connect.NewRequest(&querierv1.DiffRequest{Left: side("1"), Right: side("2")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, half := diff.Msg.Flamegraph, qc.total(profile.TypeLockDelay)/2; d.LeftTicks != half || d.RightTicks != half || d.Total != 2*half || len(d.Levels[1].Values)%7 != 0 {
+		t.Errorf("diff: left %d, right %d, total %d; want %d each", d.LeftTicks, d.RightTicks, d.Total, half)
+	}
+
+	stats, err := qc.c.GetProfileStats(qc.ctx, connect.NewRequest(&typesv1.GetProfileStatsRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := stats.Msg; !s.DataIngested || s.OldestProfileTime <= 0 || s.NewestProfileTime < s.OldestProfileTime {
+		t.Errorf("profile stats %v", s)
+	}
+
+}
+
+// seriesList checks the services and their profile types, as Grafana's
+// profiles app lists them.
+func (qc querierCase) seriesList(t *testing.T) {
+	// The services and their profile types, as Grafana's profiles
+	// app lists them.
+	list, err := qc.c.Series(qc.ctx, connect.NewRequest(&querierv1.SeriesRequest{LabelNames: []string{"service_name", "__profile_type__"}, End: qc.now}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ls := range list.Msg.LabelsSet {
+		var parts []string
+		for _, l := range ls.Labels {
+			parts = append(parts, l.Name+"="+l.Value)
+		}
+		got = append(got, strings.Join(parts, ","))
+	}
+	slices.Sort(got)
+	want := []string{
+		"__profile_type__=memory:alloc_objects:count:space:bytes,service_name=kafka",
+		"__profile_type__=memory:alloc_space:bytes:space:bytes,service_name=kafka",
+		"__profile_type__=mutex:contentions:count:mutex:count,service_name=kafka",
+		"__profile_type__=mutex:delay:nanoseconds:mutex:count,service_name=kafka",
+		"__profile_type__=process_cpu:cpu:nanoseconds:cpu:nanoseconds,service_name=kafka",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("series %q, want %q", got, want)
+	}
+
+}
+
+// unimplemented checks the answers to what sparkprof does not serve.
+func (qc querierCase) unimplemented(t *testing.T) {
+	_, err := qc.c.SelectMergeStacktraces(qc.ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{ProfileTypeID: "cpu", End: qc.now}))
+	if connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Errorf("a bad profile type: %v, want invalid_argument", err)
+	}
+	_, err = qc.c.SelectMergeStacktraces(qc.ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
+		ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", End: qc.now, Format: querierv1.ProfileFormat_PROFILE_FORMAT_TREE,
+	}))
+	if connect.CodeOf(err) != connect.CodeUnimplemented {
+		t.Errorf("Pyroscope's tree format: %v, want unimplemented", err)
+	}
+	_, err = qc.c.SelectMergeSpanProfile(qc.ctx, connect.NewRequest(&querierv1.SelectMergeSpanProfileRequest{}))
+	if connect.CodeOf(err) != connect.CodeUnimplemented {
+		t.Errorf("span profiles: %v, want unimplemented", err)
 	}
 }
 

@@ -35,6 +35,32 @@ import (
 // last quarter of the hour (a range that cuts a block).
 // SPARKPROF_BENCH_WINDOWS=36 makes a tenth of it for a quick run.
 func BenchmarkQuery(b *testing.B) {
+	qb := newQueryBench(b)
+	qb.renders(b)
+	qb.sums(b)
+	qb.appModel(b)
+	qb.views(b)
+	qb.labelQueries(b)
+	qb.grafana(b)
+	b.Logf("after the queries: heap %d MiB; warm store %+v", heapMiB(), qb.stores["warm"].Stats())
+}
+
+// queryBench is the hour of uploads BenchmarkQuery queries, compacted and
+// reopened: the totals each query must answer, and a server over the
+// store as warm (its blocks' parts cached) and uncached.
+type queryBench struct {
+	windows         int
+	base            *profile.Profile
+	start, end, cut int64            // the hour, and a quarter before its end
+	want            map[string]int64 // cpu total per query
+	stores          map[string]*store.DB
+	servers         map[string]*Server
+	logger          *slog.Logger
+}
+
+// newQueryBench stores and compacts the hour of BenchmarkQuery, and opens
+// the store again as after a restart.
+func newQueryBench(b *testing.B) *queryBench {
 	windows := synth.Windows
 	if v, err := strconv.Atoi(os.Getenv("SPARKPROF_BENCH_WINDOWS")); err == nil && v > 0 {
 		windows = v
@@ -113,38 +139,48 @@ func BenchmarkQuery(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer warm.Close()
+	b.Cleanup(func() { warm.Close() })
 	b.Logf("reopened: heap %d MiB", heapMiB())
 	uncached, err := store.Open(dir, store.Options{CacheBytes: 1, Partition: partition})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer uncached.Close()
+	b.Cleanup(func() { uncached.Close() })
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	servers := map[string]*Server{"warm": newServer(b, Config{Store: warm, Logger: logger}), "uncached": newServer(b, Config{Store: uncached, Logger: logger})}
+	return &queryBench{windows: windows, base: base, start: start, end: end, cut: cut, want: want,
+		stores: map[string]*store.DB{"warm": warm, "uncached": uncached}, servers: servers, logger: logger}
+}
+
+// renders measures the flame graphs of the whole app, one stage and the last quarter.
+func (qb *queryBench) renders(b *testing.B) {
 	for _, c := range []struct {
 		name, cache, query string
 		from               int64
 	}{
-		{"whole-app", "warm", `{spark_app_id="app-bench"}`, start},
-		{"one-stage", "warm", `{spark_app_id="app-bench",spark_stage_id="3"}`, start},
-		{"last-quarter", "warm", `{spark_app_id="app-bench"}`, cut},
-		{"whole-app", "uncached", `{spark_app_id="app-bench"}`, start},
-		{"last-quarter", "uncached", `{spark_app_id="app-bench"}`, cut},
+		{"whole-app", "warm", `{spark_app_id="app-bench"}`, qb.start},
+		{"one-stage", "warm", `{spark_app_id="app-bench",spark_stage_id="3"}`, qb.start},
+		{"last-quarter", "warm", `{spark_app_id="app-bench"}`, qb.cut},
+		{"whole-app", "uncached", `{spark_app_id="app-bench"}`, qb.start},
+		{"last-quarter", "uncached", `{spark_app_id="app-bench"}`, qb.cut},
 	} {
-		s := servers[c.cache]
+		s := qb.servers[c.cache]
 		b.Run(c.name+"/"+c.cache, func(b *testing.B) {
-			q := url.Values{"query": {c.query}, "from": {strconv.FormatInt(c.from, 10)}, "until": {strconv.FormatInt(end, 10)}}
+			q := url.Values{"query": {c.query}, "from": {strconv.FormatInt(c.from, 10)}, "until": {strconv.FormatInt(qb.end, 10)}}
 			var got renderResponse
 			for b.Loop() {
 				got = renderResponse{}
 				serveJSON(b, s, "/api/v1/render?"+q.Encode(), &got)
 			}
-			if got.Flamebearer.NumTicks != want[c.name] {
-				b.Fatalf("%s: %d cpu ticks, the uploads hold %d", c.name, got.Flamebearer.NumTicks, want[c.name])
+			if got.Flamebearer.NumTicks != qb.want[c.name] {
+				b.Fatalf("%s: %d cpu ticks, the uploads hold %d", c.name, got.Flamebearer.NumTicks, qb.want[c.name])
 			}
 		})
 	}
+}
+
+// sums measures the series and breakdowns that sum samples as they are read.
+func (qb *queryBench) sums(b *testing.B) {
 	// The app page's CPU per executor (/api/v1/series by executor, a step
 	// of the app's two-hundredth), every sample of the hour in time.
 	for _, cache := range []string{"warm", "uncached"} {
@@ -153,7 +189,7 @@ func BenchmarkQuery(b *testing.B) {
 			var got seriesAnswer
 			for b.Loop() {
 				got = seriesAnswer{}
-				serveJSON(b, servers[cache], "/api/v1/series?"+q.Encode(), &got)
+				serveJSON(b, qb.servers[cache], "/api/v1/series?"+q.Encode(), &got)
 			}
 			var total int64
 			for _, sr := range got.Series {
@@ -161,8 +197,8 @@ func BenchmarkQuery(b *testing.B) {
 					total += pt[1]
 				}
 			}
-			if len(got.Series) != synth.Executors || total != want["whole-app"] {
-				b.Fatalf("%d series, %d cpu ns; want %d and %d", len(got.Series), total, synth.Executors, want["whole-app"])
+			if len(got.Series) != synth.Executors || total != qb.want["whole-app"] {
+				b.Fatalf("%d series, %d cpu ns; want %d and %d", len(got.Series), total, synth.Executors, qb.want["whole-app"])
 			}
 		})
 	}
@@ -173,10 +209,10 @@ func BenchmarkQuery(b *testing.B) {
 			q := url.Values{"query": {`{spark_app_id="app-bench"}`}, "by": {"state,spark_stage_id"}, "type": {"cpu"}}
 			var got struct{ Total int64 }
 			for b.Loop() {
-				serveJSON(b, servers[cache], "/api/v1/breakdown?"+q.Encode(), &got)
+				serveJSON(b, qb.servers[cache], "/api/v1/breakdown?"+q.Encode(), &got)
 			}
-			if got.Total != want["whole-app"] {
-				b.Fatalf("%d cpu ns, the uploads hold %d", got.Total, want["whole-app"])
+			if got.Total != qb.want["whole-app"] {
+				b.Fatalf("%d cpu ns, the uploads hold %d", got.Total, qb.want["whole-app"])
 			}
 		})
 	}
@@ -184,35 +220,39 @@ func BenchmarkQuery(b *testing.B) {
 	// timeline, 1,500 steps over the range.
 	for _, cache := range []string{"warm", "uncached"} {
 		b.Run("pyroscope-render/"+cache, func(b *testing.B) {
-			q := url.Values{"query": {`{spark_app_id="app-bench"}`}, "from": {strconv.FormatInt(start, 10)}, "until": {strconv.FormatInt(end, 10)}}
+			q := url.Values{"query": {`{spark_app_id="app-bench"}`}, "from": {strconv.FormatInt(qb.start, 10)}, "until": {strconv.FormatInt(qb.end, 10)}}
 			var got struct {
 				Timeline query.Timeline
 			}
 			for b.Loop() {
 				got.Timeline = query.Timeline{}
-				serveJSON(b, servers[cache], "/pyroscope/render?"+q.Encode(), &got)
+				serveJSON(b, qb.servers[cache], "/pyroscope/render?"+q.Encode(), &got)
 			}
 			var total int64
 			for _, v := range got.Timeline.Samples {
 				total += v
 			}
-			if total != want["whole-app"] {
-				b.Fatalf("timeline holds %d cpu ns, the uploads %d", total, want["whole-app"])
+			if total != qb.want["whole-app"] {
+				b.Fatalf("timeline holds %d cpu ns, the uploads %d", total, qb.want["whole-app"])
 			}
 		})
 	}
+}
+
+// appModel measures the queries that join samples to the app's task model.
+func (qb *queryBench) appModel(b *testing.B) {
 	// With the app's task model known (a task per thread and window, each
 	// running for its window less up to 600 ms): a stage's flame graph,
 	// whose samples are joined to their tasks' windows, and the stage
 	// page's slowest tenth of its tasks against the rest.
-	nThreads := len(base.Threads)
+	nThreads := len(qb.base.Threads)
 	var tasks []*spark.Task
-	for w := range windows {
+	for w := range qb.windows {
 		for e := range synth.Executors {
-			launch := (start + int64(w)*int64(10*time.Second)) / 1e6
+			launch := (qb.start + int64(w)*int64(10*time.Second)) / 1e6
 			for i := range nThreads {
 				id := int64((w*synth.Executors+e)*nThreads + i)
-				t := &spark.Task{ID: id, StageID: w * synth.Stages / windows, ExecutorID: strconv.Itoa(e), LaunchMs: launch, FinishMs: launch + 10000 - id%7*100}
+				t := &spark.Task{ID: id, StageID: w * synth.Stages / qb.windows, ExecutorID: strconv.Itoa(e), LaunchMs: launch, FinishMs: launch + 10000 - id%7*100}
 				tasks = append(tasks, t)
 			}
 		}
@@ -228,7 +268,7 @@ func BenchmarkQuery(b *testing.B) {
 	rep := &analysis.Report{App: spark.Summary{ID: "app-bench", Name: "bench"}, Tasks: tasks,
 		Findings: []analysis.Finding{{Kind: analysis.KindStraggler, StageID: &straggler.StageID, TaskID: &straggler.ID, Evidence: map[string]any{}}}}
 	for _, cache := range []string{"warm", "uncached"} {
-		s := newServer(b, Config{Store: map[string]*store.DB{"warm": warm, "uncached": uncached}[cache], Logger: logger})
+		s := newServer(b, Config{Store: qb.stores[cache], Logger: qb.logger})
 		s.apps.Put("", rep)
 		b.Run("one-stage-joined/"+cache, func(b *testing.B) {
 			q := url.Values{"query": {`{spark_app_id="app-bench",spark_stage_id="3"}`}, "type": {"cpu"}}
@@ -238,8 +278,8 @@ func BenchmarkQuery(b *testing.B) {
 				serveJSON(b, s, "/api/v1/render?"+q.Encode(), &got)
 			}
 			// Samples after their task's finish lose its stage.
-			if got.Flamebearer.NumTicks == 0 || got.Flamebearer.NumTicks > want["one-stage"] {
-				b.Fatalf("%d cpu ticks; the stage's uploads hold %d", got.Flamebearer.NumTicks, want["one-stage"])
+			if got.Flamebearer.NumTicks == 0 || got.Flamebearer.NumTicks > qb.want["one-stage"] {
+				b.Fatalf("%d cpu ticks; the stage's uploads hold %d", got.Flamebearer.NumTicks, qb.want["one-stage"])
 			}
 		})
 		// The app page, its task model alone (every task, for the
@@ -278,15 +318,19 @@ func BenchmarkQuery(b *testing.B) {
 			for b.Loop() {
 				serveJSON(b, s, "/api/v1/apps/app-bench/stages/3/slow-vs-rest?type=cpu", &got)
 			}
-			if got.LeftTicks == 0 || got.RightTicks == 0 || got.LeftTicks+got.RightTicks > want["one-stage"] {
-				b.Fatalf("%d + %d cpu ticks; the stage's uploads hold %d", got.LeftTicks, got.RightTicks, want["one-stage"])
+			if got.LeftTicks == 0 || got.RightTicks == 0 || got.LeftTicks+got.RightTicks > qb.want["one-stage"] {
+				b.Fatalf("%d + %d cpu ticks; the stage's uploads hold %d", got.LeftTicks, got.RightTicks, qb.want["one-stage"])
 			}
 		})
 	}
+}
+
+// views measures the other views a user opens on the app.
+func (qb *queryBench) views(b *testing.B) {
 	// The other views a user opens on the app: the top functions, one
 	// executor's, one task's and one thread's flame graph, two executors
 	// side by side (JSON and Pyroscope's), and the exports.
-	rng := "&from=" + strconv.FormatInt(start, 10) + "&until=" + strconv.FormatInt(end, 10)
+	rng := "&from=" + strconv.FormatInt(qb.start, 10) + "&until=" + strconv.FormatInt(qb.end, 10)
 	esc := url.QueryEscape
 	app := esc(`{spark_app_id="app-bench"}`)
 	exec := func(e int) string { return esc(fmt.Sprintf(`{spark_app_id="app-bench",spark_executor_id="%d"}`, e)) }
@@ -296,7 +340,7 @@ func BenchmarkQuery(b *testing.B) {
 		{"one-task", "/api/v1/render?type=cpu&query=" + esc(`{spark_app_id="app-bench",spark_task_id="12345"}`) + rng},
 		{"one-thread", "/api/v1/render?type=cpu&query=" + esc(`{spark_app_id="app-bench",thread_name=~"pool-2-thread-[12]"}`) + rng},
 		{"diff-executors", "/api/v1/diff?type=cpu&base=" + exec(1) + "&next=" + exec(2) + rng},
-		{"pyroscope-render-diff", "/pyroscope/render-diff?leftQuery=" + exec(1) + "&rightQuery=" + exec(2) + "&leftFrom=" + strconv.FormatInt(start, 10) + "&leftUntil=" + strconv.FormatInt(end, 10) + "&rightFrom=" + strconv.FormatInt(start, 10) + "&rightUntil=" + strconv.FormatInt(end, 10)},
+		{"pyroscope-render-diff", "/pyroscope/render-diff?leftQuery=" + exec(1) + "&rightQuery=" + exec(2) + "&leftFrom=" + strconv.FormatInt(qb.start, 10) + "&leftUntil=" + strconv.FormatInt(qb.end, 10) + "&rightFrom=" + strconv.FormatInt(qb.start, 10) + "&rightUntil=" + strconv.FormatInt(qb.end, 10)},
 		{"export-pprof", "/api/v1/export?format=pprof&type=cpu&query=" + app + rng},
 		{"export-pprof-all-labels", "/api/v1/export?format=pprof&labels=all&type=cpu&query=" + app + rng},
 		{"flame-page", "/flame?type=cpu&query=" + app + rng},
@@ -307,7 +351,7 @@ func BenchmarkQuery(b *testing.B) {
 				var w *httptest.ResponseRecorder
 				for b.Loop() {
 					w = httptest.NewRecorder()
-					servers[cache].ServeHTTP(w, httptest.NewRequest("GET", c.path, nil))
+					qb.servers[cache].ServeHTTP(w, httptest.NewRequest("GET", c.path, nil))
 				}
 				if w.Code != 200 || w.Body.Len() < 100 {
 					b.Fatalf("%s: %d: %.300s", c.path, w.Code, w.Body)
@@ -316,6 +360,10 @@ func BenchmarkQuery(b *testing.B) {
 			})
 		}
 	}
+}
+
+// labelQueries measures label queries and the apps list.
+func (qb *queryBench) labelQueries(b *testing.B) {
 	// Label queries, with nothing cached: names and a stage's values come
 	// from the blocks' metas, task ids (too many to list) from the samples;
 	// with a selector, values come from the rollups or the samples.
@@ -335,7 +383,7 @@ func BenchmarkQuery(b *testing.B) {
 			var got []string
 			for b.Loop() {
 				got = nil
-				serveJSON(b, servers["uncached"], c.path, &got)
+				serveJSON(b, qb.servers["uncached"], c.path, &got)
 			}
 			if len(got) == 0 || c.want > 0 && len(got) != c.want {
 				b.Fatalf("%s: %d values, want %d", c.path, len(got), c.want)
@@ -348,12 +396,16 @@ func BenchmarkQuery(b *testing.B) {
 		var apps []query.AppSummary
 		for b.Loop() {
 			apps = nil
-			serveJSON(b, servers["uncached"], "/api/v1/apps", &apps)
+			serveJSON(b, qb.servers["uncached"], "/api/v1/apps", &apps)
 		}
 		if len(apps) != 1 || apps[0].ID != "app-bench" || apps[0].Status != "profiles" {
 			b.Fatalf("apps %+v, want app-bench from its profiles", apps)
 		}
 	})
+}
+
+// grafana measures what Grafana's Pyroscope data source asks.
+func (qb *queryBench) grafana(b *testing.B) {
 	// What Grafana's Pyroscope data source asks, in protobuf over Connect:
 	// the profile types (every block's rollup), then the flame graph.
 	connectCall := func(b *testing.B, s *Server, method string, req, res proto.Message) {
@@ -376,7 +428,7 @@ func BenchmarkQuery(b *testing.B) {
 		b.Run("grafana-profile-types/"+cache, func(b *testing.B) {
 			var res querierv1.ProfileTypesResponse
 			for b.Loop() {
-				connectCall(b, servers[cache], "ProfileTypes", &querierv1.ProfileTypesRequest{Start: start / 1e6, End: end / 1e6}, &res)
+				connectCall(b, qb.servers[cache], "ProfileTypes", &querierv1.ProfileTypesRequest{Start: qb.start / 1e6, End: qb.end / 1e6}, &res)
 			}
 			if len(res.ProfileTypes) == 0 {
 				b.Fatal("no profile types")
@@ -384,9 +436,9 @@ func BenchmarkQuery(b *testing.B) {
 		})
 		b.Run("grafana-series/"+cache, func(b *testing.B) {
 			var res querierv1.SeriesResponse
-			req := &querierv1.SeriesRequest{LabelNames: []string{"service_name", "__profile_type__"}, Start: start / 1e6, End: end / 1e6}
+			req := &querierv1.SeriesRequest{LabelNames: []string{"service_name", "__profile_type__"}, Start: qb.start / 1e6, End: qb.end / 1e6}
 			for b.Loop() {
-				connectCall(b, servers[cache], "Series", req, &res)
+				connectCall(b, qb.servers[cache], "Series", req, &res)
 			}
 			if len(res.LabelsSet) == 0 {
 				b.Fatal("no series")
@@ -395,9 +447,9 @@ func BenchmarkQuery(b *testing.B) {
 		b.Run("grafana-series-by-executor/"+cache, func(b *testing.B) {
 			var res querierv1.SelectSeriesResponse
 			req := &querierv1.SelectSeriesRequest{ProfileTypeID: pyroscope.TypeID(profile.TypeCPU), LabelSelector: `{spark_app_id="app-bench"}`,
-				Start: start / 1e6, End: end / 1e6, Step: 18, GroupBy: []string{profile.LabelExecutorID}}
+				Start: qb.start / 1e6, End: qb.end / 1e6, Step: 18, GroupBy: []string{profile.LabelExecutorID}}
 			for b.Loop() {
-				connectCall(b, servers[cache], "SelectSeries", req, &res)
+				connectCall(b, qb.servers[cache], "SelectSeries", req, &res)
 			}
 			var total float64
 			for _, sr := range res.Series {
@@ -405,22 +457,21 @@ func BenchmarkQuery(b *testing.B) {
 					total += pt.Value
 				}
 			}
-			if len(res.Series) != synth.Executors || int64(total) != want["whole-app"] {
-				b.Fatalf("%d series, %.0f cpu ns; want %d and %d", len(res.Series), total, synth.Executors, want["whole-app"])
+			if len(res.Series) != synth.Executors || int64(total) != qb.want["whole-app"] {
+				b.Fatalf("%d series, %.0f cpu ns; want %d and %d", len(res.Series), total, synth.Executors, qb.want["whole-app"])
 			}
 		})
 		b.Run("grafana-whole-app/"+cache, func(b *testing.B) {
 			var res querierv1.SelectMergeStacktracesResponse
-			req := &querierv1.SelectMergeStacktracesRequest{ProfileTypeID: pyroscope.TypeID(profile.TypeCPU), LabelSelector: `{spark_app_id="app-bench"}`, Start: start / 1e6, End: end / 1e6}
+			req := &querierv1.SelectMergeStacktracesRequest{ProfileTypeID: pyroscope.TypeID(profile.TypeCPU), LabelSelector: `{spark_app_id="app-bench"}`, Start: qb.start / 1e6, End: qb.end / 1e6}
 			for b.Loop() {
-				connectCall(b, servers[cache], "SelectMergeStacktraces", req, &res)
+				connectCall(b, qb.servers[cache], "SelectMergeStacktraces", req, &res)
 			}
-			if res.Flamegraph.Total != want["whole-app"] {
-				b.Fatalf("%d cpu ticks, the uploads hold %d", res.Flamegraph.Total, want["whole-app"])
+			if res.Flamegraph.Total != qb.want["whole-app"] {
+				b.Fatalf("%d cpu ticks, the uploads hold %d", res.Flamegraph.Total, qb.want["whole-app"])
 			}
 		})
 	}
-	b.Logf("after the queries: heap %d MiB; warm store %+v", heapMiB(), warm.Stats())
 }
 
 // serveJSON runs GET path on s and decodes its JSON answer into v,

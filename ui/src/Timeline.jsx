@@ -2,7 +2,8 @@
 // then one band of task lanes per executor. Dragging brushes a time window;
 // clicking a stage selects it.
 import React, { useEffect, useMemo, useRef, useState } from 'react';
-import { fmtMs, findingStages, minOf } from './api';
+import { findingStages, minOf } from './api';
+import { fmtMs } from './format';
 
 const GUTTER = 130;
 const ROW = 14;

@@ -2,7 +2,8 @@
 // executors, errors and log chunks, and the flame graph of what is
 // selected (whole app, a stage, a brushed time window).
 import React, { useCallback, useMemo, useState, useRef } from 'react';
-import { getJSON, fmtMs, fmtBytes, fmtTime, selector, findingStages, minOf, maxOf } from '../api';
+import { getJSON, selector, findingStages, minOf, maxOf } from '../api';
+import { fmtMs, fmtBytes, fmtTime } from '../format';
 import { href } from '../router';
 import { useAsync, ErrorBox, Loading, Table, Severity, RefreshControls } from '../common';
 import { Timeline } from '../Timeline';

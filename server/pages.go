@@ -3,8 +3,8 @@ package server
 import (
 	"net/http"
 
-	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/flamegraph"
+	"github.com/sparkprof/sparkprof/report"
 )
 
 // handleReport serves an application's offline HTML report (timeline,
@@ -16,7 +16,7 @@ func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := analysis.WriteHTML(w, s.withLive(r.Context(), tenant(r), rep)); err != nil {
+	if err := report.WriteHTML(w, s.withLive(r.Context(), tenant(r), rep)); err != nil {
 		s.log.Warn("report failed", "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package analysis
+package report
 
 import (
 	"bytes"
@@ -10,10 +10,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/internal/browsertest"
-	"github.com/sparkprof/sparkprof/internal/corpus"
-	"github.com/sparkprof/sparkprof/profile"
 )
 
 // TestBrowserReport opens the HTML report of the straggler riddle (console
@@ -22,12 +20,7 @@ import (
 // and hovering a task shows its tooltip.
 func TestBrowserReport(t *testing.T) {
 	ctx, problems := browsertest.Start(t)
-	in := fromLog(t, "applogs", "phil_stopwatch", "ProfileStraggler", "JobStraggler.log.gz")
-	p, err := format.Load(corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "CpuAndMemory.json.gz"), format.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	openReport(t, ctx, NewReport(in, Analyze(in, DefaultThresholds), nil, []*profile.Profile{p}))
+	openReport(t, ctx, analyzed(t, "applogs/phil_stopwatch/ProfileStraggler/JobStraggler.log.gz", "jvm-profiler/phil_stopwatch/ProfileStraggler/CpuAndMemory.json.gz"))
 	if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll("#findings tbody tr").length`); n < 1 {
 		t.Errorf("findings table has %d rows", n)
 	}
@@ -60,25 +53,25 @@ func TestBrowserReport(t *testing.T) {
 // errors, and the timeline draws every task, with its jobs and stages.
 func TestBrowserEventLogReport(t *testing.T) {
 	ctx, problems := browsertest.Start(t)
-	in := fromEventLog(t, "eventlogs", "nvidia", "eventlog_4nodes_8cores_dynamic_alloc.zstd")
-	openReport(t, ctx, NewReport(in, Analyze(in, DefaultThresholds), nil, nil))
+	r := analyzed(t, "eventlogs/nvidia/eventlog_4nodes_8cores_dynamic_alloc.zstd")
+	openReport(t, ctx, r)
 	for _, c := range []struct {
 		what, prefix string
 		want         int
-	}{{"tasks", "task ", in.App.TaskCount}, {"jobs", "job ", in.App.JobCount}} {
+	}{{"tasks", "task ", r.App.TaskCount}, {"jobs", "job ", r.App.JobCount}} {
 		if n := browsertest.Eval[int](t, ctx, `hits.filter(h => h[4].startsWith("`+c.prefix+`")).length`); n != c.want {
 			t.Errorf("timeline drew %d %s, want %d", n, c.what, c.want)
 		}
 	}
 	// A row per stage that ran: the log's 25 skipped stages have none.
 	ran := map[int]bool{}
-	for _, st := range in.App.Stages {
+	for _, st := range r.Stages {
 		if st.Status != "SKIPPED" {
 			ran[st.ID] = true
 		}
 	}
-	if n := browsertest.Eval[int](t, ctx, `rows.filter(r => r.kind === "stage").length`); n != len(ran) || n == len(in.App.Stages) {
-		t.Errorf("%d stage rows, want %d (of %d stages)", n, len(ran), len(in.App.Stages))
+	if n := browsertest.Eval[int](t, ctx, `rows.filter(r => r.kind === "stage").length`); n != len(ran) || n == len(r.Stages) {
+		t.Errorf("%d stage rows, want %d (of %d stages)", n, len(ran), len(r.Stages))
 	}
 	if ps := problems(); len(ps) > 0 {
 		t.Errorf("page problems: %v", ps)
@@ -87,7 +80,7 @@ func TestBrowserEventLogReport(t *testing.T) {
 
 // openReport writes the HTML report of r to a file and opens it in the
 // browser of ctx, once its timeline is there.
-func openReport(t *testing.T, ctx context.Context, r *Report) {
+func openReport(t *testing.T, ctx context.Context, r *analysis.Report) {
 	t.Helper()
 	var b bytes.Buffer
 	if err := WriteHTML(&b, r); err != nil {
@@ -107,8 +100,7 @@ func openReport(t *testing.T, ctx context.Context, r *Report) {
 // stage 1: GC, and a straggler).
 func TestBrowserReportAlso(t *testing.T) {
 	ctx, problems := browsertest.Start(t)
-	in := fromEventLog(t, "eventlogs", "sparklint", "spark_event_log_example")
-	openReport(t, ctx, NewReport(in, Analyze(in, DefaultThresholds), nil, nil))
+	openReport(t, ctx, analyzed(t, "eventlogs/sparklint/spark_event_log_example"))
 	got := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll("#findings .also")].map(e => e.textContent)`)
 	if len(got) != 2 || !strings.HasPrefix(got[0], "also gc: stage 0: 19% of task time in GC") ||
 		!strings.HasPrefix(got[1], "also straggler: stage 1: task 124") {

@@ -1,4 +1,6 @@
-package analysis
+// Package report writes the offline HTML report of an analysed Spark
+// application: one self-contained page to keep, mail or open from disk.
+package report
 
 import (
 	_ "embed"
@@ -6,6 +8,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+
+	"github.com/sparkprof/sparkprof/analysis"
 )
 
 //go:embed report.html
@@ -25,7 +29,7 @@ type timelineTask [6]int64
 // needed): summary, findings, an interactive timeline of jobs, stages and
 // per-executor task lanes with metric overlays, and stage and executor
 // tables.
-func WriteHTML(w io.Writer, r *Report) error {
+func WriteHTML(w io.Writer, r *analysis.Report) error {
 	execIndex := map[string]int{}
 	var lanes []string
 	for _, e := range r.Executors {
@@ -81,4 +85,12 @@ func WriteHTML(w io.Writer, r *Report) error {
 		title = r.App.ID
 	}
 	return reportTmpl.Execute(w, map[string]any{"Title": title, "Data": template.JS(js)})
+}
+
+// nonNil returns xs, or an empty list for nil, so that it encodes as [].
+func nonNil[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
 }

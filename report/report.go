@@ -1,5 +1,6 @@
 // Package report writes the offline HTML report of an analysed Spark
-// application: one self-contained page to keep, mail or open from disk.
+// application: one self-contained page to keep, mail or open from disk,
+// drawn by the web UI's own components (package ui's report bundle).
 package report
 
 import (
@@ -10,73 +11,52 @@ import (
 	"io"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/ui"
 )
 
 //go:embed report.html
-var reportHTML string
+var pageHTML string
 
-var reportTmpl = template.Must(template.New("report").Parse(reportHTML))
+var page = template.Must(template.New("report").Parse(pageHTML))
 
 // maxTimelineTasks bounds the tasks a report draws, so that a report of a
 // million-task application stays a few MB; the longest tasks are kept.
 const maxTimelineTasks = 50_000
 
-// timelineTask is a task as the timeline draws it: id, stage, executor
-// index, launch and finish (ms from the app start), status code.
-type timelineTask [6]int64
+// timelineTask is a task as the report's timeline draws it: id, stage,
+// partition, executor (an index into pageData.Lanes), launch and finish
+// (ms from pageData.Origin; finish -1 while the task runs) and state (an
+// index into taskStates).
+type timelineTask [7]int64
+
+// taskStates are the task states a timelineTask numbers, in the order of
+// statuses in ui/src/report/ReportPage.jsx; any other state is the first.
+var taskStates = []string{"SUCCESS", "FAILED", "KILLED", "RUNNING"}
+
+// pageData is what the report's script reads: the analysis report as
+// its JSON has it, with the tasks in the compact form of timelineTask.
+type pageData struct {
+	*analysis.Report
+	// Sources is left nil, so that the report's own, paths on the machine
+	// that wrote it, stay out of a page made to be passed on.
+	Sources        []analysis.Source `json:"sources,omitempty"`
+	Origin         int64             `json:"origin"`
+	Lanes          []string          `json:"lanes"`
+	Tasks          []timelineTask    `json:"tasks"`
+	TruncatedTasks int               `json:"truncatedTasks"`
+}
 
 // WriteHTML writes r as one self-contained HTML page (no network access
 // needed): summary, findings, an interactive timeline of jobs, stages and
-// per-executor task lanes with metric overlays, and stage and executor
-// tables.
+// per-executor task lanes with metric overlays, and stage, executor and
+// SQL tables.
 func WriteHTML(w io.Writer, r *analysis.Report) error {
-	execIndex := map[string]int{}
-	var lanes []string
-	for _, e := range r.Executors {
-		execIndex[e.ID] = len(lanes)
-		lanes = append(lanes, e.ID)
-	}
-	origin := r.App.StartMs
-	for _, t := range r.Tasks {
-		if origin == 0 || (t.LaunchMs > 0 && t.LaunchMs < origin) {
-			origin = t.LaunchMs
-		}
-	}
-	tasks := r.Tasks
-	if len(tasks) > maxTimelineTasks {
-		tasks = longestTasks(tasks, maxTimelineTasks)
-	}
-	var tl []timelineTask
-	for _, t := range tasks {
-		i, ok := execIndex[t.ExecutorID]
-		if !ok {
-			i = len(lanes)
-			execIndex[t.ExecutorID] = i
-			lanes = append(lanes, t.ExecutorID)
-		}
-		status := int64(0)
-		switch t.Status {
-		case "FAILED":
-			status = 1
-		case "KILLED":
-			status = 2
-		case "RUNNING":
-			status = 3
-		}
-		finish := t.FinishMs
-		if finish == 0 {
-			finish = max(r.App.EndMs, t.LaunchMs)
-		}
-		tl = append(tl, timelineTask{t.ID, int64(t.StageID), int64(i), t.LaunchMs - origin, finish - origin, status})
-	}
-	// Lists are never null: the page's script walks each of them (an event
-	// log alone has no metric series, and a report of one had no timeline).
-	data := map[string]any{
-		"app": r.App, "origin": origin, "lanes": nonNil(lanes), "tasks": nonNil(tl), "jobs": nonNil(r.Jobs), "stages": nonNil(r.Stages),
-		"executors": nonNil(r.Executors), "findings": nonNil(r.Findings), "metrics": nonNil(r.Metrics), "sql": nonNil(r.SQL),
-		"truncatedTasks": len(r.Tasks) - len(tasks),
-	}
-	js, err := json.Marshal(data) // escapes <, > and & so it is safe inside a script element
+	return writeHTML(w, r, maxTimelineTasks)
+}
+
+// writeHTML writes the report of r with at most maxTasks tasks.
+func writeHTML(w io.Writer, r *analysis.Report, maxTasks int) error {
+	js, err := json.Marshal(newPageData(r, maxTasks)) // escapes <, > and & so it is safe inside a script element
 	if err != nil {
 		return fmt.Errorf("encode report data: %w", err)
 	}
@@ -84,13 +64,48 @@ func WriteHTML(w io.Writer, r *analysis.Report) error {
 	if title == "" {
 		title = r.App.ID
 	}
-	return reportTmpl.Execute(w, map[string]any{"Title": title, "Data": template.JS(js)})
+	err = page.Execute(w, map[string]any{
+		"Title": title, "Data": template.JS(js), "Script": template.JS(ui.ReportScript()), "Style": template.CSS(ui.ReportStyle()),
+	})
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
 }
 
-// nonNil returns xs, or an empty list for nil, so that it encodes as [].
-func nonNil[T any](xs []T) []T {
-	if xs == nil {
-		return []T{}
+// newPageData encodes r for the page: at most maxTasks tasks, the longest,
+// with times from the app's start or its first task launch.
+func newPageData(r *analysis.Report, maxTasks int) pageData {
+	d := pageData{Report: r, Origin: r.App.StartMs, Lanes: []string{}, Tasks: []timelineTask{}}
+	for _, t := range r.Tasks {
+		if d.Origin == 0 || (t.LaunchMs > 0 && t.LaunchMs < d.Origin) {
+			d.Origin = t.LaunchMs
+		}
 	}
-	return xs
+	tasks := r.Tasks
+	if len(tasks) > maxTasks {
+		tasks = longestTasks(tasks, maxTasks)
+	}
+	d.TruncatedTasks = len(r.Tasks) - len(tasks)
+	lane := map[string]int64{}
+	for _, t := range tasks {
+		i, ok := lane[t.ExecutorID]
+		if !ok {
+			i = int64(len(d.Lanes))
+			lane[t.ExecutorID] = i
+			d.Lanes = append(d.Lanes, t.ExecutorID)
+		}
+		state := int64(0)
+		for k, s := range taskStates {
+			if t.Status == s {
+				state = int64(k)
+			}
+		}
+		finish := int64(-1)
+		if t.FinishMs != 0 {
+			finish = t.FinishMs - d.Origin
+		}
+		d.Tasks = append(d.Tasks, timelineTask{t.ID, int64(t.StageID), int64(t.Partition), i, t.LaunchMs - d.Origin, finish, state})
+	}
+	return d
 }

@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,5 +69,55 @@ func TestHTMLEscapes(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "<script>alert") {
 		t.Error("the app name's script tag appears unescaped in the report")
+	}
+}
+
+// TestPageData: the page gets the analysis report's JSON, but its sources,
+// and of a log's 8,580 tasks, kept to 1,000, the longest in their order,
+// in the compact encoding.
+func TestPageData(t *testing.T) {
+	r := analyzed(t, "eventlogs/nvidia/tasks_executors_fail_compressed_eventlog.zstd")
+	d := newPageData(r, 1000)
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page map[string]json.RawMessage
+	if err := json.Unmarshal(b, &page); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := page["sources"]; ok || len(r.Sources) == 0 {
+		t.Errorf("the page lists the %d sources read", len(r.Sources))
+	}
+	findings, err := json.Marshal(r.Findings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(page["findings"], findings) || len(r.Findings) == 0 {
+		t.Errorf("the page's findings differ from the report's %d", len(r.Findings))
+	}
+	if len(r.Tasks) != 8580 || len(d.Tasks) != 1000 || d.TruncatedTasks != 7580 {
+		t.Fatalf("%d tasks kept of %d, %d truncated", len(d.Tasks), len(r.Tasks), d.TruncatedTasks)
+	}
+	pos := map[int64]int{}
+	for i, tk := range r.Tasks {
+		pos[tk.ID] = i
+	}
+	kept := map[int64]bool{}
+	shortestKept := int64(math.MaxInt64)
+	for i, c := range d.Tasks {
+		kept[c[0]] = true
+		shortestKept = min(shortestKept, r.Tasks[pos[c[0]]].DurationMs())
+		if i > 0 && pos[c[0]] < pos[d.Tasks[i-1][0]] {
+			t.Errorf("task %d after task %d: not in the report's order", c[0], d.Tasks[i-1][0])
+		}
+	}
+	if len(pos) != len(r.Tasks) || len(kept) != len(d.Tasks) {
+		t.Fatalf("task ids are not unique: %d of %d", len(pos), len(r.Tasks))
+	}
+	for _, tk := range r.Tasks {
+		if !kept[tk.ID] && tk.DurationMs() > shortestKept {
+			t.Errorf("task %d of %d ms left out, one of %d ms kept", tk.ID, tk.DurationMs(), shortestKept)
+		}
 	}
 }

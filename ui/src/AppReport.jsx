@@ -7,7 +7,7 @@ import { fmtMs, fmtBytes, fmtTime } from './format';
 import { Table, Severity } from './common';
 
 // logKinds are the findings LogFindings shows as tables of their own.
-const logKinds = ['errors', 'logChunks'];
+const logKinds = ['errors', 'log-chunks'];
 
 // stragglerTasks returns the ids of the tasks a straggler finding names.
 export function stragglerTasks(findings) {
@@ -74,7 +74,7 @@ export function Findings({ findings, onStage }) {
 // container logs, if any.
 export function LogFindings({ findings }) {
   const errors = findings.find((f) => f.kind === 'errors');
-  const chunks = findings.find((f) => f.kind === 'logChunks');
+  const chunks = findings.find((f) => f.kind === 'log-chunks');
   if (!errors && !chunks) return null;
   return (
     <section>

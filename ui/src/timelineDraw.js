@@ -30,7 +30,11 @@ export function scale(L, width) {
   return { x: (t) => GUTTER + ((t - L.t0) / span) * plot, t: (px) => L.t0 + ((px - GUTTER) / plot) * span };
 }
 
-function drawAxis(g, L, width, x) {
+// drawGrid draws the executor bands, the time axis with its ticks down
+// the chart, and the row labels.
+function drawGrid(g, L, width, x) {
+  g.fillStyle = '#f7f7f7';
+  for (const r of L.execRows) g.fillRect(GUTTER, r.y, width - GUTTER - 10, r.h);
   g.fillStyle = '#555';
   g.strokeStyle = '#eee';
   const ticks = 8;
@@ -108,8 +112,6 @@ function taskColor(tk, stragglers, selectedStage) {
 function drawTasks(g, L, width, x, stragglers, selectedStage, hits) {
   let marked = 0;
   for (const r of L.execRows) {
-    g.fillStyle = '#f7f7f7';
-    g.fillRect(GUTTER, r.y, width - GUTTER - 10, r.h);
     hits.push({ kind: 'exec', r, x: GUTTER, y: r.y, w: width - GUTTER - 10, h: r.h });
     for (const tk of r.tasks) {
       const y = r.y + 2 + r.lanes.get(tk) * TASK_ROW;
@@ -162,7 +164,7 @@ export function draw(g, L, width, { findings, stragglers, selectedStage, shade }
   const hits = [];
   g.clearRect(0, 0, width, L.height);
   g.font = '11px system-ui, sans-serif';
-  drawAxis(g, L, width, x);
+  drawGrid(g, L, width, x);
   drawJobs(g, L, x, hits);
   drawStages(g, L, x, findings, selectedStage, hits);
   const stragglersMarked = drawTasks(g, L, width, x, stragglers, selectedStage, hits);

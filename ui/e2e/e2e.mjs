@@ -121,6 +121,8 @@ try {
     assert.equal(await timeline.getAttribute('data-tasks'), '3');
     assert.equal(await timeline.getAttribute('data-stragglers'), '1');
     await report.getByTestId('findings').getByText('7.8x the median').waitFor();
+    // What the console log said, as on the app page.
+    await report.getByTestId('log-errors').getByText('NativeCodeLoader').waitFor();
     assert.deepEqual(loaded, [url], 'the report loads nothing but itself');
     await report.screenshot({ path: path.join(shots, '2-report.png'), fullPage: true });
     await report.close();

@@ -31,10 +31,11 @@ ui-deps:
 ui: ui-deps
 	cd ui && node build.mjs
 
-# The committed bundle must be what ui/src builds to.
+# The committed bundle (the web UI's app.* and the offline report's
+# report.*) must be what ui/src builds to, file for file.
 ui-check: ui-deps
 	@tmp=$$(mktemp -d) && (cd ui && OUTDIR=$$tmp node build.mjs) && \
-	for f in app.js app.css; do cmp -s $$tmp/$$f ui/dist/$$f || { echo "ui/dist/$$f is stale: run make ui"; rm -rf $$tmp; exit 1; }; done; rm -rf $$tmp
+	for f in $$(ls $$tmp ui/dist | grep -v ':$$' | sort -u); do cmp -s $$tmp/$$f ui/dist/$$f || { echo "ui/dist/$$f is stale: run make ui"; rm -rf $$tmp; exit 1; }; done; rm -rf $$tmp
 
 # The UI in headless Chromium (Playwright) against a server preloaded with
 # the sample data; screenshots in out/ui-e2e.

@@ -144,7 +144,7 @@ func TestAppsAndSlowVsRest(t *testing.T) {
 	resp, _ = http.Get(ts.URL + "/apps/local-1532512550423/report")
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !bytes.Contains(page, []byte(`id="timeline"`)) {
+	if resp.StatusCode != 200 || !bytes.Contains(page, []byte(`"data-testid":"timeline"`)) {
 		t.Errorf("report page: %d", resp.StatusCode)
 	}
 	resp, _ = http.Get(ts.URL + "/api/v1/apps/nope")

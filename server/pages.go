@@ -3,10 +3,10 @@ package server
 import (
 	"net/http"
 
-	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/flamegraph"
 	"github.com/sparkprof/sparkprof/internal/errkind"
 	"github.com/sparkprof/sparkprof/query"
+	"github.com/sparkprof/sparkprof/report"
 )
 
 // handleReport serves an application's offline HTML report (timeline,
@@ -18,7 +18,7 @@ func (s *Server) handleReport(r *http.Request) (any, error) {
 	}
 	return responderFunc(func(w http.ResponseWriter) error {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		return analysis.WriteHTML(w, rep)
+		return report.WriteHTML(w, rep)
 	}), nil
 }
 

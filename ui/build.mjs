@@ -1,7 +1,9 @@
-// Bundles the UI into dist/app.js and dist/app.css with esbuild. The
-// output is committed (generated code) so that the Go build needs no npm;
-// `make ui` runs this after a change, and `make ui-check` (part of `make
-// test`) rebuilds into a temporary directory ($OUTDIR) and compares.
+// Bundles the UI with esbuild: the web UI into dist/app.js and
+// dist/app.css, and the offline report (src/report) into dist/report.js
+// and dist/report.css, which report.WriteHTML inlines into each report.
+// The output is committed (generated code) so that the Go build needs no
+// npm; `make ui` runs this after a change, and `make ui-check` (part of
+// `make test`) rebuilds into a temporary directory ($OUTDIR) and compares.
 // NOMINIFY=1 keeps names readable for profiling in the browser.
 import { build } from 'esbuild';
 import { readFile } from 'node:fs/promises';
@@ -74,17 +76,18 @@ const patchLibrary = {
   },
 };
 
-await build({
-  entryPoints: ['src/main.jsx'],
+const common = {
   bundle: true,
   minify: process.env.NOMINIFY ? false : true,
   sourcemap: false,
   target: ['chrome100', 'firefox100', 'safari15'],
-  outfile: `${outdir}/app.js`,
   jsx: 'automatic',
   loader: { '.svg': 'dataurl', '.png': 'dataurl', '.woff': 'dataurl', '.woff2': 'dataurl', '.ttf': 'dataurl' },
   define: { 'process.env.NODE_ENV': '"production"' },
-  legalComments: 'linked',
   logLevel: 'warning',
-  plugins: [patchLibrary],
-});
+};
+
+await build({ ...common, entryPoints: ['src/main.jsx'], outfile: `${outdir}/app.js`, legalComments: 'linked', plugins: [patchLibrary] });
+
+// The report is one file: its libraries' licence notices stay in it.
+await build({ ...common, entryPoints: ['src/report/main.jsx'], outfile: `${outdir}/report.js`, legalComments: 'eof' });

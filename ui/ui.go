@@ -1,6 +1,7 @@
 // Package ui serves sparkprof's web UI: a single page bundled from src/
 // by build.mjs into dist/ and embedded in the binary, so that the UI works
-// on clusters without internet access.
+// on clusters without internet access. It also holds the offline report's
+// bundle, built from the same components, for package report to inline.
 package ui
 
 import (
@@ -20,6 +21,22 @@ import (
 
 //go:embed index.html dist/app.js dist/app.css dist/app.js.LEGAL.txt
 var files embed.FS
+
+var (
+	//go:embed dist/report.js
+	reportScript string
+	//go:embed dist/report.css
+	reportStyle string
+)
+
+// ReportScript returns the offline report's script: src/report and the
+// components it shares with the web UI, React included, in one file. It
+// reads the report's data from the JSON in the page's script element
+// #data and draws into its element #root.
+func ReportScript() string { return reportScript }
+
+// ReportStyle returns the offline report's style sheet.
+func ReportStyle() string { return reportStyle }
 
 // Index serves the UI's page; the page routes by URL hash.
 func Index(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
@@ -63,5 +64,26 @@ func TestAssets(t *testing.T) {
 		if resp, _ := get(p, ""); resp.StatusCode != 404 {
 			t.Errorf("%s: %d, want 404", p, resp.StatusCode)
 		}
+	}
+}
+
+// TestReportBundle: the offline report's script and style are there, and
+// can be inlined in a page: nothing in them ends their element early
+// (</script, </style) or puts a script's text in an HTML comment (<!--).
+func TestReportBundle(t *testing.T) {
+	script, style := ReportScript(), ReportStyle()
+	if !strings.Contains(script, "createRoot") || !strings.Contains(script, `getElementById("data")`) {
+		t.Errorf("report script of %d bytes is not the report's bundle", len(script))
+	}
+	if !strings.Contains(style, ".timeline") {
+		t.Errorf("report style of %d bytes lacks the timeline's", len(style))
+	}
+	for _, bad := range []string{"</script", "<!--"} {
+		if strings.Contains(strings.ToLower(script), bad) {
+			t.Errorf("report script contains %q", bad)
+		}
+	}
+	if strings.Contains(strings.ToLower(style), "</style") {
+		t.Error("report style contains </style")
 	}
 }

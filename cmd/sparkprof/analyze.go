@@ -16,6 +16,7 @@ import (
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/internal/english"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/report"
 	"github.com/sparkprof/sparkprof/spark"
 )
 
@@ -68,7 +69,7 @@ func runAnalyze(ctx context.Context, e *env, args []string) error {
 				ext := filepath.Ext(path)
 				path = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), i+1, ext)
 			}
-			if err := writeOutput(e, path, func(w io.Writer) error { return analysis.WriteHTML(w, r) }); err != nil {
+			if err := writeOutput(e, path, func(w io.Writer) error { return report.WriteHTML(w, r) }); err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stderr, "wrote %s\n", path)

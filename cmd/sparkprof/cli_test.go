@@ -333,7 +333,8 @@ func TestAnalyzeInputs(t *testing.T) {
 }
 
 // TestAnalyzeHTML writes the HTML report of the straggler riddle with its
-// CPU metrics and checks it holds the data the timeline draws.
+// CPU metrics and checks it holds the data the timeline draws, and the
+// timeline.
 func TestAnalyzeHTML(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "report.html")
 	code, _, stderr := sparkprof(t, "analyze", "--html", out,
@@ -346,7 +347,7 @@ func TestAnalyzeHTML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"<!DOCTYPE html>", `"kind":"straggler"`, `"metrics":[{"name":"process.cpu.load"`, `id="timeline"`} {
+	for _, w := range []string{"<!DOCTYPE html>", `"kind":"straggler"`, `"metrics":[{"name":"process.cpu.load"`, `"tasks":[[`, `"data-testid":"timeline"`} {
 		if !strings.Contains(string(data), w) {
 			t.Errorf("report lacks %q", w)
 		}

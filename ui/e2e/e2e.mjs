@@ -96,7 +96,36 @@ try {
     await gc.getByText('CpuAndMemory.json.gz: PS Scavenge').waitFor();
     await gc.getByText('CpuAndMemory.json.gz: PS MarkSweep').waitFor();
     await page.getByTestId('flame').locator('canvas').first().waitFor();
+    // The timeline drew the three tasks, the straggler marked.
+    const timeline = page.locator('canvas[data-testid="timeline"][data-tasks]');
+    assert.equal(await timeline.getAttribute('data-tasks'), '3');
+    assert.equal(await timeline.getAttribute('data-stragglers'), '1');
     await page.screenshot({ path: path.join(shots, '2-app.png'), fullPage: true });
+  });
+
+  await step('the offline report draws the app page\'s timeline, from the page alone', async () => {
+    const report = await context.newPage();
+    report.on('console', (m) => {
+      if (m.type() === 'error') errors.push(`report console: ${m.text()}`);
+    });
+    report.on('pageerror', (e) => errors.push(`report page error: ${e.message}`));
+    const loaded = [];
+    report.on('request', (r) => {
+      if (!r.url().startsWith('data:')) loaded.push(r.url());
+    });
+    const url = `${server.url}/apps/ProfileStraggler/report`;
+    await report.goto(url);
+    // The same component as on the app page: its test id, its counts.
+    const timeline = report.locator('canvas[data-testid="timeline"][data-tasks]');
+    await timeline.waitFor();
+    assert.equal(await timeline.getAttribute('data-tasks'), '3');
+    assert.equal(await timeline.getAttribute('data-stragglers'), '1');
+    await report.getByTestId('findings').getByText('7.8x the median').waitFor();
+    // What the console log said, as on the app page.
+    await report.getByTestId('log-errors').getByText('NativeCodeLoader').waitFor();
+    assert.deepEqual(loaded, [url], 'the report loads nothing but itself');
+    await report.screenshot({ path: path.join(shots, '2-report.png'), fullPage: true });
+    await report.close();
   });
 
   await step('brush a time window on the timeline', async () => {

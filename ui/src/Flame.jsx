@@ -2,7 +2,8 @@
 // with zoom, search, sandwich, table and copy in its toolbar and menu).
 import React, { useState } from 'react';
 import { FlamegraphRenderer } from '@pyroscope/flamegraph';
-import { getJSON, pyroscopeProfile, clean, fmtValue } from './api';
+import { getJSON, pyroscopeProfile, clean } from './api';
+import { fmtValue } from './format';
 import { useAsync, ErrorBox, Loading } from './common';
 
 // exportLinks are the download links of a selection.

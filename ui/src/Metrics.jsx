@@ -2,7 +2,7 @@
 // drawn with uPlot on the same time range, with stage boundaries marked.
 import React, { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
-import { fmtValue } from './api';
+import { fmtValue, metricUnit, metricValue } from './format';
 
 const preferred = ['process.cpu.load', 'system.cpu.load', 'jvm.heap.used', 'jvm.gc.time', 'jvm.gc.pause'];
 const palette = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f'];
@@ -47,22 +47,14 @@ export function seriesLabels(series) {
   });
 }
 
-function scaleValue(unit, v) {
-  return unit === 'permille' ? v / 10 : v;
-}
-
-function unitLabel(unit) {
-  return unit === 'permille' ? '%' : unit;
-}
-
 // MetricChart draws one metric with a line per executor/series.
 export function MetricChart({ chart, range, markers, width }) {
   const el = useRef(null);
   useEffect(() => {
     if (!el.current) return undefined;
-    const tables = chart.series.map((s) => [s.points.map((p) => p[0] / 1000), s.points.map((p) => scaleValue(s.unit, p[1]))]);
+    const tables = chart.series.map((s) => [s.points.map((p) => p[0] / 1000), s.points.map((p) => metricValue(s.unit, p[1]))]);
     const data = uPlot.join(tables);
-    const unit = unitLabel(chart.series[0].unit);
+    const unit = metricUnit(chart.series[0].unit);
     const labels = seriesLabels(chart.series);
     const opts = {
       width,

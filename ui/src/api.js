@@ -86,46 +86,6 @@ export function pyroscopeProfile(answer, type, unit) {
   return profile;
 }
 
-// Formatting helpers shared by the pages.
-export function fmtMs(ms) {
-  if (!ms && ms !== 0) return '';
-  if (ms < 1000) return `${ms} ms`;
-  const s = ms / 1000;
-  if (s < 120) return `${s.toFixed(1)} s`;
-  const m = s / 60;
-  if (m < 120) return `${m.toFixed(1)} min`;
-  const h = m / 60;
-  if (h < 48) return `${h.toFixed(1)} h`;
-  return `${(h / 24).toFixed(1)} d`;
-}
-
-export function fmtBytes(b) {
-  if (!b) return '0';
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let i = 0;
-  while (b >= 1024 && i < units.length - 1) {
-    b /= 1024;
-    i++;
-  }
-  return `${b.toFixed(i ? 1 : 0)} ${units[i]}`;
-}
-
-export function fmtTime(ms) {
-  if (!ms) return '';
-  return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
-}
-
-export function fmtValue(v, unit) {
-  switch (unit) {
-    case 'nanoseconds':
-      return fmtMs(Math.round(v / 1e6));
-    case 'bytes':
-      return fmtBytes(v);
-    default:
-      return v.toLocaleString('en');
-  }
-}
-
 // findingStages lists the stages a finding is about: its stage, or the
 // stages a folded finding names (analysis folds a kind's findings past the
 // first few into one).

@@ -1,6 +1,7 @@
 // Connected agents: who sent what, when, and what failed.
 import React from 'react';
-import { getJSON, fmtBytes, fmtTime, fmtMs } from '../api';
+import { getJSON } from '../api';
+import { fmtBytes, fmtTime, fmtMs } from '../format';
 import { useAsync, ErrorBox, Loading, Table, RefreshControls } from '../common';
 
 // quietMs is how long without an upload marks an agent as quiet.

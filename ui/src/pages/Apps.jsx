@@ -1,6 +1,7 @@
 // The applications list: searchable, newest first, live apps marked.
 import React, { useState } from 'react';
-import { getJSON, fmtMs, fmtTime, selector } from '../api';
+import { getJSON, selector } from '../api';
+import { fmtMs, fmtTime } from '../format';
 import { href } from '../router';
 import { useAsync, ErrorBox, Loading, Table, RefreshControls } from '../common';
 

@@ -3,7 +3,8 @@
 // baseline is normalised to the new total.
 import React, { useState } from 'react';
 import { FlamegraphRenderer } from '@pyroscope/flamegraph';
-import { getJSON, pyroscopeProfile, fmtValue, fmtMs } from '../api';
+import { getJSON, pyroscopeProfile } from '../api';
+import { fmtValue, fmtMs } from '../format';
 import { useAsync, ErrorBox, Loading } from '../common';
 import { SelectionBar } from '../Selection';
 import { FoldedNote, maxNodes } from '../Flame';

@@ -1,7 +1,8 @@
 // The heap view: allocation flame graph, the classes allocated most and,
 // when live objects were recorded, the classes holding the most live bytes.
 import React from 'react';
-import { getJSON, fmtBytes } from '../api';
+import { getJSON } from '../api';
+import { fmtBytes } from '../format';
 import { useAsync, ErrorBox } from '../common';
 import { SelectionBar } from '../Selection';
 import { FlameView } from '../Flame';

@@ -1,7 +1,8 @@
 // The latency view: wall-clock samples split by thread state per stage and
 // executor, showing where tasks wait instead of compute.
 import React from 'react';
-import { getJSON, fmtValue, selector, parseSelector } from '../api';
+import { getJSON, selector, parseSelector } from '../api';
+import { fmtValue } from '../format';
 import { useAsync, ErrorBox, Loading } from '../common';
 import { SelectionBar } from '../Selection';
 import { FlameView } from '../Flame';

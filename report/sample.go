@@ -1,4 +1,4 @@
-package analysis
+package report
 
 import (
 	"cmp"

@@ -1,0 +1,111 @@
+// Package report writes the offline HTML report of an analysed Spark
+// application: one self-contained page to keep, mail or open from disk,
+// drawn by the web UI's own components (package ui's report bundle).
+package report
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+
+	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/ui"
+)
+
+//go:embed report.html
+var pageHTML string
+
+var page = template.Must(template.New("report").Parse(pageHTML))
+
+// maxTimelineTasks bounds the tasks a report draws, so that a report of a
+// million-task application stays a few MB; the longest tasks are kept.
+const maxTimelineTasks = 50_000
+
+// timelineTask is a task as the report's timeline draws it: id, stage,
+// partition, executor (an index into pageData.Lanes), launch and finish
+// (ms from pageData.Origin; finish -1 while the task runs) and state (an
+// index into taskStates).
+type timelineTask [7]int64
+
+// taskStates are the task states a timelineTask numbers, in the order of
+// statuses in ui/src/report/ReportPage.jsx; any other state is the first.
+var taskStates = []string{"SUCCESS", "FAILED", "KILLED", "RUNNING"}
+
+// pageData is what the report's script reads: the analysis report as
+// its JSON has it, with the tasks in the compact form of timelineTask.
+type pageData struct {
+	*analysis.Report
+	// Sources is left nil, so that the report's own, paths on the machine
+	// that wrote it, stay out of a page made to be passed on.
+	Sources        []analysis.Source `json:"sources,omitempty"`
+	Origin         int64             `json:"origin"`
+	Lanes          []string          `json:"lanes"`
+	Tasks          []timelineTask    `json:"tasks"`
+	TruncatedTasks int               `json:"truncatedTasks"`
+}
+
+// WriteHTML writes r as one self-contained HTML page (no network access
+// needed): summary, findings, an interactive timeline of jobs, stages and
+// per-executor task lanes with metric overlays, and stage, executor and
+// SQL tables.
+func WriteHTML(w io.Writer, r *analysis.Report) error {
+	return writeHTML(w, r, maxTimelineTasks)
+}
+
+// writeHTML writes the report of r with at most maxTasks tasks.
+func writeHTML(w io.Writer, r *analysis.Report, maxTasks int) error {
+	js, err := json.Marshal(newPageData(r, maxTasks)) // escapes <, > and & so it is safe inside a script element
+	if err != nil {
+		return fmt.Errorf("encode report data: %w", err)
+	}
+	title := r.App.Name
+	if title == "" {
+		title = r.App.ID
+	}
+	err = page.Execute(w, map[string]any{
+		"Title": title, "Data": template.JS(js), "Script": template.JS(ui.ReportScript()), "Style": template.CSS(ui.ReportStyle()),
+	})
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// newPageData encodes r for the page: at most maxTasks tasks, the longest,
+// with times from the app's start or its first task launch.
+func newPageData(r *analysis.Report, maxTasks int) pageData {
+	d := pageData{Report: r, Origin: r.App.StartMs, Lanes: []string{}, Tasks: []timelineTask{}}
+	for _, t := range r.Tasks {
+		if d.Origin == 0 || (t.LaunchMs > 0 && t.LaunchMs < d.Origin) {
+			d.Origin = t.LaunchMs
+		}
+	}
+	tasks := r.Tasks
+	if len(tasks) > maxTasks {
+		tasks = longestTasks(tasks, maxTasks)
+	}
+	d.TruncatedTasks = len(r.Tasks) - len(tasks)
+	lane := map[string]int64{}
+	for _, t := range tasks {
+		i, ok := lane[t.ExecutorID]
+		if !ok {
+			i = int64(len(d.Lanes))
+			lane[t.ExecutorID] = i
+			d.Lanes = append(d.Lanes, t.ExecutorID)
+		}
+		state := int64(0)
+		for k, s := range taskStates {
+			if t.Status == s {
+				state = int64(k)
+			}
+		}
+		finish := int64(-1)
+		if t.FinishMs != 0 {
+			finish = t.FinishMs - d.Origin
+		}
+		d.Tasks = append(d.Tasks, timelineTask{t.ID, int64(t.StageID), int64(t.Partition), i, t.LaunchMs - d.Origin, finish, state})
+	}
+	return d
+}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/internal/english"
@@ -580,7 +581,7 @@ func executorLoss(app *spark.App, logs []*applog.Log) []Finding {
 		for _, ev := range l.ExecutorEvents {
 			kinds[ev.Kind]++
 			if len(lost) < 50 {
-				lost = append(lost, map[string]any{"executorId": ev.Executor, "timeMs": ms(ev.Time), "reason": ev.Message, "kind": ev.Kind, "source": l.Source})
+				lost = append(lost, map[string]any{"executorId": ev.Executor, "timeMs": unixMs(ev.Time), "reason": ev.Message, "kind": ev.Kind, "source": l.Source})
 			}
 		}
 	}
@@ -1227,4 +1228,13 @@ func fmtBytes(b int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", b)
+}
+
+// unixMs returns t in Unix milliseconds, or 0 for the zero time (a log
+// line without a time).
+func unixMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }

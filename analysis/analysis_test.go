@@ -37,7 +37,7 @@ func fromLog(t *testing.T, rel ...string) Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Input{App: FromLogs(logs), Logs: logs}
+	return Input{App: spark.FromLogs(logs), Logs: logs}
 }
 
 func find(fs []Finding, kind string) []Finding {

@@ -47,7 +47,7 @@ func (in *Inputs) Reports(th Thresholds) []*Report {
 // container logs describe.
 func (in *Inputs) Apps() []Input {
 	if len(in.EventLogs) == 0 {
-		return []Input{{App: FromLogs(in.Logs), Logs: in.Logs, Warnings: in.Warnings, Profiles: in.Profiles}}
+		return []Input{{App: spark.FromLogs(in.Logs), Logs: in.Logs, Warnings: in.Warnings, Profiles: in.Profiles}}
 	}
 	out := make([]Input, len(in.EventLogs))
 	for i, a := range in.EventLogs {

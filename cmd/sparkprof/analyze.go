@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/input"
 	"github.com/sparkprof/sparkprof/internal/english"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
@@ -55,7 +56,7 @@ func runAnalyze(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	prog := newProgress(e.stderr, "reading", fs.NArg())
-	in, err := analysis.ReadInputs(fs.Args(), analysis.ReadOptions{Step: prog.step, Detail: prog.detail})
+	in, err := input.Read(fs.Args(), input.Options{Step: prog.step, Detail: prog.detail})
 	prog.done()
 	if err != nil {
 		return err

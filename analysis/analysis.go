@@ -338,7 +338,7 @@ func stageVerdict(st *spark.Stage, tasks []*spark.Task, sc stageContext, th Thre
 				sev = Critical
 			}
 			msg := fmt.Sprintf("stage %d: task %d (partition %d, executor %s) ran %s, %.1fx the median task (%s)",
-				st.ID, longest.ID, longest.Index, longest.ExecutorID, fmtMs(longest.DurationMs()), r, fmtMs(med))
+				st.ID, longest.ID, longest.Index, longest.ExecutorID, english.Millis(longest.DurationMs()), r, english.Millis(med))
 			sugg := "look at what makes this partition different (data skew, a slow node, a costly record); the flame graph of this task shows where its time went"
 			ev := map[string]any{
 				"taskMs": longest.DurationMs(), "medianMs": med, "ratio": round2(r), "tasks": len(ok),
@@ -372,14 +372,14 @@ func stageVerdict(st *spark.Stage, tasks []*spark.Task, sc stageContext, th Thre
 		m := median(reads)
 		if maxRead >= th.SkewMinBytes && m > 0 && float64(maxRead)/float64(m) >= th.SkewRatio {
 			r := float64(maxRead) / float64(m)
-			msg := fmt.Sprintf("stage %d: task %d read %s, %.1fx the median task (%s)", st.ID, maxTask.ID, fmtBytes(maxRead), r, fmtBytes(m))
+			msg := fmt.Sprintf("stage %d: task %d read %s, %.1fx the median task (%s)", st.ID, maxTask.ID, english.Bytes(maxRead), r, english.Bytes(m))
 			sev, sugg := Warning, skewSuggestion
 			// Skew that cost no time is worth knowing, not acting on.
 			if d := maxTask.DurationMs(); med > 0 && float64(d) < 1.5*float64(med) {
-				msg += fmt.Sprintf(", yet ran about as long as the others (%s against a median of %s)", fmtMs(d), fmtMs(med))
+				msg += fmt.Sprintf(", yet ran about as long as the others (%s against a median of %s)", english.Millis(d), english.Millis(med))
 				sev, sugg = Info, "no time lost to it in this run; it may grow with the data"
 			} else if med > 0 {
-				msg += fmt.Sprintf(", and ran %s, %.1fx the median task (%s)", fmtMs(d), float64(d)/float64(med), fmtMs(med))
+				msg += fmt.Sprintf(", and ran %s, %.1fx the median task (%s)", english.Millis(d), float64(d)/float64(med), english.Millis(med))
 			}
 			stage(KindSkew, sev, msg, sugg,
 				float64(maxTask.DurationMs()-med), map[string]any{"maxBytes": maxRead, "medianBytes": m, "ratio": round2(r), "taskId": maxTask.ID, "taskMs": maxTask.DurationMs(), "medianMs": med})
@@ -391,18 +391,18 @@ func stageVerdict(st *spark.Stage, tasks []*spark.Task, sc stageContext, th Thre
 			if g >= 2*th.GCShare {
 				sev = Critical
 			}
-			stage(KindGC, sev, fmt.Sprintf("stage %d: %.0f%% of task time in GC (%s of %s)", st.ID, 100*g, fmtMs(total.GCTimeMs), fmtMs(total.RunTimeMs)),
+			stage(KindGC, sev, fmt.Sprintf("stage %d: %.0f%% of task time in GC (%s of %s)", st.ID, 100*g, english.Millis(total.GCTimeMs), english.Millis(total.RunTimeMs)),
 				"give executors more memory or fewer cores each, cache less, or use more partitions so each task holds less",
 				g*float64(span), map[string]any{"gcMs": total.GCTimeMs, "runMs": total.RunTimeMs, "share": round2(g)})
 		}
 		if w := share(total.ShuffleFetchWaitMs, total.RunTimeMs); w >= th.ShuffleWaitShare {
-			stage(KindShuffleWait, Warning, fmt.Sprintf("stage %d: tasks waited %.0f%% of their run time for shuffle data (%s)", st.ID, 100*w, fmtMs(total.ShuffleFetchWaitMs)),
+			stage(KindShuffleWait, Warning, fmt.Sprintf("stage %d: tasks waited %.0f%% of their run time for shuffle data (%s)", st.ID, 100*w, english.Millis(total.ShuffleFetchWaitMs)),
 				"check for a slow or lost node, network limits, or too many small shuffle blocks (fewer, larger partitions; the external shuffle service)",
 				w*float64(span), map[string]any{"fetchWaitMs": total.ShuffleFetchWaitMs, "runMs": total.RunTimeMs, "share": round2(w)})
 		}
 	}
 	if total.DiskSpilled > 0 {
-		stage(KindSpill, Warning, fmt.Sprintf("stage %d: spilled %s to disk (%s in memory)", st.ID, fmtBytes(total.DiskSpilled), fmtBytes(total.MemorySpilled)),
+		stage(KindSpill, Warning, fmt.Sprintf("stage %d: spilled %s to disk (%s in memory)", st.ID, english.Bytes(total.DiskSpilled), english.Bytes(total.MemorySpilled)),
 			"use more partitions or more executor memory so aggregations and sorts fit in memory",
 			0.1*float64(span), map[string]any{"diskBytes": total.DiskSpilled, "memoryBytes": total.MemorySpilled})
 	}
@@ -439,7 +439,7 @@ func stageVerdict(st *spark.Stage, tasks []*spark.Task, sc stageContext, th Thre
 			}
 			sugg = fmt.Sprintf("its %s tasks are %s: lower it to fit the data (aim for tasks of 100 ms or more), or let AQE coalesce small partitions (spark.sql.adaptive.enabled)", partitions, what)
 		}
-		stage(KindTaskSize, Warning, fmt.Sprintf("stage %d: %d tasks with a median of %s: too many tiny tasks", st.ID, len(ok), fmtMs(med)),
+		stage(KindTaskSize, Warning, fmt.Sprintf("stage %d: %d tasks with a median of %s: too many tiny tasks", st.ID, len(ok), english.Millis(med)),
 			sugg, 0.2*float64(span), map[string]any{"tasks": len(ok), "medianMs": med})
 	}
 	if len(cands) == 0 {
@@ -646,12 +646,12 @@ func driverTime(app *spark.App, th Thresholds) (Finding, bool) {
 	if s < th.DriverShare || idle < th.DriverMinMs {
 		return Finding{}, false
 	}
-	msg := fmt.Sprintf("%.0f%% of the application's time (%s of %s) ran no task: driver-only work, scheduling gaps or waiting", 100*s, fmtMs(idle), fmtMs(app.DurationMs))
+	msg := fmt.Sprintf("%.0f%% of the application's time (%s of %s) ran no task: driver-only work, scheduling gaps or waiting", 100*s, english.Millis(idle), english.Millis(app.DurationMs))
 	gaps := longestGaps(app, bs, maxGaps)
 	if len(gaps) > 0 {
 		named := make([]string, len(gaps))
 		for i, g := range gaps {
-			named[i] = fmtMs(g.EndMs-g.StartMs) + " " + g.Before
+			named[i] = english.Millis(g.EndMs-g.StartMs) + " " + g.Before
 		}
 		msg += "; the longest: " + strings.Join(named, ", ")
 	}
@@ -841,7 +841,7 @@ func criticalPath(app *spark.App) (Finding, bool) {
 	if groups == 1 {
 		return Finding{
 			Kind: KindCriticalPath, Severity: Info,
-			Message:    fmt.Sprintf("critical path through the stage graph: %s %s, %s", english.Nouns(len(path), "stage"), joinInts(path), fmtMs(total)),
+			Message:    fmt.Sprintf("critical path through the stage graph: %s %s, %s", english.Nouns(len(path), "stage"), joinInts(path), english.Millis(total)),
 			Suggestion: "only these stages bound the wall time: speed them up first",
 			Evidence:   map[string]any{"stages": path, "path": path, "durationMs": total, "jobs": jobIDs},
 		}, true
@@ -852,12 +852,12 @@ func criticalPath(app *spark.App) (Finding, bool) {
 	longest = longest[:min(len(longest), maxCriticalStages)]
 	named := make([]string, len(longest))
 	for i, id := range longest {
-		named[i] = fmt.Sprintf("stage %d (%s)", id, fmtMs(dur[id]))
+		named[i] = fmt.Sprintf("stage %d (%s)", id, english.Millis(dur[id]))
 	}
 	return Finding{
 		Kind: KindCriticalPath, Severity: Info,
 		Message: fmt.Sprintf("critical path: %s of stages%s in %s that ran one after another (%s on the path); the longest: %s",
-			fmtMs(total), shareOfRun(total, app.DurationMs), english.Plural(groups, "job"), english.Plural(len(path), "stage"), strings.Join(named, ", ")),
+			english.Millis(total), shareOfRun(total, app.DurationMs), english.Plural(groups, "job"), english.Plural(len(path), "stage"), strings.Join(named, ", ")),
 		Suggestion: "these stages bound the jobs' wall time: speed up the longest first; the time between jobs is the driver's",
 		Evidence:   map[string]any{"stages": markedStages(path, longest), "path": path, "durationMs": total, "jobs": jobIDs},
 	}, true
@@ -869,7 +869,7 @@ func shareOfRun(ms, runMs int64) string {
 	if runMs <= 0 || ms > runMs {
 		return ""
 	}
-	return fmt.Sprintf(" (%.0f%% of the %s run)", 100*float64(ms)/float64(runMs), fmtMs(runMs))
+	return fmt.Sprintf(" (%.0f%% of the %s run)", 100*float64(ms)/float64(runMs), english.Millis(runMs))
 }
 
 // markedStages returns the stages of a critical path a UI marks: all of a
@@ -979,17 +979,17 @@ func whatIf(app *spark.App, byStage map[[2]int][]*spark.Task) (Finding, bool) {
 		now += fmt.Sprintf(" (the most that ran at once, of %d in all)", all)
 	}
 	msg := fmt.Sprintf("with %d executors instead of %s the run would take about %s instead of %s (replaying the observed task times)",
-		execs*2, now, fmtMs(twice), fmtMs(base))
-	if fmtMs(twice) == fmtMs(base) {
+		execs*2, now, english.Millis(twice), english.Millis(base))
+	if english.Millis(twice) == english.Millis(base) {
 		msg = fmt.Sprintf("%d executors instead of %s would not shorten the run: about %s either way (replaying the observed task times)",
-			execs*2, now, fmtMs(base))
+			execs*2, now, english.Millis(base))
 	}
 	if diff := base - app.DurationMs; 10*max(diff, -diff) > app.DurationMs {
 		// The replay packs each stage's tasks longest first, which can beat
 		// the schedule Spark ran: past a tenth apart, say so, or the two run
 		// times disagree.
 		msg = strings.TrimSuffix(msg, ")") + fmt.Sprintf(": %s on %s, where the run took %s)",
-			fmtMs(base), english.Plural(execs, "executor"), fmtMs(app.DurationMs))
+			english.Millis(base), english.Plural(execs, "executor"), english.Millis(app.DurationMs))
 	}
 	return Finding{
 		Kind: KindWhatIf, Severity: Info,
@@ -1203,32 +1203,6 @@ func joinInts(xs []int) string {
 }
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
-
-// fmtMs renders milliseconds for people.
-func fmtMs(ms int64) string {
-	switch {
-	case ms >= 3_600_000:
-		return fmt.Sprintf("%.1f h", float64(ms)/3.6e6)
-	case ms >= 60_000:
-		return fmt.Sprintf("%.1f min", float64(ms)/6e4)
-	case ms >= 1_000:
-		return fmt.Sprintf("%.1f s", float64(ms)/1e3)
-	}
-	return fmt.Sprintf("%d ms", ms)
-}
-
-// fmtBytes renders a byte count for people.
-func fmtBytes(b int64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", b)
-}
 
 // unixMs returns t in Unix milliseconds, or 0 for the zero time (a log
 // line without a time).

@@ -131,9 +131,9 @@ func (h Hotspot) describe() string {
 	var what string
 	switch h.Type {
 	case profile.TypeCPU.Name:
-		what = fmtMs(h.Samples/1e6) + " of CPU samples"
+		what = english.Millis(h.Samples/1e6) + " of CPU samples"
 	case profile.TypeWall.Name:
-		what = fmtMs(h.Samples/1e6) + " of running samples"
+		what = english.Millis(h.Samples/1e6) + " of running samples"
 	default:
 		what = english.Plural(int(h.Samples), "stack sample")
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/input"
 	"github.com/sparkprof/sparkprof/internal/english"
-	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
 )
 
@@ -113,7 +112,7 @@ func printReport(w io.Writer, r *analysis.Report) {
 			skipped++
 		}
 	}
-	duration := fmtMs(a.DurationMs)
+	duration := english.Millis(a.DurationMs)
 	if a.EndMs == 0 {
 		duration = "unknown (no ApplicationEnd: still running, or the log was cut)"
 	}
@@ -159,7 +158,7 @@ func printReport(w io.Writer, r *analysis.Report) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  stage\ttasks\tfailed\tduration\tstatus\tname")
 		for _, s := range stages[:min(10, len(stages))] {
-			fmt.Fprintf(tw, "  %d.%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Attempt, s.TaskCount, s.FailedTaskCount, fmtMs(s.DurationMs), s.Status, truncate(s.Name, 60))
+			fmt.Fprintf(tw, "  %d.%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Attempt, s.TaskCount, s.FailedTaskCount, english.Millis(s.DurationMs), s.Status, truncate(s.Name, 60))
 		}
 		tw.Flush()
 	}
@@ -169,8 +168,4 @@ func printReport(w io.Writer, r *analysis.Report) {
 func truncate(s string, n int) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return english.Truncate(s, n)
-}
-
-func fmtMs(ms int64) string {
-	return profile.FormatValue(ms*1e6, "nanoseconds")
 }

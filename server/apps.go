@@ -437,7 +437,8 @@ func (s *Server) explainStragglers(ctx context.Context, ten string, rep *analysi
 	var out []analysis.Finding // a copy, once a finding changes: rep is shared
 	tasks := s.apps.tasks(ten, rep.App.ID)
 	for i, f := range rep.Findings {
-		if f.Kind != analysis.KindStraggler || f.TaskID == nil || f.Evidence["profile"] != nil {
+		ev, ok := f.Evidence.(*analysis.StragglerEvidence)
+		if !ok || f.TaskID == nil || ev.Profile != nil {
 			continue
 		}
 		task := tasks[*f.TaskID]

@@ -265,7 +265,7 @@ func BenchmarkQuery(b *testing.B) {
 		}
 	}
 	rep := &analysis.Report{App: spark.Summary{ID: "app-bench", Name: "bench"}, Tasks: tasks,
-		Findings: []analysis.Finding{{Kind: analysis.KindStraggler, StageID: &straggler.StageID, TaskID: &straggler.ID, Evidence: map[string]any{}}}}
+		Findings: []analysis.Finding{{Kind: analysis.KindStraggler, StageID: &straggler.StageID, TaskID: &straggler.ID, Evidence: &analysis.StragglerEvidence{}}}}
 	for _, cache := range []string{"warm", "uncached"} {
 		s := New(Config{Store: map[string]*store.DB{"warm": warm, "uncached": uncached}[cache], Logger: logger})
 		s.apps.by[""] = map[string]*analysedApp{"app-bench": {report: rep, tasks: byID}}

@@ -127,27 +127,21 @@ func printReport(w io.Writer, r *analysis.Report) {
 		fmt.Fprintln(w, "No findings: nothing stands out.")
 	}
 	for _, f := range r.Findings {
-		fmt.Fprintf(w, "[%s] %s: %s\n", strings.ToUpper(f.Severity), f.Kind, f.Message)
-		if also, ok := f.Evidence["also"].([]string); ok {
-			for _, a := range also {
-				fmt.Fprintf(w, "    also %s\n", a)
-			}
+		fmt.Fprintf(w, "[%s] %s: %s\n", strings.ToUpper(string(f.Severity)), f.Kind, f.Message)
+		for _, a := range f.Also() {
+			fmt.Fprintf(w, "    also %s\n", a)
 		}
 		if f.Suggestion != "" {
 			fmt.Fprintf(w, "    → %s\n", f.Suggestion)
 		}
-		switch f.Kind {
-		case analysis.KindFailures:
-			if groups, ok := f.Evidence["groups"].([]map[string]any); ok {
-				for _, g := range groups {
-					fmt.Fprintf(w, "    %5v × %s  %s\n", g["count"], g["reason"], truncate(fmt.Sprint(g["detail"]), 100))
-				}
+		switch ev := f.Evidence.(type) {
+		case *analysis.FailuresEvidence:
+			for _, g := range ev.Groups {
+				fmt.Fprintf(w, "    %5d × %s  %s\n", g.Count, g.Reason, truncate(g.Detail, 100))
 			}
-		case analysis.KindWarnings:
-			if ws, ok := f.Evidence["warnings"].([]string); ok {
-				for _, s := range ws {
-					fmt.Fprintf(w, "    - %s\n", truncate(s, 160))
-				}
+		case *analysis.WarningsEvidence:
+			for _, s := range ev.Warnings {
+				fmt.Fprintf(w, "    - %s\n", truncate(s, 160))
 			}
 		}
 	}

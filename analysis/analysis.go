@@ -39,7 +39,7 @@ const (
 	KindExecutorLoss      Kind = "executor-loss"
 	KindWhatIf            Kind = "what-if"
 	KindErrors            Kind = "errors"
-	KindLogChunks         Kind = "logChunks"
+	KindLogChunks         Kind = "log-chunks"
 	KindWarnings          Kind = "warnings"
 )
 

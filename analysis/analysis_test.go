@@ -392,7 +392,8 @@ func TestCriticalPathOverJobs(t *testing.T) {
 
 // TestDriverLog: tasks read from a log carry no metrics, so none of their
 // time reads as scheduler overhead; a warning whose text starts on the line
-// after its header is named by that text.
+// after its header is named by that text; repeated runs of lines are a
+// log-chunks finding.
 func TestDriverLog(t *testing.T) {
 	fs := Analyze(fromLog(t, "applogs", "nvidia", "driverlog"), DefaultThresholds)
 	if got := find(fs, KindSchedulerOverhead); len(got) != 0 {
@@ -404,6 +405,12 @@ func TestDriverLog(t *testing.T) {
 	}
 	if want := "newest first: !Exec <CollectLimitExec> cannot run on GPU"; !strings.Contains(errs[0].Message, want) {
 		t.Errorf("message %q, want %q in it", errs[0].Message, want)
+	}
+	// Of its 298 lines, 18 are a run of task lines that repeats.
+	chunks := find(fs, KindLogChunks)
+	if len(chunks) != 1 || chunks[0].Evidence.(*LogChunksEvidence).Lines != 298 ||
+		!strings.HasPrefix(chunks[0].Message, "the most repeated run of log lines covers 18 of 298 lines: ") {
+		t.Errorf("log-chunks findings %+v, want one covering 18 of 298 lines", chunks)
 	}
 }
 

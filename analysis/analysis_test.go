@@ -37,10 +37,10 @@ func fromLog(t *testing.T, rel ...string) Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Input{App: FromLogs(logs), Logs: logs}
+	return Input{App: spark.FromLogs(logs), Logs: logs}
 }
 
-func find(fs []Finding, kind string) []Finding {
+func find(fs []Finding, kind Kind) []Finding {
 	var out []Finding
 	for _, f := range fs {
 		if f.Kind == kind {
@@ -72,10 +72,11 @@ func TestStragglerRiddles(t *testing.T) {
 			if f.TaskID == nil || *f.TaskID != 0 || f.StageID == nil || *f.StageID != 0 {
 				t.Errorf("straggler = task %v of stage %v, want task 0 of stage 0: %s", f.TaskID, f.StageID, f.Message)
 			}
-			if ms := f.Evidence["taskMs"].(int64); float64(ms) < tt.taskMs-1000 || float64(ms) > tt.taskMs+1000 {
+			ev := f.Evidence.(*StragglerEvidence)
+			if ms := ev.TaskMs; float64(ms) < tt.taskMs-1000 || float64(ms) > tt.taskMs+1000 {
 				t.Errorf("task ran %d ms, want about %.0f", ms, tt.taskMs)
 			}
-			if r := f.Evidence["ratio"].(float64); r < tt.ratio-0.2 || r > tt.ratio+0.2 {
+			if r := ev.Ratio; r < tt.ratio-0.2 || r > tt.ratio+0.2 {
 				t.Errorf("ratio %.2f, want about %.2f", r, tt.ratio)
 			}
 		})
@@ -90,8 +91,9 @@ func TestFailuresGrouped(t *testing.T) {
 		t.Fatalf("%d failures findings, want 1", len(fs))
 	}
 	got := map[string]int{}
-	for _, g := range fs[0].Evidence["groups"].([]map[string]any) {
-		got[g["reason"].(string)] += g["count"].(int)
+	ev := fs[0].Evidence.(*FailuresEvidence)
+	for _, g := range ev.Groups {
+		got[g.Reason] += g.Count
 	}
 	want := map[string]int{"Resubmitted": 50, "FetchFailed": 2, "ExecutorLostFailure": 1}
 	for k, v := range want {
@@ -99,7 +101,7 @@ func TestFailuresGrouped(t *testing.T) {
 			t.Errorf("%s: %d tasks, want %d (groups %v)", k, got[k], v, got)
 		}
 	}
-	if fs[0].Evidence["tasks"].(int) != 53 || fs[0].Severity != Critical {
+	if ev.Tasks != 53 || fs[0].Severity != Critical {
 		t.Errorf("finding %+v", fs[0])
 	}
 }
@@ -113,7 +115,7 @@ func TestSmallEffects(t *testing.T) {
 	tests := []struct {
 		name             string
 		rel              []string
-		kind             string
+		kind             Kind
 		th               Thresholds
 		want             int
 		message, without string
@@ -175,8 +177,11 @@ func TestFoldStages(t *testing.T) {
 		seen[*f.StageID] = true
 	}
 	folded := fs[maxStageFindings]
-	stages, _ := folded.Evidence["stages"].([]int)
-	messages, _ := folded.Evidence["messages"].([]string)
+	ev, _ := folded.Evidence.(*FoldedEvidence)
+	if ev == nil {
+		t.Fatalf("folded finding %+v", folded)
+	}
+	stages, messages := ev.Stages, ev.Messages
 	if folded.StageID != nil || len(stages) != 6 || len(messages) != 6 || !strings.HasPrefix(folded.Message, "6 more stages alike: ") {
 		t.Fatalf("folded finding %+v", folded)
 	}
@@ -310,26 +315,27 @@ func TestCriticalPath(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			app := &spark.App{Stages: tt.stages}
 			app.DurationMs = 3000
-			f, ok := criticalPath(app)
+			f, ok := criticalPathRule(&appFacts{Input: Input{App: app}}, DefaultThresholds)
 			if !ok {
 				t.Fatal("no finding")
 			}
 			if !strings.Contains(f.Message, tt.message) {
 				t.Errorf("message %q, want %q in it", f.Message, tt.message)
 			}
-			if got := f.Evidence["durationMs"]; got != tt.total {
+			ev := f.Evidence.(*CriticalPathEvidence)
+			if got := ev.DurationMs; got != tt.total {
 				t.Errorf("durationMs %v, want %d", got, tt.total)
 			}
-			if got := f.Evidence["jobs"]; fmt.Sprint(got) != fmt.Sprint(tt.jobs) {
+			if got := ev.Jobs; fmt.Sprint(got) != fmt.Sprint(tt.jobs) {
 				t.Errorf("jobs %v, want %v", got, tt.jobs)
 			}
 			if tt.path == nil {
 				return
 			}
-			if got := f.Evidence["path"]; fmt.Sprint(got) != fmt.Sprint(tt.path) {
+			if got := ev.Path; fmt.Sprint(got) != fmt.Sprint(tt.path) {
 				t.Errorf("path %v, want %v", got, tt.path)
 			}
-			if got := f.Evidence["stages"]; fmt.Sprint(got) != fmt.Sprint(tt.stages5) {
+			if got := ev.Stages; fmt.Sprint(got) != fmt.Sprint(tt.stages5) {
 				t.Errorf("stages %v, want %v", got, tt.stages5)
 			}
 		})
@@ -348,7 +354,8 @@ func TestCriticalPathOverJobs(t *testing.T) {
 	}
 	f := fs[0]
 	// A path of 135 stages marks its five longest.
-	if got := fmt.Sprint(f.Evidence["stages"]); got != "[0 4 1 238 3]" {
+	ev := f.Evidence.(*CriticalPathEvidence)
+	if got := fmt.Sprint(ev.Stages); got != "[0 4 1 238 3]" {
 		t.Errorf("marked stages %s, want the five longest", got)
 	}
 	want := "critical path: 12.9 s of stages (13% of the 1.6 min run) in 80 jobs that ran one after another (135 stages on the path); the longest: stage 0 (1.5 s), stage 4 (607 ms)"
@@ -359,14 +366,15 @@ func TestCriticalPathOverJobs(t *testing.T) {
 	for _, j := range in.App.Jobs {
 		jobMs += j.DurationMs
 	}
-	if total := f.Evidence["durationMs"].(int64); total > jobMs || total > in.App.DurationMs {
+	if total := ev.DurationMs; total > jobMs || total > in.App.DurationMs {
 		t.Errorf("path of %d ms, longer than the jobs (%d ms) or the run (%d ms)", total, jobMs, in.App.DurationMs)
 	}
 }
 
 // TestDriverLog: tasks read from a log carry no metrics, so none of their
 // time reads as scheduler overhead; a warning whose text starts on the line
-// after its header is named by that text.
+// after its header is named by that text; repeated runs of lines are a
+// log-chunks finding.
 func TestDriverLog(t *testing.T) {
 	fs := Analyze(fromLog(t, "applogs", "nvidia", "driverlog"), DefaultThresholds)
 	if got := find(fs, KindSchedulerOverhead); len(got) != 0 {
@@ -378,6 +386,12 @@ func TestDriverLog(t *testing.T) {
 	}
 	if want := "newest first: !Exec <CollectLimitExec> cannot run on GPU"; !strings.Contains(errs[0].Message, want) {
 		t.Errorf("message %q, want %q in it", errs[0].Message, want)
+	}
+	// Of its 298 lines, 18 are a run of task lines that repeats.
+	chunks := find(fs, KindLogChunks)
+	if len(chunks) != 1 || chunks[0].Evidence.(*LogChunksEvidence).Lines != 298 ||
+		!strings.HasPrefix(chunks[0].Message, "the most repeated run of log lines covers 18 of 298 lines: ") {
+		t.Errorf("log-chunks findings %+v, want one covering 18 of 298 lines", chunks)
 	}
 }
 
@@ -413,9 +427,9 @@ func TestStragglerHotspot(t *testing.T) {
 			if len(fs) != 1 {
 				t.Fatalf("%d straggler findings, want 1", len(fs))
 			}
-			got, _ := fs[0].Evidence["profile"].(Hotspot)
-			if got != tt.want {
-				t.Errorf("profile evidence %+v, want %+v", got, tt.want)
+			ev := fs[0].Evidence.(*StragglerEvidence)
+			if ev.Profile == nil || *ev.Profile != tt.want {
+				t.Errorf("profile evidence %+v, want %+v", ev.Profile, tt.want)
 			}
 			if !strings.Contains(fs[0].Message, tt.message) {
 				t.Errorf("message %q, want %q in it", fs[0].Message, tt.message)
@@ -432,7 +446,7 @@ func TestStragglerHotspot(t *testing.T) {
 func TestWarmUpOverhead(t *testing.T) {
 	tests := []struct {
 		rel      []string
-		severity string
+		severity Severity
 		message  string
 	}{
 		{[]string{"nvidia", "tasks_executors_fail_compressed_eventlog.zstd"}, Info, "stage 0: 47% of task time is scheduling and (de)serialisation, 100% of it in the executors' first tasks"},

@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 
@@ -131,9 +130,9 @@ func (h Hotspot) describe() string {
 	var what string
 	switch h.Type {
 	case profile.TypeCPU.Name:
-		what = fmtMs(h.Samples/1e6) + " of CPU samples"
+		what = english.Millis(h.Samples/1e6) + " of CPU samples"
 	case profile.TypeWall.Name:
-		what = fmtMs(h.Samples/1e6) + " of running samples"
+		what = english.Millis(h.Samples/1e6) + " of running samples"
 	default:
 		what = english.Plural(int(h.Samples), "stack sample")
 	}
@@ -150,13 +149,14 @@ func (h Hotspot) describe() string {
 // ExplainStraggler adds to straggler finding f where its task's samples
 // went, from profiles that hold that task's samples alone (a store's
 // selection of the task), and reports whether they held any. f's evidence
-// map is replaced, not written to: a report's findings may be shared.
+// is replaced, not written to: a report's findings may be shared.
 func ExplainStraggler(f *Finding, profiles ...*profile.Profile) bool {
 	return explainStraggler(f, profiles, nil)
 }
 
 func explainStraggler(f *Finding, profiles []*profile.Profile, keep func(*profile.Profile, profile.Sample) bool) bool {
-	if f.Kind != KindStraggler || f.TaskID == nil {
+	ev, ok := f.Evidence.(*StragglerEvidence)
+	if !ok || f.TaskID == nil {
 		return false
 	}
 	h, ok := hotspotOf(profiles, keep)
@@ -164,8 +164,9 @@ func explainStraggler(f *Finding, profiles []*profile.Profile, keep func(*profil
 		return false
 	}
 	f.Message += h.describe()
-	f.Evidence = maps.Clone(f.Evidence)
-	f.Evidence["profile"] = h
+	explained := *ev
+	explained.Profile = &h
+	f.Evidence = &explained
 	if h.Python {
 		f.Suggestion = "profile the Python side (PySpark's profiler, or sparkprof's PySpark records): the JVM only waited for it; then look at what makes this partition different"
 	}

@@ -35,7 +35,8 @@ type Series struct {
 	Points [][2]int64        `json:"points"` // [time ms, value]; fractions are scaled by 1000 (unit "permille")
 }
 
-// Source is one input of an analysis.
+// Source is one input of an analysis, as its report lists it: the path
+// and what it was read as.
 type Source struct {
 	Path string `json:"path"`
 	Kind string `json:"kind"` // eventlog, logs, profile

@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 
+	"github.com/sparkprof/sparkprof/internal/english"
 	"github.com/sparkprof/sparkprof/spark"
 )
 
@@ -29,16 +30,16 @@ func stragglerCause(t *spark.Task, others []*spark.Task, first bool, th Threshol
 		case d >= r && d >= wait:
 			if first {
 				return "deserialize", fmt.Sprintf("%s of its %s went to deserialising the task before it ran, one of its executor's first tasks (they load classes and broadcasts)",
-						fmtMs(d), fmtMs(dur)),
+						english.Millis(d), english.Millis(dur)),
 					"a new executor's first tasks start slow: keep executors longer (spark.dynamicAllocation.executorIdleTimeout), and broadcast large variables once", true
 			}
-			return "deserialize", fmt.Sprintf("%s of its %s went to deserialising the task before it ran", fmtMs(d), fmtMs(dur)),
+			return "deserialize", fmt.Sprintf("%s of its %s went to deserialising the task before it ran", english.Millis(d), english.Millis(dur)),
 				"a large closure or task binary: broadcast large variables once instead of shipping them with each task", true
 		case r >= wait:
-			return "result", fmt.Sprintf("%s of its %s went to fetching its result to the driver", fmtMs(r), fmtMs(dur)),
+			return "result", fmt.Sprintf("%s of its %s went to fetching its result to the driver", english.Millis(r), english.Millis(dur)),
 				"bring less back to the driver (collect, take, large accumulators); or raise spark.driver.maxResultSize only if it must", true
 		default:
-			return "scheduler-delay", fmt.Sprintf("%s of its %s was scheduler delay: sending the task and its result", fmtMs(wait), fmtMs(dur)),
+			return "scheduler-delay", fmt.Sprintf("%s of its %s was scheduler delay: sending the task and its result", english.Millis(wait), english.Millis(dur)),
 				"a large task binary or result, or a busy driver: broadcast large closures, check the driver's CPU and GC", true
 		}
 	}
@@ -53,7 +54,7 @@ func stragglerCause(t *spark.Task, others []*spark.Task, first bool, th Threshol
 	}
 	if r, med := read(t), medianOf(read); med > 0 && r >= th.SkewMinBytes && float64(r) >= th.SkewRatio*float64(med) {
 		return "skew", fmt.Sprintf("it read %.1fx the median task's data (%s against %s): data skew",
-				float64(r)/float64(med), fmtBytes(r), fmtBytes(med)),
+				float64(r)/float64(med), english.Bytes(r), english.Bytes(med)),
 			skewSuggestion, true
 	}
 	if r, med := records(t), medianOf(records); med > 0 && float64(r) >= th.SkewRatio*float64(med) {
@@ -61,15 +62,15 @@ func stragglerCause(t *spark.Task, others []*spark.Task, first bool, th Threshol
 			skewSuggestion, true
 	}
 	if g := share(m.GCTimeMs, m.RunTimeMs); g >= 2*th.GCShare {
-		return "gc", fmt.Sprintf("it spent %.0f%% of its run time in GC (%s)", 100*g, fmtMs(m.GCTimeMs)),
+		return "gc", fmt.Sprintf("it spent %.0f%% of its run time in GC (%s)", 100*g, english.Millis(m.GCTimeMs)),
 			"the partition holds more live data than the others: more memory per task, or more partitions", true
 	}
 	if w := share(m.ShuffleFetchWaitMs, m.RunTimeMs); w >= th.ShuffleWaitShare {
-		return "shuffle-wait", fmt.Sprintf("it waited %.0f%% of its run time for shuffle data (%s)", 100*w, fmtMs(m.ShuffleFetchWaitMs)),
+		return "shuffle-wait", fmt.Sprintf("it waited %.0f%% of its run time for shuffle data (%s)", 100*w, english.Millis(m.ShuffleFetchWaitMs)),
 			"check the hosts it fetched from (a slow or lost node) and the network", true
 	}
 	if m.DiskSpilled > 0 && medianOf(func(t *spark.Task) int64 { return t.Metrics.DiskSpilled }) == 0 {
-		return "spill", fmt.Sprintf("it spilled %s to disk, the median task nothing", fmtBytes(m.DiskSpilled)),
+		return "spill", fmt.Sprintf("it spilled %s to disk, the median task nothing", english.Bytes(m.DiskSpilled)),
 			"give the partition more memory, or use more partitions so each holds less", true
 	}
 	if t.Host != "" {

@@ -71,9 +71,7 @@ func TestStragglerCauseCorpus(t *testing.T) {
 			var msgs []string
 			for _, f := range Analyze(fromEventLog(t, append([]string{"eventlogs"}, tt.rel...)...), DefaultThresholds) {
 				msgs = append(msgs, f.Message)
-				if also, ok := f.Evidence["also"].([]string); ok {
-					msgs = append(msgs, also...)
-				}
+				msgs = append(msgs, f.Also()...)
 			}
 			if !strings.Contains(strings.Join(msgs, "\n"), tt.want) {
 				t.Errorf("no finding says %q:\n%s", tt.want, strings.Join(msgs, "\n"))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/attribution"
+	"github.com/sparkprof/sparkprof/input"
 	"github.com/sparkprof/sparkprof/internal/atomicfile"
 	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
@@ -216,7 +217,7 @@ func (s *Store) analyseBundle(tenant, dir string) (*analysis.Report, error) {
 // id: an event log (file or rolling directory), or the files of the bundle
 // named bundle, whose name stands in for an id and name the logs lack.
 func (s *Store) analyse(tenant string, paths []string, bundle string) (*analysis.Report, error) {
-	in, err := analysis.ReadInputs(paths, analysis.ReadOptions{})
+	in, err := input.Read(paths, input.Options{})
 	if err != nil {
 		return nil, err
 	}

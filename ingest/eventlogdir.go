@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/input"
 )
 
 // stamp identifies a version of a file or rolling event-log directory.
@@ -81,7 +81,7 @@ func (p *Pipeline) scanLogDir(tenant, dir string, w *logWatch, depth int) int {
 			continue
 		}
 		w.seen[path] = st
-		kind, err := analysis.Classify(path)
+		kind, err := input.Classify(path)
 		if err != nil {
 			continue
 		}

@@ -1,48 +1,23 @@
 package profile
 
 import (
-	"fmt"
 	"strconv"
+	"time"
+
+	"github.com/sparkprof/sparkprof/internal/english"
 )
 
-// FormatValue renders v in unit for people: nanoseconds as "1.50 s" or
-// "12.3 ms", bytes as "4.0 MiB", counts with thousands separators.
+// FormatValue renders v in unit for people: nanoseconds as a duration
+// ("1.5 s", "12 ms"), bytes as a size ("4.0 MiB"), counts with thousands
+// separators ("42,329").
 func FormatValue(v int64, unit string) string {
 	switch unit {
 	case "nanoseconds":
-		return formatScaled(float64(v), []scale{{1e9, "s"}, {1e6, "ms"}, {1e3, "µs"}, {1, "ns"}})
+		return english.Duration(time.Duration(v))
 	case "bytes":
-		return formatScaled(float64(v), []scale{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}, {1, "B"}})
+		return english.Bytes(v)
 	}
 	return groupThousands(v)
-}
-
-type scale struct {
-	factor float64
-	suffix string
-}
-
-func formatScaled(v float64, scales []scale) string {
-	abs := v
-	if abs < 0 {
-		abs = -abs
-	}
-	for _, s := range scales {
-		if abs >= s.factor || s.factor == 1 {
-			x := v / s.factor
-			switch {
-			case s.factor == 1:
-				return fmt.Sprintf("%.0f %s", x, s.suffix)
-			case abs/s.factor >= 100:
-				return fmt.Sprintf("%.0f %s", x, s.suffix)
-			case abs/s.factor >= 10:
-				return fmt.Sprintf("%.1f %s", x, s.suffix)
-			default:
-				return fmt.Sprintf("%.2f %s", x, s.suffix)
-			}
-		}
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 func groupThousands(v int64) string {

@@ -8,12 +8,12 @@ func TestFormatValue(t *testing.T) {
 		unit string
 		want string
 	}{
-		{1_500_000_000, "nanoseconds", "1.50 s"},
-		{12_345_678, "nanoseconds", "12.3 ms"},
+		{1_500_000_000, "nanoseconds", "1.5 s"},
+		{12_345_678, "nanoseconds", "12 ms"},
 		{999, "nanoseconds", "999 ns"},
 		{0, "nanoseconds", "0 ns"},
-		{4 << 20, "bytes", "4.00 MiB"},
-		{300 << 30, "bytes", "300 GiB"},
+		{4 << 20, "bytes", "4.0 MiB"},
+		{300 << 30, "bytes", "300.0 GiB"},
 		{42329, "count", "42,329"},
 		{-1234567, "count", "-1,234,567"},
 		{7, "count", "7"},

@@ -145,7 +145,7 @@ func (e *Engine) explainStragglers(ctx context.Context, tenant string, rep *anal
 	var out []analysis.Finding // a copy, once a finding changes: rep is shared
 	tasks := e.apps.Tasks(tenant, rep.App.ID)
 	for i, f := range rep.Findings {
-		if f.Kind != analysis.KindStraggler || f.TaskID == nil || f.Evidence["profile"] != nil {
+		if ev, ok := f.Evidence.(*analysis.StragglerEvidence); !ok || f.TaskID == nil || ev.Profile != nil {
 			continue
 		}
 		task := tasks[*f.TaskID]

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/input"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 )
 
@@ -22,7 +23,7 @@ func analyzed(t *testing.T, paths ...string) *analysis.Report {
 	for _, p := range paths {
 		abs = append(abs, corpus.Path(t, filepath.FromSlash(p)))
 	}
-	in, err := analysis.ReadInputs(abs, analysis.ReadOptions{})
+	in, err := input.Read(abs, input.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -266,7 +266,7 @@ func (qb *queryBench) appModel(b *testing.B) {
 		}
 	}
 	rep := &analysis.Report{App: spark.Summary{ID: "app-bench", Name: "bench"}, Tasks: tasks,
-		Findings: []analysis.Finding{{Kind: analysis.KindStraggler, StageID: &straggler.StageID, TaskID: &straggler.ID, Evidence: map[string]any{}}}}
+		Findings: []analysis.Finding{{Kind: analysis.KindStraggler, StageID: &straggler.StageID, TaskID: &straggler.ID, Evidence: &analysis.StragglerEvidence{}}}}
 	for _, cache := range []string{"warm", "uncached"} {
 		s := newServer(b, Config{Store: qb.stores[cache], Logger: qb.logger})
 		s.apps.Put("", rep)

@@ -1,6 +1,7 @@
 // Package spark builds the model of a Spark application — app, executors,
 // jobs, stages, tasks with every task metric, SQL executions — from its
-// event log.
+// event log, or, with task durations alone, from its container logs
+// (FromLogs).
 //
 // Build streams the log line by line: it keeps one small record per task,
 // stage, job and executor, never the decoded JSON.

@@ -14,8 +14,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/input"
 	"github.com/sparkprof/sparkprof/internal/english"
-	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/report"
 	"github.com/sparkprof/sparkprof/spark"
 )
@@ -56,7 +56,7 @@ func runAnalyze(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	prog := newProgress(e.stderr, "reading", fs.NArg())
-	in, err := analysis.ReadInputs(fs.Args(), analysis.ReadOptions{Step: prog.step, Detail: prog.detail})
+	in, err := input.Read(fs.Args(), input.Options{Step: prog.step, Detail: prog.detail})
 	prog.done()
 	if err != nil {
 		return err
@@ -113,7 +113,7 @@ func printReport(w io.Writer, r *analysis.Report) {
 			skipped++
 		}
 	}
-	duration := fmtMs(a.DurationMs)
+	duration := english.Millis(a.DurationMs)
 	if a.EndMs == 0 {
 		duration = "unknown (no ApplicationEnd: still running, or the log was cut)"
 	}
@@ -128,27 +128,21 @@ func printReport(w io.Writer, r *analysis.Report) {
 		fmt.Fprintln(w, "No findings: nothing stands out.")
 	}
 	for _, f := range r.Findings {
-		fmt.Fprintf(w, "[%s] %s: %s\n", strings.ToUpper(f.Severity), f.Kind, f.Message)
-		if also, ok := f.Evidence["also"].([]string); ok {
-			for _, a := range also {
-				fmt.Fprintf(w, "    also %s\n", a)
-			}
+		fmt.Fprintf(w, "[%s] %s: %s\n", strings.ToUpper(string(f.Severity)), f.Kind, f.Message)
+		for _, a := range f.Also() {
+			fmt.Fprintf(w, "    also %s\n", a)
 		}
 		if f.Suggestion != "" {
 			fmt.Fprintf(w, "    → %s\n", f.Suggestion)
 		}
-		switch f.Kind {
-		case analysis.KindFailures:
-			if groups, ok := f.Evidence["groups"].([]map[string]any); ok {
-				for _, g := range groups {
-					fmt.Fprintf(w, "    %5v × %s  %s\n", g["count"], g["reason"], truncate(fmt.Sprint(g["detail"]), 100))
-				}
+		switch ev := f.Evidence.(type) {
+		case *analysis.FailuresEvidence:
+			for _, g := range ev.Groups {
+				fmt.Fprintf(w, "    %5d × %s  %s\n", g.Count, g.Reason, truncate(g.Detail, 100))
 			}
-		case analysis.KindWarnings:
-			if ws, ok := f.Evidence["warnings"].([]string); ok {
-				for _, s := range ws {
-					fmt.Fprintf(w, "    - %s\n", truncate(s, 160))
-				}
+		case *analysis.WarningsEvidence:
+			for _, s := range ev.Warnings {
+				fmt.Fprintf(w, "    - %s\n", truncate(s, 160))
 			}
 		}
 	}
@@ -159,7 +153,7 @@ func printReport(w io.Writer, r *analysis.Report) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  stage\ttasks\tfailed\tduration\tstatus\tname")
 		for _, s := range stages[:min(10, len(stages))] {
-			fmt.Fprintf(tw, "  %d.%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Attempt, s.TaskCount, s.FailedTaskCount, fmtMs(s.DurationMs), s.Status, truncate(s.Name, 60))
+			fmt.Fprintf(tw, "  %d.%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Attempt, s.TaskCount, s.FailedTaskCount, english.Millis(s.DurationMs), s.Status, truncate(s.Name, 60))
 		}
 		tw.Flush()
 	}
@@ -169,8 +163,4 @@ func printReport(w io.Writer, r *analysis.Report) {
 func truncate(s string, n int) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return english.Truncate(s, n)
-}
-
-func fmtMs(ms int64) string {
-	return profile.FormatValue(ms*1e6, "nanoseconds")
 }

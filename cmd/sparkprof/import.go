@@ -22,9 +22,9 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/input"
 )
 
 func init() {
@@ -65,12 +65,12 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		path, kind string
 		write      func(io.Writer) error // the body, when not the file at path
 	}
-	sources, skipped, err := analysis.Expand(fs.Args())
+	sources, skipped, err := input.Expand(fs.Args())
 	if err != nil {
 		return err
 	}
 	if len(skipped) > 0 {
-		fmt.Fprintf(e.stderr, "sparkprof: %s\n", analysis.SkippedSummary("", skipped))
+		fmt.Fprintf(e.stderr, "sparkprof: %s\n", input.SkippedSummary("", skipped))
 	}
 	var files []file
 	failed := 0

@@ -1,5 +1,6 @@
 // Package english writes text for people: counts in words ("1 job", "3
-// jobs"), and long text cut to fit.
+// jobs"), durations and byte sizes ("1.5 s", "96.3 MiB"), and long text
+// cut to fit.
 package english
 
 import "fmt"

@@ -1,4 +1,4 @@
-package analysis
+package input
 
 import (
 	"os"
@@ -31,7 +31,7 @@ func TestExpandEventLogDirectory(t *testing.T) {
 		t.Fatalf("got %v, skipped %v; want the %d logs %v", sources, skipped, len(want), want)
 	}
 	for i, s := range sources {
-		if filepath.Base(s.Path) != want[i] || s.Kind != "eventlog" {
+		if filepath.Base(s.Path) != want[i] || s.Kind != EventLog {
 			t.Errorf("source %d = %+v, want event log %s", i, s, want[i])
 		}
 	}
@@ -114,7 +114,7 @@ func TestExpandMixedDirectory(t *testing.T) {
 		t.Errorf("skipped %v, want expected.json and notes.txt", gotSkipped)
 	}
 
-	in, err := ReadInputs([]string{dir}, ReadOptions{})
+	in, err := Read([]string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,14 +133,14 @@ func TestExpandMixedDirectory(t *testing.T) {
 }
 
 // A bad file found by a walk is a warning; named on its own it is an error.
-func TestReadInputsWalkedFailureWarns(t *testing.T) {
+func TestReadWalkedFailureWarns(t *testing.T) {
 	dir := t.TempDir()
 	copyFile(t, corpus.Path(t, "eventlogs", "apache", "local-1642039451826"), filepath.Join(dir, "good"))
 	bad := filepath.Join(dir, "bad.jfr")
 	if err := os.WriteFile(bad, []byte("FLR\x00\x00\x02\x00\x01truncated"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	in, err := ReadInputs([]string{dir}, ReadOptions{})
+	in, err := Read([]string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,5 +169,40 @@ func TestIsLogName(t *testing.T) {
 		if got := isLogName(name); got != want {
 			t.Errorf("isLogName(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestClassify tells the corpus's inputs apart by their content: event
+// logs in every codec and layout, container logs, profiler records, and a
+// directory of profiler records to walk.
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		rel  []string
+		want string
+	}{
+		{[]string{"eventlogs", "nvidia", "rp_sql_eventlog.zstd"}, EventLog},
+		{[]string{"eventlogs", "nvidia", "db_sim_eventlog", "eventlog-2021-06-15--15-00.gz"}, EventLog},
+		{[]string{"eventlogs", "apache", "local-1642039451826"}, EventLog},
+		{[]string{"eventlogs", "apache", "eventlog_v2_local-1766844910796"}, EventLog},
+		{[]string{"eventlogs", "nvidia", "db_sim_eventlog"}, EventLog},
+		{[]string{"applogs", "nvidia", "driverlog"}, Logs},
+		{[]string{"applogs", "phil_stopwatch", "ProfileStraggler", "JobStraggler.log.gz"}, Logs},
+		{[]string{"jfr", "dump1.jfr.gz"}, Profile},
+		{[]string{"jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz"}, Profile},
+		{[]string{"jvm-profiler", "phil_stopwatch", "ProfileStraggler"}, Profile},
+	}
+	for _, tt := range tests {
+		t.Run(filepath.Join(tt.rel...), func(t *testing.T) {
+			got, err := Classify(corpus.Path(t, tt.rel...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("Classify = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if _, err := Classify(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("Classify of a missing path: no error")
 	}
 }

@@ -1,4 +1,4 @@
-package analysis
+package input
 
 import (
 	"bytes"
@@ -8,152 +8,19 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
-	"github.com/sparkprof/sparkprof/applog"
+	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/format"
-	"github.com/sparkprof/sparkprof/profile"
-	"github.com/sparkprof/sparkprof/spark"
 )
 
-// Inputs is everything read for an analysis, sorted by kind.
-type Inputs struct {
-	EventLogs []Input // one per event log
-	Logs      []*applog.Log
-	Profiles  []*profile.Profile
-	Sources   []Source
-	Warnings  []string
-}
-
-// ReadOptions reports the progress of ReadInputs.
-type ReadOptions struct {
-	Step   func(path string)   // called as each input path starts
-	Detail func(status string) // called during long reads
-}
-
-// Reports analyses every application of in with the thresholds th.
-func (in *Inputs) Reports(th Thresholds) []*Report {
-	var out []*Report
-	for _, input := range in.Apps() {
-		out = append(out, NewReport(input, Analyze(input, th), in.Sources, in.Profiles))
-	}
-	return out
-}
-
-// Apps returns one analysis input per application: each event log with the
-// container logs and profiles, or, without event logs, the app the
-// container logs describe.
-func (in *Inputs) Apps() []Input {
-	if len(in.EventLogs) == 0 {
-		return []Input{{App: FromLogs(in.Logs), Logs: in.Logs, Warnings: in.Warnings, Profiles: in.Profiles}}
-	}
-	out := make([]Input, len(in.EventLogs))
-	for i, a := range in.EventLogs {
-		a.Logs = in.Logs
-		a.Warnings = append(a.Warnings, in.Warnings...)
-		a.Profiles = in.Profiles
-		out[i] = a
-	}
-	return out
-}
-
-// ReadInputs classifies and reads every path: event logs (files or rolling
-// directories), container logs (files, YARN log directories, yarn logs
-// output) and profiler records. A directory of neither kind is walked as
-// Expand does; a bad event log or profile found by such a walk becomes a
-// warning instead of failing the whole read.
-func ReadInputs(paths []string, opt ReadOptions) (*Inputs, error) {
-	in := &Inputs{}
-	if opt.Step == nil {
-		opt.Step = func(string) {}
-	}
-	if opt.Detail == nil {
-		opt.Detail = func(string) {}
-	}
-	for _, path := range paths {
-		opt.Step(path)
-		x, err := expandPath(path)
-		if err != nil {
-			return nil, err
-		}
-		if len(x.skipped) > 0 {
-			in.Warnings = append(in.Warnings, path+": "+SkippedSummary(path, x.skipped))
-		}
-		// Inside a walked directory, one bad file is a warning.
-		failed := func(err error) error {
-			if x.walked {
-				in.Warnings = append(in.Warnings, err.Error())
-				return nil
-			}
-			return err
-		}
-		var profiles []string
-		for _, src := range x.sources {
-			switch src.Kind {
-			case "eventlog":
-				a, err := readEventLog(src.Path, opt.Detail)
-				if err != nil {
-					if err := failed(err); err != nil {
-						return nil, err
-					}
-					continue
-				}
-				in.EventLogs = append(in.EventLogs, a)
-			case "logs":
-				logs, err := applog.OpenAll(src.Path, applog.Options{})
-				if err == nil && !slices.ContainsFunc(logs, func(l *applog.Log) bool { return l.Layout != "" }) {
-					err = errors.New("no line in a layout of Spark's logs (log4j, JSON): not a driver or executor log, an event log or a profile")
-				}
-				if err != nil {
-					if err := failed(fmt.Errorf("container logs %s: %w", src.Path, err)); err != nil {
-						return nil, err
-					}
-					continue
-				}
-				in.Logs = append(in.Logs, logs...)
-			case "profile":
-				profiles = append(profiles, src.Path)
-			}
-			in.Sources = append(in.Sources, src)
-		}
-		if len(profiles) == 0 {
-			continue
-		}
-		err = format.LoadAll(profiles, format.Options{}, func(r format.Result) error {
-			if r.Err != nil {
-				in.Warnings = append(in.Warnings, r.Err.Error())
-				return nil
-			}
-			in.Profiles = append(in.Profiles, r.Profile)
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if len(in.EventLogs) == 0 && len(in.Logs) == 0 {
-		return nil, fmt.Errorf("no event log or container log among the inputs; analyze needs one (use flame or top for profiles alone)")
-	}
-	return in, nil
-}
-
-// readEventLog builds the application model of one event log.
-func readEventLog(path string, detail func(string)) (Input, error) {
-	r, err := eventlog.Open(path)
-	if err != nil {
-		return Input{}, fmt.Errorf("event log %s: %w", path, err)
-	}
-	defer r.Close()
-	app, rep, err := spark.BuildWith(r, spark.Options{Progress: func(n int64) {
-		detail(fmt.Sprintf("%s: %d MB", path, n>>20))
-	}})
-	if err != nil {
-		return Input{}, fmt.Errorf("event log %s: %w", path, err)
-	}
-	return Input{App: app, Report: rep}, nil
-}
+// The kinds of input Classify tells apart, as analysis.Source records them.
+const (
+	EventLog = "eventlog" // a Spark event log: a file in any codec, or a rolling log's directory
+	Logs     = "logs"     // container logs: a driver or executor log, a YARN log directory
+	Profile  = "profile"  // profiler records, or a directory to walk for inputs
+)
 
 // Expand turns paths into the inputs they hold. An event log (a file or a
 // rolling directory), a container log directory and any file stay one
@@ -162,7 +29,7 @@ func readEventLog(path string, detail func(string)) (Input, error) {
 // log directories, and files that hold a profile; hidden files are passed
 // over, and the other files are returned in skipped. A walk that finds
 // nothing is an error.
-func Expand(paths []string) (sources []Source, skipped []string, err error) {
+func Expand(paths []string) (sources []analysis.Source, skipped []string, err error) {
 	for _, path := range paths {
 		x, err := expandPath(path)
 		if err != nil {
@@ -176,7 +43,7 @@ func Expand(paths []string) (sources []Source, skipped []string, err error) {
 
 // expansion is what one input path holds.
 type expansion struct {
-	sources []Source
+	sources []analysis.Source
 	skipped []string
 	walked  bool // path is a directory that was walked
 }
@@ -190,8 +57,8 @@ func expandPath(path string) (expansion, error) {
 	if err != nil {
 		return expansion{}, err
 	}
-	if kind != "profile" || !st.IsDir() {
-		return expansion{sources: []Source{{Path: path, Kind: kind}}}, nil
+	if kind != Profile || !st.IsDir() {
+		return expansion{sources: []analysis.Source{{Path: path, Kind: kind}}}, nil
 	}
 	x := expansion{walked: true}
 	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
@@ -213,8 +80,8 @@ func expandPath(path string) (expansion, error) {
 			if err != nil {
 				return err
 			}
-			if kind != "profile" {
-				x.sources = append(x.sources, Source{Path: p, Kind: kind})
+			if kind != Profile {
+				x.sources = append(x.sources, analysis.Source{Path: p, Kind: kind})
 				return filepath.SkipDir
 			}
 			return nil
@@ -233,7 +100,7 @@ func expandPath(path string) (expansion, error) {
 			x.skipped = append(x.skipped, p)
 			return nil
 		}
-		x.sources = append(x.sources, Source{Path: p, Kind: kind})
+		x.sources = append(x.sources, analysis.Source{Path: p, Kind: kind})
 		return nil
 	})
 	if err != nil {
@@ -246,8 +113,8 @@ func expandPath(path string) (expansion, error) {
 }
 
 // classifyWalked tells what a file found by a directory walk holds:
-// "profile" for a profile file name whose content is a known format,
-// "eventlog" for a Spark event log in any codec, "logs" for a file named as
+// Profile for a profile file name whose content is a known format,
+// EventLog for a Spark event log in any codec, Logs for a file named as
 // logs are (driver.log, stderr, spark.log.1.gz), "" for anything else (a
 // walk does not take a stray text file for a container log).
 func classifyWalked(path string) (string, error) {
@@ -257,14 +124,14 @@ func classifyWalked(path string) (string, error) {
 			return "", err
 		}
 		if _, ok := format.Detect(head); ok {
-			return "profile", nil
+			return Profile, nil
 		}
 	}
 	if isEventLog(path) {
-		return "eventlog", nil
+		return EventLog, nil
 	}
 	if isLogName(filepath.Base(path)) {
-		return "logs", nil
+		return Logs, nil
 	}
 	return "", nil
 }
@@ -304,8 +171,8 @@ func SkippedSummary(dir string, skipped []string) string {
 	return fmt.Sprintf("skipped %d %s (%s%s); name container logs on their own", len(skipped), what, strings.Join(names, ", "), more)
 }
 
-// Classify tells what a path holds by its content: "eventlog", "logs" or
-// "profile".
+// Classify tells what a path holds by its content: EventLog, Logs or
+// Profile (profiler records, or a directory to walk for inputs).
 func Classify(path string) (string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -314,7 +181,7 @@ func Classify(path string) (string, error) {
 	if st.IsDir() {
 		base := filepath.Base(path)
 		if strings.HasPrefix(base, "eventlog_v2_") {
-			return "eventlog", nil
+			return EventLog, nil
 		}
 		entries, err := os.ReadDir(path)
 		if err != nil {
@@ -324,24 +191,24 @@ func Classify(path string) (string, error) {
 			n := en.Name()
 			switch {
 			case strings.HasPrefix(n, "container_"):
-				return "logs", nil
+				return Logs, nil
 			case n == "eventlog" || strings.HasPrefix(n, "eventlog-") || strings.HasPrefix(n, "events_") || strings.HasPrefix(n, "appstatus_"):
-				return "eventlog", nil
+				return EventLog, nil
 			}
 		}
-		return "profile", nil
+		return Profile, nil
 	}
 	if isEventLog(path) {
-		return "eventlog", nil
+		return EventLog, nil
 	}
 	head, err := readHead(path)
 	if err != nil {
 		return "", err
 	}
 	if f, ok := format.Detect(head); ok && f.Name != "folded" {
-		return "profile", nil
+		return Profile, nil
 	}
-	return "logs", nil
+	return Logs, nil
 }
 
 // isEventLog reports whether the first line of path, in any codec the

@@ -1,0 +1,159 @@
+// Package input gathers what an analysis reads from files: it walks
+// directories for inputs, tells event logs, container logs and profiler
+// records apart by their content, and reads them into the analyses'
+// inputs, one per application.
+package input
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/applog"
+	"github.com/sparkprof/sparkprof/eventlog"
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/spark"
+)
+
+// Set is everything read for an analysis, sorted by kind.
+type Set struct {
+	EventLogs []analysis.Input // one per event log
+	Logs      []*applog.Log
+	Profiles  []*profile.Profile
+	Sources   []analysis.Source
+	Warnings  []string
+}
+
+// Options reports the progress of Read.
+type Options struct {
+	Step   func(path string)   // called as each input path starts
+	Detail func(status string) // called during long reads
+}
+
+// Reports analyses every application of s with the thresholds th.
+func (s *Set) Reports(th analysis.Thresholds) []*analysis.Report {
+	var out []*analysis.Report
+	for _, in := range s.Apps() {
+		out = append(out, analysis.NewReport(in, analysis.Analyze(in, th), s.Sources, s.Profiles))
+	}
+	return out
+}
+
+// Apps returns one analysis input per application: each event log with the
+// container logs and profiles, or, without event logs, the app the
+// container logs describe.
+func (s *Set) Apps() []analysis.Input {
+	if len(s.EventLogs) == 0 {
+		return []analysis.Input{{App: spark.FromLogs(s.Logs), Logs: s.Logs, Warnings: s.Warnings, Profiles: s.Profiles}}
+	}
+	out := make([]analysis.Input, len(s.EventLogs))
+	for i, a := range s.EventLogs {
+		a.Logs = s.Logs
+		a.Warnings = append(a.Warnings, s.Warnings...)
+		a.Profiles = s.Profiles
+		out[i] = a
+	}
+	return out
+}
+
+// Read classifies and reads every path: event logs (files or rolling
+// directories), container logs (files, YARN log directories, yarn logs
+// output) and profiler records. A directory of neither kind is walked as
+// Expand does; a bad event log or profile found by such a walk becomes a
+// warning instead of failing the whole read.
+func Read(paths []string, opt Options) (*Set, error) {
+	s := &Set{}
+	if opt.Step == nil {
+		opt.Step = func(string) {}
+	}
+	if opt.Detail == nil {
+		opt.Detail = func(string) {}
+	}
+	for _, path := range paths {
+		opt.Step(path)
+		if err := s.read(path, opt); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.EventLogs) == 0 && len(s.Logs) == 0 {
+		return nil, fmt.Errorf("no event log or container log among the inputs; analyze needs one (use flame or top for profiles alone)")
+	}
+	return s, nil
+}
+
+// read adds the inputs path holds to s.
+func (s *Set) read(path string, opt Options) error {
+	x, err := expandPath(path)
+	if err != nil {
+		return err
+	}
+	if len(x.skipped) > 0 {
+		s.Warnings = append(s.Warnings, path+": "+SkippedSummary(path, x.skipped))
+	}
+	// Inside a walked directory, one bad file is a warning.
+	failed := func(err error) error {
+		if x.walked {
+			s.Warnings = append(s.Warnings, err.Error())
+			return nil
+		}
+		return err
+	}
+	var profiles []string
+	for _, src := range x.sources {
+		switch src.Kind {
+		case EventLog:
+			a, err := readEventLog(src.Path, opt.Detail)
+			if err != nil {
+				if err := failed(err); err != nil {
+					return err
+				}
+				continue
+			}
+			s.EventLogs = append(s.EventLogs, a)
+		case Logs:
+			logs, err := applog.OpenAll(src.Path, applog.Options{})
+			if err == nil && !slices.ContainsFunc(logs, func(l *applog.Log) bool { return l.Layout != "" }) {
+				err = errors.New("no line in a layout of Spark's logs (log4j, JSON): not a driver or executor log, an event log or a profile")
+			}
+			if err != nil {
+				if err := failed(fmt.Errorf("container logs %s: %w", src.Path, err)); err != nil {
+					return err
+				}
+				continue
+			}
+			s.Logs = append(s.Logs, logs...)
+		case Profile:
+			profiles = append(profiles, src.Path)
+		}
+		s.Sources = append(s.Sources, src)
+	}
+	if len(profiles) == 0 {
+		return nil
+	}
+	return format.LoadAll(profiles, format.Options{}, func(r format.Result) error {
+		if r.Err != nil {
+			s.Warnings = append(s.Warnings, r.Err.Error())
+			return nil
+		}
+		s.Profiles = append(s.Profiles, r.Profile)
+		return nil
+	})
+}
+
+// readEventLog builds the application model of one event log.
+func readEventLog(path string, detail func(string)) (analysis.Input, error) {
+	r, err := eventlog.Open(path)
+	if err != nil {
+		return analysis.Input{}, fmt.Errorf("event log %s: %w", path, err)
+	}
+	defer r.Close()
+	app, rep, err := spark.BuildWith(r, spark.Options{Progress: func(n int64) {
+		detail(fmt.Sprintf("%s: %d MB", path, n>>20))
+	}})
+	if err != nil {
+		return analysis.Input{}, fmt.Errorf("event log %s: %w", path, err)
+	}
+	return analysis.Input{App: app, Report: rep}, nil
+}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/sparkprof/sparkprof/applog"
+	"github.com/sparkprof/sparkprof/attribution"
 	"github.com/sparkprof/sparkprof/internal/english"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
@@ -173,8 +174,8 @@ func Analyze(in Input, th Thresholds) []Finding {
 	sc := stageContext{first: firstTasks(app.Tasks), config: app.Config}
 	for _, st := range app.Stages {
 		if f, ok := stageVerdict(st, facts.byStage[[2]int{st.ID, st.Attempt}], sc, th); ok {
-			if f.Kind == KindStraggler && f.TaskID != nil && len(in.Profiles) > 0 {
-				explainStraggler(&f, in.Profiles, taskSamples(app.ID, *f.TaskID))
+			if t := stragglerTask(f, facts.byStage[[2]int{st.ID, st.Attempt}]); t != nil && len(in.Profiles) > 0 {
+				explainStraggler(&f, in.Profiles, attribution.TaskSamples(app.ID, t))
 			}
 			out = append(out, f)
 		}
@@ -182,6 +183,20 @@ func Analyze(in Input, th Thresholds) []Finding {
 	out = append(out, <-appFound...)
 	byImportance(out)
 	return foldStages(out)
+}
+
+// stragglerTask returns the task of straggler finding f among its stage's
+// tasks, nil for another finding.
+func stragglerTask(f Finding, tasks []*spark.Task) *spark.Task {
+	if f.Kind != KindStraggler || f.TaskID == nil {
+		return nil
+	}
+	for _, t := range tasks {
+		if t.ID == *f.TaskID {
+			return t
+		}
+	}
+	return nil
 }
 
 // byImportance sorts findings most severe first, then by their effect,

@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/sparkprof/sparkprof/internal/english"
@@ -44,19 +43,6 @@ func isLibrary(name string) bool {
 // task has samples of: CPU time, else the running threads' wall clock or
 // stack samples (Uber's), else CPU sample counts.
 var hotspotTypes = []profile.SampleType{profile.TypeCPU, profile.TypeWall, profile.TypeSamples, profile.TypeItimer}
-
-// taskSamples keeps the samples of task taskID of app appID: labelled with
-// the task id, and with the app id when they carry one.
-func taskSamples(appID string, taskID int64) func(*profile.Profile, profile.Sample) bool {
-	want := strconv.FormatInt(taskID, 10)
-	return func(p *profile.Profile, s profile.Sample) bool {
-		if p.Label(s, profile.LabelTaskID) != want {
-			return false
-		}
-		app := p.Label(s, profile.LabelAppID)
-		return app == "" || appID == "" || app == appID
-	}
-}
 
 // hotspotOf finds where the samples of profiles that keep accepts (all,
 // when keep is nil) went.

@@ -52,9 +52,18 @@ async function startServer(extra = ['--preload', testdata]) {
 }
 
 const steps = [];
+// failed is called with a step's error before it ends the run: it says
+// where the page was and keeps a screenshot of it.
+let failed = async () => {};
 async function step(name, fn) {
   const t = Date.now();
-  await fn();
+  try {
+    await fn();
+  } catch (e) {
+    console.log(`FAIL ${name} (${Date.now() - t} ms)`);
+    await failed(name);
+    throw e;
+  }
   steps.push(`${name}: ${Date.now() - t} ms`);
   console.log(`ok   ${name} (${Date.now() - t} ms)`);
 }
@@ -73,6 +82,10 @@ try {
   });
   page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
   page.setDefaultTimeout(30000);
+  failed = async (name) => {
+    console.log(`     the page was at ${page.url()}; console errors: ${JSON.stringify(errors)}`);
+    await page.screenshot({ path: path.join(shots, 'failed.png'), fullPage: true }).catch(() => {});
+  };
 
   await step('apps page lists the preloaded applications', async () => {
     await page.goto(`${server.url}/`);
@@ -90,6 +103,8 @@ try {
     await page.getByTestId('app-title').getByText('Profile Straggler').waitFor();
     await page.getByTestId('timeline').waitFor();
     await page.getByTestId('findings').getByText('7.8x the median').waitFor();
+    // The repeated runs of log lines: the finding kind log-chunks.
+    await page.getByTestId('log-chunks').waitFor();
     assert.ok((await page.getByTestId('metric-chart').count()) >= 1, 'no metric chart');
     // The GC chart's lines are named by collector, not numbered.
     const gc = page.getByTestId('metric-chart').filter({ hasText: 'jvm.gc.time' });
@@ -123,9 +138,13 @@ try {
     await report.getByTestId('findings').getByText('7.8x the median').waitFor();
     // What the console log said, as on the app page.
     await report.getByTestId('log-errors').getByText('NativeCodeLoader').waitFor();
+    await report.getByTestId('log-chunks').waitFor();
     assert.deepEqual(loaded, [url], 'the report loads nothing but itself');
     await report.screenshot({ path: path.join(shots, '2-report.png'), fullPage: true });
     await report.close();
+    // The app page was a background tab while the report was open: the
+    // browser may throttle its drawing until it is in front again.
+    await page.bringToFront();
   });
 
   await step('brush a time window on the timeline', async () => {

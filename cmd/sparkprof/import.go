@@ -22,6 +22,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/input"
@@ -59,12 +60,6 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	// Event logs, container logs and profiles go as they are; other
-	// directories expand to the ones they hold.
-	type file struct {
-		path, kind string
-		write      func(io.Writer) error // the body, when not the file at path
-	}
 	sources, skipped, err := input.Expand(fs.Args())
 	if err != nil {
 		return err
@@ -72,158 +67,88 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	if len(skipped) > 0 {
 		fmt.Fprintf(e.stderr, "sparkprof: %s\n", input.SkippedSummary("", skipped))
 	}
-	var files []file
-	failed := 0
-	for _, src := range sources {
-		st, err := os.Stat(src.Path)
-		if err != nil {
-			return err
-		}
-		switch {
-		case src.Kind == "eventlog" && st.IsDir():
-			// A rolling log goes as the History Server's download of
-			// it does: a zip of its directory.
-			dir := src.Path
-			files = append(files, file{filepath.Clean(dir) + ".zip", src.Kind, func(w io.Writer) error { return writeZip(w, dir) }})
-		case src.Kind == "logs" && st.IsDir():
-			// Its container logs go as one text, so that the server
-			// analyses them together, each with its container.
-			dir := src.Path
-			files = append(files, file{filepath.Clean(dir) + ".log", src.Kind, func(w io.Writer) error { return applog.WriteYarnLogs(w, dir) }})
-		default:
-			files = append(files, file{path: src.Path, kind: src.Kind})
-		}
+	files, err := importFiles(sources)
+	if err != nil {
+		return err
 	}
 	// Event logs of large apps run to gigabytes: bodies stream from disk,
 	// and the server's analysis of one may take minutes.
-	client := &http.Client{Timeout: 30 * time.Minute}
-	prog := newProgress(e.stderr, "importing", len(files))
-	defer prog.done()
-	// post sends one input and returns the server's refusal, if any, and
-	// when a refusal of 503 or 429 says to retry, after how long. A
-	// profile the server had already is counted in duplicates.
-	var mu sync.Mutex // guards prog, failed, duplicates and stderr for the senders below
-	duplicates := 0
-	post := func(f file) (refusal string, retry time.Duration, err error) {
-		var (
-			body        io.Reader
-			size        int64 = -1 // unknown: sent chunked
-			contentType string
-		)
-		switch lp := format.LabelsBeside(f.path); {
-		case f.write != nil:
-			pr, pw := io.Pipe()
-			go func() { pw.CloseWithError(f.write(pw)) }()
-			defer pr.Close()
-			body = pr
-		case f.kind == "profile" && lp != "":
-			data, ct, err := withLabels(f.path, lp)
-			if err != nil {
-				return "", 0, err
-			}
-			body, size, contentType = bytes.NewReader(data), int64(len(data)), ct
+	im := &importer{client: &http.Client{Timeout: 30 * time.Minute}, server: *server, tenant: *ten, token: token, app: *app,
+		stderr: e.stderr, prog: newProgress(e.stderr, "importing", len(files))}
+	defer im.prog.done()
+	if err := im.run(ctx, files, *parallel); err != nil {
+		return err
+	}
+	im.prog.done()
+	fmt.Fprintf(e.stderr, "imported %d of %d inputs into %s\n", len(files)-im.failed, len(files), *server)
+	if im.duplicates > 0 {
+		fmt.Fprintf(e.stderr, "%d of them were profiles the server had already, from an earlier import: not stored again\n", im.duplicates)
+	}
+	if im.failed > 0 {
+		return fmt.Errorf("%d files were refused", im.failed)
+	}
+	return nil
+}
+
+// importFile is one input import sends: a file, or a body written from a
+// directory (write).
+type importFile struct {
+	path, kind string
+	write      func(io.Writer) error // the body, when not the file at path
+}
+
+// importFiles returns the inputs of sources: event logs, container logs
+// and profiles go as they are, a rolling event log as the History
+// Server's download of it does (a zip of its directory), a container log
+// directory as one text, so that the server analyses its logs together,
+// each with its container.
+func importFiles(sources []analysis.Source) ([]importFile, error) {
+	var files []importFile
+	for _, src := range sources {
+		st, err := os.Stat(src.Path)
+		if err != nil {
+			return nil, err
+		}
+		dir := src.Path
+		switch {
+		case src.Kind == "eventlog" && st.IsDir():
+			files = append(files, importFile{filepath.Clean(dir) + ".zip", src.Kind, func(w io.Writer) error { return writeZip(w, dir) }})
+		case src.Kind == "logs" && st.IsDir():
+			files = append(files, importFile{filepath.Clean(dir) + ".log", src.Kind, func(w io.Writer) error { return applog.WriteYarnLogs(w, dir) }})
 		default:
-			fh, err := os.Open(f.path)
-			if err != nil {
-				return "", 0, err
-			}
-			defer fh.Close()
-			st, err := fh.Stat()
-			if err != nil {
-				return "", 0, err
-			}
-			body, size = fh, st.Size()
-		}
-		q := url.Values{"path": {f.path}, "kind": {f.kind}}
-		if *app != "" {
-			q.Set("app", *app)
-		}
-		req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(*server, "/")+"/api/v1/import?"+q.Encode(), body)
-		if err != nil {
-			return "", 0, err
-		}
-		if f.kind == "profile" && f.write == nil {
-			key, err := importKey(f.path, format.LabelsBeside(f.path), *app)
-			if err != nil {
-				return "", 0, err
-			}
-			req.Header.Set("Idempotency-Key", key)
-			// The server answers a profile it has without reading it: the
-			// body goes only once it asks for it.
-			req.Header.Set("Expect", "100-continue")
-		}
-		req.ContentLength = size
-		if contentType != "" {
-			req.Header.Set("Content-Type", contentType)
-		}
-		if *ten != "" {
-			req.Header.Set("X-Scope-OrgID", *ten)
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := client.Do(req)
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			return "", 0, fmt.Errorf("import %s: no sparkprof server answers at %s: start one (sparkprof serve), or name it with --server or $SPARKPROF_SERVER", f.path, *server)
-		}
-		if err != nil {
-			return "", 0, fmt.Errorf("import %s: %w", f.path, err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			var res struct{ Duplicate bool }
-			json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&res)
-			if res.Duplicate {
-				mu.Lock()
-				duplicates++
-				mu.Unlock()
-			}
-			return "", 0, nil
-		}
-		answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
-			retry = time.Second
-			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-				retry = time.Duration(s) * time.Second
-			}
-		}
-		return resp.Status + " " + strings.TrimSpace(string(answer)), retry, nil
-	}
-	// send sends one input, and when a refusal of 503 (a server still
-	// replaying its log after a restart) or 429 (over its rate) says to,
-	// again after the wait it asks (or a second), for up to a minute. It
-	// returns the refusal, if any.
-	send := func(ctx context.Context, f file) (string, error) {
-		for waited := time.Duration(0); ; {
-			refusal, retry, err := post(f)
-			if err != nil || retry == 0 || waited+retry > time.Minute {
-				return refusal, err
-			}
-			mu.Lock()
-			prog.detail(fmt.Sprintf("%s: %s; again in %s", f.path, refusal, retry))
-			mu.Unlock()
-			select {
-			case <-time.After(retry):
-			case <-ctx.Done():
-				return "", ctx.Err()
-			}
-			waited += retry
+			files = append(files, importFile{path: src.Path, kind: src.Kind})
 		}
 	}
-	// Up to --parallel inputs are in flight: a directory of many small
-	// profiles takes round trips more than server time.
+	return files, nil
+}
+
+// importer sends inputs to a server's /api/v1/import, several at once.
+type importer struct {
+	client                     *http.Client
+	server, tenant, token, app string
+	stderr                     io.Writer
+
+	mu                 sync.Mutex // guards prog, failed, duplicates and stderr for the senders
+	prog               *progress
+	failed, duplicates int // inputs refused; profiles the server had already
+}
+
+// run sends files, up to parallel at once: a directory of many small
+// profiles takes round trips more than server time. A refused input is
+// counted and said; another error ends the run.
+func (im *importer) run(ctx context.Context, files []importFile, parallel int) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	queue := make(chan file)
+	queue := make(chan importFile)
 	var wg sync.WaitGroup
 	var firstErr error
-	for range min(*parallel, len(files)) {
+	for range min(parallel, len(files)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for f := range queue {
-				refusal, err := send(ctx, f)
-				mu.Lock()
+				refusal, err := im.send(ctx, f)
+				im.mu.Lock()
 				switch {
 				case err != nil:
 					if firstErr == nil {
@@ -231,19 +156,19 @@ func runImport(ctx context.Context, e *env, args []string) error {
 						cancel()
 					}
 				case refusal != "":
-					failed++
-					prog.clear()
-					fmt.Fprintf(e.stderr, "sparkprof: %s: %s\n", f.path, refusal)
+					im.failed++
+					im.prog.clear()
+					fmt.Fprintf(im.stderr, "sparkprof: %s: %s\n", f.path, refusal)
 				}
-				mu.Unlock()
+				im.mu.Unlock()
 			}
 		}()
 	}
 feed:
 	for _, f := range files {
-		mu.Lock()
-		prog.step(f.path)
-		mu.Unlock()
+		im.mu.Lock()
+		im.prog.step(f.path)
+		im.mu.Unlock()
 		select {
 		case queue <- f:
 		case <-ctx.Done():
@@ -255,18 +180,134 @@ feed:
 	if firstErr != nil {
 		return firstErr
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	return ctx.Err()
+}
+
+// send sends one input, and when a refusal of 503 (a server still
+// replaying its log after a restart) or 429 (over its rate) says to,
+// again after the wait it asks (or a second), for up to a minute. It
+// returns the refusal, if any.
+func (im *importer) send(ctx context.Context, f importFile) (string, error) {
+	for waited := time.Duration(0); ; {
+		refusal, retry, err := im.post(ctx, f)
+		if err != nil || retry == 0 || waited+retry > time.Minute {
+			return refusal, err
+		}
+		im.mu.Lock()
+		im.prog.detail(fmt.Sprintf("%s: %s; again in %s", f.path, refusal, retry))
+		im.mu.Unlock()
+		select {
+		case <-time.After(retry):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		waited += retry
 	}
-	prog.done()
-	fmt.Fprintf(e.stderr, "imported %d of %d inputs into %s\n", len(files)-failed, len(files), *server)
-	if duplicates > 0 {
-		fmt.Fprintf(e.stderr, "%d of them were profiles the server had already, from an earlier import: not stored again\n", duplicates)
+}
+
+// post sends one input and returns the server's refusal, if any, and
+// when a refusal of 503 or 429 says to retry, after how long. A profile
+// the server had already is counted in duplicates.
+func (im *importer) post(ctx context.Context, f importFile) (refusal string, retry time.Duration, err error) {
+	req, err := im.request(ctx, f)
+	if err != nil {
+		return "", 0, err
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d files were refused", failed)
+	if req.Body != nil {
+		defer req.Body.Close()
 	}
-	return nil
+	resp, err := im.client.Do(req)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return "", 0, fmt.Errorf("import %s: no sparkprof server answers at %s: start one (sparkprof serve), or name it with --server or $SPARKPROF_SERVER", f.path, im.server)
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("import %s: %w", f.path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		var res struct{ Duplicate bool }
+		json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&res)
+		if res.Duplicate {
+			im.mu.Lock()
+			im.duplicates++
+			im.mu.Unlock()
+		}
+		return "", 0, nil
+	}
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
+		retry = time.Second
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+			retry = time.Duration(s) * time.Second
+		}
+	}
+	return resp.Status + " " + strings.TrimSpace(string(answer)), retry, nil
+}
+
+// request returns the import request of f: its body streamed from disk
+// (or written from its directory, or with a JFR's LabelsSnapshot as
+// Pyroscope's multipart), a profile named by its content so that the
+// server answers one it has without reading it.
+func (im *importer) request(ctx context.Context, f importFile) (*http.Request, error) {
+	var (
+		body        io.ReadCloser
+		size        int64 = -1 // unknown: sent chunked
+		contentType string
+	)
+	switch lp := format.LabelsBeside(f.path); {
+	case f.write != nil:
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(f.write(pw)) }()
+		body = pr
+	case f.kind == "profile" && lp != "":
+		data, ct, err := withLabels(f.path, lp)
+		if err != nil {
+			return nil, err
+		}
+		body, size, contentType = io.NopCloser(bytes.NewReader(data)), int64(len(data)), ct
+	default:
+		fh, err := os.Open(f.path)
+		if err != nil {
+			return nil, err
+		}
+		st, err := fh.Stat()
+		if err != nil {
+			fh.Close()
+			return nil, err
+		}
+		body, size = fh, st.Size()
+	}
+	q := url.Values{"path": {f.path}, "kind": {f.kind}}
+	if im.app != "" {
+		q.Set("app", im.app)
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(im.server, "/")+"/api/v1/import?"+q.Encode(), body)
+	if err != nil {
+		body.Close()
+		return nil, err
+	}
+	if f.kind == "profile" && f.write == nil {
+		key, err := importKey(f.path, format.LabelsBeside(f.path), im.app)
+		if err != nil {
+			body.Close()
+			return nil, err
+		}
+		req.Header.Set("Idempotency-Key", key)
+		// The server answers a profile it has without reading it: the body
+		// goes only once it asks for it.
+		req.Header.Set("Expect", "100-continue")
+	}
+	req.ContentLength = size
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if im.tenant != "" {
+		req.Header.Set("X-Scope-OrgID", im.tenant)
+	}
+	if im.token != "" {
+		req.Header.Set("Authorization", "Bearer "+im.token)
+	}
+	return req, nil
 }
 
 // importKey names a profile file for the server (an Idempotency-Key), the

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -38,93 +40,161 @@ func defaultDataDir() string {
 	return "sparkprof-data"
 }
 
+// serveFlags are serve's flags.
+type serveFlags struct {
+	addr            string
+	data            string
+	retention       string
+	cacheMB         int64
+	blockSpan       time.Duration
+	headMB          int64
+	tokenFile       string
+	tlsCert         string
+	tlsKey          string
+	preload         string
+	agentJar        string
+	rate            float64
+	concurrent      int
+	eventLogDir     string
+	poll            time.Duration
+	profileDir      string
+	profilePoll     time.Duration
+	watchTenant     string
+	logFormat       string
+	keyWindow       time.Duration
+	maxLogGB        int64
+	slowQuery       time.Duration
+	maxQuerySamples int
+}
+
+// register defines the flags on fs, with their defaults.
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:4040", "address to listen on")
+	fs.StringVar(&f.data, "data", defaultDataDir(), "directory of the embedded store")
+	fs.StringVar(&f.retention, "retention", "30d", "drop data older than this (e.g. 72h, 30d; 0 keeps all)")
+	fs.Int64Var(&f.cacheMB, "block-cache-mb", 512, "memory (MiB, estimated) that keeps compacted blocks read from disk for later queries")
+	fs.DurationVar(&f.blockSpan, "block-span", 10*time.Minute, "time span of a compacted block, read in ten time slices by a range that cuts it: shorter ones keep the head smaller for more disk (5m: about a fifth more)")
+	fs.Int64Var(&f.headMB, "head-mb", 512, "memory (MiB, estimated) of the uploads not compacted yet; past it the oldest are compacted at once")
+	fs.StringVar(&f.tokenFile, "auth-token-file", "", "file holding a bearer token that every request must carry")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with; read again when the file changes")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&f.preload, "preload", "", "import the profiles of this directory at start (e.g. ../shared/testdata)")
+	fs.StringVar(&f.agentJar, "agent-jar", "agent/build/sparkprof-agent.jar", "agent jar served at /agent.jar")
+	fs.Float64Var(&f.rate, "rate", 0, "uploads per second and tenant before 429 (0: no limit)")
+	fs.IntVar(&f.concurrent, "max-concurrent-uploads", 0, "uploads read and decoded at once; more wait their turn, which bounds a burst's memory (0: twice the CPUs)")
+	fs.StringVar(&f.eventLogDir, "eventlog-dir", "", "analyse the event logs of this directory (spark.eventLog.dir) and its subdirectories, new and in-progress ones, as the History Server does")
+	fs.DurationVar(&f.poll, "eventlog-poll", 10*time.Second, "how often --eventlog-dir is scanned for new and grown logs")
+	fs.StringVar(&f.profileDir, "profile-dir", "", "import the recordings Spark's profiler plugin copies to this directory (spark.profiler.dfsDir on a local or mounted file system), each chunk once, as they grow")
+	fs.DurationVar(&f.profilePoll, "profile-poll", 10*time.Second, "how often --profile-dir is scanned for new chunks")
+	fs.StringVar(&f.watchTenant, "watch-tenant", "", "tenant (as X-Scope-OrgID names it) that what --eventlog-dir and --profile-dir find goes to (default: the default tenant)")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log as text (key=value pairs) or json (an object a line)")
+	fs.DurationVar(&f.keyWindow, "key-window", time.Hour, "how long an upload's Idempotency-Key is remembered, so that a retry of it (the agent's after a lost answer, an import run again) is not stored twice")
+	fs.Int64Var(&f.maxLogGB, "max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
+	fs.DurationVar(&f.slowQuery, "slow-query", time.Second, "log each query that takes at least this long, with its parameters, as a warning (0: none)")
+	fs.IntVar(&f.maxQuerySamples, "max-query-samples", 1<<20, "most samples a query that keeps labels merges its selection into (a pprof export with labels=all keeps one per stack, task and thread; a flame graph is not bounded); past it the query gets 422")
+}
+
+// check checks the flags' values and returns what they give: the
+// retention, the token every request must carry ("" for none), and the
+// logger of --log-format, writing to stderr.
+func (f *serveFlags) check(stderr io.Writer) (keep time.Duration, token string, log *slog.Logger, err error) {
+	if f.keyWindow <= 0 {
+		return 0, "", nil, fmt.Errorf("%w: --key-window %v: want a positive duration", errUsage, f.keyWindow)
+	}
+	if f.maxQuerySamples < 1 {
+		return 0, "", nil, fmt.Errorf("%w: --max-query-samples %d: want at least 1", errUsage, f.maxQuerySamples)
+	}
+	if f.blockSpan < time.Minute || f.blockSpan > 24*time.Hour {
+		return 0, "", nil, fmt.Errorf("%w: --block-span %v: want between 1m and 24h", errUsage, f.blockSpan)
+	}
+	keep, err = duration.Parse(f.retention)
+	if err != nil {
+		return 0, "", nil, fmt.Errorf("%w: --retention: %v", errUsage, err)
+	}
+	if f.tokenFile != "" {
+		b, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return 0, "", nil, fmt.Errorf("--auth-token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+		if token == "" {
+			// Starting without authentication would be a surprise.
+			return 0, "", nil, fmt.Errorf("--auth-token-file: %s is empty: write the token in it", f.tokenFile)
+		}
+	}
+	switch f.logFormat {
+	case "text":
+		log = slog.New(slog.NewTextHandler(stderr, nil))
+	case "json":
+		log = slog.New(slog.NewJSONHandler(stderr, nil))
+	default:
+		return 0, "", nil, fmt.Errorf("%w: --log-format %q: want text or json", errUsage, f.logFormat)
+	}
+	return keep, token, log, nil
+}
+
+// startWork does what the flags ask of a server at start: it preloads
+// --preload, and starts watching --eventlog-dir and --profile-dir until
+// ctx ends.
+func (f *serveFlags) startWork(ctx context.Context, srv *server.Server, db *store.DB, log *slog.Logger, say func(line, msg string, args ...any)) error {
+	if f.preload != "" {
+		n, err := preloadDir(srv, db, f.preload)
+		if err != nil {
+			log.Warn("preload incomplete", "dir", f.preload, "err", err)
+		}
+		say(fmt.Sprintf("preloaded %d files from %s", n, f.preload), "preloaded", "files", n, "dir", f.preload)
+	}
+	if f.eventLogDir != "" {
+		if _, err := os.Stat(f.eventLogDir); err != nil {
+			return fmt.Errorf("--eventlog-dir: %w", err)
+		}
+		go srv.Ingest().WatchEventLogs(ctx, f.watchTenant, f.eventLogDir, f.poll)
+	}
+	if f.profileDir != "" {
+		if _, err := os.Stat(f.profileDir); err != nil {
+			return fmt.Errorf("--profile-dir: %w", err)
+		}
+		go srv.Ingest().WatchProfileDir(ctx, f.watchTenant, f.profileDir, f.profilePoll, filepath.Join(f.data, "profile-dir.json"))
+	}
+	return nil
+}
+
 func runServe(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "serve")
-	addr := fs.String("addr", "127.0.0.1:4040", "address to listen on")
-	data := fs.String("data", defaultDataDir(), "directory of the embedded store")
-	retention := fs.String("retention", "30d", "drop data older than this (e.g. 72h, 30d; 0 keeps all)")
-	cacheMB := fs.Int64("block-cache-mb", 512, "memory (MiB, estimated) that keeps compacted blocks read from disk for later queries")
-	blockSpan := fs.Duration("block-span", 10*time.Minute, "time span of a compacted block, read in ten time slices by a range that cuts it: shorter ones keep the head smaller for more disk (5m: about a fifth more)")
-	headMB := fs.Int64("head-mb", 512, "memory (MiB, estimated) of the uploads not compacted yet; past it the oldest are compacted at once")
-	tokenFile := fs.String("auth-token-file", "", "file holding a bearer token that every request must carry")
-	tlsCert := fs.String("tls-cert", "", "PEM certificate (chain) to serve HTTPS with; read again when the file changes")
-	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
-	preload := fs.String("preload", "", "import the profiles of this directory at start (e.g. ../shared/testdata)")
-	agentJar := fs.String("agent-jar", "agent/build/sparkprof-agent.jar", "agent jar served at /agent.jar")
-	rate := fs.Float64("rate", 0, "uploads per second and tenant before 429 (0: no limit)")
-	concurrent := fs.Int("max-concurrent-uploads", 0, "uploads read and decoded at once; more wait their turn, which bounds a burst's memory (0: twice the CPUs)")
-	eventLogDir := fs.String("eventlog-dir", "", "analyse the event logs of this directory (spark.eventLog.dir) and its subdirectories, new and in-progress ones, as the History Server does")
-	poll := fs.Duration("eventlog-poll", 10*time.Second, "how often --eventlog-dir is scanned for new and grown logs")
-	profileDir := fs.String("profile-dir", "", "import the recordings Spark's profiler plugin copies to this directory (spark.profiler.dfsDir on a local or mounted file system), each chunk once, as they grow")
-	profilePoll := fs.Duration("profile-poll", 10*time.Second, "how often --profile-dir is scanned for new chunks")
-	watchTenant := fs.String("watch-tenant", "", "tenant (as X-Scope-OrgID names it) that what --eventlog-dir and --profile-dir find goes to (default: the default tenant)")
-	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (an object a line)")
-	keyWindow := fs.Duration("key-window", time.Hour, "how long an upload's Idempotency-Key is remembered, so that a retry of it (the agent's after a lost answer, an import run again) is not stored twice")
-	maxLogGB := fs.Int64("max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
-	slowQuery := fs.Duration("slow-query", time.Second, "log each query that takes at least this long, with its parameters, as a warning (0: none)")
-	maxQuerySamples := fs.Int("max-query-samples", 1<<20, "most samples a query that keeps labels merges its selection into (a pprof export with labels=all keeps one per stack, task and thread; a flame graph is not bounded); past it the query gets 422")
+	var f serveFlags
+	f.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
 	}
-	if *keyWindow <= 0 {
-		return fmt.Errorf("%w: --key-window %v: want a positive duration", errUsage, *keyWindow)
-	}
-	if *maxQuerySamples < 1 {
-		return fmt.Errorf("%w: --max-query-samples %d: want at least 1", errUsage, *maxQuerySamples)
-	}
-	if *blockSpan < time.Minute || *blockSpan > 24*time.Hour {
-		return fmt.Errorf("%w: --block-span %v: want between 1m and 24h", errUsage, *blockSpan)
-	}
-	keep, err := duration.Parse(*retention)
+	keep, token, log, err := f.check(e.stderr)
 	if err != nil {
-		return fmt.Errorf("%w: --retention: %v", errUsage, err)
-	}
-	var token string
-	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return fmt.Errorf("--auth-token-file: %w", err)
-		}
-		token = strings.TrimSpace(string(b))
-		if token == "" {
-			// Starting without authentication would be a surprise.
-			return fmt.Errorf("--auth-token-file: %s is empty: write the token in it", *tokenFile)
-		}
-	}
-	var log *slog.Logger
-	switch *logFormat {
-	case "text":
-		log = slog.New(slog.NewTextHandler(e.stderr, nil))
-	case "json":
-		log = slog.New(slog.NewJSONHandler(e.stderr, nil))
-	default:
-		return fmt.Errorf("%w: --log-format %q: want text or json", errUsage, *logFormat)
+		return err
 	}
 	// say tells the operator what the server is doing: a plain line in
 	// text logs, a record in JSON ones.
 	say := func(line, msg string, args ...any) {
-		if *logFormat == "json" {
+		if f.logFormat == "json" {
 			log.Info(msg, args...)
 			return
 		}
 		fmt.Fprintf(e.stderr, "sparkprof serve: %s\n", line)
 	}
 	var certs *certReloader
-	if *tlsCert != "" || *tlsKey != "" {
-		if *tlsCert == "" || *tlsKey == "" {
+	if f.tlsCert != "" || f.tlsKey != "" {
+		if f.tlsCert == "" || f.tlsKey == "" {
 			return fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
 		}
-		if certs, err = newCertReloader(*tlsCert, *tlsKey, log); err != nil {
+		if certs, err = newCertReloader(f.tlsCert, f.tlsKey, log); err != nil {
 			return err
 		}
 	}
 	// Listen first: replaying a large write-ahead log after a crash takes
 	// seconds, during which the port answers 503 (and /healthz 200)
 	// instead of refusing connections.
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", f.addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("%w: another server (a sparkprof serve already running?) has the port; stop it, or pick another with --addr", err)
 	}
@@ -142,7 +212,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	defer hs.Close()
-	db, err := store.Open(*data, store.Options{Retention: keep, Partition: *blockSpan, CacheBytes: *cacheMB << 20, HeadBytes: *headMB << 20, KeyWindow: *keyWindow, Logger: log})
+	db, err := store.Open(f.data, store.Options{Retention: keep, Partition: f.blockSpan, CacheBytes: f.cacheMB << 20, HeadBytes: f.headMB << 20, KeyWindow: f.keyWindow, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -150,39 +220,23 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		hs.Close() // no request reaches a closed store
 		db.Close()
 	}()
-	if _, err := os.Stat(*agentJar); err != nil {
-		*agentJar = ""
+	if _, err := os.Stat(f.agentJar); err != nil {
+		f.agentJar = ""
 	}
-	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: *agentJar, RatePerSecond: *rate, MaxConcurrentUploads: *concurrent,
-		EventLogDir: filepath.Join(*data, "eventlogs"), MaxLogBytes: *maxLogGB << 30, MaxQuerySamples: *maxQuerySamples, SlowQuery: *slowQuery})
+	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: f.agentJar, RatePerSecond: f.rate, MaxConcurrentUploads: f.concurrent,
+		EventLogDir: filepath.Join(f.data, "eventlogs"), MaxLogBytes: f.maxLogGB << 30, MaxQuerySamples: f.maxQuerySamples, SlowQuery: f.slowQuery})
 	defer srv.Close()
 	g.open(srv)
 	base := scheme + "://" + ln.Addr().String()
-	say(fmt.Sprintf("listening on %s (data in %s)", base, *data), "listening", "url", base, "data", *data)
+	say(fmt.Sprintf("listening on %s (data in %s)", base, f.data), "listening", "url", base, "data", f.data)
 	if host, port, err := net.SplitHostPort(ln.Addr().String()); err == nil {
 		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 			hint := "only this machine can connect; for executors on other hosts, listen on all interfaces (--addr :" + port + ")"
 			say(hint, hint)
 		}
 	}
-	if *preload != "" {
-		n, err := preloadDir(srv, db, *preload)
-		if err != nil {
-			log.Warn("preload incomplete", "dir", *preload, "err", err)
-		}
-		say(fmt.Sprintf("preloaded %d files from %s", n, *preload), "preloaded", "files", n, "dir", *preload)
-	}
-	if *eventLogDir != "" {
-		if _, err := os.Stat(*eventLogDir); err != nil {
-			return fmt.Errorf("--eventlog-dir: %w", err)
-		}
-		go srv.Ingest().WatchEventLogs(ctx, *watchTenant, *eventLogDir, *poll)
-	}
-	if *profileDir != "" {
-		if _, err := os.Stat(*profileDir); err != nil {
-			return fmt.Errorf("--profile-dir: %w", err)
-		}
-		go srv.Ingest().WatchProfileDir(ctx, *watchTenant, *profileDir, *profilePoll, filepath.Join(*data, "profile-dir.json"))
+	if err := f.startWork(ctx, srv, db, log, say); err != nil {
+		return err
 	}
 	srv.SetReady()
 	select {

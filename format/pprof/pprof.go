@@ -14,7 +14,6 @@ import (
 	gprofile "github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/sparkprof/sparkprof/format/folded"
 	"github.com/sparkprof/sparkprof/profile"
 )
 
@@ -213,7 +212,7 @@ func locationFrames(p *profile.Profile, loc *gprofile.Location) []profile.FrameI
 }
 
 // kind guesses a frame's kind from its file name, falling back on its
-// mapping (the kernel) and name (see folded.Kind).
+// mapping (the kernel) and name (see profile.GuessKind).
 func kind(f profile.Frame, m *gprofile.Mapping) profile.FrameKind {
 	switch path.Ext(f.File) {
 	case ".java", ".scala", ".kt", ".groovy", ".clj":
@@ -229,7 +228,7 @@ func kind(f profile.Frame, m *gprofile.Mapping) profile.FrameKind {
 	if strings.HasSuffix(f.Name, "_[k]") {
 		return profile.KindKernel
 	}
-	return folded.Kind(f.Name)
+	return profile.GuessKind(f.Name)
 }
 
 // EncodeOptions control Encode.

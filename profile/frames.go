@@ -47,3 +47,35 @@ func looksJava(name string) bool {
 	}
 	return true
 }
+
+// ParsePythonFrame parses one Python stack entry, "file:function:line", as
+// PySpark's profilers write them, into a KindPython frame named
+// "file:function" with File and Line set. The file may itself contain
+// colons; the function and line are the last two fields. An entry without
+// a numeric line keeps Line 0, and one without any colon is taken as a bare
+// function name.
+func ParsePythonFrame(entry string) Frame {
+	f := Frame{Name: entry, Kind: KindPython}
+	rest := entry
+	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+		if n, err := strconv.ParseInt(rest[i+1:], 10, 32); err == nil && n >= 0 {
+			f.Line = int32(n)
+			rest = rest[:i]
+		}
+	}
+	f.Name = rest
+	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+		f.File = rest[:i]
+	}
+	return f
+}
+
+// AddPythonStack interns a stack of Python entries given leaf first, each
+// read by ParsePythonFrame, and returns its id.
+func (p *Profile) AddPythonStack(leafFirst []string) StackID {
+	s := NoStack
+	for i := len(leafFirst) - 1; i >= 0; i-- {
+		s = p.Push(s, p.AddFrame(ParsePythonFrame(leafFirst[i])))
+	}
+	return s
+}

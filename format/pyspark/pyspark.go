@@ -5,8 +5,9 @@
 // A stack record is {"stacktrace":[...],"count":N,"i_d":"..."} with frames
 // leaf first, each "file:function:line". Frames become profile.KindPython
 // frames named "file:function" (the file as written, usually an absolute
-// path) with File and Line set, so a flame graph shows one node per
-// function; encoders that want line granularity append Line themselves.
+// path) with File and Line set (profile.ParsePythonFrame), so a flame graph
+// shows one node per function; encoders that want line granularity append
+// Line themselves.
 //
 // A cpumem record is {"pid","epochMillis","pmem_rss","pmem_vms",
 // "pmem_pfaults","cpu_percent"}; each field becomes a profile.Series
@@ -18,7 +19,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/sparkprof/sparkprof/profile"
 )
@@ -66,36 +66,6 @@ type record struct {
 	VMS         float64   `json:"pmem_vms"`
 	PageFaults  float64   `json:"pmem_pfaults"`
 	CPUPercent  float64   `json:"cpu_percent"`
-}
-
-// ParseFrame parses one stack entry, "file:function:line", into a Python
-// frame. The file may itself contain colons; the function and line are the
-// last two fields. An entry without a numeric line keeps Line 0, and one
-// without any colon is taken as a bare function name.
-func ParseFrame(s string) profile.Frame {
-	f := profile.Frame{Name: s, Kind: profile.KindPython}
-	rest := s
-	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
-		if n, err := strconv.ParseInt(rest[i+1:], 10, 32); err == nil && n >= 0 {
-			f.Line = int32(n)
-			rest = rest[:i]
-		}
-	}
-	f.Name = rest
-	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
-		f.File = rest[:i]
-	}
-	return f
-}
-
-// AddStack interns a leaf-first stack of "file:function:line" entries in p
-// and returns its id.
-func AddStack(p *profile.Profile, leafFirst []string) profile.StackID {
-	s := profile.NoStack
-	for i := len(leafFirst) - 1; i >= 0; i-- {
-		s = p.Push(s, p.AddFrame(ParseFrame(leafFirst[i])))
-	}
-	return s
 }
 
 // Decode decodes PySpark profiler records, stack and cpumem records alike,
@@ -174,7 +144,7 @@ func (d *decoder) line(line []byte) error {
 		if !d.hasTyp {
 			d.typ, d.hasTyp = d.p.AddType(profile.TypeSamples), true
 		}
-		d.p.Add(profile.Sample{Stack: AddStack(d.p, *r.Stacktrace), Value: *r.Count, Type: d.typ})
+		d.p.Add(profile.Sample{Stack: d.p.AddPythonStack(*r.Stacktrace), Value: *r.Count, Type: d.typ})
 	case r.PID != nil && r.EpochMillis != nil:
 		t := *r.EpochMillis * 1e6
 		d.point(SeriesRSS, "bytes", *r.PID, t, r.RSS)

@@ -24,7 +24,6 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"github.com/sparkprof/sparkprof/format/pyspark"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/sparkthread"
 )
@@ -365,7 +364,7 @@ func (d *decoder) stacktrace(v *fastjson.Value) error {
 		for i, b := range frames {
 			leafFirst[i] = string(b)
 		}
-		d.p.Add(profile.Sample{Stack: pyspark.AddStack(d.p, leafFirst), Value: count, Type: d.typ})
+		d.p.Add(profile.Sample{Stack: d.p.AddPythonStack(leafFirst), Value: count, Type: d.typ})
 		return nil
 	}
 	c, err := getCommon(v)

@@ -20,9 +20,11 @@ import (
 	"github.com/sparkprof/sparkprof/format/uber"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/sparkthread"
 )
 
-// straggler decodes ProfileStraggler's Uber Stacktrace records.
+// straggler decodes ProfileStraggler's Uber Stacktrace records and labels
+// their samples by Spark thread name, as format.Decode does.
 func straggler(t testing.TB) *profile.Profile {
 	t.Helper()
 	rel := []string{"jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz"}
@@ -30,6 +32,7 @@ func straggler(t testing.TB) *profile.Profile {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sparkthread.LabelProfile(p)
 	return p
 }
 

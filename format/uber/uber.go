@@ -12,8 +12,8 @@
 // their count, on the record's thread and thread state, at endEpoch.
 // CpuAndMemory records become profile.Series (see the Series* names) and
 // ProcessInfo records profile labels and the SeriesXmx series. Host and app
-// id label the samples, and sparkthread.LabelProfile adds Spark's thread
-// pool, stage and task labels.
+// id label the samples; format.Decode adds the labels of Spark's thread
+// names, as for every format.
 package uber
 
 import (
@@ -25,7 +25,6 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/sparkprof/sparkprof/profile"
-	"github.com/sparkprof/sparkprof/sparkthread"
 )
 
 // MaxLineSize bounds one input line; longer lines are skipped with a warning.
@@ -552,8 +551,8 @@ func (d *decoder) point(name, unit, process, label, sub string, t int64, v float
 	d.p.Series[i].Points = append(d.p.Series[i].Points, profile.Point{Time: t, Value: v})
 }
 
-// finish moves labels every sample shares to the profile, adds ProcessInfo
-// labels and labels samples by Spark thread.
+// finish moves labels every sample shares to the profile and adds
+// ProcessInfo labels.
 func (d *decoder) finish() {
 	p := d.p
 	common := profile.NoLabels
@@ -574,7 +573,6 @@ func (d *decoder) finish() {
 	if len(d.info) > 0 {
 		p.Labels = d.info.Normalize().Merge(p.Labels)
 	}
-	sparkthread.LabelProfile(p)
 }
 
 // clip shortens b for an error message.

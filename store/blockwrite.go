@@ -14,6 +14,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/sparkprof/sparkprof/internal/syncfile"
 	"github.com/sparkprof/sparkprof/profile"
 )
 
@@ -195,7 +196,7 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 		return nil, nil, err
 	}
 	tmp := path + ".tmp"
-	if err := writeSynced(tmp, buf.Bytes()); err != nil {
+	if err := syncfile.Write(tmp, bytes.NewReader(buf.Bytes())); err != nil {
 		return nil, nil, err
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -308,23 +309,6 @@ func sampleSpan(samples []profile.Sample) (first, last int64) {
 		last = max(last, s.Time)
 	}
 	return first, last
-}
-
-// writeSynced writes data to a new file and fsyncs it.
-func writeSynced(path string, data []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // syncDir makes a directory's entries durable.

@@ -1,0 +1,28 @@
+// Package syncfile writes files whose contents are on stable storage once
+// written, for a caller that then renames them into place: a crash leaves
+// the old file or the whole new one, never a part of it.
+package syncfile
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// Write creates the file at path, or truncates the one there, copies data
+// into it and syncs it to stable storage before closing it.
+func Write(path string, data io.Reader) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err = io.Copy(f, data); err != nil {
+		err = fmt.Errorf("copy to %s: %w", path, err)
+	} else {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,6 +1,7 @@
 package applog
 
 import (
+	"sort"
 	"strings"
 )
 
@@ -109,4 +110,110 @@ func normalize(s string) string {
 		i = j
 	}
 	return b.String()
+}
+
+// errorGroups groups WARN, ERROR and FATAL records by their normalised
+// text, the lines that continue them (a stack trace) included.
+type errorGroups struct {
+	groups map[string]*ErrorGroup // by key
+	cur    *ErrorGroup            // the record continuation lines go to
+	text   strings.Builder        // its text so far
+}
+
+// add ends the record before rec and starts rec, which continuation lines
+// go to when it is a WARN, ERROR or FATAL record.
+func (g *errorGroups) add(rec record) {
+	g.flush()
+	if rec.level == "WARN" || rec.level == "ERROR" || rec.level == "FATAL" {
+		g.cur = &ErrorGroup{Level: rec.level, Logger: rec.logger, First: rec.t, Last: rec.t}
+		g.text.WriteString(rec.msg)
+	}
+}
+
+// continued adds line, which has no record prefix, to the record it
+// continues; it reports false when no record takes it.
+func (g *errorGroups) continued(line string) bool {
+	if g.cur == nil || line == "" {
+		return false
+	}
+	g.text.WriteByte('\n')
+	g.text.WriteString(line)
+	return true
+}
+
+// flush counts the current record in its group.
+func (g *errorGroups) flush() {
+	if g.cur == nil {
+		return
+	}
+	text := g.text.String()
+	key := g.cur.Level + " " + g.cur.Logger + ": " + normalize(text)
+	if grp, ok := g.groups[key]; ok {
+		grp.Count++
+		grp.Last = g.cur.Last
+	} else {
+		if g.groups == nil {
+			g.groups = map[string]*ErrorGroup{}
+		}
+		g.cur.Message, g.cur.Key, g.cur.Count = text, key, 1
+		g.groups[key] = g.cur
+	}
+	g.cur = nil
+	g.text.Reset()
+}
+
+// sorted counts the current record and returns the groups, the most
+// recently seen first.
+func (g *errorGroups) sorted() []ErrorGroup {
+	g.flush()
+	var out []ErrorGroup
+	for _, grp := range g.groups {
+		out = append(out, *grp)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if !a.Last.Equal(b.Last) {
+			return a.Last.After(b.Last)
+		}
+		return a.Key < b.Key
+	})
+	return out
+}
+
+// patternSeq is every record's normalised pattern, interned: 4 bytes a
+// line, for finding repeated runs at the end.
+type patternSeq struct {
+	seq            []int32
+	ids            map[string]int32 // by pattern
+	keys, examples []string         // by id: the pattern and its first message
+}
+
+// add appends rec's pattern.
+func (p *patternSeq) add(rec record) {
+	key := rec.level + " " + rec.logger + ": " + normalize(rec.msg)
+	id, ok := p.ids[key]
+	if !ok {
+		if p.ids == nil {
+			p.ids = map[string]int32{}
+		}
+		id = int32(len(p.keys))
+		p.ids[key] = id
+		p.keys = append(p.keys, key)
+		p.examples = append(p.examples, rec.msg)
+	}
+	p.seq = append(p.seq, id)
+}
+
+// chunks returns the repeated runs of the patterns (repeatedRuns), most
+// lines first.
+func (p *patternSeq) chunks() []Chunk {
+	out := repeatedRuns(p.seq, p.keys, p.examples)
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Lines != b.Lines {
+			return a.Lines > b.Lines
+		}
+		return a.Pattern < b.Pattern
+	})
+	return out
 }

@@ -141,12 +141,38 @@ func TestRetentionDropsBlocks(t *testing.T) {
 // that fit the budget once it is quiet.
 func TestHeadBudget(t *testing.T) {
 	dir := t.TempDir()
+	want, largest := fillPastBudget(t, dir)
+
+	// Once the partition is quiet, its blocks and the rest of the head are
+	// merged in runs that fit the budget, until no two fit together: with
+	// a budget of one and a half early blocks, none do.
+	quiet := time.Now().Add(time.Hour).UnixNano()
+	mergeQuiet(t, dir, largest*3/2, quiet, want)
+
+	// With room for the whole partition, it becomes one block.
+	db, err := Open(dir, Options{HeadBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	if err := db.compact(quiet, false); err != nil {
+		t.Fatal(err)
+	}
+	if n, total := count(t, db, "acme", Query{}); n != 1 || total != want {
+		t.Errorf("with a large budget %d blocks with %d, want 1 with %d", n, total, want)
+	}
+	if b, w := files(t, dir, "*.block"), files(t, dir, "*.wal"); len(b) != 1 || len(w) != 0 {
+		t.Errorf("files: blocks %v, segments %v", b, w)
+	}
+}
+
+// windowUploads returns n uploads of consecutive ten-second windows, whose
+// samples a block cannot sum, and the memory of the largest.
+func windowUploads(t *testing.T, n int) (ups []*Upload, largest int64) {
+	t.Helper()
 	// The uploads' sizes differ a little: a decoder sizes a recording's
 	// tables by the one it read before.
-	var ups []*Upload
-	var one int64
-	for i := range 6 {
-		// Consecutive 10 s windows, whose samples a block cannot sum.
+	for i := range n {
 		u := upload(t, strconv.Itoa(i))
 		shift := int64(i) * int64(10*time.Second)
 		u.From, u.Until = u.From+shift, u.Until+shift
@@ -154,14 +180,24 @@ func TestHeadBudget(t *testing.T) {
 			u.Profile.Samples[j].Time += shift
 		}
 		ups = append(ups, u)
-		one = max(one, u.Profile.MemSize())
+		largest = max(largest, u.Profile.MemSize())
 	}
+	return ups, largest
+}
+
+// fillPastBudget appends six uploads to tenant acme of a store in dir
+// whose head holds two and a half: after each, the background brings the
+// head under its budget by compacting its oldest uploads early, one a
+// block. It returns the total of the uploads' samples and the memory of
+// the largest block, and closes the store.
+func fillPastBudget(t *testing.T, dir string) (want, largest int64) {
+	t.Helper()
+	ups, one := windowUploads(t, 6)
 	db, err := Open(dir, Options{HeadBytes: 2*one + one/2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var want int64
 	for i, u := range ups {
 		for _, s := range u.Profile.Samples {
 			want += s.Value
@@ -195,21 +231,25 @@ func TestHeadBudget(t *testing.T) {
 		}
 		return nil
 	})
-
-	// Once the partition is quiet, its blocks and the rest of the head are
-	// merged in runs that fit the budget, until no two fit together: with
-	// a budget of one and a half early blocks, none do.
-	var largest int64
 	for _, b := range db.tenants["acme"].blocks {
 		largest = max(largest, b.meta.MemSize)
 	}
-	db.Close()
-	db, err = Open(dir, Options{HeadBytes: largest * 3 / 2})
+	return want, largest
+}
+
+// mergeQuiet opens the store in dir with a head budget of budget bytes and
+// compacts tenant acme's partition as quiet at now: its blocks and the
+// rest of its head, whose samples total want, are merged in runs that fit
+// the budget, until no two blocks fit together, and a second compaction
+// finds nothing to do.
+func mergeQuiet(t *testing.T, dir string, budget, now, want int64) {
+	t.Helper()
+	db, err := Open(dir, Options{HeadBytes: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
-	quiet := time.Now().Add(time.Hour).UnixNano()
-	if err := db.compact(quiet, false); err != nil {
+	defer db.Close()
+	if err := db.compact(now, false); err != nil {
 		t.Fatal(err)
 	}
 	n, total := count(t, db, "acme", Query{})
@@ -226,28 +266,11 @@ func TestHeadBudget(t *testing.T) {
 		}
 	}
 	done := db.Stats().Compactions
-	if err := db.compact(quiet, false); err != nil {
+	if err := db.compact(now, false); err != nil {
 		t.Fatal(err)
 	}
 	if st := db.Stats(); st.Compactions != done {
 		t.Errorf("a second quiet compaction wrote %d blocks; no two fit the budget together", st.Compactions-done)
-	}
-	db.Close()
-
-	// With room for the whole partition, it becomes one block.
-	db, err = Open(dir, Options{HeadBytes: 1 << 30})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { db.Close() }()
-	if err := db.compact(quiet, false); err != nil {
-		t.Fatal(err)
-	}
-	if n, total := count(t, db, "acme", Query{}); n != 1 || total != want {
-		t.Errorf("with a large budget %d blocks with %d, want 1 with %d", n, total, want)
-	}
-	if b, w := files(t, dir, "*.block"), files(t, dir, "*.wal"); len(b) != 1 || len(w) != 0 {
-		t.Errorf("files: blocks %v, segments %v", b, w)
 	}
 }
 

@@ -21,17 +21,12 @@ func TestUploadKeys(t *testing.T) {
 	}
 	defer func() { db.Close() }()
 	hour := int64(time.Hour)
-	keyed := func(key, exec string, at int64) *Upload {
-		u := upload(t, exec)
-		u.Key, u.From, u.Until = key, at, at+int64(10*time.Second)
-		return u
-	}
-	first := keyed("exec-1/0", "1", 10*hour)
+	first := keyedUpload(t, "exec-1/0", "1", 10*hour)
 	if err := db.Append("acme", first); err != nil {
 		t.Fatal(err)
 	}
 	_, want := count(t, db, "acme", Query{})
-	if err := db.Append("other", keyed("exec-1/0", "1", 10*hour)); err != nil {
+	if err := db.Append("other", keyedUpload(t, "exec-1/0", "1", 10*hour)); err != nil {
 		t.Errorf("the same key of another tenant: %v", err)
 	}
 	if err := db.Append("acme", upload(t, "2")); err != nil { // no key: never a duplicate
@@ -62,7 +57,7 @@ func TestUploadKeys(t *testing.T) {
 		}},
 		{"reopened from its block", reopen},
 		{"merged with a late upload", func() {
-			if err := db.Append("acme", keyed("exec-3/0", "3", 10*hour+int64(time.Minute))); err != nil {
+			if err := db.Append("acme", keyedUpload(t, "exec-3/0", "3", 10*hour+int64(time.Minute))); err != nil {
 				t.Fatal(err)
 			}
 			if err := db.Compact(); err != nil {
@@ -80,7 +75,7 @@ func TestUploadKeys(t *testing.T) {
 		if _, ok := db.KeyStored("acme", "exec-9/0"); ok {
 			t.Errorf("%s: a key never stored is reported stored", step.name)
 		}
-		retry := keyed("exec-1/0", "1", 10*hour)
+		retry := keyedUpload(t, "exec-1/0", "1", 10*hour)
 		if err := db.Append("acme", retry); !errors.Is(err, ErrDuplicate) || retry.ID != first.ID {
 			t.Errorf("%s: a retry got %v and id %d, want ErrDuplicate and id %d", step.name, err, retry.ID, first.ID)
 		}
@@ -88,17 +83,33 @@ func TestUploadKeys(t *testing.T) {
 			t.Errorf("%s: total %d, want %d", step.name, total, want3)
 		}
 	}
-	late := keyed("exec-3/0", "3", 10*hour)
+	late := keyedUpload(t, "exec-3/0", "3", 10*hour)
 	if err := db.Append("acme", late); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("the key of an upload merged into a block: %v, want ErrDuplicate", err)
 	}
 	if w := files(t, dir, "*.wal"); len(w) != 0 {
 		t.Fatalf("log segments %v are left: the keys must come from elsewhere", w)
 	}
-
-	// A crash during an append leaves the keys file's last line cut: the
-	// keys before it still hold, and the next compaction rewrites the file.
 	db.Close()
+	checkTornKeysFile(t, dir)
+}
+
+// keyedUpload returns an upload of executor exec with key and a ten-second
+// window from at.
+func keyedUpload(t *testing.T, key, exec string, at int64) *Upload {
+	t.Helper()
+	u := upload(t, exec)
+	u.Key, u.From, u.Until = key, at, at+int64(10*time.Second)
+	return u
+}
+
+// checkTornKeysFile cuts the last line of tenant acme's keys file in the
+// closed store in dir, which ends with exec-3/0's key, as a crash during
+// an append leaves it: the keys before it still hold, and the next
+// compaction rewrites the file.
+func checkTornKeysFile(t *testing.T, dir string) {
+	t.Helper()
+	hour := int64(time.Hour)
 	keys := filepath.Join(dir, TenantDir("acme"), keysFile)
 	data, err := os.ReadFile(keys)
 	if err != nil {
@@ -110,21 +121,26 @@ func TestUploadKeys(t *testing.T) {
 	if err := os.WriteFile(keys, data[:len(data)-10], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if db, err = Open(dir, Options{}); err != nil {
+	db, err := Open(dir, Options{})
+	if err != nil {
 		t.Fatalf("a torn keys file stops the store: %v", err)
 	}
-	if err := db.Append("acme", keyed("exec-1/0", "1", 10*hour)); !errors.Is(err, ErrDuplicate) {
+	defer func() { db.Close() }()
+	if err := db.Append("acme", keyedUpload(t, "exec-1/0", "1", 10*hour)); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("a key before the torn line: %v, want ErrDuplicate", err)
 	}
-	if err := db.Append("acme", keyed("exec-4/0", "4", 12*hour)); err != nil {
+	if err := db.Append("acme", keyedUpload(t, "exec-4/0", "4", 12*hour)); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	reopen()
+	db.Close()
+	if db, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
 	for _, k := range []string{"exec-1/0", "exec-4/0"} {
-		if err := db.Append("acme", keyed(k, "1", 10*hour)); !errors.Is(err, ErrDuplicate) {
+		if err := db.Append("acme", keyedUpload(t, k, "1", 10*hour)); !errors.Is(err, ErrDuplicate) {
 			t.Errorf("%s after the torn file was rewritten: %v, want ErrDuplicate", k, err)
 		}
 	}

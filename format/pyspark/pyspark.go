@@ -26,9 +26,6 @@ import (
 // MaxLineSize bounds one JSON line; longer lines are skipped with a warning.
 const MaxLineSize = 64 << 20
 
-// maxWarnings bounds the warnings kept per profile; the rest are counted.
-const maxWarnings = 100
-
 // Series names of cpumem records.
 const (
 	SeriesRSS        = "python.memory.rss"
@@ -77,9 +74,8 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 	p := profile.New()
 	p.Source = source
 	d := decoder{p: p, series: map[seriesKey]int{}}
-	var firstErr *profile.DecodeError
-	var records, bad int
-	lineNo := 0
+	bad := profile.BadLines{Source: source}
+	records, lineNo := 0, 0
 	for line := range bytes.Lines(data) {
 		lineNo++
 		line = bytes.TrimSpace(line)
@@ -87,20 +83,12 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 			continue
 		}
 		if err := d.line(line); err != nil {
-			bad++
-			if firstErr == nil {
-				firstErr = &profile.DecodeError{Source: source, Offset: -1, Line: lineNo, Msg: err.Error()}
-			}
-			if bad <= maxWarnings {
-				p.Warnf("line %d: %v", lineNo, err)
-			}
+			bad.Add(p, lineNo, err)
 			continue
 		}
 		records++
 	}
-	if bad > maxWarnings {
-		p.Warnf("%d more bad lines not shown", bad-maxWarnings)
-	}
+	firstErr := bad.Finish(p)
 	if records == 0 {
 		if firstErr == nil {
 			return p, &profile.DecodeError{Source: source, Offset: 0, Msg: "no PySpark profiler records"}

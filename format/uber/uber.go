@@ -30,9 +30,6 @@ import (
 // MaxLineSize bounds one input line; longer lines are skipped with a warning.
 const MaxLineSize = 64 << 20
 
-// maxWarnings bounds the per-line warnings kept; the rest are counted.
-const maxWarnings = 100
-
 // Series names. Series of one JVM carry the LabelProcess label; per-collector
 // and per-pool series also LabelGC, LabelPool.
 const (
@@ -193,8 +190,8 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 		sets:   map[setKey]profile.LabelSetID{},
 	}
 	d.p.Source = source
-	var firstErr *profile.DecodeError
-	var records, bad, other int
+	bad := profile.BadLines{Source: source}
+	var records, other int
 	lineNo := 0
 	for line := range bytes.Lines(data) {
 		lineNo++
@@ -224,20 +221,12 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 			}
 		}
 		if err := d.record(line, kind); err != nil {
-			bad++
-			if firstErr == nil {
-				firstErr = &profile.DecodeError{Source: source, Offset: -1, Line: lineNo, Msg: err.Error()}
-			}
-			if bad <= maxWarnings {
-				d.p.Warnf("line %d: %v", lineNo, err)
-			}
+			bad.Add(d.p, lineNo, err)
 			continue
 		}
 		records++
 	}
-	if bad > maxWarnings {
-		d.p.Warnf("%d more bad lines not shown", bad-maxWarnings)
-	}
+	firstErr := bad.Finish(d.p)
 	if records == 0 {
 		if firstErr == nil {
 			return d.p, &profile.DecodeError{Source: source, Offset: 0,

@@ -92,10 +92,8 @@ func str(v *fastjson.Value, keys ...string) string { return string(v.GetStringBy
 
 // num reads a number that may also be written as a string (some versions
 // and tools quote ids).
-func num(v *fastjson.Value, keys ...string) int64 { return numValue(v.Get(keys...)) }
-
-// numValue reads x as num does; nil reads as 0.
-func numValue(x *fastjson.Value) int64 {
+func num(v *fastjson.Value, keys ...string) int64 {
+	x := v.Get(keys...)
 	if x == nil {
 		return 0
 	}
@@ -408,10 +406,22 @@ func (b *builder) sqlExec(id int64) *SQLExecution {
 	return s
 }
 
-// taskInfo fills t, a new task, from a "Task Info" object.
+// taskInfo fills t from a "Task Info" object.
 func taskInfo(t *Task, ti *fastjson.Value) {
-	t.Partition = -1 // none before Spark 3.3
-	readTaskFields(t, ti, taskInfoFields)
+	t.ID = num(ti, "Task ID")
+	t.Index = int(num(ti, "Index"))
+	t.Attempt = int(num(ti, "Attempt"))
+	t.Partition = -1
+	if ti.Get("Partition ID") != nil {
+		t.Partition = int(num(ti, "Partition ID"))
+	}
+	t.ExecutorID = str(ti, "Executor ID")
+	t.Host = str(ti, "Host")
+	t.Locality = str(ti, "Locality")
+	t.Speculative = ti.GetBool("Speculative")
+	t.LaunchMs = num(ti, "Launch Time")
+	t.FetchStartMs = num(ti, "Getting Result Time")
+	t.FinishMs = num(ti, "Finish Time")
 }
 
 // parseTaskStart reads a TaskStart event.
@@ -456,7 +466,7 @@ func parseTaskEnd(v *fastjson.Value) (*Task, string, bool) {
 		t.Reason = cls
 		t.Message, t.TopFrame = endReason(cls, reason)
 	}
-	readTaskFields(t, v.Get("Task Metrics"), taskMetricFields)
+	readMetrics(&t.Metrics, v.Get("Task Metrics"))
 	return t, cls, true
 }
 
@@ -561,92 +571,68 @@ func endReason(cls string, r *fastjson.Value) (msg, top string) {
 	return strings.TrimSpace(msg), top
 }
 
-// A taskField is a key of a task event's "Task Info" or "Task Metrics"
-// object and what sets its value in a Task; a key whose value is an object
-// of more ("Input Metrics") has that object's fields instead. Both parsers
-// of task events, fastjson's (readTaskFields) and the scanner's, read
-// tasks by taskInfoFields and taskMetricFields.
-type taskField struct {
+// A metricField is a key of a "Task Metrics" object and where TaskMetrics
+// keeps its number, or, for a key whose value is an object of numbers
+// ("Input Metrics"), the fields of that object. readMetrics and the task
+// event scanner both read task metrics by taskMetricFields.
+type metricField struct {
 	key    string
-	num    func(t *Task, n int64)  // a number's
-	str    func(t *Task, s string) // a string's
-	flag   func(t *Task, b bool)   // a boolean's
-	fields []taskField             // an object's
+	field  func(*TaskMetrics) *int64 // nil for an object
+	fields []metricField             // an object's numbers
 }
 
-// taskInfoFields are the keys of a "Task Info" object the model keeps, in
-// the order Spark writes them. "Killed" is read apart: it decides a
-// task's status with the end reason.
-var taskInfoFields = []taskField{
-	{key: "Task ID", num: func(t *Task, n int64) { t.ID = n }},
-	{key: "Index", num: func(t *Task, n int64) { t.Index = int(n) }},
-	{key: "Attempt", num: func(t *Task, n int64) { t.Attempt = int(n) }},
-	{key: "Partition ID", num: func(t *Task, n int64) { t.Partition = int(n) }},
-	{key: "Launch Time", num: func(t *Task, n int64) { t.LaunchMs = n }},
-	{key: "Executor ID", str: func(t *Task, s string) { t.ExecutorID = s }},
-	{key: "Host", str: func(t *Task, s string) { t.Host = s }},
-	{key: "Locality", str: func(t *Task, s string) { t.Locality = s }},
-	{key: "Speculative", flag: func(t *Task, b bool) { t.Speculative = b }},
-	{key: "Getting Result Time", num: func(t *Task, n int64) { t.FetchStartMs = n }},
-	{key: "Finish Time", num: func(t *Task, n int64) { t.FinishMs = n }},
-}
-
-// taskMetricFields are the keys of a "Task Metrics" object the model
-// keeps, in the order Spark writes them.
-var taskMetricFields = []taskField{
-	{key: "Executor Deserialize Time", num: func(t *Task, n int64) { t.Metrics.DeserializeMs = n }},
-	{key: "Executor Deserialize CPU Time", num: func(t *Task, n int64) { t.Metrics.DeserializeCPUNs = n }},
-	{key: "Executor Run Time", num: func(t *Task, n int64) { t.Metrics.RunTimeMs = n }},
-	{key: "Executor CPU Time", num: func(t *Task, n int64) { t.Metrics.CPUTimeNs = n }},
-	{key: "Peak Execution Memory", num: func(t *Task, n int64) { t.Metrics.PeakExecutionMemory = n }},
-	{key: "Result Size", num: func(t *Task, n int64) { t.Metrics.ResultSize = n }},
-	{key: "JVM GC Time", num: func(t *Task, n int64) { t.Metrics.GCTimeMs = n }},
-	{key: "Result Serialization Time", num: func(t *Task, n int64) { t.Metrics.ResultSerializationMs = n }},
-	{key: "Memory Bytes Spilled", num: func(t *Task, n int64) { t.Metrics.MemorySpilled = n }},
-	{key: "Disk Bytes Spilled", num: func(t *Task, n int64) { t.Metrics.DiskSpilled = n }},
-	{key: "Shuffle Read Metrics", fields: []taskField{
-		{key: "Remote Blocks Fetched", num: func(t *Task, n int64) { t.Metrics.ShuffleRemoteBlocks = n }},
-		{key: "Local Blocks Fetched", num: func(t *Task, n int64) { t.Metrics.ShuffleLocalBlocks = n }},
-		{key: "Fetch Wait Time", num: func(t *Task, n int64) { t.Metrics.ShuffleFetchWaitMs = n }},
-		{key: "Remote Bytes Read", num: func(t *Task, n int64) { t.Metrics.ShuffleRemoteBytes = n }},
-		{key: "Remote Bytes Read To Disk", num: func(t *Task, n int64) { t.Metrics.ShuffleRemoteToDisk = n }},
-		{key: "Local Bytes Read", num: func(t *Task, n int64) { t.Metrics.ShuffleLocalBytes = n }},
-		{key: "Total Records Read", num: func(t *Task, n int64) { t.Metrics.ShuffleReadRecords = n }},
+// taskMetricFields are the keys of a "Task Metrics" object sparkprof
+// reads, in the order Spark writes them.
+var taskMetricFields = []metricField{
+	{key: "Executor Deserialize Time", field: func(m *TaskMetrics) *int64 { return &m.DeserializeMs }},
+	{key: "Executor Deserialize CPU Time", field: func(m *TaskMetrics) *int64 { return &m.DeserializeCPUNs }},
+	{key: "Executor Run Time", field: func(m *TaskMetrics) *int64 { return &m.RunTimeMs }},
+	{key: "Executor CPU Time", field: func(m *TaskMetrics) *int64 { return &m.CPUTimeNs }},
+	{key: "Peak Execution Memory", field: func(m *TaskMetrics) *int64 { return &m.PeakExecutionMemory }},
+	{key: "Result Size", field: func(m *TaskMetrics) *int64 { return &m.ResultSize }},
+	{key: "JVM GC Time", field: func(m *TaskMetrics) *int64 { return &m.GCTimeMs }},
+	{key: "Result Serialization Time", field: func(m *TaskMetrics) *int64 { return &m.ResultSerializationMs }},
+	{key: "Memory Bytes Spilled", field: func(m *TaskMetrics) *int64 { return &m.MemorySpilled }},
+	{key: "Disk Bytes Spilled", field: func(m *TaskMetrics) *int64 { return &m.DiskSpilled }},
+	{key: "Shuffle Read Metrics", fields: []metricField{
+		{key: "Remote Blocks Fetched", field: func(m *TaskMetrics) *int64 { return &m.ShuffleRemoteBlocks }},
+		{key: "Local Blocks Fetched", field: func(m *TaskMetrics) *int64 { return &m.ShuffleLocalBlocks }},
+		{key: "Fetch Wait Time", field: func(m *TaskMetrics) *int64 { return &m.ShuffleFetchWaitMs }},
+		{key: "Remote Bytes Read", field: func(m *TaskMetrics) *int64 { return &m.ShuffleRemoteBytes }},
+		{key: "Remote Bytes Read To Disk", field: func(m *TaskMetrics) *int64 { return &m.ShuffleRemoteToDisk }},
+		{key: "Local Bytes Read", field: func(m *TaskMetrics) *int64 { return &m.ShuffleLocalBytes }},
+		{key: "Total Records Read", field: func(m *TaskMetrics) *int64 { return &m.ShuffleReadRecords }},
 	}},
-	{key: "Shuffle Write Metrics", fields: []taskField{
-		{key: "Shuffle Bytes Written", num: func(t *Task, n int64) { t.Metrics.ShuffleWriteBytes = n }},
-		{key: "Shuffle Write Time", num: func(t *Task, n int64) { t.Metrics.ShuffleWriteTimeNs = n }},
-		{key: "Shuffle Records Written", num: func(t *Task, n int64) { t.Metrics.ShuffleWriteRecords = n }},
+	{key: "Shuffle Write Metrics", fields: []metricField{
+		{key: "Shuffle Bytes Written", field: func(m *TaskMetrics) *int64 { return &m.ShuffleWriteBytes }},
+		{key: "Shuffle Write Time", field: func(m *TaskMetrics) *int64 { return &m.ShuffleWriteTimeNs }},
+		{key: "Shuffle Records Written", field: func(m *TaskMetrics) *int64 { return &m.ShuffleWriteRecords }},
 	}},
-	{key: "Input Metrics", fields: []taskField{
-		{key: "Bytes Read", num: func(t *Task, n int64) { t.Metrics.InputBytes = n }},
-		{key: "Records Read", num: func(t *Task, n int64) { t.Metrics.InputRecords = n }},
+	{key: "Input Metrics", fields: []metricField{
+		{key: "Bytes Read", field: func(m *TaskMetrics) *int64 { return &m.InputBytes }},
+		{key: "Records Read", field: func(m *TaskMetrics) *int64 { return &m.InputRecords }},
 	}},
-	{key: "Output Metrics", fields: []taskField{
-		{key: "Bytes Written", num: func(t *Task, n int64) { t.Metrics.OutputBytes = n }},
-		{key: "Records Written", num: func(t *Task, n int64) { t.Metrics.OutputRecords = n }},
+	{key: "Output Metrics", fields: []metricField{
+		{key: "Bytes Written", field: func(m *TaskMetrics) *int64 { return &m.OutputBytes }},
+		{key: "Records Written", field: func(m *TaskMetrics) *int64 { return &m.OutputRecords }},
 	}},
 }
 
-// readTaskFields sets the fields of t that the keys of object v hold, by
-// fields; a key v lacks leaves its field alone.
-func readTaskFields(t *Task, v *fastjson.Value, fields []taskField) {
-	if v == nil {
-		return
+// readMetrics fills m from a "Task Metrics" object of any Spark version.
+func readMetrics(m *TaskMetrics, v *fastjson.Value) {
+	if v != nil {
+		readMetricFields(m, v, taskMetricFields)
 	}
-	for i := range fields {
-		f := &fields[i]
-		x := v.Get(f.key)
-		switch {
-		case x == nil:
-		case f.num != nil:
-			f.num(t, numValue(x))
-		case f.str != nil:
-			f.str(t, string(x.GetStringBytes()))
-		case f.flag != nil:
-			f.flag(t, x.GetBool())
-		default:
-			readTaskFields(t, x, f.fields)
+}
+
+// readMetricFields fills the fields of m that fields name from object v: a
+// number missing reads as 0, an object missing leaves its fields alone.
+func readMetricFields(m *TaskMetrics, v *fastjson.Value, fields []metricField) {
+	for _, f := range fields {
+		if f.field != nil {
+			*f.field(m) = num(v, f.key)
+		} else if o := v.Get(f.key); o != nil {
+			readMetricFields(m, o, f.fields)
 		}
 	}
 }

@@ -227,57 +227,105 @@ func (s *scanner) object(field func(key []byte)) {
 	}
 }
 
-// taskInfo reads a "Task Info" object into t, a new task, and reports its
-// Killed flag.
+// taskInfo reads a "Task Info" object and reports its Killed flag.
 func (s *scanner) taskInfo(t *Task) (killed bool) {
-	t.Partition = -1 // none before Spark 3.3
-	var seen uint64
-	s.fields(t, taskInfoFields, func(k []byte) {
-		if string(k) != "Killed" {
-			s.skip()
-		} else if s.once(&seen, 0) {
+	t.Partition = -1
+	var seen1 uint64
+	s.object(func(k []byte) {
+		switch string(k) {
+		case "Task ID":
+			if !s.once(&seen1, 0) {
+				return
+			}
+			t.ID = s.num()
+		case "Index":
+			if !s.once(&seen1, 1) {
+				return
+			}
+			t.Index = int(s.num())
+		case "Attempt":
+			if !s.once(&seen1, 2) {
+				return
+			}
+			t.Attempt = int(s.num())
+		case "Partition ID":
+			if !s.once(&seen1, 3) {
+				return
+			}
+			t.Partition = int(s.num())
+		case "Launch Time":
+			if !s.once(&seen1, 4) {
+				return
+			}
+			t.LaunchMs = s.num()
+		case "Executor ID":
+			if !s.once(&seen1, 5) {
+				return
+			}
+			t.ExecutorID = string(s.str())
+		case "Host":
+			if !s.once(&seen1, 6) {
+				return
+			}
+			t.Host = string(s.str())
+		case "Locality":
+			if !s.once(&seen1, 7) {
+				return
+			}
+			t.Locality = string(s.str())
+		case "Speculative":
+			if !s.once(&seen1, 8) {
+				return
+			}
+			t.Speculative = s.boolean()
+		case "Getting Result Time":
+			if !s.once(&seen1, 9) {
+				return
+			}
+			t.FetchStartMs = s.num()
+		case "Finish Time":
+			if !s.once(&seen1, 10) {
+				return
+			}
+			t.FinishMs = s.num()
+		case "Killed":
+			if !s.once(&seen1, 11) {
+				return
+			}
 			killed = s.boolean()
+		default:
+			s.skip()
 		}
 	})
 	return killed
 }
 
-// fields reads an object into t by fields (taskInfoFields,
-// taskMetricFields). Keys fields lacks go to other, which must consume
-// their values, or are skipped when other is nil.
-func (s *scanner) fields(t *Task, fields []taskField, other func(key []byte)) {
+// metrics reads a "Task Metrics" object, or one of the objects of numbers
+// in it, into m by fields (taskMetricFields).
+func (s *scanner) metrics(m *TaskMetrics, fields []metricField) {
 	var seen uint64
 	next := 0 // the field the next key most likely is: Spark writes them in order
 	s.object(func(k []byte) {
-		i := fieldIndex(fields, next, k)
+		i := metricIndex(fields, next, k)
 		if i < 0 {
-			if other != nil {
-				other(k)
-			} else {
-				s.skip()
-			}
+			s.skip()
 			return
 		}
 		next = i + 1
 		if !s.once(&seen, uint(i)) {
 			return
 		}
-		switch f := &fields[i]; {
-		case f.num != nil:
-			f.num(t, s.num())
-		case f.str != nil:
-			f.str(t, string(s.str()))
-		case f.flag != nil:
-			f.flag(t, s.boolean())
-		default:
-			s.fields(t, f.fields, nil)
+		if f := &fields[i]; f.field != nil {
+			*f.field(m) = s.num()
+		} else {
+			s.metrics(m, f.fields)
 		}
 	})
 }
 
-// fieldIndex returns the index of the field of key in fields, trying
+// metricIndex returns the index of the field of key in fields, trying
 // fields[next] first, or -1 when fields has none.
-func fieldIndex(fields []taskField, next int, key []byte) int {
+func metricIndex(fields []metricField, next int, key []byte) int {
 	if next < len(fields) && fields[next].key == string(key) {
 		return next
 	}
@@ -336,7 +384,7 @@ func scanTaskEvent(line []byte) (t *Task, end bool, ok bool) {
 			if !s.once(&seen7, 5) {
 				return
 			}
-			s.fields(t, taskMetricFields, nil)
+			s.metrics(&t.Metrics, taskMetricFields)
 		default:
 			s.skip()
 		}

@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -274,49 +273,23 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 	}
 	l := &Log{Source: source, Levels: map[string]int{}}
 	tasks := map[int]int{} // TID -> index in l.Tasks
-	groups := map[string]*ErrorGroup{}
-	var cur *ErrorGroup // group receiving continuation lines
-	var curText strings.Builder
-	flush := func() {
-		if cur == nil {
-			return
-		}
-		text := curText.String()
-		key := cur.Level + " " + cur.Logger + ": " + normalize(text)
-		if g, ok := groups[key]; ok {
-			g.Count++
-			g.Last = cur.Last
-		} else {
-			cur.Message, cur.Key, cur.Count = text, key, 1
-			groups[key] = cur
-		}
-		cur = nil
-		curText.Reset()
-	}
-	// Every record's normalised pattern, interned: 4 bytes a line, for
-	// the repeated-run pass at the end.
-	var seq []int32
-	patterns := map[string]int32{}
-	var keys, examples []string
+	var errs errorGroups
+	var pats patternSeq
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), "\r")
 		l.Lines++
 		rec, layout, ok := parseLine(line, loc)
-		if !ok && strings.HasPrefix(line, "+ exec ") {
-			l.entrypoint(line)
-		}
 		if !ok {
-			if cur != nil && line != "" {
-				curText.WriteByte('\n')
-				curText.WriteString(line)
-			} else {
+			if strings.HasPrefix(line, "+ exec ") {
+				l.entrypoint(line)
+			}
+			if !errs.continued(line) {
 				l.Unparsed++
 			}
 			continue
 		}
-		flush()
 		if l.Layout == "" {
 			l.Layout = layout
 		}
@@ -325,19 +298,8 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 		}
 		l.End = rec.t
 		l.Levels[rec.level]++
-		key := rec.level + " " + rec.logger + ": " + normalize(rec.msg)
-		id, ok := patterns[key]
-		if !ok {
-			id = int32(len(keys))
-			patterns[key] = id
-			keys = append(keys, key)
-			examples = append(examples, rec.msg)
-		}
-		seq = append(seq, id)
-		if rec.level == "WARN" || rec.level == "ERROR" || rec.level == "FATAL" {
-			cur = &ErrorGroup{Level: rec.level, Logger: rec.logger, First: rec.t, Last: rec.t}
-			curText.WriteString(rec.msg)
-		}
+		pats.add(rec)
+		errs.add(rec)
 		if err := l.event(rec, tasks); err != nil {
 			return nil, fmt.Errorf("applog: %s:%d: %w", source, l.Lines, err)
 		}
@@ -345,25 +307,8 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("applog: %s: after line %d: %w", source, l.Lines, err)
 	}
-	flush()
-	l.Chunks = repeatedRuns(seq, keys, examples)
-	sort.Slice(l.Chunks, func(i, j int) bool {
-		a, b := l.Chunks[i], l.Chunks[j]
-		if a.Lines != b.Lines {
-			return a.Lines > b.Lines
-		}
-		return a.Pattern < b.Pattern
-	})
-	for _, g := range groups {
-		l.Errors = append(l.Errors, *g)
-	}
-	sort.Slice(l.Errors, func(i, j int) bool {
-		a, b := l.Errors[i], l.Errors[j]
-		if !a.Last.Equal(b.Last) {
-			return a.Last.After(b.Last)
-		}
-		return a.Key < b.Key
-	})
+	l.Chunks = pats.chunks()
+	l.Errors = errs.sorted()
 	if l.Role == "" && len(l.Jobs) > 0 {
 		l.Role = "driver"
 	}
@@ -406,56 +351,6 @@ func (l *Log) entrypoint(line string) {
 	}
 }
 
-// maxPeriod is the longest block of different lines a repeated run may
-// consist of.
-const maxPeriod = 4
-
-// repeatedRuns finds runs where a block of 1 to maxPeriod consecutive
-// record patterns repeats at least twice (A A A, or A B A B A B), groups
-// them by block and ranks them by the lines they cover. At each position
-// the block covering the most lines wins, the shorter block on ties.
-func repeatedRuns(seq []int32, keys, examples []string) []Chunk {
-	chunks := map[string]*Chunk{}
-	var order []string
-	for i := 0; i < len(seq); {
-		bestP, bestLines := 0, 0
-		for p := 1; p <= maxPeriod && i+2*p <= len(seq); p++ {
-			r := 0
-			for j := i + p; j < len(seq) && seq[j] == seq[j-p]; j++ {
-				r++
-			}
-			if r >= p && r+p > bestLines {
-				bestP, bestLines = p, r+p
-			}
-		}
-		if bestP == 0 {
-			i++
-			continue
-		}
-		block := seq[i : i+bestP]
-		pats := make([]string, bestP)
-		exs := make([]string, bestP)
-		for k, id := range block {
-			pats[k], exs[k] = keys[id], examples[id]
-		}
-		pattern := strings.Join(pats, "\n")
-		c := chunks[pattern]
-		if c == nil {
-			c = &Chunk{Pattern: pattern, Example: strings.Join(exs, "\n")}
-			chunks[pattern] = c
-			order = append(order, pattern)
-		}
-		c.Runs++
-		c.Lines += bestLines
-		i += bestLines
-	}
-	out := make([]Chunk, 0, len(order))
-	for _, p := range order {
-		out = append(out, *chunks[p])
-	}
-	return out
-}
-
 func atoi(s string) (int, error) {
 	n, err := strconv.Atoi(s)
 	if err != nil {
@@ -466,106 +361,15 @@ func atoi(s string) (int, error) {
 
 // event interprets a record's message.
 func (l *Log) event(rec record, tasks map[int]int) error {
+	l.executorEvent(rec)
 	msg := rec.msg
-	if kind := executorEventKind(msg); kind != "" {
-		ev := ExecutorEvent{Time: rec.t, Kind: kind, Message: msg}
-		if m := reExecID.FindStringSubmatch(msg); m != nil {
-			ev.Executor = m[1]
-		}
-		l.ExecutorEvents = append(l.ExecutorEvents, ev)
-	}
 	switch rec.logger {
 	case "DAGScheduler", "org.apache.spark.scheduler.DAGScheduler":
-		if m := reGotJob.FindStringSubmatch(msg); m != nil {
-			id, err := atoi(m[1])
-			if err != nil {
-				return err
-			}
-			p, err := atoi(m[3])
-			if err != nil {
-				return err
-			}
-			l.Jobs = append(l.Jobs, Job{ID: id, Name: m[2], Partitions: p, Start: rec.t})
-		} else if m := reJobDone.FindStringSubmatch(msg); m != nil {
-			id, err := atoi(m[1])
-			if err != nil {
-				return err
-			}
-			took, err := strconv.ParseFloat(m[3], 64)
-			if err != nil {
-				return fmt.Errorf("job %d duration %q: %w", id, m[3], err)
-			}
-			for i := range l.Jobs {
-				if l.Jobs[i].ID == id {
-					l.Jobs[i].End = rec.t
-					l.Jobs[i].Took = time.Duration(took * float64(time.Second))
-				}
-			}
-		} else if m := reSubmit.FindStringSubmatch(msg); m != nil {
-			id, err := atoi(m[2])
-			if err != nil {
-				return err
-			}
-			l.Stages = append(l.Stages, Stage{ID: id, Kind: m[1], Name: m[3], Submitted: rec.t})
-		}
+		return l.schedulerEvent(rec)
 	case "TaskSetManager", "org.apache.spark.scheduler.TaskSetManager":
-		if m := reStartTask.FindStringSubmatch(msg); m != nil {
-			var n [4]int
-			for i, s := range []string{m[1], m[2], m[3], m[4]} {
-				v, err := atoi(s)
-				if err != nil {
-					return err
-				}
-				n[i] = v
-			}
-			tasks[n[3]] = len(l.Tasks)
-			l.Tasks = append(l.Tasks, Task{TID: n[3], Index: n[0], Stage: n[1], StageAttempt: n[2],
-				Host: m[5], Executor: m[6], Launch: rec.t, Status: "RUNNING"})
-		} else if m := reFinTask.FindStringSubmatch(msg); m != nil {
-			tid, err := atoi(m[4])
-			if err != nil {
-				return err
-			}
-			ms, err := atoi(m[5])
-			if err != nil {
-				return err
-			}
-			t := l.task(tasks, tid, m[1:4], m[6], m[7], time.Time{})
-			t.Finish, t.Duration, t.Status = rec.t, time.Duration(ms)*time.Millisecond, "SUCCESS"
-		} else if m := reLostTask.FindStringSubmatch(msg); m != nil {
-			tid, err := atoi(m[4])
-			if err != nil {
-				return err
-			}
-			t := l.task(tasks, tid, m[1:4], m[5], m[6], rec.t)
-			t.Finish, t.Failure = rec.t, m[7]
-			t.Status = "FAILED"
-			if strings.HasPrefix(m[7], "TaskKilled") {
-				t.Status = "KILLED"
-			}
-			if !t.Launch.IsZero() {
-				t.Duration = t.Finish.Sub(t.Launch)
-			}
-		}
+		return l.taskEvent(rec, tasks)
 	case "PythonRunner", "org.apache.spark.api.python.PythonRunner":
-		if m := rePyTimes.FindStringSubmatch(msg); m != nil {
-			var d [4]time.Duration
-			for i := range d {
-				v, err := atoi(m[i+1])
-				if err != nil {
-					return err
-				}
-				d[i] = time.Duration(v) * time.Millisecond
-			}
-			l.Python = append(l.Python, PythonTimes{Time: rec.t, Total: d[0], Boot: d[1], Init: d[2], Finish: d[3]})
-			if tm := reTIDThread.FindStringSubmatch(rec.thread); tm != nil {
-				if tid, err := atoi(tm[1]); err == nil {
-					if i, ok := tasks[tid]; ok {
-						l.Tasks[i].PythonTotal = d[0]
-					}
-				}
-			}
-		}
+		return l.pythonTimes(rec, tasks)
 	case "SparkContext", "org.apache.spark.SparkContext":
 		if v, ok := strings.CutPrefix(msg, "Running Spark version "); ok {
 			l.Role = "driver"
@@ -584,6 +388,130 @@ func (l *Log) event(rec record, tasks map[int]int) error {
 	case "CoarseGrainedExecutorBackend", "org.apache.spark.executor.CoarseGrainedExecutorBackend":
 		if l.Role == "" {
 			l.Role = "executor"
+		}
+	}
+	return nil
+}
+
+// executorEvent records a message about an executor leaving or being
+// excluded, whichever logger wrote it.
+func (l *Log) executorEvent(rec record) {
+	kind := executorEventKind(rec.msg)
+	if kind == "" {
+		return
+	}
+	ev := ExecutorEvent{Time: rec.t, Kind: kind, Message: rec.msg}
+	if m := reExecID.FindStringSubmatch(rec.msg); m != nil {
+		ev.Executor = m[1]
+	}
+	l.ExecutorEvents = append(l.ExecutorEvents, ev)
+}
+
+// schedulerEvent reads a DAGScheduler message: a job's start or end, or a
+// stage's submission.
+func (l *Log) schedulerEvent(rec record) error {
+	msg := rec.msg
+	if m := reGotJob.FindStringSubmatch(msg); m != nil {
+		id, err := atoi(m[1])
+		if err != nil {
+			return err
+		}
+		p, err := atoi(m[3])
+		if err != nil {
+			return err
+		}
+		l.Jobs = append(l.Jobs, Job{ID: id, Name: m[2], Partitions: p, Start: rec.t})
+	} else if m := reJobDone.FindStringSubmatch(msg); m != nil {
+		id, err := atoi(m[1])
+		if err != nil {
+			return err
+		}
+		took, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			return fmt.Errorf("job %d duration %q: %w", id, m[3], err)
+		}
+		for i := range l.Jobs {
+			if l.Jobs[i].ID == id {
+				l.Jobs[i].End = rec.t
+				l.Jobs[i].Took = time.Duration(took * float64(time.Second))
+			}
+		}
+	} else if m := reSubmit.FindStringSubmatch(msg); m != nil {
+		id, err := atoi(m[2])
+		if err != nil {
+			return err
+		}
+		l.Stages = append(l.Stages, Stage{ID: id, Kind: m[1], Name: m[3], Submitted: rec.t})
+	}
+	return nil
+}
+
+// taskEvent reads a TaskSetManager message: a task's start, success or
+// loss.
+func (l *Log) taskEvent(rec record, tasks map[int]int) error {
+	msg := rec.msg
+	if m := reStartTask.FindStringSubmatch(msg); m != nil {
+		var n [4]int
+		for i, s := range []string{m[1], m[2], m[3], m[4]} {
+			v, err := atoi(s)
+			if err != nil {
+				return err
+			}
+			n[i] = v
+		}
+		tasks[n[3]] = len(l.Tasks)
+		l.Tasks = append(l.Tasks, Task{TID: n[3], Index: n[0], Stage: n[1], StageAttempt: n[2],
+			Host: m[5], Executor: m[6], Launch: rec.t, Status: "RUNNING"})
+	} else if m := reFinTask.FindStringSubmatch(msg); m != nil {
+		tid, err := atoi(m[4])
+		if err != nil {
+			return err
+		}
+		ms, err := atoi(m[5])
+		if err != nil {
+			return err
+		}
+		t := l.task(tasks, tid, m[1:4], m[6], m[7], time.Time{})
+		t.Finish, t.Duration, t.Status = rec.t, time.Duration(ms)*time.Millisecond, "SUCCESS"
+	} else if m := reLostTask.FindStringSubmatch(msg); m != nil {
+		tid, err := atoi(m[4])
+		if err != nil {
+			return err
+		}
+		t := l.task(tasks, tid, m[1:4], m[5], m[6], rec.t)
+		t.Finish, t.Failure = rec.t, m[7]
+		t.Status = "FAILED"
+		if strings.HasPrefix(m[7], "TaskKilled") {
+			t.Status = "KILLED"
+		}
+		if !t.Launch.IsZero() {
+			t.Duration = t.Finish.Sub(t.Launch)
+		}
+	}
+	return nil
+}
+
+// pythonTimes reads a PythonRunner "Times:" message, attributing its total
+// to the task its executor thread names.
+func (l *Log) pythonTimes(rec record, tasks map[int]int) error {
+	m := rePyTimes.FindStringSubmatch(rec.msg)
+	if m == nil {
+		return nil
+	}
+	var d [4]time.Duration
+	for i := range d {
+		v, err := atoi(m[i+1])
+		if err != nil {
+			return err
+		}
+		d[i] = time.Duration(v) * time.Millisecond
+	}
+	l.Python = append(l.Python, PythonTimes{Time: rec.t, Total: d[0], Boot: d[1], Init: d[2], Finish: d[3]})
+	if tm := reTIDThread.FindStringSubmatch(rec.thread); tm != nil {
+		if tid, err := atoi(tm[1]); err == nil {
+			if i, ok := tasks[tid]; ok {
+				l.Tasks[i].PythonTotal = d[0]
+			}
 		}
 	}
 	return nil
@@ -671,61 +599,4 @@ func hasDatePrefix(line string) bool {
 		return digits(line[:4]) && digits(line[5:7]) && digits(line[8:10])
 	}
 	return false
-}
-
-// normalize replaces the variable parts of a message by "N" so that
-// messages differing only in numbers, hex ids, timestamps, IPs or
-// numbered host names compare equal: a word that is a 0x literal or at
-// least 8 hex digits becomes N, and every other run of digits becomes N.
-// It is hand-written because a regular expression made it the parser's
-// hottest spot.
-func normalize(s string) string {
-	isAlnum := func(c byte) bool {
-		return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-	}
-	isHex := func(w string) bool {
-		digit := false
-		for i := 0; i < len(w); i++ {
-			c := w[i]
-			switch {
-			case c >= '0' && c <= '9':
-				digit = true
-			case c >= 'a' && c <= 'f', c >= 'A' && c <= 'F':
-			default:
-				return false
-			}
-		}
-		return digit
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		if !isAlnum(s[i]) {
-			b.WriteByte(s[i])
-			i++
-			continue
-		}
-		j := i
-		for j < len(s) && isAlnum(s[j]) {
-			j++
-		}
-		w := s[i:j]
-		if (len(w) > 2 && w[0] == '0' && (w[1] == 'x' || w[1] == 'X') && isHex(w[2:])) || (len(w) >= 8 && isHex(w)) {
-			b.WriteByte('N')
-		} else {
-			for k := 0; k < len(w); {
-				if w[k] >= '0' && w[k] <= '9' {
-					for k < len(w) && w[k] >= '0' && w[k] <= '9' {
-						k++
-					}
-					b.WriteByte('N')
-					continue
-				}
-				b.WriteByte(w[k])
-				k++
-			}
-		}
-		i = j
-	}
-	return b.String()
 }

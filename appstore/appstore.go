@@ -17,7 +17,7 @@ import (
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/attribution"
 	"github.com/sparkprof/sparkprof/input"
-	"github.com/sparkprof/sparkprof/internal/atomicfile"
+	"github.com/sparkprof/sparkprof/internal/syncfile"
 	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -146,7 +146,7 @@ func (s *Store) AddEventLog(tenant, name string, data io.Reader) (*analysis.Repo
 	}
 	path := filepath.Join(dir, safeName(name))
 	tmp := path + ".tmp"
-	if err := atomicfile.WriteSynced(tmp, data); err != nil {
+	if err := syncfile.Write(tmp, data); err != nil {
 		os.Remove(tmp)
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func (s *Store) AddToBundle(tenant, app, name string, data io.Reader) (*analysis
 	}
 	path := filepath.Join(dir, safeName(name))
 	tmp := path + ".tmp"
-	err := atomicfile.WriteSynced(tmp, data)
+	err := syncfile.Write(tmp, data)
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}

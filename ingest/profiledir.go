@@ -19,8 +19,8 @@ import (
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/format/jfr"
-	"github.com/sparkprof/sparkprof/internal/atomicfile"
 	"github.com/sparkprof/sparkprof/internal/errkind"
+	"github.com/sparkprof/sparkprof/internal/syncfile"
 	"github.com/sparkprof/sparkprof/profile"
 )
 
@@ -106,7 +106,7 @@ func (w *profileWatch) save() error {
 		return err
 	}
 	tmp := w.path + ".tmp"
-	if err := atomicfile.WriteSynced(tmp, bytes.NewReader(data)); err != nil {
+	if err := syncfile.Write(tmp, bytes.NewReader(data)); err != nil {
 		return err
 	}
 	return os.Rename(tmp, w.path)

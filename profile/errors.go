@@ -43,3 +43,41 @@ func (e *DecodeError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *DecodeError) Unwrap() error { return e.Err }
+
+// maxLineWarnings bounds the warnings BadLines adds to a profile, one a
+// line; the lines past it are counted in one more.
+const maxLineWarnings = 100
+
+// BadLines collects the lines of a line-oriented input (JSON records, one
+// a line) that a decoder skipped because it could not read them: the first
+// as a *DecodeError, the first hundred as warnings of the profile, the rest
+// as a count.
+type BadLines struct {
+	Source string // the input's name, for the error
+	first  *DecodeError
+	n      int
+}
+
+// Add records that line (1-based) could not be read because of err, and
+// warns of it in p.
+func (b *BadLines) Add(p *Profile, line int, err error) {
+	b.n++
+	if b.first == nil {
+		b.first = &DecodeError{Source: b.Source, Offset: -1, Line: line, Msg: err.Error()}
+	}
+	if b.n <= maxLineWarnings {
+		p.Warnf("line %d: %v", line, err)
+	}
+}
+
+// Finish warns in p of the bad lines Add did not warn of, and returns the
+// first bad line's error, or nil when there was none.
+func (b *BadLines) Finish(p *Profile) error {
+	if b.n > maxLineWarnings {
+		p.Warnf("%d more bad lines not shown", b.n-maxLineWarnings)
+	}
+	if b.first == nil {
+		return nil
+	}
+	return b.first
+}

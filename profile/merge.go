@@ -454,40 +454,20 @@ func (p *Profile) SumSamplesOverTime(samples []Sample, m *LabelMap) []Sample {
 	// hashed, missed the cache on nearly every lookup of a block's
 	// hundreds of thousands of samples.
 	g := groupBySet(samples, m)
-	type stackSums struct {
-		stamp int32 // 1 + the label set whose sums last holds
-		last  int32 // the set's last sum of the stack, or -1
-	}
-	byStack := make([]stackSums, len(p.stacks))
-	var kinds []uint16 // per sum: its type<<8 | state
-	var chain []int32  // per sum: the stack's sum of the set before it, or -1
+	byStack := make([]slotSums, len(p.stacks))
+	var sums chainedSums
 	dest := make([]int32, len(samples))
 	for id := range g.sets() {
 		stamp := int32(id) + 1
 		for _, j := range g.of(id) {
 			s := &samples[j]
-			kind := uint16(s.Type)<<8 | uint16(s.State)
-			at := &byStack[s.Stack]
-			if at.stamp != stamp {
-				*at = stackSums{stamp, -1}
-			}
-			i := at.last
-			for i >= 0 && kinds[i] != kind {
-				i = chain[i]
-			}
-			if i < 0 {
-				i = int32(len(kinds))
-				kinds = append(kinds, kind)
-				chain = append(chain, at.last)
-				at.last = i
-			}
-			dest[j] = i
+			dest[j], _ = sums.find(&byStack[s.Stack], stamp, s)
 		}
 	}
 	// Each sample's sum is found first (dest), and the sums are made at
 	// their final count after: appending them grew a slice of hundreds of
 	// thousands of samples step by step, moving it several times.
-	out := make([]Sample, len(kinds))
+	out := make([]Sample, len(sums.kinds))
 	for j := range samples {
 		s, o := &samples[j], &out[dest[j]]
 		o.Value += s.Value
@@ -543,15 +523,10 @@ func (p *Profile) SumSamplesOverStacks(samples []Sample, m *LabelMap, res int64)
 	// time in a stamped array and a chain over types and states. A map of
 	// times per set, asked for every sample, took three times as long.
 	g := groupBySet(samples, m)
-	type timeSums struct {
-		stamp int32 // 1 + the label set whose sums last holds
-		last  int32 // the set's last sum at the time, or -1
-	}
 	timeIndex := map[int64]int32{}
-	var byTime []timeSums
-	var times []int64  // per sum: its time
-	var kinds []uint16 // per sum: its type<<8 | state
-	var chain []int32  // per sum: the time's sum of the set before it, or -1
+	var byTime []slotSums
+	var times []int64 // per sum: its time
+	var sums chainedSums
 	dest := make([]int32, len(samples))
 	for id := range g.sets() {
 		stamp := int32(id) + 1
@@ -567,36 +542,59 @@ func (p *Profile) SumSamplesOverStacks(samples []Sample, m *LabelMap, res int64)
 				if ti, ok = timeIndex[t]; !ok {
 					ti = int32(len(byTime))
 					timeIndex[t] = ti
-					byTime = append(byTime, timeSums{})
+					byTime = append(byTime, slotSums{})
 				}
 				lastTime = t
 			}
-			kind := uint16(s.Type)<<8 | uint16(s.State)
-			at := &byTime[ti]
-			if at.stamp != stamp {
-				*at = timeSums{stamp, -1}
-			}
-			i := at.last
-			for i >= 0 && kinds[i] != kind {
-				i = chain[i]
-			}
-			if i < 0 {
-				i = int32(len(kinds))
-				kinds = append(kinds, kind)
+			i, added := sums.find(&byTime[ti], stamp, s)
+			if added {
 				times = append(times, t)
-				chain = append(chain, at.last)
-				at.last = i
 			}
 			dest[j] = i
 		}
 	}
-	out := make([]Sample, len(kinds))
+	out := make([]Sample, len(sums.kinds))
 	for j := range samples {
 		s, o := &samples[j], &out[dest[j]]
 		o.Value += s.Value
 		o.Time, o.Labels, o.Type, o.State = times[dest[j]], m.ID(s.Labels), s.Type, s.State
 	}
 	return out
+}
+
+// chainedSums finds the sums of samples of one label set at a time by a
+// slot they share (their stack, or their time): each slot heads a chain of
+// the set's sums there, one per type and state, which is short.
+type chainedSums struct {
+	kinds []uint16 // per sum: its type<<8 | state
+	chain []int32  // per sum: the slot's sum of the set before it, or -1
+}
+
+// slotSums heads a slot's chain of sums.
+type slotSums struct {
+	stamp int32 // 1 + the label set whose sums last holds
+	last  int32 // the set's last sum at the slot, or -1
+}
+
+// find returns the index of the sum of s's type and state at slot at
+// among the sums of the label set stamped stamp (1 + its id), adding the
+// sum when there is none yet (added). A slot stamped with another set is
+// taken over: the sets come one at a time.
+func (c *chainedSums) find(at *slotSums, stamp int32, s *Sample) (i int32, added bool) {
+	kind := uint16(s.Type)<<8 | uint16(s.State)
+	if at.stamp != stamp {
+		*at = slotSums{stamp, -1}
+	}
+	for i = at.last; i >= 0; i = c.chain[i] {
+		if c.kinds[i] == kind {
+			return i, false
+		}
+	}
+	i = int32(len(c.kinds))
+	c.kinds = append(c.kinds, kind)
+	c.chain = append(c.chain, at.last)
+	at.last = i
+	return i, true
 }
 
 // setGroups orders the indices of samples by the label set a LabelMap maps

@@ -571,42 +571,69 @@ func endReason(cls string, r *fastjson.Value) (msg, top string) {
 	return strings.TrimSpace(msg), top
 }
 
+// A metricField is a key of a "Task Metrics" object and where TaskMetrics
+// keeps its number, or, for a key whose value is an object of numbers
+// ("Input Metrics"), the fields of that object. readMetrics and the task
+// event scanner both read task metrics by taskMetricFields.
+type metricField struct {
+	key    string
+	field  func(*TaskMetrics) *int64 // nil for an object
+	fields []metricField             // an object's numbers
+}
+
+// taskMetricFields are the keys of a "Task Metrics" object sparkprof
+// reads, in the order Spark writes them.
+var taskMetricFields = []metricField{
+	{key: "Executor Deserialize Time", field: func(m *TaskMetrics) *int64 { return &m.DeserializeMs }},
+	{key: "Executor Deserialize CPU Time", field: func(m *TaskMetrics) *int64 { return &m.DeserializeCPUNs }},
+	{key: "Executor Run Time", field: func(m *TaskMetrics) *int64 { return &m.RunTimeMs }},
+	{key: "Executor CPU Time", field: func(m *TaskMetrics) *int64 { return &m.CPUTimeNs }},
+	{key: "Peak Execution Memory", field: func(m *TaskMetrics) *int64 { return &m.PeakExecutionMemory }},
+	{key: "Result Size", field: func(m *TaskMetrics) *int64 { return &m.ResultSize }},
+	{key: "JVM GC Time", field: func(m *TaskMetrics) *int64 { return &m.GCTimeMs }},
+	{key: "Result Serialization Time", field: func(m *TaskMetrics) *int64 { return &m.ResultSerializationMs }},
+	{key: "Memory Bytes Spilled", field: func(m *TaskMetrics) *int64 { return &m.MemorySpilled }},
+	{key: "Disk Bytes Spilled", field: func(m *TaskMetrics) *int64 { return &m.DiskSpilled }},
+	{key: "Shuffle Read Metrics", fields: []metricField{
+		{key: "Remote Blocks Fetched", field: func(m *TaskMetrics) *int64 { return &m.ShuffleRemoteBlocks }},
+		{key: "Local Blocks Fetched", field: func(m *TaskMetrics) *int64 { return &m.ShuffleLocalBlocks }},
+		{key: "Fetch Wait Time", field: func(m *TaskMetrics) *int64 { return &m.ShuffleFetchWaitMs }},
+		{key: "Remote Bytes Read", field: func(m *TaskMetrics) *int64 { return &m.ShuffleRemoteBytes }},
+		{key: "Remote Bytes Read To Disk", field: func(m *TaskMetrics) *int64 { return &m.ShuffleRemoteToDisk }},
+		{key: "Local Bytes Read", field: func(m *TaskMetrics) *int64 { return &m.ShuffleLocalBytes }},
+		{key: "Total Records Read", field: func(m *TaskMetrics) *int64 { return &m.ShuffleReadRecords }},
+	}},
+	{key: "Shuffle Write Metrics", fields: []metricField{
+		{key: "Shuffle Bytes Written", field: func(m *TaskMetrics) *int64 { return &m.ShuffleWriteBytes }},
+		{key: "Shuffle Write Time", field: func(m *TaskMetrics) *int64 { return &m.ShuffleWriteTimeNs }},
+		{key: "Shuffle Records Written", field: func(m *TaskMetrics) *int64 { return &m.ShuffleWriteRecords }},
+	}},
+	{key: "Input Metrics", fields: []metricField{
+		{key: "Bytes Read", field: func(m *TaskMetrics) *int64 { return &m.InputBytes }},
+		{key: "Records Read", field: func(m *TaskMetrics) *int64 { return &m.InputRecords }},
+	}},
+	{key: "Output Metrics", fields: []metricField{
+		{key: "Bytes Written", field: func(m *TaskMetrics) *int64 { return &m.OutputBytes }},
+		{key: "Records Written", field: func(m *TaskMetrics) *int64 { return &m.OutputRecords }},
+	}},
+}
+
 // readMetrics fills m from a "Task Metrics" object of any Spark version.
 func readMetrics(m *TaskMetrics, v *fastjson.Value) {
-	if v == nil {
-		return
+	if v != nil {
+		readMetricFields(m, v, taskMetricFields)
 	}
-	m.RunTimeMs = num(v, "Executor Run Time")
-	m.CPUTimeNs = num(v, "Executor CPU Time")
-	m.DeserializeMs = num(v, "Executor Deserialize Time")
-	m.DeserializeCPUNs = num(v, "Executor Deserialize CPU Time")
-	m.ResultSerializationMs = num(v, "Result Serialization Time")
-	m.GCTimeMs = num(v, "JVM GC Time")
-	m.ResultSize = num(v, "Result Size")
-	m.PeakExecutionMemory = num(v, "Peak Execution Memory")
-	m.MemorySpilled = num(v, "Memory Bytes Spilled")
-	m.DiskSpilled = num(v, "Disk Bytes Spilled")
-	if in := v.Get("Input Metrics"); in != nil {
-		m.InputBytes = num(in, "Bytes Read")
-		m.InputRecords = num(in, "Records Read")
-	}
-	if out := v.Get("Output Metrics"); out != nil {
-		m.OutputBytes = num(out, "Bytes Written")
-		m.OutputRecords = num(out, "Records Written")
-	}
-	if sr := v.Get("Shuffle Read Metrics"); sr != nil {
-		m.ShuffleRemoteBlocks = num(sr, "Remote Blocks Fetched")
-		m.ShuffleLocalBlocks = num(sr, "Local Blocks Fetched")
-		m.ShuffleFetchWaitMs = num(sr, "Fetch Wait Time")
-		m.ShuffleRemoteBytes = num(sr, "Remote Bytes Read")
-		m.ShuffleRemoteToDisk = num(sr, "Remote Bytes Read To Disk")
-		m.ShuffleLocalBytes = num(sr, "Local Bytes Read")
-		m.ShuffleReadRecords = num(sr, "Total Records Read")
-	}
-	if sw := v.Get("Shuffle Write Metrics"); sw != nil {
-		m.ShuffleWriteBytes = num(sw, "Shuffle Bytes Written")
-		m.ShuffleWriteTimeNs = num(sw, "Shuffle Write Time")
-		m.ShuffleWriteRecords = num(sw, "Shuffle Records Written")
+}
+
+// readMetricFields fills the fields of m that fields name from object v: a
+// number missing reads as 0, an object missing leaves its fields alone.
+func readMetricFields(m *TaskMetrics, v *fastjson.Value, fields []metricField) {
+	for _, f := range fields {
+		if f.field != nil {
+			*f.field(m) = num(v, f.key)
+		} else if o := v.Get(f.key); o != nil {
+			readMetricFields(m, o, f.fields)
+		}
 	}
 }
 

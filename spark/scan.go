@@ -300,178 +300,41 @@ func (s *scanner) taskInfo(t *Task) (killed bool) {
 	return killed
 }
 
-func (s *scanner) metrics(m *TaskMetrics) {
-	var seen2 uint64
+// metrics reads a "Task Metrics" object, or one of the objects of numbers
+// in it, into m by fields (taskMetricFields).
+func (s *scanner) metrics(m *TaskMetrics, fields []metricField) {
+	var seen uint64
+	next := 0 // the field the next key most likely is: Spark writes them in order
 	s.object(func(k []byte) {
-		switch string(k) {
-		case "Executor Run Time":
-			if !s.once(&seen2, 0) {
-				return
-			}
-			m.RunTimeMs = s.num()
-		case "Executor CPU Time":
-			if !s.once(&seen2, 1) {
-				return
-			}
-			m.CPUTimeNs = s.num()
-		case "Executor Deserialize Time":
-			if !s.once(&seen2, 2) {
-				return
-			}
-			m.DeserializeMs = s.num()
-		case "Executor Deserialize CPU Time":
-			if !s.once(&seen2, 3) {
-				return
-			}
-			m.DeserializeCPUNs = s.num()
-		case "Result Serialization Time":
-			if !s.once(&seen2, 4) {
-				return
-			}
-			m.ResultSerializationMs = s.num()
-		case "JVM GC Time":
-			if !s.once(&seen2, 5) {
-				return
-			}
-			m.GCTimeMs = s.num()
-		case "Result Size":
-			if !s.once(&seen2, 6) {
-				return
-			}
-			m.ResultSize = s.num()
-		case "Peak Execution Memory":
-			if !s.once(&seen2, 7) {
-				return
-			}
-			m.PeakExecutionMemory = s.num()
-		case "Memory Bytes Spilled":
-			if !s.once(&seen2, 8) {
-				return
-			}
-			m.MemorySpilled = s.num()
-		case "Disk Bytes Spilled":
-			if !s.once(&seen2, 9) {
-				return
-			}
-			m.DiskSpilled = s.num()
-		case "Input Metrics":
-			if !s.once(&seen2, 10) {
-				return
-			}
-			var seen3 uint64
-			s.object(func(k []byte) {
-				switch string(k) {
-				case "Bytes Read":
-					if !s.once(&seen3, 0) {
-						return
-					}
-					m.InputBytes = s.num()
-				case "Records Read":
-					if !s.once(&seen3, 1) {
-						return
-					}
-					m.InputRecords = s.num()
-				default:
-					s.skip()
-				}
-			})
-		case "Output Metrics":
-			if !s.once(&seen2, 11) {
-				return
-			}
-			var seen4 uint64
-			s.object(func(k []byte) {
-				switch string(k) {
-				case "Bytes Written":
-					if !s.once(&seen4, 0) {
-						return
-					}
-					m.OutputBytes = s.num()
-				case "Records Written":
-					if !s.once(&seen4, 1) {
-						return
-					}
-					m.OutputRecords = s.num()
-				default:
-					s.skip()
-				}
-			})
-		case "Shuffle Read Metrics":
-			if !s.once(&seen2, 12) {
-				return
-			}
-			var seen5 uint64
-			s.object(func(k []byte) {
-				switch string(k) {
-				case "Remote Blocks Fetched":
-					if !s.once(&seen5, 0) {
-						return
-					}
-					m.ShuffleRemoteBlocks = s.num()
-				case "Local Blocks Fetched":
-					if !s.once(&seen5, 1) {
-						return
-					}
-					m.ShuffleLocalBlocks = s.num()
-				case "Fetch Wait Time":
-					if !s.once(&seen5, 2) {
-						return
-					}
-					m.ShuffleFetchWaitMs = s.num()
-				case "Remote Bytes Read":
-					if !s.once(&seen5, 3) {
-						return
-					}
-					m.ShuffleRemoteBytes = s.num()
-				case "Remote Bytes Read To Disk":
-					if !s.once(&seen5, 4) {
-						return
-					}
-					m.ShuffleRemoteToDisk = s.num()
-				case "Local Bytes Read":
-					if !s.once(&seen5, 5) {
-						return
-					}
-					m.ShuffleLocalBytes = s.num()
-				case "Total Records Read":
-					if !s.once(&seen5, 6) {
-						return
-					}
-					m.ShuffleReadRecords = s.num()
-				default:
-					s.skip()
-				}
-			})
-		case "Shuffle Write Metrics":
-			if !s.once(&seen2, 13) {
-				return
-			}
-			var seen6 uint64
-			s.object(func(k []byte) {
-				switch string(k) {
-				case "Shuffle Bytes Written":
-					if !s.once(&seen6, 0) {
-						return
-					}
-					m.ShuffleWriteBytes = s.num()
-				case "Shuffle Write Time":
-					if !s.once(&seen6, 1) {
-						return
-					}
-					m.ShuffleWriteTimeNs = s.num()
-				case "Shuffle Records Written":
-					if !s.once(&seen6, 2) {
-						return
-					}
-					m.ShuffleWriteRecords = s.num()
-				default:
-					s.skip()
-				}
-			})
-		default:
+		i := metricIndex(fields, next, k)
+		if i < 0 {
 			s.skip()
+			return
+		}
+		next = i + 1
+		if !s.once(&seen, uint(i)) {
+			return
+		}
+		if f := &fields[i]; f.field != nil {
+			*f.field(m) = s.num()
+		} else {
+			s.metrics(m, f.fields)
 		}
 	})
+}
+
+// metricIndex returns the index of the field of key in fields, trying
+// fields[next] first, or -1 when fields has none.
+func metricIndex(fields []metricField, next int, key []byte) int {
+	if next < len(fields) && fields[next].key == string(key) {
+		return next
+	}
+	for i := range fields {
+		if fields[i].key == string(key) {
+			return i
+		}
+	}
+	return -1
 }
 
 // scanTaskEvent parses a TaskStart or a successful TaskEnd line without
@@ -521,7 +384,7 @@ func scanTaskEvent(line []byte) (t *Task, end bool, ok bool) {
 			if !s.once(&seen7, 5) {
 				return
 			}
-			s.metrics(&t.Metrics)
+			s.metrics(&t.Metrics, taskMetricFields)
 		default:
 			s.skip()
 		}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/sparkprof/sparkprof/internal/syncfile"
 )
 
 // storedKey is where an upload key was stored: the upload's id and when it
@@ -107,7 +109,7 @@ func (db *DB) saveKeys(t *tenant, ups []*Upload) error {
 	n := len(keys)
 	path := filepath.Join(t.dir, keysFile)
 	if rewrite {
-		if err := writeSynced(path+".tmp", out); err != nil {
+		if err := syncfile.Write(path+".tmp", bytes.NewReader(out)); err != nil {
 			return err
 		}
 		if err := os.Rename(path+".tmp", path); err != nil {

@@ -30,6 +30,147 @@ func slicedStore(t *testing.T) (db *DB, dir string, opts Options, start int64) {
 	return db, dir, opts, time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
 }
 
+// sliceData is the minute of uploads TestTimeSlices stores from start.
+type sliceData struct {
+	start int64
+	all   []profile.Sample // the uploads' samples
+	heap  []profile.Point  // the uploads' metric points
+}
+
+// sec returns the time s seconds after the start.
+func (d *sliceData) sec(s int) int64 { return d.start + int64(s)*int64(time.Second) }
+
+// appendUploads appends to tenant t of db six ten-second windows of
+// uploads of executors 1 and 2, whose samples are at whole seconds, as
+// compacted samples keep them, and of one whose samples have no time;
+// executor 1's uploads hold one metric point each.
+func (d *sliceData) appendUploads(t *testing.T, db *DB) {
+	t.Helper()
+	for w := range 6 {
+		for _, exec := range []string{"1", "2", "untimed"} {
+			u := upload(t, exec)
+			p := u.Profile
+			p.Start, p.End = d.sec(10*w), d.sec(10*w+10)
+			if exec == "untimed" {
+				// Samples without a time stand for their upload's window,
+				// here the block's.
+				p.Start, p.End = d.sec(0), d.sec(60)
+			}
+			u.From, u.Until = p.Start, p.End
+			p.Series = nil
+			for i := range p.Samples {
+				// Whole seconds, as compacted samples keep them.
+				p.Samples[i].Time = d.sec(10*w + i%10)
+				if exec == "untimed" {
+					p.Samples[i].Time = 0
+				}
+			}
+			if exec == "1" {
+				pt := profile.Point{Time: d.sec(10*w) + 7e8, Value: float64(w)}
+				p.Series = []profile.Series{{Name: "jvm.heap.used", Unit: "bytes", Points: []profile.Point{pt}}}
+				d.heap = append(d.heap, pt)
+			}
+			d.all = append(d.all, p.Samples...)
+			if err := db.Append("t", u); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// want returns the total of the samples in range r, the untimed ones
+// counting in any range that overlaps the block, and the number of metric
+// points in r.
+func (d *sliceData) want(r [2]int64) (total int64, points int) {
+	overlaps := (r[0] == 0 || r[0] < d.sec(60)) && (r[1] == 0 || r[1] > d.sec(0))
+	for _, s := range d.all {
+		in := (r[0] == 0 || s.Time >= r[0]) && (r[1] == 0 || s.Time < r[1])
+		if (s.Time == 0 && overlaps) || (s.Time != 0 && in) {
+			total += s.Value
+		}
+	}
+	for _, pt := range d.heap {
+		if (r[0] == 0 || pt.Time >= r[0]) && (r[1] == 0 || pt.Time < r[1]) {
+			points++
+		}
+	}
+	return total, points
+}
+
+// rangeAnswer is what a query over a range of tenant t reads: the uploads
+// selected, the total of their samples in range, the same from their
+// rollups where those serve and from their timelines, and their metric
+// points in range.
+type rangeAnswer struct {
+	uploads                 int
+	total, rolled, timeline int64
+	points                  int
+}
+
+// answer queries range r of tenant t of db.
+func answer(db *DB, r [2]int64) (rangeAnswer, error) {
+	var a rangeAnswer
+	err := db.Select("t", Query{From: r[0], Until: r[1]}, func(u *Upload) error { return a.add(u, r) })
+	return a, err
+}
+
+// add adds what upload u holds in range r to a.
+func (a *rangeAnswer) add(u *Upload, r [2]int64) error {
+	f := profile.Filter{From: r[0], Until: r[1]}
+	a.uploads++
+	p, err := u.Load()
+	if err != nil {
+		return err
+	}
+	keep := f.Selector(p)
+	for i := range p.Samples {
+		if keep(&p.Samples[i]) {
+			a.total += p.Samples[i].Value
+		}
+	}
+	// A rollup stands for the samples when the range covers
+	// them (as the server's rollupMayServe decides).
+	lo, hi := u.SampleSpan()
+	if u.HasRollup() && lo != 0 && (r[0] == 0 || r[0] <= lo) && (r[1] == 0 || r[1] > hi) {
+		roll, err := u.LoadRollup()
+		if err != nil {
+			return err
+		}
+		for _, s := range roll.Samples {
+			a.rolled += s.Value
+		}
+	} else {
+		for i := range p.Samples {
+			if keep(&p.Samples[i]) {
+				a.rolled += p.Samples[i].Value
+			}
+		}
+	}
+	// A timeline stands for the samples in any range.
+	tl, err := u.LoadTimeline()
+	if err != nil {
+		return err
+	}
+	if tl == nil {
+		tl = p
+	}
+	keepRow := f.Selector(tl)
+	for i := range tl.Samples {
+		if keepRow(&tl.Samples[i]) {
+			a.timeline += tl.Samples[i].Value
+		}
+	}
+	series, err := u.LoadSeries()
+	for _, sr := range series {
+		for _, pt := range sr.Points {
+			if (r[0] == 0 || pt.Time >= r[0]) && (r[1] == 0 || pt.Time < r[1]) {
+				a.points++
+			}
+		}
+	}
+	return err
+}
+
 // TestTimeSlices compacts a minute of uploads into a block cut into ten
 // slices of six seconds: a range that covers the block reads the block,
 // one that cuts it reads only the slices it overlaps, and either way the
@@ -40,133 +181,19 @@ func TestTimeSlices(t *testing.T) {
 	db, dir, opts, start := slicedStore(t)
 	var err error
 	defer func() { db.Close() }()
-	sec := func(s int) int64 { return start + int64(s)*int64(time.Second) }
-	var all []profile.Sample // the uploads' samples, with their upload's window
-	var heap []profile.Point // the uploads' metric points
-	for w := range 6 {
-		for _, exec := range []string{"1", "2", "untimed"} {
-			u := upload(t, exec)
-			p := u.Profile
-			p.Start, p.End = sec(10*w), sec(10*w+10)
-			if exec == "untimed" {
-				// Samples without a time stand for their upload's window,
-				// here the block's.
-				p.Start, p.End = sec(0), sec(60)
-			}
-			u.From, u.Until = p.Start, p.End
-			p.Series = nil
-			for i := range p.Samples {
-				// Whole seconds, as compacted samples keep them.
-				p.Samples[i].Time = sec(10*w + i%10)
-				if exec == "untimed" {
-					p.Samples[i].Time = 0
-				}
-			}
-			if exec == "1" {
-				pt := profile.Point{Time: sec(10*w) + 7e8, Value: float64(w)}
-				p.Series = []profile.Series{{Name: "jvm.heap.used", Unit: "bytes", Points: []profile.Point{pt}}}
-				heap = append(heap, pt)
-			}
-			all = append(all, p.Samples...)
-			if err := db.Append("t", u); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	d := &sliceData{start: start}
+	d.appendUploads(t, db)
+	sec := d.sec
 	ranges := [][2]int64{{0, 0}, {sec(0), sec(60)}, {sec(15), sec(42)}, {sec(17), sec(31)}, {sec(30), sec(36)},
 		{sec(59), 0}, {0, sec(6)}, {sec(-30), sec(-1)}, {sec(61), sec(70)}}
-	type answer struct {
-		uploads                 int
-		total, rolled, timeline int64
-		points                  int
-	}
-	answers := func(db *DB) []answer {
+	check := func(db *DB, when string, wantUploads []int) {
 		t.Helper()
-		var out []answer
-		for _, r := range ranges {
-			var a answer
-			f := profile.Filter{From: r[0], Until: r[1]}
-			err := db.Select("t", Query{From: r[0], Until: r[1]}, func(u *Upload) error {
-				a.uploads++
-				p, err := u.Load()
-				if err != nil {
-					return err
-				}
-				keep := f.Selector(p)
-				for i := range p.Samples {
-					if keep(&p.Samples[i]) {
-						a.total += p.Samples[i].Value
-					}
-				}
-				// A rollup stands for the samples when the range covers
-				// them (as the server's rollupMayServe decides).
-				lo, hi := u.SampleSpan()
-				if u.HasRollup() && lo != 0 && (r[0] == 0 || r[0] <= lo) && (r[1] == 0 || r[1] > hi) {
-					roll, err := u.LoadRollup()
-					if err != nil {
-						return err
-					}
-					for _, s := range roll.Samples {
-						a.rolled += s.Value
-					}
-				} else {
-					for i := range p.Samples {
-						if keep(&p.Samples[i]) {
-							a.rolled += p.Samples[i].Value
-						}
-					}
-				}
-				// A timeline stands for the samples in any range.
-				tl, err := u.LoadTimeline()
-				if err != nil {
-					return err
-				}
-				if tl == nil {
-					tl = p
-				}
-				keepRow := f.Selector(tl)
-				for i := range tl.Samples {
-					if keepRow(&tl.Samples[i]) {
-						a.timeline += tl.Samples[i].Value
-					}
-				}
-				series, err := u.LoadSeries()
-				for _, sr := range series {
-					for _, pt := range sr.Points {
-						if (r[0] == 0 || pt.Time >= r[0]) && (r[1] == 0 || pt.Time < r[1]) {
-							a.points++
-						}
-					}
-				}
-				return err
-			})
+		for i, r := range ranges {
+			a, err := answer(db, r)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out = append(out, a)
-		}
-		return out
-	}
-	want := func(r [2]int64) (total int64, points int) {
-		overlaps := (r[0] == 0 || r[0] < sec(60)) && (r[1] == 0 || r[1] > sec(0))
-		for _, s := range all {
-			in := (r[0] == 0 || s.Time >= r[0]) && (r[1] == 0 || s.Time < r[1])
-			if (s.Time == 0 && overlaps) || (s.Time != 0 && in) {
-				total += s.Value
-			}
-		}
-		for _, pt := range heap {
-			if (r[0] == 0 || pt.Time >= r[0]) && (r[1] == 0 || pt.Time < r[1]) {
-				points++
-			}
-		}
-		return total, points
-	}
-	check := func(db *DB, when string, wantUploads []int) {
-		t.Helper()
-		for i, a := range answers(db) {
-			r := ranges[i]
-			total, points := want(r)
+			total, points := d.want(r)
 			if a.total != total || a.rolled != total || a.timeline != total || a.points != points {
 				t.Errorf("%s, %v–%v s: samples %d, rollups where they serve %d, timelines %d, metric points %d; want %d, %d", when,
 					(r[0]-start)/1e9, (r[1]-start)/1e9, a.total, a.rolled, a.timeline, a.points, total, points)
@@ -201,27 +228,35 @@ func TestTimeSlices(t *testing.T) {
 	}
 	check(db, "block after a restart", selected)
 	db.Close()
+	checkDamagedSlice(t, dir, opts, b, sec)
+}
 
-	// A damaged slice fails the queries that read it, naming the file,
-	// and no other.
-	data, err := os.ReadFile(blocks[0])
+// checkDamagedSlice damages the samples of slice 3 (seconds 18 to 24) of
+// block b of the closed store in dir, which holds tenant t's samples, and
+// opens the store with opts: the queries that read the slice fail, naming
+// the file, and no other does.
+func checkDamagedSlice(t *testing.T, dir string, opts Options, b *block, sec func(int) int64) {
+	t.Helper()
+	data, err := os.ReadFile(b.path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	data[b.slices[3].samples.off+1] ^= 0xff
-	if err := os.WriteFile(blocks[0], data, 0o644); err != nil {
+	if err := os.WriteFile(b.path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if db, err = Open(dir, opts); err != nil {
+	db, err := Open(dir, opts)
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer db.Close()
 	load := func(from, until int) error {
 		return db.Select("t", Query{From: sec(from), Until: sec(until)}, func(u *Upload) error {
 			_, err := u.Load()
 			return err
 		})
 	}
-	if err := load(19, 23); err == nil || !strings.Contains(err.Error(), filepath.Base(blocks[0])) || !strings.Contains(err.Error(), "checksum") {
+	if err := load(19, 23); err == nil || !strings.Contains(err.Error(), filepath.Base(b.path)) || !strings.Contains(err.Error(), "checksum") {
 		t.Errorf("a range in the damaged slice: %v", err)
 	}
 	if err := load(31, 35); err != nil {
@@ -293,16 +328,11 @@ func TestBlockWithoutTimeline(t *testing.T) {
 	}
 }
 
-// TestSampleRanges compacts a minute of uploads whose samples carry task
-// ids (144 of them, too many for the meta to list) into a block of ten
-// time slices: a query for some tasks reads only the slices whose bounds
-// of task ids hold one, and none of the block when no bound does, and
-// selects the samples a read of every slice does, before and after a
-// restart. A label with values that are not integers has no bounds.
-func TestSampleRanges(t *testing.T) {
-	db, dir, opts, start := slicedStore(t)
-	var err error
-	defer func() { db.Close() }()
+// appendTaskUploads appends to tenant t of db six ten-second windows from
+// start of uploads of executors 1 and 2, whose samples carry task ids (12
+// an upload, 144 in all) and thread names of their own.
+func appendTaskUploads(t *testing.T, db *DB, start int64) {
+	t.Helper()
 	for w := range 6 {
 		for e, exec := range []string{"1", "2"} {
 			u := upload(t, exec)
@@ -323,37 +353,52 @@ func TestSampleRanges(t *testing.T) {
 			}
 		}
 	}
-	// selected sums the samples m selects of the uploads q selects, and
-	// counts those uploads: the whole block, or its time slices.
-	selected := func(db *DB, q Query, m profile.Matcher) (blocks, slices int, total int64) {
-		t.Helper()
-		f := profile.Filter{Labels: []profile.Matcher{m}}
-		err := db.Select("t", q, func(u *Upload) error {
-			if u.Uploads != 12 {
-				t.Fatalf("%v: an upload of %d uploads, not of the block", m, u.Uploads)
-			}
-			if u.FirstSample == start && u.LastSample == start+int64(59*time.Second) {
-				blocks++
-			} else {
-				slices++
-			}
-			p, err := u.Load()
-			if err != nil {
-				return err
-			}
-			keep := f.Selector(p)
-			for _, s := range p.Samples {
-				if keep(&s) {
-					total += s.Value
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+}
+
+// selectedSamples sums the samples m selects of the uploads q selects of
+// tenant t of db, whose one block spans the minute from start, and counts
+// those uploads: the whole block, or its time slices.
+func selectedSamples(t *testing.T, db *DB, start int64, q Query, m profile.Matcher) (blocks, slices int, total int64) {
+	t.Helper()
+	f := profile.Filter{Labels: []profile.Matcher{m}}
+	err := db.Select("t", q, func(u *Upload) error {
+		if u.Uploads != 12 {
+			t.Fatalf("%v: an upload of %d uploads, not of the block", m, u.Uploads)
 		}
-		return blocks, slices, total
+		if u.FirstSample == start && u.LastSample == start+int64(59*time.Second) {
+			blocks++
+		} else {
+			slices++
+		}
+		p, err := u.Load()
+		if err != nil {
+			return err
+		}
+		keep := f.Selector(p)
+		for _, s := range p.Samples {
+			if keep(&s) {
+				total += s.Value
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return blocks, slices, total
+}
+
+// TestSampleRanges compacts a minute of uploads whose samples carry task
+// ids (144 of them, too many for the meta to list) into a block of ten
+// time slices: a query for some tasks reads only the slices whose bounds
+// of task ids hold one, and none of the block when no bound does, and
+// selects the samples a read of every slice does, before and after a
+// restart. A label with values that are not integers has no bounds.
+func TestSampleRanges(t *testing.T) {
+	db, dir, opts, start := slicedStore(t)
+	var err error
+	defer func() { db.Close() }()
+	appendTaskUploads(t, db, start)
 	matcher := func(name string, op profile.MatchOp, v string) profile.Matcher {
 		m, err := profile.NewMatcher(name, op, v)
 		if err != nil {
@@ -377,12 +422,12 @@ func TestSampleRanges(t *testing.T) {
 			{matcher(profile.LabelThreadName, profile.MatchEqual, "worker 225"), -1, true}, // not integers: no bounds
 			{matcher(profile.LabelTaskID, profile.MatchRegexp, "|225"), -1, true},          // matches samples without a task
 		} {
-			blocks, slices, total := selected(db, Query{Matchers: []profile.Matcher{c.m}, SampleMatchers: []profile.Matcher{c.m}}, c.m)
+			blocks, slices, total := selectedSamples(t, db, start, Query{Matchers: []profile.Matcher{c.m}, SampleMatchers: []profile.Matcher{c.m}}, c.m)
 			if wantBlocks := map[bool]int{true: 1}[c.slices < 0]; blocks != wantBlocks || slices != max(c.slices, 0) {
 				t.Errorf("%v: read the block %d times and %d slices, want %d and %d", c.m, blocks, slices, wantBlocks, max(c.slices, 0))
 			}
 			// The whole block, read without bounds.
-			if _, _, all := selected(db, Query{}, c.m); total != all || (all > 0) != c.found {
+			if _, _, all := selectedSamples(t, db, start, Query{}, c.m); total != all || (all > 0) != c.found {
 				t.Errorf("%v: %d selected, %d in the block; found %v", c.m, total, all, c.found)
 			}
 		}

@@ -92,7 +92,7 @@ func splitLine(line []byte, vals []int64) (stack []byte, _ []int64, err error) {
 }
 
 // Decode parses folded stacks. Samples have type profile.TypeSamples and
-// no time or thread; frame kinds are guessed from the names (see Kind).
+// no time or thread; frame kinds are guessed from the names (see Frame).
 // Lines of the bracket form may hold several values ("a;b [1 512]"), one
 // per sample type; the format does not name them, so the second and later
 // types are named "samples_2", "samples_3", ... with unit "count". On
@@ -164,56 +164,14 @@ var suffixKinds = []struct {
 
 // Frame returns the frame a folded frame name stands for: async-profiler's
 // type suffixes ("_[j]", "_[i]", "_[k]", ...) are removed and set the kind;
-// otherwise the kind is guessed by Kind.
+// otherwise the kind is guessed by profile.GuessKind.
 func Frame(name string) profile.Frame {
 	for _, sk := range suffixKinds {
 		if strings.HasSuffix(name, sk.suffix) {
 			return profile.Frame{Name: strings.TrimSuffix(name, sk.suffix), Kind: sk.kind}
 		}
 	}
-	return profile.Frame{Name: name, Kind: Kind(name)}
-}
-
-// Kind guesses the kind of a frame from its name: Python when it names a
-// .py file, Java when it looks like a qualified JVM method ("pkg.Class.m",
-// "pkg/Class.m", optionally with ":line"), native otherwise.
-func Kind(name string) profile.FrameKind {
-	switch {
-	case strings.Contains(name, ".py:") || strings.HasSuffix(name, ".py"):
-		return profile.KindPython
-	case looksJava(name):
-		return profile.KindJava
-	}
-	return profile.KindNative
-}
-
-func looksJava(name string) bool {
-	if i := strings.LastIndexByte(name, ':'); i > 0 {
-		if _, err := strconv.Atoi(name[i+1:]); err == nil {
-			name = name[:i]
-		}
-	}
-	if name == "" || strings.Contains(name, "::") || strings.Contains(name, ".so") {
-		return false
-	}
-	dot := strings.LastIndexByte(name, '.')
-	if dot <= 0 || dot == len(name)-1 {
-		return false
-	}
-	c := name[0]
-	if !(c == '_' || c == '$' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '_' || c == '$' || c == '.' || c == '/' || c == '<' || c == '>' || c == '-':
-		default:
-			return false
-		}
-	}
-	return true
+	return profile.Frame{Name: name, Kind: profile.GuessKind(name)}
 }
 
 // EncodeOptions control Encode.

@@ -14,7 +14,6 @@ import (
 	gprofile "github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/sparkprof/sparkprof/format/folded"
 	"github.com/sparkprof/sparkprof/profile"
 )
 
@@ -77,39 +76,17 @@ var knownTypes = map[string]profile.SampleType{
 func Decode(data []byte, source string) (*profile.Profile, error) {
 	p := profile.New()
 	p.Source = source
-	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return p, &profile.DecodeError{Source: source, Offset: 0, Msg: "bad gzip header", Err: err}
-		}
-		raw, err := io.ReadAll(io.LimitReader(zr, MaxSize+1))
-		if err != nil {
-			return p, &profile.DecodeError{Source: source, Offset: -1, Msg: "decompressing gzip", Err: err}
-		}
-		if len(raw) > MaxSize {
-			return p, &profile.DecodeError{Source: source, Offset: -1, Msg: fmt.Sprintf("decompressed profile exceeds %d bytes", MaxSize)}
-		}
-		data = raw
+	data, err := gunzip(data, source)
+	if err != nil {
+		return p, err
 	}
 	gp, err := gprofile.ParseUncompressed(data)
 	if err != nil {
 		return p, &profile.DecodeError{Source: source, Offset: -1, Msg: "not a valid pprof profile", Err: err}
 	}
-	if len(gp.SampleType) > 256 {
-		return p, &profile.DecodeError{Source: source, Offset: -1, Field: "sample_type",
-			Msg: fmt.Sprintf("%d sample types, at most 256 supported", len(gp.SampleType))}
-	}
-	types := make([]profile.TypeID, len(gp.SampleType))
-	for i, vt := range gp.SampleType {
-		t, ok := knownTypes[vt.Type+"/"+vt.Unit]
-		if _, dup := p.TypeIndex(t); !ok || dup {
-			t = profile.SampleType{Name: vt.Type, Unit: vt.Unit}
-		}
-		if _, dup := p.TypeIndex(t); dup {
-			return p, &profile.DecodeError{Source: source, Offset: -1, Field: "sample_type",
-				Msg: fmt.Sprintf("sample type %v appears twice", t)}
-		}
-		types[i] = p.AddType(t)
+	types, err := addTypes(p, gp.SampleType, source)
+	if err != nil {
+		return p, err
 	}
 	if gp.TimeNanos > 0 {
 		p.Start = gp.TimeNanos
@@ -139,30 +116,8 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 				stack = p.Push(stack, f)
 			}
 		}
-		ls = ls[:0]
 		var thread profile.Thread
-		for k, vs := range s.Label {
-			if len(vs) == 0 {
-				continue
-			}
-			switch k {
-			case profile.LabelThreadName:
-				thread.Name = vs[0]
-			case LabelThreadState:
-			default:
-				ls = append(ls, profile.Label{Name: k, Value: vs[0]})
-			}
-		}
-		for k, vs := range s.NumLabel {
-			if len(vs) == 0 {
-				continue
-			}
-			if k == LabelThreadID {
-				thread.ID = vs[0]
-				continue
-			}
-			ls = append(ls, profile.Label{Name: k, Value: strconv.FormatInt(vs[0], 10)})
-		}
+		ls, thread = sampleLabels(s, ls[:0])
 		var state profile.ThreadState
 		if vs := s.Label[LabelThreadState]; len(vs) > 0 {
 			state = profile.ParseThreadState(vs[0])
@@ -177,6 +132,77 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 		}
 	}
 	return p, nil
+}
+
+// gunzip returns data decompressed when it is gzipped, else data itself.
+func gunzip(data []byte, source string) ([]byte, error) {
+	if !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
+		return data, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, &profile.DecodeError{Source: source, Offset: 0, Msg: "bad gzip header", Err: err}
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, MaxSize+1))
+	if err != nil {
+		return nil, &profile.DecodeError{Source: source, Offset: -1, Msg: "decompressing gzip", Err: err}
+	}
+	if len(raw) > MaxSize {
+		return nil, &profile.DecodeError{Source: source, Offset: -1, Msg: fmt.Sprintf("decompressed profile exceeds %d bytes", MaxSize)}
+	}
+	return raw, nil
+}
+
+// addTypes adds the pprof sample types to p, well-known ones as
+// sparkprof's (knownTypes), and returns their ids in order.
+func addTypes(p *profile.Profile, sampleTypes []*gprofile.ValueType, source string) ([]profile.TypeID, error) {
+	if len(sampleTypes) > 256 {
+		return nil, &profile.DecodeError{Source: source, Offset: -1, Field: "sample_type",
+			Msg: fmt.Sprintf("%d sample types, at most 256 supported", len(sampleTypes))}
+	}
+	types := make([]profile.TypeID, len(sampleTypes))
+	for i, vt := range sampleTypes {
+		t, ok := knownTypes[vt.Type+"/"+vt.Unit]
+		if _, dup := p.TypeIndex(t); !ok || dup {
+			t = profile.SampleType{Name: vt.Type, Unit: vt.Unit}
+		}
+		if _, dup := p.TypeIndex(t); dup {
+			return nil, &profile.DecodeError{Source: source, Offset: -1, Field: "sample_type",
+				Msg: fmt.Sprintf("sample type %v appears twice", t)}
+		}
+		types[i] = p.AddType(t)
+	}
+	return types, nil
+}
+
+// sampleLabels appends the labels of pprof sample s to ls, the first value
+// of each key, and returns them with the thread its thread_name and
+// thread_id labels name; the thread state label is left out.
+func sampleLabels(s *gprofile.Sample, ls profile.Labels) (profile.Labels, profile.Thread) {
+	var thread profile.Thread
+	for k, vs := range s.Label {
+		if len(vs) == 0 {
+			continue
+		}
+		switch k {
+		case profile.LabelThreadName:
+			thread.Name = vs[0]
+		case LabelThreadState:
+		default:
+			ls = append(ls, profile.Label{Name: k, Value: vs[0]})
+		}
+	}
+	for k, vs := range s.NumLabel {
+		if len(vs) == 0 {
+			continue
+		}
+		if k == LabelThreadID {
+			thread.ID = vs[0]
+			continue
+		}
+		ls = append(ls, profile.Label{Name: k, Value: strconv.FormatInt(vs[0], 10)})
+	}
+	return ls, thread
 }
 
 func slicesClone(ls profile.Labels) profile.Labels {
@@ -213,7 +239,7 @@ func locationFrames(p *profile.Profile, loc *gprofile.Location) []profile.FrameI
 }
 
 // kind guesses a frame's kind from its file name, falling back on its
-// mapping (the kernel) and name (see folded.Kind).
+// mapping (the kernel) and name (see profile.GuessKind).
 func kind(f profile.Frame, m *gprofile.Mapping) profile.FrameKind {
 	switch path.Ext(f.File) {
 	case ".java", ".scala", ".kt", ".groovy", ".clj":
@@ -229,7 +255,7 @@ func kind(f profile.Frame, m *gprofile.Mapping) profile.FrameKind {
 	if strings.HasSuffix(f.Name, "_[k]") {
 		return profile.KindKernel
 	}
-	return folded.Kind(f.Name)
+	return profile.GuessKind(f.Name)
 }
 
 // EncodeOptions control Encode.

@@ -15,6 +15,7 @@ import (
 
 	gprofile "github.com/google/pprof/profile"
 
+	"github.com/sparkprof/sparkprof/attribution"
 	"github.com/sparkprof/sparkprof/format/folded"
 	"github.com/sparkprof/sparkprof/format/jfr"
 	"github.com/sparkprof/sparkprof/format/uber"
@@ -22,7 +23,8 @@ import (
 	"github.com/sparkprof/sparkprof/profile"
 )
 
-// straggler decodes ProfileStraggler's Uber Stacktrace records.
+// straggler decodes ProfileStraggler's Uber Stacktrace records and labels
+// their samples by Spark thread name, as format.Decode does.
 func straggler(t testing.TB) *profile.Profile {
 	t.Helper()
 	rel := []string{"jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz"}
@@ -30,6 +32,7 @@ func straggler(t testing.TB) *profile.Profile {
 	if err != nil {
 		t.Fatal(err)
 	}
+	attribution.LabelThreads(p)
 	return p
 }
 

@@ -5,8 +5,9 @@
 // A stack record is {"stacktrace":[...],"count":N,"i_d":"..."} with frames
 // leaf first, each "file:function:line". Frames become profile.KindPython
 // frames named "file:function" (the file as written, usually an absolute
-// path) with File and Line set, so a flame graph shows one node per
-// function; encoders that want line granularity append Line themselves.
+// path) with File and Line set (profile.ParsePythonFrame), so a flame graph
+// shows one node per function; encoders that want line granularity append
+// Line themselves.
 //
 // A cpumem record is {"pid","epochMillis","pmem_rss","pmem_vms",
 // "pmem_pfaults","cpu_percent"}; each field becomes a profile.Series
@@ -18,16 +19,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/sparkprof/sparkprof/profile"
 )
 
 // MaxLineSize bounds one JSON line; longer lines are skipped with a warning.
 const MaxLineSize = 64 << 20
-
-// maxWarnings bounds the warnings kept per profile; the rest are counted.
-const maxWarnings = 100
 
 // Series names of cpumem records.
 const (
@@ -68,36 +65,6 @@ type record struct {
 	CPUPercent  float64   `json:"cpu_percent"`
 }
 
-// ParseFrame parses one stack entry, "file:function:line", into a Python
-// frame. The file may itself contain colons; the function and line are the
-// last two fields. An entry without a numeric line keeps Line 0, and one
-// without any colon is taken as a bare function name.
-func ParseFrame(s string) profile.Frame {
-	f := profile.Frame{Name: s, Kind: profile.KindPython}
-	rest := s
-	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
-		if n, err := strconv.ParseInt(rest[i+1:], 10, 32); err == nil && n >= 0 {
-			f.Line = int32(n)
-			rest = rest[:i]
-		}
-	}
-	f.Name = rest
-	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
-		f.File = rest[:i]
-	}
-	return f
-}
-
-// AddStack interns a leaf-first stack of "file:function:line" entries in p
-// and returns its id.
-func AddStack(p *profile.Profile, leafFirst []string) profile.StackID {
-	s := profile.NoStack
-	for i := len(leafFirst) - 1; i >= 0; i-- {
-		s = p.Push(s, p.AddFrame(ParseFrame(leafFirst[i])))
-	}
-	return s
-}
-
 // Decode decodes PySpark profiler records, stack and cpumem records alike,
 // one JSON object a line. Lines that are not such records are skipped and
 // reported in the profile's Warnings; Decode fails only when no line is a
@@ -107,9 +74,8 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 	p := profile.New()
 	p.Source = source
 	d := decoder{p: p, series: map[seriesKey]int{}}
-	var firstErr *profile.DecodeError
-	var records, bad int
-	lineNo := 0
+	bad := profile.BadLines{Source: source}
+	records, lineNo := 0, 0
 	for line := range bytes.Lines(data) {
 		lineNo++
 		line = bytes.TrimSpace(line)
@@ -117,20 +83,12 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 			continue
 		}
 		if err := d.line(line); err != nil {
-			bad++
-			if firstErr == nil {
-				firstErr = &profile.DecodeError{Source: source, Offset: -1, Line: lineNo, Msg: err.Error()}
-			}
-			if bad <= maxWarnings {
-				p.Warnf("line %d: %v", lineNo, err)
-			}
+			bad.Add(p, lineNo, err)
 			continue
 		}
 		records++
 	}
-	if bad > maxWarnings {
-		p.Warnf("%d more bad lines not shown", bad-maxWarnings)
-	}
+	firstErr := bad.Finish(p)
 	if records == 0 {
 		if firstErr == nil {
 			return p, &profile.DecodeError{Source: source, Offset: 0, Msg: "no PySpark profiler records"}
@@ -174,7 +132,7 @@ func (d *decoder) line(line []byte) error {
 		if !d.hasTyp {
 			d.typ, d.hasTyp = d.p.AddType(profile.TypeSamples), true
 		}
-		d.p.Add(profile.Sample{Stack: AddStack(d.p, *r.Stacktrace), Value: *r.Count, Type: d.typ})
+		d.p.Add(profile.Sample{Stack: d.p.AddPythonStack(*r.Stacktrace), Value: *r.Count, Type: d.typ})
 	case r.PID != nil && r.EpochMillis != nil:
 		t := *r.EpochMillis * 1e6
 		d.point(SeriesRSS, "bytes", *r.PID, t, r.RSS)

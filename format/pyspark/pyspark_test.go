@@ -12,25 +12,6 @@ import (
 
 const corpusDir = "pyspark-profiler/phil_stopwatch/profile_straggler"
 
-func TestParseFrame(t *testing.T) {
-	tests := []struct {
-		in   string
-		want profile.Frame
-	}{
-		{"/a/job.py:processs:20", profile.Frame{Name: "/a/job.py:processs", File: "/a/job.py", Line: 20, Kind: profile.KindPython}},
-		{"rdd.py:<lambda>:1055", profile.Frame{Name: "rdd.py:<lambda>", File: "rdd.py", Line: 1055, Kind: profile.KindPython}},
-		{`C:\x\a.py:f:3`, profile.Frame{Name: `C:\x\a.py:f`, File: `C:\x\a.py`, Line: 3, Kind: profile.KindPython}},
-		{"a.py:f", profile.Frame{Name: "a.py:f", File: "a.py", Kind: profile.KindPython}},
-		{"main", profile.Frame{Name: "main", Kind: profile.KindPython}},
-		{"a.py:f:-1", profile.Frame{Name: "a.py:f:-1", File: "a.py:f", Kind: profile.KindPython}},
-	}
-	for _, tt := range tests {
-		if got := ParseFrame(tt.in); got != tt.want {
-			t.Errorf("ParseFrame(%q) = %+v, want %+v", tt.in, got, tt.want)
-		}
-	}
-}
-
 // TestStackCorpus checks the README's expectation for the straggler's
 // Python stacks: job_straggler.py:processs is on 1,456 of 1,475 samples.
 func TestStackCorpus(t *testing.T) {

@@ -16,7 +16,6 @@ import (
 	"math"
 	"path"
 
-	"github.com/sparkprof/sparkprof/format/folded"
 	"github.com/sparkprof/sparkprof/profile"
 )
 
@@ -276,7 +275,7 @@ func (d *decoder) evented(jp *jsonPrf, field string, add func(profile.StackID, f
 }
 
 // kindOf guesses a frame's kind from its file, else from its name as
-// folded.Kind does.
+// profile.GuessKind does.
 func kindOf(name, file string) profile.FrameKind {
 	switch path.Ext(file) {
 	case ".py":
@@ -284,7 +283,7 @@ func kindOf(name, file string) profile.FrameKind {
 	case ".java", ".scala", ".kt":
 		return profile.KindJava
 	}
-	return folded.Kind(name)
+	return profile.GuessKind(name)
 }
 
 // EncodeOptions control Encode.

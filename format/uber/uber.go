@@ -12,8 +12,8 @@
 // their count, on the record's thread and thread state, at endEpoch.
 // CpuAndMemory records become profile.Series (see the Series* names) and
 // ProcessInfo records profile labels and the SeriesXmx series. Host and app
-// id label the samples, and attribution.LabelThreads adds Spark's thread
-// pool, stage and task labels.
+// id label the samples; format.Decode adds the labels of Spark's thread
+// names, as for every format.
 package uber
 
 import (
@@ -24,16 +24,11 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"github.com/sparkprof/sparkprof/attribution"
-	"github.com/sparkprof/sparkprof/format/pyspark"
 	"github.com/sparkprof/sparkprof/profile"
 )
 
 // MaxLineSize bounds one input line; longer lines are skipped with a warning.
 const MaxLineSize = 64 << 20
-
-// maxWarnings bounds the per-line warnings kept; the rest are counted.
-const maxWarnings = 100
 
 // Series names. Series of one JVM carry the LabelProcess label; per-collector
 // and per-pool series also LabelGC, LabelPool.
@@ -195,8 +190,8 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 		sets:   map[setKey]profile.LabelSetID{},
 	}
 	d.p.Source = source
-	var firstErr *profile.DecodeError
-	var records, bad, other int
+	bad := profile.BadLines{Source: source}
+	var records, other int
 	lineNo := 0
 	for line := range bytes.Lines(data) {
 		lineNo++
@@ -226,20 +221,12 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 			}
 		}
 		if err := d.record(line, kind); err != nil {
-			bad++
-			if firstErr == nil {
-				firstErr = &profile.DecodeError{Source: source, Offset: -1, Line: lineNo, Msg: err.Error()}
-			}
-			if bad <= maxWarnings {
-				d.p.Warnf("line %d: %v", lineNo, err)
-			}
+			bad.Add(d.p, lineNo, err)
 			continue
 		}
 		records++
 	}
-	if bad > maxWarnings {
-		d.p.Warnf("%d more bad lines not shown", bad-maxWarnings)
-	}
+	firstErr := bad.Finish(d.p)
 	if records == 0 {
 		if firstErr == nil {
 			return d.p, &profile.DecodeError{Source: source, Offset: 0,
@@ -365,7 +352,7 @@ func (d *decoder) stacktrace(v *fastjson.Value) error {
 		for i, b := range frames {
 			leafFirst[i] = string(b)
 		}
-		d.p.Add(profile.Sample{Stack: pyspark.AddStack(d.p, leafFirst), Value: count, Type: d.typ})
+		d.p.Add(profile.Sample{Stack: d.p.AddPythonStack(leafFirst), Value: count, Type: d.typ})
 		return nil
 	}
 	c, err := getCommon(v)
@@ -553,8 +540,8 @@ func (d *decoder) point(name, unit, process, label, sub string, t int64, v float
 	d.p.Series[i].Points = append(d.p.Series[i].Points, profile.Point{Time: t, Value: v})
 }
 
-// finish moves labels every sample shares to the profile, adds ProcessInfo
-// labels and labels samples by Spark thread.
+// finish moves labels every sample shares to the profile and adds
+// ProcessInfo labels.
 func (d *decoder) finish() {
 	p := d.p
 	common := profile.NoLabels
@@ -575,7 +562,6 @@ func (d *decoder) finish() {
 	if len(d.info) > 0 {
 		p.Labels = d.info.Normalize().Merge(p.Labels)
 	}
-	attribution.LabelThreads(p)
 }
 
 // clip shortens b for an error message.

@@ -1,0 +1,91 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// Append implements Store.
+func (db *DB) Append(name string, u *Upload) error {
+	if u.Profile != nil {
+		u.memSize = u.Profile.MemSize()
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return ErrClosed
+	}
+	t := db.tenants[name]
+	if t == nil {
+		t = &tenant{dir: filepath.Join(db.dir, TenantDir(name)), nextID: 1}
+		if err := os.MkdirAll(t.dir, 0o755); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		db.tenants[name] = t
+	}
+	if u.Received == 0 {
+		u.Received = time.Now().UnixNano()
+	}
+	if sk, ok := t.keys[u.Key]; ok && u.Key != "" && sk.received >= db.keyCutoff() {
+		u.ID = sk.id
+		return ErrDuplicate
+	}
+	u.ID = t.nextID
+	rec, err := db.encodeRecord(u)
+	if err != nil {
+		return fmt.Errorf("store: encode upload: %w", err)
+	}
+	if t.seg == nil || t.segs[len(t.segs)-1].size >= segmentSize { // the last segment is t.seg's
+		if err := t.rotate(); err != nil {
+			return err
+		}
+	}
+	if err := t.write(rec); err != nil {
+		db.log.Error("store: cannot write an upload to the log; it is refused, the log cut back to the last upload stored", "tenant", name, "file", t.segs[len(t.segs)-1].path, "err", err)
+		return err
+	}
+	if cap(db.rawBuf) > maxKeptBuffer {
+		db.rawBuf, db.recBuf = nil, nil // a rare huge upload: not kept
+	}
+	t.segs[len(t.segs)-1].add(u.ID)
+	t.nextID++
+	t.addKey(u.Key, u.ID, u.Received, 0)
+	u.head = &headRollup{acct: &db.headRollups, res: int64(db.opts.Resolution)}
+	t.uploads = append(t.uploads, u)
+	t.headBytes += u.memSize
+	if db.headBytes() > db.opts.HeadBytes {
+		select {
+		case db.kick <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// headBytes returns the estimated memory of every tenant's head, the
+// rollups and timelines queries made of its uploads included; under mu.
+func (db *DB) headBytes() int64 {
+	n := db.headRollups.Load()
+	for _, t := range db.tenants {
+		n += t.headBytes
+	}
+	return n
+}
+
+// dropUploads removes the uploads that drop selects from the head; under
+// mu, held for writing.
+func (t *tenant) dropUploads(drop func(*Upload) bool) {
+	t.uploads = slices.DeleteFunc(t.uploads, func(u *Upload) bool {
+		if drop(u) {
+			t.headBytes -= u.memSize
+			if u.head != nil {
+				u.head.drop()
+			}
+			return true
+		}
+		return false
+	})
+}

@@ -1,0 +1,192 @@
+package store
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+)
+
+// load reads a tenant's blocks and replays its segments, skipping uploads
+// a block already holds (a crash between writing a block and deleting the
+// segments it made obsolete).
+func (db *DB) load(name, dir string) error {
+	blocks, err := loadBlocks(dir)
+	if err != nil {
+		return fmt.Errorf("store: tenant %q: %w", name, err)
+	}
+	t := &tenant{dir: dir, nextID: 1, blocks: blocks}
+	if err := t.loadKeys(db.log, db.keyCutoff()); err != nil {
+		return err
+	}
+	for _, b := range blocks {
+		db.attach(b)
+		t.nextID = max(t.nextID, b.meta.maxID()+1)
+		var seq uint64
+		var part int64
+		fmt.Sscanf(filepath.Base(b.path), "%020d-%010d.block", &part, &seq)
+		t.nextBlock = max(t.nextBlock, seq+1)
+	}
+	segs, err := filepath.Glob(filepath.Join(dir, "*.wal"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(segs)
+	for _, path := range segs {
+		n, seg, err := db.replay(t, path)
+		if err != nil {
+			return err
+		}
+		fmt.Sscanf(filepath.Base(path), "%08d.wal", &t.segN)
+		seg.size = n
+		t.segs = append(t.segs, seg)
+	}
+	t.pruneSegments(db.log)
+	db.tenants[name] = t
+	db.log.Info("store: tenant loaded", "tenant", name, "uploads", len(t.uploads), "blocks", len(blocks), "segments", len(segs))
+	return nil
+}
+
+// replay reads one segment. A bad record at its end (a crash during a
+// write, or a write that failed and could not be cut back: never
+// acknowledged) is left unread and logged; the file is not changed, since
+// appends go to a new segment after a restart. A damaged record inside it
+// (its checksum wrong, the disk's doing) is skipped and logged: the
+// records after it are kept. Records are decoded in batches on every core,
+// then taken in order: decoding is most of what a restart after a crash
+// costs (about a millisecond per JDK recording). It returns the segment's
+// size.
+func (db *DB) replay(t *tenant, path string) (int64, segment, error) {
+	seg := segment{path: path}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, seg, fmt.Errorf("store: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, seg, fmt.Errorf("store: %w", err)
+	}
+	size := st.Size()
+	var batch []logRecord
+	cutoff := db.keyCutoff()
+	take := func() error {
+		ups, err := db.decodeRecords(batch)
+		if err != nil {
+			return fmt.Errorf("store: %s: %w", path, err)
+		}
+		for _, u := range ups {
+			t.nextID = max(t.nextID, u.ID+1)
+			t.addKey(u.Key, u.ID, u.Received, cutoff)
+			if t.compacted(u.ID) {
+				continue
+			}
+			seg.add(u.ID)
+			u.head = &headRollup{acct: &db.headRollups, res: int64(db.opts.Resolution)}
+			t.uploads = append(t.uploads, u)
+			t.headBytes += u.memSize
+		}
+		batch = batch[:0]
+		return nil
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	var off int64
+	var hdr [8]byte
+	for {
+		_, err := io.ReadFull(r, hdr[:])
+		if err == io.EOF {
+			err := take() // before seg is returned: take adds the batch's ids to it
+			return off, seg, err
+		}
+		// tail leaves a torn record at the segment's end unread.
+		tail := func(why string) (int64, segment, error) {
+			if err := take(); err != nil {
+				return 0, seg, err
+			}
+			db.log.Warn("store: ignoring an incomplete record at the end of a log segment, left by a crash or a failed write (never acknowledged)",
+				"file", path, "offset", off, "bytes", size-off, "why", why)
+			return size, seg, nil
+		}
+		if err != nil {
+			return tail("short header")
+		}
+		n := int64(binary.LittleEndian.Uint32(hdr[:4]))
+		sum := binary.LittleEndian.Uint32(hdr[4:])
+		end := off + 8 + n
+		if end > size {
+			return tail("short record")
+		}
+		payload := make([]byte, n)
+		if _, err := io.ReadFull(r, payload); err != nil {
+			return 0, seg, fmt.Errorf("store: %s: offset %d: %w", path, off, err)
+		}
+		if crc32.Checksum(payload, castagnoli) != sum {
+			if end == size {
+				return tail("checksum")
+			}
+			db.log.Error("store: skipping a damaged log record; its upload is lost, the records after it are kept", "file", path, "offset", off, "bytes", n)
+			off = end
+			continue
+		}
+		batch = append(batch, logRecord{off, payload})
+		off += 8 + int64(n)
+		if len(batch) == replayBatch {
+			if err := take(); err != nil {
+				return 0, seg, err
+			}
+		}
+	}
+}
+
+// replayBatch is how many log records replay decodes at once: enough to
+// keep every core busy, few enough to bound the memory of their payloads.
+const replayBatch = 64
+
+// logRecord is a log record's payload and its offset in its segment.
+type logRecord struct {
+	off     int64
+	payload []byte
+}
+
+// decodeRecords decodes records on every core, returning their uploads in
+// order.
+func (db *DB) decodeRecords(recs []logRecord) ([]*Upload, error) {
+	ups := make([]*Upload, len(recs))
+	errs := make([]error, len(recs))
+	workers := min(runtime.GOMAXPROCS(0), len(recs))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(recs); i += workers {
+				ups[i], errs[i] = db.decodeRecord(recs[i].payload)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			// The checksum holds, so this is no torn write to leave unread: the
+			// record is in a format this version does not read.
+			return nil, fmt.Errorf("record at offset %d: %w; the data directory was written by another sparkprof version: move it away (or use another --data) and import the data again", recs[i].off, err)
+		}
+	}
+	return ups, nil
+}
+
+// compacted reports whether a block holds upload id.
+func (t *tenant) compacted(id uint64) bool {
+	for _, b := range t.blocks {
+		if b.meta.contains(id) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,148 @@
+package store
+
+import (
+	"os"
+
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// Select implements Store. Blocks come first (they hold older
+// partitions), then the uploads not compacted yet.
+func (db *DB) Select(name string, q Query, fn func(*Upload) error) error {
+	db.mu.RLock()
+	if db.closed {
+		db.mu.RUnlock()
+		return ErrClosed
+	}
+	t := db.tenants[name]
+	var ups []*Upload
+	if t != nil {
+		ims := intMatchers(q.SampleMatchers)
+		for _, b := range t.blocks {
+			if b.mayMatch(q, ims) {
+				ups = append(ups, b.uploads(q, ims)...)
+			}
+		}
+		ups = append(ups, t.uploads...)
+	}
+	db.mu.RUnlock()
+	for _, u := range ups {
+		// A head upload's label values are listed only for a query that
+		// needs them.
+		if !q.Matches(u) || u.head != nil && len(q.SampleMatchers) > 0 && !mayHold(u.LabelValues(), q.SampleMatchers) {
+			continue
+		}
+		if err := fn(u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attach makes block b's uploads read their parts through the cache.
+func (db *DB) attach(b *block) {
+	b.up.load = func(part int) (*profile.Profile, error) {
+		switch {
+		case part == partTables:
+			return db.loadTables(b)
+		case part == partTimeline && !b.has(part):
+			return nil, nil // written before blocks had a timeline
+		case !b.has(part):
+			part = partSamples // written before blocks had a series part: the samples hold it
+		}
+		return db.cache.get(cacheKey{path: b.path, part: part}, func() (*profile.Profile, error) { return b.load(part, db.dec) })
+	}
+	for i, u := range b.sliceUps {
+		u.load = func(part int) (*profile.Profile, error) { return db.loadSlice(b, i, part) }
+	}
+}
+
+// loadTables reads the tables of a sliced block's samples through the
+// cache, without the samples; an unsliced block's samples.
+func (db *DB) loadTables(b *block) (*profile.Profile, error) {
+	if len(b.slices) == 0 {
+		return b.up.load(partSamples)
+	}
+	return db.cache.get(cacheKey{path: b.path, part: partSamples, slice: tablesOnly}, func() (*profile.Profile, error) {
+		var p *profile.Profile
+		err := b.withFile(func(f *os.File) (err error) {
+			p, err = b.decodePart(f, partSamples, db.dec)
+			return err
+		})
+		return p, err
+	})
+}
+
+// loadSlice reads part of block b's time slice i through the cache: its
+// rollup or samples, or the block's metric points in the time the slice
+// stands for.
+func (db *DB) loadSlice(b *block, i, part int) (*profile.Profile, error) {
+	var tables *profile.Profile
+	var err error
+	switch part {
+	case partTables:
+		return db.loadTables(b)
+	case partSeries:
+		all, err := b.up.load(partSeries)
+		if err != nil {
+			return nil, err
+		}
+		return sliceSeries(all, b.meta.Slices[i]), nil
+	case partTimeline:
+		return db.cache.get(cacheKey{path: b.path, part: part, slice: i + 1}, func() (*profile.Profile, error) {
+			all, err := b.up.load(partTimeline)
+			if err != nil || all == nil {
+				return all, err
+			}
+			return sliceTimeline(all, b.meta.Slices[i]), nil
+		})
+	case partRollup:
+		tables, err = b.up.load(partRollup) // the block's rollup: most queries read it anyway
+	default:
+		tables, err = db.loadTables(b)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return db.cache.get(cacheKey{path: b.path, part: part, slice: i + 1}, func() (*profile.Profile, error) {
+		var p *profile.Profile
+		err := b.withFile(func(f *os.File) (err error) {
+			p, err = b.decodeSlice(f, i, part, tables, db.dec)
+			return err
+		})
+		return p, err
+	})
+}
+
+// sliceTimeline returns a copy of timeline p holding its rows in the time
+// slice sm stands for: its rows without a time for the untimed samples'
+// slice.
+func sliceTimeline(p *profile.Profile, sm sliceMeta) *profile.Profile {
+	cp := *p
+	cp.Samples = nil
+	for _, s := range p.Samples {
+		if sm.holds(s.Time) {
+			cp.Samples = append(cp.Samples, s)
+		}
+	}
+	return &cp
+}
+
+// sliceSeries returns a profile holding the points of p's series in the
+// time slice sm stands for.
+func sliceSeries(p *profile.Profile, sm sliceMeta) *profile.Profile {
+	out := profile.New()
+	for _, sr := range p.Series {
+		var pts []profile.Point
+		for _, pt := range sr.Points {
+			if sm.holds(pt.Time) {
+				pts = append(pts, pt)
+			}
+		}
+		if len(pts) > 0 {
+			sr.Points = pts
+			out.Series = append(out.Series, sr)
+		}
+	}
+	return out
+}

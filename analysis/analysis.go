@@ -14,8 +14,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/attribution"
+	"github.com/sparkprof/sparkprof/containerlog"
 	"github.com/sparkprof/sparkprof/internal/english"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
@@ -149,7 +149,7 @@ type Input struct {
 	// Report lists problems of the event log, if one was read.
 	Report *spark.Report
 	// Logs are container logs, if any were read.
-	Logs []*applog.Log
+	Logs []*containerlog.Log
 	// Warnings are problems met while reading the inputs.
 	Warnings []string
 	// Profiles are profiler records of the app, if any were read: a

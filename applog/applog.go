@@ -17,131 +17,9 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/sparkprof/sparkprof/containerlog"
 )
-
-// Layout names a log line layout recognised by Parse.
-type Layout string
-
-// Recognised layouts.
-const (
-	// LayoutLog4j is the log4j default "yy/MM/dd HH:mm:ss LEVEL Logger: msg",
-	// optionally with ".SSS" and a thread name (which may hold spaces)
-	// before the level, as Spark 3 DriverLogger writes.
-	LayoutLog4j Layout = "log4j"
-	// LayoutLog4jLine is "yyyy-MM-dd HH:mm:ss[,SSS] LEVEL Logger:Line - msg".
-	LayoutLog4jLine Layout = "log4j-line"
-	// LayoutJSON is Spark 4's structured layout: one JSON object a line
-	// with ts, level, logger, msg, context and exception.
-	LayoutJSON Layout = "json"
-)
-
-// Job is a Spark job seen in DAGScheduler lines.
-type Job struct {
-	ID         int
-	Name       string
-	Partitions int
-	Start, End time.Time
-	// Took is the duration printed in "Job N finished: ... took X s".
-	Took time.Duration
-}
-
-// Stage is a stage submission seen in DAGScheduler lines.
-type Stage struct {
-	ID        int
-	Kind      string // "ResultStage" or "ShuffleMapStage"
-	Name      string
-	Submitted time.Time
-}
-
-// Task is one task attempt seen in TaskSetManager and Executor lines.
-type Task struct {
-	TID          int
-	Stage        int
-	StageAttempt int
-	Index        int
-	Executor     string
-	Host         string
-	Launch       time.Time
-	Finish       time.Time
-	// Duration is taken from the "in N ms" text of the Finished line.
-	Duration time.Duration
-	Status   string // "RUNNING", "SUCCESS", "FAILED" or "KILLED"
-	// Failure is the reason of a lost task, as the "Lost task" line gives it.
-	Failure string
-	// PythonTotal is PythonRunner's "Times: total" attributed to this task
-	// (by the executor thread name when present), zero if none was seen.
-	PythonTotal time.Duration
-}
-
-// PythonTimes is one PythonRunner "Times:" line.
-type PythonTimes struct {
-	Time                      time.Time
-	Total, Boot, Init, Finish time.Duration
-}
-
-// ErrorGroup is a set of ERROR/WARN records whose normalised text is equal.
-type ErrorGroup struct {
-	Level   string
-	Logger  string
-	Message string // first record's message with continuation lines
-	Key     string // normalised text
-	Count   int
-	First   time.Time
-	Last    time.Time
-}
-
-// ExecutorEvent is an executor loss, decommission or exclusion line.
-type ExecutorEvent struct {
-	Time     time.Time
-	Kind     string // "lost", "decommission" or "excluded"
-	Executor string // executor ID when the line names one
-	Message  string
-}
-
-// Chunk is a pattern that repeats on consecutive lines.
-type Chunk struct {
-	Pattern string // "LEVEL Logger: normalised message", one line per record of a repeating block
-	Example string // the first message of each pattern line
-	Runs    int    // runs of two or more consecutive records
-	Lines   int    // records covered by those runs
-}
-
-// Log is the result of parsing one log file.
-type Log struct {
-	Source string
-	// Container is the YARN container directory name, set by OpenDir.
-	Container string
-	// Host is the node the container ran on, from yarn-logs headers.
-	Host string
-	Role string // "driver", "executor" or ""
-	// ExecutorID, AppID and Pod come from a Kubernetes pod log's
-	// entrypoint line ("+ exec ... --executor-id 1 --app-id spark-... --podName ...").
-	ExecutorID, AppID, Pod string
-	// AppName and SparkVersion come from the driver's SparkContext lines;
-	// AppID is also taken from the scheduler backend's lines when the log
-	// prints it ("Connected to Spark cluster with app ID ...",
-	// "Submitted application application_...").
-	AppName, SparkVersion string
-	Layout                Layout
-	Lines                 int
-	Start                 time.Time
-	End                   time.Time
-	Levels                map[string]int
-	Jobs                  []Job
-	Stages                []Stage
-	Tasks                 []Task
-	Python                []PythonTimes
-	// Errors holds ERROR and WARN groups, newest first.
-	Errors []ErrorGroup
-	// Chunks are runs of consecutive lines with the same normalised
-	// logger and message, grouped by that pattern, most lines first.
-	Chunks []Chunk
-	// ExecutorEvents are executor losses, decommissions and exclusions.
-	ExecutorEvents []ExecutorEvent
-	// Unparsed counts lines without a recognised prefix that did not
-	// continue a record (for example agent output).
-	Unparsed int
-}
 
 // Options control parsing.
 type Options struct {
@@ -168,7 +46,7 @@ var (
 
 // Open parses the log file at path, decompressing it when it is gzipped
 // or zstd-compressed.
-func Open(path string, opt Options) (*Log, error) {
+func Open(path string, opt Options) (*containerlog.Log, error) {
 	r, err := openFile(path)
 	if err != nil {
 		return nil, err
@@ -228,7 +106,7 @@ type record struct {
 
 // parseLine splits a log line into its prefix fields. ok is false for a
 // line with no recognised prefix.
-func parseLine(line string, loc *time.Location) (rec record, layout Layout, ok bool) {
+func parseLine(line string, loc *time.Location) (rec record, layout containerlog.Layout, ok bool) {
 	if strings.HasPrefix(line, "{") {
 		return parseJSONLine(line)
 	}
@@ -246,7 +124,7 @@ func parseLine(line string, loc *time.Location) (rec record, layout Layout, ok b
 		if err != nil {
 			return rec, "", false
 		}
-		return record{t, m[2], m[3], m[4], m[5]}, LayoutLog4j, true
+		return record{t, m[2], m[3], m[4], m[5]}, containerlog.LayoutLog4j, true
 	}
 	if m := reLine.FindStringSubmatch(line); m != nil {
 		ts := strings.Replace(m[1], ",", ".", 1)
@@ -258,7 +136,7 @@ func parseLine(line string, loc *time.Location) (rec record, layout Layout, ok b
 		if err != nil {
 			return rec, "", false
 		}
-		return record{t, "", m[2], m[3], m[5]}, LayoutLog4jLine, true
+		return record{t, "", m[2], m[3], m[5]}, containerlog.LayoutLog4jLine, true
 	}
 	return rec, "", false
 }
@@ -266,12 +144,12 @@ func parseLine(line string, loc *time.Location) (rec record, layout Layout, ok b
 // Parse reads a log from r line by line; source names it in errors.
 // Memory grows with the number of jobs, tasks and distinct error groups,
 // not with the log size.
-func Parse(r io.Reader, source string, opt Options) (*Log, error) {
+func Parse(r io.Reader, source string, opt Options) (*containerlog.Log, error) {
 	loc := opt.Location
 	if loc == nil {
 		loc = time.UTC
 	}
-	l := &Log{Source: source, Levels: map[string]int{}}
+	l := &reader{Log: &containerlog.Log{Source: source, Levels: map[string]int{}}}
 	tasks := map[int]int{} // TID -> index in l.Tasks
 	var errs errorGroups
 	var pats patternSeq
@@ -312,12 +190,15 @@ func Parse(r io.Reader, source string, opt Options) (*Log, error) {
 	if l.Role == "" && len(l.Jobs) > 0 {
 		l.Role = "driver"
 	}
-	return l, nil
+	return l.Log, nil
 }
+
+// reader is the log Parse reads, with the methods that read its records.
+type reader struct{ *containerlog.Log }
 
 // task returns the task with TID tid, adding it when its start line was not
 // seen; ids holds its index, stage and stage attempt as the line gives them.
-func (l *Log) task(tasks map[int]int, tid int, ids []string, host, executor string, launch time.Time) *Task {
+func (l *reader) task(tasks map[int]int, tid int, ids []string, host, executor string, launch time.Time) *containerlog.Task {
 	i, ok := tasks[tid]
 	if !ok {
 		idx, _ := atoi(ids[0])
@@ -325,14 +206,14 @@ func (l *Log) task(tasks map[int]int, tid int, ids []string, host, executor stri
 		sa, _ := atoi(ids[2])
 		i = len(l.Tasks)
 		tasks[tid] = i
-		l.Tasks = append(l.Tasks, Task{TID: tid, Index: idx, Stage: st, StageAttempt: sa, Host: host, Executor: executor, Launch: launch})
+		l.Tasks = append(l.Tasks, containerlog.Task{TID: tid, Index: idx, Stage: st, StageAttempt: sa, Host: host, Executor: executor, Launch: launch})
 	}
 	return &l.Tasks[i]
 }
 
 // entrypoint reads the command Spark's Kubernetes image entrypoint traces
 // before it runs the driver (spark-submit) or an executor backend.
-func (l *Log) entrypoint(line string) {
+func (l *reader) entrypoint(line string) {
 	args := strings.Fields(line)
 	for i, a := range args {
 		switch {
@@ -360,7 +241,7 @@ func atoi(s string) (int, error) {
 }
 
 // event interprets a record's message.
-func (l *Log) event(rec record, tasks map[int]int) error {
+func (l *reader) event(rec record, tasks map[int]int) error {
 	l.executorEvent(rec)
 	msg := rec.msg
 	switch rec.logger {
@@ -395,12 +276,12 @@ func (l *Log) event(rec record, tasks map[int]int) error {
 
 // executorEvent records a message about an executor leaving or being
 // excluded, whichever logger wrote it.
-func (l *Log) executorEvent(rec record) {
+func (l *reader) executorEvent(rec record) {
 	kind := executorEventKind(rec.msg)
 	if kind == "" {
 		return
 	}
-	ev := ExecutorEvent{Time: rec.t, Kind: kind, Message: rec.msg}
+	ev := containerlog.ExecutorEvent{Time: rec.t, Kind: kind, Message: rec.msg}
 	if m := reExecID.FindStringSubmatch(rec.msg); m != nil {
 		ev.Executor = m[1]
 	}
@@ -409,7 +290,7 @@ func (l *Log) executorEvent(rec record) {
 
 // schedulerEvent reads a DAGScheduler message: a job's start or end, or a
 // stage's submission.
-func (l *Log) schedulerEvent(rec record) error {
+func (l *reader) schedulerEvent(rec record) error {
 	msg := rec.msg
 	if m := reGotJob.FindStringSubmatch(msg); m != nil {
 		id, err := atoi(m[1])
@@ -420,7 +301,7 @@ func (l *Log) schedulerEvent(rec record) error {
 		if err != nil {
 			return err
 		}
-		l.Jobs = append(l.Jobs, Job{ID: id, Name: m[2], Partitions: p, Start: rec.t})
+		l.Jobs = append(l.Jobs, containerlog.Job{ID: id, Name: m[2], Partitions: p, Start: rec.t})
 	} else if m := reJobDone.FindStringSubmatch(msg); m != nil {
 		id, err := atoi(m[1])
 		if err != nil {
@@ -441,14 +322,14 @@ func (l *Log) schedulerEvent(rec record) error {
 		if err != nil {
 			return err
 		}
-		l.Stages = append(l.Stages, Stage{ID: id, Kind: m[1], Name: m[3], Submitted: rec.t})
+		l.Stages = append(l.Stages, containerlog.Stage{ID: id, Kind: m[1], Name: m[3], Submitted: rec.t})
 	}
 	return nil
 }
 
 // taskEvent reads a TaskSetManager message: a task's start, success or
 // loss.
-func (l *Log) taskEvent(rec record, tasks map[int]int) error {
+func (l *reader) taskEvent(rec record, tasks map[int]int) error {
 	msg := rec.msg
 	if m := reStartTask.FindStringSubmatch(msg); m != nil {
 		var n [4]int
@@ -460,7 +341,7 @@ func (l *Log) taskEvent(rec record, tasks map[int]int) error {
 			n[i] = v
 		}
 		tasks[n[3]] = len(l.Tasks)
-		l.Tasks = append(l.Tasks, Task{TID: n[3], Index: n[0], Stage: n[1], StageAttempt: n[2],
+		l.Tasks = append(l.Tasks, containerlog.Task{TID: n[3], Index: n[0], Stage: n[1], StageAttempt: n[2],
 			Host: m[5], Executor: m[6], Launch: rec.t, Status: "RUNNING"})
 	} else if m := reFinTask.FindStringSubmatch(msg); m != nil {
 		tid, err := atoi(m[4])
@@ -493,7 +374,7 @@ func (l *Log) taskEvent(rec record, tasks map[int]int) error {
 
 // pythonTimes reads a PythonRunner "Times:" message, attributing its total
 // to the task its executor thread names.
-func (l *Log) pythonTimes(rec record, tasks map[int]int) error {
+func (l *reader) pythonTimes(rec record, tasks map[int]int) error {
 	m := rePyTimes.FindStringSubmatch(rec.msg)
 	if m == nil {
 		return nil
@@ -506,7 +387,7 @@ func (l *Log) pythonTimes(rec record, tasks map[int]int) error {
 		}
 		d[i] = time.Duration(v) * time.Millisecond
 	}
-	l.Python = append(l.Python, PythonTimes{Time: rec.t, Total: d[0], Boot: d[1], Init: d[2], Finish: d[3]})
+	l.Python = append(l.Python, containerlog.PythonTimes{Time: rec.t, Total: d[0], Boot: d[1], Init: d[2], Finish: d[3]})
 	if tm := reTIDThread.FindStringSubmatch(rec.thread); tm != nil {
 		if tid, err := atoi(tm[1]); err == nil {
 			if i, ok := tasks[tid]; ok {
@@ -555,7 +436,7 @@ type jsonLine struct {
 // parseJSONLine decodes a Spark 4 JSON layout line. The exception, if
 // any, is appended to the message as a Java-style stack trace so that
 // error grouping treats both layouts alike.
-func parseJSONLine(line string) (rec record, layout Layout, ok bool) {
+func parseJSONLine(line string) (rec record, layout containerlog.Layout, ok bool) {
 	var j jsonLine
 	if err := json.Unmarshal([]byte(line), &j); err != nil || j.Level == "" {
 		return rec, "", false
@@ -578,7 +459,7 @@ func parseJSONLine(line string) (rec record, layout Layout, ok bool) {
 	if i := strings.LastIndexByte(logger, '.'); i >= 0 {
 		logger = logger[i+1:]
 	}
-	return record{t: t, thread: j.Context["thread"], level: j.Level, logger: logger, msg: msg}, LayoutJSON, true
+	return record{t: t, thread: j.Context["thread"], level: j.Level, logger: logger, msg: msg}, containerlog.LayoutJSON, true
 }
 
 // hasDatePrefix reports whether line starts like "yy/MM/dd " or

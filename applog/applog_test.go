@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/sparkprof/sparkprof/containerlog"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 )
 
-func parseCorpus(t testing.TB, rel ...string) *Log {
+func parseCorpus(t testing.TB, rel ...string) *containerlog.Log {
 	t.Helper()
 	l, err := Parse(bytes.NewReader(corpus.Read(t, rel...)), strings.Join(rel, "/"), Options{})
 	if err != nil {
@@ -23,7 +25,7 @@ func parseCorpus(t testing.TB, rel ...string) *Log {
 func TestCorpusTasks(t *testing.T) {
 	tests := []struct {
 		path      []string
-		layout    Layout
+		layout    containerlog.Layout
 		jobs      int
 		took      time.Duration
 		durations map[int]time.Duration // TID -> duration
@@ -31,12 +33,12 @@ func TestCorpusTasks(t *testing.T) {
 	}{
 		{
 			path:   []string{"applogs", "phil_stopwatch", "ProfileStraggler", "JobStraggler.log.gz"},
-			layout: LayoutLog4jLine, jobs: 1, took: 1070800 * time.Millisecond,
+			layout: containerlog.LayoutLog4jLine, jobs: 1, took: 1070800 * time.Millisecond,
 			durations: map[int]time.Duration{0: 1070586 * time.Millisecond, 1: 122813 * time.Millisecond, 2: 137399 * time.Millisecond},
 		},
 		{
 			path:   []string{"applogs", "phil_stopwatch", "profile_straggler", "Straggler_PySpark.log.gz"},
-			layout: LayoutLog4jLine, jobs: 1,
+			layout: containerlog.LayoutLog4jLine, jobs: 1,
 			durations: map[int]time.Duration{0: 566462 * time.Millisecond, 1: 35899 * time.Millisecond, 2: 39995 * time.Millisecond},
 			python:    566318 * time.Millisecond,
 		},
@@ -83,7 +85,7 @@ func TestCorpusTasks(t *testing.T) {
 
 func TestNvidiaDriverLog(t *testing.T) {
 	l := parseCorpus(t, "applogs", "nvidia", "driverlog")
-	if l.Layout != LayoutLog4j || l.Role != "driver" || l.Lines != 298 {
+	if l.Layout != containerlog.LayoutLog4j || l.Role != "driver" || l.Lines != 298 {
 		t.Errorf("layout %q role %q lines %d; want log4j driver 298", l.Layout, l.Role, l.Lines)
 	}
 	wantParts := []int{1824, 1, 1, 1}

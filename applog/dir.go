@@ -8,20 +8,22 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/sparkprof/sparkprof/containerlog"
 )
 
 // OpenDir parses every container log of a YARN application log directory
-// (container_*/stderr, stdout, optionally gzipped). Each Log's Source is
+// (container_*/stderr, stdout, optionally gzipped). Each containerlog.Log's Source is
 // the file path and Container the container directory name. A log is
 // marked as the driver when Spark's driver lines identify it, or, failing
 // that, when it is the stderr of the first container (_000001, the
 // ApplicationMaster, which hosts the driver in cluster mode).
-func OpenDir(dir string, opt Options) ([]*Log, error) {
+func OpenDir(dir string, opt Options) ([]*containerlog.Log, error) {
 	files, err := containerFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	var logs []*Log
+	var logs []*containerlog.Log
 	for _, f := range files {
 		l, err := Open(f.path, opt)
 		if err != nil {

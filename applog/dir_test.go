@@ -76,7 +76,7 @@ func TestExecutorEvents(t *testing.T) {
 	const log = `24/01/02 10:00:00 ERROR TaskSchedulerImpl: Lost executor 3 on host-1: Container preempted
 24/01/02 10:00:01 INFO BlockManagerMasterEndpoint: Received decommission executor message executor 5
 24/01/02 10:00:02 INFO HealthTracker: Excluding executor 7 for 3600000 ms
-24/01/02 10:00:03 INFO DAGScheduler: Job 1 finished: x, took 1.0 s
+24/01/02 10:00:03 INFO DAGScheduler: containerlog.Job 1 finished: x, took 1.0 s
 `
 	l, err := Parse(strings.NewReader(log), "fixture", Options{})
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sparkprof/sparkprof/containerlog"
 )
 
 // TestJSONLayout parses a generated Spark 4 JSON layout fixture
@@ -15,7 +17,7 @@ func TestJSONLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Layout != LayoutJSON || l.Role != "driver" || l.Lines != 8 {
+	if l.Layout != containerlog.LayoutJSON || l.Role != "driver" || l.Lines != 8 {
 		t.Errorf("layout %q role %q lines %d", l.Layout, l.Role, l.Lines)
 	}
 	if len(l.Jobs) != 1 || l.Jobs[0].Took != 5*time.Second || l.Jobs[0].Partitions != 2 {
@@ -53,7 +55,7 @@ func TestChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Chunk{
+	want := []containerlog.Chunk{
 		{Pattern: "INFO ShuffleBlockFetcherIterator: Getting N (N KiB) non-empty blocks", Example: "Getting 0 (0 KiB) non-empty blocks", Runs: 2, Lines: 8},
 		{Pattern: "INFO ExternalSorter: Spilling N MB to disk", Example: "Spilling 10 MB to disk", Runs: 1, Lines: 2},
 	}

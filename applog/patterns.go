@@ -3,6 +3,8 @@ package applog
 import (
 	"sort"
 	"strings"
+
+	"github.com/sparkprof/sparkprof/containerlog"
 )
 
 // maxPeriod is the longest block of different lines a repeated run may
@@ -13,8 +15,8 @@ const maxPeriod = 4
 // record patterns repeats at least twice (A A A, or A B A B A B), groups
 // them by block and ranks them by the lines they cover. At each position
 // the block covering the most lines wins, the shorter block on ties.
-func repeatedRuns(seq []int32, keys, examples []string) []Chunk {
-	chunks := map[string]*Chunk{}
+func repeatedRuns(seq []int32, keys, examples []string) []containerlog.Chunk {
+	chunks := map[string]*containerlog.Chunk{}
 	var order []string
 	for i := 0; i < len(seq); {
 		bestP, bestLines := 0, 0
@@ -40,7 +42,7 @@ func repeatedRuns(seq []int32, keys, examples []string) []Chunk {
 		pattern := strings.Join(pats, "\n")
 		c := chunks[pattern]
 		if c == nil {
-			c = &Chunk{Pattern: pattern, Example: strings.Join(exs, "\n")}
+			c = &containerlog.Chunk{Pattern: pattern, Example: strings.Join(exs, "\n")}
 			chunks[pattern] = c
 			order = append(order, pattern)
 		}
@@ -48,7 +50,7 @@ func repeatedRuns(seq []int32, keys, examples []string) []Chunk {
 		c.Lines += bestLines
 		i += bestLines
 	}
-	out := make([]Chunk, 0, len(order))
+	out := make([]containerlog.Chunk, 0, len(order))
 	for _, p := range order {
 		out = append(out, *chunks[p])
 	}
@@ -115,9 +117,9 @@ func normalize(s string) string {
 // errorGroups groups WARN, ERROR and FATAL records by their normalised
 // text, the lines that continue them (a stack trace) included.
 type errorGroups struct {
-	groups map[string]*ErrorGroup // by key
-	cur    *ErrorGroup            // the record continuation lines go to
-	text   strings.Builder        // its text so far
+	groups map[string]*containerlog.ErrorGroup // by key
+	cur    *containerlog.ErrorGroup            // the record continuation lines go to
+	text   strings.Builder                     // its text so far
 }
 
 // add ends the record before rec and starts rec, which continuation lines
@@ -125,7 +127,7 @@ type errorGroups struct {
 func (g *errorGroups) add(rec record) {
 	g.flush()
 	if rec.level == "WARN" || rec.level == "ERROR" || rec.level == "FATAL" {
-		g.cur = &ErrorGroup{Level: rec.level, Logger: rec.logger, First: rec.t, Last: rec.t}
+		g.cur = &containerlog.ErrorGroup{Level: rec.level, Logger: rec.logger, First: rec.t, Last: rec.t}
 		g.text.WriteString(rec.msg)
 	}
 }
@@ -153,7 +155,7 @@ func (g *errorGroups) flush() {
 		grp.Last = g.cur.Last
 	} else {
 		if g.groups == nil {
-			g.groups = map[string]*ErrorGroup{}
+			g.groups = map[string]*containerlog.ErrorGroup{}
 		}
 		g.cur.Message, g.cur.Key, g.cur.Count = text, key, 1
 		g.groups[key] = g.cur
@@ -164,9 +166,9 @@ func (g *errorGroups) flush() {
 
 // sorted counts the current record and returns the groups, the most
 // recently seen first.
-func (g *errorGroups) sorted() []ErrorGroup {
+func (g *errorGroups) sorted() []containerlog.ErrorGroup {
 	g.flush()
-	var out []ErrorGroup
+	var out []containerlog.ErrorGroup
 	for _, grp := range g.groups {
 		out = append(out, *grp)
 	}
@@ -206,7 +208,7 @@ func (p *patternSeq) add(rec record) {
 
 // chunks returns the repeated runs of the patterns (repeatedRuns), most
 // lines first.
-func (p *patternSeq) chunks() []Chunk {
+func (p *patternSeq) chunks() []containerlog.Chunk {
 	out := repeatedRuns(p.seq, p.keys, p.examples)
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]

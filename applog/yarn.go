@@ -7,19 +7,21 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/sparkprof/sparkprof/containerlog"
 )
 
 // ParseYarnLogs parses the concatenated output of "yarn logs
 // -applicationId ...": sections headed "Container: <id> on <host>_<port>",
 // each log between "LogContents:" (or "Log Contents:") and
-// "End of LogType:<name>". It returns one Log per stderr/stdout section;
+// "End of LogType:<name>". It returns one containerlog.Log per stderr/stdout section;
 // the driver is identified as in OpenDir. One section is held in memory
 // at a time.
-func ParseYarnLogs(r io.Reader, source string, opt Options) ([]*Log, error) {
+func ParseYarnLogs(r io.Reader, source string, opt Options) ([]*containerlog.Log, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	var (
-		logs                     []*Log
+		logs                     []*containerlog.Log
 		container, host, logType string
 		inBody                   bool
 		body                     bytes.Buffer
@@ -89,7 +91,7 @@ func ParseYarnLogs(r io.Reader, source string, opt Options) ([]*Log, error) {
 // OpenAll opens path as a YARN application log directory, a yarn-logs
 // concatenation or a single log file (plain or .gz, including a
 // Kubernetes pod log), and returns its logs.
-func OpenAll(path string, opt Options) ([]*Log, error) {
+func OpenAll(path string, opt Options) ([]*containerlog.Log, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("applog: %w", err)
@@ -111,5 +113,5 @@ func OpenAll(path string, opt Options) ([]*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []*Log{l}, nil
+	return []*containerlog.Log{l}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/applog"
+	"github.com/sparkprof/sparkprof/containerlog"
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/profile"
@@ -20,7 +21,7 @@ import (
 // Set is everything read for an analysis, sorted by kind.
 type Set struct {
 	EventLogs []analysis.Input // one per event log
-	Logs      []*applog.Log
+	Logs      []*containerlog.Log
 	Profiles  []*profile.Profile
 	Sources   []analysis.Source
 	Warnings  []string
@@ -114,7 +115,7 @@ func (s *Set) read(path string, opt Options) error {
 			s.EventLogs = append(s.EventLogs, a)
 		case Logs:
 			logs, err := applog.OpenAll(src.Path, applog.Options{})
-			if err == nil && !slices.ContainsFunc(logs, func(l *applog.Log) bool { return l.Layout != "" }) {
+			if err == nil && !slices.ContainsFunc(logs, func(l *containerlog.Log) bool { return l.Layout != "" }) {
 				err = errors.New("no line in a layout of Spark's logs (log4j, JSON): not a driver or executor log, an event log or a profile")
 			}
 			if err != nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sparkprof/sparkprof/applog"
+	"github.com/sparkprof/sparkprof/containerlog"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 )
 
@@ -121,7 +121,7 @@ func TestExpandMixedDirectory(t *testing.T) {
 	if len(in.EventLogs) != 3 || len(in.Profiles) != 2 || len(in.Logs) == 0 {
 		t.Errorf("read %d event logs, %d profiles, %d container logs; want 3, 2 and some", len(in.EventLogs), len(in.Profiles), len(in.Logs))
 	}
-	if !slices.ContainsFunc(in.Logs, func(l *applog.Log) bool { return strings.HasSuffix(l.Source, "JobStraggler.log.gz") }) {
+	if !slices.ContainsFunc(in.Logs, func(l *containerlog.Log) bool { return strings.HasSuffix(l.Source, "JobStraggler.log.gz") }) {
 		t.Errorf("the console log found by the walk was not read")
 	}
 	// The build log found by its name but in no layout of Spark's is a

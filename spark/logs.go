@@ -7,14 +7,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sparkprof/sparkprof/applog"
+	"github.com/sparkprof/sparkprof/containerlog"
 )
 
 // FromLogs builds the app model from container logs alone: jobs, stages
 // and tasks from the driver's DAGScheduler and TaskSetManager lines, as
 // Phil's Stopwatch reads them. Of the task metrics only durations are
 // known; the others stay zero.
-func FromLogs(logs []*applog.Log) *App {
+func FromLogs(logs []*containerlog.Log) *App {
 	b := &logBuilder{
 		app:    &App{Summary: Summary{FailureReasons: map[string]int{}}},
 		execs:  map[string]*Executor{},
@@ -67,7 +67,7 @@ type logBuilder struct {
 }
 
 // log adds the application, jobs, stages and tasks one log names.
-func (b *logBuilder) log(l *applog.Log) {
+func (b *logBuilder) log(l *containerlog.Log) {
 	app := b.app
 	app.ID = cmp.Or(app.ID, l.AppID)
 	app.Name = cmp.Or(app.Name, l.AppName)
@@ -92,7 +92,7 @@ func (b *logBuilder) log(l *applog.Log) {
 }
 
 // task adds a task a log names, and counts it in its stage and executor.
-func (b *logBuilder) task(t *applog.Task) {
+func (b *logBuilder) task(t *containerlog.Task) {
 	app := b.app
 	task := &Task{
 		ID: int64(t.TID), Index: t.Index, Partition: t.Index, StageID: t.Stage, StageAttempt: t.StageAttempt,

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sparkprof/sparkprof/appstore"
-	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/synth"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -60,18 +60,8 @@ func storedTotal(t *testing.T, db store.Store, app, exec, typ string) int64 {
 	return total
 }
 
-// offlineTotal decodes data as the CLI does and returns the total of its
-// samples of type family typ.
+// offlineTotal is synth.DecodedTotal.
 func offlineTotal(t *testing.T, data []byte, labels []byte, typ string) int64 {
 	t.Helper()
-	p, err := format.Decode(data, "offline", format.Options{JFRLabels: labels})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, ty := range p.Types {
-		if ty.Family() == typ {
-			return p.Total(profile.TypeID(i))
-		}
-	}
-	return 0
+	return synth.DecodedTotal(t, data, labels, typ)
 }

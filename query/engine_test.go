@@ -12,8 +12,6 @@ import (
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/appstore"
 	"github.com/sparkprof/sparkprof/attribution"
-	"github.com/sparkprof/sparkprof/format"
-	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/internal/synth"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
@@ -35,16 +33,8 @@ func newTestApps(t *testing.T) *appstore.Store {
 // make uploads of, and an engine over a new store opened with opts.
 func newTestEngine(t *testing.T, opts store.Options) (*profile.Profile, *store.DB, *Engine) {
 	t.Helper()
-	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(t.TempDir(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return base, db, NewEngine(Config{Store: db, Apps: newTestApps(t)})
+	db := synth.Store(t, opts)
+	return synth.Base(t), db, NewEngine(Config{Store: db, Apps: newTestApps(t)})
 }
 
 // A query of one stage of an app with a task model reads only the time

@@ -20,9 +20,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/flamegraph"
-	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/format/pprof"
-	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/internal/synth"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/query"
@@ -347,23 +345,13 @@ func TestMaxQuerySamples(t *testing.T) {
 	}
 }
 
-// synth.Start is when the tests' uploads begin.
-
-// testServer returns dump2.jfr, which the tests make their uploads of
-// (benchUpload), a store with opts in a temporary directory, closed when
-// the test ends, and a server over it that logs nothing.
+// testServer returns the recording the tests make their uploads of
+// (synth.Base), a store with opts in a temporary directory, closed when the
+// test ends, and a server over it that logs nothing.
 func testServer(t *testing.T, opts store.Options) (*profile.Profile, *store.DB, *Server) {
 	t.Helper()
-	base, err := format.Load(corpus.Path(t, "jfr", "dump2.jfr.gz"), format.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(t.TempDir(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return base, db, newServer(t, Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	db := synth.Store(t, opts)
+	return synth.Base(t), db, newServer(t, Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
 // The /flame page merges only what it filters by (thread pool, stage,

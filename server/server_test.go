@@ -21,6 +21,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/ingest"
+	"github.com/sparkprof/sparkprof/internal/synth"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -141,20 +142,6 @@ func multipartJFR(t testing.TB, jfr, labels []byte) (string, []byte) {
 	return mw.FormDataContentType(), b.Bytes()
 }
 
-func offlineTotal(t *testing.T, data []byte, labels []byte, typ string) int64 {
-	t.Helper()
-	p, err := format.Decode(data, "offline", format.Options{JFRLabels: mustGunzip(t, labels)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, ty := range p.Types {
-		if ty.Family() == typ {
-			return p.Total(profile.TypeID(i))
-		}
-	}
-	return 0
-}
-
 func mustGunzip(t *testing.T, b []byte) []byte {
 	if b == nil {
 		return nil
@@ -164,6 +151,12 @@ func mustGunzip(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// offlineTotal is synth.DecodedTotal.
+func offlineTotal(t *testing.T, data []byte, labels []byte, typ string) int64 {
+	t.Helper()
+	return synth.DecodedTotal(t, data, labels, typ)
 }
 
 func render(t *testing.T, ts *httptest.Server, sel, typ string, hdr ...string) renderResponse {

@@ -1,14 +1,17 @@
 // Package synth makes the uploads of a busy Spark application from a real
 // profile, for the tests and benchmarks of the store, the query engine and
 // the server: the shape users have, many executors each sending a window
-// of many tasks every 10 s.
+// of many tasks every 10 s. It is test support: only tests import it.
 package synth
 
 import (
 	"fmt"
 	"strconv"
+	"testing"
 	"time"
 
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -60,4 +63,50 @@ func Upload(base *profile.Profile, start int64, exec, w, windows int) *store.Upl
 // TaskID is the task Upload gives thread i of executor exec in window w.
 func TaskID(base *profile.Profile, exec, w, i int) int64 {
 	return int64((w*Executors+exec)*len(base.Threads) + i)
+}
+
+// Base returns the corpus recording the tests make their uploads of: the
+// async-profiler JFR dump2, its stacks on 8 threads.
+func Base(tb testing.TB) *profile.Profile {
+	tb.Helper()
+	base, err := format.Load(corpus.Path(tb, "jfr", "dump2.jfr.gz"), format.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return base
+}
+
+// Store opens a store with opts in a temporary directory, closed when tb
+// ends.
+func Store(tb testing.TB, opts store.Options) *store.DB {
+	tb.Helper()
+	db, err := store.Open(tb.TempDir(), opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// DecodedTotal decodes data (with a LabelsSnapshot, gzipped or not, when
+// labels is not nil) as the command line does, and returns the total of
+// its samples of type family typ: what a store holding it must answer.
+func DecodedTotal(tb testing.TB, data, labels []byte, typ string) int64 {
+	tb.Helper()
+	if labels != nil {
+		var err error
+		if labels, err = format.Decompress(labels, "labels", 0); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	p, err := format.Decode(data, "offline", format.Options{JFRLabels: labels})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i, ty := range p.Types {
+		if ty.Family() == typ {
+			return p.Total(profile.TypeID(i))
+		}
+	}
+	return 0
 }

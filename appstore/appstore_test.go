@@ -1,0 +1,100 @@
+package appstore
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/attribution"
+	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/spark"
+)
+
+// An event log added is analysed, kept on disk and analysed again when the
+// store opens its directory anew; one that is not an event log is refused
+// and leaves nothing behind.
+func TestAddEventLog(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := corpus.Read(t, "eventlogs", "apache", "local-1642039451826")
+	rep, err := s.AddEventLog("team-a", "spark-events/local-1642039451826", bytes.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.App.ID != "local-1642039451826" || len(rep.Tasks) == 0 || rep.Sources[0].Path != "local-1642039451826" {
+		t.Fatalf("report of %s with %d tasks from %v", rep.App.ID, len(rep.Tasks), rep.Sources)
+	}
+	if _, err := s.AddEventLog("team-a", "notes.txt", strings.NewReader("not an event log\n")); err == nil {
+		t.Error("a text file was taken for an event log")
+	}
+	if got := s.Reports("team-a"); len(got) != 1 || s.Report("", rep.App.ID) != nil {
+		t.Errorf("team-a has %d apps, the default tenant %v; want one app, of team-a only", len(got), s.Report("", rep.App.ID))
+	}
+	reopened, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := reopened.Report("team-a", rep.App.ID); r == nil || len(r.Tasks) != len(rep.Tasks) {
+		t.Errorf("after reopening: %v, want the app with its %d tasks", r, len(rep.Tasks))
+	}
+	if err := reopened.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Errorf("Close removed the directory it was given: %v", err)
+	}
+}
+
+// A store opened without a directory keeps its files in one of its own,
+// which Close removes.
+func TestOpenTemporary(t *testing.T) {
+	s, err := Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddEventLog("", "app", bytes.NewReader(corpus.Read(t, "eventlogs", "apache", "local-1642039451826"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.dir); !os.IsNotExist(err) {
+		t.Errorf("the temporary directory %s is still there after Close: %v", filepath.Base(s.dir), err)
+	}
+}
+
+// An app put from elsewhere has its task model: its tasks by id (the
+// latest attempt of an id) and each stage's window.
+func TestPutTaskModel(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := []*spark.Task{
+		{ID: 1, StageID: 2, LaunchMs: 10_000, FinishMs: 12_000},
+		{ID: 1, StageID: 2, LaunchMs: 13_000, FinishMs: 14_000}, // a later attempt of the id
+		{ID: 2, StageID: 2, LaunchMs: 11_000, FinishMs: 15_000},
+	}
+	s.Put("", &analysis.Report{App: spark.Summary{ID: "app-1"}, Tasks: tasks})
+	if got := s.Tasks("", "app-1")[1]; got != tasks[1] {
+		t.Errorf("task 1 is %+v, want its later attempt", got)
+	}
+	ms := int64(time.Millisecond)
+	from, until, ok := s.StageWindow("", "app-1", 2)
+	if !ok || from != 11_000*ms-attribution.WindowSlack || until != 15_000*ms+attribution.WindowSlack+1 {
+		t.Errorf("stage 2's window %d–%d (%v)", from, until, ok)
+	}
+	if _, _, ok := s.StageWindow("", "app-1", 3); ok {
+		t.Error("a stage without tasks has a window")
+	}
+	if s.Tasks("other", "app-1") != nil {
+		t.Error("another tenant sees the app")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/english"
 	"github.com/sparkprof/sparkprof/internal/errkind"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
@@ -54,6 +55,9 @@ type Result struct {
 	Duplicate bool           `json:"duplicate,omitempty"`
 	Samples   int            `json:"samples,omitempty"`
 	Labels    profile.Labels `json:"labels,omitempty"`
+	// Clamped counts the profile's samples whose times lay far outside
+	// its window, moved to its nearest end.
+	Clamped int `json:"clamped,omitempty"`
 }
 
 // Import stores one file for tenant: an event log is saved and analysed;
@@ -63,6 +67,9 @@ type Result struct {
 // whose kind is not given is told by its content.
 func (p *Pipeline) Import(tenant string, f File) (*Result, error) {
 	start := time.Now()
+	if err := checkFileName(f.Name); err != nil {
+		return nil, err
+	}
 	kind := f.Kind
 	if kind == "" && looksLikeEventLog(f.Data, p.cfg.MaxDecodedBytes) {
 		kind = "eventlog"
@@ -78,14 +85,19 @@ func (p *Pipeline) Import(tenant string, f File) (*Result, error) {
 		if f.JFRLabels != nil {
 			kind = "profile"
 		}
-		u, err := p.Decode(Profile{Source: f.Name, Format: f.Format, Data: f.Data, JFRLabels: f.JFRLabels, Agent: "import", Bytes: len(f.Data), Key: f.Key})
-		switch {
-		case errkind.Of(err) == errkind.TooLarge, err != nil && kind == "profile":
-			return nil, err
-		case err != nil:
-			decodeErr = err // perhaps a container log
+		d := p.decode(Profile{Source: f.Name, Format: f.Format, Data: f.Data, JFRLabels: f.JFRLabels, Agent: "import", Bytes: len(f.Data), Key: f.Key}, start)
+		defer d.res.free()
+		switch k := errkind.Of(d.err); {
+		case k == errkind.TooLarge, k == errkind.Unavailable, d.err != nil && kind == "profile":
+			return nil, d.err
+		case d.err != nil:
+			decodeErr = d.err // perhaps a container log
 		default:
-			return p.importProfile(tenant, f, u, start)
+			res, err := p.importProfile(tenant, f, d.u, start)
+			if res != nil {
+				res.Clamped = d.clamped
+			}
+			return res, err
 		}
 	}
 	return p.ImportLogs(tenant, f.Name, f.App, bytes.NewReader(f.Data), decodeErr)
@@ -139,6 +151,9 @@ func (p *Pipeline) importProfile(tenant string, f File, u *store.Upload, start t
 // ImportEventLog saves an event log read from r, of at most the pipeline's
 // MaxLogBytes, and analyses it.
 func (p *Pipeline) ImportEventLog(tenant, name string, r io.Reader) (*Result, error) {
+	if err := checkFileName(name); err != nil {
+		return nil, err
+	}
 	rep, err := p.cfg.Apps.AddEventLog(tenant, name, p.limitLog(r))
 	if err != nil {
 		return nil, logError("event log "+name, "serve --max-log-gb; or let serve --eventlog-dir read it in place", err)
@@ -152,6 +167,9 @@ func (p *Pipeline) ImportEventLog(tenant, name string, r io.Reader) (*Result, er
 // is refused; decodeErr, if not nil, says why it was not taken for a
 // profile.
 func (p *Pipeline) ImportLogs(tenant, name, app string, r io.Reader, decodeErr error) (*Result, error) {
+	if err := checkFileName(name); err != nil {
+		return nil, err
+	}
 	br := bufio.NewReaderSize(p.limitLog(r), 1<<20)
 	head, _ := br.Peek(1 << 20)
 	if !p.looksLikeLog(head) {
@@ -209,6 +227,16 @@ func logError(what, hint string, err error) error {
 		return errkind.Errorf(errkind.TooLarge, "%s: larger than %d bytes (%s)", what, tooBig.limit, hint)
 	}
 	return errkind.Errorf(errkind.Unprocessable, "%s: %w", what, err)
+}
+
+// checkFileName refuses, as errkind.BadInput, a file name that names no
+// file: empty, or whose last element is "." or "..".
+func checkFileName(name string) error {
+	switch base := path.Base(strings.ReplaceAll(name, "\\", "/")); {
+	case name == "", base == ".", base == "..", base == "/":
+		return errkind.Errorf(errkind.BadInput, "file name %q names no file: send the file's name or path (path=...)", english.Truncate(name, 200))
+	}
+	return nil
 }
 
 // appFromName is the app a file belongs to when nothing else names it: its

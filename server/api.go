@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -117,10 +118,19 @@ func writeError(w http.ResponseWriter, err error) {
 	httpError(w, statusOf(err), "%v", err)
 }
 
+// maxErrorBytes bounds an error's message in an answer: a request's
+// parameters quoted in it are the client's own, and need not come back
+// whole.
+const maxErrorBytes = 2000
+
 func httpError(w http.ResponseWriter, code int, format string, args ...any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf(format, args...)})
+	msg := fmt.Sprintf(format, args...)
+	if len(msg) > maxErrorBytes {
+		msg = strings.ToValidUTF8(msg[:maxErrorBytes], "") + "…"
+	}
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

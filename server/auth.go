@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
 )
 
 // tokenCookie carries the token of a browser that signed in at /login: a
@@ -51,10 +52,7 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
 // handleLogin checks the token a browser posts from the sign-in form and,
 // when it is right, keeps it in a cookie and goes on to the page asked for.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
-	next := r.FormValue("next")
-	if u, err := url.Parse(next); err != nil || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || u.Host != "" {
-		next = "/" // only a path of this server: no redirect elsewhere
-	}
+	next := localPath(r.FormValue("next"))
 	token := r.FormValue("token")
 	if s.cfg.AuthToken == "" {
 		http.Redirect(w, r, next, http.StatusSeeOther)
@@ -73,6 +71,19 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		SameSite: http.SameSiteStrictMode, // no other site's form can use it
 	})
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// localPath returns next when it is a path of this server, else "/": no
+// sign-in redirects elsewhere. Browsers read a backslash as a slash, so
+// "/\host" is another host's address as "//host" is; control characters
+// they drop.
+func localPath(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || u.Host != "" || u.Scheme != "" || !strings.HasPrefix(next, "/") ||
+		strings.HasPrefix(next, "//") || strings.ContainsFunc(next, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
+		return "/"
+	}
+	return next
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, next, problem string) {

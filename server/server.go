@@ -40,11 +40,22 @@ type Config struct {
 	// RatePerSecond bounds uploads per tenant and second (a burst of
 	// twice that is allowed); zero means no limit.
 	RatePerSecond float64
-	// MaxConcurrentUploads bounds the uploads read and decoded at once;
-	// the others wait their turn before their bodies are read, so that a
-	// burst (a stage's executors ending together) costs the server time
-	// rather than memory. Zero means twice GOMAXPROCS.
+	// MaxConcurrentUploads bounds the uploads decoded at once; the others
+	// wait their turn with their bodies read, so that a burst (a stage's
+	// executors ending together) costs the server time rather than every
+	// core. Zero means twice GOMAXPROCS.
 	MaxConcurrentUploads int
+	// IngestMemory bounds the memory (estimated) that uploads in progress
+	// hold at once (ingest.Config.MaxMemory): past it uploads get 503 with
+	// Retry-After. Zero means 1 GiB.
+	IngestMemory int64
+	// BodyTimeout and MinBodyRate bound the time a request's body may take
+	// to arrive: BodyTimeout plus a second per MinBodyRate bytes (zero:
+	// 10 s, 32 KiB/s). WriteTimeout bounds each write of an answer (zero:
+	// a minute). A slow or stalled client is cut off after them.
+	BodyTimeout  time.Duration
+	MinBodyRate  int64
+	WriteTimeout time.Duration
 	Logger               *slog.Logger
 	// AgentJar is the path of the agent jar served at /agent.jar.
 	AgentJar string
@@ -69,6 +80,7 @@ type Server struct {
 	apps    *appstore.Store
 	ingest  *ingest.Pipeline
 	query   *query.Engine
+	handler http.Handler // the routes, guarded and authenticated
 	ready   bool
 	mu      sync.Mutex
 }
@@ -77,6 +89,15 @@ type Server struct {
 func New(cfg Config) *Server {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 64 << 20
+	}
+	if cfg.BodyTimeout == 0 {
+		cfg.BodyTimeout = defaultBodyTimeout
+	}
+	if cfg.MinBodyRate == 0 {
+		cfg.MinBodyRate = defaultMinBodyRate
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = defaultWriteTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -88,10 +109,11 @@ func New(cfg Config) *Server {
 	m := newMetrics(cfg.Store)
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: m, apps: apps,
 		ingest: ingest.New(ingest.Config{Store: cfg.Store, Apps: apps, MaxDecodedBytes: cfg.MaxDecodedBytes, MaxLogBytes: cfg.MaxLogBytes,
-			RatePerSecond: cfg.RatePerSecond, MaxConcurrentUploads: cfg.MaxConcurrentUploads, Registerer: m.reg, Logger: cfg.Logger}),
+			RatePerSecond: cfg.RatePerSecond, MaxConcurrentUploads: cfg.MaxConcurrentUploads, MaxMemory: cfg.IngestMemory, Registerer: m.reg, Logger: cfg.Logger}),
 		query: query.NewEngine(query.Config{Store: cfg.Store, Apps: apps, MaxSamples: cfg.MaxQuerySamples, Logger: cfg.Logger}),
 	}
 	s.routes()
+	s.handler = s.guard(http.HandlerFunc(s.serveAuthorized))
 	return s
 }
 
@@ -193,8 +215,12 @@ func (s *Server) handleAgentJar(w http.ResponseWriter, r *http.Request) {
 	http.ServeFile(w, r, s.cfg.AgentJar)
 }
 
-// ServeHTTP implements http.Handler: authentication, then the routes.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP implements http.Handler: the guard (request ids, deadlines,
+// panics), authentication, then the routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// serveAuthorized authenticates a request and routes it.
+func (s *Server) serveAuthorized(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.AuthToken != "" && !s.authorized(r) {
 		switch r.URL.Path {
 		case "/healthz", "/ready", "/login":

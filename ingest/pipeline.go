@@ -281,14 +281,16 @@ func (p *Pipeline) Store(tenant string, u *store.Upload, arrived time.Time) (dup
 	return false, nil
 }
 
-// storeFailed is the error of a store that failed with err: errkind's
-// when the store typed it (a tenant over the limit, a name it cannot
-// keep), else errkind.Unavailable, logged in full and answered without
+// storeFailed is the error of a store that failed with err: BadInput for
+// a tenant name it cannot keep, Unprocessable for a new tenant past its
+// limit, else errkind.Unavailable, logged in full and answered without
 // the server's paths.
 func (p *Pipeline) storeFailed(tenant string, err error) error {
-	var ke *errkind.Error
-	if errors.As(err, &ke) {
-		return err
+	switch {
+	case errors.Is(err, store.ErrBadTenant):
+		return errkind.New(errkind.BadInput, err)
+	case errors.Is(err, store.ErrTooManyTenants):
+		return errkind.New(errkind.Unprocessable, err)
 	}
 	p.log.Error("store append failed", "tenant", tenant, "err", err)
 	var pe *fs.PathError

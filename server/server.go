@@ -56,7 +56,7 @@ type Config struct {
 	BodyTimeout  time.Duration
 	MinBodyRate  int64
 	WriteTimeout time.Duration
-	Logger               *slog.Logger
+	Logger       *slog.Logger
 	// AgentJar is the path of the agent jar served at /agent.jar.
 	AgentJar string
 	// EventLogDir keeps imported event logs, analysed again at start;

@@ -269,6 +269,10 @@ func gzipSize(data []byte) int64 {
 // sender should retry. arrived is when the upload came, for the ingest
 // latency metric.
 func (p *Pipeline) Store(tenant string, u *store.Upload, arrived time.Time) (duplicate bool, err error) {
+	if b, ok := p.cfg.Store.(backlogged); ok && b.Backlogged() {
+		return false, &errkind.Error{Kind: errkind.Unavailable, RetryAfter: backlogRetry,
+			Err: errors.New("the server's store is behind: its uploads not yet compacted hold twice their memory (serve --head-mb); retry later")}
+	}
 	err = p.cfg.Store.Append(tenant, u)
 	if errors.Is(err, store.ErrDuplicate) {
 		p.metrics.duplicates.Inc()
@@ -338,6 +342,15 @@ func (p *Pipeline) KeyStored(tenant, key string) (uint64, bool) {
 	}
 	return id, stored
 }
+
+// backlogged is a store that can tell that it is behind: its head holds
+// more than it should (store.DB.Backlogged). Uploads are then refused, to
+// retry, rather than grow the server's memory without bound.
+type backlogged interface{ Backlogged() bool }
+
+// backlogRetry is how long a sender refused for a store behind is told to
+// wait: a compaction takes seconds.
+const backlogRetry = 10 * time.Second
 
 // keyIndex is a store that can tell whether an upload key was stored, so
 // that a retry is answered before its body is read or decoded: a client

@@ -69,6 +69,15 @@ func (db *DB) Append(name string, u *Upload) error {
 	return nil
 }
 
+// Backlogged reports whether the head holds more than twice its budget
+// (Options.HeadBytes): compaction is not keeping up with the uploads, and
+// taking more would only grow the server's memory.
+func (db *DB) Backlogged() bool {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.headBytes() > 2*db.opts.HeadBytes
+}
+
 // headBytes returns the estimated memory of every tenant's head, the
 // rollups and timelines queries made of its uploads included; under mu.
 func (db *DB) headBytes() int64 {

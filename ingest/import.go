@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/format"
@@ -154,11 +156,48 @@ func (p *Pipeline) ImportEventLog(tenant, name string, r io.Reader) (*Result, er
 	if err := checkFileName(name); err != nil {
 		return nil, err
 	}
-	rep, err := p.cfg.Apps.AddEventLog(tenant, name, p.limitLog(r))
+	head := &headBuffer{max: 1 << 20}
+	rep, err := p.cfg.Apps.AddEventLog(tenant, name, io.TeeReader(p.limitLog(r), head))
 	if err != nil {
+		if derr := damagedZstd(head.b); derr != nil {
+			return nil, errkind.Errorf(errkind.Unprocessable, "event log %s: its zstd stream is damaged: %v; the file is corrupt: copy it again from where Spark wrote it", name, derr)
+		}
 		return nil, logError("event log "+name, "serve --max-log-gb; or let serve --eventlog-dir read it in place", err)
 	}
 	return &Result{App: &rep.App, Findings: len(rep.Findings)}, nil
+}
+
+// headBuffer keeps the first max bytes written to it.
+type headBuffer struct {
+	b   []byte
+	max int
+}
+
+func (h *headBuffer) Write(b []byte) (int, error) {
+	if room := h.max - len(h.b); room > 0 {
+		h.b = append(h.b, b[:min(room, len(b))]...)
+	}
+	return len(b), nil
+}
+
+// damagedZstd returns the error of a zstd stream that head, its start,
+// shows damaged (not merely cut short), nil when head is no zstd stream or
+// reads well as far as it goes: an event log whose codec fails is a
+// damaged file, and says so, rather than being taken for a container log.
+func damagedZstd(head []byte) error {
+	if eventlog.Detect("", head) != eventlog.Zstd {
+		return nil
+	}
+	zr, err := zstd.NewReader(bytes.NewReader(head), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(256<<20))
+	if err != nil {
+		return err
+	}
+	defer zr.Close()
+	_, err = io.Copy(io.Discard, zr)
+	if err == nil || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil
+	}
+	return err
 }
 
 // ImportLogs saves a container log read from r, of at most the pipeline's

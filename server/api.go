@@ -49,11 +49,18 @@ func (s *Server) serve(fn apiFunc) http.HandlerFunc {
 	}
 }
 
-// timed wraps a query handler: its time goes into the query latency
-// histogram, and one at least Config.SlowQuery long is logged.
-func (s *Server) timed(h http.Handler) http.Handler {
+// timed wraps a query handler of class c: it waits for a turn
+// (queryTurns), its time goes into the query latency histogram, and one at
+// least Config.SlowQuery long is logged.
+func (s *Server) timed(h http.Handler, c queryClass) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		release, err := s.queries.take(r.Context(), c == heavyQuery)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		defer release()
 		h.ServeHTTP(w, r)
 		d := time.Since(start)
 		s.metrics.query.Observe(d.Seconds())

@@ -84,7 +84,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.preload, "preload", "", "import the profiles of this directory at start (e.g. ../shared/testdata)")
 	fs.StringVar(&f.agentJar, "agent-jar", "agent/build/sparkprof-agent.jar", "agent jar served at /agent.jar")
 	fs.Float64Var(&f.rate, "rate", 0, "uploads per second and tenant before 429 (0: no limit)")
-	fs.IntVar(&f.concurrent, "max-concurrent-uploads", 0, "uploads read and decoded at once; more wait their turn, which bounds a burst's memory (0: twice the CPUs)")
+	fs.IntVar(&f.concurrent, "max-concurrent-uploads", 0, "uploads decoded at once; more wait their turn with their bodies read (0: twice the CPUs)")
 	fs.StringVar(&f.eventLogDir, "eventlog-dir", "", "analyse the event logs of this directory (spark.eventLog.dir) and its subdirectories, new and in-progress ones, as the History Server does")
 	fs.DurationVar(&f.poll, "eventlog-poll", 10*time.Second, "how often --eventlog-dir is scanned for new and grown logs")
 	fs.StringVar(&f.profileDir, "profile-dir", "", "import the recordings Spark's profiler plugin copies to this directory (spark.profiler.dfsDir on a local or mounted file system), each chunk once, as they grow")

@@ -11,9 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/english"
 	"github.com/sparkprof/sparkprof/internal/errkind"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
@@ -54,6 +57,9 @@ type Result struct {
 	Duplicate bool           `json:"duplicate,omitempty"`
 	Samples   int            `json:"samples,omitempty"`
 	Labels    profile.Labels `json:"labels,omitempty"`
+	// Clamped counts the profile's samples whose times lay far outside
+	// its window, moved to its nearest end.
+	Clamped int `json:"clamped,omitempty"`
 }
 
 // Import stores one file for tenant: an event log is saved and analysed;
@@ -63,6 +69,9 @@ type Result struct {
 // whose kind is not given is told by its content.
 func (p *Pipeline) Import(tenant string, f File) (*Result, error) {
 	start := time.Now()
+	if err := checkFileName(f.Name); err != nil {
+		return nil, err
+	}
 	kind := f.Kind
 	if kind == "" && looksLikeEventLog(f.Data, p.cfg.MaxDecodedBytes) {
 		kind = "eventlog"
@@ -78,14 +87,19 @@ func (p *Pipeline) Import(tenant string, f File) (*Result, error) {
 		if f.JFRLabels != nil {
 			kind = "profile"
 		}
-		u, err := p.Decode(Profile{Source: f.Name, Format: f.Format, Data: f.Data, JFRLabels: f.JFRLabels, Agent: "import", Bytes: len(f.Data), Key: f.Key})
-		switch {
-		case errkind.Of(err) == errkind.TooLarge, err != nil && kind == "profile":
-			return nil, err
-		case err != nil:
-			decodeErr = err // perhaps a container log
+		d := p.decode(Profile{Source: f.Name, Format: f.Format, Data: f.Data, JFRLabels: f.JFRLabels, Agent: "import", Bytes: len(f.Data), Key: f.Key}, start)
+		defer d.res.free()
+		switch k := errkind.Of(d.err); {
+		case k == errkind.TooLarge, k == errkind.Unavailable, d.err != nil && kind == "profile":
+			return nil, d.err
+		case d.err != nil:
+			decodeErr = d.err // perhaps a container log
 		default:
-			return p.importProfile(tenant, f, u, start)
+			res, err := p.importProfile(tenant, f, d.u, start)
+			if res != nil {
+				res.Clamped = d.clamped
+			}
+			return res, err
 		}
 	}
 	return p.ImportLogs(tenant, f.Name, f.App, bytes.NewReader(f.Data), decodeErr)
@@ -139,11 +153,51 @@ func (p *Pipeline) importProfile(tenant string, f File, u *store.Upload, start t
 // ImportEventLog saves an event log read from r, of at most the pipeline's
 // MaxLogBytes, and analyses it.
 func (p *Pipeline) ImportEventLog(tenant, name string, r io.Reader) (*Result, error) {
-	rep, err := p.cfg.Apps.AddEventLog(tenant, name, p.limitLog(r))
+	if err := checkFileName(name); err != nil {
+		return nil, err
+	}
+	head := &headBuffer{max: 1 << 20}
+	rep, err := p.cfg.Apps.AddEventLog(tenant, name, io.TeeReader(p.limitLog(r), head))
 	if err != nil {
+		if derr := damagedZstd(head.b); derr != nil {
+			return nil, errkind.Errorf(errkind.Unprocessable, "event log %s: its zstd stream is damaged: %v; the file is corrupt: copy it again from where Spark wrote it", name, derr)
+		}
 		return nil, logError("event log "+name, "serve --max-log-gb; or let serve --eventlog-dir read it in place", err)
 	}
 	return &Result{App: &rep.App, Findings: len(rep.Findings)}, nil
+}
+
+// headBuffer keeps the first max bytes written to it.
+type headBuffer struct {
+	b   []byte
+	max int
+}
+
+func (h *headBuffer) Write(b []byte) (int, error) {
+	if room := h.max - len(h.b); room > 0 {
+		h.b = append(h.b, b[:min(room, len(b))]...)
+	}
+	return len(b), nil
+}
+
+// damagedZstd returns the error of a zstd stream that head, its start,
+// shows damaged (not merely cut short), nil when head is no zstd stream or
+// reads well as far as it goes: an event log whose codec fails is a
+// damaged file, and says so, rather than being taken for a container log.
+func damagedZstd(head []byte) error {
+	if eventlog.Detect("", head) != eventlog.Zstd {
+		return nil
+	}
+	zr, err := zstd.NewReader(bytes.NewReader(head), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(256<<20))
+	if err != nil {
+		return err
+	}
+	defer zr.Close()
+	_, err = io.Copy(io.Discard, zr)
+	if err == nil || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil
+	}
+	return err
 }
 
 // ImportLogs saves a container log read from r, of at most the pipeline's
@@ -152,6 +206,9 @@ func (p *Pipeline) ImportEventLog(tenant, name string, r io.Reader) (*Result, er
 // is refused; decodeErr, if not nil, says why it was not taken for a
 // profile.
 func (p *Pipeline) ImportLogs(tenant, name, app string, r io.Reader, decodeErr error) (*Result, error) {
+	if err := checkFileName(name); err != nil {
+		return nil, err
+	}
 	br := bufio.NewReaderSize(p.limitLog(r), 1<<20)
 	head, _ := br.Peek(1 << 20)
 	if !p.looksLikeLog(head) {
@@ -209,6 +266,16 @@ func logError(what, hint string, err error) error {
 		return errkind.Errorf(errkind.TooLarge, "%s: larger than %d bytes (%s)", what, tooBig.limit, hint)
 	}
 	return errkind.Errorf(errkind.Unprocessable, "%s: %w", what, err)
+}
+
+// checkFileName refuses, as errkind.BadInput, a file name that names no
+// file: empty, or whose last element is "." or "..".
+func checkFileName(name string) error {
+	switch base := path.Base(strings.ReplaceAll(name, "\\", "/")); {
+	case name == "", base == ".", base == "..", base == "/":
+		return errkind.Errorf(errkind.BadInput, "file name %q names no file: send the file's name or path (path=...)", english.Truncate(name, 200))
+	}
+	return nil
 }
 
 // appFromName is the app a file belongs to when nothing else names it: its

@@ -11,10 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/sparkprof/sparkprof/attribution"
 	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/english"
 	"github.com/sparkprof/sparkprof/internal/errkind"
 	"github.com/sparkprof/sparkprof/internal/pyroscope"
 	"github.com/sparkprof/sparkprof/internal/unixtime"
@@ -39,13 +41,13 @@ func ParseName(name string) (Name, error) {
 	app, rest, hasLabels := strings.Cut(name, "{")
 	app, typ := pyroscope.CutTypeSuffix(strings.TrimSpace(app))
 	if app == "" {
-		return Name{Type: typ}, errkind.Errorf(errkind.BadInput, "name %q: want app{key=value,...}", name)
+		return Name{Type: typ}, errkind.Errorf(errkind.BadInput, "name %q: want app{key=value,...}", english.Truncate(name, 200))
 	}
 	ls := profile.Labels{{Name: profile.LabelServiceName, Value: app}}
 	if hasLabels {
 		body, ok := strings.CutSuffix(strings.TrimSpace(rest), "}")
 		if !ok {
-			return Name{Type: typ}, errkind.Errorf(errkind.BadInput, "name %q: labels do not end with }", name)
+			return Name{Type: typ}, errkind.Errorf(errkind.BadInput, "name %q: labels do not end with }", english.Truncate(name, 200))
 		}
 		for _, kv := range strings.Split(body, ",") {
 			if strings.TrimSpace(kv) == "" {
@@ -54,7 +56,7 @@ func ParseName(name string) (Name, error) {
 			k, v, ok := strings.Cut(kv, "=")
 			k, v = strings.TrimSpace(k), strings.Trim(strings.TrimSpace(v), `"`)
 			if !ok || k == "" {
-				return Name{Type: typ}, errkind.Errorf(errkind.BadInput, "name %q: label %q: want key=value", name, kv)
+				return Name{Type: typ}, errkind.Errorf(errkind.BadInput, "name %q: label %q: want key=value", english.Truncate(name, 200), english.Truncate(kv, 100))
 			}
 			k = pyroscope.StandardLabel(k)
 			if k == pyroscope.NameLabel {
@@ -65,7 +67,7 @@ func ParseName(name string) (Name, error) {
 	}
 	ls = attribution.DriverExecutor(ls.Normalize())
 	if err := checkLabels(ls); err != nil {
-		return Name{Type: typ}, errkind.Errorf(errkind.BadInput, "name %q: %w", name, err)
+		return Name{Type: typ}, errkind.Errorf(errkind.BadInput, "name %q: %w", english.Truncate(name, 200), err)
 	}
 	return Name{Labels: ls, Type: typ}, nil
 }
@@ -78,20 +80,49 @@ const (
 	maxLabelValueBytes = 2048
 )
 
-// checkLabels reports an upload label set over the limits, or a label name
-// a selector could not name: letters, digits, '_', '.' and '-' only.
+// checkLabels reports an upload label set over the limits, or a label a
+// query could not name or show (checkLabel).
 func checkLabels(ls profile.Labels) error {
 	if len(ls) > maxUploadLabels {
 		return fmt.Errorf("%d labels, over the limit of %d: per-task and per-thread values belong in the profile (thread names, JFR contexts), not in the upload's labels", len(ls), maxUploadLabels)
 	}
 	for _, l := range ls {
-		if l.Name == "" || len(l.Name) > maxLabelNameBytes || strings.IndexFunc(l.Name, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
-		}) >= 0 {
-			return fmt.Errorf("label name %q: want 1 to %d letters, digits, '_', '.' or '-'", l.Name, maxLabelNameBytes)
+		if err := checkLabel(l); err != nil {
+			return err
 		}
-		if len(l.Value) > maxLabelValueBytes || !utf8.ValidString(l.Value) {
-			return fmt.Errorf("label %s: value of %d bytes; want valid UTF-8 of at most %d bytes", l.Name, len(l.Value), maxLabelValueBytes)
+	}
+	return nil
+}
+
+// checkLabel reports a label whose name a selector could not name
+// (letters, digits, '_', '.' and '-' only), or whose value is not text:
+// invalid UTF-8, control characters, or longer than the limit.
+func checkLabel(l profile.Label) error {
+	if l.Name == "" || len(l.Name) > maxLabelNameBytes || strings.IndexFunc(l.Name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
+	}) >= 0 {
+		return fmt.Errorf("label name %q: want 1 to %d letters, digits, '_', '.' or '-'", english.Truncate(l.Name, 100), maxLabelNameBytes)
+	}
+	if len(l.Value) > maxLabelValueBytes || !utf8.ValidString(l.Value) || strings.IndexFunc(l.Value, unicode.IsControl) >= 0 {
+		return fmt.Errorf("label %s: value %q of %d bytes: want text (valid UTF-8 without control characters) of at most %d bytes",
+			l.Name, english.Truncate(l.Value, 100), len(l.Value), maxLabelValueBytes)
+	}
+	return nil
+}
+
+// checkProfileLabels reports a label of p's samples, or of p itself, that
+// checkLabel refuses: a JFR's contexts (its LabelsSnapshot) name them.
+func checkProfileLabels(p *profile.Profile) error {
+	for _, l := range p.Labels {
+		if err := checkLabel(l); err != nil {
+			return err
+		}
+	}
+	for i := range p.NumLabelSets() {
+		for _, l := range p.LabelSet(profile.LabelSetID(i)) {
+			if err := checkLabel(l); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -127,6 +158,9 @@ func ParseParams(q url.Values) (Params, error) {
 	}
 	if ps.Until, err = unixtime.Parse(q.Get("until")); err != nil {
 		return ps, errkind.Errorf(errkind.BadInput, "until: %w", err)
+	}
+	if ps.From != 0 && ps.Until != 0 && ps.Until < ps.From {
+		return ps, errkind.Errorf(errkind.BadInput, "until %s is before from %s: the window ends before it starts", q.Get("until"), q.Get("from"))
 	}
 	return ps, nil
 }

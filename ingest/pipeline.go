@@ -9,8 +9,10 @@ package ingest
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"runtime"
@@ -42,9 +44,15 @@ type Config struct {
 	// RatePerSecond bounds uploads per tenant and second (a burst of twice
 	// that is allowed); zero means no limit.
 	RatePerSecond float64
-	// MaxConcurrentUploads bounds the uploads read and decoded at once
-	// (Turn); zero means twice GOMAXPROCS.
+	// MaxConcurrentUploads bounds the uploads decoded at once (Turn);
+	// zero means twice GOMAXPROCS.
 	MaxConcurrentUploads int
+	// MaxMemory bounds the memory (estimated) that uploads in progress
+	// hold at once — bodies read (ReadBody), data inflated, profiles
+	// decoded until they are stored — so that concurrent uploads, gzip
+	// bombs among them, cannot exceed it: past it an upload is refused as
+	// errkind.Unavailable, to retry. Zero means 1 GiB.
+	MaxMemory int64
 	// Registerer, if set, gets the pipeline's metrics.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
@@ -56,7 +64,8 @@ type Pipeline struct {
 	cfg     Config
 	log     *slog.Logger
 	limits  sync.Map      // tenant -> *rate.Limiter
-	turns   chan struct{} // one element per upload being read and decoded
+	turns   chan struct{} // one element per upload being decoded
+	mem     *budget       // the memory of the uploads in progress
 	metrics *metrics
 	senders *Senders
 }
@@ -72,11 +81,15 @@ func New(cfg Config) *Pipeline {
 	if cfg.MaxConcurrentUploads <= 0 {
 		cfg.MaxConcurrentUploads = 2 * runtime.GOMAXPROCS(0)
 	}
+	if cfg.MaxMemory <= 0 {
+		cfg.MaxMemory = 1 << 30
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	p := &Pipeline{cfg: cfg, log: cfg.Logger, turns: make(chan struct{}, cfg.MaxConcurrentUploads),
-		metrics: newMetrics(), senders: newSenders()}
+	mem := &budget{limit: cfg.MaxMemory}
+	p := &Pipeline{cfg: cfg, log: cfg.Logger, turns: make(chan struct{}, cfg.MaxConcurrentUploads), mem: mem,
+		metrics: newMetrics(mem), senders: newSenders()}
 	if cfg.Registerer != nil {
 		p.metrics.register(cfg.Registerer)
 	}
@@ -126,38 +139,128 @@ type Profile struct {
 // Decode decodes in into an upload ready to store: the profile decoded (a
 // format-less one typed by its name, units and rate), its labels under the
 // upload's, its samples attributed to the agent's task runs and the
-// agent's collections added. Errors are errkind.TooLarge past the size
-// limit, else errkind.Unprocessable: the data is not a profile it reads.
+// agent's collections added, its sample times checked against its window
+// (checkTimes). Errors are errkind.TooLarge past the size limit,
+// errkind.Unavailable when the ingest memory is spent, errkind.BadInput
+// for labels or times no query could use, else errkind.Unprocessable: the
+// data is not a profile it reads.
 func (p *Pipeline) Decode(in Profile) (*store.Upload, error) {
+	d := p.decode(in, time.Now())
+	d.res.free()
+	return d.u, d.err
+}
+
+// decoded is an upload decoded: the ingest memory it holds (its decoded
+// profile), for the caller to free once it is stored, and how many of its
+// samples' times were clamped into its window.
+type decoded struct {
+	u       *store.Upload
+	clamped int
+	res     *reservation
+	err     error
+}
+
+// decode is Decode, keeping the upload's memory reserved.
+func (p *Pipeline) decode(in Profile, arrived time.Time) decoded {
+	d := decoded{res: &reservation{b: p.mem}}
+	d.u, d.clamped, d.err = p.decodeIn(d.res, in, arrived)
+	if d.err != nil {
+		d.res.free()
+		d.u = nil
+	}
+	return d
+}
+
+func (p *Pipeline) decodeIn(res *reservation, in Profile, arrived time.Time) (*store.Upload, int, error) {
+	if in.From != 0 && in.Until != 0 && in.Until < in.From {
+		return nil, 0, errkind.Errorf(errkind.BadInput, "until (%s) is before from (%s): the window ends before it starts", fmtTime(in.Until), fmtTime(in.From))
+	}
+	data, err := p.inflate(res, in.Data, in.Source)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(data) == 0 {
+		return nil, 0, errkind.Errorf(errkind.BadInput, "%s: empty body: send a profile", in.Source)
+	}
 	opts := format.Options{Format: in.Format, MaxSize: p.cfg.MaxDecodedBytes}
 	if in.JFRLabels != nil {
-		labels, err := format.Decompress(in.JFRLabels, in.Source+" labels", p.cfg.MaxDecodedBytes)
+		labels, err := p.inflate(res, in.JFRLabels, in.Source+" labels")
 		if err != nil {
-			return nil, errkind.Errorf(errkind.Unprocessable, "labels part: %w", err)
+			return nil, 0, errkind.Errorf(errkind.Of(err), "labels part: %w", err)
 		}
 		opts.JFRLabels = labels
 	}
-	prof, err := format.Decode(in.Data, in.Source, opts)
+	if err := res.reserve(decodeFactor*int64(len(data)), "decoding "+in.Source); err != nil {
+		return nil, 0, err
+	}
+	prof, err := format.Decode(data, in.Source, opts)
+	if errors.Is(err, format.ErrTooLarge) {
+		return nil, 0, errkind.New(errkind.TooLarge, err)
+	}
+	if err != nil {
+		return nil, 0, errkind.New(errkind.Unprocessable, err)
+	}
+	// What is left is the profile: the data and the decoder's work are
+	// garbage.
+	res.resize(prof.MemSize())
+	if err := checkProfileLabels(prof); err != nil {
+		return nil, 0, errkind.Errorf(errkind.BadInput, "%s: %w", in.Source, err)
+	}
+	if in.SampleRate > 0 {
+		typeUntyped(prof, in.NameType, in.Units, in.SampleRate)
+		if len(prof.Samples) == 0 && len(prof.Series) == 0 {
+			return nil, 0, errkind.Errorf(errkind.BadInput, "%s: no stacks in the body: want lines of frame;frame;... count", in.Source)
+		}
+	}
+	prof.Labels = prof.Labels.Merge(in.Labels)
+	attribution.ApplyTaskRuns(prof, in.TaskRuns)
+	addGCs(prof, in.GCs)
+	u := &store.Upload{From: in.From, Until: in.Until, Labels: in.Labels, Agent: in.Agent, Bytes: in.Bytes, Profile: prof, Key: in.Key}
+	clamped, err := checkTimes(u, arrived)
+	if err != nil {
+		return nil, 0, err
+	}
+	p.metrics.clamped.Add(float64(clamped))
+	return u, clamped, nil
+}
+
+// inflate returns data decompressed (format.Decompress) when it is
+// gzipped, drawing its size from the ingest memory into res as the gzip
+// trailer announces it, and up to the size limit when the stream is larger
+// than it says (nested layers, or a bomb's lie).
+func (p *Pipeline) inflate(res *reservation, data []byte, source string) ([]byte, error) {
+	if !format.IsGzip(data) {
+		return data, nil
+	}
+	want := min(max(gzipSize(data), int64(len(data))), p.cfg.MaxDecodedBytes)
+	held := res.n
+	if err := res.reserve(want, "inflating "+source); err != nil {
+		return nil, err
+	}
+	out, err := format.Decompress(data, source, want)
+	if errors.Is(err, format.ErrTooLarge) && want < p.cfg.MaxDecodedBytes {
+		if err := res.reserve(p.cfg.MaxDecodedBytes-want, "inflating "+source); err != nil {
+			return nil, err
+		}
+		out, err = format.Decompress(data, source, p.cfg.MaxDecodedBytes)
+	}
 	if errors.Is(err, format.ErrTooLarge) {
 		return nil, errkind.New(errkind.TooLarge, err)
 	}
 	if err != nil {
 		return nil, errkind.New(errkind.Unprocessable, err)
 	}
-	if in.SampleRate > 0 {
-		typeUntyped(prof, in.NameType, in.Units, in.SampleRate)
+	res.resize(held + int64(len(out)))
+	return out, nil
+}
+
+// gzipSize is the decompressed size a gzip stream's trailer gives (modulo
+// 4 GiB: more than any upload may inflate to).
+func gzipSize(data []byte) int64 {
+	if len(data) < 4 {
+		return 0
 	}
-	prof.Labels = prof.Labels.Merge(in.Labels)
-	attribution.ApplyTaskRuns(prof, in.TaskRuns)
-	addGCs(prof, in.GCs)
-	from, until := in.From, in.Until
-	if from == 0 {
-		from = prof.Start
-	}
-	if until == 0 {
-		until = prof.End
-	}
-	return &store.Upload{From: from, Until: until, Labels: in.Labels, Agent: in.Agent, Bytes: in.Bytes, Profile: prof, Key: in.Key}, nil
+	return int64(binary.LittleEndian.Uint32(data[len(data)-4:]))
 }
 
 // Store stores u for tenant: the one way into storage. An upload whose key
@@ -166,27 +269,63 @@ func (p *Pipeline) Decode(in Profile) (*store.Upload, error) {
 // sender should retry. arrived is when the upload came, for the ingest
 // latency metric.
 func (p *Pipeline) Store(tenant string, u *store.Upload, arrived time.Time) (duplicate bool, err error) {
+	if b, ok := p.cfg.Store.(backlogged); ok && b.Backlogged() {
+		return false, &errkind.Error{Kind: errkind.Unavailable, RetryAfter: backlogRetry,
+			Err: errors.New("the server's store is behind: its uploads not yet compacted hold twice their memory (serve --head-mb); retry later")}
+	}
 	err = p.cfg.Store.Append(tenant, u)
 	if errors.Is(err, store.ErrDuplicate) {
 		p.metrics.duplicates.Inc()
 		return true, nil
 	}
 	if err != nil {
-		p.log.Error("store append failed", "tenant", tenant, "err", err)
-		return false, errkind.Errorf(errkind.Unavailable, "storing failed: %w", err)
+		return false, p.storeFailed(tenant, err)
 	}
 	p.metrics.uploaded(u.Bytes, len(u.Profile.Samples), time.Since(arrived))
 	return false, nil
 }
 
-// Ingest decodes in and stores it for tenant (Decode, then Store).
-func (p *Pipeline) Ingest(tenant string, in Profile, arrived time.Time) (u *store.Upload, duplicate bool, err error) {
-	u, err = p.Decode(in)
-	if err != nil {
-		return nil, false, err
+// storeFailed is the error of a store that failed with err: BadInput for
+// a tenant name it cannot keep, Unprocessable for a new tenant past its
+// limit, else errkind.Unavailable, logged in full and answered without
+// the server's paths.
+func (p *Pipeline) storeFailed(tenant string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrBadTenant):
+		return errkind.New(errkind.BadInput, err)
+	case errors.Is(err, store.ErrTooManyTenants):
+		return errkind.New(errkind.Unprocessable, err)
 	}
-	duplicate, err = p.Store(tenant, u, arrived)
-	return u, duplicate, err
+	p.log.Error("store append failed", "tenant", tenant, "err", err)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the operator's log has the path; the sender needs the reason
+	}
+	return &errkind.Error{Kind: errkind.Unavailable, RetryAfter: budgetRetry, Err: fmt.Errorf("storing failed: %w", err)}
+}
+
+// Stored says what Ingest stored.
+type Stored struct {
+	// Upload is the upload stored, or with Duplicate the one stored
+	// before: its ID is the stored one's.
+	Upload *store.Upload
+	// Duplicate says that an upload with the same key was stored before,
+	// and this one was not stored again.
+	Duplicate bool
+	// Clamped counts the samples whose times lay far outside the upload's
+	// window, and were moved to its nearest end (checkTimes).
+	Clamped int
+}
+
+// Ingest decodes in and stores it for tenant (Decode, then Store).
+func (p *Pipeline) Ingest(tenant string, in Profile, arrived time.Time) (Stored, error) {
+	d := p.decode(in, arrived)
+	defer d.res.free()
+	if d.err != nil {
+		return Stored{}, d.err
+	}
+	duplicate, err := p.Store(tenant, d.u, arrived)
+	return Stored{Upload: d.u, Duplicate: duplicate, Clamped: d.clamped}, err
 }
 
 // KeyStored reports whether tenant stored an upload under key, when the
@@ -203,6 +342,15 @@ func (p *Pipeline) KeyStored(tenant, key string) (uint64, bool) {
 	}
 	return id, stored
 }
+
+// backlogged is a store that can tell that it is behind: its head holds
+// more than it should (store.DB.Backlogged). Uploads are then refused, to
+// retry, rather than grow the server's memory without bound.
+type backlogged interface{ Backlogged() bool }
+
+// backlogRetry is how long a sender refused for a store behind is told to
+// wait: a compaction takes seconds.
+const backlogRetry = 10 * time.Second
 
 // keyIndex is a store that can tell whether an upload key was stored, so
 // that a retry is answered before its body is read or decoded: a client
@@ -235,10 +383,11 @@ func (p *Pipeline) Allow(tenant string) error {
 	return nil
 }
 
-// Turn waits for one of the turns to read and decode an upload
+// Turn waits for one of the turns to decode an upload
 // (Config.MaxConcurrentUploads), and returns the function that gives it
 // back: a burst (a stage's executors ending together) costs the server
-// time rather than memory. It fails with errkind.Unavailable when ctx ends
+// time rather than memory and every core. An upload's body is read before
+// its turn (ReadBody), so that a slow sender holds no turn. It fails with errkind.Unavailable when ctx ends
 // first: the client gave up waiting, or the server is shutting down.
 func (p *Pipeline) Turn(ctx context.Context) (release func(), err error) {
 	select {
@@ -259,13 +408,20 @@ func (p *Pipeline) Turn(ctx context.Context) (release func(), err error) {
 // metrics are the pipeline's own metrics.
 type metrics struct {
 	uploads, bytes, samples prometheus.Counter
-	duplicates              prometheus.Counter
+	duplicates, clamped     prometheus.Counter
 	ingest                  prometheus.Histogram
 	waiting                 prometheus.Gauge
+	memory, memoryLimit     prometheus.GaugeFunc
 }
 
-func newMetrics() *metrics {
+func newMetrics(mem *budget) *metrics {
 	return &metrics{
+		clamped: prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_samples_clamped_total",
+			Help: "Samples whose times lay far outside their upload's window, moved to its nearest end."}),
+		memory: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sparkprof_ingest_memory_bytes",
+			Help: "Estimated memory the uploads in progress hold (bodies, inflated data, decoded profiles)."}, func() float64 { return float64(mem.inUse()) }),
+		memoryLimit: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sparkprof_ingest_memory_limit_bytes",
+			Help: "The ingest memory budget (serve --ingest-memory)."}, func() float64 { return float64(mem.limit) }),
 		uploads: prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_uploads_total", Help: "Profiles ingested."}),
 		bytes:   prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_upload_bytes_total", Help: "Request bytes ingested."}),
 		samples: prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_samples_total", Help: "Samples ingested."}),
@@ -274,12 +430,12 @@ func newMetrics() *metrics {
 		ingest: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sparkprof_ingest_duration_seconds",
 			Help: "Time from an upload's arrival to its acknowledgement (decode, label, write-ahead log with fsync).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		waiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sparkprof_uploads_waiting",
-			Help: "Uploads waiting for a turn to be read and decoded (serve --max-concurrent-uploads)."}),
+			Help: "Uploads waiting for a turn to be decoded (serve --max-concurrent-uploads)."}),
 	}
 }
 
 func (m *metrics) register(r prometheus.Registerer) {
-	r.MustRegister(m.uploads, m.bytes, m.samples, m.duplicates, m.ingest, m.waiting)
+	r.MustRegister(m.uploads, m.bytes, m.samples, m.duplicates, m.clamped, m.ingest, m.waiting, m.memory, m.memoryLimit)
 }
 
 func (m *metrics) uploaded(bytes, samples int, d time.Duration) {

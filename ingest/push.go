@@ -41,6 +41,13 @@ func (p *Pipeline) Push(ctx context.Context, tenant string, who Sender, req *pus
 	}
 	defer release()
 	all, err := p.decodePush(tenant, &who, req, start)
+	defer func() {
+		for _, ps := range all {
+			for _, res := range ps.held {
+				res.free()
+			}
+		}
+	}()
 	if err != nil {
 		p.senders.Failed(who, err.Error()) // with the labels of the series that failed
 		return err
@@ -77,17 +84,18 @@ func (p *Pipeline) Push(ctx context.Context, tenant string, who Sender, req *pus
 type pushed struct {
 	who     Sender
 	uploads []*store.Upload
-	retried int // profiles stored by an earlier attempt of the push
+	held    []*reservation // the ingest memory the uploads hold
+	retried int            // profiles stored by an earlier attempt of the push
 }
 
 // decodePush decodes every profile of the push that is not stored yet. It
-// leaves in who the sender of the series it read last.
-func (p *Pipeline) decodePush(tenant string, who *Sender, req *pushv1.PushRequest, start time.Time) ([]pushed, error) {
-	var all []pushed
+// leaves in who the sender of the series it read last. What it returns
+// holds ingest memory, even with an error: the caller frees it.
+func (p *Pipeline) decodePush(tenant string, who *Sender, req *pushv1.PushRequest, start time.Time) (all []pushed, err error) {
 	for i, series := range req.Series {
 		labels, err := PushLabels(series.Labels)
 		if err != nil {
-			return nil, errkind.Errorf(errkind.BadInput, "series %d: %w", i, err)
+			return all, errkind.Errorf(errkind.BadInput, "series %d: %w", i, err)
 		}
 		who.Labels = labels
 		ps := pushed{who: *who}
@@ -97,13 +105,15 @@ func (p *Pipeline) decodePush(tenant string, who *Sender, req *pushv1.PushReques
 				ps.retried++
 				continue // a retried push: this profile is stored
 			}
-			u, err := p.Decode(Profile{Source: fmt.Sprintf("series %d, profile %d", i, j), Format: "pprof", Data: smp.RawProfile,
-				Labels: labels, Agent: who.SpyName, Bytes: len(smp.RawProfile), Key: key})
-			if err != nil {
+			d := p.decode(Profile{Source: fmt.Sprintf("series %d, profile %d", i, j), Format: "pprof", Data: smp.RawProfile,
+				Labels: labels, Agent: who.SpyName, Bytes: len(smp.RawProfile), Key: key}, start)
+			if d.err != nil {
 				// Not resource_exhausted for a profile too large, which
 				// Alloy retries: the same profile would be refused again.
-				return nil, err
+				return append(all, ps), d.err
 			}
+			ps.held = append(ps.held, d.res)
+			u := d.u
 			if u.From == 0 {
 				u.From = start.UnixNano() // a profile without its time counts from its arrival
 			}

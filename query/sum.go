@@ -102,8 +102,10 @@ func (e *Engine) sumStep(tenant string, req Request, o Sums) (time.Duration, err
 	if o.Until != 0 {
 		hi = o.Until - 1
 	}
-	if span := time.Duration(hi - lo); span/step > MaxSteps {
-		step = (span/MaxSteps + time.Second - 1).Truncate(time.Second)
+	// The span as unsigned: hi - lo overflows int64 for samples dated
+	// centuries apart.
+	if span := uint64(hi) - uint64(lo); hi > lo && step > 0 && span/uint64(step) > MaxSteps {
+		step = time.Duration(min(span/MaxSteps+uint64(time.Second)-1, math.MaxInt64)).Truncate(time.Second)
 	}
 	return step, nil
 }

@@ -29,30 +29,44 @@ type Timeline struct {
 // NewTimeline lays out series, sums per step (Sum), over [from,
 // until), or, when the range is open, over their points' times. With
 // grouped, it also lays out each series, keyed by its label's value, "*"
-// for samples without it.
+// for samples without it. It lays out at most MaxSteps steps: a longer
+// span (samples dated centuries apart by a damaged recording) widens the
+// step.
 func NewTimeline(series []StepSeries, from, until int64, step time.Duration, grouped bool) (Timeline, map[string]Timeline) {
-	lo, hi := from, until-1
+	// In milliseconds, the points' unit: nanoseconds overflow for times
+	// past the year 2262.
+	lo, hi := from/1e6, (until-1)/1e6
+	known := from != 0
 	for _, ss := range series {
-		if from == 0 && (lo == 0 || ss.Points[0][0]*1e6 < lo) {
-			lo = ss.Points[0][0] * 1e6
+		if len(ss.Points) == 0 {
+			continue
+		}
+		if from == 0 && (!known || ss.Points[0][0] < lo) {
+			lo, known = ss.Points[0][0], true
 		}
 		if until == 0 {
-			hi = max(hi, ss.Points[len(ss.Points)-1][0]*1e6)
+			hi = max(hi, ss.Points[len(ss.Points)-1][0])
 		}
 	}
 	groups := map[string]Timeline{}
-	if lo == 0 || hi < lo {
-		return Timeline{DurationDelta: int64(step / time.Second), Samples: []int64{}}, groups
+	stepMs := max(step.Milliseconds(), 1000)
+	if !known || hi < lo {
+		return Timeline{DurationDelta: stepMs / 1000, Samples: []int64{}}, groups
 	}
-	first := lo - lo%int64(step)
-	steps := (hi-first)/int64(step) + 1
-	tl := Timeline{StartTime: first / 1e9, DurationDelta: int64(step / time.Second), Samples: make([]int64, steps)}
+	// The span as unsigned: hi - lo overflows int64 for times of any sign.
+	if span := uint64(hi) - uint64(lo); span/uint64(stepMs) >= MaxSteps {
+		stepMs = int64((span/(MaxSteps-1)+999)/1000) * 1000
+	}
+	first := lo - mod(lo, stepMs)
+	steps := int((uint64(hi)-uint64(first))/uint64(stepMs)) + 1
+	tl := Timeline{StartTime: first / 1000, DurationDelta: stepMs / 1000, Samples: make([]int64, steps)}
 	for _, ss := range series {
 		g := Timeline{StartTime: tl.StartTime, DurationDelta: tl.DurationDelta, Samples: make([]int64, steps)}
 		for _, pt := range ss.Points {
-			if at := pt[0] * 1e6; at >= first && at <= hi {
-				g.Samples[(at-first)/int64(step)] += pt[1]
-				tl.Samples[(at-first)/int64(step)] += pt[1]
+			if at := pt[0]; at >= first && at <= hi {
+				i := (uint64(at) - uint64(first)) / uint64(stepMs)
+				g.Samples[i] += pt[1]
+				tl.Samples[i] += pt[1]
 			}
 		}
 		if grouped {
@@ -61,3 +75,7 @@ func NewTimeline(series []StepSeries, from, until int64, step time.Duration, gro
 	}
 	return tl, groups
 }
+
+// mod is a modulo m (> 0) of the sign of m: a time before 1970 rounds
+// down to its step as one after does.
+func mod(a, m int64) int64 { return ((a % m) + m) % m }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -48,11 +49,18 @@ func (s *Server) serve(fn apiFunc) http.HandlerFunc {
 	}
 }
 
-// timed wraps a query handler: its time goes into the query latency
-// histogram, and one at least Config.SlowQuery long is logged.
-func (s *Server) timed(h http.Handler) http.Handler {
+// timed wraps a query handler of class c: it waits for a turn
+// (queryTurns), its time goes into the query latency histogram, and one at
+// least Config.SlowQuery long is logged.
+func (s *Server) timed(h http.Handler, c queryClass) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		release, err := s.queries.take(r.Context(), c == heavyQuery)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		defer release()
 		h.ServeHTTP(w, r)
 		d := time.Since(start)
 		s.metrics.query.Observe(d.Seconds())
@@ -117,10 +125,19 @@ func writeError(w http.ResponseWriter, err error) {
 	httpError(w, statusOf(err), "%v", err)
 }
 
+// maxErrorBytes bounds an error's message in an answer: a request's
+// parameters quoted in it are the client's own, and need not come back
+// whole.
+const maxErrorBytes = 2000
+
 func httpError(w http.ResponseWriter, code int, format string, args ...any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf(format, args...)})
+	msg := fmt.Sprintf(format, args...)
+	if len(msg) > maxErrorBytes {
+		msg = strings.ToValidUTF8(msg[:maxErrorBytes], "") + "…"
+	}
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

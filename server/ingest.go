@@ -1,15 +1,12 @@
 package server
 
 import (
-	"errors"
 	"mime"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/sparkprof/sparkprof/ingest"
 	"github.com/sparkprof/sparkprof/internal/errkind"
-	"github.com/sparkprof/sparkprof/internal/readall"
 )
 
 // uploadSender returns the sender of an upload to /ingest, by its labels
@@ -31,15 +28,26 @@ func (s *Server) uploadFailed(who ingest.Sender, err error) error {
 	return err
 }
 
-// acknowledged answers an upload that is stored; replayed, stored before
-// under its key, and not stored again.
-type acknowledged struct{ replayed bool }
+// acknowledged answers an upload that is stored: its id, samples and how
+// many of their times were clamped into its window; replayed, stored
+// before under its key, and not stored again.
+type acknowledged struct {
+	replayed         bool
+	id               uint64
+	samples, clamped int
+}
 
 func (a acknowledged) respond(w http.ResponseWriter) error {
 	if a.replayed {
 		w.Header().Set(replayedHeader, "true")
+		w.WriteHeader(http.StatusOK)
+		return nil
 	}
-	w.WriteHeader(http.StatusOK)
+	writeJSON(w, struct {
+		ID      uint64 `json:"id"`
+		Samples int    `json:"samples"`
+		Clamped int    `json:"clamped,omitempty"`
+	}{a.id, a.samples, a.clamped})
 	return nil
 }
 
@@ -74,23 +82,19 @@ func (s *Server) handleIngest(r *http.Request) (any, error) {
 		s.ingest.Senders().Retried(who)
 		return acknowledged{replayed: true}, nil
 	}
+	// The body first, then a turn: a sender that sends slowly holds
+	// memory it sent, not a turn others wait for.
+	body, err := s.ingest.ReadBody(r.Body, r.ContentLength, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return nil, s.uploadFailed(who, err)
+	}
+	defer body.Free()
 	release, err := s.ingest.Turn(r.Context())
 	if err != nil {
 		return nil, s.uploadFailed(who, err)
 	}
 	defer release()
-	buf := bodyBuffers.Get().(*[]byte)
-	defer func() {
-		if cap(*buf) <= maxKeptBody {
-			bodyBuffers.Put(buf)
-		}
-	}()
-	body, err := s.readBody(r, *buf)
-	*buf = body
-	if err != nil {
-		return nil, s.uploadFailed(who, err)
-	}
-	parts, err := ingest.ParseBody(body, r.Header.Get("Content-Type"), r.Header.Get("Content-Encoding"))
+	parts, err := ingest.ParseBody(body.Data, r.Header.Get("Content-Type"), r.Header.Get("Content-Encoding"))
 	if err != nil {
 		return nil, s.uploadFailed(who, err)
 	}
@@ -98,44 +102,21 @@ func (s *Server) handleIngest(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, s.uploadFailed(who, err)
 	}
-	in.Bytes = len(body)
-	u, duplicate, err := s.ingest.Ingest(ten, in, arrived)
+	in.Bytes = len(body.Data)
+	st, err := s.ingest.Ingest(ten, in, arrived)
 	if errkind.Of(err) == errkind.Unprocessable {
 		err = errkind.Errorf(errkind.Unprocessable, "%w%s", err, ingest.EncodingHint(r.Header.Get("Content-Encoding"), parts.Data))
 	}
 	if err != nil {
 		return nil, s.uploadFailed(who, err)
 	}
-	if duplicate {
+	if st.Duplicate {
 		s.ingest.Senders().Retried(who)
 		return acknowledged{replayed: true}, nil
 	}
-	s.ingest.Senders().Uploaded(who, len(body), params.Dropped, u.Until)
-	return acknowledged{}, nil
+	s.ingest.Senders().Uploaded(who, len(body.Data), params.Dropped, st.Upload.Until)
+	return acknowledged{id: st.Upload.ID, samples: len(st.Upload.Profile.Samples), clamped: st.Clamped}, nil
 }
-
-// readBody reads a request's body, of at most Config.MaxBodyBytes, into
-// buf: errkind.TooLarge past it, errkind.BadInput when it breaks off.
-func (s *Server) readBody(r *http.Request, buf []byte) ([]byte, error) {
-	body, err := readall.Into(buf, http.MaxBytesReader(nil, r.Body, s.cfg.MaxBodyBytes), min(r.ContentLength, s.cfg.MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return body, errkind.Errorf(errkind.TooLarge, "body larger than %d bytes", s.cfg.MaxBodyBytes)
-	}
-	if err != nil {
-		return body, errkind.Errorf(errkind.BadInput, "reading body: %w", err)
-	}
-	return body, nil
-}
-
-// bodyBuffers holds upload bodies' buffers between uploads: a fresh buffer
-// costs its pages' faults on every upload. Nothing decoded from a body
-// refers to its bytes.
-var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxKeptBody bounds the buffers bodyBuffers keeps: a rare huge upload's is
-// dropped.
-const maxKeptBody = 16 << 20
 
 // handleImport takes one file, as `sparkprof import` sends it: an event log
 // or container log streamed to the app store, else (in its turn) a
@@ -167,14 +148,17 @@ func (s *Server) handleImport(r *http.Request) (any, error) {
 	default:
 		return nil, badRequest("kind %q: want eventlog, logs or profile (or none to tell by content)", f.Kind)
 	}
+	body, err := s.ingest.ReadBody(r.Body, r.ContentLength, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Free()
 	release, err := s.ingest.Turn(r.Context())
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if f.Data, err = s.readBody(r, nil); err != nil {
-		return nil, err
-	}
+	f.Data = body.Data
 	// A JFR with its LabelsSnapshot comes as Pyroscope's agent sends them:
 	// multipart, with "jfr" and "labels" parts.
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {

@@ -20,6 +20,7 @@ type metrics struct {
 	reg    *prometheus.Registry
 	query  prometheus.Histogram
 	errors *prometheus.CounterVec
+	panics prometheus.Counter
 }
 
 func newMetrics(st store.Store) *metrics {
@@ -28,8 +29,10 @@ func newMetrics(st store.Store) *metrics {
 		query: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sparkprof_query_duration_seconds",
 			Help: "Time to answer a query (flame graphs, diffs, series, labels).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sparkprof_upload_errors_total", Help: "Rejected uploads by HTTP status code."}, []string{"code"}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_http_panics_total",
+			Help: "Requests whose handler panicked, answered 500 with the request id the log names."}),
 	}
-	m.reg.MustRegister(m.query, m.errors, storeCollector{st},
+	m.reg.MustRegister(m.query, m.errors, m.panics, storeCollector{st},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -8,6 +8,7 @@ package server
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/pprof"
@@ -28,8 +29,12 @@ type Config struct {
 	Store store.Store
 	// AuthToken, when set, must come with every request but /healthz and
 	// /ready: as "Authorization: Bearer <token>", as the password of basic
-	// authentication, or in the cookie a browser gets by signing in.
+	// authentication, or in the cookie a browser gets by signing in. It
+	// may read and write every tenant.
 	AuthToken string
+	// Tokens, when set, are tokens that may come instead, each with what
+	// it may do and for which tenants (ParseTokens).
+	Tokens Tokens
 	// MaxBodyBytes bounds an upload's body; MaxDecodedBytes its
 	// decompressed size (gzip bombs are rejected with 413).
 	MaxBodyBytes, MaxDecodedBytes int64
@@ -40,12 +45,23 @@ type Config struct {
 	// RatePerSecond bounds uploads per tenant and second (a burst of
 	// twice that is allowed); zero means no limit.
 	RatePerSecond float64
-	// MaxConcurrentUploads bounds the uploads read and decoded at once;
-	// the others wait their turn before their bodies are read, so that a
-	// burst (a stage's executors ending together) costs the server time
-	// rather than memory. Zero means twice GOMAXPROCS.
+	// MaxConcurrentUploads bounds the uploads decoded at once; the others
+	// wait their turn with their bodies read, so that a burst (a stage's
+	// executors ending together) costs the server time rather than every
+	// core. Zero means twice GOMAXPROCS.
 	MaxConcurrentUploads int
-	Logger               *slog.Logger
+	// IngestMemory bounds the memory (estimated) that uploads in progress
+	// hold at once (ingest.Config.MaxMemory): past it uploads get 503 with
+	// Retry-After. Zero means 1 GiB.
+	IngestMemory int64
+	// BodyTimeout and MinBodyRate bound the time a request's body may take
+	// to arrive: BodyTimeout plus a second per MinBodyRate bytes (zero:
+	// 10 s, 32 KiB/s). WriteTimeout bounds each write of an answer (zero:
+	// a minute). A slow or stalled client is cut off after them.
+	BodyTimeout  time.Duration
+	MinBodyRate  int64
+	WriteTimeout time.Duration
+	Logger       *slog.Logger
 	// AgentJar is the path of the agent jar served at /agent.jar.
 	AgentJar string
 	// EventLogDir keeps imported event logs, analysed again at start;
@@ -58,6 +74,11 @@ type Config struct {
 	// SlowQuery, when positive, logs each query that takes at least that
 	// long, with its path, parameters and tenant, as a warning.
 	SlowQuery time.Duration
+	// MaxConcurrentQueries bounds the queries answered at once; the others
+	// wait their turn. Heavy ones (exports, diffs, series, a stage's
+	// slowest tasks) take at most half the turns, so that flame graphs
+	// and renders stay quick while they run. Zero means twice GOMAXPROCS.
+	MaxConcurrentQueries int
 }
 
 // Server handles sparkprof's HTTP API.
@@ -69,6 +90,9 @@ type Server struct {
 	apps    *appstore.Store
 	ingest  *ingest.Pipeline
 	query   *query.Engine
+	handler http.Handler // the routes, guarded and authenticated
+	tokens  Tokens       // nil: no authentication
+	queries *queryTurns
 	ready   bool
 	mu      sync.Mutex
 }
@@ -77,6 +101,15 @@ type Server struct {
 func New(cfg Config) *Server {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 64 << 20
+	}
+	if cfg.BodyTimeout == 0 {
+		cfg.BodyTimeout = defaultBodyTimeout
+	}
+	if cfg.MinBodyRate == 0 {
+		cfg.MinBodyRate = defaultMinBodyRate
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = defaultWriteTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -88,10 +121,19 @@ func New(cfg Config) *Server {
 	m := newMetrics(cfg.Store)
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: m, apps: apps,
 		ingest: ingest.New(ingest.Config{Store: cfg.Store, Apps: apps, MaxDecodedBytes: cfg.MaxDecodedBytes, MaxLogBytes: cfg.MaxLogBytes,
-			RatePerSecond: cfg.RatePerSecond, MaxConcurrentUploads: cfg.MaxConcurrentUploads, Registerer: m.reg, Logger: cfg.Logger}),
+			RatePerSecond: cfg.RatePerSecond, MaxConcurrentUploads: cfg.MaxConcurrentUploads, MaxMemory: cfg.IngestMemory, Registerer: m.reg, Logger: cfg.Logger}),
 		query: query.NewEngine(query.Config{Store: cfg.Store, Apps: apps, MaxSamples: cfg.MaxQuerySamples, Logger: cfg.Logger}),
 	}
+	s.queries = newQueryTurns(cfg.MaxConcurrentQueries)
+	if cfg.AuthToken != "" || len(cfg.Tokens) > 0 {
+		s.tokens = Tokens{}
+		maps.Copy(s.tokens, cfg.Tokens)
+		if cfg.AuthToken != "" {
+			s.tokens[tokenDigest(cfg.AuthToken)] = Grant{Scope: ScopeRead | ScopeWrite}
+		}
+	}
 	s.routes()
+	s.handler = s.guard(http.HandlerFunc(s.serveAuthorized))
 	return s
 }
 
@@ -107,13 +149,13 @@ func (s *Server) Close() error { return s.apps.Close() }
 func (s *Server) routes() {
 	for _, e := range s.api() {
 		h := http.Handler(s.serve(e.fn))
-		if e.timed {
-			h = s.timed(h)
+		if e.class != notQuery {
+			h = s.timed(h, e.class)
 		}
 		s.mux.Handle(e.pattern, h)
 	}
 	querierPath, querier := s.handleQuerier()
-	s.mux.Handle(querierPath, s.timed(querier))
+	s.mux.Handle(querierPath, s.timed(querier, quickQuery))
 	s.mux.Handle(s.handlePush())
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /ready", s.handleReady)
@@ -131,38 +173,38 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /ui/", ui.Assets("/ui/"))
 }
 
-// endpoint is one route of the API: its pattern, handler, and whether its
-// time counts as a query's (timed).
+// endpoint is one route of the API: its pattern, handler, and whether it
+// is a query (timed, and waiting for a turn) and how heavy.
 type endpoint struct {
 	pattern string
 	fn      apiFunc
-	timed   bool
+	class   queryClass
 }
 
 // api lists the API's endpoints.
 func (s *Server) api() []endpoint {
 	return []endpoint{
-		{"POST /ingest", s.handleIngest, false},
-		{"POST /api/v1/import", s.handleImport, false},
-		{"GET /api/v1/render", s.handleRender, true},
-		{"GET /api/v1/top", s.handleTop, true},
-		{"GET /api/v1/breakdown", s.handleBreakdown, true},
-		{"GET /api/v1/series", s.handleSeries, true},
-		{"GET /api/v1/metrics", s.handleMetricSeries, true},
-		{"GET /api/v1/diff", s.handleDiff, true},
-		{"GET /api/v1/export", s.handleExport, true},
-		{"GET /api/v1/labels", s.handleLabels(false), true},
-		{"GET /api/v1/label-values", s.handleLabelValues, true},
-		{"GET /api/v1/agents", s.handleAgents, false},
-		{"GET /api/v1/apps", s.handleApps, false},
-		{"GET /api/v1/apps/{id}", s.handleApp, true},
-		{"GET /api/v1/apps/{id}/stages/{stage}/slow-vs-rest", s.handleSlowVsRest, true},
-		{"GET /pyroscope/render", s.handlePyroscopeRender, true},
-		{"GET /pyroscope/render-diff", s.handlePyroscopeDiff, true},
-		{"GET /pyroscope/label-values", s.handlePyroscopeLabelValues, true},
-		{"GET /pyroscope/labels", s.handleLabels(true), true},
-		{"GET /flame", s.handleFlame, true},
-		{"GET /apps/{id}/report", s.handleReport, false},
+		{"POST /ingest", s.handleIngest, notQuery},
+		{"POST /api/v1/import", s.handleImport, notQuery},
+		{"GET /api/v1/render", s.handleRender, quickQuery},
+		{"GET /api/v1/top", s.handleTop, quickQuery},
+		{"GET /api/v1/breakdown", s.handleBreakdown, quickQuery},
+		{"GET /api/v1/series", s.handleSeries, heavyQuery},
+		{"GET /api/v1/metrics", s.handleMetricSeries, quickQuery},
+		{"GET /api/v1/diff", s.handleDiff, heavyQuery},
+		{"GET /api/v1/export", s.handleExport, heavyQuery},
+		{"GET /api/v1/labels", s.handleLabels(false), quickQuery},
+		{"GET /api/v1/label-values", s.handleLabelValues, quickQuery},
+		{"GET /api/v1/agents", s.handleAgents, notQuery},
+		{"GET /api/v1/apps", s.handleApps, notQuery},
+		{"GET /api/v1/apps/{id}", s.handleApp, quickQuery},
+		{"GET /api/v1/apps/{id}/stages/{stage}/slow-vs-rest", s.handleSlowVsRest, heavyQuery},
+		{"GET /pyroscope/render", s.handlePyroscopeRender, quickQuery},
+		{"GET /pyroscope/render-diff", s.handlePyroscopeDiff, heavyQuery},
+		{"GET /pyroscope/label-values", s.handlePyroscopeLabelValues, quickQuery},
+		{"GET /pyroscope/labels", s.handleLabels(true), quickQuery},
+		{"GET /flame", s.handleFlame, quickQuery},
+		{"GET /apps/{id}/report", s.handleReport, notQuery},
 	}
 }
 
@@ -193,17 +235,19 @@ func (s *Server) handleAgentJar(w http.ResponseWriter, r *http.Request) {
 	http.ServeFile(w, r, s.cfg.AgentJar)
 }
 
-// ServeHTTP implements http.Handler: authentication, then the routes.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.AuthToken != "" && !s.authorized(r) {
-		switch r.URL.Path {
-		case "/healthz", "/ready", "/login":
-		default:
-			s.unauthorized(w, r)
-			return
-		}
+// ServeHTTP implements http.Handler: the guard (request ids, deadlines,
+// panics), authentication, then the routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// serveAuthorized checks a request's tenant and token, and routes it.
+func (s *Server) serveAuthorized(w http.ResponseWriter, r *http.Request) {
+	if err := store.CheckTenant(tenant(r)); err != nil {
+		httpError(w, http.StatusBadRequest, "X-Scope-OrgID: %v", err)
+		return
 	}
-	s.mux.ServeHTTP(w, r)
+	if s.authorize(w, r) {
+		s.mux.ServeHTTP(w, r)
+	}
 }
 
 // tenant returns the request's tenant (X-Scope-OrgID, as Pyroscope and the
@@ -212,7 +256,10 @@ func tenant(r *http.Request) string { return headerTenant(r.Header) }
 
 // headerTenant returns the tenant request headers name: the Connect APIs'
 // handlers see headers, not the request.
-func headerTenant(h http.Header) string { return h.Get("X-Scope-OrgID") }
+func headerTenant(h http.Header) string { return h.Get(tenantHeader) }
+
+// tenantHeader names a request's tenant.
+const tenantHeader = "X-Scope-OrgID"
 
 // retryAfter is the Retry-After header's value for a delay: whole
 // seconds, at least one.

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -57,6 +59,9 @@ type DB struct {
 	// is the time they took; under mu.
 	compactions, compactionErrors int64
 	compactionTime                time.Duration
+	// writes counts uploads appended, to order tenants by their last
+	// (tenant.lastWrite); under mu.
+	writes uint64
 	// kick wakes the background when Append finds the head over budget.
 	kick chan struct{}
 	stop chan struct{}
@@ -73,6 +78,11 @@ type tenant struct {
 	seg       segmentFile // segment being appended to
 	segN      int
 	segs      []segment
+	// parked says that seg was closed to free its descriptor
+	// (Options.MaxOpenSegments): the last segment is reopened for the
+	// next upload. lastWrite orders tenants by their last upload (DB.writes).
+	parked    bool
+	lastWrite uint64
 	// keys indexes the keys of the uploads stored within the key window
 	// (Options.KeyWindow), head and blocks alike.
 	keys map[string]storedKey
@@ -111,7 +121,15 @@ type Options struct {
 	// after the upload was received, so that a retry within it is not
 	// stored twice; default an hour.
 	KeyWindow time.Duration
-	Logger    *slog.Logger
+	// MaxTenants bounds the tenants the store holds: Append for a new one
+	// past it fails with ErrTooManyTenants. Zero means no limit.
+	MaxTenants int
+	// MaxOpenSegments bounds the log segments held open for appending,
+	// one per tenant that uploads: those of the tenants that wrote least
+	// recently are closed, and reopened when they write again. Default
+	// 256.
+	MaxOpenSegments int
+	Logger          *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -132,6 +150,9 @@ func (o *Options) defaults() {
 	}
 	if o.KeyWindow <= 0 {
 		o.KeyWindow = time.Hour
+	}
+	if o.MaxOpenSegments <= 0 {
+		o.MaxOpenSegments = 256
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -178,6 +199,36 @@ func Open(dir string, opts Options) (*DB, error) {
 // TenantDir encodes a tenant name as a directory name: hex, so that any
 // X-Scope-OrgID is safe on any file system.
 func TenantDir(name string) string { return fmt.Sprintf("t-%x", name) }
+
+// MaxTenantBytes bounds a tenant name: its directory name (TenantDir)
+// must fit a file system's 255 bytes.
+const MaxTenantBytes = 120
+
+// ErrBadTenant is the error of a tenant name the store cannot keep.
+var ErrBadTenant = errors.New("store: bad tenant name")
+
+// ErrTooManyTenants is the error of an upload for a new tenant past
+// Options.MaxTenants.
+var ErrTooManyTenants = errors.New("store: too many tenants")
+
+// CheckTenant reports a tenant name the store cannot keep, wrapping
+// ErrBadTenant: longer than MaxTenantBytes, not UTF-8, or holding control
+// characters.
+func CheckTenant(name string) error {
+	if len(name) > MaxTenantBytes || !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl) {
+		return fmt.Errorf("%w: %q (%d bytes): want at most %d bytes of text without control characters",
+			ErrBadTenant, truncate(name, 64), len(name), MaxTenantBytes)
+	}
+	return nil
+}
+
+// truncate cuts s to at most n bytes of valid UTF-8, marking a cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
 
 // TenantName decodes a directory name made by TenantDir.
 func TenantName(dir string) (string, error) {

@@ -20,6 +20,12 @@ func (db *DB) Append(name string, u *Upload) error {
 	}
 	t := db.tenants[name]
 	if t == nil {
+		if err := CheckTenant(name); err != nil {
+			return err
+		}
+		if db.opts.MaxTenants > 0 && len(db.tenants) >= db.opts.MaxTenants {
+			return fmt.Errorf("%w: the store holds %d tenants, its limit (serve --max-tenants)", ErrTooManyTenants, len(db.tenants))
+		}
 		t = &tenant{dir: filepath.Join(db.dir, TenantDir(name)), nextID: 1}
 		if err := os.MkdirAll(t.dir, 0o755); err != nil {
 			return fmt.Errorf("store: %w", err)
@@ -38,10 +44,8 @@ func (db *DB) Append(name string, u *Upload) error {
 	if err != nil {
 		return fmt.Errorf("store: encode upload: %w", err)
 	}
-	if t.seg == nil || t.segs[len(t.segs)-1].size >= segmentSize { // the last segment is t.seg's
-		if err := t.rotate(); err != nil {
-			return err
-		}
+	if err := db.openForAppend(t); err != nil {
+		return err
 	}
 	if err := t.write(rec); err != nil {
 		db.log.Error("store: cannot write an upload to the log; it is refused, the log cut back to the last upload stored", "tenant", name, "file", t.segs[len(t.segs)-1].path, "err", err)
@@ -63,6 +67,15 @@ func (db *DB) Append(name string, u *Upload) error {
 		}
 	}
 	return nil
+}
+
+// Backlogged reports whether the head holds more than twice its budget
+// (Options.HeadBytes): compaction is not keeping up with the uploads, and
+// taking more would only grow the server's memory.
+func (db *DB) Backlogged() bool {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.headBytes() > 2*db.opts.HeadBytes
 }
 
 // headBytes returns the estimated memory of every tenant's head, the

@@ -167,6 +167,58 @@ func (t *tenant) write(rec []byte) error {
 	return fmt.Errorf("store: %w", err)
 }
 
+// openForAppend makes t's segment to append to open: the one it
+// appended to last, reopened if it was closed to free its descriptor
+// (parked), else a new one when t has none or its last is full. It closes
+// the segments of the tenants that wrote least recently past
+// Options.MaxOpenSegments. Under mu, held for writing.
+func (db *DB) openForAppend(t *tenant) error {
+	db.writes++
+	t.lastWrite = db.writes
+	if t.seg != nil && t.segs[len(t.segs)-1].size < segmentSize { // the last segment is t.seg's
+		return nil
+	}
+	var err error
+	if t.seg == nil && t.parked && len(t.segs) > 0 && t.segs[len(t.segs)-1].size < segmentSize {
+		t.seg, err = openSegment(t.segs[len(t.segs)-1].path)
+		if err != nil {
+			return fmt.Errorf("store: reopen log segment: %w", err)
+		}
+	} else if err = t.rotate(); err != nil {
+		return err
+	}
+	t.parked = false
+	db.parkIdle(t)
+	return nil
+}
+
+// parkIdle closes the segments of the tenants that wrote least recently,
+// but not keep's, until at most Options.MaxOpenSegments are open: a store
+// of many tenants holds that many descriptors, not one per tenant. Under
+// mu, held for writing.
+func (db *DB) parkIdle(keep *tenant) {
+	open := 0
+	for _, t := range db.tenants {
+		if t.seg != nil {
+			open++
+		}
+	}
+	for open > db.opts.MaxOpenSegments {
+		var idle *tenant
+		for _, t := range db.tenants {
+			if t.seg != nil && t != keep && (idle == nil || t.lastWrite < idle.lastWrite) {
+				idle = t
+			}
+		}
+		if idle == nil {
+			return
+		}
+		idle.seg.Close()
+		idle.seg, idle.parked = nil, true
+		open--
+	}
+}
+
 // rotate starts the next segment file and makes its directory entry
 // durable.
 func (t *tenant) rotate() error {
@@ -214,4 +266,7 @@ func (t *tenant) pruneSegments(log *slog.Logger) {
 		}
 	}
 	t.segs = keep
+	if t.parked && (len(keep) == 0 || t.segs[len(t.segs)-1].size >= segmentSize) {
+		t.parked = false // nothing to reopen: the next upload starts a segment
+	}
 }

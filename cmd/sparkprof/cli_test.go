@@ -83,7 +83,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--retention", "30days"}, 2, `--retention: duration "30days"`},
 		{[]string{"serve", "--block-span", "10s"}, 2, "--block-span 10s: want between 1m and 24h"},
 		{[]string{"serve", "--key-window", "0s"}, 2, "--key-window 0s: want a positive duration"},
-		{[]string{"serve", "--auth-token-file", emptyToken}, 1, "is empty: write the token in it"},
+		{[]string{"serve", "--auth-token-file", emptyToken}, 1, "no token: write one in it"},
 		{[]string{"serve", "--tls-cert", emptyToken}, 2, "--tls-cert and --tls-key go together"},
 		{[]string{"serve", "--log-format", "xml"}, 2, `--log-format "xml": want text or json`},
 		{[]string{"serve", "--tls-cert", emptyToken, "--tls-key", emptyToken}, 1, "want PEM files of a certificate and its private key"},

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -65,6 +64,10 @@ type serveFlags struct {
 	maxLogGB        int64
 	slowQuery       time.Duration
 	maxQuerySamples int
+	memoryLimit     string
+	ingestMemory    string
+	maxTenants      int
+	maxQueries      int
 }
 
 // register defines the flags on fs, with their defaults.
@@ -81,7 +84,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.preload, "preload", "", "import the profiles of this directory at start (e.g. ../shared/testdata)")
 	fs.StringVar(&f.agentJar, "agent-jar", "agent/build/sparkprof-agent.jar", "agent jar served at /agent.jar")
 	fs.Float64Var(&f.rate, "rate", 0, "uploads per second and tenant before 429 (0: no limit)")
-	fs.IntVar(&f.concurrent, "max-concurrent-uploads", 0, "uploads read and decoded at once; more wait their turn, which bounds a burst's memory (0: twice the CPUs)")
+	fs.IntVar(&f.concurrent, "max-concurrent-uploads", 0, "uploads decoded at once; more wait their turn with their bodies read (0: twice the CPUs)")
 	fs.StringVar(&f.eventLogDir, "eventlog-dir", "", "analyse the event logs of this directory (spark.eventLog.dir) and its subdirectories, new and in-progress ones, as the History Server does")
 	fs.DurationVar(&f.poll, "eventlog-poll", 10*time.Second, "how often --eventlog-dir is scanned for new and grown logs")
 	fs.StringVar(&f.profileDir, "profile-dir", "", "import the recordings Spark's profiler plugin copies to this directory (spark.profiler.dfsDir on a local or mounted file system), each chunk once, as they grow")
@@ -91,35 +94,39 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.keyWindow, "key-window", time.Hour, "how long an upload's Idempotency-Key is remembered, so that a retry of it (the agent's after a lost answer, an import run again) is not stored twice")
 	fs.Int64Var(&f.maxLogGB, "max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
 	fs.DurationVar(&f.slowQuery, "slow-query", time.Second, "log each query that takes at least this long, with its parameters, as a warning (0: none)")
+	fs.StringVar(&f.memoryLimit, "memory-limit", "", "memory the server aims to stay under (the Go runtime's limit, e.g. 3GiB; default: GOMEMLIMIT, else nine tenths of the container's limit)")
+	fs.StringVar(&f.ingestMemory, "ingest-memory", "", "memory uploads in progress may hold at once, bodies, inflated data and decoded profiles together (e.g. 512MiB); past it uploads get 503 and retry (default: a quarter of the memory limit, else 1GiB)")
+	fs.IntVar(&f.maxTenants, "max-tenants", 1000, "most tenants (X-Scope-OrgID values) the server stores; uploads for more get 422 (0: no limit)")
+	fs.IntVar(&f.maxQueries, "max-concurrent-queries", 0, "queries answered at once; more wait their turn, heavy ones (exports, diffs, series) for at most half the turns (0: twice the CPUs)")
 	fs.IntVar(&f.maxQuerySamples, "max-query-samples", 1<<20, "most samples a query that keeps labels merges its selection into (a pprof export with labels=all keeps one per stack, task and thread; a flame graph is not bounded); past it the query gets 422")
 }
 
 // check checks the flags' values and returns what they give: the
-// retention, the token every request must carry ("" for none), and the
+// retention, the tokens requests must carry (nil for none), and the
 // logger of --log-format, writing to stderr.
-func (f *serveFlags) check(stderr io.Writer) (keep time.Duration, token string, log *slog.Logger, err error) {
+func (f *serveFlags) check(stderr io.Writer) (keep time.Duration, tokens server.Tokens, log *slog.Logger, err error) {
 	if f.keyWindow <= 0 {
-		return 0, "", nil, fmt.Errorf("%w: --key-window %v: want a positive duration", errUsage, f.keyWindow)
+		return 0, nil, nil, fmt.Errorf("%w: --key-window %v: want a positive duration", errUsage, f.keyWindow)
 	}
 	if f.maxQuerySamples < 1 {
-		return 0, "", nil, fmt.Errorf("%w: --max-query-samples %d: want at least 1", errUsage, f.maxQuerySamples)
+		return 0, nil, nil, fmt.Errorf("%w: --max-query-samples %d: want at least 1", errUsage, f.maxQuerySamples)
 	}
 	if f.blockSpan < time.Minute || f.blockSpan > 24*time.Hour {
-		return 0, "", nil, fmt.Errorf("%w: --block-span %v: want between 1m and 24h", errUsage, f.blockSpan)
+		return 0, nil, nil, fmt.Errorf("%w: --block-span %v: want between 1m and 24h", errUsage, f.blockSpan)
 	}
 	keep, err = duration.Parse(f.retention)
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("%w: --retention: %v", errUsage, err)
+		return 0, nil, nil, fmt.Errorf("%w: --retention: %v", errUsage, err)
 	}
 	if f.tokenFile != "" {
 		b, err := os.ReadFile(f.tokenFile)
 		if err != nil {
-			return 0, "", nil, fmt.Errorf("--auth-token-file: %w", err)
+			return 0, nil, nil, fmt.Errorf("--auth-token-file: %w", err)
 		}
-		token = strings.TrimSpace(string(b))
-		if token == "" {
-			// Starting without authentication would be a surprise.
-			return 0, "", nil, fmt.Errorf("--auth-token-file: %s is empty: write the token in it", f.tokenFile)
+		// An empty file is an error: starting without authentication
+		// would be a surprise.
+		if tokens, err = server.ParseTokens(b); err != nil {
+			return 0, nil, nil, fmt.Errorf("--auth-token-file %s: %w", f.tokenFile, err)
 		}
 	}
 	switch f.logFormat {
@@ -128,9 +135,9 @@ func (f *serveFlags) check(stderr io.Writer) (keep time.Duration, token string, 
 	case "json":
 		log = slog.New(slog.NewJSONHandler(stderr, nil))
 	default:
-		return 0, "", nil, fmt.Errorf("%w: --log-format %q: want text or json", errUsage, f.logFormat)
+		return 0, nil, nil, fmt.Errorf("%w: --log-format %q: want text or json", errUsage, f.logFormat)
 	}
-	return keep, token, log, nil
+	return keep, tokens, log, nil
 }
 
 // startWork does what the flags ask of a server at start: it preloads
@@ -169,7 +176,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
 	}
-	keep, token, log, err := f.check(e.stderr)
+	keep, tokens, log, err := f.check(e.stderr)
 	if err != nil {
 		return err
 	}
@@ -201,9 +208,18 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	mem, err := resolveMemory(f.memoryLimit, f.ingestMemory)
+	if err != nil {
+		return err
+	}
+	mem.apply(log)
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	mem.sizeStore(&f, set)
 	var g gate
-	hs := &http.Server{Handler: &g, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := &http.Server{Handler: &g, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
+	ln = limitConnections(ln, certs == nil)
 	if certs != nil {
 		scheme = "https"
 		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
@@ -212,7 +228,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	defer hs.Close()
-	db, err := store.Open(f.data, store.Options{Retention: keep, Partition: f.blockSpan, CacheBytes: f.cacheMB << 20, HeadBytes: f.headMB << 20, KeyWindow: f.keyWindow, Logger: log})
+	db, err := store.Open(f.data, store.Options{Retention: keep, Partition: f.blockSpan, CacheBytes: f.cacheMB << 20, HeadBytes: f.headMB << 20, KeyWindow: f.keyWindow,
+		MaxTenants: f.maxTenants, MaxOpenSegments: maxOpenSegments, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -223,8 +240,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if _, err := os.Stat(f.agentJar); err != nil {
 		f.agentJar = ""
 	}
-	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: f.agentJar, RatePerSecond: f.rate, MaxConcurrentUploads: f.concurrent,
-		EventLogDir: filepath.Join(f.data, "eventlogs"), MaxLogBytes: f.maxLogGB << 30, MaxQuerySamples: f.maxQuerySamples, SlowQuery: f.slowQuery})
+	srv := server.New(server.Config{Store: db, Tokens: tokens, Logger: log, AgentJar: f.agentJar, RatePerSecond: f.rate, MaxConcurrentUploads: f.concurrent,
+		EventLogDir: filepath.Join(f.data, "eventlogs"), MaxLogBytes: f.maxLogGB << 30, MaxQuerySamples: f.maxQuerySamples, SlowQuery: f.slowQuery,
+		IngestMemory: mem.ingest, MaxConcurrentQueries: f.maxQueries})
 	defer srv.Close()
 	g.open(srv)
 	base := scheme + "://" + ln.Addr().String()

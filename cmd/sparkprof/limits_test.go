@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1024": 1024, "512MiB": 512 << 20, "1.5GiB": 3 << 29, "900MB": 900e6, "2 GiB": 2 << 30, "0": 0} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "lots", "-1MiB", "1XB"} {
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q): no error", bad)
+		}
+	}
+}
+
+// statusKB reads a field of the process's status (VmRSS, VmHWM), in KiB.
+func statusKB(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skip("no /proc:", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// bomb returns a gzip stream of size zero bytes (a few hundred KiB); with
+// lie, its trailer says it holds a thousand.
+func bomb(t *testing.T, size int64, lie bool) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	zero := make([]byte, 1<<20)
+	for n := int64(0); n < size; n += int64(len(zero)) {
+		zw.Write(zero)
+	}
+	zw.Close()
+	out := b.Bytes()
+	if lie {
+		binary.LittleEndian.PutUint32(out[len(out)-4:], 1000)
+	}
+	return out
+}
+
+// Eight gzip bombs at once, each inflating past the size limit, half of
+// them lying in their trailers about their size, cost the server no more
+// memory than its ingest budget: each is refused as it asks for more
+// than the budget holds, before it is inflated.
+func TestGzipBombsWithinBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	const budget = 64 << 20
+	cmd, base := startServe(t, bin, t.TempDir(), "--ingest-memory", "64MiB")
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	honest, lying := bomb(t, 600<<20, false), bomb(t, 600<<20, true)
+	before := statusKB(t, cmd.Process.Pid, "VmRSS")
+	var wg sync.WaitGroup
+	codes := make([]int, 8)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := honest
+			if i%2 == 1 {
+				body = lying
+			}
+			resp, err := http.Post(base+"/ingest?name=bomb&format=folded", "application/octet-stream", bytes.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusRequestEntityTooLarge && c != http.StatusServiceUnavailable {
+			t.Errorf("bomb %d: %d, want 413 or 503", i, c)
+		}
+	}
+	peak := statusKB(t, cmd.Process.Pid, "VmHWM")
+	if grew := (peak - before) << 10; grew > budget {
+		t.Errorf("the server's peak RSS grew by %d MiB over the %d MiB before the bombs, past the %d MiB budget", grew>>20, before>>10, budget>>20)
+	}
+}
+
+// A server with 512 file descriptors takes uploads for a thousand tenants
+// and still answers: the store keeps its log segments for at most 256 of
+// them open, and its readiness probe answers throughout.
+func TestTenantsWithinDescriptors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	wrapper := dir + "/serve.sh"
+	os.WriteFile(wrapper, []byte("#!/bin/sh\nulimit -n 512 || exit 1\nexec \""+bin+"\" \"$@\"\n"), 0o755)
+	cmd, base := startServe(t, wrapper, dir+"/data", "--max-tenants", "5000")
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	for i := range 1000 {
+		req, _ := http.NewRequest("POST", base+"/ingest?name=app", strings.NewReader("main;work 1\n"))
+		req.Header.Set("X-Scope-OrgID", fmt.Sprintf("tenant-%d", i))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("tenant %d: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("tenant %d: %d", i, resp.StatusCode)
+		}
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", cmd.Process.Pid))
+	if err != nil {
+		t.Skip("no /proc:", err)
+	}
+	if len(fds) > 256+64 {
+		t.Errorf("%d descriptors open after a thousand tenants, want at most %d", len(fds), 256+64)
+	}
+	resp, err := http.Get(base + "/ready")
+	if err != nil || resp.StatusCode != 200 {
+		t.Errorf("/ready after a thousand tenants: %v %v", resp, err)
+	}
+}

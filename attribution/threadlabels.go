@@ -28,12 +28,17 @@ func ThreadLabels(name string) profile.Labels {
 // thread are left alone.
 func LabelThreads(p *profile.Profile) {
 	// Each sampled thread's labels as a set of the profile, made at its
-	// first sample: threads of one pool with no task share theirs.
+	// first sample: threads of one pool with no task share theirs. Sets
+	// are appended, not looked up in the profile's index of its sets: a
+	// recording of a busy executor's window holds one set per task
+	// context, and indexing them all would cost more than the labelling
+	// (see BENCHMARKS.md, "Server ingest").
 	const unset = ^profile.LabelSetID(0)
 	bySet := make([]profile.LabelSetID, len(p.Threads))
 	for i := range bySet {
 		bySet[i] = unset
 	}
+	threadSets := map[string]profile.LabelSetID{} // by the labels' text
 	// Samples with labels of their own are merged with their thread's
 	// once per pair of sets.
 	memo := map[uint64]profile.LabelSetID{} // by own set << 32 | thread's set
@@ -46,7 +51,12 @@ func LabelThreads(p *profile.Profile) {
 		if ts == unset {
 			ts = profile.NoLabels
 			if s.Thread != profile.NoThread && p.Threads[s.Thread].Name != "" {
-				ts = p.AddLabels(ThreadLabels(p.Threads[s.Thread].Name))
+				ls := ThreadLabels(p.Threads[s.Thread].Name)
+				var ok bool
+				if ts, ok = threadSets[ls.String()]; !ok {
+					ts = p.AppendLabels(ls)
+					threadSets[ls.String()] = ts
+				}
 			}
 			bySet[s.Thread] = ts
 		}
@@ -59,7 +69,7 @@ func LabelThreads(p *profile.Profile) {
 			if k != lastKey {
 				id, ok := memo[k]
 				if !ok {
-					id = p.AddLabels(p.LabelSet(ts).Merge(p.LabelSet(s.Labels)))
+					id = p.AppendLabels(p.LabelSet(ts).Merge(p.LabelSet(s.Labels)))
 					memo[k] = id
 				}
 				lastKey, lastID = k, id

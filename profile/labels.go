@@ -2,7 +2,6 @@ package profile
 
 import (
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -59,7 +58,7 @@ func (ls Labels) Normalize() Labels {
 	if sorted {
 		return ls
 	}
-	sort.SliceStable(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
+	slices.SortStableFunc(ls, func(a, b Label) int { return strings.Compare(a.Name, b.Name) })
 	out := ls[:0]
 	for _, l := range ls {
 		if l.Value == "" {

@@ -15,8 +15,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/grafana/jfr-parser/pprof"
-
 	"github.com/sparkprof/sparkprof/internal/hashtab"
 	"github.com/sparkprof/sparkprof/profile"
 )
@@ -98,11 +96,18 @@ func DecodeWithOptions(data []byte, source string, opts Options) (*profile.Profi
 	defer d.release()
 	d.start(source)
 	if len(opts.Labels) > 0 {
-		d.labels = new(pprof.LabelsSnapshot)
-		if err := d.labels.UnmarshalVT(opts.Labels); err != nil {
+		snap, err := parseSnapshot(opts.Labels)
+		if err != nil {
 			return nil, &profile.DecodeError{Source: source, Offset: -1, Field: "labels", Msg: "invalid LabelsSnapshot protobuf", Err: err}
 		}
-		d.ctxLabels = make(map[uint64]profile.LabelSetID)
+		d.labels = snap
+		d.ctxLabels = make(map[uint64]profile.LabelSetID, snap.contexts.n())
+		// The contexts' label sets, which the profile keeps, share one
+		// array of the recording's own.
+		d.labelBuf = make(profile.Labels, 0, len(snap.pairs))
+		// A set per context, and as many again once the labels of the
+		// samples' thread names are merged in (format.Decode).
+		d.p.GrowLabelSets(2 * snap.contexts.n())
 	}
 	err := d.decode(data)
 	p := d.p
@@ -188,7 +193,8 @@ type decoder struct {
 	source    string
 	sampleBuf []profile.Sample // kept between recordings
 
-	labels    *pprof.LabelsSnapshot
+	labels    *snapshot
+	labelBuf  profile.Labels // the contexts' labels, for this recording alone
 	ctxLabels map[uint64]profile.LabelSetID
 	allocSets map[allocKey]profile.LabelSetID
 	// classLabels holds the label sets of allocations without a context,
@@ -305,7 +311,7 @@ func (d *decoder) start(source string) {
 // release drops what d refers to of the recording and returns it to the
 // pool.
 func (d *decoder) release() {
-	d.p, d.labels, d.ctxLabels, d.allocSets = nil, nil, nil, nil
+	d.p, d.labels, d.ctxLabels, d.allocSets, d.labelBuf = nil, nil, nil, nil, nil
 	clear(d.counts)
 	clear(d.series)
 	d.chunk, d.md = nil, nil

@@ -45,6 +45,9 @@ func LabelThreads(p *profile.Profile) {
 	// The last pair merged: samples come in runs of one pair (a JFR
 	// allocation makes a count and a bytes sample).
 	lastKey, lastID := ^uint64(0), profile.NoLabels
+	// The merged sets share arrays: one a merge would be an allocation for
+	// each of a window's task contexts.
+	var arena profile.Labels
 	for i := range p.Samples {
 		s := &p.Samples[i]
 		ts := bySet[s.Thread]
@@ -69,7 +72,13 @@ func LabelThreads(p *profile.Profile) {
 			if k != lastKey {
 				id, ok := memo[k]
 				if !ok {
-					id = p.AppendLabels(p.LabelSet(ts).Merge(p.LabelSet(s.Labels)))
+					thread, own := p.LabelSet(ts), p.LabelSet(s.Labels)
+					if cap(arena)-len(arena) < len(thread)+len(own) {
+						arena = make(profile.Labels, 0, max(1024, len(thread)+len(own)))
+					}
+					start := len(arena)
+					arena = profile.AppendMerged(arena, thread, own)
+					id = p.AppendLabels(arena[start:len(arena):len(arena)])
 					memo[k] = id
 				}
 				lastKey, lastID = k, id

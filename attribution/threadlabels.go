@@ -28,25 +28,38 @@ func ThreadLabels(name string) profile.Labels {
 // thread are left alone.
 func LabelThreads(p *profile.Profile) {
 	// Each sampled thread's labels as a set of the profile, made at its
-	// first sample: threads of one pool with no task share theirs.
+	// first sample: threads of one pool with no task share theirs. Sets
+	// are appended, not looked up in the profile's index of its sets: a
+	// recording of a busy executor's window holds one set per task
+	// context, and indexing them all would cost more than the labelling
+	// (see BENCHMARKS.md, "Server ingest").
 	const unset = ^profile.LabelSetID(0)
 	bySet := make([]profile.LabelSetID, len(p.Threads))
 	for i := range bySet {
 		bySet[i] = unset
 	}
+	threadSets := map[string]profile.LabelSetID{} // by the labels' text
 	// Samples with labels of their own are merged with their thread's
 	// once per pair of sets.
 	memo := map[uint64]profile.LabelSetID{} // by own set << 32 | thread's set
 	// The last pair merged: samples come in runs of one pair (a JFR
 	// allocation makes a count and a bytes sample).
 	lastKey, lastID := ^uint64(0), profile.NoLabels
+	// The merged sets share arrays: one a merge would be an allocation for
+	// each of a window's task contexts.
+	var arena profile.Labels
 	for i := range p.Samples {
 		s := &p.Samples[i]
 		ts := bySet[s.Thread]
 		if ts == unset {
 			ts = profile.NoLabels
 			if s.Thread != profile.NoThread && p.Threads[s.Thread].Name != "" {
-				ts = p.AddLabels(ThreadLabels(p.Threads[s.Thread].Name))
+				ls := ThreadLabels(p.Threads[s.Thread].Name)
+				var ok bool
+				if ts, ok = threadSets[ls.String()]; !ok {
+					ts = p.AppendLabels(ls)
+					threadSets[ls.String()] = ts
+				}
 			}
 			bySet[s.Thread] = ts
 		}
@@ -59,7 +72,13 @@ func LabelThreads(p *profile.Profile) {
 			if k != lastKey {
 				id, ok := memo[k]
 				if !ok {
-					id = p.AddLabels(p.LabelSet(ts).Merge(p.LabelSet(s.Labels)))
+					thread, own := p.LabelSet(ts), p.LabelSet(s.Labels)
+					if cap(arena)-len(arena) < len(thread)+len(own) {
+						arena = make(profile.Labels, 0, max(1024, len(thread)+len(own)))
+					}
+					start := len(arena)
+					arena = profile.AppendMerged(arena, thread, own)
+					id = p.AppendLabels(arena[start:len(arena):len(arena)])
 					memo[k] = id
 				}
 				lastKey, lastID = k, id

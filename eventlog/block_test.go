@@ -44,8 +44,9 @@ func viaBlocks(t *testing.T, path string, size int) ([]posLine, []Truncation) {
 	}
 	defer r.Close()
 	var out []posLine
+	var spare []byte // each block's memory is the next one's
 	for {
-		b, err := r.NextBlock(size)
+		b, err := r.NextBlock(spare, size)
 		if errors.Is(err, io.EOF) {
 			return out, r.Truncations
 		}
@@ -53,6 +54,7 @@ func viaBlocks(t *testing.T, path string, size int) ([]posLine, []Truncation) {
 			t.Fatal(err)
 		}
 		b.Lines(func(l []byte, p Pos) { out = append(out, posLine{string(l), p}) })
+		spare = b.Data
 	}
 }
 

@@ -2,7 +2,6 @@ package profile
 
 import (
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -59,7 +58,7 @@ func (ls Labels) Normalize() Labels {
 	if sorted {
 		return ls
 	}
-	sort.SliceStable(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
+	slices.SortStableFunc(ls, func(a, b Label) int { return strings.Compare(a.Name, b.Name) })
 	out := ls[:0]
 	for _, l := range ls {
 		if l.Value == "" {
@@ -102,24 +101,29 @@ func (ls Labels) Match(ms []Matcher) bool {
 // Merge returns ls with the labels of other added; other wins on conflicts.
 // Both must be normalised; the result is a new normalised set.
 func (ls Labels) Merge(other Labels) Labels {
-	out := make(Labels, 0, len(ls)+len(other))
+	return AppendMerged(make(Labels, 0, len(ls)+len(other)), ls, other)
+}
+
+// AppendMerged appends ls.Merge(other) to dst and returns the extended
+// slice: many merged sets can share one array.
+func AppendMerged(dst, ls, other Labels) Labels {
 	i, j := 0, 0
 	for i < len(ls) && j < len(other) {
 		switch {
 		case ls[i].Name < other[j].Name:
-			out = append(out, ls[i])
+			dst = append(dst, ls[i])
 			i++
 		case ls[i].Name > other[j].Name:
-			out = append(out, other[j])
+			dst = append(dst, other[j])
 			j++
 		default:
-			out = append(out, other[j])
+			dst = append(dst, other[j])
 			i++
 			j++
 		}
 	}
-	out = append(out, ls[i:]...)
-	return append(out, other[j:]...)
+	dst = append(dst, ls[i:]...)
+	return append(dst, other[j:]...)
 }
 
 // Without returns ls without the labels named.

@@ -447,15 +447,34 @@ func (p *Profile) SumOverTimeMap(relabel func(Labels) Labels) (*Profile, *LabelM
 // threads per stack, label set, type and state, each label set replaced by
 // what m (a map from p's label sets) maps it to.
 func (p *Profile) SumSamplesOverTime(samples []Sample, m *LabelMap) []Sample {
+	return p.sumSamplesOverTime(samples, m, false)
+}
+
+// SumOverTimeByThread is SumOverTime keeping the samples' threads: a
+// flame graph of some threads (a thread-name matcher) then reads one row
+// per stack, thread and label set instead of one per sample. It shares
+// p's frames, stacks and threads.
+func (p *Profile) SumOverTimeByThread(relabel func(Labels) Labels) *Profile {
+	out := p.shell()
+	out.Frames, out.stacks = slices.Clip(p.Frames), slices.Clip(p.stacks)
+	out.frameIndex = nil // built if frames are ever added
+	out.Threads = slices.Clip(p.Threads)
+	out.Samples = p.sumSamplesOverTime(p.Samples, p.MapLabels(out, relabel), true)
+	return out
+}
+
+// sumSamplesOverTime is SumSamplesOverTime, keeping the samples' threads
+// when byThread is set.
+func (p *Profile) sumSamplesOverTime(samples []Sample, m *LabelMap, byThread bool) []Sample {
 	// The samples are summed one output label set at a time: within a
 	// set, a stack's sums are found through an array indexed by stack id
 	// (stamped with the set, so that it is never cleared) and a short
-	// chain over types and states. One table of all the samples' keys,
-	// hashed, missed the cache on nearly every lookup of a block's
-	// hundreds of thousands of samples.
+	// chain over types and states (and threads). One table of all the
+	// samples' keys, hashed, missed the cache on nearly every lookup of a
+	// block's hundreds of thousands of samples.
 	g := groupBySet(samples, m)
 	byStack := make([]slotSums, len(p.stacks))
-	var sums chainedSums
+	sums := chainedSums{byThread: byThread}
 	dest := make([]int32, len(samples))
 	for id := range g.sets() {
 		stamp := int32(id) + 1
@@ -472,6 +491,9 @@ func (p *Profile) SumSamplesOverTime(samples []Sample, m *LabelMap) []Sample {
 		s, o := &samples[j], &out[dest[j]]
 		o.Value += s.Value
 		o.Stack, o.Labels, o.Type, o.State = s.Stack, m.ID(s.Labels), s.Type, s.State
+		if byThread {
+			o.Thread = s.Thread
+		}
 	}
 	return out
 }
@@ -564,10 +586,12 @@ func (p *Profile) SumSamplesOverStacks(samples []Sample, m *LabelMap, res int64)
 
 // chainedSums finds the sums of samples of one label set at a time by a
 // slot they share (their stack, or their time): each slot heads a chain of
-// the set's sums there, one per type and state, which is short.
+// the set's sums there, one per type and state (and thread, when byThread
+// is set), which is short.
 type chainedSums struct {
-	kinds []uint16 // per sum: its type<<8 | state
-	chain []int32  // per sum: the slot's sum of the set before it, or -1
+	kinds    []uint64 // per sum: its thread<<16 | type<<8 | state
+	chain    []int32  // per sum: the slot's sum of the set before it, or -1
+	byThread bool
 }
 
 // slotSums heads a slot's chain of sums.
@@ -576,12 +600,15 @@ type slotSums struct {
 	last  int32 // the set's last sum at the slot, or -1
 }
 
-// find returns the index of the sum of s's type and state at slot at
-// among the sums of the label set stamped stamp (1 + its id), adding the
-// sum when there is none yet (added). A slot stamped with another set is
+// find returns the index of the sum of s's type and state (and thread) at
+// slot at among the sums of the label set stamped stamp (1 + its id),
+// adding the sum when there is none yet (added). A slot stamped with another set is
 // taken over: the sets come one at a time.
 func (c *chainedSums) find(at *slotSums, stamp int32, s *Sample) (i int32, added bool) {
-	kind := uint16(s.Type)<<8 | uint16(s.State)
+	kind := uint64(s.Type)<<8 | uint64(s.State)
+	if c.byThread {
+		kind |= uint64(s.Thread) << 16
+	}
 	if at.stamp != stamp {
 		*at = slotSums{stamp, -1}
 	}

@@ -264,8 +264,7 @@ func New() *Profile {
 		frameIndex: map[Frame]FrameID{},
 		stacks:     []stackNode{{}},
 		threadIdx:  map[Thread]ThreadID{{}: NoThread},
-		labelSets:  []Labels{nil},
-		labelIndex: map[string]LabelSetID{"": NoLabels},
+		labelSets:  []Labels{nil}, // labelIndex is built by the first AddLabels
 		typeIndex:  map[SampleType]TypeID{},
 	}
 }
@@ -289,6 +288,10 @@ func (p *Profile) Grow(frames, stacks int) {
 	p.Frames = grow(p.Frames, frames)
 	p.stacks = grow(p.stacks, stacks)
 }
+
+// GrowLabelSets makes room for about n more label sets (AppendLabels), as
+// a decoder does that knows how many contexts a recording names.
+func (p *Profile) GrowLabelSets(n int) { p.labelSets = grow(p.labelSets, n) }
 
 // Indexes that intern frames and stacks, given up by DropIndexes for Grow
 // to reuse: a decoder fills one per upload, and a new map of tens of

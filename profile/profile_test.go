@@ -363,6 +363,43 @@ func TestSumOverTime(t *testing.T) {
 	}
 }
 
+// SumOverTimeByThread sums as SumOverTime does, but per thread as well:
+// only samples of one thread join.
+func TestSumOverTimeByThread(t *testing.T) {
+	p, b, c, cpu, wall, t1, t2, stage := sumFixture(t)
+	p.Samples = []Sample{
+		{Value: 1, Time: 1e9, Stack: b, Type: cpu, Thread: t1, Labels: stage("1", "10")},
+		{Value: 2, Time: 2e9, Stack: b, Type: cpu, Thread: t2, Labels: stage("1", "11")}, // another thread
+		{Value: 4, Time: 2e9, Stack: b, Type: wall, Thread: t2, Labels: stage("1", "11")},
+		{Value: 8, Time: 3e9, Stack: b, Type: cpu, Thread: t1, Labels: stage("1", "12")}, // joins the first
+		{Value: 16, Time: 3e9, Stack: b, Type: cpu, Thread: t1, Labels: stage("2", "12")},
+		{Value: 32, Time: 4e9, Stack: c, Type: cpu, Thread: t1, Labels: stage("1", "10")},
+		{Value: 64, Time: 5e9, Stack: b, Type: cpu, Thread: t2, Labels: stage("1", "13")}, // joins the second
+	}
+	got := map[string]int64{}
+	r := p.SumOverTimeByThread(func(ls Labels) Labels { return ls.Without(LabelTaskID) })
+	for _, s := range r.Samples {
+		if s.Time != 0 {
+			t.Errorf("sample %+v keeps its time", s)
+		}
+		k := fmt.Sprintf("%s %s %s %s", r.Frames[r.Leaf(s.Stack)].Name, r.Threads[s.Thread].Name, r.Types[s.Type].Name, r.SampleLabels(s))
+		if _, dup := got[k]; dup {
+			t.Errorf("two sums of %s", k)
+		}
+		got[k] = s.Value
+	}
+	want := map[string]int64{
+		`b t1 cpu {spark_stage_id="1"}`:  9,
+		`b t2 cpu {spark_stage_id="1"}`:  66,
+		`b t2 wall {spark_stage_id="1"}`: 4,
+		`b t1 cpu {spark_stage_id="2"}`:  16,
+		`c t1 cpu {spark_stage_id="1"}`:  32,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("sums %v, want %v", got, want)
+	}
+}
+
 // SumOverStacks sums samples over stacks and threads per time (to the
 // second asked for), label set (after relabelling), type and state.
 func TestSumOverStacks(t *testing.T) {

@@ -288,16 +288,23 @@ func (e *Engine) readAhead(ctx context.Context, tenant string, req Request, src 
 var errStopped = errors.New("stopped")
 
 // source returns the profile of u that answers req: a compacted block's
-// rollup when it serves, else nil: its samples (eachUpload reads them).
+// rollup, or thread rollup, when it serves, else nil: its samples
+// (eachUpload reads them).
 func source(u *store.Upload, req Request, tasksOf func(string) map[int64]*spark.Task) (*profile.Profile, error) {
-	if rollupMayServe(u, req) {
-		r, err := u.LoadRollup()
-		if err != nil {
-			return nil, err
-		}
-		if rollupServes(r, req, tasksOf) {
-			return r, nil
-		}
+	load := u.LoadRollup
+	switch {
+	case rollupMayServe(u, req):
+	case threadRollupMayServe(u, req):
+		load = u.LoadThreadRollup
+	default:
+		return nil, nil
+	}
+	r, err := load()
+	if err != nil || r == nil {
+		return nil, err
+	}
+	if rollupServes(r, req, tasksOf) {
+		return r, nil
 	}
 	return nil, nil
 }
@@ -341,22 +348,31 @@ func timelineServes(tl *profile.Profile, req Request, by []string, tasksOf func(
 // times), over a range covering its samples, with no thread filter and no
 // matcher on a label the rollup dropped.
 func rollupMayServe(u *store.Upload, req Request) bool {
-	f := req.Filter
-	if !u.HasRollup() || req.Keep.Threads() || f.Thread != nil {
-		return false
-	}
-	// Samples without a time are kept when the profile overlaps the
-	// range, which a range covering every sample time implies.
+	return u.HasRollup() && !req.Keep.Threads() && req.Filter.Thread == nil &&
+		coversSamples(u, req.Filter) && !matchesAny(req.Filter, store.RollupDropped)
+}
+
+// threadRollupMayServe reports whether the thread rollup of u (a
+// compacted block) can answer req as its samples would: a flame graph or a
+// merge keeping threads but no label the thread rollup dropped, over a
+// range covering its samples, with no matcher on such a label. A thread
+// name's flame graph then reads a row per stack, thread and label set of
+// a block, not every sample.
+func threadRollupMayServe(u *store.Upload, req Request) bool {
+	return u.Compacted() && req.Keep != KeepAll && coversSamples(u, req.Filter) && !matchesAny(req.Filter, store.ThreadRollupDropped)
+}
+
+// coversSamples reports whether f's range covers the samples of u.
+// Samples without a time are kept when the profile overlaps the range,
+// which a range covering every sample time implies.
+func coversSamples(u *store.Upload, f profile.Filter) bool {
 	lo, hi := u.SampleSpan()
-	if (f.From != 0 && (lo == 0 || f.From > lo)) || (f.Until != 0 && f.Until <= hi) {
-		return false
-	}
-	for _, m := range f.Labels {
-		if slices.Contains(store.RollupDropped, m.Name) {
-			return false
-		}
-	}
-	return true
+	return (f.From == 0 || lo != 0 && f.From <= lo) && (f.Until == 0 || f.Until > hi)
+}
+
+// matchesAny reports whether f has a matcher on one of the labels names.
+func matchesAny(f profile.Filter, names []string) bool {
+	return slices.ContainsFunc(f.Labels, func(m profile.Matcher) bool { return slices.Contains(names, m.Name) })
 }
 
 // rollupServes reports whether rollup r, which rollupMayServe admitted,

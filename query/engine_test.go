@@ -3,8 +3,10 @@ package query
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -169,8 +171,8 @@ func TestSlicedBlockReadBySlice(t *testing.T) {
 	if block == nil || len(block.Slices()) < 2 {
 		t.Fatalf("want one block cut into time slices, got %+v", block)
 	}
-	// A thread name, which the rollup drops, needs the samples.
-	ms, _, err := ParseSelector(`{spark_app_id="app-bench",thread_name=~".*"}`)
+	// A task id, which the rollups drop, needs the samples.
+	ms, _, err := ParseSelector(`{spark_app_id="app-bench",spark_task_id=~".*"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +199,97 @@ func TestSlicedBlockReadBySlice(t *testing.T) {
 		}
 		return tree.Root.Total
 	}
-	if rollup, samples := ticks(`{spark_app_id="app-bench"}`), ticks(`{spark_app_id="app-bench",thread_name=~".*"}`); rollup == 0 || samples != rollup {
+	if rollup, samples := ticks(`{spark_app_id="app-bench"}`), ticks(`{spark_app_id="app-bench",spark_task_id=~".*"}`); rollup == 0 || samples != rollup {
 		t.Errorf("the slices' samples hold %d, the rollup %d", samples, rollup)
 	}
+}
+
+// A flame graph of some threads of a compacted block, or a merge keeping
+// threads and no per-task label, is read from the block's thread rollup
+// and equals the one its samples make; a merge keeping task labels, or a
+// matcher on one, reads the samples.
+func TestThreadRollupServes(t *testing.T) {
+	base, db, s := newTestEngine(t, store.Options{})
+	const windows = 4
+	for w := range windows {
+		for e := range 3 {
+			if err := db.Append("", synth.Upload(base, synth.Start, e, w, windows)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	var block *store.Upload
+	db.Select("", store.Query{}, func(u *store.Upload) error { block = u; return nil })
+	samples, err := block.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	thread := base.Threads[1].Name
+	for _, c := range []struct {
+		sel        string
+		keep       LabelsKept
+		fromRollup bool
+	}{
+		{`{thread_name="` + thread + `"}`, KeepNone, true},
+		{`{thread_name=~".*-[12]"}`, KeepCoarse, true},
+		{`{spark_executor_id="1"}`, KeepPage, true},
+		{`{thread_name="` + thread + `"}`, KeepAll, false},
+		{`{thread_name="` + thread + `",spark_task_id=~".+"}`, KeepNone, false},
+	} {
+		ms, _, err := ParseSelector(c.sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := NewRequest(ms, "", 0, 0)
+		req.Keep = c.keep
+		p, err := source(block, req, func(string) map[int64]*spark.Task { return nil })
+		switch {
+		case err != nil:
+			t.Fatalf("%s, keep %d: %v", c.sel, c.keep, err)
+		case !c.fromRollup && p != nil:
+			t.Errorf("%s, keep %d: read a rollup of %d samples, want the samples", c.sel, c.keep, len(p.Samples))
+		case c.fromRollup && (p == nil || len(p.Threads) == 0 || len(p.Samples) >= len(samples.Samples)):
+			t.Errorf("%s, keep %d: want the thread rollup, got %v", c.sel, c.keep, p)
+		}
+		got, err := s.Merge(t.Context(), "", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same merge of the samples: a matcher every sample passes on
+		// a label the rollups drop.
+		all, _ := profile.NewMatcher(profile.LabelTaskID, profile.MatchRegexp, ".*")
+		sreq := NewRequest(append(ms, all), "", 0, 0)
+		sreq.Keep = c.keep
+		want, err := s.Merge(t.Context(), "", sreq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := mergeRows(got), mergeRows(want); len(w) == 0 || !maps.Equal(g, w) {
+			t.Errorf("%s, keep %d: %d rows, the samples' merge %d; they differ", c.sel, c.keep, len(g), len(w))
+		}
+	}
+}
+
+// mergeRows sums a merge's samples by stack (its frames), labels, type,
+// state and thread name.
+func mergeRows(p *profile.Profile) map[string]int64 {
+	out := map[string]int64{}
+	var buf []profile.FrameID
+	for _, s := range p.Samples {
+		var b strings.Builder
+		for _, f := range p.Stack(s.Stack, buf[:0]) {
+			b.WriteString(p.Frames[f].Name)
+			b.WriteByte(';')
+		}
+		thread := ""
+		if s.Thread != profile.NoThread {
+			thread = p.Threads[s.Thread].Name
+		}
+		fmt.Fprintf(&b, "|%v|%s|%d|%s|%d", p.SampleLabels(s), p.Types[s.Type].Name, s.State, thread, s.Time)
+		out[b.String()] += s.Value
+	}
+	return out
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/format/jfr"
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/internal/synth"
 	"github.com/sparkprof/sparkprof/store"
 )
 
@@ -26,7 +27,10 @@ import (
 // upload for (a) a plain JFR recording (cortex, 685 KB) and (b) the
 // async-profiler JFR with a LabelsSnapshot of task contexts (dump1), sent as
 // the Pyroscope Java agent sends them: in the write-ahead log, and alone in
-// a compacted block. With a JDK on PATH, also (a) as the JDK's own Flight
+// a compacted block; and (b) with its samples spread over the task
+// contexts of a busy executor's window (contexts-N: 5, 300, 1,300 and
+// 5,000 tasks, synth.WithTaskContexts). With a JDK on PATH, also (a) as the
+// JDK's own Flight
 // Recorder writes it: the corpus has no JDK recording, so one is made first
 // (10 s, about 12 s of set-up); and (a) as the agent sends a JVM's windows
 // (jvm-windows, see benchmarkJVMWindows).
@@ -42,6 +46,18 @@ func BenchmarkIngest(b *testing.B) {
 	}{
 		{"plain-jfr", cortex, ""},
 		{"labelled-jfr", multi, ct},
+	}
+	for _, n := range []int{5, 300, 1300, 5000} {
+		data, labels, err := synth.WithTaskContexts(dump, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ct, body := multipartJFR(b, gzipBytes(b, data), gzipBytes(b, labels))
+		cases = append(cases, struct {
+			name        string
+			body        []byte
+			contentType string
+		}{fmt.Sprintf("contexts-%d", n), body, ct})
 	}
 	if jdk := jdkRecording(b); jdk != nil {
 		cases = append(cases, struct {

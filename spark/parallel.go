@@ -91,13 +91,22 @@ func (b *builder) run(r *eventlog.Reader, workers int) error {
 	workers = max(workers, 1)
 	jobs := make(chan *batch, workers)
 	ordered := make(chan *batch, 2*workers)
+	// Batches applied are read into again, their blocks' and results'
+	// memory with them: at most every batch in flight is kept.
+	spare := make(chan *batch, 3*workers+2)
 	var readErr error
 	go func() {
 		defer close(jobs)
 		defer close(ordered)
 		var read int64
 		for n := 0; ; n++ {
-			block, err := r.NextBlock(batchBytes)
+			var bt *batch
+			select {
+			case bt = <-spare:
+			default:
+				bt = new(batch)
+			}
+			block, err := r.NextBlock(bt.block.Data, batchBytes)
 			if errors.Is(err, io.EOF) {
 				return
 			}
@@ -109,7 +118,7 @@ func (b *builder) run(r *eventlog.Reader, workers int) error {
 			if b.progress != nil && n%64 == 0 {
 				b.progress(read)
 			}
-			bt := &batch{block: block, done: make(chan struct{})}
+			bt.block, bt.done = block, make(chan struct{})
 			ordered <- bt
 			jobs <- bt
 		}
@@ -131,6 +140,10 @@ func (b *builder) run(r *eventlog.Reader, workers int) error {
 		<-bt.done
 		for i := range bt.results {
 			b.apply(&bt.results[i], &p)
+		}
+		select {
+		case spare <- bt:
+		default:
 		}
 	}
 	wg.Wait()

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/valyala/fastjson"
 
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/internal/corpus"
-	"github.com/valyala/fastjson"
 )
 
 // fullParse is what the model gets from fastjson for a task event line.
@@ -88,24 +90,31 @@ func FuzzScanTaskEvent(f *testing.F) {
 	})
 }
 
-// BenchmarkScanTaskEvent scans the 17,210 task events (33.9 MB) of a
-// 36.5 MB (uncompressed) log, held in memory: the scanner alone, on one
-// core, without the reading, decompression and model BenchmarkBuild
-// includes. The reported MB/s is of the task events' bytes.
+// BenchmarkScanTaskEvent scans the task events of corpus logs of several
+// shapes, held in memory: the scanner alone, on one core, without the
+// reading, decompression and model BenchmarkBuild includes. The reported
+// MB/s is of the task events' bytes. tasks_executors_fail (Spark 3.1 on
+// YARN) has 17,210 task events (33.9 MB); rp_sql and aqeshuffle have small
+// SQL tasks, whose TaskEnds are mostly SQL accumulables; nds_q88 (Databricks)
+// has TaskEnds of ~26 KB.
 func BenchmarkScanTaskEvent(b *testing.B) {
-	var lines [][]byte
-	var size int64
-	eachTaskEvent(b, []string{"nvidia", "tasks_executors_fail_compressed_eventlog.zstd"}, func(line []byte, _ eventlog.Pos) bool {
-		lines = append(lines, bytes.Clone(line))
-		size += int64(len(line))
-		return true
-	})
-	b.SetBytes(size)
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, line := range lines {
-			scanTaskEvent(line)
-		}
+	for _, log := range []string{"tasks_executors_fail_compressed_eventlog.zstd", "rp_sql_eventlog.zstd", "aqeshuffle_eventlog.zstd", "nds_q88_photon_db_13_3.zstd"} {
+		b.Run(strings.TrimSuffix(log, ".zstd"), func(b *testing.B) {
+			var lines [][]byte
+			var size int64
+			eachTaskEvent(b, []string{"nvidia", log}, func(line []byte, _ eventlog.Pos) bool {
+				lines = append(lines, bytes.Clone(line))
+				size += int64(len(line))
+				return true
+			})
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, line := range lines {
+					scanTaskEvent(line)
+				}
+			}
+		})
 	}
 }
 

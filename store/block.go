@@ -24,10 +24,11 @@ import (
 // together. Upload-level labels that differ between the uploads move into
 // the samples' label sets.
 //
-// A block file holds three parts, each a length, a CRC-32C and the bytes:
-// the meta (JSON), the rollup and the samples (zstd-compressed columns).
-// Only the meta stays in memory; the rollup and the samples are read when
-// a query needs them, through the store's cache.
+// A block file holds parts, each a length, a CRC-32C and the bytes: the
+// meta (JSON), then the rollup, the samples, the series, the timeline and
+// the thread rollup (zstd-compressed columns), then the time slices' (see
+// docs/storage-format.md). Only the meta stays in memory; the other parts
+// are read when a query needs them, through the store's cache.
 type block struct {
 	path   string
 	size   int64 // of the file
@@ -42,12 +43,13 @@ type block struct {
 
 // The parts of a block file after the meta. Blocks written before the
 // series part have only the first two, before the timeline the first
-// three.
+// three, before the thread rollup (blockMagic3) the first four.
 const (
 	partRollup = iota
 	partSamples
 	partSeries   // the uploads' metric series only: GC pauses, CPU load, heap
 	partTimeline // the samples summed over stacks and threads (timeline)
+	partThreads  // the samples summed over time per thread (threadRollup)
 	numParts
 
 	// partTables is not a part of the file: it asks Upload.load for the
@@ -141,9 +143,13 @@ var minSlicedSamples = 1 << 14
 // blockMagic starts a block file; the digit is the format version.
 // blockMagic2 starts one with time slices (blockMeta.Slices), which a
 // build that cannot read them refuses instead of reading the tables alone.
+// blockMagic3 starts one with a thread rollup part (partThreads), sliced or
+// not, which a build that cannot read it refuses instead of taking the
+// part for a time slice's.
 const (
 	blockMagic  = "SPBLOCK1"
 	blockMagic2 = "SPBLOCK2"
+	blockMagic3 = "SPBLOCK3"
 )
 
 // contains reports whether upload id is in the block.
@@ -213,15 +219,15 @@ func readBlock(path string) (*block, error) {
 // openBlock reads the meta of block file path, of size bytes, from r.
 func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
 	head := make([]byte, len(blockMagic))
-	if _, err := r.ReadAt(head, 0); err != nil || (string(head) != blockMagic && string(head) != blockMagic2) {
-		return nil, fmt.Errorf("%s: not a sparkprof block (no %q or %q at offset 0)", path, blockMagic, blockMagic2)
+	if _, err := r.ReadAt(head, 0); err != nil || (string(head) != blockMagic && string(head) != blockMagic2 && string(head) != blockMagic3) {
+		return nil, fmt.Errorf("%s: not a sparkprof block (no %q, %q or %q at offset 0)", path, blockMagic, blockMagic2, blockMagic3)
 	}
 	b := &block{path: path, size: size}
 	off := int64(len(blockMagic))
 	var metaPart part
 	for i := -1; i < numParts; i++ {
-		if i >= partSeries && off == size {
-			break // written before blocks had a series or timeline part
+		if i >= partSeries && off == size || i == partThreads && string(head) != blockMagic3 {
+			break // written before blocks had a series, timeline or thread rollup part
 		}
 		var hdr [8]byte
 		if _, err := r.ReadAt(hdr[:], off); err != nil {
@@ -245,7 +251,7 @@ func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
 	if err := json.Unmarshal(mj, &b.meta); err != nil {
 		return nil, fmt.Errorf("%s: block meta: %w", path, err)
 	}
-	if (string(head) == blockMagic2) != (len(b.meta.Slices) > 0) {
+	if string(head) != blockMagic3 && (string(head) == blockMagic2) != (len(b.meta.Slices) > 0) {
 		return nil, fmt.Errorf("%s: block meta lists %d time slices under %q", path, len(b.meta.Slices), head)
 	}
 	if len(b.meta.Slices) > 0 {
@@ -417,8 +423,9 @@ func (b *block) decode(r io.ReaderAt, which int, dec *zstd.Decoder) (*profile.Pr
 }
 
 // has reports whether b's file has the part: blocks written before the
-// series part have none, and their samples hold the series.
-func (b *block) has(part int) bool { return b.parts[part].off != 0 }
+// series part have none, and their samples hold the series; a block whose
+// thread rollup would not have saved reading its samples has an empty one.
+func (b *block) has(part int) bool { return b.parts[part].size != 0 }
 
 // load reads a block's rollup, samples or series from its file (decode).
 func (b *block) load(which int, dec *zstd.Decoder) (*profile.Profile, error) {

@@ -165,6 +165,17 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 	if err != nil {
 		return nil, nil, err
 	}
+	// The thread rollup is written only when it saves a query of some
+	// threads at least half the samples' rows; it has at least as many as
+	// the rollup.
+	var hb []byte
+	if 2*len(roll.Samples) <= len(p.Samples) {
+		if tr := threadRollup(p); 2*len(tr.Samples) <= len(p.Samples) {
+			if hb, err = tr.MarshalBinary(); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	// JSON rather than gob: gob may allocate without bound on damaged
 	// input, and the meta is small.
 	mj, err := json.Marshal(&meta)
@@ -173,13 +184,13 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 	}
 	b := &block{path: path, meta: meta}
 	var buf bytes.Buffer
-	if sliced != nil {
-		buf.WriteString(blockMagic2)
-	} else {
-		buf.WriteString(blockMagic)
-	}
+	buf.WriteString(blockMagic3)
 	var n [4]byte
-	parts := append([][]byte{mj, enc.EncodeAll(rb, nil), enc.EncodeAll(pb, nil), enc.EncodeAll(sb, nil), enc.EncodeAll(tb, nil)}, sliced...)
+	var hz []byte // an empty part: no thread rollup
+	if hb != nil {
+		hz = enc.EncodeAll(hb, nil)
+	}
+	parts := append([][]byte{mj, enc.EncodeAll(rb, nil), enc.EncodeAll(pb, nil), enc.EncodeAll(sb, nil), enc.EncodeAll(tb, nil), hz}, sliced...)
 	for i, data := range parts {
 		binary.LittleEndian.PutUint32(n[:], uint32(len(data)))
 		buf.Write(n[:])
@@ -285,6 +296,19 @@ func rollup(p *profile.Profile) *profile.Profile { return p.SumOverTime(withoutP
 
 // withoutPerTask removes the labels in RollupDropped from ls.
 func withoutPerTask(ls profile.Labels) profile.Labels { return ls.Without(RollupDropped...) }
+
+// ThreadRollupDropped are the labels a block's thread rollup does not
+// keep: those with a value per task.
+var ThreadRollupDropped = []string{profile.LabelTaskID, profile.LabelPartition}
+
+// threadRollup sums the samples of p over time per thread, with the labels
+// in ThreadRollupDropped removed from their label sets: a flame graph of
+// some threads (a thread-name matcher, or the threads kept) of a block
+// then reads one row per stack, thread and label set instead of one per
+// sample. It shares p's frames, stacks and threads.
+func threadRollup(p *profile.Profile) *profile.Profile {
+	return p.SumOverTimeByThread(func(ls profile.Labels) profile.Labels { return ls.Without(ThreadRollupDropped...) })
+}
 
 // timeline sums the samples of p over stacks and threads, with the labels
 // in RollupDropped removed from their label sets, keeping their times to

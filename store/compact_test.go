@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/sparkprof/sparkprof/profile"
 )
@@ -313,8 +316,102 @@ func TestRollup(t *testing.T) {
 	}
 }
 
+// TestThreadRollup checks a block's thread rollup as TestRollup checks its
+// rollup: the same sums, per thread, as a Merger keeping threads makes.
+func TestThreadRollup(t *testing.T) {
+	var ups []*Upload
+	for i := range 3 {
+		u := upload(t, strconv.Itoa(i))
+		p := u.Profile
+		for j := range p.Samples {
+			s := &p.Samples[j]
+			s.Time += int64(i) * int64(10*time.Second)
+			s.Labels = p.AddLabels(profile.Labels{
+				{Name: profile.LabelTaskID, Value: strconv.Itoa(j % 5)},
+				{Name: profile.LabelPartition, Value: strconv.Itoa(j % 7)},
+				{Name: profile.LabelStageID, Value: strconv.Itoa(j % 2)},
+				{Name: profile.LabelThreadName, Value: "t" + strconv.Itoa(j%3)},
+			})
+		}
+		ups = append(ups, u)
+	}
+	block, _ := compactUploads(0, nil, nil, ups, int64(time.Second))
+	if len(block.Threads) < 2 {
+		t.Fatalf("the block has %d threads; the test needs several", len(block.Threads))
+	}
+
+	cp := *block
+	cp.OwnLabelSets()
+	m := profile.NewMerger(profile.MergeOptions{Aggregate: true})
+	m.AddFunc(&cp, func(s *profile.Sample) bool {
+		s.Labels = cp.AddLabels(cp.LabelSet(s.Labels).Without(ThreadRollupDropped...))
+		s.Time = 0
+		return true
+	})
+	r := threadRollup(block)
+	want, got := rows(m.Profile()), rows(r)
+	if len(want) == 0 || !maps.Equal(got, want) {
+		t.Errorf("thread rollup has %d rows, the merger's %d; they differ", len(got), len(want))
+	}
+	if len(r.Samples) != len(want) {
+		t.Errorf("thread rollup has %d samples for %d distinct rows", len(r.Samples), len(want))
+	}
+	if len(r.Samples) <= len(rollup(block).Samples) {
+		t.Errorf("thread rollup has %d samples, the rollup %d: no sum was split by thread", len(r.Samples), len(rollup(block).Samples))
+	}
+}
+
+// A block writes a thread rollup only when it has at most half the rows
+// of the samples: dump1's samples, each on a thread of its own (as Spark
+// names a task's thread after it), sum to as many rows by thread, and a
+// block of them has an empty part; its samples over ten windows sum to far
+// fewer.
+func TestThreadRollupWrittenWhenItSaves(t *testing.T) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	for _, c := range []struct {
+		name    string
+		windows int
+		threads bool
+		want    bool
+	}{
+		{"a thread per sample", 1, true, false},
+		{"ten windows", 10, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var ups []*Upload
+			for w := range c.windows {
+				u := upload(t, "1")
+				p := u.Profile
+				for j := range p.Samples {
+					s := &p.Samples[j]
+					s.Time += int64(w) * int64(10*time.Second)
+					if c.threads {
+						s.Thread = p.AddThread(profile.Thread{ID: int64(j), Name: "task " + strconv.Itoa(j)})
+					}
+				}
+				ups = append(ups, u)
+			}
+			p, meta := compactUploads(0, nil, nil, ups, int64(time.Second))
+			b, _, err := writeBlock(filepath.Join(t.TempDir(), "b.block"), meta, p, enc, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.has(partThreads) != c.want {
+				t.Errorf("thread rollup written: %v, want %v (%d samples, %d rows by thread)", b.has(partThreads), c.want, len(p.Samples), len(threadRollup(p).Samples))
+			}
+			if _, err := readBlock(b.path); err != nil {
+				t.Errorf("reopen: %v", err)
+			}
+		})
+	}
+}
+
 // rows sums p's samples by stack (its frames in full), label set, type,
-// state and thread, with every sample's labels in full.
+// state and thread (its id and name), with every sample's labels in full.
 func rows(p *profile.Profile) map[string]int64 {
 	out := map[string]int64{}
 	var buf []profile.FrameID
@@ -324,7 +421,11 @@ func rows(p *profile.Profile) map[string]int64 {
 		for _, f := range buf {
 			fmt.Fprintf(&b, "%v;", p.Frames[f])
 		}
-		fmt.Fprintf(&b, "|%v|%s|%d|%d", p.SampleLabels(s), p.Types[s.Type], s.State, s.Thread)
+		var thread profile.Thread
+		if s.Thread != profile.NoThread {
+			thread = p.Threads[s.Thread]
+		}
+		fmt.Fprintf(&b, "|%v|%s|%d|%d %s", p.SampleLabels(s), p.Types[s.Type], s.State, thread.ID, thread.Name)
 		out[b.String()] += s.Value
 	}
 	return out

@@ -45,8 +45,8 @@ func (db *DB) attach(b *block) {
 		switch {
 		case part == partTables:
 			return db.loadTables(b)
-		case part == partTimeline && !b.has(part):
-			return nil, nil // written before blocks had a timeline
+		case (part == partTimeline || part == partThreads) && !b.has(part):
+			return nil, nil // written before blocks had a timeline or thread rollup
 		case !b.has(part):
 			part = partSamples // written before blocks had a series part: the samples hold it
 		}
@@ -88,6 +88,8 @@ func (db *DB) loadSlice(b *block, i, part int) (*profile.Profile, error) {
 			return nil, err
 		}
 		return sliceSeries(all, b.meta.Slices[i]), nil
+	case partThreads:
+		return nil, nil // a block's only
 	case partTimeline:
 		return db.cache.get(cacheKey{path: b.path, part: part, slice: i + 1}, func() (*profile.Profile, error) {
 			all, err := b.up.load(partTimeline)

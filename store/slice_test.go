@@ -273,8 +273,8 @@ func TestSlicedBlockOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(data[:len(blockMagic2)]) != blockMagic2 {
-		t.Fatalf("block starts %q, want %q", data[:len(blockMagic2)], blockMagic2)
+	if string(data[:len(blockMagic3)]) != blockMagic3 {
+		t.Fatalf("block starts %q, want %q", data[:len(blockMagic3)], blockMagic3)
 	}
 	for _, c := range []struct {
 		name string
@@ -284,6 +284,9 @@ func TestSlicedBlockOpen(t *testing.T) {
 		{"cut short", data[:len(data)-5], "time slice"},
 		{"longer", append(data[:len(data):len(data)], 0, 0, 0), "bytes after the last part"},
 		{"unsliced magic", append([]byte(blockMagic), data[len(blockMagic):]...), "time slices under"},
+		// A sliced block without a thread rollup would take the thread
+		// rollup for the first slice's part.
+		{"magic without a thread rollup", append([]byte(blockMagic2), data[len(blockMagic2):]...), "bytes after the last part"},
 	} {
 		if err := os.WriteFile(blk, c.data, 0o644); err != nil {
 			t.Fatal(err)
@@ -295,36 +298,62 @@ func TestSlicedBlockOpen(t *testing.T) {
 	}
 }
 
-// TestBlockWithoutTimeline opens a block written before blocks had a
-// timeline part: it has none, and its samples still read.
-func TestBlockWithoutTimeline(t *testing.T) {
-	blk := oneUploadBlock(t, 1<<30)
-	b, err := readBlock(blk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(blk, b.parts[partTimeline].off-8); err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(filepath.Dir(filepath.Dir(blk)), Options{Partition: time.Minute})
-	if err != nil {
-		t.Fatalf("open with a block of three parts: %v", err)
-	}
-	defer db.Close()
-	n := 0
-	err = db.Select("t", Query{}, func(u *Upload) error {
-		n++
-		if tl, err := u.LoadTimeline(); tl != nil || err != nil {
-			t.Errorf("timeline of a block without one: %v, %v", tl, err)
-		}
-		p, err := u.Load()
-		if err == nil && len(p.Samples) == 0 {
-			t.Error("no samples")
-		}
-		return err
-	})
-	if err != nil || n != 1 {
-		t.Errorf("%d uploads: %v", n, err)
+// TestOlderBlocks opens blocks written before blocks had a thread rollup
+// part, and before that a timeline part: they have none, and their samples
+// still read.
+func TestOlderBlocks(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		truncate int // at the part
+		timeline bool
+	}{
+		{"without a timeline", partTimeline, false},
+		{"without a thread rollup", partThreads, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			blk := oneUploadBlock(t, 1<<30)
+			b, err := readBlock(blk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(blk, b.parts[c.truncate].off-8); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(blk, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.WriteAt([]byte(blockMagic), 0) // unsliced, as these were
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, err := Open(filepath.Dir(filepath.Dir(blk)), Options{Partition: time.Minute})
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			defer db.Close()
+			n := 0
+			err = db.Select("t", Query{}, func(u *Upload) error {
+				n++
+				if tl, err := u.LoadTimeline(); (tl != nil) != c.timeline || err != nil {
+					t.Errorf("timeline: %v, %v; want one: %v", tl, err, c.timeline)
+				}
+				if r, err := u.LoadThreadRollup(); r != nil || err != nil {
+					t.Errorf("thread rollup of a block without one: %v, %v", r, err)
+				}
+				p, err := u.Load()
+				if err == nil && len(p.Samples) == 0 {
+					t.Error("no samples")
+				}
+				return err
+			})
+			if err != nil || n != 1 {
+				t.Errorf("%d uploads: %v", n, err)
+			}
+		})
 	}
 }
 

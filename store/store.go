@@ -176,6 +176,19 @@ func (u *Upload) LoadRollup() (*profile.Profile, error) {
 	return nil, nil
 }
 
+// LoadThreadRollup returns the thread rollup of a compacted block: its
+// samples summed over time per thread, with the labels in
+// ThreadRollupDropped removed, which is what a flame graph of some threads
+// needs when the query covers all its samples (SampleSpan) and matches no
+// dropped label. Other uploads, time slices and blocks written before
+// blocks had one have none: nil. It must not be modified.
+func (u *Upload) LoadThreadRollup() (*profile.Profile, error) {
+	if u.load == nil {
+		return nil, nil
+	}
+	return u.load(partThreads)
+}
+
 // HasRollup reports whether LoadRollup has a rollup for u.
 func (u *Upload) HasRollup() bool { return u.load != nil || u.head != nil }
 

@@ -161,14 +161,17 @@ func (d *decoder) allocLabels(ctx, class uint64) profile.LabelSetID {
 	if c, ok := d.class(class); ok {
 		ls = append(ls, profile.Label{Name: profile.LabelAllocClass, Value: c.dotted})
 	}
-	id := d.p.AddLabels(ls)
 	if ctx == 0 {
+		// Class keys are per chunk: a recording of many chunks names a
+		// class again in each, under the same label set.
+		id := d.p.AddLabels(ls)
 		d.classLabels.put(class, uint32(id))
 		return id
 	}
 	if d.allocSets == nil {
 		d.allocSets = make(map[allocKey]profile.LabelSetID)
 	}
+	id := d.p.AppendLabels(ls) // once per context and class of a chunk
 	d.allocSets[k] = id
 	return id
 }
@@ -178,13 +181,10 @@ func (d *decoder) contextLabels(ctx uint64) profile.LabelSetID {
 	if id, ok := d.ctxLabels[ctx]; ok {
 		return id
 	}
-	var ls profile.Labels
-	if c := d.labels.Contexts[int64(ctx)]; c != nil {
-		for k, v := range c.Labels {
-			ls = append(ls, profile.Label{Name: d.labels.Strings[k], Value: d.labels.Strings[v]})
-		}
+	id := profile.NoLabels
+	if ls := d.labels.labels(ctx, &d.labelBuf); len(ls) > 0 {
+		id = d.p.AppendLabels(ls) // once per context: no need to look it up
 	}
-	id := d.p.AddLabels(ls)
 	d.ctxLabels[ctx] = id
 	return id
 }

@@ -12,10 +12,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"slices"
-	"sync"
-
-	"github.com/grafana/jfr-parser/pprof"
 
 	"github.com/sparkprof/sparkprof/internal/hashtab"
 	"github.com/sparkprof/sparkprof/profile"
@@ -94,15 +92,22 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 // DecodeWithOptions is Decode with options. On damaged input it returns the
 // samples decoded so far together with a *profile.DecodeError.
 func DecodeWithOptions(data []byte, source string, opts Options) (*profile.Profile, error) {
-	d := decoders.Get().(*decoder)
+	d := getDecoder()
 	defer d.release()
 	d.start(source)
 	if len(opts.Labels) > 0 {
-		d.labels = new(pprof.LabelsSnapshot)
-		if err := d.labels.UnmarshalVT(opts.Labels); err != nil {
+		snap, err := parseSnapshot(opts.Labels)
+		if err != nil {
 			return nil, &profile.DecodeError{Source: source, Offset: -1, Field: "labels", Msg: "invalid LabelsSnapshot protobuf", Err: err}
 		}
-		d.ctxLabels = make(map[uint64]profile.LabelSetID)
+		d.labels = snap
+		d.ctxLabels = make(map[uint64]profile.LabelSetID, snap.contexts.n())
+		// The contexts' label sets, which the profile keeps, share one
+		// array of the recording's own.
+		d.labelBuf = make(profile.Labels, 0, len(snap.pairs))
+		// A set per context, and as many again once the labels of the
+		// samples' thread names are merged in (format.Decode).
+		d.p.GrowLabelSets(2 * snap.contexts.n())
 	}
 	err := d.decode(data)
 	p := d.p
@@ -119,9 +124,22 @@ func DecodeWithOptions(data []byte, source string, opts Options) (*profile.Profi
 	return p, err
 }
 
-// decoders holds decoders between recordings, with their buffers and
-// indexes.
-var decoders = sync.Pool{New: func() any { return new(decoder) }}
+// idle holds decoders between recordings, with their buffers and indexes,
+// one for each recording decoded at once. It is not a sync.Pool: a pool is
+// emptied by every second garbage collection, which a server runs every
+// few uploads, so most uploads were decoded by a new decoder growing its
+// buffers and indexes again (a megabyte of pages for dump1, 0.6 ms).
+var idle = make(chan *decoder, runtime.GOMAXPROCS(0))
+
+// getDecoder returns an idle decoder or a new one.
+func getDecoder() *decoder {
+	select {
+	case d := <-idle:
+		return d
+	default:
+		return new(decoder)
+	}
+}
 
 // chunkHeader is the part of a chunk header the decoder needs.
 type chunkHeader struct {
@@ -188,7 +206,8 @@ type decoder struct {
 	source    string
 	sampleBuf []profile.Sample // kept between recordings
 
-	labels    *pprof.LabelsSnapshot
+	labels    *snapshot
+	labelBuf  profile.Labels // the contexts' labels, for this recording alone
 	ctxLabels map[uint64]profile.LabelSetID
 	allocSets map[allocKey]profile.LabelSetID
 	// classLabels holds the label sets of allocations without a context,
@@ -302,10 +321,10 @@ func (d *decoder) start(source string) {
 	d.types = [numKinds]int{}
 }
 
-// release drops what d refers to of the recording and returns it to the
-// pool.
+// release drops what d refers to of the recording and keeps d for the next
+// one, if fewer than idle holds are kept.
 func (d *decoder) release() {
-	d.p, d.labels, d.ctxLabels, d.allocSets = nil, nil, nil, nil
+	d.p, d.labels, d.ctxLabels, d.allocSets, d.labelBuf = nil, nil, nil, nil, nil
 	clear(d.counts)
 	clear(d.series)
 	d.chunk, d.md = nil, nil
@@ -326,11 +345,15 @@ func (d *decoder) release() {
 	if cap(d.below) > maxKept {
 		d.merged, d.below = nil, nil
 	}
-	decoders.Put(d)
+	select {
+	case idle <- d:
+	default:
+	}
 }
 
-// maxKept bounds the samples and frames a pooled decoder's buffers keep.
-const maxKept = 1 << 20
+// maxKept bounds the samples and frames an idle decoder's buffers keep
+// (10 MiB of samples): a window of a busy JVM has tens of thousands.
+const maxKept = 1 << 18
 
 func (d *decoder) errorf(off int64, err error, format string, args ...any) error {
 	return &profile.DecodeError{Source: d.source, Offset: off, Msg: fmt.Sprintf(format, args...), Err: err}

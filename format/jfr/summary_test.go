@@ -70,7 +70,7 @@ func TestJDKSummary(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			data := corpus.Read(t, "jfr", name+".jfr.gz")
 			want := jdkSummary(t, data)
-			d := decoders.Get().(*decoder)
+			d := getDecoder()
 			d.start(name)
 			err := d.decode(data)
 			counts := maps.Clone(d.counts)

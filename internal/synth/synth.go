@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grafana/jfr-parser/pprof"
+
 	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/format/jfr"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/store"
@@ -109,4 +112,43 @@ func DecodedTotal(tb testing.TB, data, labels []byte, typ string) int64 {
 		}
 	}
 	return 0
+}
+
+// TaskContexts returns a Pyroscope LabelsSnapshot of n task contexts, ids 1
+// to n, each with a stage (a hundred tasks each), stage attempt, task and
+// partition of its own: what the Pyroscope Java agent sends beside a busy
+// executor's window when Spark's task labels are set as its contexts.
+func TaskContexts(n int) []byte {
+	ls := &pprof.LabelsSnapshot{Contexts: map[int64]*pprof.Context{}, Strings: map[int64]string{}}
+	ids := map[string]int64{}
+	id := func(s string) int64 {
+		if i, ok := ids[s]; ok {
+			return i
+		}
+		i := int64(len(ids) + 1)
+		ids[s], ls.Strings[i] = i, s
+		return i
+	}
+	for c := 1; c <= n; c++ {
+		ls.Contexts[int64(c)] = &pprof.Context{Labels: map[int64]int64{
+			id(profile.LabelStageID): id(strconv.Itoa(c / 100)), id(profile.LabelStageAttempt): id("0"),
+			id(profile.LabelTaskID): id(strconv.Itoa(c)), id(profile.LabelPartition): id(strconv.Itoa(c % 100)),
+		}}
+	}
+	b, err := ls.MarshalVT()
+	if err != nil {
+		panic(err) // a snapshot built here always marshals
+	}
+	return b
+}
+
+// WithTaskContexts returns recording, an async-profiler JFR, with its
+// samples' contexts spread over n task contexts in turn, and the
+// LabelsSnapshot that names them (TaskContexts).
+func WithTaskContexts(recording []byte, n int) (jfrData, labels []byte, err error) {
+	jfrData, err = jfr.MapContexts(recording, func(i int, _ uint64) uint64 { return uint64(i%n + 1) })
+	if err != nil {
+		return nil, nil, err
+	}
+	return jfrData, TaskContexts(n), nil
 }

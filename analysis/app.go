@@ -22,6 +22,7 @@ var appRules = []appRule{
 	executorLossRule,
 	decommissionRule,
 	speculationRule,
+	gcRecordsRule,
 	idleExecutorsRule,
 	driverTimeRule,
 	criticalPathRule,

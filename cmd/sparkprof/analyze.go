@@ -164,6 +164,7 @@ func printReport(w io.Writer, r *analysis.Report) {
 			}
 		}
 	}
+	printRecommendations(w, r.Recommendations)
 	if len(r.Stages) > 0 {
 		fmt.Fprintln(w, "\nlongest stages:")
 		stages := slices.Clone(r.Stages)
@@ -175,6 +176,38 @@ func printReport(w io.Writer, r *analysis.Report) {
 		}
 		tw.Flush()
 	}
+}
+
+// printRecommendations writes the code patterns the profiles show, each
+// with its frames and the flame graph that focuses on them.
+func printRecommendations(w io.Writer, rs []analysis.Recommendation) {
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nrecommendations from the profiles:")
+	for _, r := range rs {
+		fmt.Fprintf(w, "[%s] %s: %s\n", strings.ToUpper(string(r.Severity)), r.Pattern, r.Message)
+		fmt.Fprintf(w, "    → %s\n", r.Suggestion)
+		for _, f := range r.Frames {
+			caller := ""
+			if f.Caller != "" {
+				caller = " ← " + f.Caller
+			}
+			fmt.Fprintf(w, "    %4.0f%%  %s%s\n", 100*f.Share, truncate(f.Frame, 100), caller)
+		}
+		fmt.Fprintf(w, "    flame graph: sparkprof flame --type %s --focus '%s' PATH...\n", flameType(r.Type), r.Focus)
+	}
+}
+
+// flameType is the --type of a recommendation's sample type.
+func flameType(typ string) string {
+	switch typ {
+	case "blocked":
+		return "samples --state BLOCKED"
+	case "lock_delay":
+		return "lock"
+	}
+	return typ
 }
 
 // truncate cuts s to its first line, and that to n characters.

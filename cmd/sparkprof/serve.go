@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sparkprof/sparkprof/analysis"
+
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/ingest"
 	"github.com/sparkprof/sparkprof/internal/duration"
@@ -65,6 +67,35 @@ type serveFlags struct {
 	maxLogGB        int64
 	slowQuery       time.Duration
 	maxQuerySamples int
+	thresholds      thresholdSettings
+}
+
+// thresholdSettings is serve's --threshold: each NAME=VALUE sets the
+// threshold analyze's flag of that name sets.
+type thresholdSettings struct {
+	th  analysis.Thresholds
+	set []string
+}
+
+func (t *thresholdSettings) String() string { return strings.Join(t.set, ",") }
+
+func (t *thresholdSettings) Set(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok {
+		return fmt.Errorf("%q: want NAME=VALUE, NAME one of analyze's threshold flags", s)
+	}
+	fs := flag.NewFlagSet("threshold", flag.ContinueOnError)
+	thresholdFlags(fs, &t.th)
+	if fs.Lookup(name) == nil {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		return fmt.Errorf("no threshold %q (one of %s)", name, strings.Join(names, ", "))
+	}
+	if err := fs.Set(name, value); err != nil {
+		return fmt.Errorf("threshold %s: %w", name, err)
+	}
+	t.set = append(t.set, s)
+	return nil
 }
 
 // register defines the flags on fs, with their defaults.
@@ -91,6 +122,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.keyWindow, "key-window", time.Hour, "how long an upload's Idempotency-Key is remembered, so that a retry of it (the agent's after a lost answer, an import run again) is not stored twice")
 	fs.Int64Var(&f.maxLogGB, "max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
 	fs.DurationVar(&f.slowQuery, "slow-query", time.Second, "log each query that takes at least this long, with its parameters, as a warning (0: none)")
+	f.thresholds.th = analysis.DefaultThresholds
+	fs.Var(&f.thresholds, "threshold", "NAME=VALUE: a threshold of the findings of the apps the server analyses, named as analyze's flag (e.g. gc-share=0.2); repeatable")
 	fs.IntVar(&f.maxQuerySamples, "max-query-samples", 1<<20, "most samples a query that keeps labels merges its selection into (a pprof export with labels=all keeps one per stack, task and thread; a flame graph is not bounded); past it the query gets 422")
 }
 
@@ -224,7 +257,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		f.agentJar = ""
 	}
 	srv := server.New(server.Config{Store: db, AuthToken: token, Logger: log, AgentJar: f.agentJar, RatePerSecond: f.rate, MaxConcurrentUploads: f.concurrent,
-		EventLogDir: filepath.Join(f.data, "eventlogs"), MaxLogBytes: f.maxLogGB << 30, MaxQuerySamples: f.maxQuerySamples, SlowQuery: f.slowQuery})
+		EventLogDir: filepath.Join(f.data, "eventlogs"), MaxLogBytes: f.maxLogGB << 30, MaxQuerySamples: f.maxQuerySamples, SlowQuery: f.slowQuery,
+		Thresholds: f.thresholds.th})
 	defer srv.Close()
 	g.open(srv)
 	base := scheme + "://" + ln.Addr().String()

@@ -79,10 +79,12 @@ func jvmGCs(profiles []*profile.Profile) []JVMGC {
 				g.GCMs += int64(last.Value-first.Value) / 1e6
 			case "jvm.gc.count": // cumulative
 				n = int64(last.Value - first.Value)
-			case "jvm.gc.pause": // one point a collection
+			case "jvm.gc.pause": // one point a collection, nanoseconds
+				var ns float64
 				for _, pt := range s.Points {
-					g.GCMs += int64(pt.Value)
+					ns += pt.Value
 				}
+				g.GCMs += int64(ns / 1e6)
 				n = int64(len(s.Points))
 			}
 			if fullGC.MatchString(collector) {

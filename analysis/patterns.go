@@ -16,6 +16,10 @@ const (
 	// viewLock: time waiting for locks against CPU time, else blocked
 	// threads' samples against running and blocked ones.
 	viewLock
+	// viewCPUAlloc: CPU time or allocations, where the pattern costs more
+	// (the Flight Recorder does not sample a thread in the JVM's own code,
+	// such as filling in an exception's stack, but sees its allocations).
+	viewCPUAlloc
 )
 
 // A pattern is a costly way of writing code that a profile's stacks show:
@@ -39,7 +43,7 @@ var patterns = []pattern{
 	{id: "regex-compile", title: "regular expressions compiled in a hot path", view: viewCPU,
 		frames:     regexp.MustCompile(`^java\.util\.regex\.Pattern\.(compile|<init>)$`),
 		suggestion: "compile the Pattern once (a static field, a val in an object, a broadcast) instead of per record; String.split, replaceAll and matches compile their regex on every call"},
-	{id: "exceptions", title: "exceptions created as control flow", view: viewCPU,
+	{id: "exceptions", title: "exceptions created as control flow", view: viewCPUAlloc,
 		frames:     regexp.MustCompile(`^java\.lang\.Throwable\.fillInStackTrace$`),
 		suggestion: "an exception per record fills in its stack each time: test the input before parsing it (bad numbers, dates) instead of catching, or reuse an exception without a stack trace"},
 	{id: "logging", title: "logging in per-record code", view: viewCPU,

@@ -255,22 +255,25 @@ func frameOf(p *profile.Profile, stack []profile.FrameID, pt pattern) PatternFra
 	return PatternFrame{}
 }
 
-// viewTypes are the sample types a view reads, the first one the
-// profiles have samples of.
+// viewTypes are the sample types a view reads; a pattern is measured in
+// the one it costs most of.
 var viewTypes = map[view][]string{
 	viewCPU:   {profile.TypeCPU.Name, profile.TypeItimer.Name, profile.TypeWall.Name, profile.TypeSamples.Name},
 	viewWall:  {profile.TypeWall.Name, profile.TypeSamples.Name, profile.TypeCPU.Name, profile.TypeItimer.Name},
 	viewAlloc: {profile.TypeAllocBytes.Name, profile.TypeAllocObjects.Name},
 	viewLock:  {profile.TypeLockDelay.Name, "blocked"},
+	viewCPUAlloc: {profile.TypeCPU.Name, profile.TypeItimer.Name, profile.TypeWall.Name, profile.TypeSamples.Name,
+		profile.TypeAllocBytes.Name, profile.TypeAllocObjects.Name},
 }
 
-// measure returns the tally pattern i is measured in, with its type's
-// name, and the totals its shares are of: for lock delay, the delay and
-// CPU time together.
-func (sc *scan) measure(i int) (t *tally, typ string, total func(scope string) int64, ok bool) {
+// measure returns the tallies pattern i can be measured in, with their
+// types' names and the totals its shares are of: for lock delay, the delay
+// and CPU time together.
+func (sc *scan) measure(i int) []measured {
+	var out []measured
 	for _, name := range viewTypes[patterns[i].view] {
 		t := sc.tallies[name]
-		if t == nil || t.total[appScope]+t.hits[i][appScope] == 0 {
+		if t == nil || t.hits[i][appScope] == 0 {
 			continue
 		}
 		if name == profile.TypeLockDelay.Name {
@@ -278,11 +281,19 @@ func (sc *scan) measure(i int) (t *tally, typ string, total func(scope string) i
 			if cpu == nil {
 				continue
 			}
-			return t, name, func(scope string) int64 { return t.hits[i][scope] + cpu.total[scope] }, true
+			out = append(out, measured{t, name, func(scope string) int64 { return t.hits[i][scope] + cpu.total[scope] }})
+			continue
 		}
-		return t, name, func(scope string) int64 { return t.total[scope] }, true
+		out = append(out, measured{t, name, func(scope string) int64 { return t.total[scope] }})
 	}
-	return nil, "", nil, false
+	return out
+}
+
+// measured is a sample type a pattern is measured in.
+type measured struct {
+	t     *tally
+	typ   string
+	total func(scope string) int64
 }
 
 // recommend returns the recommendations of the patterns profiles show,
@@ -293,30 +304,45 @@ func recommend(profiles []*profile.Profile, th Thresholds) []Recommendation {
 	sc := scanProfiles(profiles)
 	out := []Recommendation{}
 	for i, pt := range patterns {
-		t, typ, total, ok := sc.measure(i)
-		if !ok {
-			continue
-		}
-		scope, best := appScope, 0.0
-		appShare := share(t.hits[i][appScope], total(appScope))
-		if appShare >= th.PatternShare && enough(t, i, appScope, th) {
-			best = appShare
-		} else {
-			for stage, hits := range t.hits[i] {
-				if s := share(hits, total(stage)); stage != appScope && s >= th.PatternShare && s > best && enough(t, i, stage, th) {
-					scope, best = stage, s
-				}
+		// Of the types the pattern shows in (a JVM's CPU samples miss the
+		// time in native methods, which its wall samples hold), the one
+		// where it costs most.
+		var best *Recommendation
+		for _, m := range sc.measure(i) {
+			if r, ok := m.recommendation(pt, i, sc.taskOnly, th); ok && (best == nil || r.Share > best.Share) {
+				best = &r
 			}
 		}
-		if best == 0 {
-			continue
+		if best != nil {
+			out = append(out, *best)
 		}
-		out = append(out, newRecommendation(pt, t, i, typ, scope, total(scope), appShare, best, sc.taskOnly, th))
 	}
 	slices.SortStableFunc(out, func(a, b Recommendation) int {
 		return cmp.Or(cmp.Compare(b.Severity.rank(), a.Severity.rank()), cmp.Compare(b.Share, a.Share))
 	})
 	return out
+}
+
+// recommendation returns pattern i's recommendation in this type, for
+// the app when it costs enough of the app's samples, else for the stage
+// where it costs most.
+func (m measured) recommendation(pt pattern, i int, taskOnly bool, th Thresholds) (Recommendation, bool) {
+	t, total := m.t, m.total
+	scope, best := appScope, 0.0
+	appShare := share(t.hits[i][appScope], total(appScope))
+	if appShare >= th.PatternShare && enough(t, i, appScope, th) {
+		best = appShare
+	} else {
+		for stage, hits := range t.hits[i] {
+			if s := share(hits, total(stage)); stage != appScope && s >= th.PatternShare && s > best && enough(t, i, stage, th) {
+				scope, best = stage, s
+			}
+		}
+	}
+	if best == 0 {
+		return Recommendation{}, false
+	}
+	return newRecommendation(pt, t, i, m.typ, scope, total(scope), appShare, best, taskOnly, th), true
 }
 
 // enough reports whether pattern i's samples in scope are enough to judge

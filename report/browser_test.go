@@ -199,3 +199,23 @@ func drawn(t *testing.T, ctx context.Context) map[string]int {
 	}
 	return out
 }
+
+// TestBrowserReportRecommendations opens the report of the straggler
+// riddle with its stacks: the recommendation of its List appends is shown
+// with its frame and the command that draws its flame graph.
+func TestBrowserReportRecommendations(t *testing.T) {
+	ctx, problems := browsertest.Start(t)
+	openReport(t, ctx, analyzed(t, "applogs/phil_stopwatch/ProfileStraggler/JobStraggler.log.gz", "jvm-profiler/phil_stopwatch/ProfileStraggler/Stacktrace.json.gz"), maxTimelineTasks)
+	text, err := chromedp.Run(ctx, chromedp.Text(`[data-testid="recommendations"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"list-append", "scala.collection.SeqLike$class.$colon$plus", "sparkprof flame --type samples --focus"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("recommendations %q lack %q", text, want)
+		}
+	}
+	if ps := problems(); len(ps) > 0 {
+		t.Errorf("page problems: %v", ps)
+	}
+}

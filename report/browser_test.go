@@ -120,7 +120,7 @@ func TestBrowserReportAlso(t *testing.T) {
 	ctx, problems := browsertest.Start(t)
 	openReport(t, ctx, analyzed(t, "eventlogs/sparklint/spark_event_log_example"), maxTimelineTasks)
 	got := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="finding-also"]')].map(e => e.textContent)`)
-	if len(got) != 2 || !strings.HasPrefix(got[0], "also: gc: stage 0: 19% of task time in GC") ||
+	if len(got) != 2 || !strings.HasPrefix(got[0], "also: gc: stage 0: executors spent 18% of their time in GC while its tasks ran (31.4 s of 2.9 min") ||
 		!strings.HasPrefix(got[1], "also: straggler: stage 1: task 124") {
 		t.Errorf("also lines %q, want the GC of stage 0 and the straggler of stage 1", got)
 	}

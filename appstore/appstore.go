@@ -222,6 +222,12 @@ func (s *Store) analyse(tenant string, paths []string, bundle string) (*analysis
 	if err != nil {
 		return nil, err
 	}
+	// An app is an event log's or container logs': profiles alone (a
+	// bundle's metric records before its logs) are not one, and must not
+	// stand in for the app of their labels' id.
+	if len(in.EventLogs) == 0 && len(in.Logs) == 0 {
+		return nil, fmt.Errorf("%s: no event log or container log", filepath.Base(paths[0]))
+	}
 	reps := in.Reports(s.th)
 	if len(reps) == 0 {
 		return nil, fmt.Errorf("%s: nothing to analyse", filepath.Base(paths[0]))

@@ -423,6 +423,9 @@ func typeWords(typ string) string {
 // first: the code patterns they show and, when the app's JVMs spent much
 // time in GC, the code that allocated most.
 func Recommend(in Input, th Thresholds) []Recommendation {
+	if len(in.Profiles) == 0 {
+		return []Recommendation{}
+	}
 	out := recommend(in.Profiles, th)
 	if share, ok := gcShare(in, th); ok {
 		if r, ok := allocHotspots(in.Profiles, share, th); ok {

@@ -39,6 +39,9 @@ const (
 	KindFailures          Kind = "failures"
 	KindExecutorLoss      Kind = "executor-loss"
 	KindWhatIf            Kind = "what-if"
+	KindTooFewTasks       Kind = "too-few-tasks"
+	KindSpeculation       Kind = "speculation"
+	KindDecommission      Kind = "decommission"
 	KindErrors            Kind = "errors"
 	KindLogChunks         Kind = "log-chunks"
 	KindWarnings          Kind = "warnings"
@@ -98,11 +101,17 @@ type Thresholds struct {
 	// times more than the median task, and at least SkewMinBytes.
 	SkewRatio    float64
 	SkewMinBytes int64
-	// GCShare of task run time spent in GC (warning; twice it is critical),
-	// in a stage whose tasks spent at least GCMinMs in GC in all: a share of
-	// a few milliseconds is nothing to act on.
-	GCShare float64
-	GCMinMs int64
+	// GCShare of the executors' time spent in GC while a stage's tasks ran
+	// (warning; twice it is critical), when that GC comes to at least
+	// GCMinMs: a share of a few milliseconds is nothing to act on. A
+	// stage whose GC is under GCAppShare of the executors' busy time in
+	// the whole app (a warm-up) is only info. From JVM records (Uber,
+	// JFR, the agent), an executor collecting its young generation
+	// GCRate times a second or more churns allocations.
+	GCShare    float64
+	GCMinMs    int64
+	GCAppShare float64
+	GCRate     float64
 	// ShuffleWaitShare of task run time spent waiting for shuffle data.
 	ShuffleWaitShare float64
 	// OverheadShare of task time spent in scheduling and (de)serialisation.
@@ -120,8 +129,22 @@ type Thresholds struct {
 	// and stop are nothing to act on.
 	DriverShare float64
 	DriverMinMs int64
-	// MinStageMs: stages shorter than this get no performance verdict.
+	// MinStageMs: stages shorter than this get no verdict but a
+	// straggler.
 	MinStageMs int64
+	// FewTasksMinMs, FewTasksMinBytes: a stage with fewer tasks than the
+	// slots free while it ran has too few partitions when its median task
+	// ran at least FewTasksMinMs and read at least FewTasksMinBytes.
+	FewTasksMinMs    int64
+	FewTasksMinBytes int64
+	// SpeculationWasteShare of the app's task time spent on task attempts
+	// that lost to a speculative copy (or whose copy lost) makes the
+	// speculation finding a warning.
+	SpeculationWasteShare float64
+	// PatternShare of a stage's or the app's samples a code pattern must
+	// cost, in at least PatternMinSamples samples, to be recommended on.
+	PatternShare      float64
+	PatternMinSamples int64
 }
 
 // DefaultThresholds are the thresholds sparkprof uses unless told otherwise.
@@ -132,6 +155,8 @@ var DefaultThresholds = Thresholds{
 	SkewMinBytes:     64 << 20,
 	GCShare:          0.10,
 	GCMinMs:          1_000,
+	GCAppShare:       0.01,
+	GCRate:           10,
 	ShuffleWaitShare: 0.20,
 	OverheadShare:    0.30,
 	TinyTaskMs:       100,
@@ -141,6 +166,12 @@ var DefaultThresholds = Thresholds{
 	DriverShare:      0.25,
 	DriverMinMs:      30_000,
 	MinStageMs:       1_000,
+
+	FewTasksMinMs:         60_000,
+	FewTasksMinBytes:      512 << 20,
+	SpeculationWasteShare: 0.10,
+	PatternShare:          0.05,
+	PatternMinSamples:     20,
 }
 
 // Input is what an analysis looks at.
@@ -171,7 +202,7 @@ func Analyze(in Input, th Thresholds) []Finding {
 	appFound := make(chan []Finding, 1)
 	go func() { appFound <- appFindings(facts, th) }()
 	var out []Finding
-	sc := stageContext{first: firstTasks(app.Tasks), config: app.Config}
+	sc := stageContext{first: firstTasks(app.Tasks), config: app.Config, load: newTaskLoad(app.Tasks), app: app}
 	for _, st := range app.Stages {
 		if f, ok := stageVerdict(st, facts.byStage[[2]int{st.ID, st.Attempt}], sc, th); ok {
 			if t := stragglerTask(f, facts.byStage[[2]int{st.ID, st.Attempt}]); t != nil && len(in.Profiles) > 0 {

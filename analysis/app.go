@@ -20,6 +20,9 @@ type appRule func(a *appFacts, th Thresholds) (Finding, bool)
 var appRules = []appRule{
 	failuresRule,
 	executorLossRule,
+	decommissionRule,
+	speculationRule,
+	gcRecordsRule,
 	idleExecutorsRule,
 	driverTimeRule,
 	criticalPathRule,
@@ -72,7 +75,8 @@ func failuresRule(a *appFacts, _ Thresholds) (Finding, bool) {
 		g.stages[t.StageID] = true
 		g.executors[t.ExecutorID] = true
 	}
-	if len(groups) == 0 {
+	excluded := exclusions(a.App)
+	if len(groups) == 0 && len(excluded) == 0 {
 		return Finding{}, false
 	}
 	list := make([]*group, 0, len(groups))
@@ -85,7 +89,7 @@ func failuresRule(a *appFacts, _ Thresholds) (Finding, bool) {
 		}
 		return list[i].reason < list[j].reason
 	})
-	ev := &FailuresEvidence{}
+	ev := &FailuresEvidence{Excluded: excluded}
 	var parts []string
 	for _, g := range list {
 		ev.Tasks += len(g.tasks)
@@ -111,9 +115,9 @@ func failuresRule(a *appFacts, _ Thresholds) (Finding, bool) {
 	}
 	return Finding{
 		Kind: KindFailures, Severity: sev,
-		Message: fmt.Sprintf("%s did not succeed: %s%s",
-			english.Plural(ev.Tasks, "task attempt"), strings.Join(parts, ", "), failedOf(len(ev.FailedStages), len(ev.FailedJobs))),
-		Suggestion: "start with the biggest group; FetchFailed and ExecutorLostFailure point at lost executors or nodes, exceptions at the code (top frame)",
+		Message: fmt.Sprintf("%s did not succeed: %s%s%s",
+			english.Plural(ev.Tasks, "task attempt"), strings.Join(parts, ", "), failedOf(len(ev.FailedStages), len(ev.FailedJobs)), excludedPhrase(excluded)),
+		Suggestion: failuresSuggestion(excluded),
 		Evidence:   ev,
 		score:      float64(ev.Tasks),
 	}, true
@@ -172,8 +176,9 @@ func executorLossRule(a *appFacts, _ Thresholds) (Finding, bool) {
 			continue
 		}
 		r := strings.ToLower(e.RemovalReason)
-		// Executors released by dynamic allocation are not losses.
-		if strings.Contains(r, "killed by driver") || strings.Contains(r, "dynamic allocation") {
+		// Executors released by dynamic allocation are not losses, and
+		// those the cluster took back are the decommission finding's.
+		if strings.Contains(r, "killed by driver") || strings.Contains(r, "dynamic allocation") || reclaimed(e.RemovalReason) {
 			continue
 		}
 		host := e.Host
@@ -182,6 +187,9 @@ func executorLossRule(a *appFacts, _ Thresholds) (Finding, bool) {
 	kinds := map[string]int{}
 	for _, l := range a.Logs {
 		for _, ev := range l.ExecutorEvents {
+			if ev.Kind == "decommission" {
+				continue
+			}
 			kinds[ev.Kind]++
 			if len(lost) < 50 {
 				lost = append(lost, LostExecutor{ExecutorID: ev.Executor, TimeMs: unixMs(ev.Time), Reason: ev.Message, Kind: ev.Kind, Source: l.Source})
@@ -208,7 +216,7 @@ func executorLossRule(a *appFacts, _ Thresholds) (Finding, bool) {
 	}
 	return Finding{
 		Kind: KindExecutorLoss, Severity: Warning,
-		Message:    fmt.Sprintf("%s lost, decommissioned or excluded during the run: %s", english.Plural(len(lost), "executor"), strings.Join(which, ", ")),
+		Message:    fmt.Sprintf("%s lost or excluded during the run: %s", english.Plural(len(lost), "executor"), strings.Join(which, ", ")),
 		Suggestion: "lost executors cost their running tasks and shuffle output: check container memory (overhead), node health, or spot interruptions",
 		Evidence:   &ExecutorLossEvidence{Executors: lost, LogEvents: kinds},
 		score:      float64(len(lost)),

@@ -1,6 +1,10 @@
 package analysis
 
-import "time"
+import (
+	"time"
+
+	"github.com/sparkprof/sparkprof/spark"
+)
 
 // Evidence is the numbers behind a finding: one of the *...Evidence types
 // of this package, by the finding's kind (docs/analyze-json.md). Their
@@ -63,12 +67,21 @@ type SkewEvidence struct {
 	TaskMs int64 `json:"taskMs"`
 }
 
-// GCEvidence is a gc finding's: the stage's tasks' time in GC.
+// GCEvidence is a gc finding's about a stage: the executors' time in GC
+// while its tasks ran, and the tasks' own GC and run times.
 type GCEvidence struct {
 	OtherFindings
+	// AppShare is ExecutorGCMs over the executors' busy time in the app.
+	AppShare float64 `json:"appShare"`
+	// ExecutorGCMs is the executors' estimated time in GC while the
+	// stage's tasks ran; ExecutorMs the time they ran (on each executor,
+	// the union of its tasks' intervals).
+	ExecutorGCMs int64 `json:"executorGcMs"`
+	ExecutorMs   int64 `json:"executorMs"`
+	// GCMs and RunMs are the sums of the tasks' JVM GC and run times.
 	GCMs  int64   `json:"gcMs"`
 	RunMs int64   `json:"runMs"`
-	Share float64 `json:"share"`
+	Share float64 `json:"share"` // ExecutorGCMs over ExecutorMs
 	StageRef
 }
 
@@ -110,6 +123,27 @@ type TaskSizeEvidence struct {
 	Tasks int `json:"tasks"`
 }
 
+// TooFewTasksEvidence is a too-few-tasks finding's: the stage's tasks
+// against the executor slots free while it ran, and the partitions that
+// would fill them.
+type TooFewTasksEvidence struct {
+	OtherFindings
+	// EstimatedMs is the stage's time with Partitions tasks on the free
+	// slots, replaying its task time.
+	EstimatedMs int64   `json:"estimatedMs"`
+	FreeSlots   float64 `json:"freeSlots"` // mean cores no other stage's task used while it ran
+	InputBytes  int64   `json:"inputBytes"`
+	MedianBytes int64   `json:"medianBytes"` // the median task's input and shuffle read
+	MedianMs    int64   `json:"medianMs"`
+	// Partitions is the suggested count: its data in 128 MiB parts, and
+	// at least the free slots.
+	Partitions       int   `json:"partitions"`
+	ShuffleReadBytes int64 `json:"shuffleReadBytes"`
+	StageRef
+	StageSpanMs int64 `json:"stageSpanMs"`
+	Tasks       int   `json:"tasks"`
+}
+
 // FoldedEvidence is the evidence of the finding that stands for the
 // stage findings of one kind and severity past the first few: their
 // stages and their own messages, in the same order.
@@ -121,10 +155,13 @@ type FoldedEvidence struct {
 // FailuresEvidence is a failures finding's: the failed task attempts by
 // reason, and the failed stage attempts and jobs.
 type FailuresEvidence struct {
-	FailedJobs   []int          `json:"failedJobs"`
-	FailedStages []int          `json:"failedStages"`
-	Groups       []FailureGroup `json:"groups"`
-	Tasks        int            `json:"tasks"`
+	// Excluded lists the executors and nodes Spark excluded from the app
+	// or a stage after task failures (excludeOnFailure, blacklisting).
+	Excluded     []spark.ExclusionEvent `json:"excluded"`
+	FailedJobs   []int                  `json:"failedJobs"`
+	FailedStages []int                  `json:"failedStages"`
+	Groups       []FailureGroup         `json:"groups"`
+	Tasks        int                    `json:"tasks"`
 }
 
 // FailureGroup is the failed task attempts of one reason and detail.
@@ -194,11 +231,50 @@ type CriticalPathEvidence struct {
 // WhatIfEvidence is a what-if finding's: the wall time estimated for
 // other numbers of executors.
 type WhatIfEvidence struct {
-	CoresPerExecutor int        `json:"coresPerExecutor"`
-	Estimates        []Estimate `json:"estimates"`
-	Executors        int        `json:"executors"` // all the app had
-	ObservedMs       int64      `json:"observedMs"`
-	PeakExecutors    int        `json:"peakExecutors"` // the most at once
+	// BoundStages are the stages with fewer tasks than the app's slots,
+	// longest first (the first ten): more executors cannot shorten them.
+	BoundStages      []BoundStage `json:"boundStages"`
+	CoresPerExecutor int          `json:"coresPerExecutor"`
+	Estimates        []Estimate   `json:"estimates"`
+	Executors        int          `json:"executors"` // all the app had
+	ObservedMs       int64        `json:"observedMs"`
+	PeakExecutors    int          `json:"peakExecutors"` // the most at once
+}
+
+// BoundStage is a stage that cannot use more executors: its tasks, and
+// the time its longest one takes in every estimate.
+type BoundStage struct {
+	LongestMs int64 `json:"longestMs"`
+	StageID   int   `json:"stageId"`
+	Tasks     int   `json:"tasks"`
+}
+
+// SpeculationEvidence is a speculation finding's: the app's speculative
+// task attempts, and the time of the attempts that lost a race.
+type SpeculationEvidence struct {
+	spark.Speculation
+	// LostMs is the executor time of the attempts, speculative or not, of
+	// speculated tasks that did not succeed: work thrown away.
+	LostMs int64 `json:"lostMs"`
+	Stages []int `json:"stages"`
+	// TaskShare is LostMs over the app's task time.
+	TaskShare float64 `json:"taskShare"`
+}
+
+// DecommissionEvidence is a decommission finding's: the executors the
+// cluster took back (decommissioned, preempted), and what it cost.
+type DecommissionEvidence struct {
+	// DriverHost is the driver's host when it was taken back too.
+	DriverHost string         `json:"driverHost,omitempty"`
+	Executors  []LostExecutor `json:"executors"`
+	// FetchFailures counts the fetch failures of shuffle blocks on them.
+	FetchFailures int            `json:"fetchFailures"`
+	LogEvents     map[string]int `json:"logEvents,omitempty"`
+	// RerunTasks counts their task attempts that did not succeed and ran
+	// again; RerunMs is the time those attempts had run.
+	RerunMs      int64   `json:"rerunMs"`
+	RerunTaskIDs []int64 `json:"rerunTaskIds"` // the first ten
+	RerunTasks   int     `json:"rerunTasks"`
 }
 
 // Estimate is the wall time a replay of the tasks on a number of
@@ -258,3 +334,5 @@ func (*WhatIfEvidence) evidence()        {}
 func (*ErrorsEvidence) evidence()        {}
 func (*LogChunksEvidence) evidence()     {}
 func (*WarningsEvidence) evidence()      {}
+func (*SpeculationEvidence) evidence()   {}
+func (*DecommissionEvidence) evidence()  {}

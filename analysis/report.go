@@ -14,6 +14,11 @@ type Report struct {
 	Stages    []*spark.Stage        `json:"stages"`
 	SQL       []*spark.SQLExecution `json:"sql"`
 	Findings  []Finding             `json:"findings"`
+	// Exclusions are the executors and nodes excluded after failures,
+	// and let back in.
+	Exclusions []spark.ExclusionEvent `json:"exclusions"`
+	// Recommendations are the costly code patterns the profiles show.
+	Recommendations []Recommendation `json:"recommendations"`
 	// Metrics are per-executor metric series (CPU load, heap, GC) from
 	// profiler records, for the timeline.
 	Metrics []Series `json:"metrics,omitempty"`
@@ -48,7 +53,8 @@ func NewReport(in Input, findings []Finding, sources []Source, profiles []*profi
 	r := &Report{
 		App:       app.Summary,
 		Executors: nonNil(app.Executors), Jobs: nonNil(app.Jobs), Stages: nonNil(app.Stages), SQL: nonNil(app.SQL),
-		Findings: nonNil(findings), Sources: sources, Tasks: app.Tasks,
+		Findings: nonNil(findings), Exclusions: nonNil(app.Exclusion), Recommendations: []Recommendation{},
+		Sources: sources, Tasks: app.Tasks,
 	}
 	for _, p := range profiles {
 		r.Metrics = append(r.Metrics, metricSeries(p)...)

@@ -27,12 +27,15 @@ var stageRules = []struct {
 	{spillRule, false},
 	{schedulerOverheadRule, false},
 	{taskSizeRule, false},
+	{fewTasksRule, false},
 }
 
 // stageContext is what stageVerdict knows of the app beyond the stage.
 type stageContext struct {
 	first  map[int64]bool    // the ids of the executors' first tasks (firstTasks)
 	config map[string]string // the app's key Spark properties
+	load   *taskLoad         // the executors' time and each task's neighbours
+	app    *spark.App
 }
 
 // stageFacts are what the stage rules read of one stage attempt, computed
@@ -191,25 +194,38 @@ func skewRule(f *stageFacts, th Thresholds) (Finding, bool) {
 		Evidence: &SkewEvidence{MaxBytes: maxRead, MedianBytes: m, Ratio: round2(r), TaskID: maxTask.ID, TaskMs: maxTask.DurationMs(), MedianMs: med, StageRef: f.stageRef()}}, true
 }
 
-// gcRule: the share of the tasks' run time in GC.
+// gcRule: the share of the executors' time in GC while the stage's tasks
+// ran (taskLoad.executorGC), not of the sum of the tasks' times: a task's
+// GC time is its JVM's, which the tasks running beside it count too. A
+// stage whose GC is a small part of the executors' time in the app, such
+// as an app's first stage warming the JVMs up, is only info.
 func gcRule(f *stageFacts, th Thresholds) (Finding, bool) {
 	total := &f.total
-	if total.RunTimeMs <= 0 {
+	if total.GCTimeMs < th.GCMinMs || f.load == nil {
 		return Finding{}, false
 	}
-	g := share(total.GCTimeMs, total.RunTimeMs)
-	if g < th.GCShare || total.GCTimeMs < th.GCMinMs {
+	gcMs, execMs := f.load.executorGC(f.tasks)
+	g := share(gcMs, execMs)
+	if g < th.GCShare || gcMs < th.GCMinMs {
 		return Finding{}, false
 	}
 	sev := Warning
 	if g >= 2*th.GCShare {
 		sev = Critical
 	}
-	return Finding{Kind: KindGC, Severity: sev,
-		Message:    fmt.Sprintf("stage %d: %.0f%% of task time in GC (%s of %s)", f.stage.ID, 100*g, english.Millis(total.GCTimeMs), english.Millis(total.RunTimeMs)),
-		Suggestion: "give executors more memory or fewer cores each, cache less, or use more partitions so each task holds less",
-		Evidence:   &GCEvidence{GCMs: total.GCTimeMs, RunMs: total.RunTimeMs, Share: round2(g), StageRef: f.stageRef()},
-		score:      g * float64(f.spanMs)}, true
+	app := share(gcMs, f.load.busyMs)
+	msg := fmt.Sprintf("stage %d: executors spent %.0f%% of their time in GC while its tasks ran (%s of %s; the tasks' own GC times add up to %s, each counting every collection of its JVM)",
+		f.stage.ID, 100*g, english.Millis(gcMs), english.Millis(execMs), english.Millis(total.GCTimeMs))
+	sugg := "give executors more memory or fewer cores each, cache less, or use more partitions so each task holds less"
+	if app < th.GCAppShare {
+		sev = Info
+		msg += fmt.Sprintf(", %.1f%% of the executors' busy time in the app", 100*app)
+		sugg = "little of the app's executor time: worth acting on only if the stage grows (a JVM warming up, loading classes and growing its heap, collects more at first)"
+	}
+	return Finding{Kind: KindGC, Severity: sev, Message: msg, Suggestion: sugg,
+		Evidence: &GCEvidence{GCMs: total.GCTimeMs, RunMs: total.RunTimeMs, ExecutorGCMs: gcMs, ExecutorMs: execMs,
+			Share: round2(g), AppShare: round2(app), StageRef: f.stageRef()},
+		score: g * float64(f.spanMs)}, true
 }
 
 // shuffleWaitRule: the share of the tasks' run time spent waiting for

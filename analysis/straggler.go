@@ -61,8 +61,10 @@ func stragglerCause(t *spark.Task, others []*spark.Task, first bool, th Threshol
 		return "skew", fmt.Sprintf("it read %.1fx the median task's records (%d against %d): data skew", float64(r)/float64(med), r, med),
 			skewSuggestion, true
 	}
-	if g := share(m.GCTimeMs, m.RunTimeMs); g >= 2*th.GCShare {
-		return "gc", fmt.Sprintf("it spent %.0f%% of its run time in GC (%s)", 100*g, english.Millis(m.GCTimeMs)),
+	// Its GC time is its JVM's while it ran, against its whole time (GC
+	// while it deserialised counts too).
+	if g := share(m.GCTimeMs, t.DurationMs()); g >= 2*th.GCShare {
+		return "gc", fmt.Sprintf("its JVM spent %.0f%% of its time in GC (%s)", 100*g, english.Millis(m.GCTimeMs)),
 			"the partition holds more live data than the others: more memory per task, or more partitions", true
 	}
 	if w := share(m.ShuffleFetchWaitMs, m.RunTimeMs); w >= th.ShuffleWaitShare {

@@ -29,7 +29,7 @@ func TestStragglerCause(t *testing.T) {
 	}{
 		{"bytes", task("a", 9000, spark.TaskMetrics{InputBytes: 900 << 20, InputRecords: 1000}), others, "skew", "it read 9.0x the median task's data (900.0 MiB against 100.0 MiB)", false},
 		{"records", task("a", 9000, spark.TaskMetrics{InputBytes: 100 << 20, InputRecords: 5000}), others, "skew", "it read 5.0x the median task's records (5000 against 1000)", false},
-		{"gc", task("a", 9000, spark.TaskMetrics{InputBytes: 100 << 20, InputRecords: 1000, GCTimeMs: 4000}), others, "gc", "it spent 44% of its run time in GC (4.0 s)", false},
+		{"gc", task("a", 9000, spark.TaskMetrics{InputBytes: 100 << 20, InputRecords: 1000, GCTimeMs: 4000}), others, "gc", "its JVM spent 44% of its time in GC (4.0 s)", false},
 		{"shuffle wait", task("a", 9000, spark.TaskMetrics{InputBytes: 100 << 20, InputRecords: 1000, ShuffleFetchWaitMs: 5000}), others, "shuffle-wait", "waited 56% of its run time for shuffle data", false},
 		{"spill", task("a", 9000, spark.TaskMetrics{InputBytes: 100 << 20, InputRecords: 1000, DiskSpilled: 1 << 30}), others, "spill", "it spilled 1.0 GiB to disk", false},
 		{"slow host", task("d", 9000, spark.TaskMetrics{InputBytes: 100 << 20, InputRecords: 1000}),
@@ -64,7 +64,7 @@ func TestStragglerCauseCorpus(t *testing.T) {
 		want string
 	}{
 		{[]string{"nvidia", "eventlog_4nodes_8cores_dynamic_alloc.zstd"}, "task 29 (partition 3, executor 6) ran 15.8 s, 19.2x the median task (821 ms); 15.1 s of its 15.8 s went to deserialising the task before it ran, one of its executor's first tasks"},
-		{[]string{"sparklint", "spark_event_log_example"}, "task 124 (partition 56, executor 2) ran 9.7 s, 4.6x the median task (2.1 s); it spent 31% of its run time in GC (3.0 s)"},
+		{[]string{"sparklint", "spark_event_log_example"}, "task 124 (partition 56, executor 2) ran 9.7 s, 4.6x the median task (2.1 s); its JVM spent 31% of its time in GC (3.0 s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rel[1], func(t *testing.T) {

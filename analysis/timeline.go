@@ -303,7 +303,10 @@ func whatIfRule(a *appFacts, _ Thresholds) (Finding, bool) {
 		return Finding{}, false
 	}
 	var observedSpan int64
-	type stageTasks struct{ durs []int64 }
+	type stageTasks struct {
+		id   int
+		durs []int64
+	}
 	var stages []stageTasks
 	for _, st := range app.Stages {
 		ts := a.byStage[[2]int{st.ID, st.Attempt}]
@@ -323,7 +326,7 @@ func whatIfRule(a *appFacts, _ Thresholds) (Finding, bool) {
 			continue
 		}
 		observedSpan += last - first
-		stages = append(stages, stageTasks{durs})
+		stages = append(stages, stageTasks{st.ID, durs})
 	}
 	outside := max(app.DurationMs-observedSpan, 0)
 	estimate := func(n int) int64 {
@@ -339,6 +342,18 @@ func whatIfRule(a *appFacts, _ Thresholds) (Finding, bool) {
 	}
 	base := estimate(execs)
 	twice := estimate(execs * 2)
+	// Stages of fewer tasks than the slots there were take their longest
+	// task in every estimate: more executors cannot shorten them.
+	bound := []BoundStage{}
+	var boundMs int64
+	for _, s := range stages {
+		if len(s.durs) < execs*cores {
+			b := BoundStage{StageID: s.id, Tasks: len(s.durs), LongestMs: slices.Max(s.durs)}
+			bound = append(bound, b)
+			boundMs += b.LongestMs
+		}
+	}
+	slices.SortStableFunc(bound, func(a, b BoundStage) int { return cmp.Compare(b.LongestMs, a.LongestMs) })
 	now := strconv.Itoa(execs)
 	if all > execs {
 		now += fmt.Sprintf(" (the most that ran at once, of %d in all)", all)
@@ -356,12 +371,27 @@ func whatIfRule(a *appFacts, _ Thresholds) (Finding, bool) {
 		msg = strings.TrimSuffix(msg, ")") + fmt.Sprintf(": %s on %s, where the run took %s)",
 			english.Millis(base), english.Plural(execs, "executor"), english.Millis(app.DurationMs))
 	}
+	if len(bound) > 0 && share(boundMs, base) >= 0.1 {
+		msg += fmt.Sprintf("; %s of it is in %s with fewer tasks than the %d slots there were, which more executors cannot shorten (the longest: %s)",
+			english.Millis(boundMs), english.Plural(len(bound), "stage"), execs*cores, boundNames(bound))
+	}
 	return Finding{
 		Kind: KindWhatIf, Severity: Info,
 		Message:    msg,
-		Suggestion: "if doubling executors barely helps, the run is bound by a few long tasks or by the driver, not by capacity",
-		Evidence:   &WhatIfEvidence{Estimates: rows, CoresPerExecutor: cores, ObservedMs: app.DurationMs, PeakExecutors: execs, Executors: all},
+		Suggestion: "if doubling executors barely helps, the run is bound by a few long tasks or by the driver, not by capacity: stages of fewer tasks than slots need more partitions, not executors",
+		Evidence: &WhatIfEvidence{Estimates: rows, CoresPerExecutor: cores, ObservedMs: app.DurationMs, PeakExecutors: execs, Executors: all,
+			BoundStages: firstN(bound, 10)},
 	}, true
+}
+
+// boundNames names the first three stages of bound: "stage 3 (2 tasks,
+// 4.5 min)".
+func boundNames(bound []BoundStage) string {
+	var named []string
+	for _, b := range firstN(bound, 3) {
+		named = append(named, fmt.Sprintf("stage %d (%s, %s)", b.StageID, english.Plural(b.Tasks, "task"), english.Millis(b.LongestMs)))
+	}
+	return strings.Join(named, ", ")
 }
 
 // peakExecutors returns the most executors that ran at once, how many

@@ -33,6 +33,7 @@ type Store struct {
 	mu      sync.RWMutex
 	by      map[string]map[string]*app // tenant -> app id -> app
 	bundles map[string]map[string]*app // tenant -> bundle name -> app
+	th      analysis.Thresholds        // what the analyses judge by
 }
 
 // app is an app's report with its tasks indexed by id, for joining
@@ -67,10 +68,10 @@ func (a *app) stageWindow(stage int) (from, until int64, ok bool) {
 }
 
 // Open returns the store of the files saved under dir, analysing each of
-// them. An empty dir keeps the files in a temporary directory that Close
-// removes.
-func Open(dir string) (*Store, error) {
-	s := &Store{dir: dir, by: map[string]map[string]*app{}, bundles: map[string]map[string]*app{}}
+// them with the thresholds th. An empty dir keeps the files in a temporary
+// directory that Close removes.
+func Open(dir string, th analysis.Thresholds) (*Store, error) {
+	s := &Store{dir: dir, by: map[string]map[string]*app{}, bundles: map[string]map[string]*app{}, th: th}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "sparkprof-eventlogs-")
 		if err != nil {
@@ -221,7 +222,13 @@ func (s *Store) analyse(tenant string, paths []string, bundle string) (*analysis
 	if err != nil {
 		return nil, err
 	}
-	reps := in.Reports(analysis.DefaultThresholds)
+	// An app is an event log's or container logs': profiles alone (a
+	// bundle's metric records before its logs) are not one, and must not
+	// stand in for the app of their labels' id.
+	if len(in.EventLogs) == 0 && len(in.Logs) == 0 {
+		return nil, fmt.Errorf("%s: no event log or container log", filepath.Base(paths[0]))
+	}
+	reps := in.Reports(s.th)
 	if len(reps) == 0 {
 		return nil, fmt.Errorf("%s: nothing to analyse", filepath.Base(paths[0]))
 	}

@@ -19,7 +19,7 @@ import (
 // and leaves nothing behind.
 func TestAddEventLog(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir)
+	s, err := Open(dir, analysis.DefaultThresholds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestAddEventLog(t *testing.T) {
 	if got := s.Reports("team-a"); len(got) != 1 || s.Report("", rep.App.ID) != nil {
 		t.Errorf("team-a has %d apps, the default tenant %v; want one app, of team-a only", len(got), s.Report("", rep.App.ID))
 	}
-	reopened, err := Open(dir)
+	reopened, err := Open(dir, analysis.DefaultThresholds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestAddEventLog(t *testing.T) {
 // A store opened without a directory keeps its files in one of its own,
 // which Close removes.
 func TestOpenTemporary(t *testing.T) {
-	s, err := Open("")
+	s, err := Open("", analysis.DefaultThresholds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestOpenTemporary(t *testing.T) {
 // An app put from elsewhere has its task model: its tasks by id (the
 // latest attempt of an id) and each stage's window.
 func TestPutTaskModel(t *testing.T) {
-	s, err := Open(t.TempDir())
+	s, err := Open(t.TempDir(), analysis.DefaultThresholds)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sparkprof/sparkprof/analysis"
+
 	"github.com/sparkprof/sparkprof/appstore"
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
@@ -24,7 +26,7 @@ func benchPipeline(b *testing.B) *Pipeline {
 	if err != nil {
 		b.Fatal(err)
 	}
-	apps, err := appstore.Open(b.TempDir())
+	apps, err := appstore.Open(b.TempDir(), analysis.DefaultThresholds)
 	if err != nil {
 		b.Fatal(err)
 	}

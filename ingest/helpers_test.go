@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/sparkprof/sparkprof/analysis"
+
 	"github.com/sparkprof/sparkprof/appstore"
 	"github.com/sparkprof/sparkprof/internal/synth"
 	"github.com/sparkprof/sparkprof/profile"
@@ -19,7 +21,7 @@ func newTestPipeline(t *testing.T) (*Pipeline, *store.DB, *appstore.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	apps, err := appstore.Open(t.TempDir())
+	apps, err := appstore.Open(t.TempDir(), analysis.DefaultThresholds)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,17 +37,24 @@ type Options struct {
 func (s *Set) Reports(th analysis.Thresholds) []*analysis.Report {
 	var out []*analysis.Report
 	for _, in := range s.Apps() {
-		out = append(out, analysis.NewReport(in, analysis.Analyze(in, th), s.Sources, s.Profiles))
+		r := analysis.NewReport(in, analysis.Analyze(in, th), s.Sources, s.Profiles)
+		r.Recommendations = analysis.Recommend(in, th)
+		out = append(out, r)
 	}
 	return out
 }
 
 // Apps returns one analysis input per application: each event log with the
 // container logs and profiles, or, without event logs, the app the
-// container logs describe.
+// container logs describe, or with profiles alone an app of no tasks
+// named by the profiles' labels.
 func (s *Set) Apps() []analysis.Input {
 	if len(s.EventLogs) == 0 {
-		return []analysis.Input{{App: spark.FromLogs(s.Logs), Logs: s.Logs, Warnings: s.Warnings, Profiles: s.Profiles}}
+		app := spark.FromLogs(s.Logs)
+		if len(s.Logs) == 0 {
+			app.ID, app.Name = profilesApp(s.Profiles)
+		}
+		return []analysis.Input{{App: app, Logs: s.Logs, Warnings: s.Warnings, Profiles: s.Profiles}}
 	}
 	out := make([]analysis.Input, len(s.EventLogs))
 	for i, a := range s.EventLogs {
@@ -78,8 +85,8 @@ func Read(paths []string, opt Options) (*Set, error) {
 			return nil, err
 		}
 	}
-	if len(s.EventLogs) == 0 && len(s.Logs) == 0 {
-		return nil, fmt.Errorf("no event log or container log among the inputs; analyze needs one (use flame or top for profiles alone)")
+	if len(s.EventLogs) == 0 && len(s.Logs) == 0 && len(s.Profiles) == 0 {
+		return nil, errors.New("no event log, container log or profile could be read from the inputs")
 	}
 	return s, nil
 }
@@ -141,6 +148,26 @@ func (s *Set) read(path string, opt Options) error {
 		s.Profiles = append(s.Profiles, r.Profile)
 		return nil
 	})
+}
+
+// profilesApp returns the Spark app id and the service name the profiles'
+// labels agree on, each empty when they name none or several.
+func profilesApp(ps []*profile.Profile) (id, name string) {
+	one := func(label string) string {
+		var v string
+		for _, p := range ps {
+			x, ok := p.Labels.Get(label)
+			if !ok || x == "" {
+				continue
+			}
+			if v != "" && x != v {
+				return ""
+			}
+			v = x
+		}
+		return v
+	}
+	return one(profile.LabelAppID), one(profile.LabelServiceName)
 }
 
 // readEventLog builds the application model of one event log.

@@ -23,7 +23,7 @@ import (
 // newTestApps returns an empty app store, closed when t ends.
 func newTestApps(t *testing.T) *appstore.Store {
 	t.Helper()
-	apps, err := appstore.Open(t.TempDir())
+	apps, err := appstore.Open(t.TempDir(), analysis.DefaultThresholds)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func TestBrowserReportAlso(t *testing.T) {
 	ctx, problems := browsertest.Start(t)
 	openReport(t, ctx, analyzed(t, "eventlogs/sparklint/spark_event_log_example"), maxTimelineTasks)
 	got := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="finding-also"]')].map(e => e.textContent)`)
-	if len(got) != 2 || !strings.HasPrefix(got[0], "also: gc: stage 0: 19% of task time in GC") ||
+	if len(got) != 2 || !strings.HasPrefix(got[0], "also: gc: stage 0: executors spent 18% of their time in GC while its tasks ran (31.4 s of 2.9 min") ||
 		!strings.HasPrefix(got[1], "also: straggler: stage 1: task 124") {
 		t.Errorf("also lines %q, want the GC of stage 0 and the straggler of stage 1", got)
 	}
@@ -198,4 +198,24 @@ func drawn(t *testing.T, ctx context.Context) map[string]int {
 		out[k] = n
 	}
 	return out
+}
+
+// TestBrowserReportRecommendations opens the report of the straggler
+// riddle with its stacks: the recommendation of its List appends is shown
+// with its frame and the command that draws its flame graph.
+func TestBrowserReportRecommendations(t *testing.T) {
+	ctx, problems := browsertest.Start(t)
+	openReport(t, ctx, analyzed(t, "applogs/phil_stopwatch/ProfileStraggler/JobStraggler.log.gz", "jvm-profiler/phil_stopwatch/ProfileStraggler/Stacktrace.json.gz"), maxTimelineTasks)
+	text, err := chromedp.Run(ctx, chromedp.Text(`[data-testid="recommendations"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"list-append", "scala.collection.SeqLike$class.$colon$plus", "sparkprof flame --type samples --focus"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("recommendations %q lack %q", text, want)
+		}
+	}
+	if ps := problems(); len(ps) > 0 {
+		t.Errorf("page problems: %v", ps)
+	}
 }

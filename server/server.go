@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/appstore"
 	"github.com/sparkprof/sparkprof/ingest"
 	"github.com/sparkprof/sparkprof/query"
@@ -71,6 +72,9 @@ type Config struct {
 	// its selection into (see query.Config.MaxSamples): past it the query
 	// is refused with 422. Zero means 1,048,576.
 	MaxQuerySamples int
+	// Thresholds decide the findings of the apps the server analyses;
+	// the zero value means analysis.DefaultThresholds.
+	Thresholds analysis.Thresholds
 	// SlowQuery, when positive, logs each query that takes at least that
 	// long, with its path, parameters and tenant, as a warning.
 	SlowQuery time.Duration
@@ -114,7 +118,10 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	apps, err := appstore.Open(cfg.EventLogDir)
+	if cfg.Thresholds == (analysis.Thresholds{}) {
+		cfg.Thresholds = analysis.DefaultThresholds
+	}
+	apps, err := appstore.Open(cfg.EventLogDir, cfg.Thresholds)
 	if err != nil {
 		cfg.Logger.Error("event logs", "err", err)
 	}

@@ -3,6 +3,7 @@ package spark
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,18 +155,13 @@ func (b *builder) event(v *fastjson.Value) {
 			// it from its block manager.
 			e.AddedMs = num(v, "Timestamp")
 		}
-	case "SparkListenerExecutorBlacklisted", "SparkListenerExecutorExcluded":
-		b.exclude(v, str(v, "executorId"), "", -1, true)
-	case "SparkListenerExecutorUnblacklisted", "SparkListenerExecutorUnexcluded":
-		b.exclude(v, str(v, "executorId"), "", -1, false)
-	case "SparkListenerNodeBlacklisted", "SparkListenerNodeExcluded":
-		b.exclude(v, "", str(v, "hostId"), -1, true)
-	case "SparkListenerNodeUnblacklisted", "SparkListenerNodeUnexcluded":
-		b.exclude(v, "", str(v, "hostId"), -1, false)
-	case "SparkListenerExecutorBlacklistedForStage", "SparkListenerExecutorExcludedForStage":
-		b.exclude(v, str(v, "executorId"), "", int(num(v, "stageId")), true)
-	case "SparkListenerNodeBlacklistedForStage", "SparkListenerNodeExcludedForStage":
-		b.exclude(v, "", str(v, "hostId"), int(num(v, "stageId")), true)
+	case "SparkListenerExecutorBlacklisted", "SparkListenerExecutorExcluded",
+		"SparkListenerExecutorUnblacklisted", "SparkListenerExecutorUnexcluded",
+		"SparkListenerNodeBlacklisted", "SparkListenerNodeExcluded",
+		"SparkListenerNodeUnblacklisted", "SparkListenerNodeUnexcluded",
+		"SparkListenerExecutorBlacklistedForStage", "SparkListenerExecutorExcludedForStage",
+		"SparkListenerNodeBlacklistedForStage", "SparkListenerNodeExcludedForStage":
+		b.exclude(v, ev)
 	case "SparkListenerJobStart":
 		b.jobStart(v)
 	case "SparkListenerJobEnd":
@@ -255,20 +251,41 @@ func (b *builder) executor(id string) *Executor {
 	return e
 }
 
-func (b *builder) exclude(v *fastjson.Value, exec, host string, stage int, excluded bool) {
-	b.app.Exclusion = append(b.app.Exclusion, ExclusionEvent{
-		TimeMs: num(v, "time"), ExecutorID: exec, Host: host, StageID: stage, Excluded: excluded,
-	})
-	if stage >= 0 {
+// exclude records an exclusion event ev (blacklisting before Spark 3.1)
+// of an executor or node, for the app or for one stage attempt.
+func (b *builder) exclude(v *fastjson.Value, ev string) {
+	x := ExclusionEvent{
+		TimeMs: num(v, "time"), ExecutorID: str(v, "executorId"), Host: str(v, "hostId"), StageID: -1,
+		Excluded: !strings.Contains(ev, "Un"),
+	}
+	if strings.HasSuffix(ev, "ForStage") {
+		x.StageID, x.StageAttempt = int(num(v, "stageId")), int(num(v, "stageAttemptId"))
+	}
+	switch {
+	case v.Get("taskFailures") != nil:
+		x.Failures = int(num(v, "taskFailures"))
+		x.Reason = strconv.Itoa(x.Failures) + " task failures"
+	case v.Get("executorFailures") != nil:
+		x.Failures = int(num(v, "executorFailures"))
+		x.Reason = strconv.Itoa(x.Failures) + " executors excluded"
+	}
+	b.app.Exclusion = append(b.app.Exclusion, x)
+	if x.StageID >= 0 {
+		if x.ExecutorID != "" {
+			e := b.executor(x.ExecutorID)
+			if !slices.Contains(e.ExcludedInStages, x.StageID) {
+				e.ExcludedInStages = append(e.ExcludedInStages, x.StageID)
+			}
+		}
 		return
 	}
-	if exec != "" {
-		b.executor(exec).Excluded = excluded
+	if x.ExecutorID != "" {
+		b.executor(x.ExecutorID).Excluded = x.Excluded
 	}
 	// A node's exclusion covers its executors, not the driver.
 	for _, e := range b.app.Executors {
-		if host != "" && e.Host == host && e.ID != "driver" {
-			e.Excluded = excluded
+		if x.Host != "" && e.Host == x.Host && e.ID != "driver" {
+			e.Excluded = x.Excluded
 		}
 	}
 }
@@ -484,6 +501,13 @@ func (b *builder) addTaskEnd(ended *Task, cls string) {
 
 	app := b.app
 	app.TaskCount++
+	if t.Speculative {
+		app.Speculation.Attempts++
+		app.Speculation.TaskMs += t.DurationMs()
+		if t.Status == "SUCCESS" {
+			app.Speculation.Won++
+		}
+	}
 	if t.Status != "SUCCESS" {
 		app.FailedTaskCount++
 		app.FailureReasons[cls]++

@@ -48,6 +48,19 @@ type Summary struct {
 	Config map[string]string `json:"config,omitempty"`
 	// FailureReasons counts failed task ends by their reason class.
 	FailureReasons map[string]int `json:"failureReasons"`
+	// Speculation counts the speculative task attempts that ended.
+	Speculation Speculation `json:"speculation"`
+}
+
+// Speculation sums up the speculative task attempts of an app (copies of a
+// running task that spark.speculation launched on another executor).
+type Speculation struct {
+	// Attempts counts the speculative attempts that ended; Won those that
+	// succeeded, whose result Spark kept.
+	Attempts int `json:"attempts"`
+	Won      int `json:"won"`
+	// TaskMs is their executor time: the sum of their durations.
+	TaskMs int64 `json:"taskMs"`
 }
 
 // KeyConfig lists the Spark properties App.Config keeps.
@@ -71,6 +84,9 @@ type Executor struct {
 	RemovedMs     int64  `json:"removedMs"`
 	RemovalReason string `json:"removalReason"`
 	Excluded      bool   `json:"excluded,omitempty"`
+	// ExcludedInStages lists the stages it was excluded from, as the
+	// History Server's excludedInStages.
+	ExcludedInStages []int `json:"excludedInStages,omitempty"`
 
 	TotalTasks      int   `json:"totalTasks"`
 	CompletedTasks  int   `json:"completedTasks"`
@@ -84,13 +100,20 @@ type Executor struct {
 }
 
 // ExclusionEvent is an executor or node excluded (blacklisted before Spark
-// 3.1) or let back in.
+// 3.1) or let back in, for the whole app or for one stage attempt.
 type ExclusionEvent struct {
 	TimeMs     int64  `json:"timeMs"`
 	ExecutorID string `json:"executorId,omitempty"`
 	Host       string `json:"host,omitempty"`
 	StageID    int    `json:"stageId"` // -1 when app-wide
-	Excluded   bool   `json:"excluded"`
+	// StageAttempt is the stage attempt of a stage's exclusion.
+	StageAttempt int  `json:"stageAttempt"`
+	Excluded     bool `json:"excluded"`
+	// Failures is what led to an exclusion: the task failures of an
+	// executor, or the excluded executors of a node.
+	Failures int `json:"failures,omitempty"`
+	// Reason says it in words: "4 task failures", "2 executors excluded".
+	Reason string `json:"reason,omitempty"`
 }
 
 // Job is a Spark job.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -41,17 +42,7 @@ func runAnalyze(ctx context.Context, e *env, args []string) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema: docs/analyze-json.md)")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report with the timeline to this file")
 	th := analysis.DefaultThresholds
-	fs.Float64Var(&th.StragglerRatio, "straggler-ratio", th.StragglerRatio, "a task this many times longer than its stage's median is a straggler")
-	fs.Int64Var(&th.StragglerMinMs, "straggler-min-ms", th.StragglerMinMs, "stragglers must run at least this long (ms)")
-	fs.Float64Var(&th.SkewRatio, "skew-ratio", th.SkewRatio, "a task reading this many times the median is skew")
-	fs.Float64Var(&th.GCShare, "gc-share", th.GCShare, "share of task time in GC that is a finding (twice it is critical)")
-	fs.Int64Var(&th.GCMinMs, "gc-min-ms", th.GCMinMs, "a stage's tasks must spend at least this long in GC in all (ms) for a GC finding")
-	fs.Float64Var(&th.ShuffleWaitShare, "shuffle-wait-share", th.ShuffleWaitShare, "share of task time waiting for shuffle data that is a finding")
-	fs.Float64Var(&th.OverheadShare, "overhead-share", th.OverheadShare, "share of task time in scheduling and (de)serialisation that is a finding")
-	fs.Float64Var(&th.IdleShare, "idle-share", th.IdleShare, "share of allocated executor core time without tasks that is a finding")
-	fs.Int64Var(&th.IdleMinCoreMs, "idle-min-core-ms", th.IdleMinCoreMs, "the idle core time must come to at least this (core-ms) for an idle-executors finding")
-	fs.Float64Var(&th.DriverShare, "driver-share", th.DriverShare, "share of the run without any task that is a finding")
-	fs.Int64Var(&th.DriverMinMs, "driver-min-ms", th.DriverMinMs, "the time without any task must come to at least this (ms) for a driver-time finding")
+	thresholdFlags(fs, &th)
 	if err := parsePaths(fs, args); err != nil {
 		return err
 	}
@@ -90,6 +81,33 @@ func runAnalyze(ctx context.Context, e *env, args []string) error {
 		printReport(e.stdout, r)
 	}
 	return nil
+}
+
+// thresholdFlags defines on fs a flag for each of th's thresholds: the
+// flags of analyze, and the names serve's --threshold takes.
+func thresholdFlags(fs *flag.FlagSet, th *analysis.Thresholds) {
+	fs.Float64Var(&th.StragglerRatio, "straggler-ratio", th.StragglerRatio, "a task this many times longer than its stage's median is a straggler")
+	fs.Int64Var(&th.StragglerMinMs, "straggler-min-ms", th.StragglerMinMs, "stragglers must run at least this long (ms)")
+	fs.Float64Var(&th.SkewRatio, "skew-ratio", th.SkewRatio, "a task reading this many times the median is skew")
+	fs.Int64Var(&th.SkewMinBytes, "skew-min-bytes", th.SkewMinBytes, "a skewed task must read at least this much (bytes)")
+	fs.Float64Var(&th.GCShare, "gc-share", th.GCShare, "share of the executors' time in GC that is a finding (twice it is critical)")
+	fs.Int64Var(&th.GCMinMs, "gc-min-ms", th.GCMinMs, "the executors' GC must come to at least this (ms) for a GC finding")
+	fs.Float64Var(&th.GCAppShare, "gc-app-share", th.GCAppShare, "a stage's GC under this share of the executors' busy time in the app is only info")
+	fs.Float64Var(&th.GCRate, "gc-rate", th.GCRate, "young collections a second (from JVM records) that are allocation churn")
+	fs.Float64Var(&th.ShuffleWaitShare, "shuffle-wait-share", th.ShuffleWaitShare, "share of task time waiting for shuffle data that is a finding")
+	fs.Float64Var(&th.OverheadShare, "overhead-share", th.OverheadShare, "share of task time in scheduling and (de)serialisation that is a finding")
+	fs.Int64Var(&th.TinyTaskMs, "tiny-task-ms", th.TinyTaskMs, "a stage's median task under this (ms) is tiny")
+	fs.IntVar(&th.TinyTaskCount, "tiny-task-count", th.TinyTaskCount, "a stage of at least this many tiny tasks has too many")
+	fs.Int64Var(&th.FewTasksMinMs, "few-tasks-min-ms", th.FewTasksMinMs, "a stage with fewer tasks than free slots has too few when its median task ran this long (ms)")
+	fs.Int64Var(&th.FewTasksMinBytes, "few-tasks-min-bytes", th.FewTasksMinBytes, "... and read at least this much (bytes)")
+	fs.Float64Var(&th.IdleShare, "idle-share", th.IdleShare, "share of allocated executor core time without tasks that is a finding")
+	fs.Int64Var(&th.IdleMinCoreMs, "idle-min-core-ms", th.IdleMinCoreMs, "the idle core time must come to at least this (core-ms) for an idle-executors finding")
+	fs.Float64Var(&th.DriverShare, "driver-share", th.DriverShare, "share of the run without any task that is a finding")
+	fs.Int64Var(&th.DriverMinMs, "driver-min-ms", th.DriverMinMs, "the time without any task must come to at least this (ms) for a driver-time finding")
+	fs.Int64Var(&th.MinStageMs, "min-stage-ms", th.MinStageMs, "stages shorter than this (ms) get no verdict but a straggler")
+	fs.Float64Var(&th.SpeculationWasteShare, "speculation-waste-share", th.SpeculationWasteShare, "share of task time on attempts that lost a speculation race that makes speculation a warning")
+	fs.Float64Var(&th.PatternShare, "pattern-share", th.PatternShare, "share of a stage's or the app's profile samples a code pattern must cost to be recommended on")
+	fs.Int64Var(&th.PatternMinSamples, "pattern-min-samples", th.PatternMinSamples, "... in at least this many samples")
 }
 
 // printReport writes the terminal form of a report.
@@ -146,6 +164,7 @@ func printReport(w io.Writer, r *analysis.Report) {
 			}
 		}
 	}
+	printRecommendations(w, r.Recommendations)
 	if len(r.Stages) > 0 {
 		fmt.Fprintln(w, "\nlongest stages:")
 		stages := slices.Clone(r.Stages)
@@ -157,6 +176,38 @@ func printReport(w io.Writer, r *analysis.Report) {
 		}
 		tw.Flush()
 	}
+}
+
+// printRecommendations writes the code patterns the profiles show, each
+// with its frames and the flame graph that focuses on them.
+func printRecommendations(w io.Writer, rs []analysis.Recommendation) {
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nrecommendations from the profiles:")
+	for _, r := range rs {
+		fmt.Fprintf(w, "[%s] %s: %s\n", strings.ToUpper(string(r.Severity)), r.Pattern, r.Message)
+		fmt.Fprintf(w, "    → %s\n", r.Suggestion)
+		for _, f := range r.Frames {
+			caller := ""
+			if f.Caller != "" {
+				caller = " ← " + f.Caller
+			}
+			fmt.Fprintf(w, "    %4.0f%%  %s%s\n", 100*f.Share, truncate(f.Frame, 100), caller)
+		}
+		fmt.Fprintf(w, "    flame graph: sparkprof flame --type %s --focus '%s' PATH...\n", flameType(r.Type), r.Focus)
+	}
+}
+
+// flameType is the --type of a recommendation's sample type.
+func flameType(typ string) string {
+	switch typ {
+	case "blocked":
+		return "samples --state BLOCKED"
+	case "lock_delay":
+		return "lock"
+	}
+	return typ
 }
 
 // truncate cuts s to its first line, and that to n characters.

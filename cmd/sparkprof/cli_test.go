@@ -317,16 +317,18 @@ func TestAnalyzeInputs(t *testing.T) {
 			}
 		})
 	}
-	code, _, stderr := sparkprof(t, "analyze", corpus.Path(t, "jfr", "dump1.jfr.gz"))
-	if code != 1 || !strings.Contains(stderr, "no event log or container log") {
-		t.Errorf("profile alone: exit %d, %s", code, stderr)
+	// Profiles alone: the recommendations of their stacks.
+	code, out, stderr := sparkprof(t, "analyze", corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz"))
+	if code != 0 || !strings.Contains(out, "recommendations from the profiles:") || !strings.Contains(out, "list-append: appending to an immutable Scala List") ||
+		!strings.Contains(out, "flame graph: sparkprof flame --type samples --focus") {
+		t.Errorf("profile alone: exit %d, %s\n%s", code, stderr, out)
 	}
 	// A text file that is no Spark log is not analysed as an empty app.
 	notes := filepath.Join(t.TempDir(), "notes.txt")
 	if err := os.WriteFile(notes, []byte("a shopping list\nnot a log\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr := sparkprof(t, "analyze", notes)
+	code, out, stderr = sparkprof(t, "analyze", notes)
 	if code != 1 || !strings.Contains(stderr, "notes.txt: no line in a layout of Spark's logs") || out != "" {
 		t.Errorf("a text file: exit %d, stdout %q, stderr %s", code, out, stderr)
 	}

@@ -12,9 +12,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/sparkprof/sparkprof/analysis"
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/ingest"
@@ -68,6 +71,35 @@ type serveFlags struct {
 	ingestMemory    string
 	maxTenants      int
 	maxQueries      int
+	thresholds      thresholdSettings
+}
+
+// thresholdSettings is serve's --threshold: each NAME=VALUE sets the
+// threshold analyze's flag of that name sets.
+type thresholdSettings struct {
+	th  analysis.Thresholds
+	set []string
+}
+
+func (t *thresholdSettings) String() string { return strings.Join(t.set, ",") }
+
+func (t *thresholdSettings) Set(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok {
+		return fmt.Errorf("%q: want NAME=VALUE, NAME one of analyze's threshold flags", s)
+	}
+	fs := flag.NewFlagSet("threshold", flag.ContinueOnError)
+	thresholdFlags(fs, &t.th)
+	if fs.Lookup(name) == nil {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		return fmt.Errorf("no threshold %q (one of %s)", name, strings.Join(names, ", "))
+	}
+	if err := fs.Set(name, value); err != nil {
+		return fmt.Errorf("threshold %s: %w", name, err)
+	}
+	t.set = append(t.set, s)
+	return nil
 }
 
 // register defines the flags on fs, with their defaults.
@@ -98,6 +130,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.ingestMemory, "ingest-memory", "", "memory uploads in progress may hold at once, bodies, inflated data and decoded profiles together (e.g. 512MiB); past it uploads get 503 and retry (default: a quarter of the memory limit, else 1GiB)")
 	fs.IntVar(&f.maxTenants, "max-tenants", 1000, "most tenants (X-Scope-OrgID values) the server stores; uploads for more get 422 (0: no limit)")
 	fs.IntVar(&f.maxQueries, "max-concurrent-queries", 0, "queries answered at once; more wait their turn, heavy ones (exports, diffs, series) for at most half the turns (0: twice the CPUs)")
+	f.thresholds.th = analysis.DefaultThresholds
+	fs.Var(&f.thresholds, "threshold", "NAME=VALUE: a threshold of the findings of the apps the server analyses, named as analyze's flag (e.g. gc-share=0.2); repeatable")
 	fs.IntVar(&f.maxQuerySamples, "max-query-samples", 1<<20, "most samples a query that keeps labels merges its selection into (a pprof export with labels=all keeps one per stack, task and thread; a flame graph is not bounded); past it the query gets 422")
 }
 
@@ -242,7 +276,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	srv := server.New(server.Config{Store: db, Tokens: tokens, Logger: log, AgentJar: f.agentJar, RatePerSecond: f.rate, MaxConcurrentUploads: f.concurrent,
 		EventLogDir: filepath.Join(f.data, "eventlogs"), MaxLogBytes: f.maxLogGB << 30, MaxQuerySamples: f.maxQuerySamples, SlowQuery: f.slowQuery,
-		IngestMemory: mem.ingest, MaxConcurrentQueries: f.maxQueries})
+		IngestMemory: mem.ingest, MaxConcurrentQueries: f.maxQueries, Thresholds: f.thresholds.th})
 	defer srv.Close()
 	g.open(srv)
 	base := scheme + "://" + ln.Addr().String()

@@ -382,7 +382,7 @@ try {
     await page.goto(`${server.url}/#/apps/application_1462781278026_205691`);
     await page.getByTestId('findings').getByText('30.6x the median task').waitFor();
     const also = await page.getByTestId('finding-also').allTextContents();
-    assert.ok(also.some((a) => a.includes('gc: stage 0: 19% of task time in GC')), `also: ${also}`);
+    assert.ok(also.some((a) => a.includes('gc: stage 0: executors spent 18% of their time in GC')), `also: ${also}`);
   });
 
   await step('a server with a token: sign in, then the UI works', async () => {

@@ -11,6 +11,7 @@ import { timeSpan } from '../timelineLayout';
 import { AppFacts, Findings, LogFindings, Stages, Executors, stragglerTasks } from '../AppReport';
 import { MetricChart, chartsOf } from '../Metrics';
 import { FlameView } from '../Flame';
+import { Recommendations } from '../Recommendations';
 
 
 // useWidth tracks the width of the element the returned callback ref is
@@ -143,6 +144,7 @@ export function AppPage({ id, params, setParams }) {
         <h2>Findings</h2>
         <Findings findings={rep.findings} onStage={selectStage} />
       </section>
+      <Recommendations recommendations={rep.recommendations} appId={a.id} />
       <Stages stages={rep.stages} findings={rep.findings} window={win} selectedStage={stage} onStage={selectStage} />
       <section>
         <h2>

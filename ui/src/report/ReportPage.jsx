@@ -5,6 +5,7 @@ import React, { useMemo, useState } from 'react';
 import { Timeline } from '../Timeline';
 import { AppFacts, Findings, LogFindings, Stages, Executors, stragglerTasks } from '../AppReport';
 import { Table } from '../common';
+import { Recommendations } from '../Recommendations';
 import { fmtMs } from '../format';
 
 // statuses are the task states the compact task encoding numbers.
@@ -75,6 +76,7 @@ export function ReportPage({ rep }) {
           <h2>Findings</h2>
           <Findings findings={rep.findings} onStage={select} />
         </section>
+        <Recommendations recommendations={rep.recommendations} appId={a.id} offline />
         <section>
           <h2>Timeline</h2>
           {rep.truncatedTasks > 0 && (

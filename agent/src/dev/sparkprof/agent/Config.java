@@ -68,7 +68,7 @@ final class Config {
   static final String[] KEYS = {
     "server", "enabled", "driver.enabled", "executor.enabled", "fraction", "events", "interval",
     "uploadInterval", "outputDir", "authToken", "labels", "appName", "appId", "executorId", "lockThreshold",
-    "maxQueuedBytes", "tenant", "asyncProfiler", "compression"
+    "maxQueuedBytes", "tenant", "asyncProfiler", "compression", "startWait"
   };
 
   String get(String key) {

@@ -40,8 +40,9 @@ public final class SparkProfPlugin implements SparkPlugin {
   }
 
   /**
-   * How long a plugin's init waits for the Flight Recorder to start (about half a second of CPU): Spark calls
-   * init before the executor takes tasks, so the wait lets the first tasks be profiled.
+   * How long a plugin's init waits for the Flight Recorder to start (about half a second of CPU) unless
+   * {@code startWait} says otherwise: Spark calls init before the executor takes tasks, so the wait lets the
+   * first tasks be profiled.
    */
   static final long START_WAIT_MS = 3_000;
 
@@ -51,10 +52,10 @@ public final class SparkProfPlugin implements SparkPlugin {
     @Override
     public Map<String, String> init(SparkContext sc, PluginContext ctx) {
       try {
-        SparkConf conf = sc.getConf();
-        agent = Agent.start(config(conf), "driver", sc.applicationId(), sc.appName(), "driver");
+        Config cfg = config(sc.getConf());
+        agent = Agent.start(cfg, "driver", sc.applicationId(), sc.appName(), "driver");
         if (agent != null) {
-          agent.awaitRecording(START_WAIT_MS);
+          agent.awaitRecording(cfg.millis("startWait", START_WAIT_MS));
         }
       } catch (Throwable t) {
         Log.once("driver plugin failed to start", t);
@@ -77,11 +78,12 @@ public final class SparkProfPlugin implements SparkPlugin {
     public void init(PluginContext ctx, Map<String, String> extraConf) {
       try {
         SparkConf conf = ctx.conf();
-        agent = Agent.start(config(conf), "executor", conf.get("spark.app.id", null), conf.get("spark.app.name", null),
+        Config cfg = config(conf);
+        agent = Agent.start(cfg, "executor", conf.get("spark.app.id", null), conf.get("spark.app.name", null),
             ctx.executorID());
         if (agent != null) {
           agent.labels.put("host", ctx.hostname());
-          agent.awaitRecording(START_WAIT_MS);
+          agent.awaitRecording(cfg.millis("startWait", START_WAIT_MS));
         }
       } catch (Throwable t) {
         Log.once("executor plugin failed to start", t);

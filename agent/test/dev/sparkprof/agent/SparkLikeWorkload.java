@@ -26,7 +26,10 @@ public final class SparkLikeWorkload {
         .set("spark.app.id", "app-20261122000000-0001")
         .set("spark.app.name", "SparkLikeWorkload")
         .set("spark.sparkprof.fraction", args[1])
-        .set("spark.sparkprof.interval", "5ms");
+        .set("spark.sparkprof.interval", "5ms")
+        // Stage 1 is over in 1.5 s: its samples are asserted on, so the plugin waits for the recorder
+        // however long a busy machine makes its start.
+        .set("spark.sparkprof.startWait", "10m");
     if (!args[0].equals("-")) {
       conf.set("spark.sparkprof.server", args[0]);
     }

@@ -1,5 +1,5 @@
 // Small building blocks shared by the pages.
-import React, { createContext, useContext, useEffect, useState } from 'react';
+import React, { createContext, useCallback, useContext, useEffect, useRef, useState } from 'react';
 
 // Refresh asks every query on the page again: the selection bar's refresh
 // button and its auto-refresh for a running app bump tick.
@@ -55,6 +55,25 @@ export function useAsync(fn, deps, { refresh = true } = {}) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...deps, refresh ? tick : 0]);
   return state;
+}
+
+// useWidth tracks the width of the element the returned callback ref is
+// attached to (it may appear after the first render); the width is known
+// when the element is attached, before it is first painted.
+export function useWidth(initial = 900, min = 200) {
+  const [w, setW] = useState(initial);
+  const observer = useRef(null);
+  const ref = useCallback(
+    (el) => {
+      observer.current?.disconnect();
+      if (!el) return;
+      setW(Math.max(min, el.clientWidth));
+      observer.current = new ResizeObserver(() => setW(Math.max(min, el.clientWidth)));
+      observer.current.observe(el);
+    },
+    [min],
+  );
+  return [ref, w];
 }
 
 export function ErrorBox({ error }) {

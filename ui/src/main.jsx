@@ -1,8 +1,6 @@
 // sparkprof's web UI: one page, routed by the URL hash.
 import React from 'react';
 import { createRoot } from 'react-dom/client';
-import { DefaultPalette } from '@pyroscope/flamegraph';
-import '@pyroscope/flamegraph/dist/index.css';
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { useRoute, navigate } from './router';
@@ -14,10 +12,6 @@ import { LatencyPage } from './pages/Latency';
 import { HeapPage } from './pages/Heap';
 import { AgentsPage } from './pages/Agents';
 import { RefreshProvider } from './common';
-
-// Diffs: red grew, blue shrank (the library's default shrank colour is
-// green; its colour-blind palette's blue is used instead).
-DefaultPalette.goodColor = DefaultPalette.goodColor.rgb().red(26).green(133).blue(255);
 
 const nav = [
   ['/', 'Applications'],

@@ -1,31 +1,17 @@
 // One application: timeline with metric overlays, findings, stages,
 // executors, errors and log chunks, and the flame graph of what is
 // selected (whole app, a stage, a brushed time window).
-import React, { useCallback, useMemo, useState, useRef } from 'react';
+import React, { useMemo } from 'react';
 import { getJSON, selector } from '../api';
 import { fmtMs, fmtTime } from '../format';
 import { href } from '../router';
-import { useAsync, ErrorBox, Loading, RefreshControls } from '../common';
+import { useAsync, useWidth, ErrorBox, Loading, RefreshControls } from '../common';
 import { Timeline } from '../Timeline';
 import { timeSpan } from '../timelineLayout';
 import { AppFacts, Findings, LogFindings, Stages, Executors, stragglerTasks } from '../AppReport';
 import { MetricChart, chartsOf } from '../Metrics';
 import { FlameView } from '../Flame';
 
-
-// useWidth tracks the width of the element the returned callback ref is
-// attached to (it may appear after the first render).
-function useWidth() {
-  const [w, setW] = useState(900);
-  const observer = useRef(null);
-  const ref = useCallback((el) => {
-    observer.current?.disconnect();
-    if (!el) return;
-    observer.current = new ResizeObserver(() => setW(Math.max(400, el.clientWidth)));
-    observer.current.observe(el);
-  }, []);
-  return [ref, w];
-}
 
 // OtherRuns offers the diff of this app's profile against another run of
 // the same application (same name) that has profile samples: "why is
@@ -55,7 +41,7 @@ function OtherRuns({ app, appIds }) {
 export function AppPage({ id, params, setParams }) {
   const { data: rep, error } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(id)}`, { tasks: 'brief' }), [id]);
   const { data: appIds } = useAsync(() => getJSON('/api/v1/label-values', { name: 'spark_app_id' }), []);
-  const [chartsRef, width] = useWidth();
+  const [chartsRef, width] = useWidth(900, 400);
   const { data: samples } = useAsync(
     () =>
       rep && (appIds || []).includes(rep.app.id)

@@ -99,7 +99,7 @@ export function paint(g, t, { focus = 0, width, inverted = false, named = null, 
     g.fillRect(px, y, Math.max(pw - 1, 0.5), ROW - 1);
     drawn++;
     const chars = Math.floor((pw - 6) / charW);
-    if (chars >= 3) {
+    if (chars >= 5) {
       g.fillStyle = '#222';
       g.fillText(shortenFront(readableName(t.names[t.name[i]]), chars), px + 3, y + ROW / 2);
     }

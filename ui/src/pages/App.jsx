@@ -38,6 +38,37 @@ function OtherRuns({ app, appIds }) {
   );
 }
 
+// appFlameSelection is the selection of an app's flame graph: the app, or
+// one of its stages, in a time window. By default it is the task threads'
+// samples on CPU, what a slow task spends its time on; params.threads=all
+// adds the other threads and their waits.
+export function appFlameSelection(appId, stage, params, win) {
+  const all = params.threads === 'all';
+  return {
+    // The server joins the app's samples to its task windows, so the stage
+    // label selects a stage even when thread names carry only the task id.
+    query: selector({ spark_app_id: appId, spark_stage_id: stage === null ? undefined : String(stage), thread_pool: all ? undefined : 'task' }),
+    state: all ? undefined : 'RUNNABLE',
+    type: params.type,
+    from: win ? win[0] : undefined,
+    until: win ? win[1] : undefined,
+  };
+}
+
+// ThreadScope switches an app's flame graph between its task threads on
+// CPU and all its threads.
+export function ThreadScope({ params, setParams }) {
+  return (
+    <label title="Task threads on CPU: the samples of the threads that run tasks, while running. All threads adds the driver's, the shuffle's, the JVM's, and time spent waiting.">
+      Threads{' '}
+      <select value={params.threads === 'all' ? 'all' : ''} onChange={(e) => setParams({ ...params, threads: e.target.value })} data-testid="thread-scope">
+        <option value="">task threads, on CPU</option>
+        <option value="all">all threads, on and off CPU</option>
+      </select>
+    </label>
+  );
+}
+
 export function AppPage({ id, params, setParams }) {
   const { data: rep, error } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(id)}`, { tasks: 'brief' }), [id]);
   const { data: appIds } = useAsync(() => getJSON('/api/v1/label-values', { name: 'spark_app_id' }), []);
@@ -66,14 +97,7 @@ export function AppPage({ id, params, setParams }) {
   const [t0, t1] = timeSpan(rep);
   const range = win || [t0, t1];
   const hasProfiles = (appIds || []).includes(a.id);
-  const sel = {
-    // The server joins the app's samples to its task windows, so the stage
-    // label selects a stage even when thread names carry only the task id.
-    query: selector({ spark_app_id: a.id, spark_stage_id: stage === null ? undefined : String(stage) }),
-    type: params.type,
-    from: win ? win[0] : undefined,
-    until: win ? win[1] : undefined,
-  };
+  const sel = appFlameSelection(a.id, stage, params, win);
   const selectStage = (s) => setParams({ ...params, stage: s === stage ? '' : s });
   return (
     <div>
@@ -151,7 +175,9 @@ export function AppPage({ id, params, setParams }) {
               <a href={href('/heap', { query: sel.query, from: sel.from, until: sel.until })}>heap view</a>
             </p>
             <OtherRuns app={a} appIds={appIds} />
-            <FlameView sel={sel} onType={(t) => setParams({ ...params, type: t })} />
+            <FlameView sel={sel} onType={(t) => setParams({ ...params, type: t })}>
+              <ThreadScope params={params} setParams={setParams} />
+            </FlameView>
           </>
         ) : (
           <p className="muted" data-testid="no-profiles">

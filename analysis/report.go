@@ -13,7 +13,10 @@ type Report struct {
 	Jobs      []*spark.Job          `json:"jobs"`
 	Stages    []*spark.Stage        `json:"stages"`
 	SQL       []*spark.SQLExecution `json:"sql"`
-	Findings  []Finding             `json:"findings"`
+	// Environment is the application's full environment (Spark, Hadoop
+	// and system properties, classpath), when its event log has one.
+	Environment *spark.Environment `json:"environment,omitempty"`
+	Findings    []Finding          `json:"findings"`
 	// Metrics are per-executor metric series (CPU load, heap, GC) from
 	// profiler records, for the timeline.
 	Metrics []Series `json:"metrics,omitempty"`
@@ -48,7 +51,7 @@ func NewReport(in Input, findings []Finding, sources []Source, profiles []*profi
 	r := &Report{
 		App:       app.Summary,
 		Executors: nonNil(app.Executors), Jobs: nonNil(app.Jobs), Stages: nonNil(app.Stages), SQL: nonNil(app.SQL),
-		Findings: nonNil(findings), Sources: sources, Tasks: app.Tasks,
+		Environment: app.Environment, Findings: nonNil(findings), Sources: sources, Tasks: app.Tasks,
 	}
 	for _, p := range profiles {
 		r.Metrics = append(r.Metrics, metricSeries(p)...)

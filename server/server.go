@@ -156,6 +156,8 @@ func (s *Server) api() []endpoint {
 		{"GET /api/v1/agents", s.handleAgents, false},
 		{"GET /api/v1/apps", s.handleApps, false},
 		{"GET /api/v1/apps/{id}", s.handleApp, true},
+		{"GET /api/v1/apps/{id}/stages/{stage}", s.handleStage, true},
+		{"GET /api/v1/apps/{id}/stages/{stage}/tasks", s.handleStageTasks, true},
 		{"GET /api/v1/apps/{id}/stages/{stage}/slow-vs-rest", s.handleSlowVsRest, true},
 		{"GET /pyroscope/render", s.handlePyroscopeRender, true},
 		{"GET /pyroscope/render-diff", s.handlePyroscopeDiff, true},

@@ -42,14 +42,15 @@ func briefTasks(ts []*spark.Task) []briefTask {
 
 // handleApp answers an app's report with what the store holds of it now,
 // and its tasks: all (with their metrics), brief (what a timeline draws),
-// or timeline (the web UI's app page: the offline report's data, tasks as
-// arrays with their phases).
+// timeline (the web UI's app page: the offline report's data, tasks as
+// arrays with their phases) or none (a stage page needs the app's stages
+// and jobs, not its 200,000 tasks).
 func (s *Server) handleApp(r *http.Request) (any, error) {
 	form := r.URL.Query().Get("tasks")
 	switch form {
-	case "", "all", "brief", "timeline":
+	case "", "all", "brief", "timeline", "none":
 	default:
-		return nil, badRequest("tasks=%q: want all (with their metrics), brief (what a timeline draws) or timeline (arrays, with their phases)", form)
+		return nil, badRequest("tasks=%q: want all (with their metrics), brief (what a timeline draws), timeline (arrays, with their phases) or none", form)
 	}
 	rep, err := s.query.App(r.Context(), tenant(r), r.PathValue("id"))
 	if err != nil {
@@ -60,6 +61,8 @@ func (s *Server) handleApp(r *http.Request) (any, error) {
 		return appDetail{rep, briefTasks(rep.Tasks)}, nil
 	case "timeline":
 		return report.NewPageData(rep, len(rep.Tasks)), nil
+	case "none":
+		return appDetail{rep, []briefTask{}}, nil
 	}
 	return appDetail{rep, rep.Tasks}, nil
 }

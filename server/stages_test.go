@@ -55,8 +55,17 @@ func TestStageEndpoints(t *testing.T) {
 		Tasks       [][13]int64
 		Environment struct{ Spark [][2]string }
 		SQL         []struct{ PlanDescription string }
+		Stages      []struct{ StageID int }
 	}
 	getJSON(t, ts, "/api/v1/apps/local-1642039451826?tasks=timeline", &tl)
+	var none struct {
+		Stages []struct{ StageID int }
+		Tasks  []any
+	}
+	getJSON(t, ts, "/api/v1/apps/local-1642039451826?tasks=none", &none)
+	if len(none.Stages) == 0 || len(none.Stages) != len(tl.Stages) || none.Tasks == nil || len(none.Tasks) != 0 {
+		t.Errorf("tasks=none: %d stages, tasks %v", len(none.Stages), none.Tasks)
+	}
 	if tl.Origin == 0 || len(tl.Lanes) != 1 || len(tl.Tasks) != 35 || len(tl.Environment.Spark) == 0 || len(tl.SQL) != 2 || tl.SQL[0].PlanDescription == "" {
 		t.Errorf("timeline form: origin %d, lanes %v, %d tasks, %d Spark properties, %d SQL executions",
 			tl.Origin, tl.Lanes, len(tl.Tasks), len(tl.Environment.Spark), len(tl.SQL))

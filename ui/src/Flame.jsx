@@ -1,7 +1,7 @@
 // The flame graph of a selection, as the server renders it
 // (/api/v1/render), drawn by the UI's own flame graph (flame/).
 import React, { useMemo, useState } from 'react';
-import { getJSON, clean } from './api';
+import { getJSON, clean, selector } from './api';
 import { FlameGraph } from './flame/FlameGraph';
 import { fromFlamebearer } from './flame/tree';
 import { fmtValue } from './format';
@@ -113,5 +113,36 @@ export function FlameView({ sel, onType, title, children }) {
         </>
       )}
     </div>
+  );
+}
+
+// appFlameSelection is the selection of an app's flame graph: the app, or
+// one of its stages, in a time window. By default it is the task threads'
+// samples on CPU, what a slow task spends its time on; params.threads=all
+// adds the other threads and their waits.
+export function appFlameSelection(appId, stage, params, win) {
+  const all = params.threads === 'all';
+  return {
+    // The server joins the app's samples to its task windows, so the stage
+    // label selects a stage even when thread names carry only the task id.
+    query: selector({ spark_app_id: appId, spark_stage_id: stage === null ? undefined : String(stage), thread_pool: all ? undefined : 'task' }),
+    state: all ? undefined : 'RUNNABLE',
+    type: params.type,
+    from: win ? win[0] : undefined,
+    until: win ? win[1] : undefined,
+  };
+}
+
+// ThreadScope switches an app's flame graph between its task threads on
+// CPU and all its threads.
+export function ThreadScope({ params, setParams }) {
+  return (
+    <label title="Task threads on CPU: the samples of the threads that run tasks, while running. All threads adds the driver's, the shuffle's, the JVM's, and time spent waiting.">
+      Threads{' '}
+      <select value={params.threads === 'all' ? 'all' : ''} onChange={(e) => setParams({ ...params, threads: e.target.value })} data-testid="thread-scope">
+        <option value="">task threads, on CPU</option>
+        <option value="all">all threads, on and off CPU</option>
+      </select>
+    </label>
   );
 }

@@ -6,6 +6,7 @@ import './style.css';
 import { useRoute, navigate } from './router';
 import { AppsPage } from './pages/Apps';
 import { AppPage } from './pages/App';
+import { StagePage } from './pages/Stage';
 import { FlamePage } from './pages/Flame';
 import { DiffPage } from './pages/Diff';
 import { LatencyPage } from './pages/Latency';
@@ -27,14 +28,16 @@ function Page() {
   const setParams = (p) => navigate(path, p);
   let page;
   const m = path.match(/^\/apps\/([^/]+)$/);
+  const st = path.match(/^\/apps\/([^/]+)\/stages\/(\d+)$/);
   if (m) page = <AppPage id={decodeURIComponent(m[1])} params={params} setParams={setParams} />;
+  else if (st) page = <StagePage app={decodeURIComponent(st[1])} stage={Number(st[2])} params={params} setParams={setParams} />;
   else if (path === '/flame') page = <FlamePage params={params} setParams={setParams} />;
   else if (path === '/diff') page = <DiffPage params={params} setParams={setParams} />;
   else if (path === '/latency') page = <LatencyPage params={params} setParams={setParams} />;
   else if (path === '/heap') page = <HeapPage params={params} setParams={setParams} />;
   else if (path === '/agents') page = <AgentsPage />;
   else page = <AppsPage />;
-  const section = m ? '/' : path;
+  const section = m || st ? '/' : path;
   return (
     <>
       <header>

@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/internal/errkind"
 	"github.com/sparkprof/sparkprof/spark"
 )
@@ -96,22 +98,26 @@ var taskMetrics = []taskMetric{
 	{"diskSpill", "Spill (disk)", "bytes", func(t *spark.Task) int64 { return t.Metrics.DiskSpilled }},
 }
 
-// taskOrders are the other keys the task table sorts by.
-var taskOrders = map[string]func(a, b *spark.Task) int{
-	"id":        func(a, b *spark.Task) int { return cmp.Compare(a.ID, b.ID) },
-	"index":     func(a, b *spark.Task) int { return cmp.Compare(a.Index, b.Index) },
-	"partition": func(a, b *spark.Task) int { return cmp.Compare(a.Partition, b.Partition) },
-	"attempt":   func(a, b *spark.Task) int { return cmp.Compare(a.Attempt, b.Attempt) },
-	"launch":    func(a, b *spark.Task) int { return cmp.Compare(a.LaunchMs, b.LaunchMs) },
-	"executor":  func(a, b *spark.Task) int { return cmp.Compare(a.ExecutorID, b.ExecutorID) },
-	"host":      func(a, b *spark.Task) int { return cmp.Compare(a.Host, b.Host) },
-	"status":    func(a, b *spark.Task) int { return cmp.Compare(a.Status, b.Status) },
-	"locality":  func(a, b *spark.Task) int { return cmp.Compare(a.Locality, b.Locality) },
+// taskSortKeys are the other keys the task table sorts by: by a number,
+// or by a string.
+var taskSortKeys = map[string]struct {
+	num func(t *spark.Task) int64
+	str func(t *spark.Task) string
+}{
+	"id":        {num: func(t *spark.Task) int64 { return t.ID }},
+	"index":     {num: func(t *spark.Task) int64 { return int64(t.Index) }},
+	"partition": {num: func(t *spark.Task) int64 { return int64(t.Partition) }},
+	"attempt":   {num: func(t *spark.Task) int64 { return int64(t.Attempt) }},
+	"launch":    {num: func(t *spark.Task) int64 { return t.LaunchMs }},
+	"executor":  {str: func(t *spark.Task) string { return t.ExecutorID }},
+	"host":      {str: func(t *spark.Task) string { return t.Host }},
+	"status":    {str: func(t *spark.Task) string { return t.Status }},
+	"locality":  {str: func(t *spark.Task) string { return t.Locality }},
 }
 
-// stageTasks returns the report of the tenant's app and the tasks of
-// attempt of stage, with the stage; attempt -1 is the latest.
-func (e *Engine) stageTasks(tenant, appID string, stage, attempt int) (*spark.Stage, []*spark.Task, []int, error) {
+// stageOf returns the report of the tenant's app and attempt of stage,
+// with the stage's attempts; attempt -1 is the latest.
+func (e *Engine) stageOf(tenant, appID string, stage, attempt int) (*analysis.Report, *spark.Stage, []int, error) {
 	rep := e.apps.Report(tenant, appID)
 	if rep == nil {
 		return nil, nil, nil, errkind.Errorf(errkind.NotFound, "no application %q: import its event log first", appID)
@@ -130,29 +136,33 @@ func (e *Engine) stageTasks(tenant, appID string, stage, attempt int) (*spark.St
 	if st == nil {
 		return nil, nil, nil, errkind.Errorf(errkind.NotFound, "application %q has no attempt %d of stage %d", appID, attempt, stage)
 	}
+	slices.Sort(attempts)
+	return rep, st, attempts, nil
+}
+
+// attemptTasks returns the tasks of stage attempt st of rep.
+func attemptTasks(rep *analysis.Report, st *spark.Stage) []*spark.Task {
 	var tasks []*spark.Task
 	for _, t := range rep.Tasks {
-		if t.StageID == stage && t.StageAttempt == st.Attempt {
+		if t.StageID == st.ID && t.StageAttempt == st.Attempt {
 			tasks = append(tasks, t)
 		}
 	}
-	slices.Sort(attempts)
-	return st, tasks, attempts, nil
+	return tasks
 }
 
 // Stage returns the stage page of attempt (-1: the latest) of a stage of
 // the tenant's app.
 func (e *Engine) Stage(ctx context.Context, tenant, appID string, stage, attempt int) (*StagePage, error) {
-	st, tasks, attempts, err := e.stageTasks(tenant, appID, stage, attempt)
+	rep, st, attempts, err := e.stageOf(tenant, appID, stage, attempt)
 	if err != nil {
 		return nil, err
 	}
+	tasks := attemptTasks(rep, st)
 	p := &StagePage{Stage: st, Attempts: attempts, Tasks: len(tasks)}
-	if rep := e.apps.Report(tenant, appID); rep != nil {
-		for _, j := range rep.Jobs {
-			if j.ID == st.JobID {
-				p.Job = j
-			}
+	for _, j := range rep.Jobs {
+		if j.ID == st.JobID {
+			p.Job = j
 		}
 	}
 	var ok []*spark.Task
@@ -243,22 +253,23 @@ func executorOrder(a, b string) int {
 // quantiles, or id, index, partition, attempt, launch, executor, host,
 // status, locality), descending when desc; ties keep task id order.
 func (e *Engine) StageTasks(ctx context.Context, tenant, appID string, stage, attempt int, key string, desc bool, offset, limit int) (*TaskPage, error) {
-	order, err := taskOrder(key)
+	if key == "" {
+		key = "id"
+	}
+	num, str, err := taskKey(key)
 	if err != nil {
 		return nil, err
 	}
-	_, tasks, _, err := e.stageTasks(tenant, appID, stage, attempt)
+	rep, st, _, err := e.stageOf(tenant, appID, stage, attempt)
 	if err != nil {
 		return nil, err
 	}
-	sorted := slices.Clone(tasks)
-	slices.SortFunc(sorted, func(a, b *spark.Task) int {
-		c := order(a, b)
-		if desc {
-			c = -c
-		}
-		return cmp.Or(c, cmp.Compare(a.ID, b.ID))
-	})
+	k := orderKey{rep, stage, st.Attempt, key, desc}
+	sorted := e.orders.get(k)
+	if sorted == nil {
+		sorted = sortTasks(attemptTasks(rep, st), num, str, desc)
+		e.orders.put(k, sorted)
+	}
 	p := &TaskPage{Total: len(sorted), Tasks: []TaskRow{}}
 	for _, t := range sorted[min(offset, len(sorted)):min(offset+limit, len(sorted))] {
 		p.Tasks = append(p.Tasks, TaskRow{Task: t, DurationMs: t.DurationMs(), SchedulerDelayMs: t.SchedulerDelayMs(), GettingResultMs: t.GettingResultMs()})
@@ -266,27 +277,113 @@ func (e *Engine) StageTasks(ctx context.Context, tenant, appID string, stage, at
 	return p, nil
 }
 
-// taskOrder returns the comparison of tasks by key.
-func taskOrder(key string) (func(a, b *spark.Task) int, error) {
-	if key == "" {
-		key = "id"
+// sortTasks returns tasks sorted by the key num or str reads, descending
+// when desc, then by id. The keys are read once, not at each of a sort's
+// million comparisons (a stage of 200,000 tasks).
+func sortTasks(tasks []*spark.Task, num func(*spark.Task) int64, str func(*spark.Task) string, desc bool) []*spark.Task {
+	type row struct {
+		n, id int64
+		s     string
+		t     *spark.Task
 	}
-	if o, ok := taskOrders[key]; ok {
-		return o, nil
+	rows := make([]row, len(tasks))
+	for i, t := range tasks {
+		rows[i] = row{id: t.ID, t: t}
+		if num != nil {
+			rows[i].n = num(t)
+		} else {
+			rows[i].s = str(t)
+		}
+	}
+	dir := 1
+	if desc {
+		dir = -1
+	}
+	if num != nil {
+		slices.SortFunc(rows, func(a, b row) int {
+			if a.n != b.n {
+				return dir * cmp.Compare(a.n, b.n)
+			}
+			return cmp.Compare(a.id, b.id)
+		})
+	} else {
+		slices.SortFunc(rows, func(a, b row) int {
+			if c := strings.Compare(a.s, b.s); c != 0 {
+				return dir * c
+			}
+			return cmp.Compare(a.id, b.id)
+		})
+	}
+	out := make([]*spark.Task, len(rows))
+	for i, r := range rows {
+		out[i] = r.t
+	}
+	return out
+}
+
+// orderKey names a sort of a stage attempt's tasks: the report (a new
+// one, of an app imported again, sorts again), stage, attempt, key and
+// direction.
+type orderKey struct {
+	rep            *analysis.Report
+	stage, attempt int
+	key            string
+	desc           bool
+}
+
+// taskOrders keeps the last few sorts of the task table, so that paging
+// through one costs a slice, not a sort of 200,000 tasks.
+type taskOrders struct {
+	mu      sync.Mutex
+	entries []taskOrder // the most recent last
+}
+
+type taskOrder struct {
+	key   orderKey
+	tasks []*spark.Task
+}
+
+// maxTaskOrders is how many sorts taskOrders keeps.
+const maxTaskOrders = 4
+
+func (o *taskOrders) get(k orderKey) []*spark.Task {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i, e := range o.entries {
+		if e.key == k {
+			o.entries = append(append(o.entries[:i:i], o.entries[i+1:]...), e)
+			return e.tasks
+		}
+	}
+	return nil
+}
+
+func (o *taskOrders) put(k orderKey, tasks []*spark.Task) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.entries) == maxTaskOrders {
+		o.entries = slices.Delete(o.entries, 0, 1)
+	}
+	o.entries = append(o.entries, taskOrder{k, tasks})
+}
+
+// taskKey returns the key of a task to sort by: a number or a string.
+func taskKey(key string) (func(*spark.Task) int64, func(*spark.Task) string, error) {
+	if o, ok := taskSortKeys[key]; ok {
+		return o.num, o.str, nil
 	}
 	for _, m := range taskMetrics {
 		if m.key == key {
-			v := m.value
-			return func(a, b *spark.Task) int { return cmp.Compare(v(a), v(b)) }, nil
+			return m.value, nil, nil
 		}
 	}
 	keys := []string{}
-	for k := range taskOrders {
+	for k := range taskSortKeys {
 		keys = append(keys, k)
 	}
 	for _, m := range taskMetrics {
 		keys = append(keys, m.key)
 	}
 	slices.Sort(keys)
-	return nil, errkind.Errorf(errkind.BadInput, "sort %q: want one of %s", key, strings.Join(keys, ", "))
+	return nil, nil, errkind.Errorf(errkind.BadInput, "sort %q: want one of %s", key, strings.Join(keys, ", "))
 }

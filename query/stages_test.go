@@ -3,10 +3,12 @@ package query
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/appstore"
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/internal/errkind"
@@ -122,4 +124,51 @@ func TestStageQuantiles(t *testing.T) {
 	if len(p.Executors) != 1 || p.Executors[0].ID != "driver" || p.Executors[0].Tasks != 8 {
 		t.Errorf("executors %+v", p.Executors)
 	}
+}
+
+// BenchmarkStageTasks sorts a stage of 200,000 tasks by a metric and
+// answers a page of it, as the stage page's task table asks; then a page
+// of a sort it made already; and the stage page's quantiles.
+func BenchmarkStageTasks(b *testing.B) {
+	const n = 200_000
+	rep := &analysis.Report{App: spark.Summary{ID: "big"}, Stages: []*spark.Stage{{ID: 1, JobID: -1, Status: "COMPLETE"}}}
+	for i := range n {
+		d := int64(1000 + (i*7919)%50_000)
+		rep.Tasks = append(rep.Tasks, &spark.Task{ID: int64(i), Index: i, StageID: 1, ExecutorID: strconv.Itoa(i % 100), Status: "SUCCESS",
+			LaunchMs: 1_000_000 + int64(i), FinishMs: 1_000_000 + int64(i) + d, Metrics: spark.TaskMetrics{RunTimeMs: d - 10, ShuffleRemoteBytes: int64(i%977) << 10}})
+	}
+	apps, err := appstore.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer apps.Close()
+	apps.Put("", rep)
+	e := NewEngine(Config{Apps: apps})
+	ctx := context.Background()
+	page := func(b *testing.B, key string) {
+		if _, err := e.StageTasks(ctx, "", "big", 1, -1, key, true, 100_000, 100); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// A new sort each time, then a page of the last sort.
+	for _, key := range []string{"duration", "shuffleRead", "executor"} {
+		b.Run("sort-"+key, func(b *testing.B) {
+			for b.Loop() {
+				e.orders = taskOrders{}
+				page(b, key)
+			}
+		})
+	}
+	b.Run("page-sorted", func(b *testing.B) {
+		for b.Loop() {
+			page(b, "duration")
+		}
+	})
+	b.Run("quantiles", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := e.Stage(ctx, "", "big", 1, -1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

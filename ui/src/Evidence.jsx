@@ -66,17 +66,17 @@ function cell(key, v) {
     if (v.length && typeof v[0] === 'object' && v[0] !== null) return <Records rows={v} />;
     return v.map((x) => value(key, x)).join(', ');
   }
-  if (v && typeof v === 'object') return <Evidence evidence={v} />;
+  if (v && typeof v === 'object') return <Evidence evidence={v} nested />;
   return value(key, v);
 }
 
 // Evidence draws an evidence object as a table of its fields; skip names
-// fields drawn elsewhere.
-export function Evidence({ evidence, skip = [] }) {
+// fields drawn elsewhere; a nested object's table has no test id.
+export function Evidence({ evidence, skip = [], nested = false }) {
   const entries = Object.entries(evidence || {}).filter(([k]) => !skip.includes(k));
   if (entries.length === 0) return null;
   return (
-    <table className="evidence" data-testid="evidence">
+    <table className="evidence" data-testid={nested ? undefined : 'evidence'}>
       <tbody>
         {entries.map(([k, v]) => (
           <tr key={k}>

@@ -58,7 +58,7 @@ function topSeries(series) {
 export function SampleSeries({ sel, by, onRange }) {
   const [box, width] = useWidth(900);
   const el = useRef(null);
-  const { data, error } = useAsync(() => getJSON('/api/v1/series', { ...sel, by, step: stepOf(sel) }), [JSON.stringify(sel), by]);
+  const { data, error } = useAsync(() => getJSON('/api/v1/series', { ...sel, by, step: stepOf(sel) }), [JSON.stringify(sel), by], { defer: true });
   useEffect(() => {
     if (!data || !el.current) return undefined;
     const series = topSeries(data.series || []);

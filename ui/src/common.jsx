@@ -38,19 +38,25 @@ export function RefreshControls() {
 
 // useAsync runs fn when deps change, or on a refresh unless refresh is
 // false, and keeps its latest result (the last one stays shown while a new
-// one loads); older answers that arrive late are dropped.
-export function useAsync(fn, deps, { refresh = true } = {}) {
+// one loads); older answers that arrive late are dropped. A deferred call
+// starts after the page's other requests of the same render: the browser
+// sends six at a time to a server, and the flame graph's should not wait
+// behind the label pickers'.
+export function useAsync(fn, deps, { refresh = true, defer = false } = {}) {
   const { tick } = useContext(Refresh);
   const [state, setState] = useState({ loading: true });
   useEffect(() => {
     let live = true;
     setState((s) => ({ ...s, loading: true, error: undefined }));
-    fn().then(
-      (data) => live && setState({ data, loading: false }),
-      (error) => live && setState({ error, loading: false }),
-    );
+    const start = () =>
+      fn().then(
+        (data) => live && setState({ data, loading: false }),
+        (error) => live && setState({ error, loading: false }),
+      );
+    const timer = defer ? setTimeout(start) : start();
     return () => {
       live = false;
+      if (defer) clearTimeout(timer);
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...deps, refresh ? tick : 0]);

@@ -16,13 +16,28 @@ export function fmtMs(ms) {
   return `${(h / 24).toFixed(1)} d`;
 }
 
+// numberFormats are the formatters of numbers with thousands separators
+// and up to i decimals: made once, as each costs as much as a thousand
+// formatted numbers.
+const numberFormats = [];
+function numberFormat(i) {
+  if (!numberFormats[i]) numberFormats[i] = new Intl.NumberFormat('en', { maximumFractionDigits: i });
+  return numberFormats[i];
+}
+
+// fmtNumber writes x with thousands separators and up to decimals
+// decimals ("1,327", "12.5").
+export function fmtNumber(x, decimals = 0) {
+  return numberFormat(decimals).format(x);
+}
+
 // sig writes x with at most three significant digits, trailing zeros cut
 // ("8.19", "0.99", "610", "12.5").
 export function sig(x) {
   if (x === 0 || !Number.isFinite(x)) return String(x);
   const a = Math.abs(x);
   const decimals = a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : Math.min(6, 2 - Math.floor(Math.log10(a)));
-  return Number(x.toFixed(decimals)).toLocaleString('en', { maximumFractionDigits: decimals });
+  return fmtNumber(Number(x.toFixed(decimals)), decimals);
 }
 
 // fmtNs formats a duration in nanoseconds to three significant digits:
@@ -56,7 +71,7 @@ export function sizeUnit(bytes) {
 // digits: a view's sizes read in one unit ("1.2 GiB", "0.31 GiB").
 export function fmtBytesIn(bytes, unit) {
   if (!bytes) return '0';
-  if (unit === 0) return `${Math.round(bytes).toLocaleString('en')} B`;
+  if (unit === 0) return `${fmtNumber(Math.round(bytes))} B`;
   return `${sig(bytes / 1024 ** unit)} ${sizeUnits[unit]}`;
 }
 
@@ -68,7 +83,7 @@ export function fmtBytes(b) {
 // fmtCount writes a count in full with thousands separators: counts of
 // samples are exact, never "< 0.01 K".
 export function fmtCount(n) {
-  return Math.round(n).toLocaleString('en');
+  return fmtNumber(Math.round(n));
 }
 
 // fmtTime formats a time in ms since the epoch as UTC to the second.
@@ -89,7 +104,7 @@ export function fmtValue(v, unit) {
     case 'samples':
       return fmtCount(v);
     default:
-      return Number.isInteger(v) ? v.toLocaleString('en') : sig(v);
+      return Number.isInteger(v) ? fmtNumber(v) : sig(v);
   }
 }
 

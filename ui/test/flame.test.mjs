@@ -89,3 +89,11 @@ test('the sandwich view: callees of the outermost calls, callers turned over', (
   const rows = byName(up, functionRows(up), (r) => r.total);
   assert.deepEqual(rows, { fn: 6, a: 3, b: 2, main: 6 });
 });
+
+test('search within a zoomed frame sums the matches under it', () => {
+  const t = folded('main;fib;fib;fib 5\nmain;fib 3\nmain;other;fib 2');
+  const named = matches(t, matcher('^fib$'));
+  const other = [...t.name].findIndex((n) => t.names[n] === 'other');
+  assert.equal(matchedTotal(t, named), 10);
+  assert.equal(matchedTotal(t, named, other), 2);
+});

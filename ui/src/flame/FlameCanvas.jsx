@@ -3,7 +3,6 @@
 // caller above the zoomed frame, zooms out).
 import React, { useEffect, useMemo, useRef, useState } from 'react';
 import { colorCache, paint, nodeAt, ROW } from './draw';
-import { readableName } from '../names';
 import { fmtPercent } from '../format';
 import { useWidth } from '../common';
 
@@ -18,7 +17,7 @@ export function useTreeState(t, initial) {
 // tree's root (in a diff, of each side's own total).
 function Tip({ t, i, fmt, pos }) {
   const raw = t.names[t.name[i]];
-  const name = readableName(raw);
+  const name = t.readable(t.name[i]);
   const share = (v, root) => (root ? fmtPercent(v / root) : '–');
   let lines;
   if (t.diff) {

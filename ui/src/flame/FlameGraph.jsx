@@ -9,7 +9,7 @@ import React, { useEffect, useMemo, useState } from 'react';
 import { FlameCanvas, useTreeState } from './FlameCanvas';
 import { FunctionTable } from './FunctionTable';
 import { callees, callers, matchedTotal, matcher, matches } from './functions';
-import { readableName, shortenFront } from '../names';
+import { shortenFront } from '../names';
 import { fmtPercent, fmtValue } from '../format';
 
 const views = [
@@ -26,8 +26,8 @@ function Crumbs({ t, focus, setFocus }) {
       {t.path(focus).map((i, k) => (
         <span key={i}>
           {k > 0 && ' › '}
-          <a className="clickable" onClick={() => setFocus(i)} title={readableName(t.names[t.name[i]])}>
-            {shortenFront(readableName(t.names[t.name[i]]), 40)}
+          <a className="clickable" onClick={() => setFocus(i)} title={t.readable(t.name[i])}>
+            {shortenFront(t.readable(t.name[i]), 40)}
           </a>
         </span>
       ))}
@@ -44,9 +44,9 @@ function Sandwich({ t, fn, fmt, named, onFrame }) {
   const [downFocus, setDownFocus] = useTreeState(down, 0);
   return (
     <div className="sandwich" data-testid="sandwich" data-callers-total={up.total[0]} data-callees-total={down.total[0]}>
-      <div className="muted">Callers of {readableName(t.names[fn])} (it is the bottom row; its callers above)</div>
+      <div className="muted">Callers of {t.readable(fn)} (it is the bottom row; its callers above)</div>
       <FlameCanvas t={up} focus={upFocus} setFocus={setUpFocus} named={named} inverted fmt={fmt} testid="flame-callers" onFrame={onFrame} />
-      <div className="muted">Callees of {readableName(t.names[fn])}</div>
+      <div className="muted">Callees of {t.readable(fn)}</div>
       <FlameCanvas t={down} focus={downFocus} setFocus={setDownFocus} named={named} fmt={fmt} testid="flame-callees" onFrame={onFrame} />
     </div>
   );
@@ -105,7 +105,7 @@ export function FlameGraph({ t, unit, view: initialView = 'both' }) {
         </button>
         {named && (
           <span data-testid="flame-matched">
-            {search ? 'Matched' : readableName(t.names[fn])}: {fmt(matched)}, {fmtPercent(t.total[focus] ? matched / t.total[focus] : 0)} of{' '}
+            {search ? 'Matched' : t.readable(fn)}: {fmt(matched)}, {fmtPercent(t.total[focus] ? matched / t.total[focus] : 0)} of{' '}
             {focus ? 'the zoomed frame' : 'the total'}
           </span>
         )}

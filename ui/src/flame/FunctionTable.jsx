@@ -3,7 +3,7 @@
 // are rendered, so that 20,000 functions scroll as smoothly as 20.
 import React, { useMemo, useState } from 'react';
 import { functionRows } from './functions';
-import { readableName, shortenFront } from '../names';
+import { shortenFront } from '../names';
 import { fmtPercent, valueFormatter } from '../format';
 
 const ROW_H = 22;
@@ -50,7 +50,7 @@ export function FunctionTable({ t, unit, test, selected, onSelect }) {
   const [top, setTop] = useState(0);
   const rows = useMemo(() => {
     const col = columns.find((c) => c.key === sort.key) || columns[0];
-    const shown = test ? all.filter((r) => test(t.names[r.name])) : all.slice();
+    const shown = test ? all.filter((r) => test(t.names[r.name], t.readable(r.name))) : all.slice();
     const dir = sort.desc ? -1 : 1;
     if (sort.key === 'name') shown.sort((x, y) => dir * (t.names[x.name] < t.names[y.name] ? -1 : 1));
     else shown.sort((x, y) => dir * (col.value(x) - col.value(y)) || x.name - y.name);
@@ -76,8 +76,7 @@ export function FunctionTable({ t, unit, test, selected, onSelect }) {
         <tbody>
           {first > 0 && <tr style={{ height: first * ROW_H }} aria-hidden="true" />}
           {rows.slice(first, last).map((r) => {
-            const name = t.names[r.name];
-            const readable = readableName(name);
+            const readable = t.readable(r.name);
             return (
               <tr key={r.name} className={`clickable${selected === r.name ? ' selected' : ''}`} style={{ height: ROW_H }} onClick={() => onSelect(r.name)}>
                 <td className="fn-name" title={readable}>

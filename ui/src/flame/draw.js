@@ -3,7 +3,7 @@
 // full width above it, and the nodes under it spread over the width.
 // Frames narrower than half a pixel are left out; only the nodes in view
 // are visited, by binary search in each level.
-import { readableName, shortenFront } from '../names.js';
+import { shortenFront } from '../names.js';
 
 // ROW is the height of a frame in CSS pixels.
 export const ROW = 18;
@@ -101,7 +101,7 @@ export function paint(g, t, { focus = 0, width, inverted = false, named = null, 
     const chars = Math.floor((pw - 6) / charW);
     if (chars >= 5) {
       g.fillStyle = '#222';
-      g.fillText(shortenFront(readableName(t.names[t.name[i]]), chars), px + 3, y + ROW / 2);
+      g.fillText(shortenFront(t.readable(t.name[i]), chars), px + 3, y + ROW / 2);
     }
   };
   // The focus's callers, full width.

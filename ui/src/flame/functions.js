@@ -2,7 +2,6 @@
 // table, the frames a search matches, and the callers and callees of one
 // function (the sandwich view).
 import { TreeBuilder } from './tree.js';
-import { readableName } from '../names.js';
 
 // walk visits the nodes of t depth first, calling enter(i) before a node's
 // callees and leave(i) after them.
@@ -55,8 +54,8 @@ export function functionRows(t) {
 }
 
 // matcher returns a test of function names for a search text: a regular
-// expression when it is one, else a case-insensitive substring, tried on
-// the name as written and as readableName writes it; null for no search.
+// expression when it is one, else a case-insensitive substring; null for
+// no search. It is given a name as written and as readableName writes it.
 export function matcher(text) {
   if (!text) return null;
   let re;
@@ -64,43 +63,36 @@ export function matcher(text) {
     re = new RegExp(text, 'i');
   } catch {
     const lower = text.toLowerCase();
-    return (s) => s.toLowerCase().includes(lower) || readableName(s).toLowerCase().includes(lower);
+    return (s, r) => s.toLowerCase().includes(lower) || (r !== s && r.toLowerCase().includes(lower));
   }
-  return (s) => re.test(s) || re.test(readableName(s));
+  return (s, r) => re.test(s) || (r !== s && re.test(r));
 }
 
-// matches marks the names test matches, as a Uint8Array by name index.
+// matches marks the names of t that test matches, as a Uint8Array by name
+// index.
 export function matches(t, test) {
   const m = new Uint8Array(t.names.length);
-  t.names.forEach((s, i) => {
-    m[i] = test(s) ? 1 : 0;
-  });
+  for (let i = 0; i < t.names.length; i++) m[i] = test(t.names[i], t.readable(i)) ? 1 : 0;
   return m;
 }
 
 // matchedTotal sums the totals of the matched nodes under node from (the
 // root by default) that have no matched caller, so that nested matches
 // count once. Nodes are in level order: a parent is seen before its
-// children.
+// children. A node's state: 0 outside from's subtree, 1 inside it, 2
+// inside and under a match.
 export function matchedTotal(t, named, from = 0) {
-  const under = new Uint8Array(t.n);
+  const state = new Uint8Array(t.n);
+  const { parent, name, total } = t;
   let sum = 0;
-  const inside = new Uint8Array(t.n);
-  inside[from] = 1;
+  state[from] = 1;
   for (let i = from; i < t.n; i++) {
-    if (i > from) {
-      const p = t.parent[i];
-      if (p < 0 || !inside[p]) continue;
-      inside[i] = 1;
-      if (under[p]) {
-        under[i] = 1;
-        continue;
-      }
+    let s = i === from ? 1 : state[parent[i]];
+    if (s === 1 && named[name[i]]) {
+      sum += total[i];
+      s = 2;
     }
-    if (named[t.name[i]]) {
-      under[i] = 1;
-      sum += t.total[i];
-    }
+    state[i] = s;
   }
   return sum;
 }

@@ -10,6 +10,8 @@
 // frame is as wide as the mean of its shares of the two profiles' totals,
 // so that a frame gone from one side stays visible.
 
+import { readableName } from '../names.js';
+
 // FlameTree is a laid out call tree; see the fields' comments.
 export class FlameTree {
   constructor({ names, name, parent, total, self, base, baseSelf }) {
@@ -59,6 +61,18 @@ export class FlameTree {
       this.x[i] = this.x[p] + next[p];
       next[p] += this.w[i];
     }
+  }
+
+  // readable returns the name of name index i as readableName writes it,
+  // each worked out once per tree.
+  readable(i) {
+    if (!this.readableNames) this.readableNames = new Array(this.names.length);
+    let r = this.readableNames[i];
+    if (r === undefined) {
+      r = readableName(this.names[i]);
+      this.readableNames[i] = r;
+    }
+    return r;
   }
 
   // children returns the nodes whose parent is i, in order. Children are

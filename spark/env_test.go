@@ -14,12 +14,12 @@ import (
 func TestEnvironmentGolden(t *testing.T) {
 	app, _ := build(t, "eventlogs", "apache", "app-20161116163331-0000")
 	var want struct {
-		Runtime    map[string]string `json:"runtime"`
-		Spark      [][2]string       `json:"sparkProperties"`
-		Hadoop     [][2]string       `json:"hadoopProperties"`
-		System     [][2]string       `json:"systemProperties"`
-		Metrics    [][2]string       `json:"metricsProperties"`
-		Classpath  [][2]string       `json:"classpathEntries"`
+		Runtime   map[string]string `json:"runtime"`
+		Spark     [][2]string       `json:"sparkProperties"`
+		Hadoop    [][2]string       `json:"hadoopProperties"`
+		System    [][2]string       `json:"systemProperties"`
+		Metrics   [][2]string       `json:"metricsProperties"`
+		Classpath [][2]string       `json:"classpathEntries"`
 	}
 	if err := json.Unmarshal(corpus.Read(t, "eventlogs", "golden", "apache", "app_environment_expectation.json"), &want); err != nil {
 		t.Fatal(err)

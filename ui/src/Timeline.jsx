@@ -9,7 +9,7 @@
 import React, { useEffect, useMemo, useRef, useState } from 'react';
 import { layout } from './timelineLayout';
 import { GUTTER, RIGHT, colors, phaseColors, draw } from './timelineDraw';
-import { idleStretches, makeScale } from './timeScale';
+import { idleStretches, makeScale, taskSpans } from './timeScale';
 import { MetricChart } from './Metrics';
 import { phases } from './tasks';
 import { fmtMs, fmtTime } from './format';
@@ -91,12 +91,13 @@ export function Timeline({ rep, window: win, onWindow, selectedStage, onStage, s
   const [hover, setHover] = useState(null);
   const [drag, setDrag] = useState(null);
   const L = useMemo(() => layout(rep), [rep]);
+  const spans = useMemo(() => taskSpans(rep.tasks, L.t1), [rep, L]);
   const view = (onWindow ? win : own) || [L.t0, L.t1];
   const setView = onWindow || setOwn;
   const sc = useMemo(() => {
-    const gaps = idleStretches(rep.tasks, view[0], view[1], Math.max(1000, (view[1] - view[0]) * minGapShare));
+    const gaps = idleStretches(spans, view[0], view[1], Math.max(1000, (view[1] - view[0]) * minGapShare));
     return makeScale(view[0], view[1], GUTTER, width - GUTTER - RIGHT, gaps, L.t0);
-  }, [rep, view[0], view[1], width, L]);
+  }, [spans, view[0], view[1], width, L]);
 
   useEffect(() => {
     const c = canvas.current;

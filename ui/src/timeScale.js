@@ -8,25 +8,34 @@ import { fmtMs } from './format.js';
 // BAND is the width in pixels of a compressed stretch.
 export const BAND = 64;
 
+// taskSpans returns the times tasks ran, [launch, finish] pairs sorted by
+// launch, for idleStretches: sorted once per report, not at each zoom.
+// tasks have launchMs and finishMs (0 while running: until t1).
+export function taskSpans(tasks, t1) {
+  const order = tasks.map((t, i) => i).sort((a, b) => tasks[a].launchMs - tasks[b].launchMs);
+  const spans = new Float64Array(2 * tasks.length);
+  order.forEach((i, k) => {
+    spans[2 * k] = tasks[i].launchMs;
+    spans[2 * k + 1] = tasks[i].finishMs || t1;
+  });
+  return spans;
+}
+
 // idleStretches returns the stretches of [t0, t1] in which no task ran,
-// longer than minMs, in time order. tasks have launchMs and finishMs (0
-// while running: until t1).
-export function idleStretches(tasks, t0, t1, minMs) {
-  if (tasks.length === 0) return [];
-  const spans = [];
-  for (const t of tasks) {
-    const a = t.launchMs;
-    const b = t.finishMs || t1;
-    if (b > t0 && a < t1) spans.push([Math.max(a, t0), Math.min(b, t1)]);
-  }
-  if (spans.length === 0) return [];
-  spans.sort((x, y) => x[0] - y[0]);
+// longer than minMs, in time order, of spans (taskSpans).
+export function idleStretches(spans, t0, t1, minMs) {
   const out = [];
   let at = t0;
-  for (const [a, b] of spans) {
+  let any = false;
+  for (let k = 0; k < spans.length; k += 2) {
+    const a = Math.max(spans[k], t0);
+    const b = Math.min(spans[k + 1], t1);
+    if (b <= t0 || a >= t1) continue;
     if (a - at > minMs) out.push([at, a]);
     at = Math.max(at, b);
+    any = true;
   }
+  if (!any) return [];
   if (t1 - at > minMs) out.push([at, t1]);
   return out;
 }

@@ -180,19 +180,27 @@ function taskFill(tk, stragglers, selectedStage) {
   return null;
 }
 
+// phaseOrder are the phases' fields, in drawing order.
+const phaseOrder = phases.map(([k]) => k);
+
+// longestPhase returns the index in phaseOrder of a task's longest phase.
+function longestPhase(tk) {
+  let best = phaseOrder.indexOf('computeMs');
+  for (let k = 0; k < phaseOrder.length; k++) if ((tk[phaseOrder[k]] || 0) > (tk[phaseOrder[best]] || 0)) best = k;
+  return best;
+}
+
 // drawPhases fills a finished task's bar with its phases, side by side in
 // proportion; a bar too narrow for that takes its longest phase's colour.
 function drawPhases(g, tk, x0, y, w) {
-  const d = Math.max(1, tk.finishMs - tk.launchMs);
   if (w < 6) {
-    let best = 'computeMs';
-    for (const [k] of phases) if ((tk[k] || 0) > (tk[best] || 0)) best = k;
-    g.fillStyle = phaseColors[best];
+    g.fillStyle = phaseColors[phaseOrder[longestPhase(tk)]];
     g.fillRect(x0, y, w, TASK_ROW - 1);
     return;
   }
+  const d = Math.max(1, tk.finishMs - tk.launchMs);
   let x = x0;
-  for (const [k] of phases) {
+  for (const k of phaseOrder) {
     const pw = (w * (tk[k] || 0)) / d;
     if (pw <= 0) continue;
     g.fillStyle = phaseColors[k];
@@ -201,24 +209,48 @@ function drawPhases(g, tk, x0, y, w) {
   }
 }
 
+// barLook is a number that two bars of one width share when they look the
+// same: their colour, or their phases' widths in whole pixels.
+function barLook(tk, fill, w) {
+  if (fill) return fill;
+  if (w < 6) return longestPhase(tk);
+  const d = Math.max(1, tk.finishMs - tk.launchMs);
+  let look = 7;
+  for (const k of phaseOrder) look = (look * 31 + Math.round((w * (tk[k] || 0)) / d)) | 0;
+  return look;
+}
+
+// drawTasks draws every task in its executor's lanes. A task that would
+// look just as one drawn already at the same place in its lane (past the
+// lanes an executor gets, tasks share lanes; an app that ran the same
+// partitions again and again has thousands of bars at one place) is
+// counted but not drawn again, nor given a hit area of its own.
 function drawTasks(g, L, sc, stragglers, selectedStage, hits) {
   let marked = 0;
   let drawn = 0;
   for (const r of L.execRows) {
     hits.push({ kind: 'exec', r, x: sc.left, y: r.y, w: sc.width, h: r.h });
+    const seen = new Map(); // lane, x and width → the looks drawn there
     for (const tk of r.tasks) {
       const p = span(sc, tk.launchMs, tk.finishMs || L.t1);
       if (!p) continue;
-      const y = r.y + 2 + r.lanes.get(tk) * TASK_ROW;
+      drawn++;
       const fill = taskFill(tk, stragglers, selectedStage);
+      if (fill === colors.straggler) marked++;
+      const lane = r.lanes.get(tk);
+      const at = (lane * 8192 + Math.round(p[0])) * 8192 + Math.min(8191, Math.round(p[1]));
+      const look = barLook(tk, fill, p[1]);
+      let looks = seen.get(at);
+      if (!looks) seen.set(at, (looks = new Set()));
+      if (looks.has(look)) continue;
+      looks.add(look);
+      const y = r.y + 2 + lane * TASK_ROW;
       if (fill) {
         g.fillStyle = fill;
         g.fillRect(p[0], y, p[1], TASK_ROW - 1);
       } else {
         drawPhases(g, tk, p[0], y, p[1]);
       }
-      if (fill === colors.straggler) marked++;
-      drawn++;
       hits.push({ kind: 'task', t: tk, x: p[0], y, w: Math.max(2, p[1]), h: TASK_ROW });
     }
   }

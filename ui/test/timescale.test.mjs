@@ -1,7 +1,7 @@
 // Unit tests of the timeline's time axis.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { idleStretches, makeScale, ticks, BAND } from '../src/timeScale.js';
+import { idleStretches, makeScale, taskSpans, ticks, BAND } from '../src/timeScale.js';
 
 test('stretches without a running task are found, short ones kept', () => {
   const tasks = [
@@ -10,9 +10,11 @@ test('stretches without a running task are found, short ones kept', () => {
     { launchMs: 1000, finishMs: 1100 },
     { launchMs: 1105, finishMs: 0 }, // running: until the view's end
   ];
-  assert.deepEqual(idleStretches(tasks, 0, 2000, 50), [[0, 100], [300, 1000]]);
-  assert.deepEqual(idleStretches(tasks, 0, 2000, 500), [[300, 1000]]);
-  assert.deepEqual(idleStretches([], 0, 2000, 50), []);
+  const spans = taskSpans([...tasks].reverse(), 2000);
+  assert.deepEqual(idleStretches(spans, 0, 2000, 50), [[0, 100], [300, 1000]]);
+  assert.deepEqual(idleStretches(spans, 0, 2000, 500), [[300, 1000]]);
+  assert.deepEqual(idleStretches(spans, 1200, 2000, 50), []);
+  assert.deepEqual(idleStretches(taskSpans([], 2000), 0, 2000, 50), []);
 });
 
 test('a compressed stretch is a band; the rest stays linear and the scale inverts', () => {

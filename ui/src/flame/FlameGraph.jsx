@@ -73,11 +73,12 @@ export function FlameGraph({ t, unit, view: initialView = 'both' }) {
   }, [t, test, pick]);
   const matched = useMemo(() => (named ? matchedTotal(t, named, focus) : 0), [t, named, focus]);
   const fmt = (v) => fmtValue(v, unit);
-  // The table waits for the graph's first frame, which comes first.
+  // The table waits until the browser is idle after the graph's first
+  // frame: it is the graph that answers first.
   const [later, setLater] = useState(false);
   useEffect(() => {
-    const id = requestAnimationFrame(() => setTimeout(() => setLater(true)));
-    return () => cancelAnimationFrame(id);
+    const id = requestIdleCallback(() => setLater(true), { timeout: 1000 });
+    return () => cancelIdleCallback(id);
   }, []);
   const viewTotal = view === 'sandwich' && fn !== null ? null : t.total[focus];
   return (
@@ -122,7 +123,7 @@ export function FlameGraph({ t, unit, view: initialView = 'both' }) {
         ) : (
           <Sandwich t={t} fn={fn} fmt={fmt} named={null} onFrame={setFn} />
         ))}
-      {view !== 'flame' && later && <FunctionTable t={t} unit={unit} test={test} selected={fn} onSelect={(i) => setPick(i === fn && pick.mark ? { fn: null, mark: false } : { fn: i, mark: true })} />}
+      {view !== 'flame' && later && <FunctionTable t={t} unit={unit} shown={test ? named : null} selected={fn} onSelect={(i) => setPick(i === fn && pick.mark ? { fn: null, mark: false } : { fn: i, mark: true })} />}
       <p className="muted flame-help">
         Click a frame to zoom into it, and the root or a frame above to zoom out; hover for its full name and values. A table row
         picks a function: its frames are marked, and the sandwich view shows its callers and callees.

@@ -41,21 +41,22 @@ function columnsOf(t, unit) {
   ];
 }
 
-// FunctionTable lists t's functions; test (a search) filters them; the
-// row of function selected is marked, and onSelect is told a clicked one.
-export function FunctionTable({ t, unit, test, selected, onSelect }) {
+// FunctionTable lists t's functions; shown (a search's matches, a
+// Uint8Array by name index) filters them; the row of function selected is
+// marked, and onSelect is told a clicked one.
+export function FunctionTable({ t, unit, shown: only, selected, onSelect }) {
   const all = useMemo(() => functionRows(t), [t]);
   const columns = useMemo(() => columnsOf(t, unit), [t, unit]);
   const [sort, setSort] = useState({ key: 'total', desc: true });
   const [top, setTop] = useState(0);
   const rows = useMemo(() => {
     const col = columns.find((c) => c.key === sort.key) || columns[0];
-    const shown = test ? all.filter((r) => test(t.names[r.name], t.readable(r.name))) : all.slice();
+    const shown = only ? all.filter((r) => only[r.name]) : all.slice();
     const dir = sort.desc ? -1 : 1;
     if (sort.key === 'name') shown.sort((x, y) => dir * (t.names[x.name] < t.names[y.name] ? -1 : 1));
     else shown.sort((x, y) => dir * (col.value(x) - col.value(y)) || x.name - y.name);
     return shown;
-  }, [all, columns, sort, test, t]);
+  }, [all, columns, sort, only, t]);
   const first = Math.max(0, Math.floor(top / ROW_H) - 4);
   const last = Math.min(rows.length, first + VISIBLE + 8);
   const head = (key, title, num) => (

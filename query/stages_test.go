@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,6 +124,26 @@ func TestStageQuantiles(t *testing.T) {
 	}
 	if len(p.Executors) != 1 || p.Executors[0].ID != "driver" || p.Executors[0].Tasks != 8 {
 		t.Errorf("executors %+v", p.Executors)
+	}
+}
+
+// selectNth puts at n what a sort would, for any n, with repeated values.
+func TestSelectNth(t *testing.T) {
+	for _, vs := range [][]int64{{5}, {3, 1, 2}, {7, 7, 7, 1, 7, 2}, {9, 8, 7, 6, 5, 4, 3, 2, 1, 0}, {1, 1, 2, 2, 3, 3, 0, 0, 4, 4, 4}} {
+		sorted := slices.Sorted(slices.Values(vs))
+		for n := range vs {
+			got := slices.Clone(vs)
+			selectNth(got, n)
+			if got[n] != sorted[n] {
+				t.Errorf("%v: element %d is %d, want %d", vs, n, got[n], sorted[n])
+			}
+			for i := range got {
+				if (i < n && got[i] > got[n]) || (i > n && got[i] < got[n]) {
+					t.Errorf("%v, n %d: %v is not split at it", vs, n, got)
+					break
+				}
+			}
+		}
 	}
 }
 

@@ -37,9 +37,11 @@ ui-check: ui-deps
 	@tmp=$$(mktemp -d) && (cd ui && OUTDIR=$$tmp node build.mjs) && \
 	for f in $$(ls $$tmp ui/dist | grep -v ':$$' | sort -u); do cmp -s $$tmp/$$f ui/dist/$$f || { echo "ui/dist/$$f is stale: run make ui"; rm -rf $$tmp; exit 1; }; done; rm -rf $$tmp
 
-# The UI in headless Chromium (Playwright) against a server preloaded with
-# the sample data; screenshots in out/ui-e2e.
+# The unit tests of the UI's pure modules (node --test), then the UI in
+# headless Chromium (Playwright) against a server preloaded with the
+# sample data; screenshots in out/ui-e2e.
 ui-test: build ui-deps
+	cd ui && node --test test/
 	cd ui && node e2e/e2e.mjs ../$(BIN) $(abspath $(TESTDATA))
 
 unit:

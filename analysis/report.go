@@ -13,7 +13,10 @@ type Report struct {
 	Jobs      []*spark.Job          `json:"jobs"`
 	Stages    []*spark.Stage        `json:"stages"`
 	SQL       []*spark.SQLExecution `json:"sql"`
-	Findings  []Finding             `json:"findings"`
+	// Environment is the application's full environment (Spark, Hadoop
+	// and system properties, classpath), when its event log has one.
+	Environment *spark.Environment `json:"environment,omitempty"`
+	Findings    []Finding          `json:"findings"`
 	// Exclusions are the executors and nodes excluded after failures,
 	// and let back in.
 	Exclusions []spark.ExclusionEvent `json:"exclusions"`
@@ -53,7 +56,7 @@ func NewReport(in Input, findings []Finding, sources []Source, profiles []*profi
 	r := &Report{
 		App:       app.Summary,
 		Executors: nonNil(app.Executors), Jobs: nonNil(app.Jobs), Stages: nonNil(app.Stages), SQL: nonNil(app.SQL),
-		Findings: nonNil(findings), Exclusions: nonNil(app.Exclusion), Recommendations: []Recommendation{},
+		Environment: app.Environment, Findings: nonNil(findings), Exclusions: nonNil(app.Exclusion), Recommendations: []Recommendation{},
 		Sources: sources, Tasks: app.Tasks,
 	}
 	for _, p := range profiles {

@@ -17,10 +17,10 @@ import (
 	"github.com/sparkprof/sparkprof/profile"
 )
 
-// load opens page from a file:// URL and waits for the canvas.
+// load opens page from a file:// URL and waits for the flame graph.
 func load(t *testing.T, ctx context.Context, page []byte) {
 	t.Helper()
-	if err := chromedp.Do(ctx, chromedp.Navigate(writePageFile(t, page)), chromedp.WaitReady("#flame")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(writePageFile(t, page)), chromedp.WaitReady(`[data-testid="flamegraph-canvas"][data-frames]`)); err != nil {
 		t.Fatalf("loading page: %v", err)
 	}
 }
@@ -51,14 +51,25 @@ func writePageFile(t *testing.T, page []byte) string {
 	return "file://" + path
 }
 
-// drawnPixels counts canvas pixels that are not transparent.
+// drawnPixels counts pixels of the flame graph's canvas that are not
+// transparent.
 const drawnPixels = `(() => {
-  const c = document.getElementById("flame");
+  const c = document.querySelector('[data-testid="flamegraph-canvas"]');
   const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
   let n = 0;
   for (let i = 3; i < d.length; i += 4) if (d[i] !== 0) n++;
   return n;
 })()`
+
+// set gives a form control a value as a user would, so that the page's
+// React components see the change; it is defined in the page by helpers.
+const helpers = `window.set = (sel, v) => {
+  const el = document.querySelector(sel);
+  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(el), "value").set.call(el, v);
+  el.dispatchEvent(new Event(el.tagName === "SELECT" ? "change" : "input", { bubbles: true }));
+};
+window.graph = () => document.querySelector('[data-testid="flamegraph"]').dataset;
+true`
 
 func TestBrowserHTML(t *testing.T) {
 	ctx, problems := browsertest.Start(t)
@@ -68,32 +79,33 @@ func TestBrowserHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	load(t, ctx, buf.Bytes())
+	browsertest.Eval[bool](t, ctx, helpers)
 	pixels := browsertest.Eval[int](t, ctx, drawnPixels)
-	total := browsertest.Eval[string](t, ctx, `document.body.dataset.total`)
+	total := browsertest.Eval[string](t, ctx, `graph().total`)
 	title := browsertest.Eval[string](t, ctx, `document.getElementById("title").textContent`)
-	matched := browsertest.Eval[string](t, ctx, `(() => { const s = document.getElementById("search");
-		s.value = "Shuffle"; s.dispatchEvent(new Event("input"));
-		return document.getElementById("matched").textContent })()`)
+	browsertest.Eval[bool](t, ctx, `set('[data-testid="flame-search"]', "Shuffle"), true`)
+	browsertest.Until(t, ctx, `graph().matched === "40"`)
+	matched := browsertest.Eval[string](t, ctx, `document.querySelector('[data-testid="flame-matched"]').textContent`)
+	browsertest.Eval[bool](t, ctx, `set('[data-testid="flame-search"]', ""), true`)
 	screenshot(t, ctx, filepath.Join(t.TempDir(), "labelled.png"))
-	crumbs := browsertest.Eval[int](t, ctx, `document.querySelectorAll("#crumbs a").length`)
-	// Task.run is the third row (total, Thread.run, Task.run), at the left edge.
-	zoomedCrumbs := browsertest.Eval[int](t, ctx, `(() => { const c = document.getElementById("flame"), b = c.getBoundingClientRect();
-		c.dispatchEvent(new MouseEvent("click", {clientX: b.left + 5, clientY: b.top + 18*2 + 5}));
-		return document.querySelectorAll("#crumbs a").length })()`)
-	// Sandwich: pick Task.run in the top table, then show its callees.
-	sandwich := browsertest.Eval[string](t, ctx, `(() => {
-		const row = [...document.querySelectorAll("#top tbody tr")].find(r => r.cells[0].textContent === "Task.run");
+	crumbs := browsertest.Eval[int](t, ctx, `document.querySelectorAll('[data-testid="flame-crumbs"] a').length`)
+	// Task.run is on the third row (total, Thread.run, Task.run), right of GC.collect.
+	browsertest.Eval[bool](t, ctx, `(() => { const c = document.querySelector('[data-testid="flamegraph-canvas"]'), b = c.getBoundingClientRect();
+		c.dispatchEvent(new MouseEvent("click", {clientX: b.left + b.width / 2, clientY: b.top + 18*2 + 5, bubbles: true}));
+		return true })()`)
+	browsertest.Until(t, ctx, `document.querySelectorAll('[data-testid="flame-crumbs"] a').length === 3`)
+	zoomed := browsertest.Eval[string](t, ctx, `graph().viewTotal`)
+	// Sandwich: pick Task.run in the function table, then the sandwich view.
+	browsertest.Eval[bool](t, ctx, `(() => {
+		const row = [...document.querySelectorAll('[data-testid="table-view"] tbody tr')].find(r => r.cells[0] && r.cells[0].textContent === "Task.run");
 		row.click();
-		const v = document.getElementById("view");
-		v.value = "callees"; v.dispatchEvent(new Event("change"));
-		const callees = document.body.dataset.viewTotal + " " + document.querySelector("#crumbs a").textContent;
-		v.value = "callers"; v.dispatchEvent(new Event("change"));
-		const callers = document.body.dataset.viewTotal;
-		v.value = "flame"; v.dispatchEvent(new Event("change"));
-		return callees + " " + callers + " " + document.body.dataset.viewTotal })()`)
-	gcTotal := browsertest.Eval[string](t, ctx, `(() => { const p = document.getElementById("pool");
-		p.value = "`+poolIndex(t, p, "gc")+`"; p.dispatchEvent(new Event("change"));
-		return document.body.dataset.total })()`)
+		return true })()`)
+	browsertest.Eval[bool](t, ctx, `set('[data-testid="flame-view"]', "sandwich"), true`)
+	browsertest.Until(t, ctx, `!!document.querySelector('[data-testid="sandwich"]')`)
+	sandwich := browsertest.Eval[string](t, ctx, `(() => { const s = document.querySelector('[data-testid="sandwich"]').dataset;
+		return s.callersTotal + " " + s.calleesTotal })()`)
+	browsertest.Eval[bool](t, ctx, `set('[data-testid="flame-view"]', "both"), set("#pool", "`+poolIndex(t, p, "gc")+`"), true`)
+	browsertest.Until(t, ctx, `graph().total === "5"`)
 	wait(ctx)
 	if p := problems(); len(p) > 0 {
 		t.Errorf("page reported problems: %q", p)
@@ -107,17 +119,15 @@ func TestBrowserHTML(t *testing.T) {
 	if total != "75" { // cpu: 10*3 + 20*2 + 5
 		t.Errorf("total %s, want 75", total)
 	}
-	if matched != "Matched: 53.33% of total" { // 40 of 75
+	// 40 of 75, in the type's unit (nanoseconds)
+	if !strings.Contains(matched, "Matched: 40 ns, 53.3 % of the total") {
 		t.Errorf("search: %q", matched)
 	}
-	if crumbs != 1 || zoomedCrumbs != 3 {
-		t.Errorf("crumbs before and after zoom on Task.run: %d %d, want 1 3", crumbs, zoomedCrumbs)
+	if crumbs != 1 || zoomed != "70" {
+		t.Errorf("crumbs before zoom %d, zoomed frame's total %s, want 1 and 70 (Task.run)", crumbs, zoomed)
 	}
-	if want := "70 Task.run 70 75"; sandwich != want { // Task.run: 10*3 + 20*2 of 75
-		t.Errorf("sandwich callees, callers of Task.run, then flame view: %q, want %q", sandwich, want)
-	}
-	if gcTotal != "5" {
-		t.Errorf("total with thread pool gc: %s, want 5", gcTotal)
+	if want := "70 70"; sandwich != want { // Task.run: 10*3 + 20*2 of 75
+		t.Errorf("sandwich callers and callees of Task.run: %q, want %q", sandwich, want)
 	}
 }
 

@@ -2,7 +2,6 @@ package flamegraph
 
 import (
 	"bufio"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,29 +10,21 @@ import (
 	"strings"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/ui"
 )
 
-// The page's script and style are hand-written: the HTML must work offline
-// from file:// as one file, so it cannot pull a library from a CDN.
-var (
-	//go:embed assets/page.js
-	pageScript string
-	//go:embed assets/page.css
-	pageStyle string
-)
-
-// pageData is the profile as the page's script reads it: string tables and
-// flat integer arrays, so that the page can filter samples and build the
-// tree itself. Stack i (from 1) is stacks[2(i-1)] (parent, 0 for a root
-// frame) and stacks[2(i-1)+1] (frame). Samples are rows of sampleWidth
-// integers: stack, type, thread pool, stage, thread, value; rows with the
-// same first five columns are merged.
+// pageData is the profile as the page's script (the web UI's flame graph
+// page bundle, ui/src/flamepage) reads it: string tables and flat integer
+// arrays, so that the page can filter samples and build the tree itself.
+// Stack i (from 1) is stacks[2(i-1)] (parent, 0 for a root frame) and
+// stacks[2(i-1)+1] (frame name). Samples are rows of sampleWidth integers:
+// stack, type, thread pool, stage, thread, value; rows with the same first
+// five columns are merged.
 type pageData struct {
 	Title   string   `json:"title"`
 	Type    int      `json:"type"`
 	Types   []string `json:"types"` // "name:unit"
 	Frames  []string `json:"frames"`
-	Kinds   []int    `json:"kinds"`
 	Stacks  []int    `json:"stacks"`
 	Pools   []string `json:"pools"`
 	Stages  []string `json:"stages"`
@@ -48,7 +39,7 @@ const sampleWidth = 6
 // encoder interns the tables of one or more profiles into a pageData.
 type encoder struct {
 	d       pageData
-	frames  map[profile.Frame]int
+	frames  map[string]int
 	stacks  map[[2]int]int
 	strs    map[*[]string]map[string]int
 	types   map[string]int
@@ -57,12 +48,12 @@ type encoder struct {
 
 func newEncoder() *encoder {
 	e := &encoder{
-		frames: map[profile.Frame]int{},
+		frames: map[string]int{},
 		stacks: map[[2]int]int{},
 		strs:   map[*[]string]map[string]int{},
 		types:  map[string]int{},
 	}
-	e.d.Frames, e.d.Kinds, e.d.Stacks = []string{}, []int{}, []int{}
+	e.d.Frames, e.d.Stacks = []string{}, []int{}
 	// Index 0 of each label table is "no value".
 	e.d.Pools, e.d.Stages, e.d.Threads = []string{""}, []string{""}, []string{""}
 	return e
@@ -103,13 +94,12 @@ func (e *encoder) add(p *profile.Profile) []int64 {
 			continue
 		}
 		id := profile.StackID(s)
-		f := p.Frames[p.Leaf(id)]
-		fi, ok := e.frames[f]
+		name := p.Frames[p.Leaf(id)].Name
+		fi, ok := e.frames[name]
 		if !ok {
 			fi = len(e.d.Frames)
-			e.d.Frames = append(e.d.Frames, f.Name)
-			e.d.Kinds = append(e.d.Kinds, int(f.Kind))
-			e.frames[f] = fi
+			e.d.Frames = append(e.d.Frames, name)
+			e.frames[name] = fi
 		}
 		// Parents precede children in the stack table.
 		key := [2]int{e.scratch[p.Parent(id)], fi}
@@ -163,13 +153,12 @@ func initialType(types []string, want string) (int, error) {
 	return 0, fmt.Errorf("flamegraph: profile has no sample type %q (has %s)", want, strings.Join(types, ", "))
 }
 
-// HTML writes one self-contained interactive HTML page for p: a canvas
-// flame graph with zoom, search, a top table, a tooltip, a sandwich view
-// (callers and callees of the function picked in the top table, or of a
-// frame clicked with Shift), and filters by
-// sample type, thread pool, stage and thread name, all applied in the page
-// from an embedded compact encoding of p. opts.Type picks the type shown
-// first.
+// HTML writes one self-contained interactive HTML page for p, drawn by the
+// web UI's own flame graph (package ui's flame graph bundle): a canvas
+// flame graph with zoom, search, a function table, a tooltip, a sandwich
+// view (callers and callees of the function picked), and filters by sample
+// type, thread pool, stage and thread name, all applied in the page from
+// an embedded compact encoding of p. opts.Type picks the type shown first.
 func HTML(w io.Writer, p *profile.Profile, opts Options) error {
 	if p == nil {
 		return errors.New("flamegraph: nil profile")
@@ -213,30 +202,10 @@ func writePage(w io.Writer, e *encoder, opts Options) error {
 		return fmt.Errorf("flamegraph: encoding page data: %w", err)
 	}
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>%s</title>\n<style>\n%s</style>\n</head>\n<body>\n", html.EscapeString(e.d.Title), pageStyle)
-	fmt.Fprintf(bw, "%s\n<script type=\"application/json\" id=\"data\">%s</script>\n<script>\n%s</script>\n</body>\n</html>\n", pageBody, data, pageScript)
+	fmt.Fprintf(bw, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>%s</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>\n%s</style>\n</head>\n<body>\n", html.EscapeString(e.d.Title), ui.FlameStyle())
+	fmt.Fprintf(bw, "<div id=\"root\"></div>\n<noscript>This flame graph draws with JavaScript; its data is the JSON in the element #data.</noscript>\n<script type=\"application/json\" id=\"data\">%s</script>\n<script>\n%s</script>\n</body>\n</html>\n", data, ui.FlameScript())
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("flamegraph: writing HTML: %w", err)
 	}
 	return nil
 }
-
-const pageBody = `<header>
-<h1 id="title"></h1>
-<div class="controls">
-<label>Type <select id="type"></select></label>
-<label>Thread pool <select id="pool"></select></label>
-<label>Stage <select id="stage"></select></label>
-<label>Thread <input id="thread" placeholder="regex"></label>
-<label>Search <input id="search" placeholder="regex or text"></label>
-<label>View <select id="view"><option value="flame">flame graph</option><option value="callers">callers of function</option><option value="callees">callees of function</option></select></label>
-<button id="reset">Reset zoom</button>
-<span id="matched"></span>
-</div>
-<div id="crumbs"></div>
-</header>
-<main>
-<canvas id="flame"></canvas>
-<div id="tip" hidden></div>
-<table id="top"><thead><tr><th data-k="name">Function</th><th data-k="self">Self</th><th data-k="selfp">Self %</th><th data-k="total">Total</th><th data-k="totalp">Total %</th></tr></thead><tbody></tbody></table>
-</main>`

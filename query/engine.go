@@ -44,6 +44,8 @@ type Engine struct {
 	apps       *appstore.Store
 	maxSamples int
 	log        *slog.Logger
+	// orders keeps the stage task table's last sorts (StageTasks).
+	orders taskOrders
 }
 
 // NewEngine returns an engine over cfg.Store.

@@ -30,15 +30,23 @@ func TestBrowserReport(t *testing.T) {
 		t.Errorf("%d findings listed", n)
 	}
 	// The web UI's timeline component, with its legend.
-	if !browsertest.Eval[bool](t, ctx, `!!document.querySelector('.timeline [data-testid="timeline-legend"] + canvas[data-testid="timeline"]')`) {
+	if !browsertest.Eval[bool](t, ctx, `!!document.querySelector('.timeline [data-testid="timeline-legend"] ~ canvas[data-testid="timeline"]')`) {
 		t.Error("the report's timeline is not the web UI's component")
 	}
 	d := drawn(t, ctx)
 	if d["tasks"] != 3 || d["stragglers"] != 1 {
 		t.Errorf("timeline drew %d tasks with %d stragglers marked, want 3 with 1", d["tasks"], d["stragglers"])
 	}
-	if d["metricRows"] < 2 {
-		t.Errorf("%d metric rows, want the CPU and heap series", d["metricRows"])
+	// The CPU, heap and GC series are charts under the timeline, along its
+	// axis: their plots start where its time axis does.
+	lefts := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="metric-chart"]')].map(e => e.dataset.plotLeft)`)
+	if len(lefts) < 2 {
+		t.Errorf("%d metric charts, want the CPU and heap series", len(lefts))
+	}
+	for _, l := range lefts {
+		if l != "130" {
+			t.Errorf("a metric chart's plot starts at %s px, the timeline's axis at 130", l)
+		}
 	}
 	// Hover the middle of the straggler, found by its colour (the pointer's
 	// position is in whole pixels): the tooltip names it.
@@ -67,7 +75,7 @@ func TestBrowserReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(tip, "task 0 (stage ") || !strings.HasSuffix(tip, "straggler") {
+	if !strings.HasPrefix(tip, "task 0 (stage ") || !strings.Contains(tip, "— straggler") {
 		t.Fatalf("tooltip %q, want task 0, a straggler", tip)
 	}
 	// Click it: its stage is selected in the stage table.
@@ -89,7 +97,10 @@ func TestBrowserReport(t *testing.T) {
 
 // TestBrowserEventLogReport opens the HTML report of an event log alone (no
 // profiler records, so no metric series) in headless Chromium: no console
-// errors, and the timeline draws every task, with its jobs and stages.
+// errors, the timeline draws every task, with its jobs and stages, a lane
+// for every executor (the idle ones too) with the removals of dynamic
+// allocation marked, the stretches without tasks compressed, and dragging
+// across it zooms in.
 func TestBrowserEventLogReport(t *testing.T) {
 	ctx, problems := browsertest.Start(t)
 	r := analyzed(t, "eventlogs/nvidia/eventlog_4nodes_8cores_dynamic_alloc.zstd")
@@ -97,6 +108,26 @@ func TestBrowserEventLogReport(t *testing.T) {
 	d := drawn(t, ctx)
 	if d["tasks"] != r.App.TaskCount || d["jobs"] != r.App.JobCount {
 		t.Errorf("timeline drew %d tasks and %d jobs, want %d and %d", d["tasks"], d["jobs"], r.App.TaskCount, r.App.JobCount)
+	}
+	// 15 executors added, 14 removed ("Executor killed by driver."), and
+	// the driver; six of them ran no task.
+	if d["executors"] != 16 || d["removed"] != 14 || d["idleExecutors"] != 6 || d["gaps"] < 1 {
+		t.Errorf("executor lanes %d (%d idle), removals marked %d, compressed stretches %d; want 16 (6 idle), 14, at least 1",
+			d["executors"], d["idleExecutors"], d["removed"], d["gaps"])
+	}
+	box := browsertest.Eval[[]float64](t, ctx, `(() => { const c = document.querySelector('canvas[data-testid="timeline"]');
+		c.scrollIntoView(); const b = c.getBoundingClientRect(); return [b.left, b.top, b.width]; })()`)
+	x0, x1, y := box[0]+box[2]*0.5, box[0]+box[2]*0.7, box[1]+60
+	err := chromedp.Do(ctx,
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x0, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x1, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x1, y, chromedp.ButtonLeft))
+	if err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Until(t, ctx, `!!document.querySelector('[data-testid="zoom-out"]')`)
+	if z := drawn(t, ctx); z["tasks"] >= d["tasks"] || z["tasks"] == 0 {
+		t.Errorf("zoomed into a fifth of the timeline, it draws %d of %d tasks", z["tasks"], d["tasks"])
 	}
 	// A bar per stage attempt that ran: the log's 25 skipped stages have none.
 	ran := 0
@@ -184,12 +215,13 @@ func openReport(t *testing.T, ctx context.Context, r *analysis.Report, maxTasks 
 }
 
 // drawn returns the counts of what the report's timeline drew, as its
-// canvas states them (tasks, stragglers, jobs, stages, metricRows, …).
+// canvas states them (tasks, stragglers, jobs, stages, executors, …).
 func drawn(t *testing.T, ctx context.Context) map[string]int {
 	t.Helper()
 	attrs := browsertest.Eval[map[string]string](t, ctx, `({...document.querySelector('canvas[data-testid="timeline"]').dataset})`)
 	out := map[string]int{}
 	delete(attrs, "testid")
+	delete(attrs, "view")
 	for k, v := range attrs {
 		n, err := strconv.Atoi(v)
 		if err != nil {

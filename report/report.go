@@ -11,6 +11,7 @@ import (
 	"io"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/ui"
 )
 
@@ -23,27 +24,32 @@ var page = template.Must(template.New("report").Parse(pageHTML))
 // million-task application stays a few MB; the longest tasks are kept.
 const maxTimelineTasks = 50_000
 
-// timelineTask is a task as the report's timeline draws it: id, stage,
-// partition, executor (an index into pageData.Lanes), launch and finish
-// (ms from pageData.Origin; finish -1 while the task runs) and state (an
-// index into taskStates).
-type timelineTask [7]int64
+// TimelineTask is a task as the timeline draws it: id, stage, partition,
+// executor (an index into PageData.Lanes), launch and finish (ms from
+// PageData.Origin; finish -1 while the task runs), state (an index into
+// taskStates), and the ms of its phases as the History Server's event
+// timeline colours them: scheduler delay, deserialisation, shuffle read
+// (blocked), shuffle write, result serialisation and getting the result;
+// the rest of its run time is computing.
+type TimelineTask [13]int64
 
-// taskStates are the task states a timelineTask numbers, in the order of
-// statuses in ui/src/report/ReportPage.jsx; any other state is the first.
+// taskStates are the task states a TimelineTask numbers, in the order of
+// statuses in ui/src/tasks.js; any other state is the first.
 var taskStates = []string{"SUCCESS", "FAILED", "KILLED", "RUNNING"}
 
-// pageData is what the report's script reads: the analysis report as
-// its JSON has it, with the tasks in the compact form of timelineTask.
-type pageData struct {
+// PageData is what the report's script reads, and the server's answer of
+// an app's page for its timeline: the analysis report as its JSON has
+// it, with the tasks in the compact form of TimelineTask. WriteHTML leaves
+// the report's sources and environment out (paths, hosts and settings of
+// the machines that ran it stay out of a page made to be passed on).
+type PageData struct {
 	*analysis.Report
-	// Sources is left nil, so that the report's own, paths on the machine
-	// that wrote it, stay out of a page made to be passed on.
-	Sources        []analysis.Source `json:"sources,omitempty"`
-	Origin         int64             `json:"origin"`
-	Lanes          []string          `json:"lanes"`
-	Tasks          []timelineTask    `json:"tasks"`
-	TruncatedTasks int               `json:"truncatedTasks"`
+	Sources        []analysis.Source  `json:"sources,omitempty"`
+	Environment    *spark.Environment `json:"environment,omitempty"`
+	Origin         int64              `json:"origin"`
+	Lanes          []string           `json:"lanes"`
+	Tasks          []TimelineTask     `json:"tasks"`
+	TruncatedTasks int                `json:"truncatedTasks"`
 }
 
 // WriteHTML writes r as one self-contained HTML page (no network access
@@ -56,7 +62,9 @@ func WriteHTML(w io.Writer, r *analysis.Report) error {
 
 // writeHTML writes the report of r with at most maxTasks tasks.
 func writeHTML(w io.Writer, r *analysis.Report, maxTasks int) error {
-	js, err := json.Marshal(newPageData(r, maxTasks)) // escapes <, > and & so it is safe inside a script element
+	d := NewPageData(r, maxTasks)
+	d.Sources, d.Environment = nil, nil
+	js, err := json.Marshal(d) // escapes <, > and & so it is safe inside a script element
 	if err != nil {
 		return fmt.Errorf("encode report data: %w", err)
 	}
@@ -73,10 +81,11 @@ func writeHTML(w io.Writer, r *analysis.Report, maxTasks int) error {
 	return nil
 }
 
-// newPageData encodes r for the page: at most maxTasks tasks, the longest,
-// with times from the app's start or its first task launch.
-func newPageData(r *analysis.Report, maxTasks int) pageData {
-	d := pageData{Report: r, Origin: r.App.StartMs, Lanes: []string{}, Tasks: []timelineTask{}}
+// NewPageData encodes r for a timeline: at most maxTasks tasks, the
+// longest, with times from the app's start or its first task launch, and
+// its sources and environment.
+func NewPageData(r *analysis.Report, maxTasks int) *PageData {
+	d := &PageData{Report: r, Sources: r.Sources, Environment: r.Environment, Origin: r.App.StartMs, Lanes: []string{}, Tasks: []TimelineTask{}}
 	for _, t := range r.Tasks {
 		if d.Origin == 0 || (t.LaunchMs > 0 && t.LaunchMs < d.Origin) {
 			d.Origin = t.LaunchMs
@@ -87,6 +96,7 @@ func newPageData(r *analysis.Report, maxTasks int) pageData {
 		tasks = longestTasks(tasks, maxTasks)
 	}
 	d.TruncatedTasks = len(r.Tasks) - len(tasks)
+	d.Tasks = make([]TimelineTask, 0, len(tasks))
 	lane := map[string]int64{}
 	for _, t := range tasks {
 		i, ok := lane[t.ExecutorID]
@@ -105,7 +115,9 @@ func newPageData(r *analysis.Report, maxTasks int) pageData {
 		if t.FinishMs != 0 {
 			finish = t.FinishMs - d.Origin
 		}
-		d.Tasks = append(d.Tasks, timelineTask{t.ID, int64(t.StageID), int64(t.Partition), i, t.LaunchMs - d.Origin, finish, state})
+		m := &t.Metrics
+		d.Tasks = append(d.Tasks, TimelineTask{t.ID, int64(t.StageID), int64(t.Partition), i, t.LaunchMs - d.Origin, finish, state,
+			t.SchedulerDelayMs(), m.DeserializeMs, m.ShuffleFetchWaitMs, m.ShuffleWriteTimeNs / 1e6, m.ResultSerializationMs, t.GettingResultMs()})
 	}
 	return d
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -73,22 +74,30 @@ func TestHTMLEscapes(t *testing.T) {
 	}
 }
 
-// TestPageData: the page gets the analysis report's JSON, but its sources,
-// and of a log's 8,580 tasks, kept to 1,000, the longest in their order,
-// in the compact encoding.
+// TestPageData: the page gets the analysis report's JSON but its sources
+// and environment, and of a log's 8,580 tasks, kept to 1,000, the longest
+// in their order, in the compact encoding with their phases.
 func TestPageData(t *testing.T) {
 	r := analyzed(t, "eventlogs/nvidia/tasks_executors_fail_compressed_eventlog.zstd")
-	d := newPageData(r, 1000)
-	b, err := json.Marshal(d)
-	if err != nil {
+	var out bytes.Buffer
+	if err := writeHTML(&out, r, 1000); err != nil {
 		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?s)<script type="application/json" id="data">(.*?)</script>`).FindSubmatch(out.Bytes())
+	if m == nil {
+		t.Fatal("the page has no data")
 	}
 	var page map[string]json.RawMessage
-	if err := json.Unmarshal(b, &page); err != nil {
+	if err := json.Unmarshal(m[1], &page); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := page["sources"]; ok || len(r.Sources) == 0 {
-		t.Errorf("the page lists the %d sources read", len(r.Sources))
+	for _, k := range []string{"sources", "environment"} {
+		if _, ok := page[k]; ok {
+			t.Errorf("the page has the report's %s", k)
+		}
+	}
+	if len(r.Sources) == 0 || r.Environment == nil {
+		t.Errorf("the report has %d sources and environment %v", len(r.Sources), r.Environment != nil)
 	}
 	findings, err := json.Marshal(r.Findings)
 	if err != nil {
@@ -96,6 +105,10 @@ func TestPageData(t *testing.T) {
 	}
 	if !bytes.Equal(page["findings"], findings) || len(r.Findings) == 0 {
 		t.Errorf("the page's findings differ from the report's %d", len(r.Findings))
+	}
+	d := NewPageData(r, 1000)
+	if d.Environment != r.Environment {
+		t.Error("the page data for a server's answer has no environment")
 	}
 	if len(r.Tasks) != 8580 || len(d.Tasks) != 1000 || d.TruncatedTasks != 7580 {
 		t.Fatalf("%d tasks kept of %d, %d truncated", len(d.Tasks), len(r.Tasks), d.TruncatedTasks)
@@ -108,6 +121,11 @@ func TestPageData(t *testing.T) {
 	shortestKept := int64(math.MaxInt64)
 	for i, c := range d.Tasks {
 		kept[c[0]] = true
+		tk := r.Tasks[pos[c[0]]]
+		if want := [6]int64{tk.SchedulerDelayMs(), tk.Metrics.DeserializeMs, tk.Metrics.ShuffleFetchWaitMs, tk.Metrics.ShuffleWriteTimeNs / 1e6,
+			tk.Metrics.ResultSerializationMs, tk.GettingResultMs()}; [6]int64(c[7:]) != want {
+			t.Errorf("task %d: phases %v, want %v", tk.ID, c[7:], want)
+		}
 		shortestKept = min(shortestKept, r.Tasks[pos[c[0]]].DurationMs())
 		if i > 0 && pos[c[0]] < pos[d.Tasks[i-1][0]] {
 			t.Errorf("task %d after task %d: not in the report's order", c[0], d.Tasks[i-1][0])

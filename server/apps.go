@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/report"
 	"github.com/sparkprof/sparkprof/spark"
 )
 
@@ -40,25 +41,30 @@ func briefTasks(ts []*spark.Task) []briefTask {
 }
 
 // handleApp answers an app's report with what the store holds of it now,
-// and its tasks: all (with their metrics) or brief (what a timeline draws).
+// and its tasks: all (with their metrics), brief (what a timeline draws),
+// timeline (the web UI's app page: the offline report's data, tasks as
+// arrays with their phases) or none (a stage page needs the app's stages
+// and jobs, not its 200,000 tasks).
 func (s *Server) handleApp(r *http.Request) (any, error) {
-	brief := false
-	switch v := r.URL.Query().Get("tasks"); v {
-	case "", "all":
-	case "brief":
-		brief = true
+	form := r.URL.Query().Get("tasks")
+	switch form {
+	case "", "all", "brief", "timeline", "none":
 	default:
-		return nil, badRequest("tasks=%q: want all (with their metrics) or brief (what a timeline draws)", v)
+		return nil, badRequest("tasks=%q: want all (with their metrics), brief (what a timeline draws), timeline (arrays, with their phases) or none", form)
 	}
 	rep, err := s.query.App(r.Context(), tenant(r), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	var tasks any = rep.Tasks
-	if brief {
-		tasks = briefTasks(rep.Tasks)
+	switch form {
+	case "brief":
+		return appDetail{rep, briefTasks(rep.Tasks)}, nil
+	case "timeline":
+		return report.NewPageData(rep, len(rep.Tasks)), nil
+	case "none":
+		return appDetail{rep, []briefTask{}}, nil
 	}
-	return appDetail{rep, tasks}, nil
+	return appDetail{rep, rep.Tasks}, nil
 }
 
 // handleSlowVsRest diffs the slowest percent of a stage's tasks against the

@@ -205,6 +205,8 @@ func (s *Server) api() []endpoint {
 		{"GET /api/v1/agents", s.handleAgents, notQuery},
 		{"GET /api/v1/apps", s.handleApps, notQuery},
 		{"GET /api/v1/apps/{id}", s.handleApp, quickQuery},
+		{"GET /api/v1/apps/{id}/stages/{stage}", s.handleStage, quickQuery},
+		{"GET /api/v1/apps/{id}/stages/{stage}/tasks", s.handleStageTasks, quickQuery},
 		{"GET /api/v1/apps/{id}/stages/{stage}/slow-vs-rest", s.handleSlowVsRest, heavyQuery},
 		{"GET /pyroscope/render", s.handlePyroscopeRender, quickQuery},
 		{"GET /pyroscope/render-diff", s.handlePyroscopeDiff, heavyQuery},

@@ -281,7 +281,8 @@ func TestUIAndFlamePage(t *testing.T) {
 	for path, want := range map[string]string{
 		"/":          `<div id="root">`,
 		"/ui/app.js": "createRoot",
-		"/flame?" + url.Values{"query": {`{service_name="straggler"}`}, "type": {"samples"}}.Encode(): "<canvas",
+		// The web UI's flame graph draws the page from its embedded data.
+		"/flame?" + url.Values{"query": {`{service_name="straggler"}`}, "type": {"samples"}}.Encode(): `<script type="application/json" id="data">`,
 	} {
 		resp, err := http.Get(ts.URL + path)
 		if err != nil {

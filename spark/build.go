@@ -188,6 +188,9 @@ func (b *builder) event(v *fastjson.Value) {
 		s := b.sqlExec(num(v, "executionId"))
 		s.Description = str(v, "description")
 		s.StartMs = num(v, "time")
+		sqlPlan(s, v)
+	case "org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate":
+		sqlPlan(b.sqlExec(num(v, "executionId")), v)
 	case "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd":
 		s := b.sqlExec(num(v, "executionId"))
 		s.EndMs = num(v, "time")
@@ -195,7 +198,6 @@ func (b *builder) event(v *fastjson.Value) {
 	case "SparkListenerTaskGettingResult", "SparkListenerSpeculativeTaskSubmitted",
 		"SparkListenerBlockManagerRemoved", "SparkListenerUnpersistRDD", "SparkListenerStageExecutorMetrics",
 		"SparkListenerExecutorMetricsUpdate", "SparkListenerBlockUpdated", "SparkListenerResourceProfileAdded",
-		"org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate",
 		"org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveSQLMetricUpdates",
 		"org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates":
 		// Known events that do not change the model.
@@ -205,6 +207,7 @@ func (b *builder) event(v *fastjson.Value) {
 }
 
 func (b *builder) environment(v *fastjson.Value) {
+	b.app.Environment = newEnvironment(v)
 	props := v.Get("Spark Properties")
 	if props == nil {
 		return

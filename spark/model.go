@@ -19,6 +19,9 @@ type App struct {
 	Tasks     []*Task          `json:"-"`
 	SQL       []*SQLExecution  `json:"sql"`
 	Exclusion []ExclusionEvent `json:"exclusions,omitempty"`
+	// Environment is the full environment of the EnvironmentUpdate event,
+	// nil without one.
+	Environment *Environment `json:"environment,omitempty"`
 }
 
 // Summary is the application-level part of App: identity, times, counts
@@ -278,6 +281,11 @@ type SQLExecution struct {
 	DurationMs  int64  `json:"durationMs"`
 	JobIDs      []int  `json:"jobIds"`
 	Error       string `json:"error,omitempty"`
+	// PlanDescription is the physical plan as Spark prints it (EXPLAIN
+	// FORMATTED), and Plan its operators as a tree: the plan that ran, after
+	// adaptive query execution changed it. Cut to 64 KiB and 2,000 operators.
+	PlanDescription string    `json:"planDescription,omitempty"`
+	Plan            *PlanNode `json:"plan,omitempty"`
 }
 
 // Report lists what was missing or wrong in the log.

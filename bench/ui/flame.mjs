@@ -1,19 +1,24 @@
 // Measures the web UI's flame graph on a large profile in headless
 // Chromium: a generated folded profile with N distinct call-tree nodes is
-// imported into a running `sparkprof serve`, then the time to fetch and
-// draw it, to zoom into a frame and to search is measured, beside the
-// server's self-contained HTML flame graph (/flame) of the same selection.
+// imported into a running `sparkprof serve`, then, in a new page each run,
+// the time from navigation to the flame graph's first frame (the page asks
+// for at most 16,384 frames, the rest folded), to the first frame of every
+// frame ("show all frames"), to zoom into a frame and to highlight a
+// search; beside it, the server's self-contained HTML flame graph (/flame)
+// of the same selection, every frame. Give two servers (two builds) to
+// measure them side by side, alternating, in the same browser.
 //
-//   node bench/ui/flame.mjs http://127.0.0.1:4040 [nodes=60000] [runs=3]
+//   node bench/ui/flame.mjs [nodes=55000] [runs=5] URL [URL2]
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
 const require = createRequire(path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../ui/package.json'));
 const { chromium } = require('playwright-core');
 
-const base = process.argv[2] || 'http://127.0.0.1:4040';
-const nodes = Number(process.argv[3] || 60000);
-const runs = Number(process.argv[4] || 3);
+const nodes = Number(process.argv[2] || 55000);
+const runs = Number(process.argv[3] || 5);
+const bases = process.argv.slice(4);
+if (bases.length === 0) throw new Error('usage: node bench/ui/flame.mjs nodes runs URL [URL2]');
 
 // folded builds stacks until the call tree has n nodes (distinct
 // root-to-frame paths).
@@ -34,9 +39,11 @@ function folded(n) {
 
 const app = `bench-flame-${nodes}`;
 const body = folded(nodes);
-let resp = await fetch(`${base}/api/v1/import?path=${app}.folded&app=${app}&kind=profile&format=folded`, { method: 'POST', body });
-if (!resp.ok) throw new Error(`import: ${resp.status} ${await resp.text()}`);
-const render = await (await fetch(`${base}/api/v1/render?query=${encodeURIComponent(`{service_name="${app}"}`)}&type=samples`)).json();
+for (const base of bases) {
+  const resp = await fetch(`${base}/api/v1/import?path=${app}.folded&app=${app}&kind=profile&format=folded`, { method: 'POST', body });
+  if (!resp.ok) throw new Error(`import into ${base}: ${resp.status} ${await resp.text()}`);
+}
+const render = await (await fetch(`${bases[0]}/api/v1/render?query=${encodeURIComponent(`{service_name="${app}"}`)}&type=samples&maxNodes=0`)).json();
 let treeNodes = 0;
 for (const level of render.flamebearer.levels) treeNodes += level.length / 4;
 console.log(`profile: ${body.split('\n').length - 1} stacks, ${treeNodes} call-tree nodes, ${render.flamebearer.names.length} names`);
@@ -45,40 +52,65 @@ const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
 });
+const frame = (page) => page.waitForFunction(() => new Promise((res) => requestAnimationFrame(() => res(true))));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const results = { ui: [], zoom: [], search: [], html: [] };
+const sel = encodeURIComponent(`{service_name="${app}"}`);
+
+// measure runs one round against base: each measure in ms.
+async function measure(base) {
+  const out = {};
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  let t = Date.now();
+  await page.goto(`${base}/#/flame?query=${sel}`);
+  await page.getByTestId('flamegraph-canvas').first().waitFor();
+  await frame(page);
+  out.first = Date.now() - t;
+  const box = await page.getByTestId('flamegraph-canvas').first().boundingBox();
+  t = Date.now();
+  await page.mouse.click(box.x + box.width * 0.3, box.y + 60);
+  await frame(page);
+  out.zoom = Date.now() - t;
+  t = Date.now();
+  await page.getByTestId('flame').locator('input[type="search"]').fill('Class7.method1');
+  await frame(page);
+  out.search = Date.now() - t;
+  t = Date.now();
+  await page.getByRole('button', { name: 'show all frames' }).click();
+  await page.getByTestId('frames-folded').waitFor({ state: 'detached' });
+  await page.getByTestId('flamegraph-canvas').first().waitFor();
+  await frame(page);
+  out.all = Date.now() - t;
+  await page.close();
+  const p2 = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  t = Date.now();
+  await p2.goto(`${base}/flame?query=${sel}&type=samples`);
+  await p2.locator('canvas').first().waitFor();
+  await frame(p2);
+  out.html = Date.now() - t;
+  await p2.close();
+  return out;
+}
+
+const results = bases.map(() => ({ first: [], zoom: [], search: [], all: [], html: [] }));
 try {
   for (let r = 0; r < runs; r++) {
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    const sel = encodeURIComponent(`{service_name="${app}"}`);
-    let t = Date.now();
-    await page.goto(`${base}/#/flame?query=${sel}`);
-    await page.getByTestId('flamegraph-canvas').waitFor();
-    await page.waitForFunction(() => new Promise((res) => requestAnimationFrame(() => res(true))));
-    results.ui.push(Date.now() - t);
-    const box = await page.getByTestId('flamegraph-canvas').boundingBox();
-    t = Date.now();
-    await page.mouse.click(box.x + box.width * 0.3, box.y + 60);
-    await page.waitForFunction(() => new Promise((res) => requestAnimationFrame(() => res(true))));
-    results.zoom.push(Date.now() - t);
-    t = Date.now();
-    await page.getByTestId('flame').locator('input[type="search"]').fill('Class7.method1');
-    await page.waitForFunction(() => new Promise((res) => requestAnimationFrame(() => res(true))));
-    results.search.push(Date.now() - t);
-    await page.close();
-    const p2 = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    t = Date.now();
-    await p2.goto(`${base}/flame?query=${sel}&type=samples`);
-    await p2.locator('canvas').first().waitFor();
-    await p2.waitForFunction(() => new Promise((res) => requestAnimationFrame(() => res(true))));
-    results.html.push(Date.now() - t);
-    await p2.close();
+    for (const [i, base] of bases.entries()) {
+      const m = await measure(base);
+      for (const k of Object.keys(m)) results[i][k].push(m[k]);
+    }
   }
 } finally {
   await browser.close();
 }
-console.log(`UI flame graph page, load to first frame: median ${median(results.ui)} ms (${results.ui.join(', ')})`);
-console.log(`UI zoom into a frame: median ${median(results.zoom)} ms (${results.zoom.join(', ')})`);
-console.log(`UI search highlight: median ${median(results.search)} ms (${results.search.join(', ')})`);
-console.log(`server HTML flame graph (/flame), load to first frame: median ${median(results.html)} ms (${results.html.join(', ')})`);
-console.log(`ratio UI / HTML page: ${(median(results.ui) / median(results.html)).toFixed(2)}`);
+const names = {
+  first: 'flame graph page, navigation → first frame (16,384 frames, the rest folded)',
+  all: '"show all frames" → first frame of every frame',
+  zoom: 'zoom into a frame',
+  search: 'search highlight',
+  html: 'server HTML flame graph (/flame), navigation → first frame',
+};
+for (const [k, title] of Object.entries(names)) {
+  const cols = results.map((res) => `median ${median(res[k])} ms (${res[k].join(', ')})`);
+  const ratio = bases.length === 2 ? `; ratio ${(median(results[1][k]) / median(results[0][k])).toFixed(2)}` : '';
+  console.log(`${title}: ${cols.join(' | ')}${ratio}`);
+}

@@ -86,3 +86,13 @@ func Eval[T any](t *testing.T, ctx context.Context, expr string) T {
 	}
 	return v
 }
+
+// Until evaluates a JavaScript expression in the page until it is truthy,
+// and fails the test if it does not become so before the test's deadline;
+// what the page shows after an event may come a frame later.
+func Until(t *testing.T, ctx context.Context, expr string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr)); err != nil {
+		t.Fatalf("waiting for %s: %v", expr, err)
+	}
+}

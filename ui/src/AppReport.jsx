@@ -5,6 +5,7 @@ import React, { useState } from 'react';
 import { findingStages } from './api';
 import { fmtMs, fmtBytes, fmtTime } from './format';
 import { Table, Severity } from './common';
+import { Evidence } from './Evidence';
 
 // logKinds are the findings LogFindings shows as tables of their own.
 const logKinds = ['errors', 'log-chunks'];
@@ -60,10 +61,18 @@ export function Findings({ findings, onStage }) {
             </div>
           ))}
           <div className="suggestion">{f.suggestion}</div>
-          <details>
-            <summary>evidence</summary>
-            <pre>{JSON.stringify(f.evidence, null, 2)}</pre>
-          </details>
+          {f.kind === 'warnings' ? (
+            <ul className="warnings" data-testid="warnings">
+              {(f.evidence?.warnings || []).map((w) => (
+                <li key={w}>{w}</li>
+              ))}
+            </ul>
+          ) : (
+            <details>
+              <summary>evidence</summary>
+              <Evidence evidence={f.evidence} skip={['also']} />
+            </details>
+          )}
         </li>
       ))}
     </ul>
@@ -116,12 +125,26 @@ export function LogFindings({ findings }) {
 }
 
 // stageColumns are the stage table's columns; verdict maps a stage to its
-// first finding.
-function stageColumns(verdict) {
+// first finding, stageHref (when there are stage pages) a stage to its page.
+function stageColumns(verdict, stageHref) {
   const bytes = (key, title, value) => ({ key, title, align: 'right', sort: value, render: (s) => fmtBytes(value(s)) });
   const ms = (key, title, value) => ({ key, title, align: 'right', sort: value, render: (s) => fmtMs(value(s)) });
   return [
-    { key: 'stageId', title: 'Stage', align: 'right', render: (s) => `${s.stageId}${s.attempt ? `.${s.attempt}` : ''}` },
+    {
+      key: 'stageId',
+      title: 'Stage',
+      align: 'right',
+      render: (s) => {
+        const id = `${s.stageId}${s.attempt ? `.${s.attempt}` : ''}`;
+        return stageHref && s.status !== 'SKIPPED' ? (
+          <a href={stageHref(s)} onClick={(e) => e.stopPropagation()} title="the stage's page: its tasks, their quantiles, its flame graph">
+            {id}
+          </a>
+        ) : (
+          id
+        );
+      },
+    },
     { key: 'name', title: 'Name', render: (s) => <span title={s.name}>{s.name.slice(0, 60)}</span> },
     { key: 'status', title: 'Status' },
     { key: 'taskCount', title: 'Tasks', align: 'right', render: (s) => `${s.taskCount}${s.failedTaskCount ? ` (${s.failedTaskCount} failed)` : ''}` },
@@ -150,8 +173,9 @@ function stageColumns(verdict) {
 
 // Stages is the stage table: the stages that ran in the window (all of
 // them without one), and those an ended job listed and never ran on
-// request, apart as Spark's UI keeps them. Clicking a stage selects it.
-export function Stages({ stages: all, findings, window: win, selectedStage, onStage }) {
+// request, apart as Spark's UI keeps them. Clicking a stage selects it; its
+// id links to its page, given stageHref.
+export function Stages({ stages: all, findings, window: win, selectedStage, onStage, stageHref }) {
   const [showSkipped, setShowSkipped] = useState(false);
   const skipped = all.filter((s) => s.status === 'SKIPPED').length;
   const overlaps = (s0, s1) => !win || ((s0 || 0) <= win[1] && (s1 || Infinity) >= win[0]);
@@ -175,7 +199,7 @@ export function Stages({ stages: all, findings, window: win, selectedStage, onSt
         selectedKey={selectedStage}
         onRowClick={(s) => onStage(s.stageId)}
         initialSort={{ key: 'stageId', desc: false }}
-        columns={stageColumns(verdict)}
+        columns={stageColumns(verdict, stageHref)}
         rows={stages}
       />
     </section>

@@ -1,8 +1,9 @@
-// The flame graph of a selection, drawn by @pyroscope/flamegraph (canvas,
-// with zoom, search, sandwich, table and copy in its toolbar and menu).
-import React, { useState } from 'react';
-import { FlamegraphRenderer } from '@pyroscope/flamegraph';
-import { getJSON, pyroscopeProfile, clean } from './api';
+// The flame graph of a selection, as the server renders it
+// (/api/v1/render), drawn by the UI's own flame graph (flame/).
+import React, { useMemo, useState } from 'react';
+import { getJSON, clean, selector } from './api';
+import { FlameGraph } from './flame/FlameGraph';
+import { fromFlamebearer } from './flame/tree';
 import { fmtValue } from './format';
 import { useAsync, ErrorBox, Loading } from './common';
 
@@ -49,15 +50,9 @@ export function typeMeaning(type) {
   return m[type] || type;
 }
 
-// bigTable is the number of functions above which the function table is
-// not rendered by default: the library draws every row as a DOM node
-// (18,520 rows took 9 s of a 12.5 s page load; bench/ui/flame.mjs).
-const bigTable = 5000;
-
 // maxNodes bounds the frames the page asks for: the server folds smaller
-// ones into "other" frames. Drawing is about linear in frames (55,000 took
-// 4 s to a first frame; bench/ui/flame.mjs), and a JVM's 10 s windows over
-// a few minutes reach 100,000.
+// ones into "other" frames. A JVM's 10 s windows over a few minutes reach
+// 100,000 frames; drawing is about linear in frames (bench/ui/flame.mjs).
 export const maxNodes = 16384;
 
 // FoldedNote says how many small frames the server folded into "other"
@@ -73,14 +68,15 @@ export function FoldedNote({ folded, onShowAll }) {
 }
 
 // FlameView fetches and draws the flame graph of sel ({query, type, from,
-// until, state}); onType is called with the type the user picks.
-export function FlameView({ sel, onType, title }) {
+// until, state}); onType is called with the type the user picks. children
+// go in its head, after the type picker.
+export function FlameView({ sel, onType, title, children }) {
   const [allFrames, setAllFrames] = useState(false);
   const { data, error, loading } = useAsync(
     () => getJSON('/api/v1/render', { ...sel, maxNodes: allFrames ? 0 : maxNodes }),
     [JSON.stringify(sel), allFrames],
   );
-  const [fullUI, setFullUI] = useState(false);
+  const tree = useMemo(() => data && fromFlamebearer(data.flamebearer), [data]);
   if (error) return <ErrorBox error={error} />;
   if (!data) return <Loading what="flame graph" />;
   const total = data.flamebearer.numTicks;
@@ -99,6 +95,7 @@ export function FlameView({ sel, onType, title }) {
             {!(data.types || []).some((t) => t.name === data.type) && <option value={data.type}>{data.type}</option>}
           </select>
         </label>
+        {children}
         <span className="muted">
           frame width = {typeMeaning(data.type)} · {loading ? 'updating… ' : ''}
           total {fmtValue(total, data.unit)} · {data.flamebearer.names.length.toLocaleString('en')} functions
@@ -112,22 +109,40 @@ export function FlameView({ sel, onType, title }) {
       ) : (
         <>
           <FoldedNote folded={data.folded} onShowAll={() => setAllFrames(true)} />
-          {data.flamebearer.names.length > bigTable && !fullUI && (
-            <div className="muted" data-testid="table-hidden">
-              {data.flamebearer.names.length.toLocaleString('en')} functions: the table and sandwich views are off to keep the
-              page fast.{' '}
-              <button onClick={() => setFullUI(true)}>show them anyway</button>
-            </div>
-          )}
-          <FlamegraphRenderer
-            key={fullUI ? 'full' : 'lean'}
-            profile={pyroscopeProfile(data, data.type, data.unit)}
-            showToolbar
-            colorMode="light"
-            onlyDisplay={data.flamebearer.names.length > bigTable && !fullUI ? 'flamegraph' : undefined}
-          />
+          <FlameGraph t={tree} unit={data.unit} />
         </>
       )}
     </div>
+  );
+}
+
+// appFlameSelection is the selection of an app's flame graph: the app, or
+// one of its stages, in a time window. By default it is the task threads'
+// samples on CPU, what a slow task spends its time on; params.threads=all
+// adds the other threads and their waits.
+export function appFlameSelection(appId, stage, params, win) {
+  const all = params.threads === 'all';
+  return {
+    // The server joins the app's samples to its task windows, so the stage
+    // label selects a stage even when thread names carry only the task id.
+    query: selector({ spark_app_id: appId, spark_stage_id: stage === null ? undefined : String(stage), thread_pool: all ? undefined : 'task' }),
+    state: all ? undefined : 'RUNNABLE',
+    type: params.type,
+    from: win ? win[0] : undefined,
+    until: win ? win[1] : undefined,
+  };
+}
+
+// ThreadScope switches an app's flame graph between its task threads on
+// CPU and all its threads.
+export function ThreadScope({ params, setParams }) {
+  return (
+    <label title="Task threads on CPU: the samples of the threads that run tasks, while running. All threads adds the driver's, the shuffle's, the JVM's, and time spent waiting.">
+      Threads{' '}
+      <select value={params.threads === 'all' ? 'all' : ''} onChange={(e) => setParams({ ...params, threads: e.target.value })} data-testid="thread-scope">
+        <option value="">task threads, on CPU</option>
+        <option value="all">all threads, on and off CPU</option>
+      </select>
+    </label>
   );
 }

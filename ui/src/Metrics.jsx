@@ -1,8 +1,12 @@
-// Metric overlays under the timeline (CPU load, heap, GC per executor),
-// drawn with uPlot on the same time range, with stage boundaries marked.
+// Metric charts under the timeline (CPU load, heap, GC per executor, the
+// profile samples), drawn with uPlot along the timeline's own time axis:
+// the same pixels for the same times, stretches without tasks compressed
+// alike, so that a drop in CPU lines up with the tasks above it.
 import React, { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
-import { fmtValue, metricUnit, metricValue } from './format';
+import { fmtMs, fmtValue, metricUnit, metricValue } from './format';
+import { ticks } from './timeScale';
+import { GUTTER, RIGHT } from './timelineDraw';
 
 const preferred = ['process.cpu.load', 'system.cpu.load', 'jvm.heap.used', 'jvm.gc.time', 'jvm.gc.pause'];
 const palette = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f'];
@@ -47,34 +51,44 @@ export function seriesLabels(series) {
   });
 }
 
-// MetricChart draws one metric with a line per executor/series.
-export function MetricChart({ chart, range, markers, width }) {
+// MetricChart draws one metric with a line per executor or series along
+// the time axis sc (timeScale.makeScale) of a chart width pixels wide;
+// markers are times marked with dashed lines (stage boundaries), and
+// onWindow is told the times of a range dragged across it.
+export function MetricChart({ chart, sc, markers, width, onWindow }) {
   const el = useRef(null);
   useEffect(() => {
     if (!el.current) return undefined;
-    const tables = chart.series.map((s) => [s.points.map((p) => p[0] / 1000), s.points.map((p) => metricValue(s.unit, p[1]))]);
+    const tables = chart.series.map((s) => [s.points.map((p) => p[0]), s.points.map((p) => metricValue(s.unit, p[1]))]);
     const data = uPlot.join(tables);
     const unit = metricUnit(chart.series[0].unit);
     const labels = seriesLabels(chart.series);
     const opts = {
       width,
-      height: 120,
+      height: 130,
       title: `${chart.name} (${unit})`,
-      scales: { x: { time: true, min: range[0] / 1000, max: range[1] / 1000 } },
+      // The plot starts at the timeline's gutter and ends at its margin.
+      padding: [8, RIGHT, 0, 0],
+      scales: { x: { time: false, distr: 100, fwd: (t) => sc.x(t), bwd: (x) => sc.t(x), min: sc.t0, max: sc.t1 } },
       legend: { show: chart.series.length <= 8 },
+      cursor: { drag: { x: Boolean(onWindow), y: false, setScale: false } },
       series: [
-        {},
+        { label: 'time', value: (u, v) => (v == null ? '' : fmtMs(v - sc.origin)) },
         ...chart.series.map((s, i) => ({
           label: labels[i],
           stroke: palette[i % palette.length],
           width: 1,
           spanGaps: true,
+          points: { show: false },
           value: (u, v) => (v == null ? '--' : fmtValue(v, unit)),
         })),
       ],
-      // Bytes and durations read in their units (MiB, s), not as raw
-      // counts too wide for the axis.
-      axes: [{}, { size: 80, values: (u, splits) => splits.map((v) => fmtValue(v, unit)) }],
+      axes: [
+        { splits: () => ticks(sc).map((tk) => tk.t), values: (u, vs) => vs.map((v) => fmtMs(v - sc.origin)) },
+        // Bytes and durations read in their units (MiB, s), not as raw
+        // counts too wide for the axis.
+        { size: GUTTER, values: (u, splits) => splits.map((v) => fmtValue(v, unit)) },
+      ],
       hooks: {
         draw: [
           (u) => {
@@ -83,20 +97,37 @@ export function MetricChart({ chart, range, markers, width }) {
             g.strokeStyle = 'rgba(0,0,0,0.25)';
             g.setLineDash([3, 3]);
             for (const m of markers) {
-              const px = u.valToPos(m / 1000, 'x', true);
-              if (px < u.bbox.left || px > u.bbox.left + u.bbox.width) continue;
+              if (m < sc.t0 || m > sc.t1) continue;
+              const px = u.valToPos(m, 'x', true);
               g.beginPath();
               g.moveTo(px, u.bbox.top);
               g.lineTo(px, u.bbox.top + u.bbox.height);
               g.stroke();
             }
+            g.fillStyle = 'rgba(0,0,0,0.06)';
+            for (const s of sc.segments) {
+              if (!s.compressed) continue;
+              const a = u.valToPos(s.t0, 'x', true);
+              g.fillRect(a, u.bbox.top, u.valToPos(s.t1, 'x', true) - a, u.bbox.height);
+            }
             g.restore();
+          },
+        ],
+        setSelect: [
+          (u) => {
+            if (!onWindow || u.select.width < 3) return;
+            const a = u.posToVal(u.select.left, 'x');
+            const b = u.posToVal(u.select.left + u.select.width, 'x');
+            u.setSelect({ left: 0, width: 0 }, false);
+            onWindow([Math.round(a), Math.round(b)]);
           },
         ],
       },
     };
     const plot = new uPlot(opts, data, el.current);
+    el.current.dataset.plotLeft = String(Math.round(plot.bbox.left / (window.devicePixelRatio || 1)));
     return () => plot.destroy();
-  }, [chart, range[0], range[1], width, markers]);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [chart, sc, width, markers]);
   return <div ref={el} className="metric" data-testid="metric-chart" />;
 }

@@ -67,7 +67,7 @@ function LabelPicker({ name, title, value, onChange, query, from, until, lazy })
   const { data, loading } = useAsync(
     () => (wanted ? getJSON('/api/v1/label-values', { name, query, from, until }) : Promise.resolve(null)),
     [name, query, from, until, wanted],
-    { refresh: false },
+    { refresh: false, defer: true },
   );
   const v = typeof value === 'string' ? value : '';
   if (!lazy && (!data || data.length === 0)) return null;

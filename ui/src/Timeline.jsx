@@ -1,16 +1,22 @@
 // The application timeline on a canvas, as the app page and the offline
-// report draw it: jobs and stages as a Gantt chart, a row per metric
-// series of no executor, then one band of task lanes per executor with its
-// CPU, heap and GC series drawn over it. Hovering shows what is under the
-// pointer; dragging brushes a time window (given onWindow); clicking a
-// stage or a task selects the stage (given onStage).
+// report draw it: jobs and stages as a Gantt chart, one band of task lanes
+// per executor (idle ones too, with their life and why they ended), tasks
+// coloured by phase, and the metric charts under it along the same time
+// axis. Long stretches without a running task are compressed and
+// labelled. Dragging across it zooms to the range dragged over (and, given
+// onWindow, scopes the page to it); hovering shows what is under the
+// pointer; clicking a stage or a task selects the stage (given onStage).
 import React, { useEffect, useMemo, useRef, useState } from 'react';
 import { layout } from './timelineLayout';
-import { GUTTER, colors, draw, scale } from './timelineDraw';
-import { fmtMs, fmtValue, metricUnit, metricValue } from './format';
+import { GUTTER, RIGHT, colors, phaseColors, draw } from './timelineDraw';
+import { idleStretches, makeScale, taskSpans } from './timeScale';
+import { MetricChart } from './Metrics';
+import { phases } from './tasks';
+import { fmtMs, fmtTime } from './format';
+import { useWidth } from './common';
 
-// describe says what a hit area of the chart is.
-function describe(h, L, stragglers, clickable) {
+// describe says what a hit area of the chart is; at is the time origin.
+function describe(h, L, stragglers, clickable, at) {
   switch (h.kind) {
     case 'stage':
       return `stage ${h.s.stageId}.${h.s.attempt} ${h.s.name} — ${h.s.status}, ${h.s.taskCount} tasks, ${fmtMs(h.s.durationMs)}${clickable ? ' (click to select)' : ''}`;
@@ -19,70 +25,79 @@ function describe(h, L, stragglers, clickable) {
     case 'task': {
       const t = h.t;
       const straggler = stragglers.has(t.taskId) ? ' — straggler' : '';
-      return `task ${t.taskId} (stage ${t.stageId}, partition ${t.partition}) on executor ${t.executorId}: ${fmtMs((t.finishMs || L.t1) - t.launchMs)} ${t.status || ''}${straggler}`;
+      const split = t.finishMs
+        ? `\n${phases
+            .filter(([k]) => t[k] > 0)
+            .map(([k, name]) => `${name} ${fmtMs(t[k])}`)
+            .join(' · ')}`
+        : '';
+      return `task ${t.taskId} (stage ${t.stageId}, partition ${t.partition}) on executor ${t.executorId}: ${fmtMs((t.finishMs || L.t1) - t.launchMs)} ${t.status || ''}${straggler}${split}`;
     }
-    case 'exec':
-      return `${h.r.label}: ${h.r.tasks.length} tasks${h.r.series.length ? `, ${h.r.series.map((m) => m.name).join(', ')} drawn over them` : ''}`;
-    case 'metric': {
-      const m = h.m;
-      const labels = Object.entries(m.labels || {}).map(([k, v]) => `${k}=${v}`);
-      const unit = metricUnit(m.unit);
-      const hi = m.points.reduce((a, p) => Math.max(a, p[1]), 0);
-      return `${m.name}${labels.length ? ` {${labels.join(', ')}}` : ''} (${unit})${m.source ? ` from ${m.source}` : ''}, max ${fmtValue(metricValue(m.unit, hi), unit)}`;
+    case 'exec': {
+      const r = h.r;
+      const life = `${r.addedMs ? `added at ${fmtMs(r.addedMs - at)}` : ''}${r.removedMs ? `, removed at ${fmtMs(r.removedMs - at)}: ${r.removalReason || 'no reason given'}` : ''}`;
+      return `${r.label}${r.host ? ` on ${r.host}` : ''}: ${r.tasks.length} tasks${life ? `; ${life}` : ''}`;
     }
+    case 'added':
+      return `${h.r.label} added at ${fmtMs(h.r.addedMs - at)} (${fmtTime(h.r.addedMs)})`;
+    case 'removed':
+      return `${h.r.label} removed at ${fmtMs(h.r.removedMs - at)} (${fmtTime(h.r.removedMs)}): ${h.r.removalReason || 'no reason given'}`;
+    case 'gap':
+      return `${fmtMs(h.s.t1 - h.s.t0)} without a running task (${fmtMs(h.s.t0 - at)} – ${fmtMs(h.s.t1 - at)}), compressed`;
     default:
       return '';
   }
 }
 
-// Legend names the colours of the chart and switches the metric overlays.
-function Legend({ overlays, setOverlays, hasMetrics }) {
+// Legend names the colours of the chart.
+function Legend() {
   const swatch = (color, name, border) => (
-    <span>
+    <span key={name}>
       <i style={border ? { border: `2px solid ${color}` } : { background: color }} /> {name}
     </span>
   );
   return (
     <div className="legend" data-testid="timeline-legend">
-      {swatch(colors.task, 'task')}
+      {phases.map(([k, name]) => swatch(phaseColors[k], name))}
       {swatch(colors.failed, 'failed')}
       {swatch(colors.killed, 'killed')}
       {swatch(colors.active, 'running')}
       {swatch(colors.straggler, 'straggler')}
       {swatch(colors.finding, 'stage with a finding', true)}
-      {hasMetrics && (
-        <label>
-          <input type="checkbox" checked={overlays} onChange={(e) => setOverlays(e.target.checked)} data-testid="timeline-overlays" />{' '}
-          <i style={{ background: colors.overlay }} /> metric overlays
-        </label>
-      )}
+      {swatch(colors.added, 'executor added')}
+      {swatch(colors.removed, 'executor removed')}
+      {swatch(colors.dead, 'executor not running')}
     </div>
   );
 }
 
+// minGapShare is the share of the view a stretch without tasks must last
+// to be compressed.
+const minGapShare = 0.06;
+
 // Timeline draws rep (a report: app, jobs, stages, tasks, executors,
-// findings, metrics), with the tasks in stragglers marked, the window
-// [from, until] shaded and selectedStage's tasks to the fore; the metric
-// overlays are shown at first unless showOverlays is false. The canvas
-// carries counts of what it drew (data-jobs, data-stages, data-tasks,
-// data-stragglers, data-metric-rows, data-overlays).
-export function Timeline({ rep, window: win, onWindow, selectedStage, onStage, stragglers, showOverlays = true }) {
+// findings) with the tasks in stragglers marked and selectedStage's tasks
+// to the fore, and charts ({name, series}) under it; markers are times the
+// charts mark (stage boundaries). window [from, until] is the view, when
+// the page keeps it (onWindow is told a new one, null to zoom out);
+// otherwise the timeline keeps its own. The canvas carries counts of what
+// it drew (data-jobs, data-stages, data-tasks, data-stragglers,
+// data-executors, data-idle-executors, data-removed, data-gaps).
+export function Timeline({ rep, window: win, onWindow, selectedStage, onStage, stragglers, charts = [], markers = [] }) {
   const canvas = useRef(null);
   const hits = useRef([]);
-  const [width, setWidth] = useState(1000);
-  const [overlays, setOverlays] = useState(showOverlays);
+  const [box, width] = useWidth(1000, 400);
+  const [own, setOwn] = useState(null);
   const [hover, setHover] = useState(null);
   const [drag, setDrag] = useState(null);
-  const L = useMemo(() => layout(rep, overlays), [rep, overlays]);
-  const sc = scale(L, width);
-
-  useEffect(() => {
-    const el = canvas.current?.parentElement;
-    if (!el) return undefined;
-    const ro = new ResizeObserver(() => setWidth(Math.max(400, el.clientWidth)));
-    ro.observe(el);
-    return () => ro.disconnect();
-  }, []);
+  const L = useMemo(() => layout(rep), [rep]);
+  const spans = useMemo(() => taskSpans(rep.tasks, L.t1), [rep, L]);
+  const view = (onWindow ? win : own) || [L.t0, L.t1];
+  const setView = onWindow || setOwn;
+  const sc = useMemo(() => {
+    const gaps = idleStretches(spans, view[0], view[1], Math.max(1000, (view[1] - view[0]) * minGapShare));
+    return makeScale(view[0], view[1], GUTTER, width - GUTTER - RIGHT, gaps, L.t0);
+  }, [spans, view[0], view[1], width, L]);
 
   useEffect(() => {
     const c = canvas.current;
@@ -94,13 +109,11 @@ export function Timeline({ rep, window: win, onWindow, selectedStage, onStage, s
     c.style.height = `${L.height}px`;
     const g = c.getContext('2d');
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
-    const dragged = drag && Math.abs(drag.x1 - drag.x0) > 3;
-    const shade = dragged ? [drag.x0, drag.x1] : win ? [sc.x(win[0]), sc.x(win[1])] : null;
-    const out = draw(g, L, width, { findings: rep.findings, stragglers, selectedStage, shade });
+    const shade = drag && Math.abs(drag.x1 - drag.x0) > 3 ? [drag.x0, drag.x1] : null;
+    const out = draw(g, L, sc, width, { findings: rep.findings, stragglers, selectedStage, shade });
     hits.current = out.hits;
     Object.assign(c.dataset, out.drawn);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [L, width, win?.[0], win?.[1], drag, selectedStage, stragglers, rep.findings]);
+  }, [L, sc, width, drag, selectedStage, stragglers, rep.findings]);
 
   // hit finds the topmost thing drawn under a point.
   const hit = (px, py) => {
@@ -114,20 +127,30 @@ export function Timeline({ rep, window: win, onWindow, selectedStage, onStage, s
     const r = canvas.current.getBoundingClientRect();
     return [e.clientX - r.left, e.clientY - r.top];
   };
-  const hint = [onWindow && 'drag across the timeline to scope the tables and flame graph below to a time window', onStage && 'click a stage to select it']
-    .filter(Boolean)
-    .join('; ')
-    .replace(/^./, (c) => c.toUpperCase());
-  const text = hover && describe(hover.h, L, stragglers, Boolean(onStage));
+  const zoomed = view[0] !== L.t0 || view[1] !== L.t1;
+  const text = hover && describe(hover.h, L, stragglers, Boolean(onStage), L.t0);
   return (
-    <div className="timeline">
-      <Legend overlays={overlays} setOverlays={setOverlays} hasMetrics={(rep.metrics || []).length > 0} />
+    <div className="timeline" ref={box}>
+      <Legend />
+      <div className="timeline-zoom muted">
+        Drag across the timeline or a chart to zoom{onWindow ? ' and scope the tables and flame graph below to that time' : ''}
+        {onStage ? '; click a stage or a task to select its stage' : ''}.{' '}
+        {zoomed && (
+          <>
+            Showing {fmtMs(view[0] - L.t0)} – {fmtMs(view[1] - L.t0)}.{' '}
+            <button onClick={() => setView(null)} data-testid="zoom-out">
+              zoom out
+            </button>
+          </>
+        )}
+      </div>
       <canvas
         ref={canvas}
         data-testid="timeline"
+        data-view={`${view[0]},${view[1]}`}
         onMouseDown={(e) => {
           const [px] = pos(e);
-          if (onWindow && px > GUTTER) setDrag({ x0: px, x1: px });
+          if (px > GUTTER) setDrag({ x0: px, x1: px });
         }}
         onMouseMove={(e) => {
           const [px, py] = pos(e);
@@ -135,13 +158,16 @@ export function Timeline({ rep, window: win, onWindow, selectedStage, onStage, s
           const h = hit(px, py);
           setHover(h ? { h, cx: e.clientX, cy: e.clientY } : null);
         }}
-        onMouseLeave={() => setHover(null)}
+        onMouseLeave={() => {
+          setHover(null);
+          setDrag(null);
+        }}
         onMouseUp={(e) => {
           const [px, py] = pos(e);
           if (drag && Math.abs(px - drag.x0) > 3) {
-            const a = sc.t(Math.min(px, drag.x0));
-            const b = sc.t(Math.max(px, drag.x0));
-            onWindow([Math.max(L.t0, Math.round(a)), Math.min(L.t1, Math.round(b))]);
+            const a = sc.t(Math.max(GUTTER, Math.min(px, drag.x0)));
+            const b = sc.t(Math.min(width - RIGHT, Math.max(px, drag.x0)));
+            setView([Math.round(a), Math.round(b)]);
           } else if (onStage) {
             const h = hit(px, py);
             if (h && h.kind === 'stage') onStage(h.s.stageId);
@@ -155,7 +181,11 @@ export function Timeline({ rep, window: win, onWindow, selectedStage, onStage, s
           {text}
         </div>
       )}
-      {hint && <div className="hint muted">{hint}.</div>}
+      <div className="charts">
+        {charts.map((c) => (
+          <MetricChart key={c.name} chart={c} sc={sc} markers={markers} width={width} onWindow={setView} />
+        ))}
+      </div>
     </div>
   );
 }

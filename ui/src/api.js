@@ -58,34 +58,6 @@ export function parseSelector(sel) {
   return out;
 }
 
-// pyroscopeProfile turns a render or diff answer into the profile object
-// @pyroscope/flamegraph draws, with units it can format.
-export function pyroscopeProfile(answer, type, unit) {
-  const meta = { format: answer.metadata?.format || 'single', name: type, spyName: 'javaspy', sampleRate: 1, units: 'objects' };
-  switch (unit) {
-    case 'nanoseconds':
-      // The library calls 'samples' CPU time; other times are waits.
-      if (type === 'cpu' || type === 'itimer') {
-        meta.units = 'samples';
-        meta.sampleRate = 1e9;
-      } else {
-        meta.units = 'lock_nanoseconds';
-      }
-      break;
-    case 'bytes':
-      meta.units = 'bytes';
-      break;
-    default:
-      meta.units = type === 'lock_contentions' ? 'lock_samples' : 'objects';
-  }
-  const profile = { version: 1, flamebearer: answer.flamebearer, metadata: meta };
-  if (meta.format === 'double') {
-    profile.leftTicks = answer.leftTicks;
-    profile.rightTicks = answer.rightTicks;
-  }
-  return profile;
-}
-
 // findingStages lists the stages a finding is about: its stage, or the
 // stages a folded finding names (analysis folds a kind's findings past the
 // first few into one).

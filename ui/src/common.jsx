@@ -1,5 +1,5 @@
 // Small building blocks shared by the pages.
-import React, { createContext, useContext, useEffect, useState } from 'react';
+import React, { createContext, useCallback, useContext, useEffect, useRef, useState } from 'react';
 
 // Refresh asks every query on the page again: the selection bar's refresh
 // button and its auto-refresh for a running app bump tick.
@@ -38,23 +38,48 @@ export function RefreshControls() {
 
 // useAsync runs fn when deps change, or on a refresh unless refresh is
 // false, and keeps its latest result (the last one stays shown while a new
-// one loads); older answers that arrive late are dropped.
-export function useAsync(fn, deps, { refresh = true } = {}) {
+// one loads); older answers that arrive late are dropped. A deferred call
+// starts after the page's other requests of the same render: the browser
+// sends six at a time to a server, and the flame graph's should not wait
+// behind the label pickers'.
+export function useAsync(fn, deps, { refresh = true, defer = false } = {}) {
   const { tick } = useContext(Refresh);
   const [state, setState] = useState({ loading: true });
   useEffect(() => {
     let live = true;
     setState((s) => ({ ...s, loading: true, error: undefined }));
-    fn().then(
-      (data) => live && setState({ data, loading: false }),
-      (error) => live && setState({ error, loading: false }),
-    );
+    const start = () =>
+      fn().then(
+        (data) => live && setState({ data, loading: false }),
+        (error) => live && setState({ error, loading: false }),
+      );
+    const timer = defer ? setTimeout(start) : start();
     return () => {
       live = false;
+      if (defer) clearTimeout(timer);
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...deps, refresh ? tick : 0]);
   return state;
+}
+
+// useWidth tracks the width of the element the returned callback ref is
+// attached to (it may appear after the first render); the width is known
+// when the element is attached, before it is first painted.
+export function useWidth(initial = 900, min = 200) {
+  const [w, setW] = useState(initial);
+  const observer = useRef(null);
+  const ref = useCallback(
+    (el) => {
+      observer.current?.disconnect();
+      if (!el) return;
+      setW(Math.max(min, el.clientWidth));
+      observer.current = new ResizeObserver(() => setW(Math.max(min, el.clientWidth)));
+      observer.current.observe(el);
+    },
+    [min],
+  );
+  return [ref, w];
 }
 
 export function ErrorBox({ error }) {

@@ -1,23 +1,18 @@
 // sparkprof's web UI: one page, routed by the URL hash.
 import React from 'react';
 import { createRoot } from 'react-dom/client';
-import { DefaultPalette } from '@pyroscope/flamegraph';
-import '@pyroscope/flamegraph/dist/index.css';
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { useRoute, navigate } from './router';
 import { AppsPage } from './pages/Apps';
 import { AppPage } from './pages/App';
+import { StagePage } from './pages/Stage';
 import { FlamePage } from './pages/Flame';
 import { DiffPage } from './pages/Diff';
 import { LatencyPage } from './pages/Latency';
 import { HeapPage } from './pages/Heap';
 import { AgentsPage } from './pages/Agents';
 import { RefreshProvider } from './common';
-
-// Diffs: red grew, blue shrank (the library's default shrank colour is
-// green; its colour-blind palette's blue is used instead).
-DefaultPalette.goodColor = DefaultPalette.goodColor.rgb().red(26).green(133).blue(255);
 
 const nav = [
   ['/', 'Applications'],
@@ -33,14 +28,16 @@ function Page() {
   const setParams = (p) => navigate(path, p);
   let page;
   const m = path.match(/^\/apps\/([^/]+)$/);
+  const st = path.match(/^\/apps\/([^/]+)\/stages\/(\d+)$/);
   if (m) page = <AppPage id={decodeURIComponent(m[1])} params={params} setParams={setParams} />;
+  else if (st) page = <StagePage app={decodeURIComponent(st[1])} stage={Number(st[2])} params={params} setParams={setParams} />;
   else if (path === '/flame') page = <FlamePage params={params} setParams={setParams} />;
   else if (path === '/diff') page = <DiffPage params={params} setParams={setParams} />;
   else if (path === '/latency') page = <LatencyPage params={params} setParams={setParams} />;
   else if (path === '/heap') page = <HeapPage params={params} setParams={setParams} />;
   else if (path === '/agents') page = <AgentsPage />;
   else page = <AppsPage />;
-  const section = m ? '/' : path;
+  const section = m || st ? '/' : path;
   return (
     <>
       <header>

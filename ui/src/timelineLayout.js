@@ -1,16 +1,14 @@
-// The rows of the application timeline: where each job, stage, task and
-// metric series goes, before any pixel is drawn (see Timeline.jsx).
+// The rows of the application timeline: where each job, stage and task
+// goes, before any pixel is drawn (see Timeline.jsx).
 import { minOf, maxOf } from './api';
 
 // Row heights and bounds, in CSS pixels.
 export const ROW = 14;
 export const TASK_ROW = 5;
+export const AXIS = 30;
 const MAX_JOB_LANES = 6;
 const MAX_STAGE_LANES = 12;
 const MAX_TASK_LANES = 24;
-// Series of no executor lane get a row each, this tall, at most this many.
-const METRIC_ROW = 3 * ROW;
-const MAX_METRIC_ROWS = 8;
 
 // timeSpan returns the first and last instant of an application's report
 // (ms since the epoch): its start, or its first task launch when earlier
@@ -51,33 +49,40 @@ function executorOrder(a, b) {
   return Number(a) - Number(b) || a.localeCompare(b);
 }
 
-// executorLanes groups the tasks by executor, one lane per executor the
-// report lists or a task ran on, with the metric series of that executor.
+// executorLanes groups the tasks by executor: one band of lanes per
+// executor the report lists (those that ran no task too) or a task ran
+// on, with the executor's life (added, removed and why).
 function executorLanes(rep, t1) {
-  const ids = new Set((rep.executors || []).map((e) => e.id));
+  const info = new Map((rep.executors || []).map((e) => [e.id, e]));
   const byExec = new Map();
   for (const t of rep.tasks) {
-    ids.add(t.executorId);
     if (!byExec.has(t.executorId)) byExec.set(t.executorId, []);
     byExec.get(t.executorId).push(t);
   }
+  const ids = new Set([...info.keys(), ...byExec.keys()]);
   return [...ids].sort(executorOrder).map((id) => {
     const tasks = byExec.get(id) || [];
     const p = pack(tasks, (t) => t.launchMs, (t) => t.finishMs || t1, MAX_TASK_LANES);
-    return { kind: 'exec', id, label: id === 'driver' ? 'driver' : `executor ${id}`, tasks, lanes: p.lanes, h: Math.max(ROW, p.count * TASK_ROW + 4), series: [] };
+    const e = info.get(id) || {};
+    const label = id === 'driver' ? 'driver' : `executor ${id}`;
+    return {
+      kind: 'exec',
+      id,
+      label: tasks.length ? label : `${label} (idle)`,
+      tasks,
+      lanes: p.lanes,
+      h: Math.max(ROW, p.count * TASK_ROW + 4),
+      addedMs: e.addedMs || 0,
+      removedMs: e.removedMs || 0,
+      removalReason: e.removalReason || '',
+      host: e.host || '',
+    };
   });
 }
 
-// metricLabel shortens a series name to fit the label gutter.
-function metricLabel(name) {
-  return name.length > 21 ? `…${name.slice(-20)}` : name;
-}
-
-// layout computes the rows of the chart: jobs and stages (each packed
-// into lanes), a row per metric series of no executor, and a band of task
-// lanes per executor carrying that executor's series. Without overlays the
-// series are left out.
-export function layout(rep, overlays) {
+// layout computes the rows of the chart: the time axis, jobs and stages
+// (each packed into lanes), and a band of task lanes per executor.
+export function layout(rep) {
   const [t0, t1] = timeSpan(rep);
   // A job whose start the log lacks (a JobEnd without its JobStart) is
   // drawn at its end, not from the epoch across the whole chart.
@@ -90,16 +95,7 @@ export function layout(rep, overlays) {
   const ran = rep.stages.filter((s) => s.submitMs || s.firstTaskLaunchMs);
   const stages = pack(ran, stageStart, stageEnd, MAX_STAGE_LANES);
   const execRows = executorLanes(rep, t1);
-  const metricRows = [];
-  if (overlays) {
-    const lane = new Map(execRows.map((r) => [r.id, r]));
-    for (const m of rep.metrics || []) {
-      if (!m.points.length) continue;
-      if (lane.has(m.executorId)) lane.get(m.executorId).series.push(m);
-      else if (metricRows.length < MAX_METRIC_ROWS) metricRows.push({ kind: 'metric', label: metricLabel(m.name), h: METRIC_ROW, series: [m] });
-    }
-  }
-  let y = 22;
+  let y = AXIS;
   const place = (row, gap) => {
     row.y = y;
     y += row.h + gap;
@@ -107,7 +103,6 @@ export function layout(rep, overlays) {
   };
   const jobsRow = place({ kind: 'jobs', label: 'Jobs', h: jobs.count * ROW }, 6);
   const stagesRow = place({ kind: 'stages', label: 'Stages', h: stages.count * ROW }, 10);
-  metricRows.forEach((r) => place(r, 2));
   execRows.forEach((r) => place(r, 2));
-  return { t0, t1, jobs, jobStart, jobEnd, stages, ran, stageStart, stageEnd, jobsRow, stagesRow, metricRows, execRows, height: y + 6 };
+  return { t0, t1, jobs, jobStart, jobEnd, stages, ran, stageStart, stageEnd, jobsRow, stagesRow, execRows, height: y + 6 };
 }

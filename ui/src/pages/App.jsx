@@ -1,32 +1,23 @@
-// One application: timeline with metric overlays, findings, stages,
-// executors, errors and log chunks, and the flame graph of what is
-// selected (whole app, a stage, a brushed time window).
-import React, { useCallback, useMemo, useState, useRef } from 'react';
+// One application: its overview (timeline with its metric charts,
+// findings, stages, executors, errors and log chunks, and the flame graph
+// of what is selected: whole app, a stage, a brushed time window), and as
+// the History Server's tabs, its jobs with their stages, its SQL
+// executions with their plans, and its environment.
+import React, { useMemo } from 'react';
 import { getJSON, selector } from '../api';
 import { fmtMs, fmtTime } from '../format';
 import { href } from '../router';
 import { useAsync, ErrorBox, Loading, RefreshControls } from '../common';
 import { Timeline } from '../Timeline';
-import { timeSpan } from '../timelineLayout';
 import { AppFacts, Findings, LogFindings, Stages, Executors, stragglerTasks } from '../AppReport';
-import { MetricChart, chartsOf } from '../Metrics';
-import { FlameView } from '../Flame';
+import { chartsOf } from '../Metrics';
+import { FlameView, ThreadScope, appFlameSelection } from '../Flame';
+import { Jobs } from '../Jobs';
+import { SQL } from '../SQL';
+import { Environment } from '../Environment';
+import { decode } from '../tasks';
 import { Recommendations } from '../Recommendations';
 
-
-// useWidth tracks the width of the element the returned callback ref is
-// attached to (it may appear after the first render).
-function useWidth() {
-  const [w, setW] = useState(900);
-  const observer = useRef(null);
-  const ref = useCallback((el) => {
-    observer.current?.disconnect();
-    if (!el) return;
-    observer.current = new ResizeObserver(() => setW(Math.max(400, el.clientWidth)));
-    observer.current.observe(el);
-  }, []);
-  return [ref, w];
-}
 
 // OtherRuns offers the diff of this app's profile against another run of
 // the same application (same name) that has profile samples: "why is
@@ -53,99 +44,70 @@ function OtherRuns({ app, appIds }) {
   );
 }
 
-export function AppPage({ id, params, setParams }) {
-  const { data: rep, error } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(id)}`, { tasks: 'brief' }), [id]);
-  const { data: appIds } = useAsync(() => getJSON('/api/v1/label-values', { name: 'spark_app_id' }), []);
-  const [chartsRef, width] = useWidth();
-  const { data: samples } = useAsync(
+// tabs are the app page's views, as the History Server's tabs.
+const tabs = [
+  ['', 'Overview'],
+  ['jobs', 'Jobs'],
+  ['sql', 'SQL'],
+  ['environment', 'Environment'],
+];
+
+// useSamples fetches the app's profile samples per executor over time, for
+// the chart under the timeline; null when the store has none of the app.
+function useSamples(rep, hasProfiles) {
+  const { data } = useAsync(
     () =>
-      rep && (appIds || []).includes(rep.app.id)
-        ? getJSON('/api/v1/series', { query: selector({ spark_app_id: rep.app.id }), by: 'spark_executor_id', step: `${Math.max(1, Math.round(((rep.app.durationMs || 60000) / 200) / 1000))}s` })
+      rep && hasProfiles
+        ? getJSON('/api/v1/series', { query: selector({ spark_app_id: rep.app.id }), by: 'spark_executor_id', step: `${Math.max(1, Math.round((rep.app.durationMs || 60000) / 200 / 1000))}s` })
         : Promise.resolve(null),
-    [rep, appIds],
+    [rep, hasProfiles],
   );
+  return useMemo(() => {
+    if (!data || !data.series || data.series.length === 0) return null;
+    return {
+      name: `profile samples per ${data.stepMs / 1000} s (${data.type.name})`,
+      series: data.series.map((x) => ({ unit: data.type.unit, executorId: x.key || undefined, source: 'samples', points: x.points })),
+    };
+  }, [data]);
+}
+
+// Overview is the app's timeline with its charts, findings, stages, flame
+// graph, executors and what its logs said.
+function Overview({ rep, params, setParams, hasProfiles, appIds }) {
+  const a = rep.app;
   const stage = params.stage !== undefined && params.stage !== '' ? Number(params.stage) : null;
   const win = params.from && params.until ? [Number(params.from), Number(params.until)] : null;
-  const stragglers = useMemo(() => stragglerTasks(rep?.findings), [rep]);
-  const markers = useMemo(() => {
-    const m = [];
-    for (const s of rep?.stages || []) {
-      if (s.submitMs) m.push(s.submitMs);
-      if (s.completeMs) m.push(s.completeMs);
-    }
-    return m;
-  }, [rep]);
-  if (error) return <ErrorBox error={error} />;
-  if (!rep) return <Loading what="application" />;
-  const a = rep.app;
-  const [t0, t1] = timeSpan(rep);
-  const range = win || [t0, t1];
-  const hasProfiles = (appIds || []).includes(a.id);
-  const sel = {
-    // The server joins the app's samples to its task windows, so the stage
-    // label selects a stage even when thread names carry only the task id.
-    query: selector({ spark_app_id: a.id, spark_stage_id: stage === null ? undefined : String(stage) }),
-    type: params.type,
-    from: win ? win[0] : undefined,
-    until: win ? win[1] : undefined,
-  };
+  const stragglers = useMemo(() => stragglerTasks(rep.findings), [rep]);
+  const markers = useMemo(() => rep.stages.flatMap((s) => [s.submitMs, s.completeMs].filter(Boolean)), [rep]);
+  const samples = useSamples(rep, hasProfiles);
+  const charts = useMemo(() => [...(samples ? [samples] : []), ...chartsOf(rep.metrics).slice(0, 4)], [samples, rep]);
+  const sel = appFlameSelection(a.id, stage, params, win);
   const selectStage = (s) => setParams({ ...params, stage: s === stage ? '' : s });
+  const stageHref = (s) => href(`/apps/${encodeURIComponent(a.id)}/stages/${s.stageId}`, { attempt: s.attempt || undefined });
   return (
-    <div>
-      <h1 data-testid="app-title">
-        {a.name || '(unnamed)'} <code className="muted">{a.id}</code>
-      </h1>
-      <AppFacts app={a} stages={rep.stages} live={<RefreshControls />}>
-        <a href={`/apps/${encodeURIComponent(a.id)}/report`}>offline HTML report</a>
-      </AppFacts>
+    <>
       <section>
         <h2>Timeline</h2>
-        {win && (
-          <div className="window">
-            Window {fmtMs(win[0] - t0)} – {fmtMs(win[1] - t0)} ({fmtMs(win[1] - win[0])}){' '}
-            <button onClick={() => setParams({ ...params, from: '', until: '' })} data-testid="clear-window">
-              clear window
-            </button>
-          </div>
-        )}
         <Timeline
           rep={rep}
           window={win}
-          onWindow={([f, u]) => setParams({ ...params, from: f, until: u })}
+          onWindow={(w) => setParams({ ...params, from: w ? w[0] : '', until: w ? w[1] : '' })}
           selectedStage={stage}
           onStage={selectStage}
           stragglers={stragglers}
-          // The charts below draw the metric series; overlays on request.
-          showOverlays={false}
+          charts={charts}
+          markers={markers}
         />
-        <div ref={chartsRef} className="charts">
-          {samples && samples.series && samples.series.length > 0 && (
-            <MetricChart
-              chart={{
-                name: `profile samples per ${samples.stepMs / 1000} s (${samples.type.name})`,
-                series: samples.series.map((x) => ({ unit: samples.type.unit, executorId: x.key || undefined, source: 'samples', points: x.points })),
-              }}
-              range={range}
-              markers={markers}
-              width={width}
-            />
-          )}
-          {chartsOf(rep.metrics)
-            .slice(0, 4)
-            .map((c) => (
-              <MetricChart key={c.name} chart={c} range={range} markers={markers} width={width} />
-            ))}
-          {(!rep.metrics || rep.metrics.length === 0) && (
-            <p className="muted">No metric series: import profiler records (JFR, Uber CpuAndMemory) with the app to see CPU, heap and GC here.</p>
-          )}
-        </div>
+        {charts.length === 0 && (
+          <p className="muted">No metric series: import profiler records (JFR, Uber CpuAndMemory) with the app to see CPU, heap and GC here.</p>
+        )}
       </section>
       <section>
         <h2>Findings</h2>
         <Findings findings={rep.findings} onStage={selectStage} />
       </section>
       <Recommendations recommendations={rep.recommendations} appId={a.id} />
-      <Stages stages={rep.stages} findings={rep.findings} window={win} selectedStage={stage} onStage={selectStage} />
+      <Stages stages={rep.stages} findings={rep.findings} window={win} selectedStage={stage} onStage={selectStage} stageHref={stageHref} />
       <section>
         <h2>
           Flame graph: {stage !== null ? `stage ${stage}` : 'whole app'}
@@ -156,7 +118,10 @@ export function AppPage({ id, params, setParams }) {
             <a href={href('/diff', { app: a.id, stage, percent: 10 })} data-testid="slow-vs-rest">
               Slowest 10% of stage {stage}'s tasks vs the rest
             </a>{' '}
-            · <a onClick={() => selectStage(stage)} className="clickable">back to the whole app</a>
+            · <a href={stageHref({ stageId: stage })}>stage {stage}'s page</a> ·{' '}
+            <a onClick={() => selectStage(stage)} className="clickable">
+              back to the whole app
+            </a>
           </p>
         )}
         {hasProfiles ? (
@@ -167,7 +132,9 @@ export function AppPage({ id, params, setParams }) {
               <a href={href('/heap', { query: sel.query, from: sel.from, until: sel.until })}>heap view</a>
             </p>
             <OtherRuns app={a} appIds={appIds} />
-            <FlameView sel={sel} onType={(t) => setParams({ ...params, type: t })} />
+            <FlameView sel={sel} onType={(t) => setParams({ ...params, type: t })}>
+              <ThreadScope params={params} setParams={setParams} />
+            </FlameView>
           </>
         ) : (
           <p className="muted" data-testid="no-profiles">
@@ -179,6 +146,41 @@ export function AppPage({ id, params, setParams }) {
       </section>
       <Executors executors={rep.executors} />
       <LogFindings findings={rep.findings} />
+    </>
+  );
+}
+
+export function AppPage({ id, params, setParams }) {
+  const { data: raw, error } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(id)}`, { tasks: 'timeline' }), [id]);
+  const rep = useMemo(() => raw && decode(raw), [raw]);
+  const { data: appIds } = useAsync(() => getJSON('/api/v1/label-values', { name: 'spark_app_id' }), []);
+  if (error) return <ErrorBox error={error} />;
+  if (!rep) return <Loading what="application" />;
+  const a = rep.app;
+  const tab = params.tab || '';
+  const stageHref = (s) => href(`/apps/${encodeURIComponent(a.id)}/stages/${s.stageId}`, { attempt: s.attempt || undefined });
+  return (
+    <div>
+      <h1 data-testid="app-title">
+        {a.name || '(unnamed)'} <code className="muted">{a.id}</code>
+      </h1>
+      <AppFacts app={a} stages={rep.stages} live={<RefreshControls />}>
+        <a href={`/apps/${encodeURIComponent(a.id)}/report`}>offline HTML report</a>
+      </AppFacts>
+      <nav className="tabs" data-testid="app-tabs">
+        {tabs.map(([t, title]) => (
+          <a key={t} href={href(`/apps/${encodeURIComponent(a.id)}`, { tab: t })} className={tab === t ? 'active' : ''}>
+            {title}
+            {t === 'sql' ? ` (${rep.sql.length})` : t === 'jobs' ? ` (${rep.jobs.length})` : ''}
+          </a>
+        ))}
+      </nav>
+      {tab === '' && <Overview rep={rep} params={params} setParams={setParams} hasProfiles={(appIds || []).includes(a.id)} appIds={appIds} />}
+      {tab === 'jobs' && (
+        <Jobs jobs={rep.jobs} stages={rep.stages} job={params.job !== undefined && params.job !== '' ? Number(params.job) : null} onJob={(j) => setParams({ ...params, job: j === null ? '' : j })} stageHref={stageHref} />
+      )}
+      {tab === 'sql' && <SQL sql={rep.sql} stages={rep.stages} stageHref={stageHref} initial={params.sql !== undefined ? Number(params.sql) : null} />}
+      {tab === 'environment' && <Environment env={rep.environment} />}
     </div>
   );
 }

@@ -1,19 +1,21 @@
 // Diffs: a stage's slowest tasks against its typical ones, or any two
 // selections (e.g. two runs of the same app). Red grew, blue shrank; the
 // baseline is normalised to the new total.
-import React, { useState } from 'react';
-import { FlamegraphRenderer } from '@pyroscope/flamegraph';
-import { getJSON, pyroscopeProfile } from '../api';
+import React, { useMemo, useState } from 'react';
+import { getJSON } from '../api';
 import { fmtValue, fmtMs } from '../format';
 import { useAsync, ErrorBox, Loading } from '../common';
 import { SelectionBar } from '../Selection';
 import { FoldedNote, maxNodes } from '../Flame';
+import { FlameGraph } from '../flame/FlameGraph';
+import { fromDiffFlamebearer } from '../flame/tree';
 
 // DiffView fetches a diff with load(maxNodes) and draws it, its smallest
 // frames folded as the flame graph's are until the user asks for all.
 function DiffView({ load, deps, title }) {
   const [allFrames, setAllFrames] = useState(false);
   const { data, error } = useAsync(() => load(allFrames ? 0 : maxNodes), [...deps, allFrames]);
+  const tree = useMemo(() => data && fromDiffFlamebearer(data.flamebearer), [data]);
   if (error) return <ErrorBox error={error} />;
   if (!data) return <Loading what="diff" />;
   const unit = data.metadata.unit;
@@ -35,7 +37,7 @@ function DiffView({ load, deps, title }) {
         )}
       </div>
       <FoldedNote folded={data.folded} onShowAll={() => setAllFrames(true)} />
-      <FlamegraphRenderer profile={pyroscopeProfile(data, data.metadata.name, unit)} showToolbar colorMode="light" />
+      <FlameGraph t={tree} unit={unit} />
     </div>
   );
 }

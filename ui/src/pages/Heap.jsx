@@ -2,7 +2,8 @@
 // when live objects were recorded, the classes holding the most live bytes.
 import React from 'react';
 import { getJSON } from '../api';
-import { fmtBytes } from '../format';
+import { fmtBytesIn, fmtPercent, sizeUnit } from '../format';
+import { readableName } from '../names';
 import { useAsync, ErrorBox } from '../common';
 import { SelectionBar } from '../Selection';
 import { FlameView } from '../Flame';
@@ -11,6 +12,8 @@ function TopClasses({ sel, type, title, note }) {
   const { data, error } = useAsync(() => getJSON('/api/v1/breakdown', { ...sel, type, by: 'alloc_class' }), [JSON.stringify(sel), type]);
   if (error) return <ErrorBox error={error} />;
   if (!data || data.total === 0 || data.type.name !== type) return null;
+  // One unit for the table: the largest class's.
+  const unit = sizeUnit(data.rows[0]?.value || 0);
   return (
     <section>
       <h2>{title}</h2>
@@ -27,10 +30,10 @@ function TopClasses({ sel, type, title, note }) {
           {data.rows.slice(0, 25).map((r) => (
             <tr key={r.keys[0]}>
               <td>
-                <code>{r.keys[0] || '(unknown)'}</code>
+                <code title={r.keys[0]}>{readableName(r.keys[0]) || '(unknown)'}</code>
               </td>
-              <td className="num">{fmtBytes(r.value)}</td>
-              <td className="num">{((100 * r.value) / data.total).toFixed(1)}%</td>
+              <td className="num">{fmtBytesIn(r.value, unit)}</td>
+              <td className="num">{fmtPercent(r.value / data.total)}</td>
             </tr>
           ))}
         </tbody>

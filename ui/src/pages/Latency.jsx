@@ -24,6 +24,27 @@ const dims = [
   ['thread_pool', 'thread pool'],
 ];
 
+// TypePicker picks the sample type among those the selection has: the
+// types /api/v1/render lists, as the flame graph's picker offers them.
+function TypePicker({ sel, onChange }) {
+  const { data } = useAsync(() => getJSON('/api/v1/render', { query: sel.query, from: sel.from, until: sel.until, maxNodes: 1 }), [sel.query, sel.from, sel.until]);
+  const types = (data?.types || []).map((t) => t.name);
+  if (!types.includes(sel.type)) types.unshift(sel.type);
+  return (
+    <label>
+      type{' '}
+      <select value={sel.type} onChange={(e) => onChange(e.target.value)} data-testid="latency-type">
+        {types.map((t) => (
+          <option key={t} value={t}>
+            {t}
+            {(data?.types || []).find((x) => x.name === t) ? ` (${data.types.find((x) => x.name === t).unit})` : ' (none selected)'}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
 export function LatencyPage({ params, setParams }) {
   const sel = { query: params.query || '{}', type: params.type || 'wall', from: params.from, until: params.until };
   const by = (params.by || 'spark_stage_id,spark_executor_id').split(',').filter(Boolean);
@@ -65,8 +86,7 @@ export function LatencyPage({ params, setParams }) {
             {title}
           </label>
         ))}{' '}
-        type{' '}
-        <input value={sel.type} onChange={(e) => setParams({ ...params, type: e.target.value })} size={10} />
+        <TypePicker sel={sel} onChange={(t) => setParams({ ...params, type: t })} />
       </div>
       <ErrorBox error={error} />
       {!data && !error && <Loading what="breakdown" />}

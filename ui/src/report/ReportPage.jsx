@@ -1,64 +1,23 @@
-// The offline report of one application: its facts, findings, timeline,
-// stages, executors, SQL executions and container log findings, drawn by
+// The offline report of one application: its facts, findings, timeline
+// with its metric charts, jobs with their stage DAGs, stages, executors,
+// SQL executions with their plans and container log findings, drawn by
 // the same components as the app page of the web UI.
 import React, { useMemo, useState } from 'react';
 import { Timeline } from '../Timeline';
 import { AppFacts, Findings, LogFindings, Stages, Executors, stragglerTasks } from '../AppReport';
-import { Table } from '../common';
+import { chartsOf } from '../Metrics';
+import { Jobs } from '../Jobs';
+import { SQL } from '../SQL';
 import { Recommendations } from '../Recommendations';
-import { fmtMs } from '../format';
-
-// statuses are the task states the compact task encoding numbers.
-const statuses = ['SUCCESS', 'FAILED', 'KILLED', 'RUNNING'];
-
-// decode turns the report's data as report.WriteHTML embeds it (the
-// analysis report's JSON, where an empty list may be null) into the report
-// the components draw. Its tasks are compact: [id, stage, partition, lane,
-// launch, finish, status], with lane an index into lanes (executor ids),
-// times in ms from origin (finish -1 while running) and status an index
-// into statuses.
-export function decode(d) {
-  const lists = {};
-  for (const k of ['executors', 'jobs', 'stages', 'sql', 'findings', 'metrics']) lists[k] = d[k] || [];
-  const tasks = d.tasks.map(([taskId, stageId, partition, lane, launch, finish, status]) => ({
-    taskId,
-    stageId,
-    partition,
-    executorId: d.lanes[lane],
-    launchMs: d.origin + launch,
-    finishMs: finish < 0 ? 0 : d.origin + finish,
-    status: statuses[status],
-  }));
-  return { ...d, ...lists, tasks };
-}
-
-// SQL lists the application's SQL executions.
-function SQL({ sql }) {
-  if (sql.length === 0) return null;
-  return (
-    <section>
-      <h2>SQL executions</h2>
-      <Table
-        testid="sql"
-        initialSort={{ key: 'sqlId', desc: false }}
-        columns={[
-          { key: 'sqlId', title: 'SQL', align: 'right' },
-          { key: 'description', title: 'Description', render: (q) => <span title={q.description}>{q.description.slice(0, 100)}</span> },
-          { key: 'durationMs', title: 'Duration', align: 'right', render: (q) => fmtMs(q.durationMs) },
-          { key: 'jobIds', title: 'Jobs', sort: (q) => (q.jobIds || [])[0], render: (q) => (q.jobIds || []).join(', ') },
-          { key: 'error', title: 'Error', render: (q) => (q.error ? <pre className="msg">{q.error}</pre> : null) },
-        ]}
-        rows={sql}
-      />
-    </section>
-  );
-}
 
 // ReportPage is the whole report; clicking a stage (in the findings, the
 // timeline or the stage table) selects it on the timeline and the table.
 export function ReportPage({ rep }) {
   const [stage, setStage] = useState(null);
+  const [job, setJob] = useState(null);
   const stragglers = useMemo(() => stragglerTasks(rep.findings), [rep]);
+  const charts = useMemo(() => chartsOf(rep.metrics), [rep]);
+  const markers = useMemo(() => rep.stages.flatMap((s) => [s.submitMs, s.completeMs].filter(Boolean)), [rep]);
   const select = (s) => setStage((cur) => (cur === s ? null : s));
   const a = rep.app;
   return (
@@ -84,11 +43,12 @@ export function ReportPage({ rep }) {
               The timeline draws the {rep.tasks.length.toLocaleString('en')} longest tasks; the {rep.truncatedTasks.toLocaleString('en')} others are left out to keep the report small.
             </p>
           )}
-          <Timeline rep={rep} selectedStage={stage} onStage={select} stragglers={stragglers} />
+          <Timeline rep={rep} selectedStage={stage} onStage={select} stragglers={stragglers} charts={charts} markers={markers} />
         </section>
+        <Jobs jobs={rep.jobs} stages={rep.stages} job={job} onJob={setJob} />
         <Stages stages={rep.stages} findings={rep.findings} selectedStage={stage} onStage={select} />
         <Executors executors={rep.executors} />
-        <SQL sql={rep.sql} />
+        <SQL sql={rep.sql} stages={rep.stages} />
         <LogFindings findings={rep.findings} />
       </main>
     </>

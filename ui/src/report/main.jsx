@@ -3,8 +3,10 @@
 // and no network.
 import React from 'react';
 import { createRoot } from 'react-dom/client';
+import 'uplot/dist/uPlot.min.css';
 import '../style.css';
-import { ReportPage, decode } from './ReportPage';
+import { ReportPage } from './ReportPage';
+import { decode } from '../tasks';
 
 const data = JSON.parse(document.getElementById('data').textContent);
 createRoot(document.getElementById('root')).render(<ReportPage rep={decode(data)} />);

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -23,7 +21,7 @@ func TestPreloadOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	srv := server.New(server.Config{Store: db, EventLogDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv := newServer(t, server.Config{Store: db})
 	dir := corpus.Dir(t)
 	if _, err := preloadDir(srv, db, dir); err != nil {
 		t.Fatal(err)

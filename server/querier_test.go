@@ -208,6 +208,7 @@ func (qc querierCase) series(t *testing.T) {
 
 // pprof checks the merged profile, as profilecli's merge fetches it.
 func (qc querierCase) pprof(t *testing.T) {
+	//lint:ignore SA1019 deprecated for PROFILE_FORMAT_PPROF, but clients (profilecli query merge) still call it
 	merged, err := qc.c.SelectMergeProfile(qc.ctx, connect.NewRequest(&querierv1.SelectMergeProfileRequest{
 		ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="kafka"}`, End: qc.now,
 	}))
@@ -291,6 +292,7 @@ func (qc querierCase) unimplemented(t *testing.T) {
 	if connect.CodeOf(err) != connect.CodeInvalidArgument {
 		t.Errorf("a format the API does not have: %v, want invalid_argument", err)
 	}
+	//lint:ignore SA1019 deprecated for span_selector, but clients still call it
 	_, err = qc.c.SelectMergeSpanProfile(qc.ctx, connect.NewRequest(&querierv1.SelectMergeSpanProfileRequest{}))
 	if connect.CodeOf(err) != connect.CodeUnimplemented {
 		t.Errorf("span profiles: %v, want unimplemented", err)

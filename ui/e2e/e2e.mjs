@@ -6,7 +6,7 @@
 //
 //   node e2e/e2e.mjs [path/to/sparkprof] [testdata dir]
 import { chromium } from 'playwright-core';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,25 +19,32 @@ const shots = path.resolve(process.env.SCREENSHOTS || path.join(here, '../../out
 const browserPath = process.env.CHROMIUM || '/usr/bin/chromium';
 mkdirSync(shots, { recursive: true });
 
+// The sample data `make demo` preloads: its --preload arguments.
+const demoPreload = execFileSync(path.join(here, '../../scripts/demo-preload.sh'), [testdata], { encoding: 'utf8' })
+  .split('\n')
+  .filter(Boolean);
+
 // startServer runs sparkprof serve on a free port and resolves with its
-// URL once it is ready (preloading done).
-async function startServer(extra = ['--preload', testdata]) {
+// URL once it is ready (preloading done), however long a busy machine
+// takes: it waits for the server's own signals, or its exit.
+async function startServer(extra = demoPreload) {
   const data = mkdtempSync(path.join(tmpdir(), 'sparkprof-e2e-'));
   const proc = spawn(bin, ['serve', '--addr', '127.0.0.1:0', '--data', data, ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
+  let exited = null;
   const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${log}`)), 60000);
     proc.stderr.on('data', (b) => {
       log += b;
       const m = log.match(/listening on (http:\/\/[\d.:]+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
+      if (m) resolve(m[1]);
     });
-    proc.on('exit', (code) => reject(new Error(`server exited ${code}:\n${log}`)));
+    proc.on('exit', (code) => {
+      exited = new Error(`server exited ${code}:\n${log}`);
+      reject(exited);
+    });
   });
-  for (let i = 0; i < 600; i++) {
+  for (;;) {
+    if (exited) throw exited;
     const r = await fetch(`${url}/ready`).catch(() => null);
     if (r && r.status === 200) break;
     await new Promise((r) => setTimeout(r, 100));

@@ -29,7 +29,15 @@ import (
 // extra flags, and returns its base URL.
 func startServe(t *testing.T, bin, data string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
+	return startServeIn(t, "", bin, data, extra...)
+}
+
+// startServeIn is startServe in the working directory dir ("" for the
+// test's).
+func startServeIn(t *testing.T, dir, bin, data string, extra ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, extra...)...)
+	cmd.Dir = dir
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

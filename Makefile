@@ -12,15 +12,27 @@ STATICCHECK_VERSION := v0.6.1
 all: build agent
 
 build:
+	@echo "build: $(BIN) (the first build downloads the Go modules and compiles them: a few minutes)"
 	$(GO) build -o $(BIN) ./cmd/sparkprof
 
 # The whole test suite: lint, unit and integration tests on the real corpus,
-# and a short run of every fuzz target.
-test: agent lint unit ui-check ui-test fuzz
+# and a short run of every fuzz target. Every step runs, even after one
+# fails; the failed ones are named at the end.
+TESTSTEPS := agent lint unit ui-check ui-test fuzz
+test:
+	@failed=; for step in $(TESTSTEPS); do \
+		echo "== make $$step"; \
+		$(MAKE) --no-print-directory $$step || failed="$$failed $$step"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: failed:$$failed"; exit 1; fi; \
+	echo "make test: all passed ($(TESTSTEPS))"
 
-# The JVM agent jar, agent/build/sparkprof-agent.jar, built with javac and jar.
+# The JVM agent jar, agent/build/sparkprof-agent.jar, built with javac and
+# jar, and a copy beside the binary, where serve finds it for /agent.jar.
 agent:
 	./agent/build.sh
+	mkdir -p $(dir $(BIN))
+	cp agent/build/sparkprof-agent.jar $(dir $(BIN))sparkprof-agent.jar
 
 # The web UI's npm packages (exact versions from ui/package-lock.json).
 ui-deps:
@@ -50,18 +62,20 @@ unit:
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	@echo "lint: staticcheck $(STATICCHECK_VERSION) (its first run downloads and builds it: a few minutes)"
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 fuzz:
 	FUZZEXECS=$(FUZZEXECS) ./scripts/fuzz.sh
 
 # Run the offline tools on the real sample data (reports in out/), then the
-# server preloaded with the sample profiles at http://127.0.0.1:4040.
+# server preloaded with the sample data scripts/demo-preload.txt lists at
+# http://127.0.0.1:4040, serving the agent at /agent.jar.
 ADDR ?= 127.0.0.1:4040
-demo: build
+demo: build agent
 	./scripts/demo.sh $(TESTDATA)
 	@echo "demo: offline reports in out/index.html; starting the server at http://$(ADDR)/ (Ctrl-C stops it)"
-	$(BIN) serve --addr $(ADDR) --data out/data --preload $(TESTDATA)
+	$(BIN) serve --addr $(ADDR) --data out/data $$(./scripts/demo-preload.sh $(TESTDATA))
 
 clean:
 	rm -rf bin out

@@ -24,13 +24,24 @@ type Set struct {
 	Logs      []*containerlog.Log
 	Profiles  []*profile.Profile
 	Sources   []analysis.Source
-	Warnings  []string
+	// Warnings are the problems met reading the inputs: files a walk
+	// passed over or could not read, and with Options.Partial the inputs
+	// that could not be read.
+	Warnings []string
+	// Unreadable are the inputs named by Read's paths that could not be
+	// read, each with why (with Options.Partial).
+	Unreadable []error
 }
 
-// Options reports the progress of Read.
+// Options control Read.
 type Options struct {
 	Step   func(path string)   // called as each input path starts
 	Detail func(status string) // called during long reads
+	// Partial reads what can be read: a path that cannot be read is
+	// skipped (in Set.Unreadable and Set.Warnings) instead of failing the
+	// read, which fails only when no event log or container log could be
+	// read.
+	Partial bool
 }
 
 // Reports analyses every application of s with the thresholds th.
@@ -82,11 +93,18 @@ func Read(paths []string, opt Options) (*Set, error) {
 	for _, path := range paths {
 		opt.Step(path)
 		if err := s.read(path, opt); err != nil {
-			return nil, err
+			if !opt.Partial {
+				return nil, err
+			}
+			s.Unreadable = append(s.Unreadable, err)
+			s.Warnings = append(s.Warnings, err.Error())
 		}
 	}
 	if len(s.EventLogs) == 0 && len(s.Logs) == 0 && len(s.Profiles) == 0 {
-		return nil, errors.New("no event log, container log or profile could be read from the inputs")
+		if len(s.Unreadable) > 0 {
+			return nil, fmt.Errorf("none of the inputs could be read as an event log, container log or profile: %w", errors.Join(s.Unreadable...))
+		}
+		return nil, errors.New("no event log, container log or profile among the inputs")
 	}
 	return s, nil
 }

@@ -149,6 +149,32 @@ func TestReadWalkedFailureWarns(t *testing.T) {
 	}
 }
 
+// With Options.Partial a named input that cannot be read is skipped and
+// named; the read fails only when nothing could be read.
+func TestReadPartial(t *testing.T) {
+	good := corpus.Path(t, "eventlogs", "apache", "local-1642039451826")
+	bad := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(bad, []byte("a shopping list\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read([]string{good, bad}, Options{}); err == nil {
+		t.Error("without Partial, a bad input failed nothing")
+	}
+	in, err := Read([]string{good, bad}, Options{Partial: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.EventLogs) != 1 || len(in.Unreadable) != 1 || !strings.Contains(in.Unreadable[0].Error(), "notes.txt") ||
+		len(in.Warnings) != 1 || !strings.Contains(in.Warnings[0], "notes.txt") {
+		t.Errorf("read %d event logs, unreadable %v, warnings %q; want the good log and notes.txt named", len(in.EventLogs), in.Unreadable, in.Warnings)
+	}
+	missing := filepath.Join(t.TempDir(), "gone.zstd")
+	if _, err := Read([]string{bad, missing}, Options{Partial: true}); err == nil || !strings.Contains(err.Error(), "none of the inputs") ||
+		!strings.Contains(err.Error(), "notes.txt") || !strings.Contains(err.Error(), "gone.zstd") {
+		t.Errorf("nothing readable: %v, want an error naming both inputs", err)
+	}
+}
+
 func TestExpandNothingFound(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hello\n"), 0o644); err != nil {

@@ -17,6 +17,15 @@ run() { # run DESCRIPTION OUTPUT COMMAND...
 	"$bin" "$@"
 	links+=("<li><a href=\"$(basename "$file")\">$desc</a></li>")
 }
+# report DESCRIPTION NAME INPUTS...: the analysis of INPUTS as an HTML page
+# (NAME.html) and as text, shown once and kept (NAME.txt).
+report() {
+	local desc=$1 name=$2
+	shift 2
+	echo "+ sparkprof analyze --html $out/$name.html $*" >&2
+	"$bin" analyze --html "$out/$name.html" "$@" | tee "$out/$name.txt"
+	links+=("<li><a href=\"$name.html\">$desc</a> (<a href=\"$name.txt\">as text</a>)</li>")
+}
 
 run "Phil's straggler riddle (Uber jvm-profiler): CPU-busy threads" "$out/straggler.html" \
 	flame -o "$out/straggler.html" --state RUNNABLE "$td/jvm-profiler/phil_stopwatch/ProfileStraggler/Stacktrace.json.gz" || true
@@ -29,16 +38,12 @@ run "Kafka broker: lock contention (JFR)" "$out/kafka-lock.html" \
 run "Diff: JVM straggler run vs PySpark straggler run (Uber records)" "$out/diff.html" \
 	diff -o "$out/diff.html" "$td/jvm-profiler/phil_stopwatch/profile_straggler/Stacktrace.json.gz" \
 	"$td/jvm-profiler/phil_stopwatch/ProfileStraggler/Stacktrace.json.gz"
-run "Analysis of Phil's straggler riddle: console log + Uber CPU/memory and stack records (timeline, findings, where the straggler's time went)" "$out/straggler-report.html" \
-	analyze --html "$out/straggler-report.html" "$td/applogs/phil_stopwatch/ProfileStraggler/JobStraggler.log.gz" \
-	"$td/jvm-profiler/phil_stopwatch/ProfileStraggler/"
-run "Analysis of Phil's PySpark straggler riddle: the JVM thread waits for its Python worker" "$out/pyspark-straggler-report.html" \
-	analyze --html "$out/pyspark-straggler-report.html" "$td/applogs/phil_stopwatch/profile_straggler/" \
-	"$td/jvm-profiler/phil_stopwatch/profile_straggler/"
-run "Analysis of a YARN app with failed tasks and lost executors (event log)" "$out/failures-report.html" \
-	analyze --html "$out/failures-report.html" "$td/eventlogs/nvidia/tasks_executors_fail_compressed_eventlog.zstd"
-"$bin" analyze "$td/eventlogs/nvidia/tasks_executors_fail_compressed_eventlog.zstd" | tee "$out/failures-report.txt"
-links+=("<li><a href=\"failures-report.txt\">The same analysis as text</a></li>")
+report "Analysis of Phil's straggler riddle: console log + Uber CPU/memory and stack records (timeline, findings, where the straggler's time went)" \
+	straggler-report "$td/applogs/phil_stopwatch/ProfileStraggler/JobStraggler.log.gz" "$td/jvm-profiler/phil_stopwatch/ProfileStraggler/"
+report "Analysis of Phil's PySpark straggler riddle: the JVM thread waits for its Python worker" \
+	pyspark-straggler-report "$td/applogs/phil_stopwatch/profile_straggler/" "$td/jvm-profiler/phil_stopwatch/profile_straggler/"
+report "Analysis of a YARN app with failed tasks and lost executors (event log)" \
+	failures-report "$td/eventlogs/nvidia/tasks_executors_fail_compressed_eventlog.zstd"
 "$bin" top -n 15 "$td/jvm-profiler/phil_stopwatch/ProfileStraggler/Stacktrace.json.gz" | tee "$out/straggler-top.txt"
 links+=("<li><a href=\"straggler-top.txt\">Top functions of the straggler riddle</a></li>")
 

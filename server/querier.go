@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
@@ -31,9 +32,10 @@ import (
 // source calls: profile types, label names and values, the merged flame
 // graph, pprof, diff and time series of a profile type ID and a label
 // selector, the series and the profile stats. So Grafana, and Pyroscope's
-// profilecli, read sparkprof as they read Pyroscope. Methods and formats
-// sparkprof does not serve (span profiles, heatmaps, Pyroscope's tree and
-// DOT formats) answer unimplemented.
+// profilecli, read sparkprof as they read Pyroscope; the merged stacks come
+// in every format of the API (flame graph, Pyroscope's tree, DOT, pprof).
+// Methods sparkprof does not serve (span profiles, heatmaps) answer
+// unimplemented.
 type querier struct {
 	querierv1connect.UnimplementedQuerierServiceHandler
 	s *Server
@@ -193,20 +195,95 @@ func nodeLimit(maxNodes *int64) int {
 	return defaultMaxNodes
 }
 
+// SelectMergeStacktraces answers the merged stacks in each format
+// Pyroscope's API offers: a flame graph (the default), Pyroscope's tree
+// bytes, a Graphviz DOT call graph, or the profile as pprof.
 func (q querier) SelectMergeStacktraces(ctx context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
 	m := req.Msg
-	if f := m.Format; f != querierv1.ProfileFormat_PROFILE_FORMAT_UNSPECIFIED && f != querierv1.ProfileFormat_PROFILE_FORMAT_FLAMEGRAPH {
-		return nil, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("format %s: sparkprof answers flame graphs only (PROFILE_FORMAT_FLAMEGRAPH)", f))
-	}
 	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
 	if err != nil {
 		return nil, err
 	}
-	tree := profile.NewTree(p, t)
-	tree.Trim(nodeLimit(m.MaxNodes))
-	fb := query.NewFlamebearer(tree)
-	fg := &querierv1.FlameGraph{Names: fb.Names, Levels: levels(fb), Total: fb.NumTicks, MaxSelf: fb.MaxSelf}
-	return connect.NewResponse(&querierv1.SelectMergeStacktracesResponse{Flamegraph: fg}), nil
+	res := &querierv1.SelectMergeStacktracesResponse{}
+	switch m.Format {
+	case querierv1.ProfileFormat_PROFILE_FORMAT_UNSPECIFIED, querierv1.ProfileFormat_PROFILE_FORMAT_FLAMEGRAPH:
+		tree := profile.NewTree(p, t)
+		tree.Trim(nodeLimit(m.MaxNodes))
+		fb := query.NewFlamebearer(tree)
+		res.Flamegraph = &querierv1.FlameGraph{Names: fb.Names, Levels: levels(fb), Total: fb.NumTicks, MaxSelf: fb.MaxSelf}
+	case querierv1.ProfileFormat_PROFILE_FORMAT_TREE:
+		tree := profile.NewTree(p, t)
+		tree.Trim(nodeLimit(m.MaxNodes))
+		res.Tree = treeBytes(tree)
+	case querierv1.ProfileFormat_PROFILE_FORMAT_DOT:
+		// Pyroscope's default: a graph of 100 functions.
+		nodes := 100
+		if m.MaxNodes != nil && *m.MaxNodes > 0 {
+			nodes = int(*m.MaxNodes)
+		}
+		var b strings.Builder
+		if query.HasType(p, t) {
+			if err := pprof.EncodeDOT(&b, p, t, nodes); err != nil {
+				return nil, connectError(err)
+			}
+		}
+		res.Dot = b.String()
+	case querierv1.ProfileFormat_PROFILE_FORMAT_PPROF:
+		gp, err := pprofMessage(p, t)
+		if err != nil {
+			return nil, err
+		}
+		res.Pprof = &querierv1.PprofProfile{Profile: gp}
+	default:
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("format %s: want one of PROFILE_FORMAT_FLAMEGRAPH, _TREE, _DOT or _PPROF", m.Format))
+	}
+	return connect.NewResponse(res), nil
+}
+
+// treeBytes writes tree as Pyroscope's tree bytes, the TREE format: each
+// node, every one followed by its whole subtree, as the length of its
+// name, the name and its self value, then its number of children, the
+// numbers as unsigned varints. The first node is an unnamed root over the
+// tree's top frames. An empty tree is no bytes.
+func treeBytes(tree *profile.Tree) []byte {
+	if len(tree.Root.Children) == 0 {
+		return nil
+	}
+	var b []byte
+	var put func(n *profile.Node, name string, self int64)
+	put = func(n *profile.Node, name string, self int64) {
+		b = binary.AppendUvarint(b, uint64(len(name)))
+		b = append(b, name...)
+		b = binary.AppendUvarint(b, uint64(self))
+		b = binary.AppendUvarint(b, uint64(len(n.Children)))
+		for _, c := range n.Children {
+			put(c, c.Name, c.Self)
+		}
+	}
+	put(tree.Root, "", 0)
+	return b
+}
+
+// pprofMessage returns the samples of type t of p as a pprof profile
+// message: one of that type and no samples when p has none.
+func pprofMessage(p *profile.Profile, t profile.SampleType) (*googlev1.Profile, error) {
+	if !query.HasType(p, t) {
+		return &googlev1.Profile{StringTable: []string{"", t.Name, t.Unit}, SampleType: []*googlev1.ValueType{{Type: 1, Unit: 2}},
+			PeriodType: &googlev1.ValueType{Type: 1, Unit: 2}, DefaultSampleType: 1}, nil
+	}
+	var buf bytes.Buffer
+	if err := pprof.Encode(&buf, p, pprof.EncodeOptions{Types: []profile.SampleType{t}}); err != nil {
+		return nil, connectError(err)
+	}
+	raw, err := format.Decompress(buf.Bytes(), "merged profile", 0)
+	if err != nil {
+		return nil, connectError(err)
+	}
+	out := &googlev1.Profile{}
+	if err := proto.Unmarshal(raw, out); err != nil {
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("merged profile: %w", err))
+	}
+	return out, nil
 }
 
 func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv1.SelectSeriesRequest]) (*connect.Response[querierv1.SelectSeriesResponse], error) {
@@ -248,25 +325,19 @@ func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv
 	return connect.NewResponse(res), nil
 }
 
+// SelectMergeProfile answers the merged profile as pprof, as
+// SelectMergeStacktraces does with PROFILE_FORMAT_PPROF.
 func (q querier) SelectMergeProfile(ctx context.Context, req *connect.Request[querierv1.SelectMergeProfileRequest]) (*connect.Response[googlev1.Profile], error) {
 	m := req.Msg
 	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	if err := pprof.Encode(&buf, p, pprof.EncodeOptions{Types: []profile.SampleType{t}}); err != nil {
-		return nil, connectError(err)
-	}
-	raw, err := format.Decompress(buf.Bytes(), "merged profile", 0)
+	gp, err := pprofMessage(p, t)
 	if err != nil {
-		return nil, connectError(err)
+		return nil, err
 	}
-	out := &googlev1.Profile{}
-	if err := proto.Unmarshal(raw, out); err != nil {
-		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("merged profile: %w", err))
-	}
-	return connect.NewResponse(out), nil
+	return connect.NewResponse(gp), nil
 }
 
 func (q querier) Diff(ctx context.Context, req *connect.Request[querierv1.DiffRequest]) (*connect.Response[querierv1.DiffResponse], error) {

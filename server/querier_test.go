@@ -73,11 +73,12 @@ func TestQuerierAPI(t *testing.T) {
 			if encoding == "json" {
 				opts = append(opts, connect.WithProtoJSON())
 			}
-			qc := querierCase{ctx: ctx, now: now, total: total, c: querierv1connect.NewQuerierServiceClient(http.DefaultClient, ts.URL, opts...)}
+			qc := querierCase{ctx: ctx, now: now, total: total, offline: offline, c: querierv1connect.NewQuerierServiceClient(http.DefaultClient, ts.URL, opts...)}
 			qc.labels(t)
 			qc.flameGraphs(t)
 			qc.series(t)
 			qc.pprof(t)
+			qc.formats(t)
 			qc.diffAndStats(t)
 			qc.seriesList(t)
 			qc.unimplemented(t)
@@ -102,10 +103,11 @@ func TestQuerierAPI(t *testing.T) {
 // TestQuerierAPI: two executors sent the same recording, whose total of a
 // type total gives.
 type querierCase struct {
-	ctx   context.Context
-	c     querierv1connect.QuerierServiceClient
-	now   int64 // Unix ms
-	total func(profile.SampleType) int64
+	ctx     context.Context
+	c       querierv1connect.QuerierServiceClient
+	now     int64 // Unix ms
+	total   func(profile.SampleType) int64
+	offline *profile.Profile // the recording each executor sent
 }
 
 // labels checks the profile types, label names and label values.
@@ -206,6 +208,7 @@ func (qc querierCase) series(t *testing.T) {
 
 // pprof checks the merged profile, as profilecli's merge fetches it.
 func (qc querierCase) pprof(t *testing.T) {
+	//lint:ignore SA1019 deprecated for PROFILE_FORMAT_PPROF, but clients (profilecli query merge) still call it
 	merged, err := qc.c.SelectMergeProfile(qc.ctx, connect.NewRequest(&querierv1.SelectMergeProfileRequest{
 		ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="kafka"}`, End: qc.now,
 	}))
@@ -284,11 +287,12 @@ func (qc querierCase) unimplemented(t *testing.T) {
 		t.Errorf("a bad profile type: %v, want invalid_argument", err)
 	}
 	_, err = qc.c.SelectMergeStacktraces(qc.ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
-		ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", End: qc.now, Format: querierv1.ProfileFormat_PROFILE_FORMAT_TREE,
+		ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", End: qc.now, Format: 99,
 	}))
-	if connect.CodeOf(err) != connect.CodeUnimplemented {
-		t.Errorf("Pyroscope's tree format: %v, want unimplemented", err)
+	if connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Errorf("a format the API does not have: %v, want invalid_argument", err)
 	}
+	//lint:ignore SA1019 deprecated for span_selector, but clients still call it
 	_, err = qc.c.SelectMergeSpanProfile(qc.ctx, connect.NewRequest(&querierv1.SelectMergeSpanProfileRequest{}))
 	if connect.CodeOf(err) != connect.CodeUnimplemented {
 		t.Errorf("span profiles: %v, want unimplemented", err)

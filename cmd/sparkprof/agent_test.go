@@ -20,7 +20,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/ingest"
@@ -224,9 +223,10 @@ func agentTaskHooks(t *testing.T, e agentEnv) {
 
 func agentLateServer(t *testing.T, e agentEnv) {
 	// Pool thread names: only the task parts attribute samples. The
-	// server starts a second after stage 1's tasks end, so that uploads
-	// fail after the end: a retried window must carry the parts taken
-	// when it ended, not those of its retry.
+	// server starts once stage 1's tasks have ended and the agent has
+	// dropped windows it could not send, so that uploads fail after the
+	// end: a retried window must carry the parts taken when it ended, not
+	// those of its retry.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -242,13 +242,13 @@ func agentLateServer(t *testing.T, e agentEnv) {
 	}()
 	// A queue of 200 KB holds one or two windows: the agent drops
 	// the older ones while the server is down, and says so.
-	work := workloadCommand([]string{"-Dworkload.poolThreadNames=true", "-Dworkload.pauseMs=2500"}, "http://"+addr, "1.0", "-",
+	work := workloadCommand([]string{"-Dworkload.poolThreadNames=true", "-Dworkload.gate=true"}, "http://"+addr, "1.0", "-",
 		"spark.sparkprof.uploadInterval=300ms", "spark.sparkprof.maxQueuedBytes=200k")
-	stderr := runStartingLate(t, work, late)
+	lateBase := "http://" + addr
+	stderr := runStartingLate(t, work, late, lateBase)
 	if !strings.Contains(stderr, "cannot reach") {
 		t.Fatalf("no upload failed; the test needs the server late:\n%s", stderr)
 	}
-	lateBase := "http://" + addr
 	all := ticks(t, lateBase, "", `{thread_pool="task"}`, "cpu")
 	attributed := ticks(t, lateBase, "", `{spark_stage_id=~"1|2", thread_pool="task"}`, "cpu")
 	if all == 0 || (all-attributed)*10 > all {
@@ -268,38 +268,69 @@ func agentLateServer(t *testing.T, e agentEnv) {
 	}
 }
 
-// runStartingLate runs the workload work to its end, starting the server
-// late a second after the workload says stage 1 is done, and returns the
+// runStartingLate runs the workload work, gated between its stages, to its
+// end. Once the workload says stage 1 is done and the agent says it drops
+// windows it could not send, it starts the server late, waits until the
+// server at base is ready, and lets the workload go on. It returns the
 // workload's stderr.
-func runStartingLate(t *testing.T, work, late *exec.Cmd) string {
+func runStartingLate(t *testing.T, work, late *exec.Cmd, base string) string {
 	t.Helper()
-	var stderr strings.Builder
-	work.Stderr = &stderr
+	stdin, err := work.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	stdout, err := work.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errPipe, err := work.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := work.Start(); err != nil {
 		t.Fatal(err)
 	}
-	started := make(chan error, 1)
+	// The agent's log, and its first word of a dropped window.
+	var stderr strings.Builder
+	dropping := make(chan struct{})
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		said := false
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			stderr.WriteString(sc.Text() + "\n")
+			if !said && strings.Contains(sc.Text(), "dropping the oldest profile windows") {
+				close(dropping)
+				said = true
+			}
+		}
+		if !said {
+			close(dropping) // the workload ended without: Wait below says why
+		}
+	}()
 	sc := bufio.NewScanner(stdout)
 	var out strings.Builder
+	started := false
 	for sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
-		if sc.Text() == "STAGE 1 DONE" {
-			time.AfterFunc(time.Second, func() { started <- late.Start() })
+		if sc.Text() != "STAGE 1 DONE" {
+			continue
 		}
+		<-dropping
+		if err := late.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitReady(t, base)
+		started = true
+		io.WriteString(stdin, "go\n")
+		stdin.Close()
 	}
+	<-logDone
 	if err := work.Wait(); err != nil || !strings.Contains(out.String(), "DONE work_ms") {
 		t.Fatalf("workload: %v\n%s\n%s", err, out.String(), stderr.String())
 	}
-	select {
-	case err := <-started:
-		if err != nil {
-			t.Fatal(err)
-		}
-	default:
+	if !started {
 		t.Fatalf("the workload never said stage 1 was done:\n%s", out.String())
 	}
 	return stderr.String()
@@ -469,12 +500,13 @@ func agentTLS(t *testing.T, e agentEnv) {
 }
 
 func agentServerDown(t *testing.T, e agentEnv) {
-	ln := "http://127.0.0.1:9" // discard port: nothing listens
-	stdout, stderr := runWorkload(t, ln, "1.0", "-", "spark.sparkprof.uploadInterval=500ms")
-	var workMs, shutdownMs int
-	fmt.Sscanf(stdout[strings.Index(stdout, "work_ms="):], "work_ms=%d shutdown_ms=%d", &workMs, &shutdownMs)
-	if shutdownMs > 11_000 || !strings.Contains(stderr, "cannot reach") {
-		t.Errorf("shutdown took %d ms; stderr %s", shutdownMs, stderr)
+	// Nothing listens on the discard port. The workload runs to its end
+	// (runWorkload fails on an exception that reached it), and the agent
+	// says that it could not send and what it dropped.
+	ln := "http://127.0.0.1:9"
+	_, stderr := runWorkload(t, ln, "1.0", "-", "spark.sparkprof.uploadInterval=500ms")
+	if !strings.Contains(stderr, "cannot reach") || !strings.Contains(stderr, "stopped: 0 uploads") {
+		t.Errorf("a dead server: the agent's log does not say that it could not send:\n%s", stderr)
 	}
 }
 
@@ -482,9 +514,9 @@ func agentJavaagent(t *testing.T, e agentEnv) {
 	// The same workload started with -javaagent: the plugin finds the
 	// running agent and adds its labels. With a 10-minute interval only
 	// the JVM shutdown hook can ship the data (the recorder's own hook
-	// may run first). The window is gzipped, as the agent sends it with
-	// compression=gzip.
-	cmd := workloadCommand([]string{"-javaagent:../../agent/build/sparkprof-agent.jar=server=" + e.base + ",tenant=ja,uploadInterval=10m,compression=gzip"}, "-", "1.0", "-")
+	// may run first), which it waits for as long as the machine needs.
+	// The window is gzipped, as the agent sends it with compression=gzip.
+	cmd := workloadCommand([]string{"-javaagent:../../agent/build/sparkprof-agent.jar=server=" + e.base + ",tenant=ja,uploadInterval=10m,compression=gzip,stopWait=10m"}, "-", "1.0", "-")
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "DONE") {
 		t.Fatalf("javaagent run: %v\n%s", err, out)
 	}

@@ -43,42 +43,58 @@ func runAnalyze(ctx context.Context, e *env, args []string) error {
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report with the timeline to this file")
 	th := analysis.DefaultThresholds
 	thresholdFlags(fs, &th)
+	full := fs.Bool("full", false, "with several applications, print each one's full report after the summary table")
+	appID := fs.String("app", "", "report only the application of this id (as the summary table lists them)")
 	if err := parsePaths(fs, args); err != nil {
 		return err
 	}
 	prog := newProgress(e.stderr, "reading", fs.NArg())
-	in, err := input.Read(fs.Args(), input.Options{Step: prog.step, Detail: prog.detail})
+	in, err := input.Read(fs.Args(), input.Options{Step: prog.step, Detail: prog.detail, Partial: true})
 	prog.done()
 	if err != nil {
 		return err
 	}
+	for _, err := range in.Unreadable {
+		fmt.Fprintf(e.stderr, "sparkprof: skipping %v\n", err)
+	}
 	reports := in.Reports(th)
-	if *htmlOut != "" {
-		for i, r := range reports {
-			path := *htmlOut
-			if len(reports) > 1 {
-				ext := filepath.Ext(path)
-				path = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), i+1, ext)
-			}
-			if err := writeOutput(e, path, func(w io.Writer) error { return report.WriteHTML(w, r) }); err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stderr, "wrote %s\n", path)
+	if *appID != "" {
+		if reports, err = selectApp(reports, *appID); err != nil {
+			return err
 		}
 	}
-	if *asJSON {
+	if *htmlOut != "" {
+		if err := writeHTMLReports(e, *htmlOut, reports); err != nil {
+			return err
+		}
+	}
+	switch {
+	case *asJSON:
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		if len(reports) == 1 {
 			return enc.Encode(reports[0])
 		}
 		return enc.Encode(reports)
+	case len(reports) == 1:
+		printReport(e.stdout, reports[0], nil)
+		return nil
 	}
-	for i, r := range reports {
-		if i > 0 {
-			fmt.Fprintln(e.stdout)
-		}
-		printReport(e.stdout, r)
+	// Several apps: what went wrong reading the inputs once, then a line
+	// per app, and the full reports when asked for, without it again.
+	said := map[string]bool{}
+	for _, w := range in.Warnings {
+		said[w] = true
+		fmt.Fprintf(e.stderr, "sparkprof: warning: %s\n", truncate(w, 300))
+	}
+	printSummary(e.stdout, reports, said)
+	if !*full {
+		fmt.Fprintf(e.stdout, "\nFull reports: --full for all, --app ID for one.\n")
+		return nil
+	}
+	for _, r := range reports {
+		fmt.Fprintln(e.stdout)
+		printReport(e.stdout, r, said)
 	}
 	return nil
 }
@@ -110,8 +126,77 @@ func thresholdFlags(fs *flag.FlagSet, th *analysis.Thresholds) {
 	fs.Int64Var(&th.PatternMinSamples, "pattern-min-samples", th.PatternMinSamples, "... in at least this many samples")
 }
 
-// printReport writes the terminal form of a report.
-func printReport(w io.Writer, r *analysis.Report) {
+// selectApp keeps the reports of the app of id id.
+func selectApp(reports []*analysis.Report, id string) ([]*analysis.Report, error) {
+	var ids []string
+	var out []*analysis.Report
+	for _, r := range reports {
+		if r.App.ID == id {
+			out = append(out, r)
+		}
+		ids = append(ids, r.App.ID)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: --app %s: no such application among the inputs' (%s)", errUsage, id, english.Truncate(strings.Join(ids, ", "), 200))
+	}
+	return out, nil
+}
+
+// writeHTMLReports writes each report's HTML page: to path for one, to
+// path-1, path-2, ... (before the extension) for several.
+func writeHTMLReports(e *env, path string, reports []*analysis.Report) error {
+	for i, r := range reports {
+		p := path
+		if len(reports) > 1 {
+			ext := filepath.Ext(path)
+			p = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), i+1, ext)
+		}
+		if err := writeOutput(e, p, func(w io.Writer) error { return report.WriteHTML(w, r) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "wrote %s\n", p)
+	}
+	return nil
+}
+
+// printSummary writes a line per report: the app's id (and attempt),
+// name, duration, tasks and worst finding, leaving out the input warnings
+// said already.
+func printSummary(w io.Writer, reports []*analysis.Report, said map[string]bool) {
+	fmt.Fprintf(w, "%s\n\n", english.Plural(len(reports), "application"))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "app id\tname\tduration\ttasks\tworst finding")
+	for _, r := range reports {
+		a := r.App
+		worst := "none"
+		if fs := unsaid(r.Findings, said); len(fs) > 0 {
+			f := fs[0] // most severe first
+			worst = fmt.Sprintf("[%s] %s: %s", strings.ToUpper(string(f.Severity)), f.Kind, f.Message)
+		}
+		id := cmp.Or(a.ID, "-")
+		if a.AttemptID != "" {
+			id += " (attempt " + a.AttemptID + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", id, truncate(cmp.Or(a.Name, "(unnamed)"), 30), appDuration(a, false), a.TaskCount, truncate(worst, 90))
+	}
+	tw.Flush()
+}
+
+// appDuration says how long an app ran, or that it is unknown (and, when
+// why, why).
+func appDuration(a spark.Summary, why bool) string {
+	switch {
+	case a.EndMs != 0:
+		return english.Millis(a.DurationMs)
+	case why:
+		return "unknown (no ApplicationEnd: still running, or the log was cut)"
+	}
+	return "unknown"
+}
+
+// printReport writes the terminal form of a report, without the input
+// warnings said already.
+func printReport(w io.Writer, r *analysis.Report, said map[string]bool) {
 	a := r.App
 	name := a.Name
 	if name == "" {
@@ -131,10 +216,7 @@ func printReport(w io.Writer, r *analysis.Report) {
 			skipped++
 		}
 	}
-	duration := english.Millis(a.DurationMs)
-	if a.EndMs == 0 {
-		duration = "unknown (no ApplicationEnd: still running, or the log was cut)"
-	}
+	duration := appDuration(a, true)
 	executors := english.Plural(a.ExecutorCount, "executor")
 	if a.ExecutorCount == 0 && a.TaskCount > 0 {
 		executors = "tasks ran on the driver (local mode)"
@@ -142,10 +224,11 @@ func printReport(w io.Writer, r *analysis.Report) {
 	fmt.Fprintf(w, "duration %s, %s (%d not successful), %s, %s, %s (%s skipped), %s\n\n",
 		duration, english.Plural(a.TaskCount, "task"), a.FailedTaskCount, executors, english.Plural(a.JobCount, "job"),
 		english.Plural(len(r.Stages)-skipped, "stage attempt"), english.Plural(skipped, "stage"), english.Plural(a.SQLCount, "SQL execution"))
-	if len(r.Findings) == 0 {
+	findings := unsaid(r.Findings, said)
+	if len(findings) == 0 {
 		fmt.Fprintln(w, "No findings: nothing stands out.")
 	}
-	for _, f := range r.Findings {
+	for _, f := range findings {
 		fmt.Fprintf(w, "[%s] %s: %s\n", strings.ToUpper(string(f.Severity)), f.Kind, f.Message)
 		for _, a := range f.Also() {
 			fmt.Fprintf(w, "    also %s\n", a)
@@ -165,9 +248,38 @@ func printReport(w io.Writer, r *analysis.Report) {
 		}
 	}
 	printRecommendations(w, r.Recommendations)
-	if len(r.Stages) > 0 {
+	printLongestStages(w, r.Stages)
+}
+
+// unsaid returns findings without the input warnings said already: a
+// warnings finding keeps the others, or goes when none is left.
+func unsaid(findings []analysis.Finding, said map[string]bool) []analysis.Finding {
+	if len(said) == 0 {
+		return findings
+	}
+	var out []analysis.Finding
+	for _, f := range findings {
+		if ev, ok := f.Evidence.(*analysis.WarningsEvidence); ok {
+			rest := slices.DeleteFunc(slices.Clone(ev.Warnings), func(w string) bool { return said[w] })
+			if len(rest) == 0 {
+				continue
+			}
+			f.Message = english.Plural(len(rest), "other problem") + " with the inputs; results cover what could be read"
+			f.Evidence = &analysis.WarningsEvidence{Warnings: rest}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// printLongestStages lists the ten longest stages that ran: those skipped
+// or never started (no duration) are left out.
+func printLongestStages(w io.Writer, all []*spark.Stage) {
+	stages := slices.DeleteFunc(slices.Clone(all), func(s *spark.Stage) bool {
+		return s.DurationMs <= 0 && s.Status != "COMPLETE" && s.Status != "FAILED"
+	})
+	if len(stages) > 0 {
 		fmt.Fprintln(w, "\nlongest stages:")
-		stages := slices.Clone(r.Stages)
 		slices.SortStableFunc(stages, func(a, b *spark.Stage) int { return cmp.Compare(b.DurationMs, a.DurationMs) })
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  stage\ttasks\tfailed\tduration\tstatus\tname")

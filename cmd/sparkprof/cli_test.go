@@ -15,7 +15,10 @@ import (
 	"testing"
 
 	gpprof "github.com/google/pprof/profile"
+
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/internal/pproftool"
+	"github.com/sparkprof/sparkprof/profile"
 )
 
 // sparkprof runs the command line in-process and returns its exit code,
@@ -175,13 +178,19 @@ func TestFlameAndDiffFiles(t *testing.T) {
 		{"svg alloc", []string{"flame", "--type", "alloc", jfrFile}, "alloc.svg", []string{"<svg", "alloc"}},
 		{"diff html", []string{"diff", a, b}, "diff.html", []string{"<!DOCTYPE html", "JobStraggler"}},
 		{"diff svg", []string{"diff", a, b}, "diff.svg", []string{"<svg", "JobStraggler"}},
+		{"convert", []string{"convert", "--to", "speedscope", jfrFile}, "cpu.speedscope.json", []string{`"shared"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := filepath.Join(dir, tt.out)
 			args := append([]string{tt.args[0], "-o", out}, tt.args[1:]...)
-			if code, _, stderr := sparkprof(t, args...); code != 0 {
+			code, _, stderr := sparkprof(t, args...)
+			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			// Every command that writes a file says so.
+			if !strings.HasPrefix(stderr, "wrote "+out+" (") {
+				t.Errorf("stderr %q does not say what was written", stderr)
 			}
 			data, err := os.ReadFile(out)
 			if err != nil {
@@ -196,6 +205,35 @@ func TestFlameAndDiffFiles(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) > 0 {
 		t.Errorf("temporary files left behind: %v", left)
+	}
+}
+
+// TestConvertPprofDefaultType converts a recording of wall and CPU samples
+// to pprof: go tool pprof shows its CPU time, the total top shows.
+func TestConvertPprofDefaultType(t *testing.T) {
+	in := corpus.Path(t, "jfr", "async-profiler.jfr.gz")
+	out := filepath.Join(t.TempDir(), "p.pb.gz")
+	if code, _, stderr := sparkprof(t, "convert", "--to", "pprof", "-o", out, in); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, top, _ := sparkprof(t, "top", "-n", "1", in)
+	r := pproftool.Top(t, out)
+	want := "cpu:nanoseconds, total " + profile.FormatValue(r.Total, "nanoseconds") + "\n"
+	if r.Type != "cpu" || !strings.HasPrefix(top, want) {
+		t.Errorf("go tool pprof shows %s, total %d ns; sparkprof top says %q", r.Type, r.Total, top[:strings.IndexByte(top, '\n')+1])
+	}
+}
+
+// TestFilterHint: a filter on a label none of the inputs carry says so,
+// with the labels they do carry; one on a label they carry says nothing.
+func TestFilterHint(t *testing.T) {
+	in := corpus.Path(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz")
+	_, _, stderr := sparkprof(t, "top", "--stage", "0", in)
+	if !strings.Contains(stderr, "--stage 0 selects nothing: no sample of the inputs has a spark_stage_id label (they carry the labels host, spark_task_id, thread_pool)") {
+		t.Errorf("--stage without stage labels: %q", stderr)
+	}
+	if _, _, stderr := sparkprof(t, "top", "--label", "spark_task_id=1", "--label", "spark_stage_id!=3", in); stderr != "" {
+		t.Errorf("filters on labels the inputs carry, or that need none: %q", stderr)
 	}
 }
 

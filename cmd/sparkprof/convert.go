@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/sparkprof/sparkprof/format/folded"
 	"github.com/sparkprof/sparkprof/format/pprof"
@@ -64,5 +65,19 @@ func runConvert(ctx context.Context, e *env, args []string) error {
 		}
 		types = []profile.SampleType{t}
 	}
-	return writeOutput(e, *out, func(w io.Writer) error { return encode(w, p, types) })
+	if err := writeOutput(e, *out, func(w io.Writer) error { return encode(w, p, types) }); err != nil {
+		return err
+	}
+	if *out != "-" && *out != "" {
+		written := types
+		if written == nil {
+			written = p.Types
+		}
+		names := make([]string, len(written))
+		for i, t := range written {
+			names[i] = t.String()
+		}
+		fmt.Fprintf(e.stderr, "wrote %s (%s of %s)\n", *out, *to, strings.Join(names, ", "))
+	}
+	return nil
 }

@@ -55,12 +55,21 @@ func runDiff(ctx context.Context, e *env, args []string) error {
 		a, b := diffTitles(fs.Arg(0), fs.Arg(1))
 		opts.Title = a + " vs " + b
 	}
-	return writeOutput(e, *out, func(w io.Writer) error {
+	err = writeOutput(e, *out, func(w io.Writer) error {
 		if svg {
 			return flamegraph.SVG(w, profile.Diff(base, next, t), opts)
 		}
 		return flamegraph.DiffHTML(w, base, next, opts)
 	})
+	if err != nil {
+		return err
+	}
+	if *out != "-" {
+		id := typeID(base, t)
+		fmt.Fprintf(e.stderr, "wrote %s (%s, base total %s, new total %s)\n", *out, t,
+			profile.FormatValue(base.Total(id), t.Unit), profile.FormatValue(next.Total(typeID(next, t)), t.Unit))
+	}
+	return nil
 }
 
 // diffTitles names the two sides of a diff by their file names, with as

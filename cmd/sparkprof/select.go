@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -158,6 +159,7 @@ func (s *selection) load(e *env, paths []string) (*profile.Profile, error) {
 	}
 	prog := newProgress(e.stderr, "loading", len(files))
 	m := profile.NewMerger(profile.MergeOptions{Aggregate: true})
+	have := map[string]bool{} // label names the inputs carry
 	var failed, loaded int
 	err = format.LoadAll(files, format.Options{Format: s.format}, func(r format.Result) error {
 		prog.step(r.Path)
@@ -171,6 +173,7 @@ func (s *selection) load(e *env, paths []string) (*profile.Profile, error) {
 			prog.clear()
 			fmt.Fprintf(e.stderr, "sparkprof: warning: %s: %s\n", r.Path, w)
 		}
+		addLabelNames(have, r.Profile)
 		r.Profile.Filter(f)
 		m.Add(r.Profile)
 		loaded++
@@ -186,7 +189,48 @@ func (s *selection) load(e *env, paths []string) (*profile.Profile, error) {
 	if failed > 0 {
 		fmt.Fprintf(e.stderr, "sparkprof: %d of %d inputs skipped\n", failed, len(files))
 	}
+	s.hintMissingLabels(e.stderr, f.Labels, have)
 	return m.Profile(), nil
+}
+
+// addLabelNames adds the names of the labels p's samples carry to names.
+func addLabelNames(names map[string]bool, p *profile.Profile) {
+	for _, l := range p.Labels {
+		names[l.Name] = true
+	}
+	for id := range p.NumLabelSets() {
+		for _, l := range p.LabelSet(profile.LabelSetID(id)) {
+			names[l.Name] = true
+		}
+	}
+}
+
+// hintMissingLabels says which of the matchers need a label none of the
+// inputs carry (have), so that they selected nothing, and which labels
+// the inputs do carry.
+func (s *selection) hintMissingLabels(w io.Writer, matchers []profile.Matcher, have map[string]bool) {
+	var names []string
+	for n := range have {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	carried := "no labels"
+	if len(names) > 0 {
+		carried = "the labels " + strings.Join(names, ", ")
+	}
+	for _, m := range matchers {
+		if have[m.Name] || m.Matches("") {
+			continue
+		}
+		flag := "--label " + m.String()
+		switch {
+		case m.Name == profile.LabelStageID && s.stage != "":
+			flag = "--stage " + s.stage
+		case m.Name == profile.LabelExecutorID && s.executor != "":
+			flag = "--executor " + s.executor
+		}
+		fmt.Fprintf(w, "sparkprof: %s selects nothing: no sample of the inputs has a %s label (they carry %s)\n", flag, m.Name, carried)
+	}
 }
 
 // pickType returns the sample type of p that --type names, or the default:

@@ -19,8 +19,6 @@ import (
 
 	"github.com/sparkprof/sparkprof/analysis"
 
-	"github.com/sparkprof/sparkprof/format"
-	"github.com/sparkprof/sparkprof/ingest"
 	"github.com/sparkprof/sparkprof/internal/duration"
 	"github.com/sparkprof/sparkprof/server"
 	"github.com/sparkprof/sparkprof/store"
@@ -29,7 +27,7 @@ import (
 func init() {
 	register(&command{
 		name:    "serve",
-		usage:   "[--addr 127.0.0.1:4040] [--data DIR] [--retention 30d] [--auth-token-file FILE] [--tls-cert FILE --tls-key FILE] [--preload DIR] [--eventlog-dir DIR] [--profile-dir DIR] [--max-log-gb 16]",
+		usage:   "[--addr 127.0.0.1:4040] [--data DIR] [--retention 30d] [--auth-token-file FILE] [--tls-cert FILE --tls-key FILE] [--preload [APP=]PATH]... [--eventlog-dir DIR] [--profile-dir DIR] [--max-log-gb 16] [--log-level warn]",
 		summary: "run the server: Pyroscope-compatible ingest, embedded store, query API",
 		run:     runServe,
 	})
@@ -53,7 +51,7 @@ type serveFlags struct {
 	tokenFile       string
 	tlsCert         string
 	tlsKey          string
-	preload         string
+	preload         preloadFlag
 	agentJar        string
 	rate            float64
 	concurrent      int
@@ -63,6 +61,7 @@ type serveFlags struct {
 	profilePoll     time.Duration
 	watchTenant     string
 	logFormat       string
+	logLevel        string
 	keyWindow       time.Duration
 	maxLogGB        int64
 	slowQuery       time.Duration
@@ -113,8 +112,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tokenFile, "auth-token-file", "", "file holding a bearer token that every request must carry")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with; read again when the file changes")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
-	fs.StringVar(&f.preload, "preload", "", "import the profiles of this directory at start (e.g. ../shared/testdata)")
-	fs.StringVar(&f.agentJar, "agent-jar", "agent/build/sparkprof-agent.jar", "agent jar served at /agent.jar")
+	fs.Var(&f.preload, "preload", "import `[APP=]PATH` at start as `sparkprof import` would: event logs, container logs and profiles, a directory walked as import walks it, APP grouping the container logs and profiles of one app (import's --app); repeatable")
+	fs.StringVar(&f.agentJar, "agent-jar", "", "agent jar served at /agent.jar (default: sparkprof-agent.jar beside the sparkprof binary, where make puts it)")
 	fs.Float64Var(&f.rate, "rate", 0, "uploads per second and tenant before 429 (0: no limit)")
 	fs.IntVar(&f.concurrent, "max-concurrent-uploads", 0, "uploads decoded at once; more wait their turn with their bodies read (0: twice the CPUs)")
 	fs.StringVar(&f.eventLogDir, "eventlog-dir", "", "analyse the event logs of this directory (spark.eventLog.dir) and its subdirectories, new and in-progress ones, as the History Server does")
@@ -123,6 +122,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.profilePoll, "profile-poll", 10*time.Second, "how often --profile-dir is scanned for new chunks")
 	fs.StringVar(&f.watchTenant, "watch-tenant", "", "tenant (as X-Scope-OrgID names it) that what --eventlog-dir and --profile-dir find goes to (default: the default tenant)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log as text (key=value pairs) or json (an object a line)")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "least level logged: debug, info (compactions, watched files), warn or error")
 	fs.DurationVar(&f.keyWindow, "key-window", time.Hour, "how long an upload's Idempotency-Key is remembered, so that a retry of it (the agent's after a lost answer, an import run again) is not stored twice")
 	fs.Int64Var(&f.maxLogGB, "max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
 	fs.DurationVar(&f.slowQuery, "slow-query", time.Second, "log each query that takes at least this long, with its parameters, as a warning (0: none)")
@@ -163,13 +163,12 @@ func (f *serveFlags) check(stderr io.Writer) (keep time.Duration, tokens server.
 			return 0, nil, nil, fmt.Errorf("--auth-token-file %s: %w", f.tokenFile, err)
 		}
 	}
-	switch f.logFormat {
-	case "text":
-		log = slog.New(slog.NewTextHandler(stderr, nil))
-	case "json":
-		log = slog.New(slog.NewJSONHandler(stderr, nil))
-	default:
-		return 0, nil, nil, fmt.Errorf("%w: --log-format %q: want text or json", errUsage, f.logFormat)
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return 0, nil, nil, fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", errUsage, f.logLevel)
+	}
+	if log, err = newLogger(f.logFormat, stderr, level); err != nil {
+		return 0, nil, nil, err
 	}
 	return keep, tokens, log, nil
 }
@@ -178,12 +177,8 @@ func (f *serveFlags) check(stderr io.Writer) (keep time.Duration, tokens server.
 // --preload, and starts watching --eventlog-dir and --profile-dir until
 // ctx ends.
 func (f *serveFlags) startWork(ctx context.Context, srv *server.Server, db *store.DB, log *slog.Logger, say func(line, msg string, args ...any)) error {
-	if f.preload != "" {
-		n, err := preloadDir(srv, db, f.preload)
-		if err != nil {
-			log.Warn("preload incomplete", "dir", f.preload, "err", err)
-		}
-		say(fmt.Sprintf("preloaded %d files from %s", n, f.preload), "preloaded", "files", n, "dir", f.preload)
+	if len(f.preload) > 0 {
+		preloadAll(srv, db, f.preload, log, say)
 	}
 	if f.eventLogDir != "" {
 		if _, err := os.Stat(f.eventLogDir); err != nil {
@@ -214,11 +209,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	// say tells the operator what the server is doing: a plain line in
-	// text logs, a record in JSON ones.
+	// say tells the operator what the server is doing, whatever the
+	// --log-level: a plain line in text logs, a record in JSON ones.
+	sayLog, _ := newLogger(f.logFormat, e.stderr, slog.LevelInfo)
 	say := func(line, msg string, args ...any) {
 		if f.logFormat == "json" {
-			log.Info(msg, args...)
+			sayLog.Info(msg, args...)
 			return
 		}
 		fmt.Fprintf(e.stderr, "sparkprof serve: %s\n", line)
@@ -271,10 +267,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		hs.Close() // no request reaches a closed store
 		db.Close()
 	}()
-	if _, err := os.Stat(f.agentJar); err != nil {
-		f.agentJar = ""
+	jar, err := agentJarPath(f.agentJar)
+	if err != nil {
+		return err
 	}
-	srv := server.New(server.Config{Store: db, Tokens: tokens, Logger: log, AgentJar: f.agentJar, RatePerSecond: f.rate, MaxConcurrentUploads: f.concurrent,
+	srv := server.New(server.Config{Store: db, Tokens: tokens, Logger: log, AgentJar: jar, RatePerSecond: f.rate, MaxConcurrentUploads: f.concurrent,
 		EventLogDir: filepath.Join(f.data, "eventlogs"), MaxLogBytes: f.maxLogGB << 30, MaxQuerySamples: f.maxQuerySamples, SlowQuery: f.slowQuery,
 		IngestMemory: mem.ingest, MaxConcurrentQueries: f.maxQueries, Thresholds: f.thresholds.th})
 	defer srv.Close()
@@ -325,78 +322,40 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, "sparkprof is starting: the store is replaying its write-ahead log; retry in a few seconds", http.StatusServiceUnavailable)
 }
 
-// preloadFile is one file of the sample data the server preloads.
-type preloadFile struct {
-	path, kind, app string
+// newLogger returns the logger of --log-format, writing records of level
+// or above to w.
+func newLogger(format string, w io.Writer, level slog.Level) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: level}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("%w: --log-format %q: want text or json", errUsage, format)
 }
 
-// preloadFiles returns the sample data to preload from a corpus-like
-// directory: a few event logs, Phil's straggler riddle (console log, Uber
-// CPU/memory records and stacks, one app), and the JFR recordings and Uber
-// stacks as profiles.
-func preloadFiles(dir string) []preloadFile {
-	files := []preloadFile{
-		{"eventlogs/nvidia/tasks_executors_fail_compressed_eventlog.zstd", "eventlog", ""},
-		{"eventlogs/nvidia/eventlog_4nodes_8cores_dynamic_alloc.zstd", "eventlog", ""},
-		{"eventlogs/apache/local-1642039451826", "eventlog", ""},
-		{"eventlogs/apache/app-20161116163331-0000", "eventlog", ""},
-		{"eventlogs/sparklens/local-1532512550423", "eventlog", ""},
-		{"eventlogs/sparklint/spark_event_log_example", "eventlog", ""},
-		{"applogs/phil_stopwatch/ProfileStraggler/JobStraggler.log.gz", "logs", "ProfileStraggler"},
-		{"jvm-profiler/phil_stopwatch/ProfileStraggler/CpuAndMemory.json.gz", "profile", "ProfileStraggler"},
-		{"jvm-profiler/phil_stopwatch/ProfileStraggler/Stacktrace.json.gz", "profile", "ProfileStraggler"},
-		{"applogs/phil_stopwatch/profile_straggler/Straggler_PySpark.log.gz", "logs", "profile_straggler"},
-		{"jvm-profiler/phil_stopwatch/profile_straggler/CpuAndMemory.json.gz", "profile", "profile_straggler"},
-		{"jvm-profiler/phil_stopwatch/profile_straggler/Stacktrace.json.gz", "profile", "profile_straggler"},
+// agentJarPath returns the agent jar to serve at /agent.jar: the one
+// --agent-jar names, else sparkprof-agent.jar beside the running binary
+// (make agent puts it there), so that the server finds it from any
+// working directory; "" when there is none.
+func agentJarPath(flagged string) (string, error) {
+	if flagged != "" {
+		if _, err := os.Stat(flagged); err != nil {
+			return "", fmt.Errorf("--agent-jar: %w", err)
+		}
+		return flagged, nil
 	}
-	jfrs, _ := filepath.Glob(filepath.Join(dir, "jfr", "*.jfr.gz"))
-	for _, p := range jfrs {
-		rel, _ := filepath.Rel(dir, p)
-		files = append(files, preloadFile{rel, "profile", ""})
+	exe, err := os.Executable()
+	if err != nil {
+		return "", nil
 	}
-	return files
-}
-
-// preloadDir imports the sample data of dir into the default tenant. Event
-// logs and container logs are imported again (replacing the same files);
-// profiles only when the store does not hold them yet.
-func preloadDir(srv *server.Server, db *store.DB, dir string) (int, error) {
-	if _, err := os.Stat(dir); err != nil {
-		return 0, err
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
 	}
-	already := map[string]bool{}
-	db.Select("", store.Query{}, func(u *store.Upload) error {
-		if u.Profile != nil {
-			already[u.Profile.Source] = true
-		}
-		for _, src := range u.Sources {
-			already[src] = true
-		}
-		return nil
-	})
-	n := 0
-	var errs []error
-	for _, f := range preloadFiles(dir) {
-		if f.kind == "profile" && already[f.path] {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, f.path))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		imp := ingest.File{Name: f.path, Kind: f.kind, App: f.app, Data: data}
-		if lp := format.LabelsBeside(filepath.Join(dir, f.path)); lp != "" {
-			if imp.JFRLabels, err = os.ReadFile(lp); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		}
-		if _, err := srv.Ingest().Import("", imp); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", f.path, err))
-			continue
-		}
-		n++
+	beside := filepath.Join(filepath.Dir(exe), "sparkprof-agent.jar")
+	if _, err := os.Stat(beside); err != nil {
+		return "", nil
 	}
-	return n, errors.Join(errs...)
+	return beside, nil
 }

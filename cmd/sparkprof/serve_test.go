@@ -29,7 +29,15 @@ import (
 // extra flags, and returns its base URL.
 func startServe(t *testing.T, bin, data string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
+	return startServeIn(t, "", bin, data, extra...)
+}
+
+// startServeIn is startServe in the working directory dir ("" for the
+// test's).
+func startServeIn(t *testing.T, dir, bin, data string, extra ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, extra...)...)
+	cmd.Dir = dir
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -52,17 +60,74 @@ func startServe(t *testing.T, bin, data string, extra ...string) (*exec.Cmd, str
 	return nil, ""
 }
 
+// waitFor polls done until it reports true. A busy machine may take long:
+// only the test binary's -timeout bounds the wait, and what was waited for
+// is said shortly before it would strike.
+func waitFor(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	deadline, bounded := t.Deadline()
+	for !done() {
+		if bounded && time.Until(deadline) < 15*time.Second {
+			t.Fatalf("still waiting for %s as the test's -timeout nears", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitReady waits until the server at base answers /ready with 200.
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	waitFor(t, base+"/ready", func() bool {
+		resp, err := http.Get(base + "/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// newServer returns a server of cfg, logging nowhere, its event logs in a
+// directory of the test's, closed when the test ends.
+func newServer(t *testing.T, cfg server.Config) *server.Server {
+	t.Helper()
+	if cfg.EventLogDir == "" {
+		cfg.EventLogDir = t.TempDir()
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := server.New(cfg)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 var (
 	buildOnce sync.Once
 	builtBin  string
 	buildErr  error
 )
 
+// TestMain runs the tests with a temporary directory of their own, and
+// fails them if they leave anything in it: tests clean up what they make.
 func TestMain(m *testing.M) {
+	tmp, err := os.MkdirTemp("", "sparkprof-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("TMPDIR", tmp)
 	code := m.Run()
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin))
 	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 && code == 0 {
+		names := make([]string, len(left))
+		for i, e := range left {
+			names[i] = e.Name()
+		}
+		fmt.Fprintf(os.Stderr, "the tests left %s in the temporary directory\n", strings.Join(names, ", "))
+		code = 1
+	}
+	os.RemoveAll(tmp)
 	os.Exit(code)
 }
 
@@ -283,7 +348,7 @@ func TestGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	g.open(server.New(server.Config{Store: db}))
+	g.open(newServer(t, server.Config{Store: db}))
 	if w := get("/api/v1/apps"); w.Code != 200 {
 		t.Errorf("query once open: %d %s", w.Code, w.Body.String())
 	}
@@ -371,10 +436,11 @@ func TestImportWaitsForStartingServer(t *testing.T) {
 	defer db.Close()
 	var g gate
 	var requests atomic.Int32
+	srv := newServer(t, server.Config{Store: db})
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if requests.Add(1) == 1 {
 			// The first request finds the store replaying; then it opens.
-			defer g.open(server.New(server.Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+			defer g.open(srv)
 		}
 		g.ServeHTTP(w, r)
 	}))
@@ -429,18 +495,7 @@ func TestServeJSONLogs(t *testing.T) {
 	}
 	// "listening" comes as the port opens; /ready follows once the server
 	// is set up.
-	code := 0
-	for deadline := time.Now().Add(10 * time.Second); code != 200 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		resp, err := http.Get(base + "/ready")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		code = resp.StatusCode
-	}
-	if code != 200 {
-		t.Errorf("/ready: %d", code)
-	}
+	waitReady(t, base)
 }
 
 // import takes the server, tenant and token from the agent's environment
@@ -451,7 +506,7 @@ func TestImportSettingsFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	ts := httptest.NewServer(server.New(server.Config{Store: db, AuthToken: "s3cret", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	ts := httptest.NewServer(newServer(t, server.Config{Store: db, AuthToken: "s3cret"}))
 	defer ts.Close()
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600)
@@ -490,13 +545,9 @@ func TestServeProfileDir(t *testing.T) {
 	// wait waits for executor 5's CPU total to reach want.
 	wait := func(base string, want int64) {
 		t.Helper()
-		var got int64
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			if got = ticks(t, base, "spark4", `{spark_app_id="app-20240101000000-0001", spark_executor_id="5"}`, "cpu"); got == want {
-				return
-			}
-		}
-		t.Fatalf("executor 5's CPU total %d, want %d", got, want)
+		waitFor(t, fmt.Sprintf("executor 5's CPU total to reach %d", want), func() bool {
+			return ticks(t, base, "spark4", `{spark_app_id="app-20240101000000-0001", spark_executor_id="5"}`, "cpu") == want
+		})
 	}
 	data := filepath.Join(dir, "data")
 	cmd, base := startServe(t, bin, data, "--profile-dir", profiles, "--profile-poll", "100ms", "--watch-tenant", "spark4")

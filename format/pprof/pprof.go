@@ -266,7 +266,10 @@ type EncodeOptions struct {
 }
 
 // Encode writes p as one gzipped pprof profile holding the selected
-// sample types. Samples with the same stack, labels, thread and state are
+// sample types. The default sample type, and the period type, is the
+// natural one of the profile: CPU time if selected, else wall time, else
+// the first type; the period is the largest value every sample of it is a
+// multiple of (the sampling interval of a recording's time samples). Samples with the same stack, labels, thread and state are
 // merged into one pprof sample with one value per type. A sample's labels
 // (the profile's overridden by its own) become string labels; its thread
 // becomes the "thread_name" label (and the numeric LabelThreadID label when
@@ -295,8 +298,10 @@ func Encode(w io.Writer, p *profile.Profile, opts EncodeOptions) error {
 		col[id] = i
 		gp.SampleType = append(gp.SampleType, &gprofile.ValueType{Type: t.Name, Unit: t.Unit})
 	}
-	if len(types) > 0 {
-		gp.DefaultSampleType = types[0].Name
+	def := naturalType(types)
+	if def >= 0 {
+		gp.DefaultSampleType = types[def].Name
+		gp.PeriodType = &gprofile.ValueType{Type: types[def].Name, Unit: types[def].Unit}
 	}
 	if p.Start > 0 {
 		gp.TimeNanos = p.Start
@@ -338,6 +343,9 @@ func Encode(w io.Writer, p *profile.Profile, opts EncodeOptions) error {
 			keys = append(keys, k)
 		}
 		gs.Value[c] += s.Value
+		if c == def {
+			gp.Period = gcd(gp.Period, s.Value)
+		}
 	}
 	// Samples in first-seen order, so that output is deterministic.
 	for _, k := range keys {
@@ -350,6 +358,33 @@ func Encode(w io.Writer, p *profile.Profile, opts EncodeOptions) error {
 		return fmt.Errorf("pprof: %w", err)
 	}
 	return nil
+}
+
+// naturalType returns the index among types of the one a profile of them
+// is read as by default: CPU time for a CPU profile, else wall time, else
+// the first; -1 when there are none.
+func naturalType(types []profile.SampleType) int {
+	for _, fam := range []string{"cpu", "wall"} {
+		for i, t := range types {
+			if t.Family() == fam {
+				return i
+			}
+		}
+	}
+	if len(types) == 0 {
+		return -1
+	}
+	return 0
+}
+
+// gcd returns the greatest common divisor of a and b (of their absolute
+// values; gcd(0, b) is |b|).
+func gcd(a, b int64) int64 {
+	a, b = max(a, -a), max(b, -b)
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 type funcKey struct {

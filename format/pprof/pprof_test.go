@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	runtimepprof "runtime/pprof"
@@ -20,6 +19,7 @@ import (
 	"github.com/sparkprof/sparkprof/format/jfr"
 	"github.com/sparkprof/sparkprof/format/uber"
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/internal/pproftool"
 	"github.com/sparkprof/sparkprof/profile"
 )
 
@@ -114,25 +114,47 @@ func TestRoundTripStraggler(t *testing.T) {
 	}
 }
 
-// TestGoToolPprof runs `go tool pprof -top` on an encoded profile.
+// TestGoToolPprof runs `go tool pprof -top` on encoded profiles of every
+// type: it shows the natural type of each (CPU time where there is any,
+// not the first type), with its total, and the period type is that type.
 func TestGoToolPprof(t *testing.T) {
-	goBin, err := exec.LookPath("go")
+	asyncProfiler, err := jfr.Decode(corpus.Read(t, "jfr", "async-profiler.jfr.gz"), "async-profiler.jfr.gz")
 	if err != nil {
-		t.Skip("go command not on PATH")
-	}
-	path := filepath.Join(t.TempDir(), "straggler.pb.gz")
-	if err := os.WriteFile(path, encodePprof(t, straggler(t), EncodeOptions{}), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(goBin, "tool", "pprof", "-top", "-nodecount=5", path).CombinedOutput()
+	cortex, err := jfr.Decode(corpus.Read(t, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz"), "cortex.jfr.gz")
 	if err != nil {
-		t.Fatalf("go tool pprof: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	// The most frequent self frame over all states is Object.wait.
-	for _, want := range []string{"Type: samples", "of 47473 total", "java.lang.Object.wait"} {
-		if !bytes.Contains(out, []byte(want)) {
-			t.Errorf("go tool pprof -top output lacks %q:\n%s", want, out)
-		}
+	for _, tt := range []struct {
+		name   string
+		p      *profile.Profile
+		types  []profile.SampleType
+		want   profile.SampleType
+		period int64
+	}{
+		{"wall before cpu", asyncProfiler, nil, profile.TypeCPU, 10_000_000},
+		{"samples", straggler(t), nil, profile.TypeSamples, 1},
+		{"no time: the first type", cortex, []profile.SampleType{profile.TypeLockCount, profile.TypeAllocBytes}, profile.TypeLockCount, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			raw := encodePprof(t, tt.p, EncodeOptions{Types: tt.types})
+			path := filepath.Join(t.TempDir(), "p.pb.gz")
+			if err := os.WriteFile(path, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			id, _ := tt.p.TypeIndex(tt.want)
+			if r := pproftool.Top(t, path); r.Type != tt.want.Name || r.Total != tt.p.Total(id) {
+				t.Errorf("go tool pprof shows %s, total %d; want %s, %d:\n%.600s", r.Type, r.Total, tt.want.Name, tt.p.Total(id), r.Text)
+			}
+			gp, err := gprofile.ParseData(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pt := gp.PeriodType; pt == nil || pt.Type != tt.want.Name || pt.Unit != tt.want.Unit || (tt.period > 0 && gp.Period != tt.period) {
+				t.Errorf("period type %v, period %d; want %v every %d", pt, gp.Period, tt.want, tt.period)
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@
 //
 //   node e2e/e2e.mjs [path/to/sparkprof] [testdata dir]
 import { chromium } from 'playwright-core';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { startServer } from './lib.mjs';
@@ -20,6 +21,11 @@ const testdata = path.resolve(process.argv[3] || path.join(here, '../../../share
 const shots = path.resolve(process.env.SCREENSHOTS || path.join(here, '../../out/ui-e2e'));
 const browserPath = process.env.CHROMIUM || '/usr/bin/chromium';
 mkdirSync(shots, { recursive: true });
+
+// The sample data `make demo` preloads: its --preload arguments.
+const demoPreload = execFileSync(path.join(here, '../../scripts/demo-preload.sh'), [testdata], { encoding: 'utf8' })
+  .split('\n')
+  .filter(Boolean);
 
 const steps = [];
 // failed is called with a step's error before it ends the run: it says
@@ -38,7 +44,7 @@ async function step(name, fn) {
   console.log(`ok   ${name} (${Date.now() - t} ms)`);
 }
 
-const srv = await startServer(bin, ['--preload', testdata]);
+const srv = await startServer(bin, demoPreload);
 const browser = await chromium.launch({
   executablePath: browserPath,
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],

@@ -48,7 +48,8 @@ public final class Agent {
       String role = cfg.get("executorId") != null ? "executor" : who[0];
       Agent a = start(cfg, role, first(cfg.get("appId"), who[1]), cfg.get("appName"), first(cfg.get("executorId"), who[2]));
       if (a != null) {
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> a.stop(5_000), "sparkprof-shutdown"));
+        long stopWait = Math.max(0, cfg.millis("stopWait", 5_000));
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> a.stop(stopWait), "sparkprof-shutdown"));
       }
     } catch (Throwable t) {
       Log.once("agent failed to start", t);
@@ -199,14 +200,24 @@ public final class Agent {
    * recorder slower than that costs the job only the wait.
    */
   void awaitRecording(long millis) {
+    if (millis <= 0) {
+      return;
+    }
     try {
       if (!recording.await(millis, TimeUnit.MILLISECONDS)) {
-        Log.info("the Flight Recorder took over " + millis + " ms to start; the first tasks may go unprofiled");
+        Log.info("the recorder took over " + millis + " ms to start; the first tasks may go unprofiled (startWait waits"
+            + " longer)");
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
   }
+
+  /**
+   * How long a window's end waits, between uploads, for the Flight Recorder's own shutdown hook to write the
+   * window when the JVM exits under it; the last window's end waits until the stop's deadline instead.
+   */
+  private static final long ROTATE_WAIT_MS = 3_000;
 
   private void shipLoop() {
     long every = Math.max(100, cfg.millis("uploadInterval", 10_000));
@@ -222,7 +233,7 @@ public final class Agent {
         return;
       }
       try {
-        window(profiler.rotate(false), Long.MAX_VALUE);
+        window(profiler.rotate(false, System.currentTimeMillis() + ROTATE_WAIT_MS), Long.MAX_VALUE);
       } catch (Throwable t) {
         Log.once("recording a window failed", t);
       }
@@ -275,7 +286,7 @@ public final class Agent {
     }
     try {
       shipper.join(Math.max(1, (deadline - System.currentTimeMillis()) / 2));
-      window(profiler.rotate(true), deadline);
+      window(profiler.rotate(true, deadline), deadline);
       if (output != null) {
         writeOutput();
       }

@@ -25,6 +25,7 @@ final class Config {
     put("lockThreshold", "10ms");
     put("maxQueuedBytes", "64m");
     put("compression", "none");
+    put("startWait", "3s");
   }
 
   void put(String key, String value) {
@@ -68,7 +69,7 @@ final class Config {
   static final String[] KEYS = {
     "server", "enabled", "driver.enabled", "executor.enabled", "fraction", "events", "interval",
     "uploadInterval", "outputDir", "authToken", "labels", "appName", "appId", "executorId", "lockThreshold",
-    "maxQueuedBytes", "tenant", "asyncProfiler", "compression", "startWait"
+    "maxQueuedBytes", "tenant", "asyncProfiler", "compression", "startWait", "stopWait"
   };
 
   String get(String key) {

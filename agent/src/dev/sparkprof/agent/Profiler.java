@@ -128,9 +128,10 @@ final class Profiler {
 
   /**
    * Ends the current window and, unless last, starts the next one. Returns the ended window, or null when
-   * nothing was recording.
+   * nothing was recording. When the JVM's exit stopped the recording first, it waits until deadline (Unix ms)
+   * at most for the Flight Recorder to write it.
    */
-  synchronized Window rotate(boolean last) throws IOException {
+  synchronized Window rotate(boolean last, long deadline) throws IOException {
     if (currentFile == null) {
       return null;
     }
@@ -139,7 +140,7 @@ final class Profiler {
     long from = currentStartMs, now = System.currentTimeMillis();
     currentFile = null;
     try {
-      end(ended, async != null ? jfrFile : file);
+      end(ended, async != null ? jfrFile : file, deadline);
       if (async != null) {
         async.stop();
       }
@@ -161,8 +162,11 @@ final class Profiler {
     return new Window(file, from, now);
   }
 
-  /** Stops and closes a Flight Recorder recording (if any), which writes it to file. */
-  private static void end(Recording r, Path file) {
+  /**
+   * Stops and closes a Flight Recorder recording (if any), which writes it to file; one the JVM's exit stopped
+   * first is waited for until deadline.
+   */
+  private static void end(Recording r, Path file, long deadline) {
     if (r == null) {
       return;
     }
@@ -173,15 +177,14 @@ final class Profiler {
       // destination file itself, after it marks the recording stopped: closing the recording now would
       // delete the chunks it is still copying ("Missing chunkfile"), and cut the file. The recording is left
       // to the hook, which ends them all.
-      awaitWhole(file, 3_000);
+      awaitWhole(file, deadline);
       return;
     }
     r.close();
   }
 
-  /** Waits until file holds whole chunks and stops growing, at most timeoutMs. */
-  private static void awaitWhole(Path file, long timeoutMs) {
-    long deadline = System.currentTimeMillis() + timeoutMs;
+  /** Waits until file holds whole chunks and stops growing, at most until deadline (Unix ms). */
+  private static void awaitWhole(Path file, long deadline) {
     long last = -1;
     try {
       while (System.currentTimeMillis() < deadline) {

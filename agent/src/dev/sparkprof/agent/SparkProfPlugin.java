@@ -40,22 +40,31 @@ public final class SparkProfPlugin implements SparkPlugin {
   }
 
   /**
-   * How long a plugin's init waits for the Flight Recorder to start (about half a second of CPU) unless
-   * {@code startWait} says otherwise: Spark calls init before the executor takes tasks, so the wait lets the
-   * first tasks be profiled.
+   * How long a plugin's init waits for the recorder to start ({@code startWait}, 3 s by default; the Flight
+   * Recorder's start costs 1.5 to 2 s of CPU): Spark calls init before the executor takes tasks, so the wait lets
+   * the first tasks be profiled.
    */
-  static final long START_WAIT_MS = 3_000;
+  static long startWait(Config cfg) {
+    return Math.max(0, cfg.millis("startWait", 3_000));
+  }
+
+  /** How long a plugin's shutdown waits to ship the last window ({@code stopWait}, 10 s by default). */
+  static long stopWait(Config cfg) {
+    return Math.max(0, cfg.millis("stopWait", 10_000));
+  }
 
   static final class Driver implements DriverPlugin {
     private Agent agent;
+    private long stopWait;
 
     @Override
     public Map<String, String> init(SparkContext sc, PluginContext ctx) {
       try {
         Config cfg = config(sc.getConf());
+        stopWait = stopWait(cfg);
         agent = Agent.start(cfg, "driver", sc.applicationId(), sc.appName(), "driver");
         if (agent != null) {
-          agent.awaitRecording(cfg.millis("startWait", START_WAIT_MS));
+          agent.awaitRecording(startWait(cfg));
         }
       } catch (Throwable t) {
         Log.once("driver plugin failed to start", t);
@@ -66,24 +75,26 @@ public final class SparkProfPlugin implements SparkPlugin {
     @Override
     public void shutdown() {
       if (agent != null) {
-        agent.stop(10_000);
+        agent.stop(stopWait);
       }
     }
   }
 
   static final class Executor implements ExecutorPlugin {
     private volatile Agent agent;
+    private long stopWait;
 
     @Override
     public void init(PluginContext ctx, Map<String, String> extraConf) {
       try {
         SparkConf conf = ctx.conf();
         Config cfg = config(conf);
+        stopWait = stopWait(cfg);
         agent = Agent.start(cfg, "executor", conf.get("spark.app.id", null), conf.get("spark.app.name", null),
             ctx.executorID());
         if (agent != null) {
           agent.labels.put("host", ctx.hostname());
-          agent.awaitRecording(cfg.millis("startWait", START_WAIT_MS));
+          agent.awaitRecording(startWait(cfg));
         }
       } catch (Throwable t) {
         Log.once("executor plugin failed to start", t);
@@ -126,7 +137,7 @@ public final class SparkProfPlugin implements SparkPlugin {
     @Override
     public void shutdown() {
       if (agent != null) {
-        agent.stop(10_000);
+        agent.stop(stopWait);
       }
     }
   }

@@ -118,6 +118,12 @@ public final class AgentUnitTest {
     check("bad duration falls back", bad.millis("interval", 10), 10);
     check("size", new Config().bytes("maxQueuedBytes", 0), 64L << 20);
     check("default compression", new Config().get("compression"), "none");
+    check("default start wait", SparkProfPlugin.startWait(new Config()), 3000L);
+    check("default stop wait", SparkProfPlugin.stopWait(new Config()), 10_000L);
+    Config waits = new Config();
+    waits.parseOptions("startWait=10m,stopWait=0");
+    check("start wait", SparkProfPlugin.startWait(waits), 600_000L);
+    check("no stop wait", SparkProfPlugin.stopWait(waits), 0L);
   }
 
   /** A window's recording as sent: itself by default, gzipped with compression=gzip (any case). */

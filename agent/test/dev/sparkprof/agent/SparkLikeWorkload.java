@@ -1,6 +1,9 @@
 package dev.sparkprof.agent;
 
 import com.codahale.metrics.MetricRegistry;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -16,6 +19,12 @@ import org.apache.spark.api.plugin.SparkPlugin;
  * Spark 3.1+ names them, shutdown), with CPU, allocation and lock work in two stages.
  *
  * <p>usage: SparkLikeWorkload SERVER_URL FRACTION OUTPUT_DIR(or -) [EXTRA_KEY=VALUE...]
+ *
+ * <p>The plugin's init waits for the recorder to be up before the first stage, and its shutdown for the last
+ * window to be shipped, however long a busy machine makes them take ({@code startWait} and {@code stopWait}
+ * of ten minutes, unless the arguments say otherwise). With {@code -Dworkload.gate=true} the workload reads a
+ * line from its standard input between the stages, so that a test can act in between (start a server late)
+ * when it sees the signal it waits for.
  */
 public final class SparkLikeWorkload {
   static final Object lock = new Object();
@@ -27,9 +36,8 @@ public final class SparkLikeWorkload {
         .set("spark.app.name", "SparkLikeWorkload")
         .set("spark.sparkprof.fraction", args[1])
         .set("spark.sparkprof.interval", "5ms")
-        // Stage 1 is over in 1.5 s: its samples are asserted on, so the plugin waits for the recorder
-        // however long a busy machine makes its start.
-        .set("spark.sparkprof.startWait", "10m");
+        .set("spark.sparkprof.startWait", "10m")
+        .set("spark.sparkprof.stopWait", "10m");
     if (!args[0].equals("-")) {
       conf.set("spark.sparkprof.server", args[0]);
     }
@@ -46,10 +54,13 @@ public final class SparkLikeWorkload {
 
     long t0 = System.currentTimeMillis();
     runStage(exec, 1, 4, 0, SparkLikeWorkload::cpuWork);
-    // -Dworkload.pauseMs=N: idle between the stages, e.g. while a test starts the server late.
+    // -Dworkload.pauseMs=N: idle between the stages, for more upload windows.
     System.out.println("STAGE 1 DONE");
     System.out.flush();
     Thread.sleep(Long.getLong("workload.pauseMs", 0));
+    if (Boolean.getBoolean("workload.gate")) {
+      new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+    }
     runStage(exec, 2, 4, 4, SparkLikeWorkload::lockWork);
     long t1 = System.currentTimeMillis();
     exec.shutdown();

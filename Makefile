@@ -35,8 +35,13 @@ agent:
 	cp agent/build/sparkprof-agent.jar $(dir $(BIN))sparkprof-agent.jar
 
 # The web UI's npm packages (exact versions from ui/package-lock.json).
-ui-deps:
-	@[ -d ui/node_modules ] || (cd ui && npm ci --no-audit --no-fund)
+# ui-deps installs the UI's npm packages again whenever its lock file
+# changes (npm ci writes node_modules/.package-lock.json).
+ui-deps: ui/node_modules/.package-lock.json
+
+ui/node_modules/.package-lock.json: ui/package-lock.json
+	cd ui && npm ci --no-audit --no-fund
+	@touch $@
 
 # Rebuild the UI bundle ui/dist (committed generated code, embedded in the
 # binary) after changing ui/src.

@@ -102,7 +102,7 @@ export async function run({ page, browser, step, shot, url, testdata, startServe
       await p.goto(`${locked.url}/#/agents`);
       await p.locator('input[name=token]').fill('wrong');
       await p.locator('input[type=submit]').click();
-      await p.getByText("That is not the server's token.").waitFor();
+      await p.getByText("That is not one of the server's tokens.").waitFor();
       await p.locator('input[name=token]').fill('s3cret');
       await p.locator('input[type=submit]').click();
       // Back on the page asked for; the UI's own requests carry the cookie.

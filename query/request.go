@@ -3,6 +3,7 @@ package query
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -89,7 +90,34 @@ func ParseRequest(q url.Values, selParam string) (Request, error) {
 			req.Filter.States = append(req.Filter.States, state)
 		}
 	}
+	if req.Filter.Focus, err = parseFrameRegexp(q, "focus"); err != nil {
+		return Request{}, err
+	}
+	if req.Filter.Ignore, err = parseFrameRegexp(q, "ignore"); err != nil {
+		return Request{}, err
+	}
 	return req, nil
+}
+
+// maxFrameRegexp bounds the length of a focus or ignore expression.
+const maxFrameRegexp = 4096
+
+// parseFrameRegexp compiles the regular expression of parameter name
+// (focus keeps the samples with a frame matching it, ignore drops them),
+// or returns nil when it is absent.
+func parseFrameRegexp(q url.Values, name string) (*regexp.Regexp, error) {
+	expr := q.Get(name)
+	if expr == "" {
+		return nil, nil
+	}
+	if len(expr) > maxFrameRegexp {
+		return nil, errkind.Errorf(errkind.BadInput, "%s: %d bytes, more than %d: match fewer frames", name, len(expr), maxFrameRegexp)
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, errkind.Errorf(errkind.BadInput, "%s: %w", name, err)
+	}
+	return re, nil
 }
 
 // ParseRange parses a query's optional from and until, or, when given,

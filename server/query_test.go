@@ -242,6 +242,45 @@ func TestTop(t *testing.T) {
 	}
 }
 
+// focus keeps the samples with a frame matching it and ignore drops them,
+// in the flame graph and the top table alike (the recommendations' links
+// carry focus); a bad expression is a 400 naming the parameter.
+func TestFocusAndIgnore(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	body := []byte("main;parse;regex.Match 5\nmain;parse 3\nmain;write 4\n")
+	if code := post(t, ts, url.Values{"name": {"focus{}"}, "format": {"folded"}}, "", body); code != 200 {
+		t.Fatalf("upload: %d", code)
+	}
+	sel := url.QueryEscape(`{service_name="focus"}`)
+	for _, c := range []struct {
+		params string
+		total  int64
+	}{
+		{"", 12},
+		{"&focus=" + url.QueryEscape(`^regex\.`), 5},
+		{"&focus=parse", 8},
+		{"&ignore=parse", 4},
+		{"&focus=main&ignore=Match", 7},
+	} {
+		var r renderResponse
+		getJSON(t, ts, "/api/v1/render?type=samples&query="+sel+c.params, &r)
+		if got := r.Flamebearer.NumTicks; got != c.total {
+			t.Errorf("render%s: total %d, want %d", c.params, got, c.total)
+		}
+		var top struct{ Total int64 }
+		getJSON(t, ts, "/api/v1/top?type=samples&query="+sel+c.params, &top)
+		if top.Total != c.total {
+			t.Errorf("top%s: total %d, want %d", c.params, top.Total, c.total)
+		}
+	}
+	for _, bad := range []string{"focus=(", "ignore=" + url.QueryEscape("a[")} {
+		code, msg := getBody(t, ts, "/api/v1/render?query="+sel+"&"+bad)
+		if name, _, _ := strings.Cut(bad, "="); code != http.StatusBadRequest || !strings.Contains(msg, name) {
+			t.Errorf("render?%s: %d %s, want 400 naming %s", bad, code, msg, name)
+		}
+	}
+}
+
 // label-values with a selector lists the values among the samples it
 // selects, in the head and, once compacted, from a block's rollup
 // (alloc_class) or, for a label the rollup drops (thread_name), its samples.

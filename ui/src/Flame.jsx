@@ -100,7 +100,7 @@ export function FlameView({ sel, onType, title, children }) {
           frame width = {typeMeaning(data.type)} · {loading ? 'updating… ' : ''}
           total {fmtValue(total, data.unit)} · {data.flamebearer.names.length.toLocaleString('en')} functions
         </span>
-        <ExportLinks sel={{ query: sel.query, type: data.type, from: sel.from, until: sel.until, state: sel.state }} />
+        <ExportLinks sel={{ query: sel.query, type: data.type, from: sel.from, until: sel.until, state: sel.state, focus: sel.focus }} />
       </div>
       {total === 0 ? (
         <div className="empty" data-testid="flame-empty">

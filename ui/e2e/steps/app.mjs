@@ -44,6 +44,25 @@ export async function run({ page, context, errors, step, shot, shots, url }) {
     await shot('2-app.png');
   });
 
+  await step('a recommendation opens the flame graph of its frames', async () => {
+    const link = page.getByTestId('recommendation').filter({ hasText: 'list-append' }).getByTestId('recommendation-flame');
+    const target = await link.getAttribute('href');
+    const params = new URLSearchParams(target.split('?')[1]);
+    assert.ok(params.get('focus'), `the link ${target} carries no focus`);
+    await link.click();
+    await page.getByTestId('focus').getByText(params.get('focus')).waitFor();
+    await page.getByTestId('flame').getByTestId('flamegraph-canvas').waitFor();
+    // The page's flame graph is the focused one: fewer samples than all.
+    const ticks = async (q) => (await (await fetch(`${url}/api/v1/render?${q}`)).json()).flamebearer.numTicks;
+    const sel = new URLSearchParams({ query: params.get('query'), type: params.get('type') });
+    const all = await ticks(sel);
+    sel.set('focus', params.get('focus'));
+    const focused = await ticks(sel);
+    assert.ok(focused > 0 && focused < all, `focused ${focused} of ${all} samples`);
+    await page.goBack();
+    await page.getByTestId('app-title').getByText('Profile Straggler').waitFor();
+  });
+
   await step("a finding's evidence reads as a table", async () => {
     const straggler = page.getByTestId('findings').locator('li').filter({ hasText: '7.8x the median' });
     await straggler.locator('summary').click();

@@ -45,7 +45,7 @@ function PickService({ sel }) {
 }
 
 export function FlamePage({ params, setParams }) {
-  const sel = { query: params.query || '{}', type: params.type, from: params.from, until: params.until, state: params.state };
+  const sel = { query: params.query || '{}', type: params.type, from: params.from, until: params.until, state: params.state, focus: params.focus };
   const ok = scoped(sel.query);
   return (
     <div>
@@ -67,6 +67,14 @@ export function FlamePage({ params, setParams }) {
               </select>
             </label>
           </div>
+          {params.focus && (
+            <p className="muted" data-testid="focus">
+              Only the samples with a frame matching <code>{params.focus}</code>.{' '}
+              <a href="#" onClick={(e) => { e.preventDefault(); setParams({ ...params, focus: undefined }); }}>
+                All samples
+              </a>
+            </p>
+          )}
           <SampleSeries sel={sel} by={params.by} onRange={([from, until]) => setParams({ ...params, from, until })} />
           <FlameView sel={sel} onType={(t) => setParams({ ...params, type: t })} />
         </>

@@ -177,6 +177,59 @@ func TestPatternsJVM(t *testing.T) {
 	}
 }
 
+// jacksonJars are Debian's Jackson jars (libjackson2-databind-java), which
+// JsonPatterns.java parses with.
+var jacksonJars = []string{"/usr/share/java/jackson-databind.jar", "/usr/share/java/jackson-core.jar", "/usr/share/java/jackson-annotations.jar"}
+
+// TestPatternsJSON runs bench/patterns/JsonPatterns.java, which parses a
+// JSON document per record with Jackson in a task thread, under the
+// Flight Recorder: its recommendations name json-parsing and no other,
+// with the program's own code as the caller.
+func TestPatternsJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a JVM")
+	}
+	missing := ""
+	if _, err := exec.LookPath("javac"); err != nil {
+		missing = "javac"
+	}
+	for _, jar := range jacksonJars {
+		if _, err := os.Stat(jar); err != nil {
+			missing = jar
+		}
+	}
+	if missing != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not installed (apt-get install openjdk-17-jdk-headless libjackson2-databind-java)", missing)
+		}
+		t.Skipf("%s not installed", missing)
+	}
+	dir := t.TempDir()
+	cp := strings.Join(append([]string{dir}, jacksonJars...), string(os.PathListSeparator))
+	src := filepath.Join("..", "bench", "patterns")
+	if out, err := exec.Command("javac", "-cp", cp, "-d", dir, filepath.Join(src, "Patterns.java"), filepath.Join(src, "JsonPatterns.java")).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	jfr := filepath.Join(dir, "json.jfr")
+	cmd := exec.Command("java", "-Xmx256m", "-XX:StartFlightRecording=filename="+jfr+",settings=profile,jdk.ExecutionSample#period=5ms",
+		"-cp", cp, "JsonPatterns", "1000")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("java: %v\n%s", err, out)
+	}
+	p, err := format.Load(jfr, format.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := Recommend(profilesOnly(p), DefaultThresholds)
+	if got := patternIDs(rs); !slices.Equal(got, []string{"json-parsing"}) {
+		t.Fatalf("patterns %v, want [json-parsing]: %+v", got, rs)
+	}
+	r := rs[0]
+	if !strings.HasPrefix(r.Frames[0].Frame, "com.fasterxml.jackson.") || !strings.Contains(r.Frames[0].Caller, "JsonPatterns") || r.Focus == "" {
+		t.Errorf("recommendation %+v, want a Jackson frame called from JsonPatterns", r)
+	}
+}
+
 // recordPattern runs Patterns.java's mode for a second of CPU time a
 // thread under the Flight Recorder, sampling every 5 ms, and decodes the
 // recording. The churning one gets a small heap, to collect often, and runs

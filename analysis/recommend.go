@@ -203,16 +203,22 @@ func (sc *scan) profile(p *profile.Profile) {
 				}
 			}
 		}
+		// A sample of a count type may stand for many (a merged profile
+		// sums equal stacks into one): its value is how many.
+		n := int64(1)
+		if typ.Unit == "count" {
+			n = s.Value
+		}
 		for i, pt := range patterns {
 			lock := pt.view == viewLock
 			if bits&(1<<i) == 0 || lock != (typ.Family() == "lock" || name == "blocked") {
 				continue
 			}
 			t.hits[i][appScope] += s.Value
-			t.counts[i][appScope]++
+			t.counts[i][appScope] += n
 			if stage != "" {
 				t.hits[i][stage] += s.Value
-				t.counts[i][stage]++
+				t.counts[i][stage] += n
 			}
 			k := [2]int{int(s.Stack), i}
 			w, ok := where[k]

@@ -248,6 +248,9 @@ func (s *Store) analyse(tenant string, paths []string, bundle string) (*analysis
 	return r, nil
 }
 
+// Thresholds returns the thresholds the store's analyses judge by.
+func (s *Store) Thresholds() analysis.Thresholds { return s.th }
+
 // Put makes r the tenant's app of its id: an app model built elsewhere,
 // with no files behind it, is known until the store closes.
 func (s *Store) Put(tenant string, r *analysis.Report) { s.put(tenant, r, "") }

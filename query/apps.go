@@ -118,7 +118,31 @@ func (e *Engine) App(ctx context.Context, tenant, id string) (*analysis.Report, 
 	live := *rep
 	live.Metrics = e.withLiveMetrics(tenant, rep)
 	live.Findings = e.explainStragglers(ctx, tenant, rep)
+	live.Recommendations = e.recommend(ctx, tenant, rep)
 	return &live, nil
+}
+
+// recommend returns the recommendations of the app's samples in the store
+// (analysis.Recommend), or rep's when the store holds none or the merge
+// fails. The merge keeps stages and thread pools, as a block's rollup
+// does, so a stored app reads its blocks' rollups.
+func (e *Engine) recommend(ctx context.Context, tenant string, rep *analysis.Report) []analysis.Recommendation {
+	m, err := profile.NewMatcher(profile.LabelAppID, profile.MatchEqual, rep.App.ID)
+	if err != nil {
+		return rep.Recommendations
+	}
+	req := NewRequest([]profile.Matcher{m}, "", 0, 0)
+	req.Keep = KeepCoarse
+	p, err := e.Merge(ctx, tenant, req)
+	if err != nil {
+		e.log.Warn("recommendations: reading the app's samples failed", "app", rep.App.ID, "err", err)
+		return rep.Recommendations
+	}
+	if len(p.Samples) == 0 {
+		return rep.Recommendations
+	}
+	in := analysis.Input{App: &spark.App{Summary: rep.App, Tasks: rep.Tasks}, Profiles: []*profile.Profile{p}}
+	return analysis.Recommend(in, e.apps.Thresholds())
 }
 
 // withLiveMetrics returns rep's metrics and those of the app's live

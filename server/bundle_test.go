@@ -54,10 +54,20 @@ func TestImportContainerLogApp(t *testing.T) {
 			Kind, Message string
 			Evidence      struct{ Profile analysis.Hotspot }
 		}
-		Metrics []struct{ Name string }
-		Tasks   []struct{}
+		Metrics         []struct{ Name string }
+		Tasks           []struct{}
+		Recommendations []struct {
+			Pattern, Focus string
+			Share          float64
+		}
 	}
 	getJSON(t, ts, "/api/v1/apps/ProfileStraggler", &detail)
+	// The app page recommends on the app's samples in the store: its task
+	// thread's time is all in List appends, as the offline analysis says
+	// (analysis.TestPatternsShares).
+	if rs := detail.Recommendations; len(rs) != 1 || rs[0].Pattern != "list-append" || rs[0].Share < 0.99 || rs[0].Focus == "" {
+		t.Errorf("recommendations %+v, want list-append on the task thread's samples", rs)
+	}
 	if detail.App.Name != "Profile Straggler" || detail.App.SparkVersion != "2.4.0" || len(detail.Tasks) != 3 {
 		t.Errorf("app = %+v with %d tasks, want Profile Straggler, Spark 2.4.0, 3 tasks", detail.App, len(detail.Tasks))
 	}

@@ -108,18 +108,16 @@ func parseSnapshot(b []byte) (*snapshot, error) {
 			if err := s.readContext(ctx); err != nil {
 				return fmt.Errorf("context %d: %w", key, err)
 			}
-			if len(s.pairs) > from {
-				s.contexts.put(key, span{int32(from), int32(len(s.pairs))})
-			}
+			// A later entry of the same id replaces an earlier one, as
+			// in any protobuf map, an empty one included.
+			s.contexts.put(key, span{int32(from), int32(len(s.pairs))})
 		case snapshotStrings:
 			key, str, err := entry(v)
 			if err != nil {
 				return fmt.Errorf("string: %w", err)
 			}
-			if len(str) > 0 {
-				s.strs.put(key, span{int32(text.Len()), int32(text.Len() + len(str))})
-				text.Write(str)
-			}
+			s.strs.put(key, span{int32(text.Len()), int32(text.Len() + len(str))})
+			text.Write(str)
 		}
 		return nil
 	})
@@ -133,18 +131,23 @@ func (s *snapshot) readContext(b []byte) error {
 		if num != contextLabels || typ != protowire.BytesType {
 			return nil
 		}
+		// An entry's fields may come in any order, and a missing one is 0.
 		var p labelPair
-		return eachField(v, func(num protowire.Number, typ protowire.Type, _ []byte, n uint64) error {
+		err := eachField(v, func(num protowire.Number, typ protowire.Type, _ []byte, n uint64) error {
 			switch {
 			case typ != protowire.VarintType:
 			case num == entryKey:
 				p.name = int64(n)
 			case num == entryValue:
 				p.value = int64(n)
-				s.pairs = append(s.pairs, p)
 			}
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		s.pairs = append(s.pairs, p)
+		return nil
 	})
 }
 
@@ -162,7 +165,13 @@ func (s *snapshot) labels(ctx uint64, buf *profile.Labels) profile.Labels {
 		return nil
 	}
 	start := len(*buf)
-	for _, p := range s.pairs[sp.from:sp.to] {
+	pairs := s.pairs[sp.from:sp.to]
+	for i, p := range pairs {
+		// Of two labels of one name id the later wins, as in a protobuf
+		// map. A context holds a few labels: a scan costs less than a set.
+		if slices.ContainsFunc(pairs[i+1:], func(q labelPair) bool { return q.name == p.name }) {
+			continue
+		}
 		*buf = append(*buf, profile.Label{Name: s.str(p.name), Value: s.str(p.value)})
 	}
 	ls := (*buf)[start:len(*buf):len(*buf)] // a later append must not write into it

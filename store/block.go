@@ -130,6 +130,10 @@ type blockMeta struct {
 	// whole from their rollups, and the samples of at most the two it
 	// cuts, instead of every sample of the block.
 	Slices []sliceMeta `json:",omitempty"`
+	// Lake describes the Parquet files that hold the samples of a block
+	// written since they were (blockMagic4); its samples part and its
+	// slices' samples parts then hold none.
+	Lake *lakeMeta `json:",omitempty"`
 }
 
 // slicesPerBlock is how many time slices a block's span is cut into.
@@ -145,11 +149,14 @@ var minSlicedSamples = 1 << 14
 // build that cannot read them refuses instead of reading the tables alone.
 // blockMagic3 starts one with a thread rollup part (partThreads), sliced or
 // not, which a build that cannot read it refuses instead of taking the
-// part for a time slice's.
+// part for a time slice's. blockMagic4 starts one whose samples are in
+// Apache Parquet files beside it (blockMeta.Lake), which a build that
+// cannot read them refuses instead of finding no samples.
 const (
 	blockMagic  = "SPBLOCK1"
 	blockMagic2 = "SPBLOCK2"
 	blockMagic3 = "SPBLOCK3"
+	blockMagic4 = "SPBLOCK4"
 )
 
 // contains reports whether upload id is in the block.
@@ -219,14 +226,15 @@ func readBlock(path string) (*block, error) {
 // openBlock reads the meta of block file path, of size bytes, from r.
 func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
 	head := make([]byte, len(blockMagic))
-	if _, err := r.ReadAt(head, 0); err != nil || (string(head) != blockMagic && string(head) != blockMagic2 && string(head) != blockMagic3) {
-		return nil, fmt.Errorf("%s: not a sparkprof block (no %q, %q or %q at offset 0)", path, blockMagic, blockMagic2, blockMagic3)
+	if _, err := r.ReadAt(head, 0); err != nil || !slices.Contains([]string{blockMagic, blockMagic2, blockMagic3, blockMagic4}, string(head)) {
+		return nil, fmt.Errorf("%s: not a sparkprof block (no %q, %q, %q or %q at offset 0)", path, blockMagic, blockMagic2, blockMagic3, blockMagic4)
 	}
+	threads := string(head) == blockMagic3 || string(head) == blockMagic4
 	b := &block{path: path, size: size}
 	off := int64(len(blockMagic))
 	var metaPart part
 	for i := -1; i < numParts; i++ {
-		if i >= partSeries && off == size || i == partThreads && string(head) != blockMagic3 {
+		if i >= partSeries && off == size || i == partThreads && !threads {
 			break // written before blocks had a series, timeline or thread rollup part
 		}
 		var hdr [8]byte
@@ -251,8 +259,11 @@ func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
 	if err := json.Unmarshal(mj, &b.meta); err != nil {
 		return nil, fmt.Errorf("%s: block meta: %w", path, err)
 	}
-	if string(head) != blockMagic3 && (string(head) == blockMagic2) != (len(b.meta.Slices) > 0) {
+	if !threads && (string(head) == blockMagic2) != (len(b.meta.Slices) > 0) {
 		return nil, fmt.Errorf("%s: block meta lists %d time slices under %q", path, len(b.meta.Slices), head)
+	}
+	if (string(head) == blockMagic4) != (b.meta.Lake != nil) {
+		return nil, fmt.Errorf("%s: block meta lists Parquet files under %q, or none under %q", path, head, blockMagic4)
 	}
 	if len(b.meta.Slices) > 0 {
 		if err := b.locateSlices(off); err != nil {
@@ -385,6 +396,9 @@ func (b *block) decodePart(r io.ReaderAt, which int, dec *zstd.Decoder) (*profil
 // decodeSlice decodes time slice i's rollup or samples (which) from r into
 // a copy of tables, the block's rollup or the tables of its samples.
 func (b *block) decodeSlice(r io.ReaderAt, i, which int, tables *profile.Profile, dec *zstd.Decoder) (*profile.Profile, error) {
+	if which == partSamples && b.hasLake() {
+		return b.readLake(i, tables)
+	}
 	pt := b.slices[i].samples
 	if which == partRollup {
 		pt = b.slices[i].rollup
@@ -404,8 +418,14 @@ func (b *block) decodeSlice(r io.ReaderAt, i, which int, tables *profile.Profile
 // block's samples are those of all its slices.
 func (b *block) decode(r io.ReaderAt, which int, dec *zstd.Decoder) (*profile.Profile, error) {
 	p, err := b.decodePart(r, which, dec)
-	if err != nil || which != partSamples || len(b.slices) == 0 {
+	if err != nil || which != partSamples {
 		return p, err
+	}
+	if b.hasLake() {
+		return b.readLake(-1, p)
+	}
+	if len(b.slices) == 0 {
+		return p, nil
 	}
 	var all []profile.Sample
 	for i := range b.slices {
@@ -466,6 +486,9 @@ func loadBlocks(dir string) ([]*block, error) {
 	replaced := map[string]bool{}
 	for _, path := range paths {
 		b, err := readBlock(path)
+		if err == nil && b.hasLake() {
+			err = b.checkLake()
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w; move the file away to start without it", err))
 			continue
@@ -481,15 +504,12 @@ func loadBlocks(dir string) ([]*block, error) {
 	keep := blocks[:0]
 	for _, b := range blocks {
 		if replaced[filepath.Base(b.path)] {
-			os.Remove(b.path)
+			removeBlock(b.path)
 			continue
 		}
 		keep = append(keep, b)
 	}
-	tmps, _ := filepath.Glob(filepath.Join(dir, "*.block.tmp"))
-	for _, t := range tmps {
-		os.Remove(t)
-	}
+	removeOrphans(dir)
 	return keep, nil
 }
 

@@ -285,7 +285,7 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 	t.blocks = append(t.blocks, b)
 	slices.SortStableFunc(t.blocks, func(x, y *block) int { return cmp.Compare(x.meta.Partition, y.meta.Partition) })
 	for _, o := range olds {
-		os.Remove(o.path)
+		removeBlock(o.path)
 		db.cache.forget(o.path)
 	}
 	t.pruneSegments(db.log)
@@ -305,7 +305,7 @@ func (db *DB) dropOld(cutoff int64) {
 			if max(b.meta.Until, b.meta.Received) >= cutoff {
 				return false
 			}
-			os.Remove(b.path)
+			removeBlock(b.path)
 			db.cache.forget(b.path)
 			return true
 		})

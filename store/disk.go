@@ -109,7 +109,8 @@ type Options struct {
 	CompactAfter time.Duration
 	// Resolution is the time resolution of compacted samples: samples of
 	// the same stack, thread, state and labels within it are summed;
-	// default a second.
+	// default a second, at least a microsecond (the Parquet samples
+	// file's time unit).
 	Resolution time.Duration
 	// CacheBytes bounds the memory (estimated) that blocks read from disk
 	// keep for later queries; default 512 MiB.
@@ -148,6 +149,7 @@ func (o *Options) defaults() {
 	if o.Resolution <= 0 {
 		o.Resolution = time.Second
 	}
+	o.Resolution = max(o.Resolution, time.Microsecond)
 	if o.KeyWindow <= 0 {
 		o.KeyWindow = time.Hour
 	}
@@ -264,7 +266,7 @@ func (db *DB) Stats() Stats {
 		st.Blocks += len(t.blocks)
 		for _, b := range t.blocks {
 			st.BlockUploads += b.meta.Uploads
-			st.DiskBytes += b.size
+			st.DiskBytes += b.diskSize()
 		}
 		for _, s := range t.segs {
 			st.DiskBytes += s.size

@@ -143,22 +143,7 @@ func writeBlockFiles(path string, meta blockMeta, p *profile.Profile, enc *zstd.
 	samples := *p
 	samples.Series = nil
 	samples.Samples = nil
-	groups := [][]profile.Sample{p.Samples}
-	var sliced [][]byte // each slice's rollup and (empty) samples part
-	if len(p.Samples) >= minSlicedSamples && span > 0 && meta.FirstSample != 0 {
-		sls := timeSlices(p, labels, meta.Partition, span/slicesPerBlock)
-		if sls != nil {
-			groups = groups[:0]
-		}
-		for _, sl := range sls {
-			r := enc.EncodeAll(profile.AppendSamples(nil, sl.rollup), nil)
-			meta.Slices = append(meta.Slices, sliceMeta{First: sl.first, Last: sl.last, From: sl.from, Until: sl.until,
-				RollupSize: int64(len(r)), RollupSum: crc32.Checksum(r, castagnoli),
-				Ranges: intRanges(p, sl.samples, slices.Sorted(maps.Keys(meta.SampleRanges)))})
-			sliced = append(sliced, r, nil)
-			groups = append(groups, sl.samples)
-		}
-	}
+	sliced, groups := sliceBlock(&meta, p, labels, enc, span)
 	lake, err := writeLake(path, p, groups)
 	if err != nil {
 		return nil, nil, err
@@ -238,6 +223,31 @@ func writeBlockFiles(path string, meta blockMeta, p *profile.Profile, enc *zstd.
 	}
 	b.newUpload()
 	return b, roll, nil
+}
+
+// sliceBlock cuts the samples of p, a block's profile whose meta is meta,
+// into time slices when it has at least minSlicedSamples, recording them
+// in meta. It returns each slice's rollup part (compressed, its label sets
+// those labels maps p's to) followed by its samples part (empty: the
+// slice's samples are a row group of the Parquet samples file), and the
+// row groups of that file: the slices' samples, or all of p's.
+func sliceBlock(meta *blockMeta, p *profile.Profile, labels *profile.LabelMap, enc *zstd.Encoder, span int64) (parts [][]byte, groups [][]profile.Sample) {
+	if len(p.Samples) < minSlicedSamples || span <= 0 || meta.FirstSample == 0 {
+		return nil, [][]profile.Sample{p.Samples}
+	}
+	sls := timeSlices(p, labels, meta.Partition, span/slicesPerBlock)
+	if sls == nil {
+		return nil, [][]profile.Sample{p.Samples}
+	}
+	for _, sl := range sls {
+		r := enc.EncodeAll(profile.AppendSamples(nil, sl.rollup), nil)
+		meta.Slices = append(meta.Slices, sliceMeta{First: sl.first, Last: sl.last, From: sl.from, Until: sl.until,
+			RollupSize: int64(len(r)), RollupSum: crc32.Checksum(r, castagnoli),
+			Ranges: intRanges(p, sl.samples, slices.Sorted(maps.Keys(meta.SampleRanges)))})
+		parts = append(parts, r, nil)
+		groups = append(groups, sl.samples)
+	}
+	return parts, groups
 }
 
 // timeSlice is the samples of a block within one time slice, and their

@@ -233,7 +233,7 @@ func TestParquetColumns(t *testing.T) {
 	var total int64
 	tasks := map[int64]bool{}
 	for i, r := range rows {
-		if r.Block != blockID(blocks[0]) || !known[r.StackID] || r.Service != "app" || r.Executor != "1" && r.Executor != "2" {
+		if r.Block != blockID(blocks[0]) || !known[r.StackID] || r.Labels[profile.LabelServiceName] != "app" || r.Executor != "1" && r.Executor != "2" {
 			t.Fatalf("row %d: %+v", i, r)
 		}
 		if r.Task == nil || r.ThreadName != "worker "+strconv.FormatInt(*r.Task, 10) {

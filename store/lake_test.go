@@ -232,6 +232,7 @@ func TestParquetColumns(t *testing.T) {
 	}
 	var total int64
 	tasks := map[int64]bool{}
+	named := map[int32]bool{}
 	for i, r := range rows {
 		if r.Block != blockID(blocks[0]) || !known[r.StackID] || r.Labels[profile.LabelServiceName] != "app" || r.Executor != "1" && r.Executor != "2" {
 			t.Fatalf("row %d: %+v", i, r)
@@ -243,7 +244,11 @@ func TestParquetColumns(t *testing.T) {
 			t.Fatalf("row %d: time %d µs", i, r.Time)
 		}
 		tasks[*r.Task] = true
+		named[r.StackID] = true
 		total += r.Value
+	}
+	if len(stacks) != len(named) || len(known) != len(named) {
+		t.Errorf("%d rows of %d stacks in the stacks file, want a row for each of the %d stacks the samples name", len(stacks), len(known), len(named))
 	}
 	if len(tasks) != 144 {
 		t.Errorf("%d tasks, want 144", len(tasks))

@@ -31,7 +31,7 @@ type sampleRow struct {
 	Partition    *int32            `parquet:"partition,optional"`
 	ThreadName   string            `parquet:"thread_name,optional,dict"`
 	ThreadState  string            `parquet:"thread_state,optional,dict"`
-	Labels       map[string]string `parquet:"labels,optional"`
+	Labels       map[string]string `parquet:"labels,optional" parquet-key:",dict" parquet-value:",dict"`
 	LabelSet     int32             `parquet:"label_set,delta"`
 	Thread       int32             `parquet:"thread,delta"`
 }

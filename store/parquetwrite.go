@@ -201,6 +201,20 @@ const rowBatch = 1024
 // be used again.
 var batchPool = sync.Pool{New: func() any { return new([sColumns][]parquet.Value) }}
 
+// getBatch returns empty slices of values from batchPool.
+func getBatch() *[sColumns][]parquet.Value {
+	return batchPool.Get().(*[sColumns][]parquet.Value)
+}
+
+// putBatch returns the slices of b to batchPool.
+func putBatch(b *[sColumns][]parquet.Value) {
+	for i := range b {
+		clear(b[i]) // no strings kept alive
+		b[i] = b[i][:0]
+	}
+	batchPool.Put(b)
+}
+
 // samplesWriter writes the samples file of a block.
 type samplesWriter struct {
 	p      *profile.Profile
@@ -333,13 +347,8 @@ func writeSamplesParquet(w io.Writer, id string, p *profile.Profile, groups [][]
 		[]string{"labels", "key_value", "key"}, []string{"labels", "key_value", "value"})
 	pw := parquet.NewGenericWriter[sampleRow](w, append(opts, schema)...)
 	sw := newSamplesWriter(id, p)
-	sw.vals = batchPool.Get().(*[sColumns][]parquet.Value)
-	defer func() {
-		for i := range sw.vals {
-			clear(sw.vals[i]) // no strings kept alive
-		}
-		batchPool.Put(sw.vals)
-	}()
+	sw.vals = getBatch()
+	defer putBatch(sw.vals)
 	for _, g := range groups {
 		if err := sw.writeGroup(pw, g); err != nil {
 			return fmt.Errorf("write samples: %w", err)
@@ -374,13 +383,8 @@ func writeStacksParquet(w io.Writer, id string, p *profile.Profile) error {
 	pw := parquet.NewGenericWriter[stackRow](w, append(parquetWriterOptions([]string{"block"}, []string{"function"},
 		[]string{"frames", "list", "element"}), schema)...)
 	rg := pw.BeginRowGroup()
-	vals := batchPool.Get().(*[sColumns][]parquet.Value)
-	defer func() {
-		for i := range vals {
-			clear(vals[i])
-		}
-		batchPool.Put(vals)
-	}()
+	vals := getBatch()
+	defer putBatch(vals)
 	flush := func() error {
 		for i, cw := range rg.ColumnWriters() {
 			if _, err := cw.WriteRowValues(vals[i]); err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -234,7 +235,7 @@ func TestParquetColumns(t *testing.T) {
 	tasks := map[int64]bool{}
 	named := map[int32]bool{}
 	for i, r := range rows {
-		if r.Block != blockID(blocks[0]) || !known[r.StackID] || r.Labels[profile.LabelServiceName] != "app" || r.Executor != "1" && r.Executor != "2" {
+		if r.Block != blockID(blocks[0]) || !known[r.StackID] || r.Service != "app" || r.Executor != "1" && r.Executor != "2" {
 			t.Fatalf("row %d: %+v", i, r)
 		}
 		if r.Task == nil || r.ThreadName != "worker "+strconv.FormatInt(*r.Task, 10) {
@@ -256,5 +257,29 @@ func TestParquetColumns(t *testing.T) {
 	_, want := count(t, db, "t", Query{})
 	if total != want {
 		t.Errorf("rows sum to %d, the store's samples to %d", total, want)
+	}
+}
+
+// TestParquetWriterReuse writes a block's Parquet files, another block's,
+// and the first again: the writers are pooled, and one used before must
+// write the same bytes as a new one.
+func TestParquetWriterReuse(t *testing.T) {
+	a := upload(t, "1").Profile
+	b := upload(t, "2").Profile
+	b.Samples = b.Samples[:len(b.Samples)/3]
+	write := func(p *profile.Profile) []byte {
+		var buf bytes.Buffer
+		if err := writeSamplesParquet(&buf, "a", p, [][]profile.Sample{p.Samples[:10], p.Samples[10:]}); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeStacksParquet(&buf, "a", p); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	first := write(a)
+	write(b)
+	if again := write(a); !bytes.Equal(first, again) {
+		t.Errorf("the same block written again: %d bytes, first %d, not the same", len(again), len(first))
 	}
 }

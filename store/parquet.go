@@ -23,6 +23,7 @@ type sampleRow struct {
 	Type         string            `parquet:"type,dict"`
 	Unit         string            `parquet:"unit,dict"`
 	StackID      int32             `parquet:"stack_id"`
+	Service      string            `parquet:"service_name,optional,dict"`
 	App          string            `parquet:"app,optional,dict"`
 	Executor     string            `parquet:"executor,optional,dict"`
 	Stage        *int32            `parquet:"stage,optional"`

@@ -92,6 +92,7 @@ const (
 	sType
 	sUnit
 	sStack
+	sService
 	sApp
 	sExecutor
 	sStage
@@ -113,7 +114,7 @@ var samplesSchema = sync.OnceValues(func() (*parquet.Schema, []leaf) {
 	s := parquet.SchemaOf(sampleRow{})
 	leaves := make([]leaf, sColumns)
 	for i, path := range [sColumns][]string{
-		{"block"}, {"time"}, {"value"}, {"type"}, {"unit"}, {"stack_id"}, {"app"}, {"executor"},
+		{"block"}, {"time"}, {"value"}, {"type"}, {"unit"}, {"stack_id"}, {"service_name"}, {"app"}, {"executor"},
 		{"stage"}, {"stage_attempt"}, {"task"}, {"partition"}, {"thread_name"}, {"thread_state"},
 		{"labels", "key_value", "key"}, {"labels", "key_value", "value"}, {"label_set"}, {"thread"},
 	} {
@@ -129,7 +130,7 @@ var samplesSchema = sync.OnceValues(func() (*parquet.Schema, []leaf) {
 // set, worked out once per set.
 type labelColumns struct {
 	// fixed holds the values of the label columns, by the constants above
-	// (sApp to sThreadName; a null thread name: the thread's).
+	// (sService to sThreadName; a null thread name: the thread's).
 	fixed [sThreadState]parquet.Value
 	// keys and values are the entries of the labels map.
 	keys, values []parquet.Value
@@ -142,7 +143,7 @@ type labelColumns struct {
 func columnsOf(p *profile.Profile, id profile.LabelSetID, leaves []leaf) labelColumns {
 	ls := p.Labels.Merge(p.LabelSet(id))
 	c := labelColumns{stageKey: -1, taskKey: -1}
-	for i := sApp; i < sThreadState; i++ {
+	for i := sService; i < sThreadState; i++ {
 		c.fixed[i] = leaves[i].null()
 	}
 	set := func(col int, v parquet.Value) { c.fixed[col] = v }
@@ -150,6 +151,8 @@ func columnsOf(p *profile.Profile, id profile.LabelSetID, leaves []leaf) labelCo
 		ok := true
 		var v parquet.Value
 		switch l.Name {
+		case profile.LabelServiceName:
+			set(sService, leaves[sService].str(l.Value))
 		case profile.LabelAppID:
 			set(sApp, leaves[sApp].str(l.Value))
 		case profile.LabelExecutorID:
@@ -268,32 +271,38 @@ func newSamplesWriter(id string, p *profile.Profile) *samplesWriter {
 	return w
 }
 
-// compare orders samples by stage, task, label set, thread, time, stack,
-// type and state.
-func (w *samplesWriter) compare(a, b profile.Sample) int {
-	switch {
-	case a.Labels != b.Labels:
-		return cmp.Compare(w.rank[a.Labels], w.rank[b.Labels])
-	case a.Thread != b.Thread:
-		return cmp.Compare(a.Thread, b.Thread)
-	case a.Time != b.Time:
-		return cmp.Compare(a.Time, b.Time)
-	case a.Stack != b.Stack:
-		return cmp.Compare(a.Stack, b.Stack)
-	case a.Type != b.Type:
-		return cmp.Compare(a.Type, b.Type)
+// sorted returns samples ordered by stage, task (absent first) and label
+// set, the order of the label sets' ranks: samples itself when they are in
+// that order, else a copy, put in order by a counting sort, which keeps
+// the samples of one label set in the order compaction merged them.
+func (w *samplesWriter) sorted(samples []profile.Sample) []profile.Sample {
+	inOrder := true
+	for i := 1; i < len(samples) && inOrder; i++ {
+		inOrder = w.rank[samples[i-1].Labels] <= w.rank[samples[i].Labels]
 	}
-	return cmp.Compare(a.State, b.State)
+	if inOrder {
+		return samples
+	}
+	start := make([]int, len(w.rank)+1)
+	for _, s := range samples {
+		start[w.rank[s.Labels]+1]++
+	}
+	for k := 1; k < len(start); k++ {
+		start[k] += start[k-1]
+	}
+	out := make([]profile.Sample, len(samples))
+	for _, s := range samples {
+		k := w.rank[s.Labels]
+		out[start[k]] = s
+		start[k]++
+	}
+	return out
 }
 
 // writeGroup writes samples, sorted, as a row group of pw.
 func (w *samplesWriter) writeGroup(pw *parquet.GenericWriter[sampleRow], samples []profile.Sample) error {
-	if !slices.IsSortedFunc(samples, w.compare) {
-		samples = slices.Clone(samples)
-		slices.SortFunc(samples, w.compare)
-	}
-	rg := pw.BeginRowGroup()
-	cws := rg.ColumnWriters()
+	samples = w.sorted(samples)
+	cws := pw.ColumnWriters()
 	lv := w.leaves
 	for len(samples) > 0 {
 		batch := samples[:min(len(samples), rowBatch)]
@@ -314,7 +323,7 @@ func (w *samplesWriter) writeGroup(pw *parquet.GenericWriter[sampleRow], samples
 			v[sType] = append(v[sType], w.types[s.Type])
 			v[sUnit] = append(v[sUnit], w.units[s.Type])
 			v[sStack] = append(v[sStack], lv[sStack].value(parquet.Int32Value(int32(s.Stack))))
-			for i := sApp; i < sThreadName; i++ {
+			for i := sService; i < sThreadName; i++ {
 				v[i] = append(v[i], c.fixed[i])
 			}
 			if name := c.fixed[sThreadName]; !name.IsNull() {
@@ -334,13 +343,12 @@ func (w *samplesWriter) writeGroup(pw *parquet.GenericWriter[sampleRow], samples
 			}
 		}
 	}
-	_, err := rg.Commit()
-	return err
+	return pw.Flush() // ends the row group
 }
 
 // writeSamplesParquet writes the samples file of block id, whose profile
 // is p, to w: one row group for each of groups, a time slice's samples,
-// sorted by stage, task, label set, thread, time and stack.
+// sorted by stage, task and label set.
 func writeSamplesParquet(w io.Writer, id string, p *profile.Profile, groups [][]profile.Sample) error {
 	schema, _ := samplesSchema()
 	opts := parquetWriterOptions([]string{"block"}, []string{"unit"}, []string{"thread_name"},
@@ -382,11 +390,10 @@ func writeStacksParquet(w io.Writer, id string, p *profile.Profile) error {
 	}
 	pw := parquet.NewGenericWriter[stackRow](w, append(parquetWriterOptions([]string{"block"}, []string{"function"},
 		[]string{"frames", "list", "element"}), schema)...)
-	rg := pw.BeginRowGroup()
 	vals := getBatch()
 	defer putBatch(vals)
 	flush := func() error {
-		for i, cw := range rg.ColumnWriters() {
+		for i, cw := range pw.ColumnWriters() {
 			if _, err := cw.WriteRowValues(vals[i]); err != nil {
 				return err
 			}
@@ -415,9 +422,6 @@ func writeStacksParquet(w io.Writer, id string, p *profile.Profile) error {
 		}
 	}
 	if err := flush(); err != nil {
-		return fmt.Errorf("write stacks: %w", err)
-	}
-	if _, err := rg.Commit(); err != nil {
 		return fmt.Errorf("write stacks: %w", err)
 	}
 	if err := pw.Close(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -35,8 +36,9 @@ func (b *block) diskSize() int64 {
 }
 
 // checkLake checks that the Parquet files of b are there with the sizes
-// its meta records.
-func (b *block) checkLake() error {
+// its meta records; size returns the size of a file or object, an error
+// wrapping fs.ErrNotExist when there is none.
+func (b *block) checkLake(size func(path string) (int64, error)) error {
 	lm := b.meta.Lake
 	if lm.RowGroups < 1 || len(b.meta.Slices) > 0 && lm.RowGroups != len(b.meta.Slices) {
 		return fmt.Errorf("%s: block meta lists %d row groups for %d time slices", b.path, lm.RowGroups, len(b.meta.Slices))
@@ -45,31 +47,48 @@ func (b *block) checkLake() error {
 		path string
 		size int64
 	}{{samplesPath(b.path), lm.SamplesSize}, {stacksPath(b.path), lm.StacksSize}} {
-		fi, err := os.Stat(f.path)
+		n, err := size(f.path)
 		if err != nil {
 			return fmt.Errorf("%s: its Parquet file: %w", b.path, err)
 		}
-		if fi.Size() != f.size {
-			return fmt.Errorf("%s: its Parquet file %s has %d bytes, the block meta says %d", b.path, filepath.Base(f.path), fi.Size(), f.size)
+		if n != f.size {
+			return fmt.Errorf("%s: its Parquet file %s has %d bytes, the block meta says %d", b.path, path.Base(f.path), n, f.size)
 		}
 	}
 	return nil
 }
 
+// localSize returns the size of the file path.
+func localSize(path string) (int64, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// lakePaths returns the paths of the Parquet files of the block whose
+// file or object is path: the samples file, then the stacks file.
+func lakePaths(path string) []string { return []string{samplesPath(path), stacksPath(path)} }
+
 // readLake reads the samples of b's time slice i (-1: all of them) from
 // its Parquet samples file into a copy of tables, the tables of b's
 // samples.
 func (b *block) readLake(i int, tables *profile.Profile) (*profile.Profile, error) {
-	path := samplesPath(b.path)
-	f, err := os.Open(path)
+	name := samplesPath(b.path)
+	open := b.openSamples
+	if open == nil {
+		open = func() (blockReader, error) { return os.Open(name) }
+	}
+	r, err := open()
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: compaction or retention removed block %s while the query ran; run it again", err, filepath.Base(b.path))
+		return nil, fmt.Errorf("%w: compaction or retention removed block %s while the query ran; run it again", err, path.Base(b.path))
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	samples, err := readSamplesParquet(path, f, b.meta.Lake.SamplesSize, i, tables)
+	defer r.Close()
+	samples, err := readSamplesParquet(name, r, b.meta.Lake.SamplesSize, i, tables)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,7 +72,7 @@ func FuzzParquetSamples(f *testing.F) {
 			f.Fatal(err)
 		}
 		dec, _ := zstd.NewReader(nil)
-		b.withFile(func(r *os.File) error {
+		b.withReader(func(r io.ReaderAt, _ int64) error {
 			tables, err = b.decodePart(r, partSamples, dec)
 			return err
 		})

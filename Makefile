@@ -61,12 +61,16 @@ ui-test: build ui-deps
 	cd ui && node --test test/
 	cd ui && node e2e/e2e.mjs ../$(BIN) $(abspath $(TESTDATA))
 
+# internal/laketest is a module of its own (DuckDB, cgo, checks that the
+# blocks' Parquet files are a table a lake reads): built and run apart.
 unit:
 	$(GO) test -count=1 ./...
+	cd internal/laketest && $(GO) test -count=1 ./...
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	cd internal/laketest && $(GO) vet ./...
 	@echo "lint: staticcheck $(STATICCHECK_VERSION) (its first run downloads and builds it: a few minutes)"
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 

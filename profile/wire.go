@@ -308,6 +308,10 @@ func (d *decoder) samples() []Sample {
 	return samples
 }
 
+// CheckSamples reports a sample whose ids are outside p's tables: for
+// samples decoded apart from the tables they refer to.
+func (p *Profile) CheckSamples(samples []Sample) error { return p.checkSamples(samples) }
+
 // checkSamples reports a sample whose ids are outside p's tables.
 func (p *Profile) checkSamples(samples []Sample) error {
 	for i, s := range samples {

@@ -30,12 +30,18 @@ import (
 // docs/storage-format.md). Only the meta stays in memory; the other parts
 // are read when a query needs them, through the store's cache.
 type block struct {
-	path   string
-	size   int64 // of the file
-	meta   blockMeta
-	parts  [numParts]part
-	slices []slicePart // where meta.Slices are in the file
-	up     *Upload     // what Select hands out; its profiles load on demand
+	path string
+	size int64 // of the file
+	// open opens the block's bytes for reading: its file, or its object
+	// in a bucket, read by ranges. Nil for a local file at path.
+	open func() (blockReader, error)
+	// openSamples opens its Parquet samples file (hasLake) as open does
+	// the block's bytes. Nil for a local file beside path.
+	openSamples func() (blockReader, error)
+	meta        blockMeta
+	parts       [numParts]part
+	slices      []slicePart // where meta.Slices are in the file
+	up          *Upload     // what Select hands out; its profiles load on demand
 	// sliceUps stand for the slices: Select hands them out instead of up
 	// to a query whose range cuts the block.
 	sliceUps []*Upload
@@ -130,6 +136,14 @@ type blockMeta struct {
 	// whole from their rollups, and the samples of at most the two it
 	// cuts, instead of every sample of the block.
 	Slices []sliceMeta `json:",omitempty"`
+	// Lake describes the Parquet files that hold the samples of a block
+	// written since they were (blockMagic4); its samples part and its
+	// slices' samples parts then hold none.
+	Lake *lakeMeta `json:",omitempty"`
+	// Nodes, for a block compacted in a bucket, lists the uploads it holds
+	// by the node that shipped them: upload ids as IDs lists them. The ids
+	// of different nodes overlap; a node and an id name one upload.
+	Nodes map[string][]uint64 `json:",omitempty"`
 }
 
 // slicesPerBlock is how many time slices a block's span is cut into.
@@ -145,11 +159,14 @@ var minSlicedSamples = 1 << 14
 // build that cannot read them refuses instead of reading the tables alone.
 // blockMagic3 starts one with a thread rollup part (partThreads), sliced or
 // not, which a build that cannot read it refuses instead of taking the
-// part for a time slice's.
+// part for a time slice's. blockMagic4 starts one whose samples are in
+// Apache Parquet files beside it (blockMeta.Lake), which a build that
+// cannot read them refuses instead of finding no samples.
 const (
 	blockMagic  = "SPBLOCK1"
 	blockMagic2 = "SPBLOCK2"
 	blockMagic3 = "SPBLOCK3"
+	blockMagic4 = "SPBLOCK4"
 )
 
 // contains reports whether upload id is in the block.
@@ -219,14 +236,15 @@ func readBlock(path string) (*block, error) {
 // openBlock reads the meta of block file path, of size bytes, from r.
 func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
 	head := make([]byte, len(blockMagic))
-	if _, err := r.ReadAt(head, 0); err != nil || (string(head) != blockMagic && string(head) != blockMagic2 && string(head) != blockMagic3) {
-		return nil, fmt.Errorf("%s: not a sparkprof block (no %q, %q or %q at offset 0)", path, blockMagic, blockMagic2, blockMagic3)
+	if _, err := r.ReadAt(head, 0); err != nil || !slices.Contains([]string{blockMagic, blockMagic2, blockMagic3, blockMagic4}, string(head)) {
+		return nil, fmt.Errorf("%s: not a sparkprof block (no %q, %q, %q or %q at offset 0)", path, blockMagic, blockMagic2, blockMagic3, blockMagic4)
 	}
+	threads := string(head) == blockMagic3 || string(head) == blockMagic4
 	b := &block{path: path, size: size}
 	off := int64(len(blockMagic))
 	var metaPart part
 	for i := -1; i < numParts; i++ {
-		if i >= partSeries && off == size || i == partThreads && string(head) != blockMagic3 {
+		if i >= partSeries && off == size || i == partThreads && !threads {
 			break // written before blocks had a series, timeline or thread rollup part
 		}
 		var hdr [8]byte
@@ -251,8 +269,11 @@ func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
 	if err := json.Unmarshal(mj, &b.meta); err != nil {
 		return nil, fmt.Errorf("%s: block meta: %w", path, err)
 	}
-	if string(head) != blockMagic3 && (string(head) == blockMagic2) != (len(b.meta.Slices) > 0) {
+	if !threads && (string(head) == blockMagic2) != (len(b.meta.Slices) > 0) {
 		return nil, fmt.Errorf("%s: block meta lists %d time slices under %q", path, len(b.meta.Slices), head)
+	}
+	if (string(head) == blockMagic4) != (b.meta.Lake != nil) {
+		return nil, fmt.Errorf("%s: block meta lists Parquet files under %q, or none under %q", path, head, blockMagic4)
 	}
 	if len(b.meta.Slices) > 0 {
 		if err := b.locateSlices(off); err != nil {
@@ -385,6 +406,9 @@ func (b *block) decodePart(r io.ReaderAt, which int, dec *zstd.Decoder) (*profil
 // decodeSlice decodes time slice i's rollup or samples (which) from r into
 // a copy of tables, the block's rollup or the tables of its samples.
 func (b *block) decodeSlice(r io.ReaderAt, i, which int, tables *profile.Profile, dec *zstd.Decoder) (*profile.Profile, error) {
+	if which == partSamples && b.hasLake() {
+		return b.readLake(i, tables)
+	}
 	pt := b.slices[i].samples
 	if which == partRollup {
 		pt = b.slices[i].rollup
@@ -404,8 +428,14 @@ func (b *block) decodeSlice(r io.ReaderAt, i, which int, tables *profile.Profile
 // block's samples are those of all its slices.
 func (b *block) decode(r io.ReaderAt, which int, dec *zstd.Decoder) (*profile.Profile, error) {
 	p, err := b.decodePart(r, which, dec)
-	if err != nil || which != partSamples || len(b.slices) == 0 {
+	if err != nil || which != partSamples {
 		return p, err
+	}
+	if b.hasLake() {
+		return b.readLake(-1, p)
+	}
+	if len(b.slices) == 0 {
+		return p, nil
 	}
 	var all []profile.Sample
 	for i := range b.slices {
@@ -427,19 +457,30 @@ func (b *block) decode(r io.ReaderAt, which int, dec *zstd.Decoder) (*profile.Pr
 // thread rollup would not have saved reading its samples has an empty one.
 func (b *block) has(part int) bool { return b.parts[part].size != 0 }
 
-// load reads a block's rollup, samples or series from its file (decode).
+// load reads a block's rollup, samples or series from its bytes (decode).
 func (b *block) load(which int, dec *zstd.Decoder) (*profile.Profile, error) {
 	var p *profile.Profile
-	err := b.withFile(func(f *os.File) (err error) {
-		p, err = b.decode(f, which, dec)
+	err := b.withReader(func(r io.ReaderAt, _ int64) (err error) {
+		p, err = b.decode(r, which, dec)
 		return err
 	})
 	return p, err
 }
 
-// withFile calls fn with b's file open.
-func (b *block) withFile(fn func(*os.File) error) error {
-	f, err := os.Open(b.path)
+// blockReader reads a block's bytes: a local file, or an object in a
+// bucket read by ranges. A decoder of blocks reads through it alone.
+type blockReader interface {
+	io.ReaderAt
+	io.Closer
+}
+
+// withReader calls fn with a reader of b's bytes, b.size of them.
+func (b *block) withReader(fn func(r io.ReaderAt, size int64) error) error {
+	open := b.open
+	if open == nil {
+		open = func() (blockReader, error) { return os.Open(b.path) }
+	}
+	r, err := open()
 	if errors.Is(err, fs.ErrNotExist) {
 		// A compaction or retention removed the block after the query
 		// selected it.
@@ -448,8 +489,8 @@ func (b *block) withFile(fn func(*os.File) error) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	return fn(f)
+	defer r.Close()
+	return fn(r, b.size)
 }
 
 // loadBlocks reads the metas of a tenant's block files. A block that
@@ -466,6 +507,9 @@ func loadBlocks(dir string) ([]*block, error) {
 	replaced := map[string]bool{}
 	for _, path := range paths {
 		b, err := readBlock(path)
+		if err == nil && b.hasLake() {
+			err = b.checkLake(localSize)
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w; move the file away to start without it", err))
 			continue
@@ -481,15 +525,12 @@ func loadBlocks(dir string) ([]*block, error) {
 	keep := blocks[:0]
 	for _, b := range blocks {
 		if replaced[filepath.Base(b.path)] {
-			os.Remove(b.path)
+			removeBlock(b.path)
 			continue
 		}
 		keep = append(keep, b)
 	}
-	tmps, _ := filepath.Glob(filepath.Join(dir, "*.block.tmp"))
-	for _, t := range tmps {
-		os.Remove(t)
-	}
+	removeOrphans(dir)
 	return keep, nil
 }
 

@@ -116,34 +116,39 @@ func idRanges(ids []uint64) []uint64 {
 }
 
 // writeBlock writes a block file atomically (a temporary file, fsynced,
-// renamed into place, the directory fsynced) and returns the block, whose
-// rollup and samples stay on disk, and the rollup. A block of at least
-// minSlicedSamples samples is cut into time slices of its partition's
-// span (the block span), each with a rollup of its own.
+// renamed into place, the directory fsynced), after the Parquet files of
+// its samples and stacks, and returns the block, whose rollup and samples
+// stay on disk, and the rollup. A block of at least minSlicedSamples
+// samples is cut into time slices of its partition's span (the block
+// span), each with a rollup of its own and a row group of the samples
+// file. When it fails, it leaves none of the files behind.
 func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encoder, span int64) (*block, *profile.Profile, error) {
+	b, roll, err := writeBlockFiles(path, meta, p, enc, span)
+	if err != nil {
+		removeBlock(path)
+		os.Remove(path + ".tmp")
+	}
+	return b, roll, err
+}
+
+// writeBlockFiles writes the files of writeBlock.
+func writeBlockFiles(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encoder, span int64) (*block, *profile.Profile, error) {
 	// The rollup's map of label sets serves the slices' rollups and the
 	// timeline, which drop the same labels: each set is relabelled once.
 	roll, labels := p.SumOverTimeMap(withoutPerTask)
 	// The samples part holds the tables every slice query decodes first;
 	// the series have a part of their own.
+	// The samples themselves are in the Parquet samples file, a row group
+	// per slice.
 	samples := *p
 	samples.Series = nil
-	var sliced [][]byte // each slice's rollup and samples, compressed
-	if len(p.Samples) >= minSlicedSamples && span > 0 && meta.FirstSample != 0 {
-		sls := timeSlices(p, labels, meta.Partition, span/slicesPerBlock)
-		if sls != nil {
-			samples.Samples = nil
-		}
-		for _, sl := range sls {
-			r := enc.EncodeAll(profile.AppendSamples(nil, sl.rollup), nil)
-			s := enc.EncodeAll(profile.AppendSamples(nil, sl.samples), nil)
-			meta.Slices = append(meta.Slices, sliceMeta{First: sl.first, Last: sl.last, From: sl.from, Until: sl.until,
-				RollupSize: int64(len(r)), RollupSum: crc32.Checksum(r, castagnoli),
-				SamplesSize: int64(len(s)), SamplesSum: crc32.Checksum(s, castagnoli),
-				Ranges: intRanges(p, sl.samples, slices.Sorted(maps.Keys(meta.SampleRanges)))})
-			sliced = append(sliced, r, s)
-		}
+	samples.Samples = nil
+	sliced, groups := sliceBlock(&meta, p, labels, enc, span)
+	lake, err := writeLake(path, p, groups)
+	if err != nil {
+		return nil, nil, err
 	}
+	meta.Lake = lake
 	// After the slices, whose rollups refer to roll's label sets.
 	rb, err := roll.MarshalBinary()
 	if err != nil {
@@ -184,7 +189,7 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 	}
 	b := &block{path: path, meta: meta}
 	var buf bytes.Buffer
-	buf.WriteString(blockMagic3)
+	buf.WriteString(blockMagic4)
 	var n [4]byte
 	var hz []byte // an empty part: no thread rollup
 	if hb != nil {
@@ -218,6 +223,31 @@ func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encod
 	}
 	b.newUpload()
 	return b, roll, nil
+}
+
+// sliceBlock cuts the samples of p, a block's profile whose meta is meta,
+// into time slices when it has at least minSlicedSamples, recording them
+// in meta. It returns each slice's rollup part (compressed, its label sets
+// those labels maps p's to) followed by its samples part (empty: the
+// slice's samples are a row group of the Parquet samples file), and the
+// row groups of that file: the slices' samples, or all of p's.
+func sliceBlock(meta *blockMeta, p *profile.Profile, labels *profile.LabelMap, enc *zstd.Encoder, span int64) (parts [][]byte, groups [][]profile.Sample) {
+	if len(p.Samples) < minSlicedSamples || span <= 0 || meta.FirstSample == 0 {
+		return nil, [][]profile.Sample{p.Samples}
+	}
+	sls := timeSlices(p, labels, meta.Partition, span/slicesPerBlock)
+	if sls == nil {
+		return nil, [][]profile.Sample{p.Samples}
+	}
+	for _, sl := range sls {
+		r := enc.EncodeAll(profile.AppendSamples(nil, sl.rollup), nil)
+		meta.Slices = append(meta.Slices, sliceMeta{First: sl.first, Last: sl.last, From: sl.from, Until: sl.until,
+			RollupSize: int64(len(r)), RollupSum: crc32.Checksum(r, castagnoli),
+			Ranges: intRanges(p, sl.samples, slices.Sorted(maps.Keys(meta.SampleRanges)))})
+		parts = append(parts, r, nil)
+		groups = append(groups, sl.samples)
+	}
+	return parts, groups
 }
 
 // timeSlice is the samples of a block within one time slice, and their

@@ -115,7 +115,7 @@ func checkDiskBytes(t *testing.T, db *DB, dir, when string) {
 	t.Helper()
 	var want int64
 	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".block") || strings.HasSuffix(path, ".wal")) {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".block") || strings.HasSuffix(path, ".parquet") || strings.HasSuffix(path, ".wal")) {
 			if fi, err := d.Info(); err == nil {
 				want += fi.Size()
 			}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,14 +10,25 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/sparkprof/sparkprof/profile"
 )
 
 // FuzzDecodeBlock feeds damaged block files to the block reader, meta and
 // parts, time slices included: each is an error or a block, never a panic.
-// The seeds are a block of one upload, whole and sliced, and their halves.
+// The seeds are a block of one upload, whole and sliced, the same written
+// before samples were Parquet (SPBLOCK3, testdata), and their halves.
 func FuzzDecodeBlock(f *testing.F) {
 	for _, sliced := range []int{minSlicedSamples, 1} {
 		data := seedBlock(f, sliced)
+		f.Add(data)
+		f.Add(data[:len(data)/2])
+	}
+	for _, name := range []string{"spblock3.block", "spblock3-sliced.block"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
 		f.Add(data)
 		f.Add(data[:len(data)/2])
 	}
@@ -34,6 +46,50 @@ func FuzzDecodeBlock(f *testing.F) {
 			for _, part := range []int{partRollup, partSamples} {
 				if tables, err := b.decodePart(r, part, dec); err == nil {
 					b.decodeSlice(r, i, part, tables, dec)
+				}
+			}
+		}
+	})
+}
+
+// FuzzParquetSamples feeds damaged Parquet samples files to the store's
+// reader, all row groups and one: each is an error naming the file, or
+// samples within the block's tables, never a panic. The seeds are the
+// samples files of a block of one upload, whole and sliced, and their
+// halves; the tables are that block's.
+func FuzzParquetSamples(f *testing.F) {
+	var tables *profile.Profile
+	for _, sliced := range []int{minSlicedSamples, 1} {
+		blk := oneUploadBlock(f, sliced)
+		data, err := os.ReadFile(samplesPath(blk))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+		f.Add(data[:len(data)/2])
+		b, err := readBlock(blk)
+		if err != nil {
+			f.Fatal(err)
+		}
+		dec, _ := zstd.NewReader(nil)
+		b.withReader(func(r io.ReaderAt, _ int64) error {
+			tables, err = b.decodePart(r, partSamples, dec)
+			return err
+		})
+		if err != nil {
+			f.Fatal(err)
+		}
+	}
+	const name = "0-1.samples.parquet"
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, group := range []int{-1, 0, 1} {
+			samples, err := readSamplesParquet(name, bytes.NewReader(data), int64(len(data)), group, tables)
+			if err != nil && !strings.Contains(err.Error(), name) {
+				t.Fatalf("row group %d: %v: the error does not name the file", group, err)
+			}
+			if err == nil {
+				if err := tables.CheckSamples(samples); err != nil {
+					t.Fatalf("row group %d: %v", group, err)
 				}
 			}
 		}

@@ -237,14 +237,7 @@ func TestTimeSlices(t *testing.T) {
 // the file, and no other does.
 func checkDamagedSlice(t *testing.T, dir string, opts Options, b *block, sec func(int) int64) {
 	t.Helper()
-	data, err := os.ReadFile(b.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[b.slices[3].samples.off+1] ^= 0xff
-	if err := os.WriteFile(b.path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	damageRowGroup(t, samplesPath(b.path), 3, colStack)
 	db, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +249,7 @@ func checkDamagedSlice(t *testing.T, dir string, opts Options, b *block, sec fun
 			return err
 		})
 	}
-	if err := load(19, 23); err == nil || !strings.Contains(err.Error(), filepath.Base(b.path)) || !strings.Contains(err.Error(), "checksum") {
+	if err := load(19, 23); err == nil || !strings.Contains(err.Error(), blockID(b.path)) || !strings.Contains(err.Error(), "checksum") {
 		t.Errorf("a range in the damaged slice: %v", err)
 	}
 	if err := load(31, 35); err != nil {
@@ -273,8 +266,12 @@ func TestSlicedBlockOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(data[:len(blockMagic3)]) != blockMagic3 {
-		t.Fatalf("block starts %q, want %q", data[:len(blockMagic3)], blockMagic3)
+	if string(data[:len(blockMagic4)]) != blockMagic4 {
+		t.Fatalf("block starts %q, want %q", data[:len(blockMagic4)], blockMagic4)
+	}
+	old, err := os.ReadFile(filepath.Join("testdata", "spblock3-sliced.block"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		name string
@@ -284,9 +281,13 @@ func TestSlicedBlockOpen(t *testing.T) {
 		{"cut short", data[:len(data)-5], "time slice"},
 		{"longer", append(data[:len(data):len(data)], 0, 0, 0), "bytes after the last part"},
 		{"unsliced magic", append([]byte(blockMagic), data[len(blockMagic):]...), "time slices under"},
+		{"magic without Parquet files", append([]byte(blockMagic3), data[len(blockMagic3):]...), "Parquet files under"},
+		{"SPBLOCK3 cut short", old[:len(old)-5], "time slice"},
+		{"SPBLOCK3 longer", append(old[:len(old):len(old)], 0, 0, 0), "bytes after the last part"},
+		{"SPBLOCK3 with the magic of Parquet files", append([]byte(blockMagic4), old[len(blockMagic4):]...), "Parquet files under"},
 		// A sliced block without a thread rollup would take the thread
 		// rollup for the first slice's part.
-		{"magic without a thread rollup", append([]byte(blockMagic2), data[len(blockMagic2):]...), "bytes after the last part"},
+		{"SPBLOCK3 without a thread rollup", append([]byte(blockMagic2), old[len(blockMagic2):]...), "bytes after the last part"},
 	} {
 		if err := os.WriteFile(blk, c.data, 0o644); err != nil {
 			t.Fatal(err)
@@ -311,7 +312,7 @@ func TestOlderBlocks(t *testing.T) {
 		{"without a thread rollup", partThreads, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			blk := oneUploadBlock(t, 1<<30)
+			blk := oldBlock(t, "spblock3.block")
 			b, err := readBlock(blk)
 			if err != nil {
 				t.Fatal(err)

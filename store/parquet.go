@@ -1,0 +1,76 @@
+package store
+
+import "strings"
+
+// The samples of a block are Apache Parquet, so that a data lake (Spark,
+// DuckDB, Trino...) reads them as a table without sparkprof: a block's
+// samples file holds one row per sample, one row group per time slice,
+// each sorted by stage, task, thread and time, so that a filter on a
+// stage, a task or a time range reads few pages; its stacks file holds one
+// row per stack the samples name, its frames inline. Both carry the
+// block's name, which a join of samples to stacks over many blocks needs:
+// stack ids are per block. The store reads its own columns back (the ids
+// of label sets and threads in the block's tables); the label columns are
+// for the lake. docs/storage-format.md documents the schema.
+
+// sampleRow is a row of a block's samples file: the schema, which the
+// writer fills column by column (writeSamplesParquet) rather than from
+// rows.
+type sampleRow struct {
+	Block        string            `parquet:"block,dict"`
+	Time         int64             `parquet:"time,optional,delta,timestamp(microsecond)"`
+	Value        int64             `parquet:"value"`
+	Type         string            `parquet:"type,dict"`
+	Unit         string            `parquet:"unit,dict"`
+	StackID      int32             `parquet:"stack_id"`
+	Service      string            `parquet:"service_name,optional,dict"`
+	App          string            `parquet:"app,optional,dict"`
+	Executor     string            `parquet:"executor,optional,dict"`
+	Stage        *int32            `parquet:"stage,optional"`
+	StageAttempt *int32            `parquet:"stage_attempt,optional"`
+	Task         *int64            `parquet:"task,optional"`
+	Partition    *int32            `parquet:"partition,optional"`
+	ThreadName   string            `parquet:"thread_name,optional,dict"`
+	ThreadState  string            `parquet:"thread_state,optional,dict"`
+	Labels       map[string]string `parquet:"labels,optional" parquet-key:",dict" parquet-value:",dict"`
+	LabelSet     int32             `parquet:"label_set,delta"`
+	Thread       int32             `parquet:"thread,delta"`
+}
+
+// stackRow is a row of a block's stacks file.
+type stackRow struct {
+	Block    string   `parquet:"block,dict"`
+	StackID  int32    `parquet:"stack_id,delta"`
+	Function string   `parquet:"function,dict"`
+	Frames   []string `parquet:"frames,list" parquet-element:",dict"`
+}
+
+// Column names the store reads back from a samples file.
+const (
+	colTime        = "time"
+	colValue       = "value"
+	colType        = "type"
+	colUnit        = "unit"
+	colStack       = "stack_id"
+	colThreadState = "thread_state"
+	colLabelSet    = "label_set"
+	colThread      = "thread"
+)
+
+// The file names of a block's Parquet files, beside its block file.
+const (
+	samplesSuffix = ".samples.parquet"
+	stacksSuffix  = ".stacks.parquet"
+)
+
+// samplesPath and stacksPath return the paths of the Parquet files of the
+// block whose file is path.
+func samplesPath(path string) string { return strings.TrimSuffix(path, ".block") + samplesSuffix }
+func stacksPath(path string) string  { return strings.TrimSuffix(path, ".block") + stacksSuffix }
+
+// blockID returns the name of the block whose file is path, as the
+// Parquet files' block column holds it.
+func blockID(path string) string {
+	base := path[strings.LastIndexByte(path, '/')+1:]
+	return strings.TrimSuffix(base, ".block")
+}

@@ -1,0 +1,286 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
+
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// readSamplesParquet reads the samples of row group group (-1: all) of a
+// block's samples file, of size bytes, from r; their ids refer to tables,
+// the block's tables. name names the file in errors.
+//
+// It reads the columns whole, page by page, into the samples: the store's
+// own columns (stack, label set and thread ids) and the few it needs
+// besides (time, value, type, unit, thread state), never the label
+// columns. parquet-go is not hardened against damaged files: a panic in
+// it is turned into an error naming the file, so that a damaged block
+// fails its query and not the server.
+func readSamplesParquet(name string, r io.ReaderAt, size int64, group int, tables *profile.Profile) (samples []profile.Sample, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			samples, err = nil, fmt.Errorf("%s: damaged Parquet: %v; move the block away to query without it", name, v)
+		}
+	}()
+	f, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w; move the block away to query without it", name, err)
+	}
+	groups := f.RowGroups()
+	if group >= len(groups) {
+		return nil, fmt.Errorf("%s: no row group %d (the file has %d); the block is damaged: move it away to query without it", name, group, len(groups))
+	}
+	if group >= 0 {
+		groups = groups[group : group+1]
+	}
+	cr, err := newColumnReader(f.Schema(), tables)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	n := int64(0)
+	for _, rg := range groups {
+		n += rg.NumRows()
+	}
+	if n < 0 || n > size*64 { // a row takes at least a bit of a page
+		return nil, fmt.Errorf("%s: %d rows in %d bytes; the block is damaged: move it away to query without it", name, n, size)
+	}
+	samples = make([]profile.Sample, 0, n)
+	for i, rg := range groups {
+		if samples, err = cr.read(rg, samples); err != nil {
+			if group >= 0 {
+				i = group
+			}
+			return nil, fmt.Errorf("%s: row group %d: %w; move the block away to query without it", name, i, err)
+		}
+	}
+	if err := tables.CheckSamples(samples); err != nil {
+		return nil, fmt.Errorf("%s: %w; move the block away to query without it", name, err)
+	}
+	return samples, nil
+}
+
+// columnReader reads the store's columns of a samples file's row groups.
+type columnReader struct {
+	tables *profile.Profile
+	// The leaf columns, by their names (colTime...).
+	cols map[string]parquet.LeafColumn
+	// types maps a type name and unit to the tables' type id.
+	types map[profile.SampleType]profile.TypeID
+}
+
+// The kind of values each column the store reads holds.
+var readColumns = map[string]parquet.Kind{
+	colTime: parquet.Int64, colValue: parquet.Int64, colStack: parquet.Int32, colLabelSet: parquet.Int32,
+	colThread: parquet.Int32, colType: parquet.ByteArray, colUnit: parquet.ByteArray, colThreadState: parquet.ByteArray,
+}
+
+func newColumnReader(s *parquet.Schema, tables *profile.Profile) (*columnReader, error) {
+	cr := &columnReader{tables: tables, cols: map[string]parquet.LeafColumn{}, types: map[profile.SampleType]profile.TypeID{}}
+	for name, kind := range readColumns {
+		lc, ok := s.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("no column %q: not a sparkprof samples file", name)
+		}
+		if k := lc.Node.Type().Kind(); k != kind || lc.MaxRepetitionLevel != 0 || lc.MaxDefinitionLevel > 1 {
+			return nil, fmt.Errorf("column %q holds %v (repetition %d, definition %d), want %v: not a sparkprof samples file",
+				name, k, lc.MaxRepetitionLevel, lc.MaxDefinitionLevel, kind)
+		}
+		cr.cols[name] = lc
+	}
+	for i, t := range tables.Types {
+		cr.types[t] = profile.TypeID(i)
+	}
+	return cr, nil
+}
+
+// read appends the samples of row group rg to samples.
+func (cr *columnReader) read(rg parquet.RowGroup, samples []profile.Sample) ([]profile.Sample, error) {
+	start := len(samples)
+	n := int(rg.NumRows())
+	samples = samples[:start+n]
+	out := samples[start:]
+	clear(out)
+	chunks := rg.ColumnChunks()
+	column := func(name string, conv func([]byte) (int64, error), set func(s *profile.Sample, v int64)) error {
+		return eachValue(chunks[cr.cols[name].ColumnIndex], n, conv, func(row int, v int64) { set(&out[row], v) })
+	}
+	// A type is a name and a unit: each row's name and unit are indexes
+	// into the values met, and the pair maps to the type.
+	var names, units []string
+	intern := func(vs *[]string) func([]byte) (int64, error) {
+		return func(b []byte) (int64, error) {
+			for i, v := range *vs {
+				if v == string(b) {
+					return int64(i), nil
+				}
+			}
+			if len(*vs) >= maxTypes {
+				return 0, fmt.Errorf("more than %d sample types", maxTypes)
+			}
+			*vs = append(*vs, string(b))
+			return int64(len(*vs) - 1), nil
+		}
+	}
+	nameOf := make([]uint8, n)
+	state := func(b []byte) (int64, error) { return int64(profile.ParseThreadState(string(b))), nil }
+	err := errors.Join(
+		column(colTime, nil, func(s *profile.Sample, v int64) { s.Time = v * 1000 }),
+		column(colValue, nil, func(s *profile.Sample, v int64) { s.Value = v }),
+		column(colStack, nil, func(s *profile.Sample, v int64) { s.Stack = profile.StackID(uint32(v)) }),
+		column(colLabelSet, nil, func(s *profile.Sample, v int64) { s.Labels = profile.LabelSetID(uint32(v)) }),
+		column(colThread, nil, func(s *profile.Sample, v int64) { s.Thread = profile.ThreadID(uint32(v)) }),
+		column(colThreadState, state, func(s *profile.Sample, v int64) { s.State = profile.ThreadState(v) }),
+		eachValue(chunks[cr.cols[colType].ColumnIndex], n, intern(&names), func(row int, v int64) { nameOf[row] = uint8(v) }),
+	)
+	if err != nil {
+		return nil, err
+	}
+	var bad error
+	err = eachValue(chunks[cr.cols[colUnit].ColumnIndex], n, intern(&units), func(row int, v int64) {
+		t := profile.SampleType{Name: names[nameOf[row]], Unit: units[v]}
+		id, ok := cr.types[t]
+		if !ok && bad == nil {
+			bad = fmt.Errorf("row %d: sample type %s is not among the block's", row, t)
+		}
+		out[row].Type = id
+	})
+	return samples, errors.Join(err, bad)
+}
+
+// maxTypes is the most sample types a profile has (profile.TypeID).
+const maxTypes = 256
+
+// eachValue calls set with each row of column chunk cc, which has n rows,
+// and the row's value: an integer column's, or for a string column what
+// conv makes of it (once for each value of a dictionary). A null is 0.
+func eachValue(cc parquet.ColumnChunk, n int, conv func([]byte) (int64, error), set func(row int, v int64)) error {
+	pages := cc.Pages()
+	defer pages.Close()
+	row := 0
+	var dict parquet.Dictionary
+	var dictVals []int64
+	for {
+		page, err := pages.ReadPage()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("column %d: %w", cc.Column(), err)
+		}
+		rows := int(page.NumRows())
+		if rows < 0 || rows > n-row {
+			parquet.Release(page)
+			return fmt.Errorf("column %d: a page of %d rows after %d of %d", cc.Column(), rows, row, n)
+		}
+		if d := page.Dictionary(); d != nil && d != dict {
+			dict = d
+			if dictVals, err = dictValues(d, conv); err != nil {
+				parquet.Release(page)
+				return fmt.Errorf("column %d: dictionary: %w", cc.Column(), err)
+			}
+		}
+		err = pageValues(page, row, conv, set, dictVals)
+		parquet.Release(page)
+		if err != nil {
+			return fmt.Errorf("column %d: %w", cc.Column(), err)
+		}
+		row += rows
+	}
+	if row != n {
+		return fmt.Errorf("column %d: %d values for %d rows", cc.Column(), row, n)
+	}
+	return nil
+}
+
+// dictValues returns the values of dictionary d: integers, or what conv
+// makes of strings.
+func dictValues(d parquet.Dictionary, conv func([]byte) (int64, error)) ([]int64, error) {
+	out := make([]int64, d.Len())
+	for i := range out {
+		v := d.Index(int32(i))
+		switch {
+		case conv != nil && v.Kind() == parquet.ByteArray:
+			x, err := conv(v.ByteArray())
+			if err != nil {
+				return nil, err
+			}
+			out[i] = x
+		case conv == nil && v.Kind() == parquet.Int64:
+			out[i] = v.Int64()
+		case conv == nil && v.Kind() == parquet.Int32:
+			out[i] = int64(v.Int32())
+		default:
+			return nil, fmt.Errorf("a value of kind %v", v.Kind())
+		}
+	}
+	return out, nil
+}
+
+// pageValues calls set with the rows of page, the first of which is row
+// first, and their values: those of an integer column, what conv makes of
+// a string column's, or for a page of dictionary indexes dictVals'.
+func pageValues(page parquet.Page, first int, conv func([]byte) (int64, error), set func(int, int64), dictVals []int64) error {
+	defs := page.DefinitionLevels()
+	data := page.Data()
+	indexed := page.Dictionary() != nil
+	var i64 []int64
+	var i32 []int32
+	var bytes []byte
+	var offsets []uint32
+	size := 0
+	switch kind := data.Kind(); {
+	case indexed && kind == encoding.Int32 || !indexed && conv == nil && kind == encoding.Int32:
+		i32 = data.Int32()
+		size = len(i32)
+	case !indexed && conv == nil && kind == encoding.Int64:
+		i64 = data.Int64()
+		size = len(i64)
+	case !indexed && conv != nil && kind == encoding.ByteArray:
+		bytes, offsets = data.ByteArray()
+		size = max(len(offsets)-1, 0)
+	default:
+		return fmt.Errorf("values of kind %v", kind)
+	}
+	rows := int(page.NumRows())
+	if len(defs) == 0 && size != rows || len(defs) != 0 && len(defs) != rows {
+		return fmt.Errorf("a page of %d rows holds %d values", rows, size)
+	}
+	k := 0 // the next value
+	for r := range rows {
+		if len(defs) != 0 && defs[r] == 0 {
+			continue // null: the sample keeps its zero
+		}
+		if k >= size {
+			return fmt.Errorf("a page of %d rows holds %d values", rows, size)
+		}
+		switch {
+		case indexed:
+			x := int(i32[k])
+			if x < 0 || x >= len(dictVals) {
+				return fmt.Errorf("dictionary index %d out of %d", x, len(dictVals))
+			}
+			set(first+r, dictVals[x])
+		case i64 != nil:
+			set(first+r, i64[k])
+		case i32 != nil:
+			set(first+r, int64(i32[k]))
+		default:
+			lo, hi := offsets[k], offsets[k+1]
+			if lo > hi || int(hi) > len(bytes) {
+				return fmt.Errorf("value %d at bytes %d to %d of %d", k, lo, hi, len(bytes))
+			}
+			v, err := conv(bytes[lo:hi])
+			if err != nil {
+				return err
+			}
+			set(first+r, v)
+		}
+		k++
+	}
+	return nil
+}

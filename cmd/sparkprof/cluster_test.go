@@ -235,6 +235,36 @@ func (n *clusterNode) logged(s string) int {
 	return c
 }
 
+// logValues returns, for each of the node's log lines that contain msg,
+// the value of its key=value field key.
+func (n *clusterNode) logValues(msg, key string) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var vs []string
+	for _, l := range n.logs {
+		if !strings.Contains(l, msg) {
+			continue
+		}
+		for _, f := range strings.Fields(l) {
+			if v, ok := strings.CutPrefix(f, key+"="); ok {
+				vs = append(vs, strings.Trim(v, `"`))
+			}
+		}
+	}
+	return vs
+}
+
+// shipped is how many uploads the node says it shipped to the bucket, its
+// "flushed head segment" lines' uploads, over all its runs.
+func (n *clusterNode) shipped() int {
+	c := 0
+	for _, v := range n.logValues("flushed head segment", "uploads") {
+		k, _ := strconv.Atoi(v)
+		c += k
+	}
+	return c
+}
+
 func (n *clusterNode) logTail() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -87,13 +87,18 @@ func startStorageNode(t *testing.T, e scaleEnv, prefix, name string, extra ...st
 	return startNode(t, name, e.bin, filepath.Join(t.TempDir(), name), args...)
 }
 
-// flushed waits until each node has flushed its head to the bucket after
-// now: its flush counter grows past its value at the call.
-func flushed(t *testing.T, nodes ...*clusterNode) {
+// shippedAll waits until each node's flushes have shipped to the bucket
+// every upload the fleet's agents routed to it had acknowledged: its
+// "flushed head segment" lines count them, and its flush counter has
+// grown.
+func shippedAll(t *testing.T, f *fleet, nodes ...*clusterNode) {
 	t.Helper()
 	for _, n := range nodes {
-		v := n.mustMetric(metricFlushes)
-		n.waitMetric(metricFlushes, fmt.Sprintf("grows past %v", v), func(x float64) bool { return x > v })
+		want := f.total(func(a int) bool { return f.route(a) == n })
+		n.waitFor(fmt.Sprintf("its flushes ship the %d uploads it acknowledged", want), func() bool { return n.shipped() >= want })
+		if v := n.mustMetric(metricFlushes); v == 0 {
+			t.Errorf("node %s shipped %d uploads, yet %s is 0", n.name, n.shipped(), metricFlushes)
+		}
 	}
 }
 
@@ -116,7 +121,7 @@ func scaleThreeNodes(t *testing.T, e scaleEnv) {
 		}()
 	}
 	wg.Wait()
-	flushed(t, nodes...)
+	shippedAll(t, f, nodes...)
 	f.checkTotals(t, nodes...)
 	query := startStorageNode(t, e, "three", "three-query", "--role", "query")
 	f.checkTotals(t, query)
@@ -172,7 +177,7 @@ func scaleKillNode(t *testing.T, e scaleEnv) {
 	if probeErrs.Load() > 0 {
 		t.Errorf("nodes 1 and 2 failed %d of %d queries while node 0 was down and restarting", probeErrs.Load(), probes.Load())
 	}
-	flushed(t, nodes...)
+	shippedAll(t, f, nodes...)
 	f.checkTotals(t, nodes...)
 }
 
@@ -195,7 +200,9 @@ func scaleBucketOutage(t *testing.T, e scaleEnv) {
 		}
 	}()
 	f.waitAcked(t, nil, 0, 30)
-	flushed(t, nodes...) // the bucket holds segments of every node
+	for _, n := range nodes { // the bucket holds segments of every node
+		n.waitMetric(metricFlushes, "is above 0", func(v float64) bool { return v > 0 })
+	}
 
 	errs := make([]float64, len(nodes))
 	for i, n := range nodes {
@@ -232,7 +239,7 @@ func scaleBucketOutage(t *testing.T, e scaleEnv) {
 	}
 	close(stop)
 	agents.Wait()
-	flushed(t, nodes...)
+	shippedAll(t, f, nodes...)
 	f.checkTotals(t, nodes...)
 	query := startStorageNode(t, e, "outage", "outage-query", "--role", "query")
 	f.checkTotals(t, query)
@@ -240,13 +247,15 @@ func scaleBucketOutage(t *testing.T, e scaleEnv) {
 
 // scaleTwoCompactors: uploads in three block ranges of the past go through
 // two ingest nodes to the bucket; two compactors started at once compact
-// each range once between them, and a query node's totals are unchanged.
+// each range once between them: one holds the lease and compacts, each
+// range's partition is logged as compacted once, and a query node's
+// totals are what was acknowledged, not twice that.
 func scaleTwoCompactors(t *testing.T, e scaleEnv) {
 	const ranges = 3
 	ingest := startCluster(t, e, "compact", 2, "--role", "ingest", "--block-span", "10m")
 	base := time.Now().Truncate(10 * time.Minute).Add(-ranges * 10 * time.Minute)
 	f := newFleet("compact", 30, e.recs, func(a int) *clusterNode { return ingest[a%2] })
-	// Agent a's uploads end 5 minutes into range a%ranges: each range's
+	// Agent a's upload ends 5 minutes into range a%ranges: each range's
 	// windows lie inside it.
 	f.end = func(a int) time.Time { return base.Add(time.Duration(a%ranges)*10*time.Minute + 5*time.Minute) }
 	for a := range 30 {
@@ -254,7 +263,7 @@ func scaleTwoCompactors(t *testing.T, e scaleEnv) {
 			t.Fatalf("agent %d: %d %v", a, code, err)
 		}
 	}
-	flushed(t, ingest...)
+	shippedAll(t, f, ingest...)
 
 	// Both compactors start at once: each is running before either is
 	// ready.
@@ -268,7 +277,6 @@ func scaleTwoCompactors(t *testing.T, e scaleEnv) {
 	for _, c := range compactors {
 		c.ready()
 	}
-	query := startStorageNode(t, e, "compact", "compact-query", "--role", "query", "--block-span", "10m")
 	sum := func() float64 {
 		s := 0.0
 		for _, c := range compactors {
@@ -277,14 +285,32 @@ func scaleTwoCompactors(t *testing.T, e scaleEnv) {
 		}
 		return s
 	}
-	query.waitFor(fmt.Sprintf("the compactors compacted %d ranges", ranges), func() bool { return sum() >= ranges })
+	compactors[0].waitFor(fmt.Sprintf("the compactors compacted %d ranges", ranges), func() bool { return sum() >= ranges })
+	query := startStorageNode(t, e, "compact", "compact-query", "--role", "query", "--block-span", "10m")
 	f.checkTotals(t, query)
-	// One more flush interval of both: no compactor compacts a range again.
-	flushed(t, compactors...)
+
 	if got := sum(); got != ranges {
 		t.Errorf("the two compactors compacted %v times, want each of %d ranges once", got, ranges)
 	}
+	parts := map[string]int{}
+	holders := 0
 	for _, c := range compactors {
-		t.Logf("compactor %s: %v compactions, %d lease lines", c.name, c.mustMetric(metricCompactions), c.logged("lease"))
+		for _, p := range c.logValues("compacted in the bucket", "partition") {
+			parts[p]++
+		}
+		if c.logged("took the compactor lease") > 0 {
+			holders++
+		}
+	}
+	if len(parts) != ranges {
+		t.Errorf("partitions compacted: %v, want %d", parts, ranges)
+	}
+	for p, c := range parts {
+		if c != 1 {
+			t.Errorf("partition %s compacted %d times", p, c)
+		}
+	}
+	if holders != 1 {
+		t.Errorf("%d compactors took the lease, want 1 while both run", holders)
 	}
 }

@@ -282,6 +282,8 @@ type render struct {
 	Total   int64
 	Missing []string
 	Status  int
+	// Said is whether the answer had a missingBlocks field at all.
+	Said bool
 }
 
 // render asks the node for the CPU flame graph of selector sel.
@@ -297,7 +299,7 @@ func (n *clusterNode) render(ctx context.Context, sel string) (render, error) {
 		Flamebearer struct {
 			NumTicks int64 `json:"numTicks"`
 		} `json:"flamebearer"`
-		MissingBlocks []string `json:"missingBlocks"`
+		MissingBlocks *[]string `json:"missingBlocks"`
 	}
 	if resp.StatusCode != http.StatusOK {
 		return render{Status: resp.StatusCode}, nil
@@ -305,7 +307,11 @@ func (n *clusterNode) render(ctx context.Context, sel string) (render, error) {
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
 		return render{}, fmt.Errorf("render %s: %w", sel, err)
 	}
-	return render{Total: r.Flamebearer.NumTicks, Missing: r.MissingBlocks, Status: resp.StatusCode}, nil
+	out := render{Total: r.Flamebearer.NumTicks, Status: resp.StatusCode, Said: r.MissingBlocks != nil}
+	if r.MissingBlocks != nil {
+		out.Missing = *r.MissingBlocks
+	}
+	return out, nil
 }
 
 // recording is one of the corpus's JFR files an agent of the fleet sends:
@@ -402,7 +408,7 @@ func (f *fleet) stream(stop <-chan struct{}, up func(a int) bool) *sync.WaitGrou
 				select {
 				case <-stop:
 					return
-				case <-time.After(100 * time.Millisecond):
+				case <-time.After(200 * time.Millisecond):
 				}
 				if up == nil || up(a) {
 					f.send(a)

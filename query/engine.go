@@ -239,6 +239,8 @@ func (e *Engine) readAhead(ctx context.Context, tenant string, req Request, src 
 	read := func(u *store.Upload) error {
 		p, err := src(u)
 		switch {
+		case req.Missing.skip(err, e.log):
+			return nil
 		case err != nil:
 			return err
 		case p != nil:
@@ -250,6 +252,9 @@ func (e *Engine) readAhead(ctx context.Context, tenant string, req Request, src 
 		}
 		for _, part := range parts {
 			p, err := part.Load()
+			if req.Missing.skip(err, e.log) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,10 @@ type Request struct {
 	Type string
 	// Keep says which sample labels, and whether threads, a merge keeps.
 	Keep LabelsKept
+	// Missing, when set, collects the blocks of a bucket that could not be
+	// read, which the answer then leaves out; without it such a block
+	// fails the query.
+	Missing *Missing
 }
 
 // LabelsKept says which of the samples' labels a merge keeps, and whether

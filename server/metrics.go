@@ -82,8 +82,32 @@ var storeMetrics = []struct {
 		func(s store.Stats) float64 { return float64(s.CacheEvictions) }},
 }
 
+// bucketMetrics are reported by a store with a bucket (serve --storage).
+var bucketMetrics = []struct {
+	desc  *prometheus.Desc
+	typ   prometheus.ValueType
+	value func(*store.BucketStats) float64
+}{
+	{prometheus.NewDesc("sparkprof_bucket_flushes_total", "Head segments shipped to the bucket.", nil, nil), prometheus.CounterValue,
+		func(s *store.BucketStats) float64 { return float64(s.Flushes) }},
+	{prometheus.NewDesc("sparkprof_bucket_errors_total", "Requests to the bucket that failed.", nil, nil), prometheus.CounterValue,
+		func(s *store.BucketStats) float64 { return float64(s.Errors) }},
+	{prometheus.NewDesc("sparkprof_bucket_compactions_total", "Blocks this node compacted into the bucket.", nil, nil), prometheus.CounterValue,
+		func(s *store.BucketStats) float64 { return float64(s.Compactions) }},
+	{prometheus.NewDesc("sparkprof_bucket_up", "Whether the bucket answered the last request (1) or not (0).", nil, nil), prometheus.GaugeValue,
+		func(s *store.BucketStats) float64 {
+			if s.Up {
+				return 1
+			}
+			return 0
+		}},
+}
+
 func (storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, m := range storeMetrics {
+		ch <- m.desc
+	}
+	for _, m := range bucketMetrics {
 		ch <- m.desc
 	}
 }
@@ -92,5 +116,10 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.st.Stats()
 	for _, m := range storeMetrics {
 		ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.value(st))
+	}
+	if st.Bucket != nil {
+		for _, m := range bucketMetrics {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.value(st.Bucket))
+		}
 	}
 }

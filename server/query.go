@@ -34,13 +34,16 @@ func (s *Server) selection(r *http.Request, selParam string, kept query.LabelsKe
 }
 
 // tree merges the stacks the selector in parameter selParam selects and
-// returns their call tree (query.Engine.Tree).
-func (s *Server) tree(r *http.Request, selParam string) (*profile.Tree, *profile.Profile, error) {
+// returns their call tree (query.Engine.Tree) and the blocks of the
+// bucket it could not read.
+func (s *Server) tree(r *http.Request, selParam string) (*profile.Tree, *profile.Profile, []string, error) {
 	req, err := query.ParseRequest(r.URL.Query(), selParam)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return s.query.Tree(r.Context(), tenant(r), req)
+	req.Missing = new(query.Missing)
+	t, p, err := s.query.Tree(r.Context(), tenant(r), req)
+	return t, p, req.Missing.Names(), err
 }
 
 // renderResponse is the answer of /api/v1/render.
@@ -52,6 +55,9 @@ type renderResponse struct {
 	Samples     int                  `json:"samples"`
 	// Folded counts the frames maxNodes folded into "other" frames.
 	Folded int `json:"folded"`
+	// MissingBlocks names the blocks of the bucket that could not be read
+	// and are left out of the answer.
+	MissingBlocks []string `json:"missingBlocks,omitempty"`
 }
 
 func (s *Server) handleRender(r *http.Request) (any, error) {
@@ -59,12 +65,13 @@ func (s *Server) handleRender(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, p, err := s.tree(r, "query")
+	t, p, missing, err := s.tree(r, "query")
 	if err != nil {
 		return nil, err
 	}
 	folded := t.Trim(limit)
-	return renderResponse{Flamebearer: query.NewFlamebearer(t), Type: t.Type.Name, Unit: t.Type.Unit, Types: query.PresentTypes(p), Samples: len(p.Samples), Folded: folded}, nil
+	return renderResponse{Flamebearer: query.NewFlamebearer(t), Type: t.Type.Name, Unit: t.Type.Unit, Types: query.PresentTypes(p), Samples: len(p.Samples), Folded: folded,
+		MissingBlocks: missing}, nil
 }
 
 func (s *Server) handleTop(r *http.Request) (any, error) {
@@ -80,7 +87,7 @@ func (s *Server) handleTop(r *http.Request) (any, error) {
 	if order != "" && order != "self" && order != "total" {
 		return nil, badRequest("sort %q: want self or total", order)
 	}
-	t, _, err := s.tree(r, "query")
+	t, _, missing, err := s.tree(r, "query")
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +98,11 @@ func (s *Server) handleTop(r *http.Request) (any, error) {
 	if n > 0 && len(rows) > n {
 		rows = rows[:n]
 	}
-	return map[string]any{"type": t.Type, "total": t.Total(), "functions": rows}, nil
+	answer := map[string]any{"type": t.Type, "total": t.Total(), "functions": rows}
+	if missing != nil {
+		answer["missingBlocks"] = missing
+	}
+	return answer, nil
 }
 
 // handleExport answers the selection in the format asked. Only pprof

@@ -230,6 +230,14 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "starting", http.StatusServiceUnavailable)
 		return
 	}
+	if b := s.cfg.Store.Stats().Bucket; b != nil {
+		state := "reachable"
+		if !b.Up {
+			state = "unreachable: queries answer from what this node holds and name the blocks they could not read"
+		}
+		fmt.Fprintf(w, "ready\nbucket: %s\n", state)
+		return
+	}
 	fmt.Fprintln(w, "ready")
 }
 

@@ -30,8 +30,11 @@ import (
 // docs/storage-format.md). Only the meta stays in memory; the other parts
 // are read when a query needs them, through the store's cache.
 type block struct {
-	path   string
-	size   int64 // of the file
+	path string
+	size int64 // of the file
+	// open opens the block's bytes for reading: its file, or its object
+	// in a bucket, read by ranges. Nil for a local file at path.
+	open   func() (blockReader, error)
 	meta   blockMeta
 	parts  [numParts]part
 	slices []slicePart // where meta.Slices are in the file
@@ -130,6 +133,10 @@ type blockMeta struct {
 	// whole from their rollups, and the samples of at most the two it
 	// cuts, instead of every sample of the block.
 	Slices []sliceMeta `json:",omitempty"`
+	// Nodes, for a block compacted in a bucket, lists the uploads it holds
+	// by the node that shipped them: upload ids as IDs lists them. The ids
+	// of different nodes overlap; a node and an id name one upload.
+	Nodes map[string][]uint64 `json:",omitempty"`
 }
 
 // slicesPerBlock is how many time slices a block's span is cut into.
@@ -427,19 +434,30 @@ func (b *block) decode(r io.ReaderAt, which int, dec *zstd.Decoder) (*profile.Pr
 // thread rollup would not have saved reading its samples has an empty one.
 func (b *block) has(part int) bool { return b.parts[part].size != 0 }
 
-// load reads a block's rollup, samples or series from its file (decode).
+// load reads a block's rollup, samples or series from its bytes (decode).
 func (b *block) load(which int, dec *zstd.Decoder) (*profile.Profile, error) {
 	var p *profile.Profile
-	err := b.withFile(func(f *os.File) (err error) {
-		p, err = b.decode(f, which, dec)
+	err := b.withReader(func(r io.ReaderAt, _ int64) (err error) {
+		p, err = b.decode(r, which, dec)
 		return err
 	})
 	return p, err
 }
 
-// withFile calls fn with b's file open.
-func (b *block) withFile(fn func(*os.File) error) error {
-	f, err := os.Open(b.path)
+// blockReader reads a block's bytes: a local file, or an object in a
+// bucket read by ranges. A decoder of blocks reads through it alone.
+type blockReader interface {
+	io.ReaderAt
+	io.Closer
+}
+
+// withReader calls fn with a reader of b's bytes, b.size of them.
+func (b *block) withReader(fn func(r io.ReaderAt, size int64) error) error {
+	open := b.open
+	if open == nil {
+		open = func() (blockReader, error) { return os.Open(b.path) }
+	}
+	r, err := open()
 	if errors.Is(err, fs.ErrNotExist) {
 		// A compaction or retention removed the block after the query
 		// selected it.
@@ -448,8 +466,8 @@ func (b *block) withFile(fn func(*os.File) error) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	return fn(f)
+	defer r.Close()
+	return fn(r, b.size)
 }
 
 // loadBlocks reads the metas of a tenant's block files. A block that

@@ -48,6 +48,8 @@ type DB struct {
 	blockEnc *zstd.Encoder
 	dec      *zstd.Decoder
 	cache    *cache
+	// remote is the bucket's view and counters; nil without a bucket.
+	remote *remote
 	// rawBuf and recBuf are encodeRecord's buffers; under mu.
 	rawBuf, recBuf []byte
 	compactMu      sync.Mutex // one compaction at a time
@@ -75,9 +77,11 @@ type tenant struct {
 	blocks    []*block
 	nextID    uint64
 	nextBlock uint64
-	seg       segmentFile // segment being appended to
-	segN      int
-	segs      []segment
+	// shipped is the largest upload id shipped to the bucket.
+	shipped uint64
+	seg     segmentFile // segment being appended to
+	segN    int
+	segs    []segment
 	// parked says that seg was closed to free its descriptor
 	// (Options.MaxOpenSegments): the last segment is reopened for the
 	// next upload. lastWrite orders tenants by their last upload (DB.writes).
@@ -129,7 +133,26 @@ type Options struct {
 	// recently are closed, and reopened when they write again. Default
 	// 256.
 	MaxOpenSegments int
-	Logger          *slog.Logger
+	// Bucket, when set, is the store's durable tier: the head is shipped
+	// to it as segments every FlushInterval and leaves the node, blocks
+	// are compacted in it by the node holding the compactor's lease, and
+	// queries read its blocks and segments besides the node's head (see
+	// docs/storage-format.md, "Object storage"). Without it the store
+	// compacts into its own directory.
+	Bucket Bucket
+	// FlushInterval is how often, with a Bucket, the head is shipped and
+	// the bucket listed anew; default ten seconds.
+	FlushInterval time.Duration
+	// Role says what a node with a Bucket does; default RoleAll.
+	Role Role
+	// Node names the node in the bucket's segment names; default a random
+	// name kept in the directory's node file, so that a node started again
+	// on the same directory ships under the same name.
+	Node string
+	// LeaseTTL is how long the compactor's lease lasts unless renewed;
+	// default three flush intervals.
+	LeaseTTL time.Duration
+	Logger   *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -154,6 +177,12 @@ func (o *Options) defaults() {
 	if o.MaxOpenSegments <= 0 {
 		o.MaxOpenSegments = 256
 	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = 10 * time.Second
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 3 * o.FlushInterval
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -176,6 +205,14 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	db := &DB{dir: dir, opts: opts, log: opts.Logger, tenants: map[string]*tenant{}, blockEnc: blockEnc, dec: dec,
 		cache: newCache(opts.CacheBytes), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if opts.Bucket != nil {
+		if db.opts.Node == "" {
+			if db.opts.Node, err = nodeName(dir); err != nil {
+				return nil, err
+			}
+		}
+		db.remote = newRemote(opts.Bucket, db.opts.Node)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -191,6 +228,10 @@ func Open(dir string, opts Options) (*DB, error) {
 		if err := db.load(name, filepath.Join(dir, e.Name())); err != nil {
 			return nil, err
 		}
+	}
+	if db.remote != nil {
+		db.startBucket()
+		return db, nil
 	}
 	go db.background()
 	return db, nil
@@ -247,6 +288,13 @@ func (db *DB) Tenants() []string {
 	for n := range db.tenants {
 		out = append(out, n)
 	}
+	if db.remote != nil {
+		for n := range db.remote.view {
+			if db.tenants[n] == nil {
+				out = append(out, n)
+			}
+		}
+	}
 	sort.Strings(out)
 	return out
 }
@@ -258,6 +306,13 @@ func (db *DB) Stats() Stats {
 	st := Stats{Compactions: db.compactions, CompactionErrors: db.compactionErrors, CompactionTime: db.compactionTime,
 		HeadBytes: db.headBytes()}
 	st.CacheBytes, st.CacheHits, st.CacheMisses, st.CacheEvictions = db.cache.stats()
+	if r := db.remote; r != nil {
+		st.Bucket = &BucketStats{Up: r.up.Load(), Flushes: r.flushes.Load(), Errors: r.errors.Load(), Compactions: r.compactions.Load()}
+		for _, rt := range r.view {
+			st.Bucket.Blocks += len(rt.blocks)
+			st.Bucket.Segments += len(rt.segs)
+		}
+	}
 	for _, t := range db.tenants {
 		st.HeadUploads += len(t.uploads)
 		st.UploadKeys += len(t.keys)

@@ -47,6 +47,7 @@ func (db *DB) Append(name string, u *Upload) error {
 	if err := db.openForAppend(t); err != nil {
 		return err
 	}
+	walOff := t.segs[len(t.segs)-1].size
 	if err := t.write(rec); err != nil {
 		db.log.Error("store: cannot write an upload to the log; it is refused, the log cut back to the last upload stored", "tenant", name, "file", t.segs[len(t.segs)-1].path, "err", err)
 		return err
@@ -55,6 +56,7 @@ func (db *DB) Append(name string, u *Upload) error {
 		db.rawBuf, db.recBuf = nil, nil // a rare huge upload: not kept
 	}
 	t.segs[len(t.segs)-1].add(u.ID)
+	u.wal = walSpan{path: t.segs[len(t.segs)-1].path, off: walOff, n: int64(len(rec))}
 	t.nextID++
 	t.addKey(u.Key, u.ID, u.Received, 0)
 	u.head = &headRollup{acct: &db.headRollups, res: int64(db.opts.Resolution)}
@@ -72,9 +74,16 @@ func (db *DB) Append(name string, u *Upload) error {
 // Backlogged reports whether the head holds more than twice its budget
 // (Options.HeadBytes): compaction is not keeping up with the uploads, and
 // taking more would only grow the server's memory.
+//
+// With a bucket, where the head leaves the node only by being shipped, it
+// is backlogged past its budget: the bucket is down, and the log holds
+// what the head does until it is back.
 func (db *DB) Backlogged() bool {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
+	if db.remote != nil {
+		return db.headBytes() > db.opts.HeadBytes
+	}
 	return db.headBytes() > 2*db.opts.HeadBytes
 }
 

@@ -47,6 +47,11 @@ func (db *DB) load(name, dir string) error {
 		seg.size = n
 		t.segs = append(t.segs, seg)
 	}
+	if db.opts.Bucket != nil {
+		if err := t.loadShipped(); err != nil {
+			return fmt.Errorf("store: tenant %q: %w", name, err)
+		}
+	}
 	t.pruneSegments(db.log)
 	db.tenants[name] = t
 	db.log.Info("store: tenant loaded", "tenant", name, "uploads", len(t.uploads), "blocks", len(blocks), "segments", len(segs))
@@ -81,7 +86,8 @@ func (db *DB) replay(t *tenant, path string) (int64, segment, error) {
 		if err != nil {
 			return fmt.Errorf("store: %s: %w", path, err)
 		}
-		for _, u := range ups {
+		for i, u := range ups {
+			u.wal = walSpan{path: path, off: batch[i].off, n: 8 + int64(len(batch[i].payload))}
 			t.nextID = max(t.nextID, u.ID+1)
 			t.addKey(u.Key, u.ID, u.Received, cutoff)
 			if t.compacted(u.ID) {

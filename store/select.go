@@ -1,13 +1,14 @@
 package store
 
 import (
-	"os"
+	"io"
 
 	"github.com/sparkprof/sparkprof/profile"
 )
 
 // Select implements Store. Blocks come first (they hold older
-// partitions), then the uploads not compacted yet.
+// partitions), then the uploads not compacted yet; with a bucket, the
+// bucket's blocks and segments' uploads come before the node's own.
 func (db *DB) Select(name string, q Query, fn func(*Upload) error) error {
 	db.mu.RLock()
 	if db.closed {
@@ -16,8 +17,18 @@ func (db *DB) Select(name string, q Query, fn func(*Upload) error) error {
 	}
 	t := db.tenants[name]
 	var ups []*Upload
+	ims := intMatchers(q.SampleMatchers)
+	if db.remote != nil {
+		if rt := db.remote.view[name]; rt != nil {
+			for _, b := range rt.blocks {
+				if b.mayMatch(q, ims) {
+					ups = append(ups, b.uploads(q, ims)...)
+				}
+			}
+			ups = append(ups, rt.uploads...)
+		}
+	}
 	if t != nil {
-		ims := intMatchers(q.SampleMatchers)
 		for _, b := range t.blocks {
 			if b.mayMatch(q, ims) {
 				ups = append(ups, b.uploads(q, ims)...)
@@ -65,8 +76,8 @@ func (db *DB) loadTables(b *block) (*profile.Profile, error) {
 	}
 	return db.cache.get(cacheKey{path: b.path, part: partSamples, slice: tablesOnly}, func() (*profile.Profile, error) {
 		var p *profile.Profile
-		err := b.withFile(func(f *os.File) (err error) {
-			p, err = b.decodePart(f, partSamples, db.dec)
+		err := b.withReader(func(r io.ReaderAt, _ int64) (err error) {
+			p, err = b.decodePart(r, partSamples, db.dec)
 			return err
 		})
 		return p, err
@@ -108,8 +119,8 @@ func (db *DB) loadSlice(b *block, i, part int) (*profile.Profile, error) {
 	}
 	return db.cache.get(cacheKey{path: b.path, part: part, slice: i + 1}, func() (*profile.Profile, error) {
 		var p *profile.Profile
-		err := b.withFile(func(f *os.File) (err error) {
-			p, err = b.decodeSlice(f, i, part, tables, db.dec)
+		err := b.withReader(func(r io.ReaderAt, _ int64) (err error) {
+			p, err = b.decodeSlice(r, i, part, tables, db.dec)
 			return err
 		})
 		return p, err

@@ -62,6 +62,11 @@ type Upload struct {
 	slices []*Upload
 	// memSize estimates the memory a single upload holds in the head.
 	memSize int64
+	// node, for an upload read from a segment in the bucket, names the
+	// node that stored it: node and ID name an upload across nodes.
+	node string
+	// wal is where an upload in the head has its log record.
+	wal walSpan
 }
 
 // LabelValues returns the values of each label u's samples carry, its
@@ -351,6 +356,18 @@ type Stats struct {
 	// CacheHits, CacheMisses and CacheEvictions count its lookups and
 	// drops since the store opened.
 	CacheBytes, CacheHits, CacheMisses, CacheEvictions int64
+	// Bucket describes the store's bucket; nil without one.
+	Bucket *BucketStats
+}
+
+// BucketStats describes a store's work with its bucket.
+type BucketStats struct {
+	Up          bool  // whether the bucket answered the last request
+	Flushes     int64 // head segments shipped since the store opened
+	Errors      int64 // requests to the bucket that failed since then
+	Compactions int64 // blocks this node wrote in the bucket since then
+	Blocks      int   // blocks in the bucket at the last listing
+	Segments    int   // segments in the bucket at the last listing
 }
 
 // ErrClosed is returned by a closed store.

@@ -55,6 +55,13 @@ type record struct {
 	Key         string `json:",omitempty"`
 }
 
+// walSpan is where a log record is: its segment file, offset and length.
+type walSpan struct {
+	path string
+	off  int64
+	n    int64
+}
+
 // add records that the segment holds upload id.
 func (s *segment) add(id uint64) {
 	if s.lo == 0 || id < s.lo {

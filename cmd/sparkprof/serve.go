@@ -72,6 +72,9 @@ type serveFlags struct {
 	maxTenants      int
 	maxQueries      int
 	thresholds      thresholdSettings
+	storage         string
+	flushInterval   time.Duration
+	role            string
 }
 
 // thresholdSettings is serve's --threshold: each NAME=VALUE sets the
@@ -109,6 +112,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.retention, "retention", "30d", "drop data older than this (e.g. 72h, 30d; 0 keeps all)")
 	fs.Int64Var(&f.cacheMB, "block-cache-mb", 512, "memory (MiB, estimated) that keeps compacted blocks read from disk for later queries")
 	fs.DurationVar(&f.blockSpan, "block-span", 10*time.Minute, "time span of a compacted block, read in ten time slices by a range that cuts it: shorter ones keep the head smaller for more disk (5m: about a fifth more)")
+	fs.StringVar(&f.storage, "storage", "", "object storage to keep the data in, shared by every node (s3://bucket/prefix?region=R&endpoint=URL&s3ForcePathStyle=true, gs://bucket/prefix, azblob://container/prefix, file:///dir); --data then holds only the node's write-ahead log (default: the embedded store in --data)")
+	fs.DurationVar(&f.flushInterval, "flush-interval", 10*time.Second, "with --storage: how often the node ships what it took to the bucket and lists the bucket anew")
+	fs.StringVar(&f.role, "role", "all", "with --storage: what the node does: all, ingest (takes uploads), query (answers queries) or compactor (compacts the bucket and applies retention)")
 	fs.Int64Var(&f.headMB, "head-mb", 512, "memory (MiB, estimated) of the uploads not compacted yet; past it the oldest are compacted at once")
 	fs.StringVar(&f.tokenFile, "auth-token-file", "", "file holding a bearer token that every request must carry")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with; read again when the file changes")
@@ -262,11 +268,17 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	defer hs.Close()
-	db, err := store.Open(f.data, store.Options{Retention: keep, Partition: f.blockSpan, CacheBytes: f.cacheMB << 20, HeadBytes: f.headMB << 20, KeyWindow: f.keyWindow,
-		MaxTenants: f.maxTenants, MaxOpenSegments: maxOpenSegments, Logger: log})
+	bucket, err := f.openBucket(ctx)
 	if err != nil {
 		return err
 	}
+	db, err := store.Open(f.data, store.Options{Retention: keep, Partition: f.blockSpan, CacheBytes: f.cacheMB << 20, HeadBytes: f.headMB << 20, KeyWindow: f.keyWindow,
+		MaxTenants: f.maxTenants, MaxOpenSegments: maxOpenSegments, Logger: log, Bucket: bucket.b, FlushInterval: f.flushInterval, Role: bucket.role})
+	if err != nil {
+		bucket.close()
+		return err
+	}
+	defer bucket.close()
 	defer func() {
 		hs.Close() // no request reaches a closed store
 		db.Close()

@@ -1,0 +1,356 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gocloud.dev/blob/fileblob"
+)
+
+// faultyBucket is a real bucket whose requests fail while down is set, as
+// they do when the object store is unreachable.
+type faultyBucket struct {
+	Bucket
+	down atomic.Bool
+}
+
+var errDown = errors.New("injected: the bucket is unreachable")
+
+func (f *faultyBucket) List(ctx context.Context, prefix string) ([]Object, error) {
+	if f.down.Load() {
+		return nil, errDown
+	}
+	return f.Bucket.List(ctx, prefix)
+}
+
+func (f *faultyBucket) ReadAll(ctx context.Context, name string) ([]byte, error) {
+	if f.down.Load() {
+		return nil, errDown
+	}
+	return f.Bucket.ReadAll(ctx, name)
+}
+
+func (f *faultyBucket) ReadAt(ctx context.Context, name string, p []byte, off int64) error {
+	if f.down.Load() {
+		return errDown
+	}
+	return f.Bucket.ReadAt(ctx, name, p, off)
+}
+
+func (f *faultyBucket) Write(ctx context.Context, name string, data []byte, ifNotExist bool) error {
+	if f.down.Load() {
+		return errDown
+	}
+	return f.Bucket.Write(ctx, name, data, ifNotExist)
+}
+
+func (f *faultyBucket) Delete(ctx context.Context, name string) error {
+	if f.down.Load() {
+		return errDown
+	}
+	return f.Bucket.Delete(ctx, name)
+}
+
+// fileBucket returns a bucket in a temporary directory.
+func fileBucket(t *testing.T) *faultyBucket {
+	t.Helper()
+	b, err := fileblob.OpenBucket(t.TempDir(), &fileblob.Options{Metadata: fileblob.MetadataDontWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return &faultyBucket{Bucket: NewBucket(b)}
+}
+
+// openNode opens a store over bucket b whose background rounds, but the
+// first, wait an hour: the test runs them.
+func openNode(t *testing.T, dir string, b Bucket, role Role, opts Options) *DB {
+	t.Helper()
+	opts.Bucket, opts.Role, opts.FlushInterval = b, role, time.Hour
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func appendN(t *testing.T, db *DB, tenant string, n int) (total int64) {
+	t.Helper()
+	for i := range n {
+		u := upload(t, string(rune('1'+i)))
+		for _, s := range u.Profile.Samples {
+			total += s.Value
+		}
+		if err := db.Append(tenant, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return total
+}
+
+func objects(t *testing.T, b Bucket, prefix string) []string {
+	t.Helper()
+	objs, err := b.List(context.Background(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, o := range objs {
+		names = append(names, o.Name)
+	}
+	return names
+}
+
+func TestBucketNodesSeeEachOther(t *testing.T) {
+	b := fileBucket(t)
+	ctx := context.Background()
+	dirA := t.TempDir()
+	a := openNode(t, dirA, b, RoleAll, Options{})
+	c := openNode(t, t.TempDir(), b, RoleQuery, Options{})
+	want := appendN(t, a, "acme", 3)
+	if n, _ := count(t, c, "acme", Query{}); n != 0 {
+		t.Fatalf("before a flush, the query node sees %d uploads", n)
+	}
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if w := files(t, dirA, "*.wal"); len(w) != 0 {
+		t.Errorf("log segments left after shipping: %v", w)
+	}
+	if err := c.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The shipping node counts its uploads once: they left its head.
+	for _, db := range []*DB{a, c} {
+		if n, total := count(t, db, "acme", Query{}); n != 3 || total != want {
+			t.Errorf("after a flush: %d uploads with %d, want 3 with %d", n, total, want)
+		}
+	}
+	if err := a.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, total := count(t, a, "acme", Query{}); n != 3 || total != want {
+		t.Errorf("after listing its own segment: %d uploads with %d, want 3 with %d", n, total, want)
+	}
+	if err := a.CompactBucket(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if segs := objects(t, b, TenantDir("acme")+"/segments/"); len(segs) != 0 {
+		t.Errorf("segments left after compaction: %v", segs)
+	}
+	if err := c.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []*DB{a, c} {
+		if n, total := count(t, db, "acme", Query{}); n != 1 || total != want {
+			t.Errorf("after compaction: %d blocks with %d, want 1 with %d", n, total, want)
+		}
+	}
+	if st := c.Stats().Bucket; st == nil || !st.Up || st.Blocks != 1 {
+		t.Errorf("query node's bucket stats %+v", st)
+	}
+}
+
+func TestBucketRestartShipsWhatItHad(t *testing.T) {
+	b := fileBucket(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := openNode(t, dir, b, RoleIngest, Options{})
+	want := appendN(t, a, "acme", 2)
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want += appendN(t, a, "acme", 2)
+	// Stopped without a flush: its last two uploads are only in its log.
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a = openNode(t, dir, b, RoleIngest, Options{})
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Each upload is in one segment, all under the node's one name.
+	var ids []string
+	nodes := map[string]bool{}
+	for _, s := range objects(t, b, TenantDir("acme")+"/segments/") {
+		node, file := path.Split(strings.TrimPrefix(s, TenantDir("acme")+"/segments/"))
+		nodes[node] = true
+		var lo, hi int
+		fmt.Sscanf(file, "%d-%d.seg", &lo, &hi)
+		for id := lo; id <= hi; id++ {
+			ids = append(ids, strconv.Itoa(id))
+		}
+	}
+	if len(nodes) != 1 || strings.Join(ids, ",") != "1,2,3,4" {
+		t.Errorf("segments of nodes %v hold uploads %v, want 1,2,3,4 of one node", nodes, ids)
+	}
+	q := openNode(t, t.TempDir(), b, RoleQuery, Options{})
+	if n, total := count(t, q, "acme", Query{}); n != 4 || total != want {
+		t.Errorf("after the restart: %d uploads with %d, want 4 with %d", n, total, want)
+	}
+}
+
+func TestTwoCompactorsCompactOnce(t *testing.T) {
+	b := fileBucket(t)
+	ctx := context.Background()
+	ing := openNode(t, t.TempDir(), b, RoleIngest, Options{})
+	c1 := openNode(t, t.TempDir(), b, RoleCompactor, Options{})
+	c2 := openNode(t, t.TempDir(), b, RoleCompactor, Options{})
+	var want int64
+	uploads := 0
+	for round := range 3 {
+		want += appendN(t, ing, "acme", 2)
+		uploads += 2
+		if err := ing.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for _, c := range []*DB{c1, c2} {
+			wg.Go(func() {
+				if err := c.CompactBucket(ctx, time.Now()); err != nil {
+					t.Errorf("round %d: %v", round, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	n1, n2 := c1.remote.compactions.Load(), c2.remote.compactions.Load()
+	if n1+n2 != 3 || n1 != 0 && n2 != 0 {
+		t.Errorf("compactions %d and %d: want 3 by one compactor", n1, n2)
+	}
+	if segs := objects(t, b, TenantDir("acme")+"/segments/"); len(segs) != 0 {
+		t.Errorf("segments left: %v", segs)
+	}
+	q := openNode(t, t.TempDir(), b, RoleQuery, Options{})
+	held := 0
+	q.mu.RLock()
+	for _, blk := range q.remote.view["acme"].blocks {
+		held += blk.meta.Uploads
+	}
+	q.mu.RUnlock()
+	if n, total := count(t, q, "acme", Query{}); held != uploads || total != want {
+		t.Errorf("%d blocks hold %d uploads with %d, want %d with %d", n, held, total, uploads, want)
+	}
+}
+
+func TestBucketRetentionDeletesWholeBlocks(t *testing.T) {
+	b := fileBucket(t)
+	ctx := context.Background()
+	ing := openNode(t, t.TempDir(), b, RoleIngest, Options{})
+	for _, e := range []string{"1", "2"} {
+		u := upload(t, e) // windows in 1970
+		u.Received = time.Now().Add(-48 * time.Hour).UnixNano()
+		if err := ing.Append("acme", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ing.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := openNode(t, t.TempDir(), b, RoleCompactor, Options{})
+	if err := c.CompactBucket(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	old := objects(t, b, TenantDir("acme")+"/blocks/")
+	if len(old) != 1 {
+		t.Fatalf("blocks %v, want 1", old)
+	}
+	now := time.Now()
+	u := upload(t, "9")
+	u.From, u.Until = now.Add(-time.Minute).UnixNano(), now.UnixNano()
+	if err := ing.Append("acme", u); err != nil {
+		t.Fatal(err)
+	}
+	if err := ing.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Write(ctx, "t-/notes.txt", []byte("not the store's"), false); err != nil {
+		t.Fatal(err)
+	}
+	before := objects(t, b, "")
+	r := openNode(t, t.TempDir(), b, RoleCompactor, Options{Retention: 24 * time.Hour})
+	c.Close() // its lease lapses only with time: r takes a fresh one
+	for _, o := range objects(t, b, leasePrefix) {
+		b.Delete(ctx, o)
+	}
+	if err := r.CompactBucket(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	after := objects(t, b, "")
+	if slices.Contains(after, old[0]) {
+		t.Errorf("the block past retention %s is still there", old[0])
+	}
+	for _, o := range before {
+		if o != old[0] && !strings.Contains(o, "/segments/") && !strings.HasPrefix(o, leasePrefix) && !slices.Contains(after, o) {
+			t.Errorf("retention deleted %s", o)
+		}
+	}
+	if n, _ := count(t, r, "acme", Query{}); n != 1 {
+		t.Errorf("%d uploads left, want the recent one", n)
+	}
+}
+
+func TestBucketOutage(t *testing.T) {
+	b := fileBucket(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	probe := upload(t, "1")
+	a := openNode(t, dir, b, RoleAll, Options{HeadBytes: 3 * probe.Profile.MemSize()})
+	q := openNode(t, t.TempDir(), b, RoleQuery, Options{})
+	want := appendN(t, a, "acme", 1)
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CompactBucket(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.down.Store(true)
+	n := 0
+	for !a.Backlogged() {
+		want += appendN(t, a, "acme", 1)
+		if n++; n > 10 {
+			t.Fatal("the head is not backlogged past its budget while the bucket is down")
+		}
+	}
+	if err := a.Flush(ctx); err == nil {
+		t.Fatal("flush to a bucket that is down succeeded")
+	}
+	if st := a.Stats().Bucket; st.Up || st.Errors == 0 {
+		t.Errorf("bucket stats while down: %+v", st)
+	}
+	if w := files(t, dir, "*.wal"); len(w) == 0 {
+		t.Errorf("the log was deleted while the bucket was down (%d appended, stats %+v)", n, a.Stats())
+	}
+	// A block the query node listed cannot be read: the error names it.
+	err := q.Select("acme", Query{}, func(u *Upload) error { _, err := u.Load(); return err })
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || !strings.Contains(ue.Object, "/blocks/") {
+		t.Errorf("query while the bucket is down: %v, want an UnreachableError naming the block", err)
+	}
+	b.down.Store(false)
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a.Backlogged() {
+		t.Error("still backlogged after the bucket came back")
+	}
+	if err := q.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, total := count(t, q, "acme", Query{}); total != want {
+		t.Errorf("after the outage: %d uploads with %d, want %d", got, total, want)
+	}
+}

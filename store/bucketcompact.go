@@ -1,0 +1,203 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// CompactBucket compacts the bucket, when this store holds the
+// compactor's lease (it takes it when it is free): the segments' uploads
+// go into blocks, one per time partition, merged with the partition's
+// blocks once it is quiet as a local store merges them; then the segments
+// whose every upload a block holds are deleted, and, with a retention,
+// the whole blocks past it. Only the lease's holder writes or deletes
+// blocks, so a range of uploads is compacted once however many
+// compactors run.
+func (db *DB) CompactBucket(ctx context.Context, now time.Time) error {
+	if db.remote == nil {
+		return nil
+	}
+	db.compactMu.Lock()
+	defer db.compactMu.Unlock()
+	held, err := db.holdLease(ctx, now)
+	if err != nil {
+		db.remote.failed()
+		return err
+	}
+	if !held {
+		return nil
+	}
+	if err := db.refresh(ctx); err != nil {
+		return err
+	}
+	db.mu.RLock()
+	tenants := sortedKeys(db.remote.view)
+	db.mu.RUnlock()
+	var errs []error
+	for _, name := range tenants {
+		if err := db.compactTenantBucket(ctx, name, now); err != nil {
+			errs = append(errs, fmt.Errorf("tenant %q: %w", name, err))
+		}
+	}
+	if db.opts.Retention > 0 {
+		if err := db.retainBucket(ctx, now.Add(-db.opts.Retention).UnixNano()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := db.refresh(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// compactTenantBucket compacts one tenant's segments and quiet partitions.
+func (db *DB) compactTenantBucket(ctx context.Context, name string, now time.Time) error {
+	db.mu.RLock()
+	rt := db.remote.view[name]
+	ups := slices.Clone(rt.uploads)
+	blocks := slices.Clone(rt.blocks)
+	segs := slices.Clone(rt.segs)
+	db.mu.RUnlock()
+	part := int64(db.opts.Partition)
+	quiet := int64(db.opts.CompactAfter)
+	byPart := map[int64][]*Upload{}
+	lastReceived := map[int64]int64{}
+	for _, u := range ups {
+		p := partitionOf(u, part)
+		byPart[p] = append(byPart[p], u)
+		lastReceived[p] = max(lastReceived[p], u.Received)
+	}
+	partBlocks := map[int64][]*block{}
+	for _, b := range blocks {
+		partBlocks[b.meta.Partition] = append(partBlocks[b.meta.Partition], b)
+		lastReceived[b.meta.Partition] = max(lastReceived[b.meta.Partition], b.meta.Received)
+	}
+	for _, p := range slices.Sorted(maps.Keys(lastReceived)) {
+		var olds []*block
+		if p+part+quiet <= now.UnixNano() && lastReceived[p]+quiet <= now.UnixNano() {
+			olds = db.mergeable(byPart[p], partBlocks[p])
+		}
+		if len(byPart[p]) == 0 && len(olds) < 2 {
+			continue
+		}
+		if !db.leaseValid(time.Now()) {
+			return fmt.Errorf("the compactor lease ran short; the rest waits for the next round")
+		}
+		if err := db.compactBucketPartition(ctx, name, p, byPart[p], olds); err != nil {
+			return fmt.Errorf("partition %s: %w", time.Unix(0, p).UTC().Format(time.RFC3339), err)
+		}
+	}
+	// Every upload of the segments listed is in a block now.
+	for _, s := range segs {
+		if err := db.remote.b.Delete(ctx, s); err != nil {
+			return fmt.Errorf("delete compacted segment: %w", err)
+		}
+	}
+	return nil
+}
+
+// compactBucketPartition writes a block of partition p holding the
+// uploads ups merged with the blocks olds, then deletes olds.
+func (db *DB) compactBucketPartition(ctx context.Context, name string, p int64, ups []*Upload, olds []*block) error {
+	oldProfiles := make([]*profile.Profile, len(olds))
+	for i, b := range olds {
+		op, err := b.load(partSamples, db.dec)
+		if err != nil {
+			return fmt.Errorf("read the block to merge into: %w", err)
+		}
+		if len(op.Series) == 0 && b.has(partSeries) {
+			sp, err := b.load(partSeries, db.dec)
+			if err != nil {
+				return fmt.Errorf("read the series of the block to merge into: %w", err)
+			}
+			op.Series = sp.Series
+		}
+		oldProfiles[i] = op
+	}
+	prof, meta := compactUploads(p, olds, oldProfiles, ups, int64(db.opts.Resolution))
+	meta.Nodes = nodeIDs(olds, ups)
+	// The block is written as a local store writes one, then uploaded.
+	tmpDir, err := os.MkdirTemp(db.dir, "compact-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmpDir)
+	seq := uint64(time.Now().UnixNano())
+	obj := blockObject(name, p, seq)
+	file := filepath.Join(tmpDir, filepath.Base(obj))
+	if _, _, err := writeBlock(file, meta, prof, db.blockEnc, int64(db.opts.Partition)); err != nil {
+		return fmt.Errorf("write block: %w", err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if err := db.remote.b.Write(ctx, obj, data, true); err != nil {
+		db.remote.failed()
+		return fmt.Errorf("upload block: %w", err)
+	}
+	db.remote.compactions.Add(1)
+	for _, o := range olds {
+		if err := db.remote.b.Delete(ctx, o.path); err != nil {
+			return fmt.Errorf("delete merged block: %w", err)
+		}
+		db.cache.forget(o.path)
+	}
+	db.log.Info("store: compacted in the bucket", "tenant", name, "partition", time.Unix(0, p).UTC().Format(time.RFC3339),
+		"uploads", meta.Uploads, "samples", len(prof.Samples), "object", obj, "merged", len(olds))
+	return nil
+}
+
+// nodeIDs lists the uploads of blocks olds and of ups by node, as
+// blockMeta.Nodes does.
+func nodeIDs(olds []*block, ups []*Upload) map[string][]uint64 {
+	ids := map[string][]uint64{}
+	for _, b := range olds {
+		for node, rs := range b.meta.Nodes {
+			for i := 0; i+1 < len(rs); i += 2 {
+				for id := rs[i]; id <= rs[i+1]; id++ {
+					ids[node] = append(ids[node], id)
+				}
+			}
+		}
+	}
+	for _, u := range ups {
+		ids[u.node] = append(ids[u.node], u.ID)
+	}
+	out := make(map[string][]uint64, len(ids))
+	for node, l := range ids {
+		out[node] = idRanges(l)
+	}
+	return out
+}
+
+// retainBucket deletes the bucket's blocks whose data ended before cutoff,
+// whole; nothing else.
+func (db *DB) retainBucket(ctx context.Context, cutoff int64) error {
+	db.mu.RLock()
+	var old []string
+	for _, rt := range db.remote.view {
+		for _, b := range rt.blocks {
+			if max(b.meta.Until, b.meta.Received) < cutoff {
+				old = append(old, b.path)
+			}
+		}
+	}
+	db.mu.RUnlock()
+	for _, name := range old {
+		if err := db.remote.b.Delete(ctx, name); err != nil {
+			return fmt.Errorf("retention: %w", err)
+		}
+		db.cache.forget(name)
+		db.log.Info("store: deleted a block past retention from the bucket", "object", name)
+	}
+	return nil
+}

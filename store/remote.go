@@ -1,0 +1,394 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Role says what a node with a bucket does (Options.Role).
+type Role uint8
+
+// The roles of a node.
+const (
+	RoleAll       Role = iota // ingests, answers queries and may compact
+	RoleIngest                // takes uploads and ships them
+	RoleQuery                 // answers queries over the bucket
+	RoleCompactor             // compacts the bucket and applies retention
+)
+
+var roleNames = []string{"all", "ingest", "query", "compactor"}
+
+// ParseRole parses a role's name: all, ingest, query or compactor.
+func ParseRole(s string) (Role, error) {
+	if i := slices.Index(roleNames, s); i >= 0 {
+		return Role(i), nil
+	}
+	return 0, fmt.Errorf("role %q: want one of %s", s, strings.Join(roleNames, ", "))
+}
+
+func (r Role) String() string { return roleNames[r] }
+
+// Ingests reports whether a node of role r takes uploads.
+func (r Role) Ingests() bool { return r == RoleAll || r == RoleIngest }
+
+// Queries reports whether a node of role r answers queries.
+func (r Role) Queries() bool { return r == RoleAll || r == RoleQuery }
+
+// Compacts reports whether a node of role r competes for the compactor's
+// lease.
+func (r Role) Compacts() bool { return r == RoleAll || r == RoleCompactor }
+
+// remote is a node's view of the bucket: the metas of its blocks and the
+// uploads of its segments, listed every flush interval, and what the node
+// counts of its work with the bucket.
+type remote struct {
+	b    Bucket
+	node string
+
+	// refreshMu serialises listings; the fields below it are under the
+	// DB's mu.
+	refreshMu sync.Mutex
+	// blocks and segs cache what was read of each object, by name.
+	blocks map[string]*block
+	segs   map[string][]*Upload
+	// view is what queries see, per tenant: the blocks not replaced and
+	// the segments' uploads no block holds.
+	view map[string]*remoteTenant
+	// rollups is the memory of the segment uploads' rollups, not counted
+	// in the head's budget.
+	rollups atomic.Int64
+
+	// holder names this store in the compactor's lease (leaseHolder);
+	// leaseUntil is when the lease it last wrote expires (Unix ns).
+	holderOnce sync.Once
+	holder     string
+	leaseUntil atomic.Int64
+
+	up                           atomic.Bool
+	flushes, errors, compactions atomic.Int64
+	lastErrMu                    sync.Mutex
+	lastErr                      string
+}
+
+// remoteTenant is what a tenant has in the bucket.
+type remoteTenant struct {
+	blocks  []*block
+	uploads []*Upload
+	segs    []string // the segment objects the uploads came from
+}
+
+func newRemote(b Bucket, node string) *remote {
+	return &remote{b: b, node: node, blocks: map[string]*block{}, segs: map[string][]*Upload{}, view: map[string]*remoteTenant{}}
+}
+
+func (r *remote) ok() { r.up.Store(true) }
+
+func (r *remote) failed() {
+	r.up.Store(false)
+	r.errors.Add(1)
+}
+
+// The object names of a tenant's blocks and segments.
+const (
+	blocksDir   = "blocks/"
+	segmentsDir = "segments/"
+	segmentExt  = ".seg"
+)
+
+// segmentObject names the segment holding uploads lo to hi of a tenant,
+// shipped by node.
+func segmentObject(tenant, node string, lo, hi uint64) string {
+	return fmt.Sprintf("%s/%s%s/%020d-%020d%s", TenantDir(tenant), segmentsDir, node, lo, hi, segmentExt)
+}
+
+// blockObject names a tenant's block of a partition; seq orders the
+// blocks of a partition.
+func blockObject(tenant string, partition int64, seq uint64) string {
+	return fmt.Sprintf("%s/%s%020d-%020d.block", TenantDir(tenant), blocksDir, partition, seq)
+}
+
+// parseObject tells what an object of the bucket is: a tenant's block, or
+// segment (with its node); ok is false for any other object.
+func parseObject(name string) (tenant string, isBlock bool, node string, ok bool) {
+	dir, rest, found := strings.Cut(name, "/")
+	if !found {
+		return "", false, "", false
+	}
+	tenant, err := TenantName(dir)
+	if err != nil {
+		return "", false, "", false
+	}
+	switch {
+	case strings.HasPrefix(rest, blocksDir) && strings.HasSuffix(rest, ".block") && !strings.Contains(rest[len(blocksDir):], "/"):
+		return tenant, true, "", true
+	case strings.HasPrefix(rest, segmentsDir) && strings.HasSuffix(rest, segmentExt):
+		node, file, found := strings.Cut(rest[len(segmentsDir):], "/")
+		if found && validNode(node) && !strings.Contains(file, "/") {
+			return tenant, false, node, true
+		}
+	}
+	return "", false, "", false
+}
+
+// addSegment puts a segment the node shipped into its view, its uploads
+// as they were in the head; under the DB's mu, held for writing.
+func (r *remote) addSegment(tenant, obj string, ups []*Upload) {
+	r.segs[obj] = ups
+	rt := r.view[tenant]
+	if rt == nil {
+		rt = &remoteTenant{}
+		r.view[tenant] = rt
+	}
+	for _, u := range ups {
+		if !rt.holds(u) {
+			rt.uploads = append(rt.uploads, u)
+		}
+	}
+	rt.segs = append(rt.segs, obj)
+}
+
+// holds reports whether the tenant's blocks hold upload u of a segment.
+func (rt *remoteTenant) holds(u *Upload) bool {
+	for _, b := range rt.blocks {
+		if ids, ok := b.meta.Nodes[u.node]; ok && idsContain(ids, u.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+// idsContain reports whether id is in ranges, flattened [lo, hi] pairs.
+func idsContain(ranges []uint64, id uint64) bool {
+	for i := 0; i+1 < len(ranges); i += 2 {
+		if id >= ranges[i] && id <= ranges[i+1] {
+			return true
+		}
+	}
+	return false
+}
+
+// refresh lists the bucket and reads what is new in it: the metas of new
+// blocks (a ranged read each) and new segments, then makes the view of
+// every tenant anew. The view stays as it was when the bucket cannot be
+// listed; an object that cannot be read is left out until the next
+// listing.
+func (db *DB) refresh(ctx context.Context) error {
+	r := db.remote
+	r.refreshMu.Lock()
+	defer r.refreshMu.Unlock()
+	lctx, cancel := context.WithTimeout(ctx, bucketTimeout)
+	objs, err := r.b.List(lctx, "t-")
+	cancel()
+	if err != nil {
+		r.failed()
+		return fmt.Errorf("list the bucket: %w", err)
+	}
+	r.ok()
+	db.mu.RLock()
+	known := func(name string) bool {
+		_, b := r.blocks[name]
+		_, s := r.segs[name]
+		return b || s
+	}
+	var fresh []Object
+	for _, o := range objs {
+		if !known(o.Name) {
+			fresh = append(fresh, o)
+		}
+	}
+	db.mu.RUnlock()
+	newBlocks := map[string]*block{}
+	newSegs := map[string][]*Upload{}
+	var errs []error
+	for _, o := range fresh {
+		_, isBlock, node, ok := parseObject(o.Name)
+		if !ok {
+			continue
+		}
+		if isBlock {
+			b, err := db.openRemoteBlock(o)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			newBlocks[o.Name] = b
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, bucketTimeout)
+		data, err := r.b.ReadAll(rctx, o.Name)
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ups, err := db.decodeSegment(o.Name, node, data)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, u := range ups {
+			u.head = &headRollup{acct: &r.rollups, res: int64(db.opts.Resolution)}
+		}
+		newSegs[o.Name] = ups
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	listed := map[string]bool{}
+	for _, o := range objs {
+		listed[o.Name] = true
+	}
+	for name, b := range newBlocks {
+		r.blocks[name] = b
+	}
+	for name, ups := range newSegs {
+		r.segs[name] = ups
+	}
+	for name := range r.blocks {
+		if !listed[name] {
+			delete(r.blocks, name)
+			db.cache.forget(name)
+		}
+	}
+	for name := range r.segs {
+		if !listed[name] {
+			delete(r.segs, name)
+		}
+	}
+	r.view = r.makeView()
+	if len(errs) > 0 {
+		r.errors.Add(int64(len(errs)))
+		return fmt.Errorf("read the bucket's new objects: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// openRemoteBlock reads the meta of a block in the bucket.
+func (db *DB) openRemoteBlock(o Object) (*block, error) {
+	rd := bucketReader{b: db.remote.b, name: o.Name, size: o.Size}
+	b, err := openBlock(o.Name, rd, o.Size)
+	if err != nil {
+		return nil, err
+	}
+	b.open = func() (blockReader, error) { return rd, nil }
+	db.attach(b)
+	return b, nil
+}
+
+// makeView makes the tenants' views of the blocks and segments read: the
+// blocks no other replaces, and the segments' uploads, each once, that
+// no block holds. Under the DB's mu.
+func (r *remote) makeView() map[string]*remoteTenant {
+	view := map[string]*remoteTenant{}
+	get := func(tenant string) *remoteTenant {
+		rt := view[tenant]
+		if rt == nil {
+			rt = &remoteTenant{}
+			view[tenant] = rt
+		}
+		return rt
+	}
+	replaced := map[string]bool{}
+	for _, b := range r.blocks {
+		for _, x := range b.meta.Replaces {
+			replaced[path.Join(path.Dir(b.path), x)] = true
+		}
+	}
+	for _, name := range sortedKeys(r.blocks) {
+		if !replaced[name] {
+			tenant, _, _, _ := parseObject(name)
+			rt := get(tenant)
+			rt.blocks = append(rt.blocks, r.blocks[name])
+		}
+	}
+	type uploadKey struct {
+		node string
+		id   uint64
+	}
+	seen := map[uploadKey]bool{}
+	for _, name := range sortedKeys(r.segs) {
+		tenant, _, _, _ := parseObject(name)
+		rt := get(tenant)
+		rt.segs = append(rt.segs, name)
+		for _, u := range r.segs[name] {
+			k := uploadKey{u.node, u.ID}
+			if seen[k] || rt.holds(u) {
+				continue
+			}
+			seen[k] = true
+			rt.uploads = append(rt.uploads, u)
+		}
+	}
+	for _, rt := range view {
+		slices.SortStableFunc(rt.blocks, func(x, y *block) int { return cmp.Compare(x.meta.Partition, y.meta.Partition) })
+		slices.SortStableFunc(rt.uploads, func(x, y *Upload) int { return cmp.Compare(x.Received, y.Received) })
+	}
+	return view
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// startBucket starts the work of a node with a bucket: a first listing,
+// then every flush interval shipping the head, listing the bucket and,
+// for a node that compacts, compaction in the bucket.
+func (db *DB) startBucket() {
+	if db.opts.Role.Queries() || db.opts.Role.Compacts() {
+		if err := db.refresh(context.Background()); err != nil {
+			db.log.Warn("store: the bucket cannot be read; queries answer from what the node holds until it can", "err", err)
+		}
+	}
+	go db.bucketLoop()
+}
+
+// bucketLoop is the background work of a node with a bucket.
+func (db *DB) bucketLoop() {
+	defer close(db.done)
+	tick := time.NewTicker(db.opts.FlushInterval)
+	defer tick.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-db.stop
+		cancel()
+	}()
+	for {
+		db.bucketRound(ctx, time.Now())
+		select {
+		case <-db.stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// bucketRound is one round of bucketLoop's work.
+func (db *DB) bucketRound(ctx context.Context, now time.Time) {
+	db.forgetKeys()
+	if err := db.Flush(ctx); err != nil && ctx.Err() == nil {
+		db.log.Error("store: the head could not be shipped to the bucket; it stays in the log and is shipped at the next flush", "err", err)
+	}
+	if db.opts.Role.Queries() {
+		if err := db.refresh(ctx); err != nil && ctx.Err() == nil {
+			db.log.Warn("store: the bucket could not be listed; queries answer from the last listing", "err", err)
+		}
+	}
+	if db.opts.Role.Compacts() {
+		if err := db.CompactBucket(ctx, now); err != nil && ctx.Err() == nil {
+			db.log.Error("store: compaction in the bucket failed; it is tried again at the next flush", "err", err)
+		}
+	}
+}

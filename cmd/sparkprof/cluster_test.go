@@ -152,6 +152,13 @@ func (n *clusterNode) kill() {
 // or clusterWait passes first.
 func (n *clusterNode) waitFor(what string, cond func() bool) {
 	n.t.Helper()
+	n.waitEvery(what, 50*time.Millisecond, cond, nil)
+}
+
+// waitEvery is waitFor polling every interval; on failure the test's
+// message ends with last(), when last is not nil.
+func (n *clusterNode) waitEvery(what string, interval time.Duration, cond func() bool, last func() string) {
+	n.t.Helper()
 	deadline := time.Now().Add(clusterWait)
 	for !cond() {
 		n.mu.Lock()
@@ -163,9 +170,13 @@ func (n *clusterNode) waitFor(what string, cond func() bool) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("node %s: waited %v until %s", n.name, clusterWait, what)
+			msg := fmt.Sprintf("node %s: waited %v until %s", n.name, clusterWait, what)
+			if last != nil {
+				msg += "; last: " + last()
+			}
+			n.t.Fatal(msg)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 
@@ -408,7 +419,7 @@ func (f *fleet) stream(stop <-chan struct{}, up func(a int) bool) *sync.WaitGrou
 				select {
 				case <-stop:
 					return
-				case <-time.After(200 * time.Millisecond):
+				case <-time.After(500 * time.Millisecond):
 				}
 				if up == nil || up(a) {
 					f.send(a)
@@ -495,10 +506,15 @@ func (f *fleet) checkTotals(t *testing.T, nodes ...*clusterNode) {
 	lo, hi := f.wantAll()
 	for _, n := range nodes {
 		var last render
-		n.waitFor(fmt.Sprintf("the fleet's total is %d (at most %d with unanswered uploads)", lo, hi), func() bool {
+		var lastErr error
+		// A render of the whole fleet costs a node a core for a while
+		// when the bucket holds many segments: ask twice a second.
+		n.waitEvery(fmt.Sprintf("the fleet's total is %d (at most %d with unanswered uploads)", lo, hi), 500*time.Millisecond, func() bool {
 			r, err := n.render(context.Background(), f.selector(-1))
-			last = r
+			last, lastErr = r, err
 			return err == nil && r.Status == http.StatusOK && r.Total >= lo && r.Total <= hi && len(r.Missing) == 0
+		}, func() string {
+			return fmt.Sprintf("HTTP %d, total %d, %d blocks missing, %v", last.Status, last.Total, len(last.Missing), lastErr)
 		})
 		for a := range f.acked {
 			lo, hi := f.want(a)

@@ -188,8 +188,12 @@ func scaleKillNode(t *testing.T, e scaleEnv) {
 // acknowledged reaches the bucket, as a node with nothing of its own
 // shows.
 func scaleBucketOutage(t *testing.T, e scaleEnv) {
+	began := time.Now()
 	nodes := startCluster(t, e, "outage", 3)
 	f := newFleet("outage", 30, e.recs, func(a int) *clusterNode { return nodes[a%3] })
+	phase := func(what string) {
+		t.Logf("%s: %s, %d uploads acknowledged", time.Since(began).Round(time.Millisecond), what, f.total(nil))
+	}
 	stop := make(chan struct{})
 	agents := f.stream(stop, nil)
 	defer func() {
@@ -216,17 +220,20 @@ func scaleBucketOutage(t *testing.T, e scaleEnv) {
 		return s > 0
 	})
 	reader := startStorageNode(t, e, "outage", "outage-reader", "--role", "query")
+	phase("a block in the bucket, a query node started")
 
 	errs := make([]float64, len(nodes))
 	for i, n := range nodes {
 		errs[i] = n.mustMetric(metricErrors)
 	}
 	e.s3.Stop()
+	phase("SeaweedFS stopped")
 	for i, n := range nodes {
 		n.waitMetric(metricUp, "is 0", func(v float64) bool { return v == 0 })
 		n.waitMetric(metricErrors, fmt.Sprintf("grows past %v (a flush failed)", errs[i]), func(v float64) bool { return v > errs[i] })
 	}
 	refused, during := f.refusedBy(nil), f.total(nil)
+	phase("every node says the bucket is down and counts a failed flush")
 	f.waitAcked(t, nil, during, 30)
 	if n := f.refusedBy(nil) - refused; n > 0 {
 		t.Errorf("%d uploads refused while the bucket was down", n)
@@ -256,12 +263,15 @@ func scaleBucketOutage(t *testing.T, e scaleEnv) {
 	})
 
 	e.s3.Start()
+	phase("SeaweedFS started again")
 	for _, n := range nodes {
 		n.waitMetric(metricUp, "is 1 again", func(v float64) bool { return v == 1 })
 	}
 	close(stop)
 	agents.Wait()
+	phase("every node says the bucket is up; agents stopped")
 	shippedAll(t, f, nodes...)
+	phase("every node shipped what it acknowledged")
 	f.checkTotals(t, nodes...)
 	f.checkTotals(t, reader) // a query node has only the bucket
 }

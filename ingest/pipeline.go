@@ -271,7 +271,7 @@ func gzipSize(data []byte) int64 {
 func (p *Pipeline) Store(tenant string, u *store.Upload, arrived time.Time) (duplicate bool, err error) {
 	if b, ok := p.cfg.Store.(backlogged); ok && b.Backlogged() {
 		return false, &errkind.Error{Kind: errkind.Unavailable, RetryAfter: backlogRetry,
-			Err: errors.New("the server's store is behind: its uploads not yet compacted hold twice their memory (serve --head-mb); retry later")}
+			Err: errors.New("the server's store is behind: its uploads not yet compacted hold twice their memory, or with a bucket (serve --storage) those not yet shipped hold theirs (serve --head-mb); retry later")}
 	}
 	err = p.cfg.Store.Append(tenant, u)
 	if errors.Is(err, store.ErrDuplicate) {

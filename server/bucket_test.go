@@ -1,12 +1,15 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,6 +27,13 @@ type switchedBucket struct {
 	down atomic.Bool
 }
 
+func (b *switchedBucket) Write(ctx context.Context, name string, data []byte, ifNotExist bool) error {
+	if b.down.Load() {
+		return errors.New("injected: the bucket is unreachable")
+	}
+	return b.Bucket.Write(ctx, name, data, ifNotExist)
+}
+
 func (b *switchedBucket) ReadAt(ctx context.Context, name string, p []byte, off int64) error {
 	if b.down.Load() {
 		return errors.New("injected: the bucket is unreachable")
@@ -31,10 +41,11 @@ func (b *switchedBucket) ReadAt(ctx context.Context, name string, p []byte, off 
 	return b.Bucket.ReadAt(ctx, name, p, off)
 }
 
-// newBucketServer serves a store over bucket b.
-func newBucketServer(t *testing.T, b store.Bucket) (*httptest.Server, *store.DB) {
+// newBucketServer serves a store over bucket b, its head bounded to
+// headBytes (0: the default).
+func newBucketServer(t *testing.T, b store.Bucket, headBytes int64) (*httptest.Server, *store.DB) {
 	t.Helper()
-	db, err := store.Open(t.TempDir(), store.Options{Bucket: b, FlushInterval: time.Hour})
+	db, err := store.Open(t.TempDir(), store.Options{Bucket: b, FlushInterval: time.Hour, HeadBytes: headBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,16 +54,67 @@ func newBucketServer(t *testing.T, b store.Bucket) (*httptest.Server, *store.DB)
 	return ts, db
 }
 
-// TestMissingBlocks: a node whose bucket cannot be read answers from what
-// it holds, naming the blocks it left out.
-func TestMissingBlocks(t *testing.T) {
+func newSwitchedBucket(t *testing.T) *switchedBucket {
+	t.Helper()
 	fb, err := fileblob.OpenBucket(t.TempDir(), &fileblob.Options{Metadata: fileblob.MetadataDontWrite})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fb.Close()
-	b := &switchedBucket{Bucket: store.NewBucket(fb)}
-	ts, db := newBucketServer(t, b)
+	t.Cleanup(func() { fb.Close() })
+	return &switchedBucket{Bucket: store.NewBucket(fb)}
+}
+
+// TestBucketDownIngest: while the bucket is down, uploads are acknowledged
+// into the log up to the head's budget, then refused with 503 and
+// Retry-After; once it is back, everything acknowledged reaches it.
+func TestBucketDownIngest(t *testing.T) {
+	b := newSwitchedBucket(t)
+	ts, db := newBucketServer(t, b, 1<<20)
+	jfr := corpus.Read(t, "jfr", "dump1.jfr.gz")
+	b.down.Store(true)
+	acked := 0
+	for i := range 50 {
+		q := url.Values{"name": {"job{spark_app_id=app-1,spark_executor_id=" + strconv.Itoa(i) + "}"}, "format": {"jfr"}}
+		req, _ := http.NewRequest("POST", ts.URL+"/ingest?"+q.Encode(), bytes.NewReader(jfr))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			if resp.Header.Get("Retry-After") == "" {
+				t.Error("503 without Retry-After")
+			}
+			break
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("upload %d: %d", i, resp.StatusCode)
+		}
+		acked++
+	}
+	if acked == 0 || acked == 50 {
+		t.Fatalf("%d of 50 uploads acknowledged while the bucket was down; want some, then 503", acked)
+	}
+	ctx := context.Background()
+	if err := db.Flush(ctx); err == nil {
+		t.Fatal("a flush succeeded while the bucket was down")
+	}
+	b.down.Store(false)
+	if err := db.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A node started now finds them all in the bucket.
+	_, other := newBucketServer(t, b, 0)
+	if n := countUploads(t, other, "job"); n != acked {
+		t.Errorf("the bucket holds %d uploads after the outage, want the %d acknowledged", n, acked)
+	}
+}
+
+// TestMissingBlocks: a node whose bucket cannot be read answers from what
+// it holds, naming the blocks it left out.
+func TestMissingBlocks(t *testing.T) {
+	b := newSwitchedBucket(t)
+	ts, db := newBucketServer(t, b, 0)
 	q := url.Values{"name": {"job{spark_app_id=app-1,spark_executor_id=1}"}, "format": {"jfr"}}
 	if code := post(t, ts, q, "", corpus.Read(t, "jfr", "dump1.jfr.gz")); code != 200 {
 		t.Fatalf("upload: %d", code)
@@ -69,7 +131,7 @@ func TestMissingBlocks(t *testing.T) {
 		t.Fatalf("with the bucket up: %d samples, missing %v", whole.Samples, whole.MissingBlocks)
 	}
 	// A node started now has read the block's meta but none of its parts.
-	ts2, _ := newBucketServer(t, b)
+	ts2, _ := newBucketServer(t, b, 0)
 	b.down.Store(true)
 	r := render(t, ts2, "job{}", "cpu")
 	if len(r.MissingBlocks) != 1 || !strings.Contains(r.MissingBlocks[0], "/blocks/") || r.Samples != 0 {

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
-
-	"github.com/sparkprof/sparkprof/profile"
 )
 
 // CompactBucket compacts the bucket, when this store holds the
@@ -68,18 +66,7 @@ func (db *DB) compactTenantBucket(ctx context.Context, name string, now time.Tim
 	db.mu.RUnlock()
 	part := int64(db.opts.Partition)
 	quiet := int64(db.opts.CompactAfter)
-	byPart := map[int64][]*Upload{}
-	lastReceived := map[int64]int64{}
-	for _, u := range ups {
-		p := partitionOf(u, part)
-		byPart[p] = append(byPart[p], u)
-		lastReceived[p] = max(lastReceived[p], u.Received)
-	}
-	partBlocks := map[int64][]*block{}
-	for _, b := range blocks {
-		partBlocks[b.meta.Partition] = append(partBlocks[b.meta.Partition], b)
-		lastReceived[b.meta.Partition] = max(lastReceived[b.meta.Partition], b.meta.Received)
-	}
+	byPart, partBlocks, lastReceived := byPartition(ups, blocks, part)
 	for _, p := range slices.Sorted(maps.Keys(lastReceived)) {
 		var olds []*block
 		if p+part+quiet <= now.UnixNano() && lastReceived[p]+quiet <= now.UnixNano() {
@@ -107,20 +94,9 @@ func (db *DB) compactTenantBucket(ctx context.Context, name string, now time.Tim
 // compactBucketPartition writes a block of partition p holding the
 // uploads ups merged with the blocks olds, then deletes olds.
 func (db *DB) compactBucketPartition(ctx context.Context, name string, p int64, ups []*Upload, olds []*block) error {
-	oldProfiles := make([]*profile.Profile, len(olds))
-	for i, b := range olds {
-		op, err := b.load(partSamples, db.dec)
-		if err != nil {
-			return fmt.Errorf("read the block to merge into: %w", err)
-		}
-		if len(op.Series) == 0 && b.has(partSeries) {
-			sp, err := b.load(partSeries, db.dec)
-			if err != nil {
-				return fmt.Errorf("read the series of the block to merge into: %w", err)
-			}
-			op.Series = sp.Series
-		}
-		oldProfiles[i] = op
+	oldProfiles, err := db.loadMerged(olds)
+	if err != nil {
+		return err
 	}
 	prof, meta := compactUploads(p, olds, oldProfiles, ups, int64(db.opts.Resolution))
 	meta.Nodes = nodeIDs(olds, ups)

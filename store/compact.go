@@ -120,18 +120,7 @@ func (db *DB) compact(now int64, all bool) error {
 		blocks := slices.Clone(t.blocks)
 		db.mu.RUnlock()
 
-		byPart := map[int64][]*Upload{}
-		lastReceived := map[int64]int64{}
-		for _, u := range ups {
-			p := partitionOf(u, part)
-			byPart[p] = append(byPart[p], u)
-			lastReceived[p] = max(lastReceived[p], u.Received)
-		}
-		partBlocks := map[int64][]*block{}
-		for _, b := range blocks {
-			partBlocks[b.meta.Partition] = append(partBlocks[b.meta.Partition], b)
-			lastReceived[b.meta.Partition] = max(lastReceived[b.meta.Partition], b.meta.Received)
-		}
+		byPart, partBlocks, lastReceived := byPartition(ups, blocks, part)
 		parts := slices.Sorted(maps.Keys(lastReceived))
 		for _, p := range parts {
 			if !all && (p+part+quiet > now || lastReceived[p]+quiet > now) {
@@ -164,6 +153,22 @@ func (db *DB) compact(now int64, all bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// byPartition groups uploads and blocks by their partition and returns
+// the latest receipt of each partition.
+func byPartition(ups []*Upload, blocks []*block, part int64) (byPart map[int64][]*Upload, partBlocks map[int64][]*block, lastReceived map[int64]int64) {
+	byPart, partBlocks, lastReceived = map[int64][]*Upload{}, map[int64][]*block{}, map[int64]int64{}
+	for _, u := range ups {
+		p := partitionOf(u, part)
+		byPart[p] = append(byPart[p], u)
+		lastReceived[p] = max(lastReceived[p], u.Received)
+	}
+	for _, b := range blocks {
+		partBlocks[b.meta.Partition] = append(partBlocks[b.meta.Partition], b)
+		lastReceived[b.meta.Partition] = max(lastReceived[b.meta.Partition], b.meta.Received)
+	}
+	return byPart, partBlocks, lastReceived
 }
 
 // mergeable returns the blocks of a partition to merge with its uploads
@@ -226,25 +231,9 @@ func partitionOf(u *Upload, part int64) int64 {
 // merged with the partition's blocks olds, which it replaces. An early
 // block (see compactHead) does not start in the cache.
 func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, olds []*block, early bool) error {
-	// The blocks being replaced are read straight from disk: going
-	// through the cache would push out what queries use.
-	oldProfiles := make([]*profile.Profile, len(olds))
-	for i, b := range olds {
-		op, err := b.load(partSamples, db.dec)
-		if err != nil {
-			return fmt.Errorf("read the block to merge into: %w", err)
-		}
-		// The series are in a part of their own; blocks written before
-		// November 25, 2026 hold them in their samples too (and those
-		// written before the series part, there alone).
-		if len(op.Series) == 0 && b.has(partSeries) {
-			sp, err := b.load(partSeries, db.dec)
-			if err != nil {
-				return fmt.Errorf("read the series of the block to merge into: %w", err)
-			}
-			op.Series = sp.Series
-		}
-		oldProfiles[i] = op
+	oldProfiles, err := db.loadMerged(olds)
+	if err != nil {
+		return err
 	}
 	prof, meta := compactUploads(p, olds, oldProfiles, ups, int64(db.opts.Resolution))
 	// The uploads' keys are in the log segments this compaction may delete.
@@ -292,6 +281,31 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 	db.log.Info("store: compacted", "tenant", name, "partition", time.Unix(0, p).UTC().Format(time.RFC3339),
 		"uploads", meta.Uploads, "samples", len(prof.Samples), "file", filepath.Base(path), "head_over_budget", early)
 	return nil
+}
+
+// loadMerged reads the samples and series of the blocks a compaction
+// merges. They are read straight from disk (or the bucket): going through
+// the cache would push out what queries use.
+func (db *DB) loadMerged(olds []*block) ([]*profile.Profile, error) {
+	oldProfiles := make([]*profile.Profile, len(olds))
+	for i, b := range olds {
+		op, err := b.load(partSamples, db.dec)
+		if err != nil {
+			return nil, fmt.Errorf("read the block to merge into: %w", err)
+		}
+		// The series are in a part of their own; blocks written before
+		// November 25, 2026 hold them in their samples too (and those
+		// written before the series part, there alone).
+		if len(op.Series) == 0 && b.has(partSeries) {
+			sp, err := b.load(partSeries, db.dec)
+			if err != nil {
+				return nil, fmt.Errorf("read the series of the block to merge into: %w", err)
+			}
+			op.Series = sp.Series
+		}
+		oldProfiles[i] = op
+	}
+	return oldProfiles, nil
 }
 
 // dropOld drops uploads and blocks whose data ended before cutoff, and the

@@ -74,8 +74,6 @@ type remote struct {
 
 	up                           atomic.Bool
 	flushes, errors, compactions atomic.Int64
-	lastErrMu                    sync.Mutex
-	lastErr                      string
 }
 
 // remoteTenant is what a tenant has in the bucket.

@@ -163,7 +163,9 @@ func (db *DB) shipOne(ctx context.Context, name string) (int, error) {
 	t.shipped = max(t.shipped, hi)
 	t.dropUploads(func(u *Upload) bool { return u.ID <= hi })
 	t.pruneSegments(db.log)
-	db.remote.addSegment(name, obj, ups)
+	if db.opts.Role.Queries() { // a node that answers no queries keeps no view
+		db.remote.addSegment(name, obj, ups)
+	}
 	return len(ups), nil
 }
 

@@ -179,6 +179,14 @@ func scaleKillNode(t *testing.T, e scaleEnv) {
 	}
 	shippedAll(t, f, nodes...)
 	f.checkTotals(t, nodes...)
+	f.mu.Lock()
+	lost := 0
+	for _, c := range f.unanswered {
+		lost += c
+	}
+	f.mu.Unlock()
+	t.Logf("%d uploads acknowledged, %d unanswered by the killed node; nodes 1 and 2 answered %d queries while it was down",
+		f.total(nil), lost, probes.Load())
 }
 
 // scaleBucketOutage stops SeaweedFS while agents stream uploads: every

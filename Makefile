@@ -7,7 +7,7 @@ TESTDATA ?= ../shared/testdata
 FUZZEXECS ?= 10000
 STATICCHECK_VERSION := v0.6.1
 
-.PHONY: all build agent test unit lint fuzz demo clean ui ui-deps ui-check ui-test
+.PHONY: all build agent test unit lint fuzz demo clean ui ui-deps ui-check ui-test weed
 
 all: build agent
 
@@ -60,6 +60,17 @@ ui-check: ui-deps
 ui-test: build ui-deps
 	cd ui && node --test test/
 	cd ui && node e2e/e2e.mjs ../$(BIN) $(abspath $(TESTDATA))
+
+# SeaweedFS's weed command, the S3-compatible object store the scale-out
+# tests and bench/scaleout run against, built from the exact version
+# tools/seaweedfs/go.mod requires. The first build takes minutes; it is
+# built again only when that module changes.
+WEED := build/tools/weed
+weed: $(WEED)
+
+$(WEED): tools/seaweedfs/go.mod tools/seaweedfs/go.sum
+	@mkdir -p $(dir $@)
+	cd tools/seaweedfs && GOFLAGS=-mod=mod $(GO) build -o $(abspath $@) github.com/seaweedfs/seaweedfs/weed
 
 # internal/laketest is a module of its own (DuckDB, cgo, checks that the
 # blocks' Parquet files are a table a lake reads): built and run apart.

@@ -6,7 +6,9 @@
 // One process sends every upload, so that the measured server shares its
 // machine with a client that costs little, unlike a curl process per upload.
 // With -concurrency N, N uploads are in flight at once, as when a stage's
-// executors all end together and send their last windows.
+// executors all end together and send their last windows. With several
+// servers (-server URL,URL,...), upload i goes to server i%len(servers),
+// as a load balancer in front of several nodes spreads them.
 package main
 
 import (
@@ -17,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,7 +28,7 @@ import (
 )
 
 func main() {
-	server := flag.String("server", "http://127.0.0.1:4040", "the server's base URL")
+	server := flag.String("server", "http://127.0.0.1:4040", "the server's base URL, or several, separated by commas")
 	uploads := flag.Int("n", 1000, "number of uploads")
 	first := flag.Int("first", 0, "index of the first upload (to go on after an earlier run)")
 	executors := flag.Int("executors", 100, "number of executors the uploads come from")
@@ -41,13 +44,13 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := send(flag.Arg(0), *server, *first, *uploads, *executors, *concurrency, *gap, *fresh); err != nil {
+	if err := send(flag.Arg(0), strings.Split(*server, ","), *first, *uploads, *executors, *concurrency, *gap, *fresh); err != nil {
 		fmt.Fprintln(os.Stderr, "send:", err)
 		os.Exit(1)
 	}
 }
 
-func send(recording, server string, first, uploads, executors, concurrency int, gap time.Duration, fresh bool) error {
+func send(recording string, servers []string, first, uploads, executors, concurrency int, gap time.Duration, fresh bool) error {
 	data, err := format.ReadFile(recording, 0)
 	if err != nil {
 		return err
@@ -65,7 +68,7 @@ func send(recording, server string, first, uploads, executors, concurrency int, 
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if err := upload(client, server, i, executors, windows); err != nil {
+				if err := upload(client, servers[i%len(servers)], i, executors, windows); err != nil {
 					errc <- err
 					return
 				}

@@ -74,9 +74,12 @@ $(WEED): tools/seaweedfs/go.mod tools/seaweedfs/go.sum
 
 # internal/laketest is a module of its own (DuckDB, cgo, checks that the
 # blocks' Parquet files are a table a lake reads): built and run apart.
+# No test waits for a time: each waits for its own signal, bounded only by
+# go test's -timeout, which a busy machine must not reach (its default is
+# 10 minutes per package; the scale-out tests alone take minutes).
 unit:
-	$(GO) test -count=1 ./...
-	cd internal/laketest && $(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 60m ./...
+	cd internal/laketest && $(GO) test -count=1 -timeout 60m ./...
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }

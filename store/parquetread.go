@@ -1,12 +1,16 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/sparkprof/sparkprof/profile"
 )
@@ -30,6 +34,9 @@ func readSamplesParquet(name string, r io.ReaderAt, size int64, group int, table
 	f, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w; move the block away to query without it", name, err)
+	}
+	if err := checkChunks(r, size, f.Metadata()); err != nil {
+		return nil, fmt.Errorf("%s: %w; the block is damaged: move it away to query without it", name, err)
 	}
 	groups := f.RowGroups()
 	if group >= len(groups) {
@@ -281,6 +288,89 @@ func pageValues(page parquet.Page, first int, conv func([]byte) (int64, error), 
 			set(first+r, v)
 		}
 		k++
+	}
+	return nil
+}
+
+// maxChunkBytes bounds a column chunk's uncompressed size: a block's
+// samples file holds a partition's samples, far less.
+const maxChunkBytes = 1 << 30
+
+// checkChunks refuses, before parquet-go decodes them, column chunks that
+// no block's writer makes: codecs other than zstd (parquet-go's LZ4 decoder
+// grows its buffer without end on damaged input), sizes past
+// maxChunkBytes, and pages whose header or zstd frame claims more than
+// that (parquet-go and the zstd decoder allocate what they claim).
+func checkChunks(r io.ReaderAt, size int64, md *format.FileMetaData) error {
+	for i, rg := range md.RowGroups {
+		for j, c := range rg.Columns {
+			m := c.MetaData
+			if m.Codec != format.Zstd && m.Codec != format.Uncompressed {
+				return fmt.Errorf("row group %d, column %d: compressed with %v, where blocks are zstd", i, j, m.Codec)
+			}
+			if m.TotalUncompressedSize < 0 || m.TotalUncompressedSize > maxChunkBytes || m.TotalCompressedSize < 0 {
+				return fmt.Errorf("row group %d, column %d: %d bytes uncompressed, %d compressed", i, j, m.TotalUncompressedSize, m.TotalCompressedSize)
+			}
+			if err := checkPages(r, size, m); err != nil {
+				return fmt.Errorf("row group %d, column %d: %w", i, j, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkPages reads the page headers of a column chunk and checks each
+// page's sizes, and its zstd frame's content size, against maxChunkBytes
+// and the page.
+func checkPages(r io.ReaderAt, size int64, m format.ColumnMetaData) error {
+	start := m.DataPageOffset
+	if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < start {
+		start = m.DictionaryPageOffset
+	}
+	end := start + m.TotalCompressedSize
+	if m.NumValues < 0 || m.NumValues > size*64 {
+		return fmt.Errorf("%d values in a %d-byte file", m.NumValues, size)
+	}
+	if start < 0 || end < start || end > size {
+		return fmt.Errorf("pages at %d–%d of a %d-byte file", start, end, size)
+	}
+	chunk := make([]byte, end-start)
+	if _, err := r.ReadAt(chunk, start); err != nil {
+		return fmt.Errorf("read pages at %d: %w", start, err)
+	}
+	var proto thrift.CompactProtocol
+	for off := 0; off < len(chunk); {
+		br := bytes.NewReader(chunk[off:])
+		var h format.PageHeader
+		if err := thrift.NewDecoder(proto.NewReader(br)).Decode(&h); err != nil {
+			return fmt.Errorf("page header at %d: %w", start+int64(off), err)
+		}
+		data := off + len(chunk[off:]) - br.Len()
+		if h.UncompressedPageSize < 0 || int64(h.UncompressedPageSize) > maxChunkBytes || h.CompressedPageSize < 0 || int(h.CompressedPageSize) > len(chunk)-data {
+			return fmt.Errorf("page at %d: %d bytes uncompressed, %d compressed", start+int64(off), h.UncompressedPageSize, h.CompressedPageSize)
+		}
+		// parquet-go sizes a page's value buffers by its count of values:
+		// a value takes at least a bit of the file, as a row does.
+		values := max(int64(h.DataPageHeader.V.NumValues), int64(h.DataPageHeaderV2.V.NumValues), int64(h.DictionaryPageHeader.V.NumValues))
+		if min(h.DataPageHeader.V.NumValues, h.DataPageHeaderV2.V.NumValues, h.DictionaryPageHeader.V.NumValues) < 0 || values > size*64 {
+			return fmt.Errorf("page at %d: %d values in a %d-byte file", start+int64(off), values, size)
+		}
+		page := chunk[data : data+int(h.CompressedPageSize)]
+		if h.DataPageHeaderV2.Valid {
+			v2 := h.DataPageHeaderV2.V
+			levels := int(v2.RepetitionLevelsByteLength) + int(v2.DefinitionLevelsByteLength)
+			if levels < 0 || levels > len(page) {
+				return fmt.Errorf("page at %d: %d bytes of levels in %d", start+int64(off), levels, len(page))
+			}
+			page = page[levels:]
+		}
+		if m.Codec == format.Zstd && len(page) > 0 {
+			var zh zstd.Header
+			if err := zh.Decode(page); err == nil && zh.HasFCS && zh.FrameContentSize > uint64(h.UncompressedPageSize) {
+				return fmt.Errorf("page at %d: a zstd frame of %d bytes in a page of %d", start+int64(off), zh.FrameContentSize, h.UncompressedPageSize)
+			}
+		}
+		off = data + int(h.CompressedPageSize)
 	}
 	return nil
 }

@@ -77,7 +77,8 @@ func (n *clusterNode) start() {
 // spawn runs the node's process and waits until it listens.
 func (n *clusterNode) spawn() {
 	n.t.Helper()
-	cmd := exec.Command(n.bin, append([]string{"serve", "--addr", n.addr, "--data", n.data}, n.args...)...)
+	// The tests wait for the nodes' INFO lines (flushes, the lease).
+	cmd := exec.Command(n.bin, append([]string{"serve", "--addr", n.addr, "--data", n.data, "--log-level", "info"}, n.args...)...)
 	cmd.Env = append(os.Environ(), seaweedtest.Env()...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -107,7 +107,7 @@ export async function run({ page, step, shot, url, bin, testdata }) {
     await shot('15-stage-222880.png');
     // The app's page draws every task on its timeline.
     await page.goto(`${url}/#/apps/local-1642039451826`);
-    await page.waitForFunction(() => document.querySelector('canvas[data-testid="timeline"]')?.dataset.tasks === '222880', null, { timeout: 60000 });
+    await page.waitForFunction(() => document.querySelector('canvas[data-testid="timeline"]')?.dataset.tasks === '222880');
     await shot('15-app-222880.png', page.locator('.timeline'));
   });
 }

@@ -30,7 +30,7 @@ export async function run({ page, browser, step, shot, url, testdata, startServe
     await head.getByText(/total 8 ·/).waitFor();
     await page.getByTestId('auto-refresh').check();
     await send('main;live 2\n', 0);
-    await head.getByText(/total 10 ·/).waitFor({ timeout: 20000 });
+    await head.getByText(/total 10 ·/).waitFor();
     await page.getByTestId('auto-refresh').uncheck();
   });
 
@@ -98,6 +98,7 @@ export async function run({ page, browser, step, shot, url, testdata, startServe
     const locked = await startServer(['--auth-token-file', tokenFile]);
     try {
       const guest = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+      guest.setDefaultTimeout(5 * 60_000);
       const p = await guest.newPage();
       await p.goto(`${locked.url}/#/agents`);
       await p.locator('input[name=token]').fill('wrong');

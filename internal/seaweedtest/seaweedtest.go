@@ -166,7 +166,8 @@ func (s *Server) Start() {
 		s.t.Fatalf("seaweedtest: %v", err)
 	}
 	p := s.ports
-	cmd := exec.Command(s.bin, "mini",
+	// -logdir keeps weed's own log files out of the system temp directory.
+	cmd := exec.Command(s.bin, "-logdir="+s.dir, "mini",
 		"-dir="+data, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-master.port="+strconv.Itoa(p.master), "-master.port.grpc="+strconv.Itoa(p.masterGRPC),
 		"-volume.port="+strconv.Itoa(p.volume), "-volume.port.grpc="+strconv.Itoa(p.volumeGRPC),

@@ -510,10 +510,22 @@ func (f *fleet) checkTotals(t *testing.T, nodes ...*clusterNode) {
 		var lastErr error
 		// A render of the whole fleet costs a node a core for a while
 		// when the bucket holds many segments: ask twice a second.
+		// A node lists the others' segments once a flush interval: its
+		// total can be in range while an upload of one agent is still to
+		// come, so each agent's is waited for too.
+		agentsIn := func() bool {
+			for a := range f.acked {
+				lo, hi := f.want(a)
+				if r, err := n.render(context.Background(), f.selector(a)); err != nil || r.Total < lo || r.Total > hi {
+					return false
+				}
+			}
+			return true
+		}
 		n.waitEvery(fmt.Sprintf("the fleet's total is %d (at most %d with unanswered uploads)", lo, hi), 500*time.Millisecond, func() bool {
 			r, err := n.render(context.Background(), f.selector(-1))
 			last, lastErr = r, err
-			return err == nil && r.Status == http.StatusOK && r.Total >= lo && r.Total <= hi && len(r.Missing) == 0
+			return err == nil && r.Status == http.StatusOK && r.Total >= lo && r.Total <= hi && len(r.Missing) == 0 && agentsIn()
 		}, func() string {
 			return fmt.Sprintf("HTTP %d, total %d, %d blocks missing, %v", last.Status, last.Total, len(last.Missing), lastErr)
 		})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/sparkprof/sparkprof/profile"
 )
@@ -281,5 +283,32 @@ func TestParquetWriterReuse(t *testing.T) {
 	write(b)
 	if again := write(a); !bytes.Equal(first, again) {
 		t.Errorf("the same block written again: %d bytes, first %d, not the same", len(again), len(first))
+	}
+}
+
+// TestCheckPagesBoundsHeaderLengths: a page header whose statistics claim
+// a gigabyte of bytes, in a chunk of a few, is refused without the
+// gigabyte being allocated.
+func TestCheckPagesBoundsHeaderLengths(t *testing.T) {
+	header := []byte{
+		0x15, 0x00, // type: DATA_PAGE
+		0x15, 0xc8, 0x01, // uncompressed_page_size: 100
+		0x15, 0x14, // compressed_page_size: 10
+		0x2c,                                           // data_page_header
+		0x15, 0x02, 0x15, 0x00, 0x15, 0x00, 0x15, 0x00, // num_values 1, encodings
+		0x1c,                               // statistics
+		0x18, 0x80, 0x80, 0x80, 0x80, 0x04, // max: binary of 1 GiB
+	}
+	chunk := append(header, make([]byte, 16)...)
+	meta := format.ColumnMetaData{NumValues: 1, TotalCompressedSize: int64(len(chunk))}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := checkPages(bytes.NewReader(chunk), int64(len(chunk)), meta)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Errorf("a page header claiming 1 GiB of statistics in %d bytes was accepted", len(chunk))
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
+		t.Errorf("checking a %d-byte chunk allocated %d MB", len(chunk), n>>20)
 	}
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -340,12 +339,15 @@ func checkPages(r io.ReaderAt, size int64, m format.ColumnMetaData) error {
 	}
 	var proto thrift.CompactProtocol
 	for off := 0; off < len(chunk); {
-		br := bytes.NewReader(chunk[off:])
+		// A reader of bytes, not of an io.Reader: it refuses a length
+		// past the bytes left, where the other allocates whatever length
+		// a damaged header claims before reading it.
+		pr := proto.NewReaderFromBytes(chunk[off:])
 		var h format.PageHeader
-		if err := thrift.NewDecoder(proto.NewReader(br)).Decode(&h); err != nil {
+		if err := thrift.NewDecoder(pr).Decode(&h); err != nil {
 			return fmt.Errorf("page header at %d: %w", start+int64(off), err)
 		}
-		data := off + len(chunk[off:]) - br.Len()
+		data := off + pr.BytesRead()
 		if h.UncompressedPageSize < 0 || int64(h.UncompressedPageSize) > maxChunkBytes || h.CompressedPageSize < 0 || int(h.CompressedPageSize) > len(chunk)-data {
 			return fmt.Errorf("page at %d: %d bytes uncompressed, %d compressed", start+int64(off), h.UncompressedPageSize, h.CompressedPageSize)
 		}

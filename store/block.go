@@ -236,7 +236,10 @@ func readBlock(path string) (*block, error) {
 // openBlock reads the meta of block file path, of size bytes, from r.
 func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
 	head := make([]byte, len(blockMagic))
-	if _, err := r.ReadAt(head, 0); err != nil || !slices.Contains([]string{blockMagic, blockMagic2, blockMagic3, blockMagic4}, string(head)) {
+	if _, err := r.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: read at offset 0: %w", path, err)
+	}
+	if !slices.Contains([]string{blockMagic, blockMagic2, blockMagic3, blockMagic4}, string(head)) {
 		return nil, fmt.Errorf("%s: not a sparkprof block (no %q, %q, %q or %q at offset 0)", path, blockMagic, blockMagic2, blockMagic3, blockMagic4)
 	}
 	threads := string(head) == blockMagic3 || string(head) == blockMagic4
@@ -248,8 +251,10 @@ func openBlock(path string, r io.ReaderAt, size int64) (*block, error) {
 			break // written before blocks had a series, timeline or thread rollup part
 		}
 		var hdr [8]byte
-		if _, err := r.ReadAt(hdr[:], off); err != nil {
+		if _, err := r.ReadAt(hdr[:], off); errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: truncated at offset %d", path, off)
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: read at offset %d: %w", path, off, err)
 		}
 		pt := part{off: off + 8, size: int64(binary.LittleEndian.Uint32(hdr[:])), sum: binary.LittleEndian.Uint32(hdr[4:])}
 		if pt.size > size-pt.off {

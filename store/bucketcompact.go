@@ -35,8 +35,13 @@ func (db *DB) CompactBucket(ctx context.Context, now time.Time) error {
 	if !held {
 		return nil
 	}
-	if err := db.refresh(ctx); err != nil {
+	// A block that could not be read may hold uploads of the segments
+	// listed: compaction waits for it. A segment that could not be read
+	// stays for the next round, and a damaged object is left out.
+	if err := db.refresh(ctx); errors.Is(err, errUnlisted) || errors.Is(err, errBlockUnread) {
 		return err
+	} else if err != nil {
+		db.log.Warn("store: compacting the bucket without objects that could not be read", "err", err)
 	}
 	db.mu.RLock()
 	tenants := sortedKeys(db.remote.view)
@@ -51,6 +56,9 @@ func (db *DB) CompactBucket(ctx context.Context, now time.Time) error {
 		if err := db.retainBucket(ctx, now.Add(-db.opts.Retention).UnixNano()); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := db.sweepBucket(ctx, time.Now()); err != nil {
+		errs = append(errs, err)
 	}
 	if err := db.refresh(ctx); err != nil {
 		errs = append(errs, err)
@@ -175,48 +183,96 @@ func (db *DB) retainBucket(ctx context.Context, cutoff int64) error {
 	return nil
 }
 
+// orphanGrace is how long a Parquet object is listed without its block
+// before compaction deletes it: far longer than a compactor takes between
+// writing a block's Parquet objects and the block, each write bounded by
+// bucketTimeout.
+var orphanGrace = 10 * time.Minute
+
+// sweepBucket deletes what the listing showed no query reads: blocks
+// replaced or covered by another (a delete or write that failed), and
+// Parquet objects whose block was never written, once past orphanGrace.
+func (db *DB) sweepBucket(ctx context.Context, now time.Time) error {
+	r := db.remote
+	db.mu.RLock()
+	stale := slices.Clone(r.stale)
+	var orphans []string
+	for name, since := range r.orphans {
+		if now.Sub(since) >= orphanGrace {
+			orphans = append(orphans, name)
+		}
+	}
+	db.mu.RUnlock()
+	for _, name := range stale {
+		if err := db.deleteBlockObjects(ctx, name); err != nil {
+			return fmt.Errorf("delete a block another holds: %w", err)
+		}
+		db.cache.forget(name)
+		db.log.Info("store: deleted a block another holds from the bucket", "object", name)
+	}
+	slices.Sort(orphans)
+	for _, name := range orphans {
+		if err := r.b.Delete(ctx, name); err != nil {
+			return fmt.Errorf("delete a Parquet object without its block: %w", err)
+		}
+		db.log.Info("store: deleted a Parquet object without its block from the bucket", "object", name)
+	}
+	return nil
+}
+
 // uploadBlock writes the block whose file is file, written by writeBlock,
 // to the bucket as the object obj, and its Parquet files beside it: those
-// first, so that a block listed has them. When the block's object cannot
-// be written, the Parquet objects are deleted again.
+// first, so that a block listed has them. When a write fails, what it
+// wrote is deleted again: a write that failed may have stored its object
+// all the same (a timeout after the store took it), so the block's goes
+// first, and the Parquet objects only once it is gone; what is left is a
+// block whole or Parquet objects sweepBucket deletes.
 func (db *DB) uploadBlock(ctx context.Context, file, obj string) error {
-	var written []string
+	var tried []string
+	write := func(name string, data []byte) error {
+		tried = append(tried, name)
+		wctx, cancel := context.WithTimeout(ctx, bucketTimeout)
+		defer cancel()
+		if err := db.remote.b.Write(wctx, name, data, true); err != nil {
+			db.remote.failed()
+			db.deleteObjects(tried)
+			return err
+		}
+		return nil
+	}
 	for _, f := range lakePaths(file) {
 		data, err := os.ReadFile(f)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a block without Parquet files
 		}
 		if err != nil {
+			db.deleteObjects(tried)
 			return err
 		}
-		name := path.Join(path.Dir(obj), path.Base(f))
-		if err := db.remote.b.Write(ctx, name, data, true); err != nil {
-			db.remote.failed()
-			db.deleteObjects(written)
+		if err := write(path.Join(path.Dir(obj), path.Base(f)), data); err != nil {
 			return fmt.Errorf("upload block's Parquet file: %w", err)
 		}
-		written = append(written, name)
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		db.deleteObjects(written)
+		db.deleteObjects(tried)
 		return err
 	}
-	if err := db.remote.b.Write(ctx, obj, data, true); err != nil {
-		db.remote.failed()
-		db.deleteObjects(written)
+	if err := write(obj, data); err != nil {
 		return fmt.Errorf("upload block: %w", err)
 	}
 	return nil
 }
 
-// deleteObjects deletes names from the bucket, as far as it can: what
-// is left is never listed as a block.
+// deleteObjects deletes names from the bucket, the last first, and stops
+// at the first it cannot delete.
 func (db *DB) deleteObjects(names []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), bucketTimeout)
 	defer cancel()
-	for _, name := range names {
-		db.remote.b.Delete(ctx, name)
+	for _, name := range slices.Backward(names) {
+		if err := db.remote.b.Delete(ctx, name); err != nil {
+			return
+		}
 	}
 }
 

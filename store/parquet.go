@@ -68,6 +68,17 @@ const (
 func samplesPath(path string) string { return strings.TrimSuffix(path, ".block") + samplesSuffix }
 func stacksPath(path string) string  { return strings.TrimSuffix(path, ".block") + stacksSuffix }
 
+// lakeBlock returns the block whose Parquet file is name, and whether
+// name is one.
+func lakeBlock(name string) (string, bool) {
+	for _, suffix := range []string{samplesSuffix, stacksSuffix} {
+		if base, ok := strings.CutSuffix(name, suffix); ok {
+			return base + ".block", true
+		}
+	}
+	return "", false
+}
+
 // blockID returns the name of the block whose file is path, as the
 // Parquet files' block column holds it.
 func blockID(path string) string {

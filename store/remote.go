@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,6 +64,12 @@ type remote struct {
 	// view is what queries see, per tenant: the blocks not replaced and
 	// the segments' uploads no block holds.
 	view map[string]*remoteTenant
+	// stale lists the blocks read that the view leaves out, replaced or
+	// covered by another (makeView), which compaction deletes; orphans
+	// the Parquet objects listed without their block, by when this node
+	// first listed them.
+	stale   []string
+	orphans map[string]time.Time
 	// rollups is the memory of the segment uploads' rollups, not counted
 	// in the head's budget.
 	rollups atomic.Int64
@@ -84,7 +92,7 @@ type remoteTenant struct {
 }
 
 func newRemote(b Bucket, node string) *remote {
-	return &remote{b: b, node: node, blocks: map[string]*block{}, segs: map[string][]*Upload{}, view: map[string]*remoteTenant{}}
+	return &remote{b: b, node: node, blocks: map[string]*block{}, segs: map[string][]*Upload{}, view: map[string]*remoteTenant{}, orphans: map[string]time.Time{}}
 }
 
 func (r *remote) ok() { r.up.Store(true) }
@@ -173,6 +181,14 @@ func idsContain(ranges []uint64, id uint64) bool {
 	return false
 }
 
+// The errors of a refresh that leave its view short of what the bucket
+// holds: a listing that failed, and a block that could not be read for
+// now (not one that is damaged or gone).
+var (
+	errUnlisted    = errors.New("the bucket could not be listed")
+	errBlockUnread = errors.New("a block could not be read")
+)
+
 // refresh lists the bucket and reads what is new in it: the metas of new
 // blocks (a ranged read each) and new segments, then makes the view of
 // every tenant anew. The view stays as it was when the bucket cannot be
@@ -187,7 +203,7 @@ func (db *DB) refresh(ctx context.Context) error {
 	cancel()
 	if err != nil {
 		r.failed()
-		return fmt.Errorf("list the bucket: %w", err)
+		return fmt.Errorf("%w: %w", errUnlisted, err)
 	}
 	r.ok()
 	db.mu.RLock()
@@ -215,6 +231,10 @@ func (db *DB) refresh(ctx context.Context) error {
 		}
 		if isBlock {
 			b, err := db.openRemoteBlock(o, sizes)
+			var ue *UnreachableError
+			if errors.As(err, &ue) && !errors.Is(err, ErrNotExist) {
+				err = fmt.Errorf("%w: %w", errBlockUnread, err)
+			}
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -262,12 +282,35 @@ func (db *DB) refresh(ctx context.Context) error {
 			delete(r.segs, name)
 		}
 	}
+	r.listOrphans(objs, listed, time.Now())
 	r.view = r.makeView()
 	if len(errs) > 0 {
 		r.errors.Add(int64(len(errs)))
 		return fmt.Errorf("read the bucket's new objects: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// listOrphans notes the Parquet objects of objs, the bucket's listing,
+// whose block object is not listed: a compactor stopped, or a write that
+// failed, between writing them and their block. Under the DB's mu.
+func (r *remote) listOrphans(objs []Object, listed map[string]bool, now time.Time) {
+	seen := map[string]bool{}
+	for _, o := range objs {
+		block, ok := lakeBlock(o.Name)
+		if !ok || listed[block] {
+			continue
+		}
+		seen[o.Name] = true
+		if _, ok := r.orphans[o.Name]; !ok {
+			r.orphans[o.Name] = now
+		}
+	}
+	for name := range r.orphans {
+		if !seen[name] {
+			delete(r.orphans, name)
+		}
+	}
 }
 
 // openRemoteBlock reads the meta of a block in the bucket; sizes holds
@@ -316,11 +359,30 @@ func (r *remote) makeView() map[string]*remoteTenant {
 			replaced[path.Join(path.Dir(b.path), x)] = true
 		}
 	}
+	type group struct {
+		tenant    string
+		partition int64
+	}
+	groups := map[group][]*block{}
+	r.stale = r.stale[:0]
 	for _, name := range sortedKeys(r.blocks) {
-		if !replaced[name] {
-			tenant, _, _, _ := parseObject(name)
-			rt := get(tenant)
-			rt.blocks = append(rt.blocks, r.blocks[name])
+		if replaced[name] {
+			r.stale = append(r.stale, name)
+			continue
+		}
+		tenant, _, _, _ := parseObject(name)
+		b := r.blocks[name]
+		g := group{tenant, b.meta.Partition}
+		groups[g] = append(groups[g], b)
+	}
+	for _, g := range slices.SortedFunc(maps.Keys(groups), func(x, y group) int {
+		return cmp.Or(cmp.Compare(x.tenant, y.tenant), cmp.Compare(x.partition, y.partition))
+	}) {
+		kept, covered := uncovered(groups[g])
+		rt := get(g.tenant)
+		rt.blocks = append(rt.blocks, kept...)
+		for _, b := range covered {
+			r.stale = append(r.stale, b.path)
 		}
 	}
 	type uploadKey struct {
@@ -346,6 +408,49 @@ func (r *remote) makeView() map[string]*remoteTenant {
 		slices.SortStableFunc(rt.uploads, func(x, y *Upload) int { return cmp.Compare(x.Received, y.Received) })
 	}
 	return view
+}
+
+// uncovered splits blocks, of one tenant's partition, into those kept
+// and those covered: every upload of a covered block is in a kept one
+// that holds more, or as many and was written later. Only a compaction
+// whose write failed after the store took it, and was done again, makes
+// a covered block; a view that left it in would count its uploads twice.
+func uncovered(blocks []*block) (kept, covered []*block) {
+	blocks = slices.Clone(blocks)
+	slices.SortFunc(blocks, func(x, y *block) int {
+		return cmp.Or(cmp.Compare(y.meta.Uploads, x.meta.Uploads), strings.Compare(y.path, x.path))
+	})
+	for _, b := range blocks {
+		if len(b.meta.Nodes) > 0 && slices.ContainsFunc(kept, func(k *block) bool { return holdsAll(k.meta.Nodes, b.meta.Nodes) }) {
+			covered = append(covered, b)
+			continue
+		}
+		kept = append(kept, b)
+	}
+	slices.SortFunc(kept, func(x, y *block) int { return strings.Compare(x.path, y.path) })
+	return kept, covered
+}
+
+// holdsAll reports whether the uploads of outer, ranges of ids by node as
+// blockMeta.Nodes lists them, include every upload of inner.
+func holdsAll(outer, inner map[string][]uint64) bool {
+	for node, rs := range inner {
+		out, ok := outer[node]
+		if !ok {
+			return false
+		}
+		n := len(out) / 2
+		for i := 0; i+1 < len(rs); i += 2 {
+			// Ranges are merged: a range held is within one range, the
+			// first that ends at or after its start.
+			lo, hi := rs[i], rs[i+1]
+			k := sort.Search(n, func(k int) bool { return out[2*k+1] >= lo })
+			if k == n || out[2*k] > lo || out[2*k+1] < hi {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func sortedKeys[V any](m map[string]V) []string {

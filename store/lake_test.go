@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -310,5 +311,30 @@ func TestCheckPagesBoundsHeaderLengths(t *testing.T) {
 	}
 	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
 		t.Errorf("checking a %d-byte chunk allocated %d MB", len(chunk), n>>20)
+	}
+}
+
+// TestCheckFooterBoundsLength: a Parquet file whose footer length claims
+// more than the file holds is refused before parquet-go allocates it.
+func TestCheckFooterBoundsLength(t *testing.T) {
+	for _, tc := range []struct {
+		footer uint32
+		ok     bool
+	}{{8, true}, {9, false}, {1 << 30, false}} {
+		file := []byte("PAR1" + strings.Repeat("x", 8) + "....PAR1")
+		binary.LittleEndian.PutUint32(file[len(file)-8:], tc.footer)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := readSamplesParquet("0-1.samples.parquet", bytes.NewReader(file), int64(len(file)), -1, nil)
+		runtime.ReadMemStats(&after)
+		if err := checkFooter(bytes.NewReader(file), int64(len(file))); (err == nil) != tc.ok {
+			t.Errorf("footer of %d bytes in %d: %v", tc.footer, len(file), err)
+		}
+		if err == nil {
+			t.Errorf("footer of %d bytes: read a file of no row groups", tc.footer)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
+			t.Errorf("footer of %d bytes in %d: reading allocated %d MB", tc.footer, len(file), n>>20)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,9 @@ func readSamplesParquet(name string, r io.ReaderAt, size int64, group int, table
 			samples, err = nil, fmt.Errorf("%s: damaged Parquet: %v; move the block away to query without it", name, v)
 		}
 	}()
+	if err := checkFooter(r, size); err != nil {
+		return nil, fmt.Errorf("%s: %w; the block is damaged: move it away to query without it", name, err)
+	}
 	f, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w; move the block away to query without it", name, err)
@@ -314,6 +318,23 @@ func checkChunks(r io.ReaderAt, size int64, md *format.FileMetaData) error {
 				return fmt.Errorf("row group %d, column %d: %w", i, j, err)
 			}
 		}
+	}
+	return nil
+}
+
+// checkFooter checks that the footer length at the end of a Parquet file
+// of size bytes fits in the file: parquet-go allocates whatever length it
+// finds there before reading the footer.
+func checkFooter(r io.ReaderAt, size int64) error {
+	if size < 12 {
+		return fmt.Errorf("%d bytes, too few for a Parquet file", size)
+	}
+	var tail [8]byte
+	if _, err := r.ReadAt(tail[:], size-8); err != nil {
+		return fmt.Errorf("read the footer length at %d: %w", size-8, err)
+	}
+	if n := int64(binary.LittleEndian.Uint32(tail[:4])); n > size-12 {
+		return fmt.Errorf("a footer of %d bytes in a %d-byte file", n, size)
 	}
 	return nil
 }

@@ -111,6 +111,7 @@ func Start(t testing.TB, bucket string) *Server {
 	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(s.ports.s3)
 	t.Cleanup(func() {
 		s.kill()
+		s.removeSockets()
 		if s.log != nil {
 			s.log.Close()
 		}
@@ -120,6 +121,21 @@ func Start(t testing.TB, bucket string) *Server {
 	})
 	s.Start()
 	return s
+}
+
+// removeSockets removes the Unix sockets weed made for the server's
+// ports: it names them /tmp/seaweedfs-<part>-<port>.sock, whatever the
+// temporary directory, and leaves them behind when it exits.
+func (s *Server) removeSockets() {
+	p := s.ports
+	for _, port := range []int{p.master, p.masterGRPC, p.volume, p.volumeGRPC, p.filer, p.filerGRPC, p.s3, p.s3GRPC} {
+		names, _ := filepath.Glob(fmt.Sprintf("/tmp/seaweedfs-*-%d.sock", port))
+		for _, name := range names {
+			if fi, err := os.Lstat(name); err == nil && fi.Mode()&os.ModeSocket != 0 {
+				os.Remove(name)
+			}
+		}
+	}
 }
 
 // URL returns the --storage URL of prefix in the server's bucket, as

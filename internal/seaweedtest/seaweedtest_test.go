@@ -2,8 +2,11 @@ package seaweedtest
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -46,5 +49,27 @@ func TestStopStart(t *testing.T) {
 	}
 	if u := s.URL("sparkprof/x"); !strings.HasPrefix(u, "s3://seaweedtest/sparkprof/x?") || !strings.Contains(u, "use_path_style=true") {
 		t.Errorf("URL: %s", u)
+	}
+}
+
+// TestLeavesNoSockets: the Unix sockets weed makes in /tmp for a server's
+// ports are gone once its test has ended.
+func TestLeavesNoSockets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs SeaweedFS")
+	}
+	var s *Server
+	var made []string
+	t.Run("server", func(t *testing.T) {
+		s = Start(t, "seaweedtest")
+		made, _ = filepath.Glob(fmt.Sprintf("/tmp/seaweedfs-*-%d.sock", s.ports.filer))
+	})
+	if len(made) == 0 {
+		t.Skip("weed made no socket for the filer's port: nothing to check")
+	}
+	for _, name := range made {
+		if _, err := os.Lstat(name); err == nil {
+			t.Errorf("%s is left after the test", name)
+		}
 	}
 }

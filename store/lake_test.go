@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
@@ -304,7 +306,7 @@ func TestCheckPagesBoundsHeaderLengths(t *testing.T) {
 	meta := format.ColumnMetaData{NumValues: 1, TotalCompressedSize: int64(len(chunk))}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	err := checkPages(bytes.NewReader(chunk), int64(len(chunk)), meta)
+	err := checkPages(chunk, 0, int64(len(chunk)), meta)
 	runtime.ReadMemStats(&after)
 	if err == nil {
 		t.Errorf("a page header claiming 1 GiB of statistics in %d bytes was accepted", len(chunk))
@@ -335,6 +337,68 @@ func TestCheckFooterBoundsLength(t *testing.T) {
 		}
 		if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
 			t.Errorf("footer of %d bytes in %d: reading allocated %d MB", tc.footer, len(file), n>>20)
+		}
+	}
+}
+
+// countingReader counts the reads of a file and their bytes.
+type countingReader struct {
+	r            io.ReaderAt
+	reads, bytes int64
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	c.reads++
+	c.bytes += int64(len(p))
+	return c.r.ReadAt(p, off)
+}
+
+// TestSamplesParquetReadsOnce: reading a samples file's row group reads
+// its columns' chunks in one read, checked and decoded from there, and
+// nothing of the other row groups: a block in a bucket is read with few
+// ranged reads.
+func TestSamplesParquetReadsOnce(t *testing.T) {
+	blk := oneUploadBlock(t, 1)
+	b, err := readBlock(blk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, _ := zstd.NewReader(nil)
+	defer dec.Close()
+	var tables *profile.Profile
+	if err := b.withReader(func(r io.ReaderAt, _ int64) error {
+		tables, err = b.decodePart(r, partSamples, dec)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(samplesPath(blk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len(data))
+	f, err := parquet.OpenFile(bytes.NewReader(data), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := len(f.RowGroups())
+	if groups < 2 {
+		t.Fatalf("%d row groups, want a sliced block's", groups)
+	}
+	// The footer takes a read to check its length, and parquet-go's
+	// three: the magic at the start, the footer's length, the footer.
+	const footerReads = 4
+	for g := -1; g < groups; g++ {
+		c := &countingReader{r: bytes.NewReader(data)}
+		if _, err := readSamplesParquet("x.samples.parquet", c, size, g, tables); err != nil {
+			t.Fatal(err)
+		}
+		want := int64(footerReads + 1)
+		if g < 0 {
+			want = int64(footerReads + groups)
+		}
+		if c.reads > want || c.bytes > size {
+			t.Errorf("row group %d: %d reads of %d bytes in a %d-byte file, want at most %d reads and the file's bytes", g, c.reads, c.bytes, size, want)
 		}
 	}
 }

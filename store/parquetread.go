@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
@@ -34,23 +35,26 @@ func readSamplesParquet(name string, r io.ReaderAt, size int64, group int, table
 	if err := checkFooter(r, size); err != nil {
 		return nil, fmt.Errorf("%s: %w; the block is damaged: move it away to query without it", name, err)
 	}
-	f, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	chunks := &chunkReader{r: r}
+	f, err := parquet.OpenFile(chunks, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w; move the block away to query without it", name, err)
-	}
-	if err := checkChunks(r, size, f.Metadata()); err != nil {
-		return nil, fmt.Errorf("%s: %w; the block is damaged: move it away to query without it", name, err)
 	}
 	groups := f.RowGroups()
 	if group >= len(groups) {
 		return nil, fmt.Errorf("%s: no row group %d (the file has %d); the block is damaged: move it away to query without it", name, group, len(groups))
 	}
+	first, last := 0, len(groups)
 	if group >= 0 {
-		groups = groups[group : group+1]
+		first, last = group, group+1
 	}
+	groups = groups[first:last]
 	cr, err := newColumnReader(f.Schema(), tables)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := chunks.load(size, f.Metadata().RowGroups[first:last], cr.indexes()); err != nil {
+		return nil, fmt.Errorf("%s: %w; the block is damaged: move it away to query without it", name, err)
 	}
 	n := int64(0)
 	for _, rg := range groups {
@@ -106,6 +110,16 @@ func newColumnReader(s *parquet.Schema, tables *profile.Profile) (*columnReader,
 		cr.types[t] = profile.TypeID(i)
 	}
 	return cr, nil
+}
+
+// indexes returns the indexes of the columns cr reads.
+func (cr *columnReader) indexes() []int {
+	var out []int
+	for _, lc := range cr.cols {
+		out = append(out, lc.ColumnIndex)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // read appends the samples of row group rg to samples.
@@ -299,27 +313,79 @@ func pageValues(page parquet.Page, first int, conv func([]byte) (int64, error), 
 // samples file holds a partition's samples, far less.
 const maxChunkBytes = 1 << 30
 
-// checkChunks refuses, before parquet-go decodes them, column chunks that
-// no block's writer makes: codecs other than zstd (parquet-go's LZ4 decoder
-// grows its buffer without end on damaged input), sizes past
-// maxChunkBytes, and pages whose header or zstd frame claims more than
-// that (parquet-go and the zstd decoder allocate what they claim).
-func checkChunks(r io.ReaderAt, size int64, md *format.FileMetaData) error {
-	for i, rg := range md.RowGroups {
-		for j, c := range rg.Columns {
-			m := c.MetaData
+// chunkReader reads a samples file from r, but for the column chunks
+// load read into memory, and checked, which it serves from there: each
+// row group the store reads is one read of r, a ranged read of a bucket's
+// object, and parquet-go reads no chunk that was not checked.
+type chunkReader struct {
+	r     io.ReaderAt
+	spans []chunkSpan // by offset, apart
+}
+
+// chunkSpan is bytes of the file from offset off.
+type chunkSpan struct {
+	off  int64
+	data []byte
+}
+
+func (c *chunkReader) ReadAt(p []byte, off int64) (int, error) {
+	for _, sp := range c.spans {
+		if off >= sp.off && off+int64(len(p)) <= sp.off+int64(len(sp.data)) {
+			return copy(p, sp.data[off-sp.off:]), nil
+		}
+	}
+	return c.r.ReadAt(p, off)
+}
+
+// load reads, in one read a row group, the chunks of columns cols of row
+// groups groups of a file of size bytes, and checks them: their codec and
+// sizes, and their pages' (checkPages).
+func (c *chunkReader) load(size int64, groups []format.RowGroup, cols []int) error {
+	for i, rg := range groups {
+		lo, hi := size, int64(0)
+		for _, j := range cols {
+			if j >= len(rg.Columns) {
+				return fmt.Errorf("row group %d has %d columns, not column %d", i, len(rg.Columns), j)
+			}
+			m := rg.Columns[j].MetaData
 			if m.Codec != format.Zstd && m.Codec != format.Uncompressed {
 				return fmt.Errorf("row group %d, column %d: compressed with %v, where blocks are zstd", i, j, m.Codec)
 			}
 			if m.TotalUncompressedSize < 0 || m.TotalUncompressedSize > maxChunkBytes || m.TotalCompressedSize < 0 {
 				return fmt.Errorf("row group %d, column %d: %d bytes uncompressed, %d compressed", i, j, m.TotalUncompressedSize, m.TotalCompressedSize)
 			}
-			if err := checkPages(r, size, m); err != nil {
+			start, end := chunkBounds(m)
+			if start < 0 || end < start || end > size {
+				return fmt.Errorf("row group %d, column %d: pages at %d–%d of a %d-byte file", i, j, start, end, size)
+			}
+			lo, hi = min(lo, start), max(hi, end)
+		}
+		if hi <= lo {
+			continue
+		}
+		data := make([]byte, hi-lo)
+		if _, err := c.r.ReadAt(data, lo); err != nil {
+			return fmt.Errorf("row group %d: read %d bytes at %d: %w", i, hi-lo, lo, err)
+		}
+		for _, j := range cols {
+			m := rg.Columns[j].MetaData
+			start, end := chunkBounds(m)
+			if err := checkPages(data[start-lo:end-lo], start, size, m); err != nil {
 				return fmt.Errorf("row group %d, column %d: %w", i, j, err)
 			}
 		}
+		c.spans = append(c.spans, chunkSpan{lo, data})
 	}
 	return nil
+}
+
+// chunkBounds returns where the pages of a column chunk start and end.
+func chunkBounds(m format.ColumnMetaData) (start, end int64) {
+	start = m.DataPageOffset
+	if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < start {
+		start = m.DictionaryPageOffset
+	}
+	return start, start + m.TotalCompressedSize
 }
 
 // checkFooter checks that the footer length at the end of a Parquet file
@@ -339,24 +405,12 @@ func checkFooter(r io.ReaderAt, size int64) error {
 	return nil
 }
 
-// checkPages reads the page headers of a column chunk and checks each
-// page's sizes, and its zstd frame's content size, against maxChunkBytes
-// and the page.
-func checkPages(r io.ReaderAt, size int64, m format.ColumnMetaData) error {
-	start := m.DataPageOffset
-	if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < start {
-		start = m.DictionaryPageOffset
-	}
-	end := start + m.TotalCompressedSize
+// checkPages reads the page headers of chunk, a column chunk at offset
+// start of a file of size bytes, and checks each page's sizes, and its
+// zstd frame's content size, against maxChunkBytes and the page.
+func checkPages(chunk []byte, start, size int64, m format.ColumnMetaData) error {
 	if m.NumValues < 0 || m.NumValues > size*64 {
 		return fmt.Errorf("%d values in a %d-byte file", m.NumValues, size)
-	}
-	if start < 0 || end < start || end > size {
-		return fmt.Errorf("pages at %d–%d of a %d-byte file", start, end, size)
-	}
-	chunk := make([]byte, end-start)
-	if _, err := r.ReadAt(chunk, start); err != nil {
-		return fmt.Errorf("read pages at %d: %w", start, err)
 	}
 	var proto thrift.CompactProtocol
 	for off := 0; off < len(chunk); {

@@ -23,9 +23,12 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// maxZstdWindow is the largest zstd window accepted. Databricks logs such as
-// nds_q88_photon_db_13_3 are written with a 128 MiB window.
-const maxZstdWindow = 1 << 30
+// maxZstdWindow is the largest zstd window accepted: the zstd command's
+// own default limit. Databricks logs such as nds_q88_photon_db_13_3 are
+// written with a 128 MiB window. The decoder allocates the window a frame
+// asks for before it decodes a byte, so a few bytes asking for more would
+// cost the reader that much memory.
+const maxZstdWindow = 128 << 20
 
 // maxLine bounds a single event line; EnvironmentUpdate lines reach a few MB.
 const maxLine = 512 << 20
@@ -202,6 +205,18 @@ func (r *Reader) Next() ([]byte, Pos, error) {
 	}
 }
 
+// zstdReader says what to do with a zstd frame whose window is past
+// maxZstdWindow.
+type zstdReader struct{ d *zstd.Decoder }
+
+func (z zstdReader) Read(p []byte) (int, error) {
+	n, err := z.d.Read(p)
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		err = fmt.Errorf("%w: the log was compressed with a window over %d MiB; decompress it with `zstd -d --memory=2048MB` and read the plain file", err, maxZstdWindow>>20)
+	}
+	return n, err
+}
+
 func trimCR(b []byte) []byte {
 	return bytes.TrimSuffix(b, []byte{'\r'})
 }
@@ -351,7 +366,7 @@ func decoder(name string, f io.Reader) (io.Reader, func(), error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("eventlog: %s: zstd: %w", name, err)
 		}
-		return d, d.Close, nil
+		return zstdReader{d}, d.Close, nil
 	case Gzip:
 		if len(head) < 2 {
 			return eofReader{io.ErrUnexpectedEOF}, nil, nil

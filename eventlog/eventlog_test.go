@@ -7,9 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
 	"github.com/sparkprof/sparkprof/internal/corpus"
 )
 
@@ -232,5 +235,35 @@ func BenchmarkNext(b *testing.B) {
 			}
 		}
 		r.Close()
+	}
+}
+
+// TestZstdWindowTooLarge: a zstd log whose frame asks for a window past
+// the zstd command's default limit is refused without that memory, and
+// the error says how to read it.
+func TestZstdWindowTooLarge(t *testing.T) {
+	plain := corpus.Read(t, "eventlogs", "nvidia", "truncated_eventlog")
+	var comp bytes.Buffer
+	w, err := zstd.NewWriter(&comp, zstd.WithWindowSize(256<<20), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(plain)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "app.zstd")
+	if err := os.WriteFile(path, comp.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got, r := readAll(t, path)
+	runtime.ReadMemStats(&after)
+	if len(got) != 0 || len(r.Truncations) != 1 || !strings.Contains(r.Truncations[0].Err.Error(), "zstd -d --memory") {
+		t.Errorf("%d lines, truncations %v; want none and an error saying how to decompress it", len(got), r.Truncations)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
+		t.Errorf("reading allocated %d MB", n>>20)
 	}
 }

@@ -75,7 +75,9 @@ func openFile(path string) (io.ReadCloser, error) {
 		}
 		r, closeR = zr, func() { zr.Close() }
 	case bytes.HasPrefix(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
+		// The window is bounded as the zstd command bounds it: the
+		// decoder allocates what a frame asks for before decoding.
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(128<<20))
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("applog: %s: %w", path, err)

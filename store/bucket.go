@@ -63,7 +63,10 @@ func OpenBucket(ctx context.Context, url string) (Bucket, io.Closer, error) {
 // objects are kept under, for the cloud stores (s3://bucket/prefix), and
 // a local directory's without the attribute files gocloud writes beside
 // each object, which the store does not use and which a reader racing
-// their rewrite could find half written.
+// their rewrite could find half written. S3's responses are checked by
+// the SDK only when the operation requires it: blocks and segments carry
+// checksums of their own, and an S3-compatible store that sends none
+// would have the SDK log a line to stderr for every read.
 func bucketURL(url string) string {
 	u, err := neturl.Parse(url)
 	if err != nil {
@@ -79,6 +82,9 @@ func bucketURL(url string) string {
 		if p := strings.Trim(u.Path, "/"); p != "" && !q.Has("prefix") {
 			q.Set("prefix", p+"/")
 			u.Path = ""
+		}
+		if u.Scheme == "s3" && !q.Has("response_checksum_validation") {
+			q.Set("response_checksum_validation", "when_required")
 		}
 	}
 	u.RawQuery = q.Encode()

@@ -126,6 +126,17 @@ func scaleThreeNodes(t *testing.T, e scaleEnv) {
 	f.checkTotals(t, nodes...)
 	query := startStorageNode(t, e, "three", "three-query", "--role", "query")
 	f.checkTotals(t, query)
+	// The S3 SDK logs nothing of its own to a node's output.
+	for _, n := range append(nodes, query) {
+		n.mu.Lock()
+		for _, line := range n.logs {
+			if strings.HasPrefix(line, "SDK ") {
+				t.Errorf("node %s logged the SDK's %q", n.name, line)
+				break
+			}
+		}
+		n.mu.Unlock()
+	}
 }
 
 // scaleKillNode kills one of three nodes with SIGKILL while 30 agents

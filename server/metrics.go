@@ -94,6 +94,14 @@ var bucketMetrics = []struct {
 		func(s *store.BucketStats) float64 { return float64(s.Errors) }},
 	{prometheus.NewDesc("sparkprof_bucket_compactions_total", "Blocks this node compacted into the bucket.", nil, nil), prometheus.CounterValue,
 		func(s *store.BucketStats) float64 { return float64(s.Compactions) }},
+	{prometheus.NewDesc("sparkprof_bucket_blocks", "Blocks in the bucket that queries read, at the last listing.", nil, nil), prometheus.GaugeValue,
+		func(s *store.BucketStats) float64 { return float64(s.Blocks) }},
+	{prometheus.NewDesc("sparkprof_bucket_block_uploads", "Uploads those blocks hold.", nil, nil), prometheus.GaugeValue,
+		func(s *store.BucketStats) float64 { return float64(s.BlockUploads) }},
+	{prometheus.NewDesc("sparkprof_bucket_segments", "Segments in the bucket, at the last listing.", nil, nil), prometheus.GaugeValue,
+		func(s *store.BucketStats) float64 { return float64(s.Segments) }},
+	{prometheus.NewDesc("sparkprof_bucket_segment_uploads", "Uploads of those segments that no block holds.", nil, nil), prometheus.GaugeValue,
+		func(s *store.BucketStats) float64 { return float64(s.SegmentUploads) }},
 	{prometheus.NewDesc("sparkprof_bucket_up", "Whether the bucket answered the last request (1) or not (0).", nil, nil), prometheus.GaugeValue,
 		func(s *store.BucketStats) float64 {
 			if s.Up {

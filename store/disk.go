@@ -313,6 +313,10 @@ func (db *DB) Stats() Stats {
 		for _, rt := range r.view {
 			st.Bucket.Blocks += len(rt.blocks)
 			st.Bucket.Segments += len(rt.segs)
+			st.Bucket.SegmentUploads += len(rt.uploads)
+			for _, b := range rt.blocks {
+				st.Bucket.BlockUploads += b.meta.Uploads
+			}
 		}
 	}
 	for _, t := range db.tenants {

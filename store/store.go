@@ -368,6 +368,9 @@ type BucketStats struct {
 	Compactions int64 // blocks this node wrote in the bucket since then
 	Blocks      int   // blocks in the bucket at the last listing
 	Segments    int   // segments in the bucket at the last listing
+	// BlockUploads and SegmentUploads count the uploads queries read of
+	// the blocks and of the segments: those no block holds.
+	BlockUploads, SegmentUploads int
 }
 
 // ErrClosed is returned by a closed store.

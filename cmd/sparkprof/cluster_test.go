@@ -181,6 +181,21 @@ func (n *clusterNode) waitEvery(what string, interval time.Duration, cond func()
 	}
 }
 
+// uploadCounts says how many uploads the node reads from its head and
+// the bucket, by its metrics.
+func (n *clusterNode) uploadCounts() string {
+	var parts []string
+	for _, name := range []string{"sparkprof_store_head_uploads", "sparkprof_bucket_blocks", "sparkprof_bucket_block_uploads",
+		"sparkprof_bucket_segments", "sparkprof_bucket_segment_uploads"} {
+		v, _, err := n.metric(name)
+		if err != nil {
+			return err.Error()
+		}
+		parts = append(parts, fmt.Sprintf("%s %v", strings.TrimPrefix(name, "sparkprof_"), v))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // metric returns the sum of the node's /metrics samples named name (all
 // its series), and whether the name was there.
 func (n *clusterNode) metric(name string) (float64, bool, error) {
@@ -502,6 +517,20 @@ func (f *fleet) selector(a int) string {
 // checkTotals waits until every node's render of the whole fleet answers
 // a total within what the fleet acknowledged and what it may have stored,
 // with no block missing, then checks every agent's total on every node.
+// agentsOff lists the agents whose totals node n answers wrong, with what
+// it answers and what was acknowledged.
+func (f *fleet) agentsOff(n *clusterNode) string {
+	var off []string
+	for a := range f.acked {
+		lo, hi := f.want(a)
+		r, err := n.render(context.Background(), f.selector(a))
+		if err != nil || r.Total < lo || r.Total > hi {
+			off = append(off, fmt.Sprintf("%d: %d for %d (%v)", a, r.Total, lo, err))
+		}
+	}
+	return strings.Join(off, "; ")
+}
+
 func (f *fleet) checkTotals(t *testing.T, nodes ...*clusterNode) {
 	t.Helper()
 	lo, hi := f.wantAll()
@@ -527,7 +556,8 @@ func (f *fleet) checkTotals(t *testing.T, nodes ...*clusterNode) {
 			last, lastErr = r, err
 			return err == nil && r.Status == http.StatusOK && r.Total >= lo && r.Total <= hi && len(r.Missing) == 0 && agentsIn()
 		}, func() string {
-			return fmt.Sprintf("HTTP %d, total %d, %d blocks missing, %v", last.Status, last.Total, len(last.Missing), lastErr)
+			return fmt.Sprintf("HTTP %d, total %d, %d blocks missing, %v; %d uploads acknowledged; %s; agents off: %s",
+				last.Status, last.Total, len(last.Missing), lastErr, f.total(nil), n.uploadCounts(), f.agentsOff(n))
 		})
 		for a := range f.acked {
 			lo, hi := f.want(a)

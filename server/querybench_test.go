@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,18 +10,23 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
+	_ "gocloud.dev/blob/s3blob" // BenchmarkQueryBucket's bucket
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/format"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/internal/pyroscope"
+	"github.com/sparkprof/sparkprof/internal/seaweedtest"
 	"github.com/sparkprof/sparkprof/internal/synth"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/query"
@@ -49,6 +55,8 @@ func BenchmarkQuery(b *testing.B) {
 // reopened: the totals each query must answer, and a server over the
 // store as warm (its blocks' parts cached) and uncached.
 type queryBench struct {
+	dir             string // the store's directory
+	partition       time.Duration
 	windows         int
 	base            *profile.Profile
 	start, end, cut int64            // the hour, and a quarter before its end
@@ -148,8 +156,70 @@ func newQueryBench(b *testing.B) *queryBench {
 	b.Cleanup(func() { uncached.Close() })
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	servers := map[string]*Server{"warm": newServer(b, Config{Store: warm, Logger: logger}), "uncached": newServer(b, Config{Store: uncached, Logger: logger})}
-	return &queryBench{windows: windows, base: base, start: start, end: end, cut: cut, want: want,
+	return &queryBench{dir: dir, partition: partition, windows: windows, base: base, start: start, end: end, cut: cut, want: want,
 		stores: map[string]*store.DB{"warm": warm, "uncached": uncached}, servers: servers, logger: logger}
+}
+
+// BenchmarkQueryBucket measures BenchmarkQuery's flame graphs of the
+// hour, the whole app and one stage, from a bucket of a real S3-compatible
+// store (SeaweedFS on loopback): its blocks written to the bucket as a
+// compactor writes them, and read by a query node (serve --role query)
+// whose cache keeps what it read (warm) or nothing (cold: each query
+// lists nothing new but reads every part it needs with ranged GETs).
+// It needs SeaweedFS's weed (make weed).
+func BenchmarkQueryBucket(b *testing.B) {
+	s3 := seaweedtest.Start(b, "bench")
+	for _, kv := range seaweedtest.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		b.Setenv(k, v)
+	}
+	qb := newQueryBench(b)
+	ctx := context.Background()
+	bkt, closer, err := store.OpenBucket(ctx, s3.URL("hour"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { closer.Close() })
+	files, err := filepath.Glob(filepath.Join(qb.dir, "t-*", "*"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var objects, size int64
+	for _, f := range files {
+		if !strings.HasSuffix(f, ".block") && !strings.HasSuffix(f, ".parquet") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := path.Join(filepath.Base(filepath.Dir(f)), "blocks", filepath.Base(f))
+		if err := bkt.Write(ctx, name, data, false); err != nil {
+			b.Fatal(err)
+		}
+		objects++
+		size += int64(len(data))
+	}
+	b.Logf("%d objects, %.1f MB, in the bucket", objects, float64(size)/(1<<20))
+	for _, c := range []struct {
+		cache string
+		bytes int64
+	}{{"warm", 0}, {"cold", 1}} {
+		t0 := time.Now()
+		db, err := store.Open(b.TempDir(), store.Options{Bucket: bkt, Role: store.RoleQuery, CacheBytes: c.bytes, Partition: qb.partition})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		b.Logf("%s query node: listed and read %d block metas in %v", c.cache, db.Stats().Bucket.Blocks, time.Since(t0).Round(time.Millisecond))
+		s := newServer(b, Config{Store: db, Logger: qb.logger})
+		for _, q := range []struct{ name, query string }{
+			{"whole-app", `{spark_app_id="app-bench"}`},
+			{"one-stage", `{spark_app_id="app-bench",spark_stage_id="3"}`},
+		} {
+			b.Run(q.name+"/"+c.cache, func(b *testing.B) { qb.render(b, s, q.name, q.query, qb.start) })
+		}
+	}
 }
 
 // renders measures the flame graphs of the whole app, one stage and the last quarter.
@@ -164,18 +234,21 @@ func (qb *queryBench) renders(b *testing.B) {
 		{"whole-app", "uncached", `{spark_app_id="app-bench"}`, qb.start},
 		{"last-quarter", "uncached", `{spark_app_id="app-bench"}`, qb.cut},
 	} {
-		s := qb.servers[c.cache]
-		b.Run(c.name+"/"+c.cache, func(b *testing.B) {
-			q := url.Values{"query": {c.query}, "from": {strconv.FormatInt(c.from, 10)}, "until": {strconv.FormatInt(qb.end, 10)}}
-			var got renderResponse
-			for b.Loop() {
-				got = renderResponse{}
-				serveJSON(b, s, "/api/v1/render?"+q.Encode(), &got)
-			}
-			if got.Flamebearer.NumTicks != qb.want[c.name] {
-				b.Fatalf("%s: %d cpu ticks, the uploads hold %d", c.name, got.Flamebearer.NumTicks, qb.want[c.name])
-			}
-		})
+		b.Run(c.name+"/"+c.cache, func(b *testing.B) { qb.render(b, qb.servers[c.cache], c.name, c.query, c.from) })
+	}
+}
+
+// render measures server s's flame graph of query from from to the end
+// of the hour, whose CPU must be what qb.want holds for name.
+func (qb *queryBench) render(b *testing.B, s *Server, name, query string, from int64) {
+	q := url.Values{"query": {query}, "from": {strconv.FormatInt(from, 10)}, "until": {strconv.FormatInt(qb.end, 10)}}
+	var got renderResponse
+	for b.Loop() {
+		got = renderResponse{}
+		serveJSON(b, s, "/api/v1/render?"+q.Encode(), &got)
+	}
+	if got.Flamebearer.NumTicks != qb.want[name] {
+		b.Fatalf("%s: %d cpu ticks, the uploads hold %d", name, got.Flamebearer.NumTicks, qb.want[name])
 	}
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -378,5 +379,88 @@ func TestBucketOutage(t *testing.T) {
 	}
 	if got, total := count(t, q, "acme", Query{}); total != want {
 		t.Errorf("after the outage: %d uploads with %d, want %d", got, total, want)
+	}
+}
+
+// holdBlocks is a bucket whose writes of block objects wait until release
+// is closed; held is closed when the first waits.
+type holdBlocks struct {
+	Bucket
+	once          sync.Once
+	held, release chan struct{}
+}
+
+func (h *holdBlocks) Write(ctx context.Context, name string, data []byte, ifNotExist bool) error {
+	if strings.HasSuffix(name, ".block") {
+		h.once.Do(func() { close(h.held) })
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return h.Bucket.Write(ctx, name, data, ifNotExist)
+}
+
+// leaseExpiry returns when the compactor's lease in b expires (Unix ns).
+func leaseExpiry(t *testing.T, b Bucket) int64 {
+	t.Helper()
+	names := objects(t, b, leasePrefix)
+	if len(names) == 0 {
+		t.Fatal("no compactor lease in the bucket")
+	}
+	data, err := b.ReadAll(context.Background(), slices.Max(names))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec leaseRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec.Expires
+}
+
+// TestCompactorKeepsItsLease: a compaction that lasts longer than the
+// lease (here, its block's write held) keeps renewing it, so that a
+// second compactor does not take it and compact the same uploads again.
+func TestCompactorKeepsItsLease(t *testing.T) {
+	b := fileBucket(t)
+	held := &holdBlocks{Bucket: b, held: make(chan struct{}), release: make(chan struct{})}
+	ctx := context.Background()
+	// Renewals every 3 s: the test fails only if one is late by 6 s.
+	const ttl = 9 * time.Second
+	ing := openNode(t, t.TempDir(), b, RoleIngest, Options{})
+	c1 := openNode(t, t.TempDir(), held, RoleCompactor, Options{LeaseTTL: ttl})
+	c2 := openNode(t, t.TempDir(), b, RoleCompactor, Options{LeaseTTL: ttl})
+	want := appendN(t, ing, "acme", 2)
+	if err := ing.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c1.CompactBucket(ctx, time.Now()) }()
+	<-held.held
+	// While c1's block waits, its lease is renewed before it runs out.
+	first := leaseExpiry(t, b)
+	for leaseExpiry(t, b) == first {
+		if time.Now().UnixNano() > first {
+			close(held.release)
+			<-done
+			t.Fatal("the lease ran out while its holder compacted: it was not renewed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := c2.CompactBucket(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	close(held.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n1, n2 := c1.remote.compactions.Load(), c2.remote.compactions.Load(); n1 != 1 || n2 != 0 {
+		t.Errorf("compactions %d and %d, want 1 by the first compactor", n1, n2)
+	}
+	q := openNode(t, t.TempDir(), b, RoleQuery, Options{})
+	if n, total := count(t, q, "acme", Query{}); total != want {
+		t.Errorf("%d uploads with %d, want %d", n, total, want)
 	}
 }

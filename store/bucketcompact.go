@@ -35,6 +35,8 @@ func (db *DB) CompactBucket(ctx context.Context, now time.Time) error {
 	if !held {
 		return nil
 	}
+	ctx, stop := db.keepLease(ctx)
+	defer stop()
 	// A block that could not be read may hold uploads of the segments
 	// listed: compaction waits for it. A segment that could not be read
 	// stays for the next round, and a damaged object is left out.
@@ -86,7 +88,7 @@ func (db *DB) compactTenantBucket(ctx context.Context, name string, now time.Tim
 			continue
 		}
 		if !db.leaseValid(time.Now()) {
-			return fmt.Errorf("the compactor lease ran short; the rest waits for the next round")
+			return errLeaseShort
 		}
 		if err := db.compactBucketPartition(ctx, name, p, byPart[p], olds); err != nil {
 			return fmt.Errorf("partition %s: %w", time.Unix(0, p).UTC().Format(time.RFC3339), err)
@@ -121,6 +123,11 @@ func (db *DB) compactBucketPartition(ctx context.Context, name string, p int64, 
 	file := filepath.Join(tmpDir, filepath.Base(obj))
 	if _, _, err := writeBlock(file, meta, prof, db.blockEnc, int64(db.opts.Partition)); err != nil {
 		return fmt.Errorf("write block: %w", err)
+	}
+	// Merging and writing can take long: the lease is checked again
+	// before the block goes where readers see it.
+	if !db.leaseValid(time.Now()) {
+		return errLeaseShort
 	}
 	if err := db.uploadBlock(ctx, file, obj); err != nil {
 		return err

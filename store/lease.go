@@ -104,6 +104,42 @@ func (db *DB) holdLease(ctx context.Context, now time.Time) (bool, error) {
 	return true, nil
 }
 
+// keepLease renews the compactor's lease every third of its time until
+// the stop it returns is called: a compaction can take longer than the
+// lease (a bucket's worth of segments after an outage, a busy machine),
+// and a holder whose lease ran out midway would write blocks another
+// holder writes again. The context it returns ends when a renewal finds
+// another node holding the lease; a renewal that fails leaves the lease
+// to run short, which leaseValid tells.
+func (db *DB) keepLease(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(db.opts.LeaseTTL / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				if held, err := db.holdLease(ctx, now); err == nil && !held {
+					db.log.Warn("store: another node took the compactor lease; this compaction stops")
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, func() {
+		cancel()
+		<-done
+	}
+}
+
+// errLeaseShort stops a compaction whose lease is running out.
+var errLeaseShort = errors.New("the compactor lease ran short; the rest waits for the next round")
+
 // leaseValid reports whether the lease this store holds has more than
 // half its time left at now.
 func (db *DB) leaseValid(now time.Time) bool {

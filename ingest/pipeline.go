@@ -287,13 +287,13 @@ func (p *Pipeline) Store(tenant string, u *store.Upload, arrived time.Time) (dup
 
 // storeFailed is the error of a store that failed with err: BadInput for
 // a tenant name it cannot keep, Unprocessable for a new tenant past its
-// limit, else errkind.Unavailable, logged in full and answered without
+// limit or a node that takes no uploads, else errkind.Unavailable, logged in full and answered without
 // the server's paths.
 func (p *Pipeline) storeFailed(tenant string, err error) error {
 	switch {
 	case errors.Is(err, store.ErrBadTenant):
 		return errkind.New(errkind.BadInput, err)
-	case errors.Is(err, store.ErrTooManyTenants):
+	case errors.Is(err, store.ErrTooManyTenants), errors.Is(err, store.ErrNotIngesting):
 		return errkind.New(errkind.Unprocessable, err)
 	}
 	p.log.Error("store append failed", "tenant", tenant, "err", err)

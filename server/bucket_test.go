@@ -41,11 +41,12 @@ func (b *switchedBucket) ReadAt(ctx context.Context, name string, p []byte, off 
 	return b.Bucket.ReadAt(ctx, name, p, off)
 }
 
-// newBucketServer serves a store over bucket b, its head bounded to
-// headBytes (0: the default).
-func newBucketServer(t *testing.T, b store.Bucket, headBytes int64) (*httptest.Server, *store.DB) {
+// newBucketServer serves a store of opts over bucket b, its background
+// rounds but the first an hour apart.
+func newBucketServer(t *testing.T, b store.Bucket, opts store.Options) (*httptest.Server, *store.DB) {
 	t.Helper()
-	db, err := store.Open(t.TempDir(), store.Options{Bucket: b, FlushInterval: time.Hour, HeadBytes: headBytes})
+	opts.Bucket, opts.FlushInterval = b, time.Hour
+	db, err := store.Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func newSwitchedBucket(t *testing.T) *switchedBucket {
 // Retry-After; once it is back, everything acknowledged reaches it.
 func TestBucketDownIngest(t *testing.T) {
 	b := newSwitchedBucket(t)
-	ts, db := newBucketServer(t, b, 1<<20)
+	ts, db := newBucketServer(t, b, store.Options{HeadBytes: 1 << 20})
 	jfr := corpus.Read(t, "jfr", "dump1.jfr.gz")
 	b.down.Store(true)
 	acked := 0
@@ -104,7 +105,7 @@ func TestBucketDownIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A node started now finds them all in the bucket.
-	_, other := newBucketServer(t, b, 0)
+	_, other := newBucketServer(t, b, store.Options{})
 	if n := countUploads(t, other, "job"); n != acked {
 		t.Errorf("the bucket holds %d uploads after the outage, want the %d acknowledged", n, acked)
 	}
@@ -114,7 +115,7 @@ func TestBucketDownIngest(t *testing.T) {
 // it holds, naming the blocks it left out.
 func TestMissingBlocks(t *testing.T) {
 	b := newSwitchedBucket(t)
-	ts, db := newBucketServer(t, b, 0)
+	ts, db := newBucketServer(t, b, store.Options{})
 	q := url.Values{"name": {"job{spark_app_id=app-1,spark_executor_id=1}"}, "format": {"jfr"}}
 	if code := post(t, ts, q, "", corpus.Read(t, "jfr", "dump1.jfr.gz")); code != 200 {
 		t.Fatalf("upload: %d", code)
@@ -131,7 +132,7 @@ func TestMissingBlocks(t *testing.T) {
 		t.Fatalf("with the bucket up: %d samples, missing %v", whole.Samples, whole.MissingBlocks)
 	}
 	// A node started now has read the block's meta but none of its parts.
-	ts2, _ := newBucketServer(t, b, 0)
+	ts2, _ := newBucketServer(t, b, store.Options{})
 	b.down.Store(true)
 	r := render(t, ts2, "job{}", "cpu")
 	if len(r.MissingBlocks) != 1 || !strings.Contains(r.MissingBlocks[0], "/blocks/") || r.Samples != 0 {
@@ -145,5 +146,21 @@ func TestMissingBlocks(t *testing.T) {
 	b.down.Store(false)
 	if r := render(t, ts2, "job{}", "cpu"); r.MissingBlocks != nil || r.Samples != whole.Samples {
 		t.Errorf("with the bucket back: %d samples, missing %v; want %d", r.Samples, r.MissingBlocks, whole.Samples)
+	}
+}
+
+// TestQueryNodeRefusesUploads: a node of role query answers an upload
+// with 422 naming its role, so that the sender's misrouting shows.
+func TestQueryNodeRefusesUploads(t *testing.T) {
+	ts, _ := newBucketServer(t, newSwitchedBucket(t), store.Options{Role: store.RoleQuery})
+	q := url.Values{"name": {"job{spark_app_id=app-1}"}, "format": {"jfr"}}
+	resp, err := http.Post(ts.URL+"/ingest?"+q.Encode(), "", bytes.NewReader(corpus.Read(t, "jfr", "dump1.jfr.gz")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(msg), "--role query") {
+		t.Errorf("upload to a query node: %d %s, want 422 naming the role", resp.StatusCode, msg)
 	}
 }

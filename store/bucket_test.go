@@ -464,3 +464,28 @@ func TestCompactorKeepsItsLease(t *testing.T) {
 		t.Errorf("%d uploads with %d, want %d", n, total, want)
 	}
 }
+
+// TestRolesWithoutUploads: a query or compactor node refuses uploads,
+// naming its role, and keeps nothing of them; an ingest node takes them.
+func TestRolesWithoutUploads(t *testing.T) {
+	b := fileBucket(t)
+	for _, role := range []Role{RoleAll, RoleIngest, RoleQuery, RoleCompactor} {
+		t.Run(role.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			db := openNode(t, dir, b, role, Options{})
+			err := db.Append("acme", upload(t, "1"))
+			if role.Ingests() {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotIngesting) || !strings.Contains(err.Error(), "--role "+role.String()) {
+				t.Errorf("append: %v, want ErrNotIngesting naming the role", err)
+			}
+			if w := files(t, dir, "*.wal"); len(w) != 0 || db.Stats().HeadUploads != 0 {
+				t.Errorf("the refused upload left logs %v, %d head uploads", w, db.Stats().HeadUploads)
+			}
+		})
+	}
+}

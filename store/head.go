@@ -13,6 +13,9 @@ func (db *DB) Append(name string, u *Upload) error {
 	if u.Profile != nil {
 		u.memSize = u.Profile.MemSize()
 	}
+	if db.remote != nil && !db.opts.Role.Ingests() {
+		return fmt.Errorf("%w (serve --role %s): send uploads to a node of role all or ingest", ErrNotIngesting, db.opts.Role)
+	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.closed {

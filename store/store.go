@@ -376,6 +376,11 @@ type BucketStats struct {
 // ErrClosed is returned by a closed store.
 var ErrClosed = errors.New("store: closed")
 
+// ErrNotIngesting is returned by Append on a node with a bucket whose
+// role takes no uploads (query, compactor): such a node ships nothing,
+// and its disk need not outlive it.
+var ErrNotIngesting = errors.New("store: this node takes no uploads")
+
 // ErrDuplicate is returned by Append for an upload whose key was stored
 // already: a sender's retry of an upload that was stored, its answer lost.
 var ErrDuplicate = errors.New("store: an upload with this key is stored already")

@@ -51,7 +51,7 @@ type Server struct {
 // named, since SeaweedFS's default of the HTTP port plus 10,000 may not
 // be free or may not exist.
 type ports struct {
-	master, masterGRPC, volume, volumeGRPC, filer, filerGRPC, s3, s3GRPC int
+	master, masterGRPC, volume, volumeGRPC, filer, filerGRPC, s3, s3GRPC, admin, adminGRPC int
 }
 
 // Binary returns the path of the weed binary: $SPARKPROF_WEED, else
@@ -103,11 +103,11 @@ func moduleRoot() (string, error) {
 func Start(t testing.TB, bucket string) *Server {
 	t.Helper()
 	s := &Server{Bucket: bucket, t: t, bin: Binary(t), dir: t.TempDir()}
-	ps, err := freePorts(8)
+	ps, err := freePorts(10)
 	if err != nil {
 		t.Fatalf("seaweedtest: %v", err)
 	}
-	s.ports = ports{ps[0], ps[1], ps[2], ps[3], ps[4], ps[5], ps[6], ps[7]}
+	s.ports = ports{ps[0], ps[1], ps[2], ps[3], ps[4], ps[5], ps[6], ps[7], ps[8], ps[9]}
 	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(s.ports.s3)
 	t.Cleanup(func() {
 		s.kill()
@@ -128,7 +128,7 @@ func Start(t testing.TB, bucket string) *Server {
 // temporary directory, and leaves them behind when it exits.
 func (s *Server) removeSockets() {
 	p := s.ports
-	for _, port := range []int{p.master, p.masterGRPC, p.volume, p.volumeGRPC, p.filer, p.filerGRPC, p.s3, p.s3GRPC} {
+	for _, port := range []int{p.master, p.masterGRPC, p.volume, p.volumeGRPC, p.filer, p.filerGRPC, p.s3, p.s3GRPC, p.admin, p.adminGRPC} {
 		names, _ := filepath.Glob(fmt.Sprintf("/tmp/seaweedfs-*-%d.sock", port))
 		for _, name := range names {
 			if fi, err := os.Lstat(name); err == nil && fi.Mode()&os.ModeSocket != 0 {
@@ -190,6 +190,7 @@ func (s *Server) Start() {
 		"-filer.port="+strconv.Itoa(p.filer), "-filer.port.grpc="+strconv.Itoa(p.filerGRPC),
 		"-s3.port="+strconv.Itoa(p.s3), "-s3.port.grpc="+strconv.Itoa(p.s3GRPC),
 		"-s3.port.iceberg=0", "-s3.port.lance=0", "-webdav=false", "-admin.ui=false",
+		"-admin.port="+strconv.Itoa(p.admin), "-admin.port.grpc="+strconv.Itoa(p.adminGRPC), "-admin.port.legacy=0",
 		"-master.telemetry=false", "-master.volumeSizeLimitMB=64",
 		"-bucket="+s.Bucket)
 	cmd.Env = weedEnv()

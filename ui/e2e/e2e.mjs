@@ -7,7 +7,8 @@
 //   node e2e/e2e.mjs [path/to/sparkprof] [testdata dir]
 import { chromium } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startServer } from './lib.mjs';
 import * as app from './steps/app.mjs';
@@ -45,9 +46,13 @@ async function step(name, fn) {
 }
 
 const srv = await startServer(bin, demoPreload);
+// Chromium leaves directories of its own (org.chromium.Chromium.*) in its
+// temporary directory: it gets one of the test's, removed at the end.
+const browserTmp = mkdtempSync(path.join(tmpdir(), 'sparkprof-e2e-browser-'));
 const browser = await chromium.launch({
   executablePath: browserPath,
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+  env: { ...process.env, TMPDIR: browserTmp },
 });
 const errors = [];
 try {
@@ -76,6 +81,7 @@ try {
 } finally {
   await browser.close();
   srv.stop();
+  rmSync(browserTmp, { recursive: true, force: true });
 }
 if (errors.length > 0) {
   console.error(`FAIL: ${errors.length} browser errors:\n${errors.join('\n')}`);

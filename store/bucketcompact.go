@@ -137,7 +137,6 @@ func (db *DB) compactBucketPartition(ctx context.Context, name string, p int64, 
 		if err := db.deleteBlockObjects(ctx, o.path); err != nil {
 			return fmt.Errorf("delete merged block: %w", err)
 		}
-		db.cache.forget(o.path)
 	}
 	db.log.Info("store: compacted in the bucket", "tenant", name, "partition", time.Unix(0, p).UTC().Format(time.RFC3339),
 		"uploads", meta.Uploads, "samples", len(prof.Samples), "object", obj, "merged", len(olds))
@@ -184,7 +183,6 @@ func (db *DB) retainBucket(ctx context.Context, cutoff int64) error {
 		if err := db.deleteBlockObjects(ctx, name); err != nil {
 			return fmt.Errorf("retention: %w", err)
 		}
-		db.cache.forget(name)
 		db.log.Info("store: deleted a block past retention from the bucket", "object", name)
 	}
 	return nil
@@ -214,7 +212,6 @@ func (db *DB) sweepBucket(ctx context.Context, now time.Time) error {
 		if err := db.deleteBlockObjects(ctx, name); err != nil {
 			return fmt.Errorf("delete a block another holds: %w", err)
 		}
-		db.cache.forget(name)
 		db.log.Info("store: deleted a block another holds from the bucket", "object", name)
 	}
 	slices.Sort(orphans)
@@ -285,8 +282,9 @@ func (db *DB) deleteObjects(names []string) {
 
 // deleteBlockObjects deletes the block obj from the bucket: its block
 // object first, so that no node lists it any more, then its Parquet
-// objects (none is no error).
+// objects (none is no error); and its parts from the cache.
 func (db *DB) deleteBlockObjects(ctx context.Context, obj string) error {
+	db.cache.forget(obj)
 	for _, name := range append([]string{obj}, lakePaths(obj)...) {
 		if err := db.remote.b.Delete(ctx, name); err != nil {
 			return err

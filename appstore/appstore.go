@@ -6,20 +6,16 @@ package appstore
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"sync"
 
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/attribution"
 	"github.com/sparkprof/sparkprof/input"
-	"github.com/sparkprof/sparkprof/internal/syncfile"
 	"github.com/sparkprof/sparkprof/spark"
-	"github.com/sparkprof/sparkprof/store"
 )
 
 // Store holds the analysed applications of each tenant, from imported
@@ -34,6 +30,12 @@ type Store struct {
 	by      map[string]map[string]*app // tenant -> app id -> app
 	bundles map[string]map[string]*app // tenant -> bundle name -> app
 	th      analysis.Thresholds        // what the analyses judge by
+	skipped []Skipped                  // what Open could not load
+
+	// saving serialises the changes to one saved event log or bundle
+	// (lock), keyed by its path.
+	savingMu sync.Mutex
+	saving   map[string]*pathLock
 }
 
 // app is an app's report with its tasks indexed by id, for joining
@@ -68,10 +70,12 @@ func (a *app) stageWindow(stage int) (from, until int64, ok bool) {
 }
 
 // Open returns the store of the files saved under dir, analysing each of
-// them with the thresholds th. An empty dir keeps the files in a temporary
-// directory that Close removes.
+// them with the thresholds th. What cannot be loaded is skipped and listed
+// by Skipped, and the temporary files of imports a stop cut short are
+// removed; the error is that of a dir that cannot be read. An empty dir
+// keeps the files in a temporary directory that Close removes.
 func Open(dir string, th analysis.Thresholds) (*Store, error) {
-	s := &Store{dir: dir, by: map[string]map[string]*app{}, bundles: map[string]map[string]*app{}, th: th}
+	s := &Store{dir: dir, by: map[string]map[string]*app{}, bundles: map[string]map[string]*app{}, th: th, saving: map[string]*pathLock{}}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "sparkprof-eventlogs-")
 		if err != nil {
@@ -81,7 +85,7 @@ func Open(dir string, th analysis.Thresholds) (*Store, error) {
 		return s, nil
 	}
 	if err := s.load(); err != nil {
-		return s, fmt.Errorf("analysing the event logs saved in %s: %w", dir, err)
+		return s, fmt.Errorf("loading the apps saved in %s: %w", dir, err)
 	}
 	return s, nil
 }
@@ -94,130 +98,24 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// load analyses every event log and bundle saved under the store's
-// directory.
-func (s *Store) load() error {
-	tenants, err := os.ReadDir(s.dir)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil
-		}
-		return err
-	}
-	for _, t := range tenants {
-		name, err := store.TenantName(t.Name())
-		if err != nil {
-			continue
-		}
-		entries, _ := os.ReadDir(filepath.Join(s.dir, t.Name()))
-		for _, e := range entries {
-			path := filepath.Join(s.dir, t.Name(), e.Name())
-			var err error
-			if e.IsDir() {
-				_, err = s.analyseBundle(name, path)
-			} else if !strings.HasSuffix(e.Name(), ".tmp") {
-				_, err = s.analyse(name, []string{path}, "")
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
-
-// safeName turns name into a file name of its own.
-func safeName(name string) string {
-	return unsafeName.ReplaceAllString(filepath.Base(strings.ReplaceAll(name, "\\", "/")), "_")
-}
-
-// bundleDirPrefix marks bundle directories, so that no event log name can
-// collide with one.
-const bundleDirPrefix = "app-"
-
-// AddEventLog saves an event log for tenant and analyses it. A log that
-// cannot be analysed is not kept and leaves a saved one of the same name
-// in place.
-func (s *Store) AddEventLog(tenant, name string, data io.Reader) (*analysis.Report, error) {
-	dir := filepath.Join(s.dir, store.TenantDir(tenant))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, safeName(name))
-	tmp := path + ".tmp"
-	if err := syncfile.Write(tmp, data); err != nil {
-		os.Remove(tmp)
-		return nil, err
-	}
-	r, err := s.analyse(tenant, []string{tmp}, "")
-	if err != nil {
-		os.Remove(tmp)
-		return nil, err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return nil, err
-	}
-	for i := range r.Sources {
-		r.Sources[i].Path = filepath.Base(name)
-	}
-	return r, nil
-}
-
-// AddToBundle saves a container log or metric record file as part of the
-// bundle named app and analyses the bundle again. The app id is the one
-// the logs print, else the bundle name. A file the bundle cannot be
-// analysed with is removed again and the bundle's analysis restored.
-func (s *Store) AddToBundle(tenant, app, name string, data io.Reader) (*analysis.Report, error) {
-	dir := filepath.Join(s.dir, store.TenantDir(tenant), bundleDirPrefix+safeName(app))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, safeName(name))
-	tmp := path + ".tmp"
-	err := syncfile.Write(tmp, data)
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return nil, err
-	}
-	r, err := s.analyseBundle(tenant, dir)
-	if err != nil {
-		os.Remove(path)
-		s.analyseBundle(tenant, dir) // restore the bundle's previous analysis
-		return nil, err
-	}
-	return r, nil
-}
-
 // Analyse analyses the event log at path (a file or rolling directory) in
 // place, as the tenant's app of its id.
 func (s *Store) Analyse(tenant, path string) (*analysis.Report, error) {
-	return s.analyse(tenant, []string{path}, "")
-}
-
-// analyseBundle analyses the files of a bundle directory as one app.
-func (s *Store) analyseBundle(tenant, dir string) (*analysis.Report, error) {
-	entries, err := os.ReadDir(dir)
+	r, err := s.analyse([]string{path}, "")
 	if err != nil {
 		return nil, err
 	}
-	var paths []string
-	for _, e := range entries {
-		if !e.IsDir() && !strings.HasSuffix(e.Name(), ".tmp") {
-			paths = append(paths, filepath.Join(dir, e.Name()))
-		}
-	}
-	return s.analyse(tenant, paths, strings.TrimPrefix(filepath.Base(dir), bundleDirPrefix))
+	s.put(tenant, r, "")
+	return r, nil
 }
 
-// analyse analyses paths as one app and makes it the tenant's app of its
-// id: an event log (file or rolling directory), or the files of the bundle
-// named bundle, whose name stands in for an id and name the logs lack.
-func (s *Store) analyse(tenant string, paths []string, bundle string) (*analysis.Report, error) {
+// analyse analyses paths as one app: an event log (file or rolling
+// directory), or the files of the bundle named bundle, whose name stands
+// in for an id and name the logs lack.
+func (s *Store) analyse(paths []string, bundle string) (*analysis.Report, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no files")
+	}
 	in, err := input.Read(paths, input.Options{})
 	if err != nil {
 		return nil, err
@@ -244,7 +142,6 @@ func (s *Store) analyse(tenant string, paths []string, bundle string) (*analysis
 	for i := range r.Metrics {
 		r.Metrics[i].Source = filepath.Base(r.Metrics[i].Source)
 	}
-	s.put(tenant, r, bundle)
 	return r, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sparkprof/sparkprof/appstore"
 	"github.com/sparkprof/sparkprof/store"
 )
 
@@ -23,7 +24,7 @@ type metrics struct {
 	panics prometheus.Counter
 }
 
-func newMetrics(st store.Store) *metrics {
+func newMetrics(st store.Store, apps *appstore.Store) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		query: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sparkprof_query_duration_seconds",
@@ -32,7 +33,10 @@ func newMetrics(st store.Store) *metrics {
 		panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "sparkprof_http_panics_total",
 			Help: "Requests whose handler panicked, answered 500 with the request id the log names."}),
 	}
-	m.reg.MustRegister(m.query, m.errors, m.panics, storeCollector{st},
+	skipped := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sparkprof_apps_skipped",
+		Help: "Saved event logs and container-log bundles not loaded at start, as they could not be analysed (the log names them)."},
+		func() float64 { return float64(len(apps.Skipped())) })
+	m.reg.MustRegister(m.query, m.errors, m.panics, skipped, storeCollector{st},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

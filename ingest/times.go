@@ -34,7 +34,9 @@ var earliest = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 // end at most a day after arrived, and span at most a month, else the
 // upload is refused as errkind.BadInput. Samples and series points whose
 // times lie farther outside it than the window's length and a minute are
-// moved to its nearest end; it returns how many.
+// moved to its nearest end; it returns how many. The profile's start and
+// end are moved alike, uncounted: a query's range judges the samples of a
+// rollup, which have no times, by them.
 func checkTimes(u *store.Upload, arrived time.Time) (int, error) {
 	p := u.Profile
 	from, until := u.From, u.Until
@@ -78,6 +80,8 @@ func checkTimes(u *store.Upload, arrived time.Time) (int, error) {
 		}
 		return 1
 	}
+	clamp(&p.Start)
+	clamp(&p.End)
 	n := 0
 	for i := range p.Samples {
 		n += clamp(&p.Samples[i].Time)

@@ -142,8 +142,8 @@ type Profile struct {
 // agent's collections added, its sample times checked against its window
 // (checkTimes). Errors are errkind.TooLarge past the size limit,
 // errkind.Unavailable when the ingest memory is spent, errkind.BadInput
-// for labels or times no query could use, else errkind.Unprocessable: the
-// data is not a profile it reads.
+// for labels, times or values no query could use, else
+// errkind.Unprocessable: the data is not a profile it reads.
 func (p *Pipeline) Decode(in Profile) (*store.Upload, error) {
 	d := p.decode(in, time.Now())
 	d.res.free()
@@ -194,10 +194,12 @@ func (p *Pipeline) decodeIn(res *reservation, in Profile, arrived time.Time) (*s
 		return nil, 0, err
 	}
 	prof, err := format.Decode(data, in.Source, opts)
-	if errors.Is(err, format.ErrTooLarge) {
+	switch {
+	case errors.Is(err, format.ErrTooLarge):
 		return nil, 0, errkind.New(errkind.TooLarge, err)
-	}
-	if err != nil {
+	case errors.Is(err, profile.ErrValueRange):
+		return nil, 0, errkind.New(errkind.BadInput, err)
+	case err != nil:
 		return nil, 0, errkind.New(errkind.Unprocessable, err)
 	}
 	// What is left is the profile: the data and the decoder's work are

@@ -1,9 +1,15 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
+
+// ErrValueRange is wrapped by the errors of input that is well formed but
+// holds a value no profile should: a count so large that its sums would
+// lose precision or overflow.
+var ErrValueRange = errors.New("out of range")
 
 // DecodeError reports input a decoder could not read: which file, where in
 // it, what was expected and, when known, how to fix it.

@@ -17,6 +17,7 @@ package folded
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -31,6 +32,12 @@ const MaxLineSize = 16 << 20
 
 // maxTypes bounds the values of one bracket-form line.
 const maxTypes = 16
+
+// MaxCount bounds a count, and the sum of a file's counts of one type:
+// 2^53, the largest integer a flame graph's total keeps exactly in the
+// JSON numbers browsers and Grafana read, and far from overflowing the
+// sums of many files. Past it Decode's error wraps profile.ErrValueRange.
+const MaxCount = 1 << 53
 
 // Sniff reports whether head, the start of a file, looks like folded
 // stacks: its first complete lines (at most three, or the only line) each
@@ -80,7 +87,11 @@ func splitLine(line []byte, vals []int64) (stack []byte, _ []int64, err error) {
 	}
 	for _, f := range bytes.Fields(nums) {
 		v, err := strconv.ParseInt(string(f), 10, 64)
-		if err != nil || v < 0 {
+		switch {
+		case errors.Is(err, strconv.ErrRange) && f[0] != '-', err == nil && v > MaxCount:
+			return nil, vals, fmt.Errorf("count %s %w: more than 2^53 (%d), the largest a flame graph's total keeps exactly; scale the counts down",
+				clip(f), profile.ErrValueRange, int64(MaxCount))
+		case err != nil || v < 0:
 			return nil, vals, fmt.Errorf("expected a non-negative integer count at the end of the line, found %q", clip(f))
 		}
 		vals = append(vals, v)
@@ -96,13 +107,14 @@ func splitLine(line []byte, vals []int64) (stack []byte, _ []int64, err error) {
 // Lines of the bracket form may hold several values ("a;b [1 512]"), one
 // per sample type; the format does not name them, so the second and later
 // types are named "samples_2", "samples_3", ... with unit "count". On
-// a malformed line Decode returns the profile of the lines before it and a
+// a malformed line, or one whose count takes a type's sum past MaxCount,
+// Decode returns the profile of the lines before it and a
 // *profile.DecodeError naming the line.
 func Decode(data []byte, source string) (*profile.Profile, error) {
 	p := profile.New()
 	p.Source = source
 	p.AddType(profile.TypeSamples)
-	var vals []int64
+	var vals, totals []int64 // totals by type
 	frames := map[string]profile.FrameID{}
 	lineNo := 0
 	for line := range bytes.Lines(data) {
@@ -119,11 +131,21 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 		var err error
 		stack, vals, err = splitLine(line, vals[:0])
 		if err != nil {
-			return p, &profile.DecodeError{Source: source, Offset: -1, Line: lineNo, Msg: err.Error()}
+			return p, &profile.DecodeError{Source: source, Offset: -1, Line: lineNo, Err: err}
 		}
 		if len(vals) > maxTypes {
 			return p, &profile.DecodeError{Source: source, Offset: -1, Line: lineNo,
 				Msg: fmt.Sprintf("expected at most %d values in brackets, found %d", maxTypes, len(vals))}
+		}
+		for len(totals) < len(vals) {
+			totals = append(totals, 0)
+		}
+		for i, v := range vals {
+			if totals[i]+v > MaxCount {
+				return p, &profile.DecodeError{Source: source, Offset: -1, Line: lineNo, Err: fmt.Errorf(
+					"the %s counts' sum %w: more than 2^53 (%d) by this line, the largest a flame graph's total keeps exactly; scale the counts down or split the file",
+					typeName(i), profile.ErrValueRange, int64(MaxCount))}
+			}
 		}
 		s := profile.NoStack
 		for len(stack) > 0 {
@@ -142,12 +164,22 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 		}
 		for i, v := range vals {
 			for i >= len(p.Types) {
-				p.AddType(profile.SampleType{Name: fmt.Sprintf("samples_%d", len(p.Types)+1), Unit: "count"})
+				p.AddType(profile.SampleType{Name: typeName(len(p.Types)), Unit: "count"})
 			}
 			p.Add(profile.Sample{Stack: s, Value: v, Type: profile.TypeID(i)})
+			totals[i] += v
 		}
 	}
 	return p, nil
+}
+
+// typeName names the sample type of the values of index i of a line:
+// samples, samples_2, samples_3, ...
+func typeName(i int) string {
+	if i == 0 {
+		return profile.TypeSamples.Name
+	}
+	return fmt.Sprintf("samples_%d", i+1)
 }
 
 // async-profiler's frame type suffixes.

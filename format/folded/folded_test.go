@@ -67,9 +67,12 @@ func TestDecodeErrors(t *testing.T) {
 		{"no count", "a;b 1\na;b;c\n", `t.folded:2: expected "stack count", found no count after the stack`, 1},
 		{"bad count", "a;b x\n", `t.folded:1: expected a non-negative integer count at the end of the line, found "x"`, 0},
 		{"negative", "\n\na -4\n", `t.folded:3: expected a non-negative integer count at the end of the line, found "-4"`, 0},
-		{"overflow", "a 99999999999999999999\n", `t.folded:1: expected a non-negative integer count`, 0},
+		{"overflow", "a 99999999999999999999\n", `t.folded:1: count 99999999999999999999 out of range: more than 2^53 (9007199254740992)`, 0},
 		{"empty brackets", "a []\n", `t.folded:1: expected a count at the end of the line, found ""`, 0},
 		{"no open bracket", "a 3]\n", `t.folded:1: expected "[count]" at the end of the line, found no '['`, 0},
+		{"count too large", "a 1\nb 9223372036854775807\n", "t.folded:2: count 9223372036854775807 out of range: more than 2^53 (9007199254740992)", 1},
+		{"total too large", "a 9007199254740992\nb [0 1]\nc 1\n", "t.folded:3: the samples counts' sum out of range: more than 2^53 (9007199254740992) by this line", 3},
+		{"second total too large", "a [1 9007199254740992]\nb [0 1]\n", "t.folded:2: the samples_2 counts' sum out of range", 2},
 		{"too many values", "a [1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17]\n", "t.folded:1: expected at most 16 values in brackets, found 17", 0},
 	}
 	for _, tt := range tests {
@@ -78,6 +81,9 @@ func TestDecodeErrors(t *testing.T) {
 			var de *profile.DecodeError
 			if !errors.As(err, &de) || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want a DecodeError starting %q", err, tt.want)
+			}
+			if inRange := strings.Contains(tt.want, "out of range"); errors.Is(err, profile.ErrValueRange) != inRange {
+				t.Errorf("errors.Is(err, profile.ErrValueRange) = %v, want %v", !inRange, inRange)
 			}
 			if len(p.Samples) != tt.samples {
 				t.Errorf("partial profile has %d samples, want %d", len(p.Samples), tt.samples)

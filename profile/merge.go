@@ -245,7 +245,7 @@ func (m *Merger) addSample(s Sample) {
 	if s.Time == 0 && s.Labels == NoLabels && s.Thread == NoThread {
 		slot := m.fastSlot(s)
 		if *slot != 0 {
-			m.out.Samples[*slot-1].Value += s.Value
+			m.out.Samples[*slot-1].Value = AddValues(m.out.Samples[*slot-1].Value, s.Value)
 			return
 		}
 		*slot = int32(len(m.out.Samples) + 1)
@@ -257,7 +257,7 @@ func (m *Merger) addSample(s Sample) {
 		tab = m.samplesAt(s.Time)
 	}
 	if i, ok := tab.find(keyOf(&s), m.out.Samples, len(m.out.Samples)); ok {
-		m.out.Samples[i].Value += s.Value
+		m.out.Samples[i].Value = AddValues(m.out.Samples[i].Value, s.Value)
 		return
 	}
 	m.out.Samples = append(m.out.Samples, s)
@@ -489,7 +489,7 @@ func (p *Profile) sumSamplesOverTime(samples []Sample, m *LabelMap, byThread boo
 	out := make([]Sample, len(sums.kinds))
 	for j := range samples {
 		s, o := &samples[j], &out[dest[j]]
-		o.Value += s.Value
+		o.Value = AddValues(o.Value, s.Value)
 		o.Stack, o.Labels, o.Type, o.State = s.Stack, m.ID(s.Labels), s.Type, s.State
 		if byThread {
 			o.Thread = s.Thread
@@ -578,7 +578,7 @@ func (p *Profile) SumSamplesOverStacks(samples []Sample, m *LabelMap, res int64)
 	out := make([]Sample, len(sums.kinds))
 	for j := range samples {
 		s, o := &samples[j], &out[dest[j]]
-		o.Value += s.Value
+		o.Value = AddValues(o.Value, s.Value)
 		o.Time, o.Labels, o.Type, o.State = times[dest[j]], m.ID(s.Labels), s.Type, s.State
 	}
 	return out

@@ -11,6 +11,7 @@ package profile
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -567,12 +568,26 @@ func (p *Profile) Label(s Sample, name string) string {
 // Add appends a sample.
 func (p *Profile) Add(s Sample) { p.Samples = append(p.Samples, s) }
 
+// AddValues returns a+b, sample values or their sums, held at the bounds
+// of int64 rather than wrapping past them: a sum too large to hold stays
+// the largest value, never turns negative.
+func AddValues(a, b int64) int64 {
+	s := a + b
+	switch {
+	case b > 0 && s < a:
+		return math.MaxInt64
+	case b < 0 && s > a:
+		return math.MinInt64
+	}
+	return s
+}
+
 // Total returns the sum of values of sample type t.
 func (p *Profile) Total(t TypeID) int64 {
 	var sum int64
 	for _, s := range p.Samples {
 		if s.Type == t {
-			sum += s.Value
+			sum = AddValues(sum, s.Value)
 		}
 	}
 	return sum

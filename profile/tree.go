@@ -147,7 +147,7 @@ func (b *TreeBuilder) prepare(p *Profile, pr *prepared) bool {
 	pr.values = resize(pr.values, len(p.stacks))
 	for _, s := range p.Samples {
 		if s.Type == typ {
-			pr.values[s.Stack] += s.Value
+			pr.values[s.Stack] = AddValues(pr.values[s.Stack], s.Value)
 		}
 	}
 	pr.frameHash = p.frameHashes(false, pr.frameHash)
@@ -165,9 +165,9 @@ func (b *TreeBuilder) insert(pr *prepared, base bool) {
 		}
 		n := b.node(pr, StackID(s))
 		if base {
-			n.BaseSelf += v
+			n.BaseSelf = AddValues(n.BaseSelf, v)
 		} else {
-			n.Self += v
+			n.Self = AddValues(n.Self, v)
 		}
 	}
 }
@@ -200,8 +200,8 @@ func (b *TreeBuilder) Tree() *Tree {
 		sort.Slice(n.Children, func(i, j int) bool { return n.Children[i].Name < n.Children[j].Name })
 		for _, c := range n.Children {
 			finish(c)
-			n.Total += c.Total
-			n.BaseTotal += c.BaseTotal
+			n.Total = AddValues(n.Total, c.Total)
+			n.BaseTotal = AddValues(n.BaseTotal, c.BaseTotal)
 		}
 	}
 	finish(b.root)
@@ -252,9 +252,9 @@ func (t *Tree) Top(n int) []FuncStat {
 			st = &FuncStat{Name: nd.Name}
 			stats[nd.Name] = st
 		}
-		st.Self += nd.Self
+		st.Self = AddValues(st.Self, nd.Self)
 		if onPath[nd.Name] == 0 {
-			st.Total += nd.Total
+			st.Total = AddValues(st.Total, nd.Total)
 		}
 		onPath[nd.Name]++
 		for _, c := range nd.Children {
@@ -346,8 +346,8 @@ func (t *Tree) Trim(maxNodes int) int {
 			if other == nil {
 				other = &Node{Name: OtherName}
 			}
-			other.Self += c.Total
-			other.BaseSelf += c.BaseTotal
+			other.Self = AddValues(other.Self, c.Total)
+			other.BaseSelf = AddValues(other.BaseSelf, c.BaseTotal)
 			folded += nodes(c)
 		}
 		clear(n.Children[len(kept):])

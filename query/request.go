@@ -152,7 +152,8 @@ func ParseRange(q url.Values, side string) (from, until int64, err error) {
 }
 
 // ParseTime accepts Unix times in s/ms/µs/ns, "now", and Pyroscope's
-// relative "now-1h" and "now-7d" forms; "" is 0 (open).
+// relative "now-1h" and "now-7d" forms; "" is 0 (open). A time before 1970
+// or after 2262 is an error.
 func ParseTime(s string) (int64, error) {
 	if s == "now" {
 		return time.Now().UnixNano(), nil
@@ -162,7 +163,11 @@ func ParseTime(s string) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		return time.Now().Add(-d).UnixNano(), nil
+		t := time.Now().Add(-d)
+		if t.Before(time.Unix(0, 0)) {
+			return 0, fmt.Errorf("time %q: %s, before 1970, the first a Unix time holds; leave it out for all time", s, t.UTC().Format(time.DateOnly))
+		}
+		return t.UnixNano(), nil
 	}
 	return unixtime.Parse(s)
 }

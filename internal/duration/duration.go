@@ -5,6 +5,7 @@ package duration
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -25,13 +26,17 @@ var units = []struct {
 }
 
 // Parse returns the duration s names: a Go duration, or a whole number of
-// days (d), weeks (w), months of 30 days (M) or years of 365 days (y).
+// days (d), weeks (w), months of 30 days (M) or years of 365 days (y). A
+// duration past what time.Duration holds (292 years) is an error.
 func Parse(s string) (time.Duration, error) {
 	for _, u := range units {
 		if n, ok := strings.CutSuffix(s, u.suffix); ok {
 			v, err := strconv.ParseUint(n, 10, 32)
 			if err != nil {
 				return 0, fmt.Errorf("duration %q: want a whole number before %q, such as 7%s", s, u.suffix, u.suffix)
+			}
+			if v > uint64(math.MaxInt64/u.d) {
+				return 0, fmt.Errorf("duration %q: more than %d%s, the longest a duration holds (292 years)", s, math.MaxInt64/u.d, u.suffix)
 			}
 			return time.Duration(v) * u.d, nil
 		}

@@ -10,7 +10,8 @@ import (
 )
 
 // Parse reads a non-negative Unix time in s, ms, µs or ns, told apart by
-// size, and returns it in ns; "" is 0.
+// size, and returns it in ns; "" is 0. A time past what int64 ns hold (the
+// year 2262) is an error.
 func Parse(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
@@ -19,15 +20,17 @@ func Parse(s string) (int64, error) {
 	if err != nil || n < 0 {
 		return 0, fmt.Errorf("time %q: want a Unix time in s, ms, µs or ns, a non-negative integer", s)
 	}
+	unit, name := time.Second, "seconds"
 	switch {
 	case n > 1e17:
 		return n, nil
 	case n > 1e14:
-		return n * 1e3, nil
+		unit, name = time.Microsecond, "microseconds"
 	case n > 1e11:
-		return n * 1e6, nil
-	case n > math.MaxInt64/int64(time.Second):
-		return 0, fmt.Errorf("time %q: seconds after the year 2262; want a Unix time in s, ms, µs or ns", s)
+		unit, name = time.Millisecond, "milliseconds"
 	}
-	return n * 1e9, nil
+	if n > math.MaxInt64/int64(unit) {
+		return 0, fmt.Errorf("time %q: %s after the year 2262, the last a time in ns holds; want a Unix time in s, ms, µs or ns", s, name)
+	}
+	return n * int64(unit), nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -47,33 +48,57 @@ func (s *Server) handleQuerier() (string, http.Handler) {
 }
 
 // queryRange turns a request's start and end (Unix ms, 0 open) into a
-// store query's.
-func queryRange(start, end int64) store.Query {
-	return store.Query{From: start * int64(time.Millisecond), Until: end * int64(time.Millisecond)}
+// store query's. A time before 1970 or past what Unix ns hold (2262), or a
+// range that ends before it starts, is InvalidArgument, as the REST API's
+// 400.
+func queryRange(start, end int64) (store.Query, error) {
+	const maxMs = math.MaxInt64 / int64(time.Millisecond)
+	for _, t := range []struct {
+		name string
+		ms   int64
+	}{{"start", start}, {"end", end}} {
+		if t.ms < 0 || t.ms > maxMs {
+			return store.Query{}, connect.NewError(connect.CodeInvalidArgument,
+				fmt.Errorf("%s %d: want a Unix time in ms from 1970 to 2262 (at most %d), or 0 for an open range", t.name, t.ms, int64(maxMs)))
+		}
+	}
+	if start != 0 && end != 0 && end < start {
+		return store.Query{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("the range ends before it starts (end %s before start %s): swap them",
+			time.UnixMilli(end).UTC().Format(time.RFC3339), time.UnixMilli(start).UTC().Format(time.RFC3339)))
+	}
+	return store.Query{From: start * int64(time.Millisecond), Until: end * int64(time.Millisecond)}, nil
 }
 
 // labelQuery selects what the label selectors of a label request match, in
 // the range, one query per selector (see labelValues for what a selector
 // narrows). An empty list, or "{}", matches all.
 func labelQuery(selectors []string, start, end int64) ([]store.Query, error) {
+	r, err := queryRange(start, end)
+	if err != nil {
+		return nil, err
+	}
 	var qs []store.Query
 	for _, sel := range selectors {
 		ms, _, err := query.ParseSelector(sel)
 		if err != nil {
 			return nil, connect.NewError(connect.CodeInvalidArgument, err)
 		}
-		q := queryRange(start, end)
+		q := r
 		q.Matchers = ms
 		qs = append(qs, q)
 	}
 	if len(qs) == 0 {
-		qs = append(qs, queryRange(start, end))
+		qs = append(qs, r)
 	}
 	return qs, nil
 }
 
 func (q querier) ProfileTypes(ctx context.Context, req *connect.Request[querierv1.ProfileTypesRequest]) (*connect.Response[querierv1.ProfileTypesResponse], error) {
-	types, err := q.s.query.StoredTypes(ctx, headerTenant(req.Header()), queryRange(req.Msg.Start, req.Msg.End))
+	r, err := queryRange(req.Msg.Start, req.Msg.End)
+	if err != nil {
+		return nil, err
+	}
+	types, err := q.s.query.StoredTypes(ctx, headerTenant(req.Header()), r)
 	if err != nil {
 		return nil, connectError(err)
 	}
@@ -158,7 +183,10 @@ func selectRequest(profileTypeID, selector string, start, end int64) (query.Requ
 	if err != nil {
 		return query.Request{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("label_selector: %w", err))
 	}
-	r := queryRange(start, end)
+	r, err := queryRange(start, end)
+	if err != nil {
+		return query.Request{}, err
+	}
 	return query.NewRequest(ms, t.Name, r.From, r.Until), nil
 }
 

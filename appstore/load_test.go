@@ -171,6 +171,16 @@ func TestFailedAddKeepsSaved(t *testing.T) {
 	if _, err := s.AddToBundle("", "ProfileStraggler", "JobStraggler.log", bytes.NewReader(records)); err == nil {
 		t.Fatal("metric records in place of the bundle's only log were taken")
 	}
+	// A server answers with the errors: they name files, not where the
+	// store keeps them.
+	_, errLog := s.AddToBundle("", "fresh", "stderr", strings.NewReader("\x00\x01 not a log"))
+	_, errBinary := s.AddEventLog("", "events", strings.NewReader("\x00\x01 not a log"))
+	_, errEvents := s.AddEventLog("", "events", strings.NewReader(`{"Event":"SparkListenerLogStart"}`+"\n"))
+	for _, err := range []error{errLog, errBinary, errEvents} {
+		if err == nil || strings.Contains(err.Error(), dir) {
+			t.Errorf("error %v: want one that does not name the store's directory", err)
+		}
+	}
 	if _, err := s.AddEventLog("", "local-1642039451826", bytes.NewReader(eventLog(t))); err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func (s *Store) AddEventLog(tenant, name string, data io.Reader) (*analysis.Repo
 	defer s.lock(path)()
 	r, err := s.analyse([]string{f.path}, "")
 	if err != nil {
-		return nil, err
+		return nil, hideDirs(err, f.dir)
 	}
 	if err := f.commit(path); err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func (s *Store) AddToBundle(tenant, app, name string, data io.Reader) (*analysis
 	slices.SortFunc(paths, func(a, b string) int { return strings.Compare(filepath.Base(a), filepath.Base(b)) })
 	r, err := s.analyse(paths, bundle)
 	if err != nil {
-		return nil, err
+		return nil, hideDirs(err, f.dir, dir)
 	}
 	if err := f.commit(filepath.Join(dir, base)); err != nil {
 		return nil, err
@@ -115,6 +115,26 @@ func bundleFiles(dir string) ([]string, error) {
 	}
 	return paths, nil
 }
+
+// dirsHidden is an error whose text leaves out the directories of the
+// files it names: a server's answers do not show where it keeps its data.
+type dirsHidden struct {
+	err  error
+	dirs []string
+}
+
+// hideDirs returns err with dirs left out of its text.
+func hideDirs(err error, dirs ...string) error { return &dirsHidden{err, dirs} }
+
+func (e *dirsHidden) Error() string {
+	msg := e.err.Error()
+	for _, d := range e.dirs {
+		msg = strings.ReplaceAll(msg, d+string(filepath.Separator), "")
+	}
+	return msg
+}
+
+func (e *dirsHidden) Unwrap() error { return e.err }
 
 // staged is a file written under tmpDir, to be analysed before it is
 // renamed into place.

@@ -326,7 +326,7 @@ func seriesSource(by []string, step time.Duration) sourceFunc {
 		dropped := func(name string) bool { return slices.Contains(store.RollupDropped, name) }
 		res := u.TimelineResolution()
 		aligned := res == 0 || ((step == AllTime || int64(step)%res == 0) && f.From%res == 0 && f.Until%res == 0)
-		needsSamples := f.Thread != nil || f.Focus != nil || f.Ignore != nil || slices.ContainsFunc(by, dropped) ||
+		needsSamples := f.Thread != nil || f.ByStack() || slices.ContainsFunc(by, dropped) ||
 			slices.ContainsFunc(f.Labels, func(m profile.Matcher) bool { return dropped(m.Name) })
 		if aligned && !needsSamples {
 			tl, err := u.LoadTimeline()

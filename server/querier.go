@@ -299,7 +299,9 @@ func trimmed(p *profile.Profile, t profile.SampleType, maxNodes *int64) *profile
 	}
 	tree := profile.NewTree(p, t)
 	tree.Trim(int(*maxNodes))
-	return tree.Profile()
+	out := tree.Profile()
+	out.Start, out.End = p.Start, p.End
+	return out
 }
 
 // pprofMessage returns the samples of type t of p as a pprof profile

@@ -98,3 +98,46 @@ func TestPutTaskModel(t *testing.T) {
 		t.Error("another tenant sees the app")
 	}
 }
+
+// The attempts of one app are kept apart, also when the store opens its
+// directory anew: the app's id alone names the latest attempt.
+func TestAttemptsApart(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, analysis.DefaultThresholds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "local-1430917381535"
+	for _, name := range []string{id + "_2", id + "_1"} {
+		if _, err := s.AddEventLog("", name, bytes.NewReader(corpus.Read(t, "eventlogs", "apache", name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reopened, err := Open(dir, analysis.DefaultThresholds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []*Store{s, reopened} {
+		var order []string
+		for _, r := range st.Attempts("", id) {
+			order = append(order, r.App.AttemptID)
+		}
+		if strings.Join(order, ",") != "2,1" || len(st.Reports("")) != 2 {
+			t.Errorf("attempts %v of %d reports; want 2,1 of 2", order, len(st.Reports("")))
+		}
+		if r := st.Report("", id); r == nil || r.App.AttemptID != "2" {
+			t.Errorf("the app's report is %v; want attempt 2's, the latest", r)
+		}
+		for _, c := range []struct {
+			attempt  string
+			duration int64
+		}{{"1", 10}, {"2", 57}} {
+			if r := st.Attempt("", id, c.attempt); r == nil || r.App.DurationMs != c.duration {
+				t.Errorf("attempt %s: %v; want %d ms", c.attempt, r, c.duration)
+			}
+		}
+		if r := st.Attempt("", id, "3"); r != nil {
+			t.Errorf("attempt 3, which no log has: %v", r.App)
+		}
+	}
+}

@@ -18,7 +18,8 @@ import (
 	"github.com/sparkprof/sparkprof/store"
 )
 
-// AppSummary is one row of the apps list.
+// AppSummary is one row of the apps list: an app, as its latest attempt
+// tells it, with its attempts.
 type AppSummary struct {
 	spark.Summary
 	// Status is finished, running (no ApplicationEnd), or profiles (an app
@@ -27,26 +28,31 @@ type AppSummary struct {
 	Status        string `json:"status"`
 	FindingsCount int    `json:"findingsCount"`
 	Critical      int    `json:"criticalFindings"`
+	// Attempts are the app's attempts whose event logs the server read,
+	// the latest first, as the History Server's applications list them
+	// (one, without an attemptId, for an app that names none).
+	Attempts []AppSummary `json:"attempts,omitempty"`
 }
 
 // Apps lists the tenant's applications, the latest start first: those
-// analysed from their logs, and those known only from the app ids their
-// samples carry.
+// analysed from their logs, a row for each app id with its attempts, and
+// those known only from the app ids their samples carry.
 func (e *Engine) Apps(ctx context.Context, tenant string) ([]AppSummary, error) {
 	out := []AppSummary{}
 	analysed := map[string]bool{}
 	for _, rep := range e.apps.Reports(tenant) {
+		if analysed[rep.App.ID] {
+			continue
+		}
 		analysed[rep.App.ID] = true
-		row := AppSummary{Summary: rep.App, Status: "finished", FindingsCount: len(rep.Findings)}
-		if rep.App.EndMs == 0 {
-			row.Status = "running"
-		}
-		for _, f := range rep.Findings {
-			if f.Severity == analysis.Critical {
-				row.Critical++
+		var row AppSummary
+		for _, att := range e.apps.Attempts(tenant, rep.App.ID) {
+			a := attemptSummary(att)
+			if row.ID == "" {
+				row = a // the latest attempt's
 			}
+			row.Attempts = append(row.Attempts, a)
 		}
-		row.Config = nil
 		out = append(out, row)
 	}
 	profiled, err := e.profiledApps(ctx, tenant, analysed)
@@ -56,6 +62,21 @@ func (e *Engine) Apps(ctx context.Context, tenant string) ([]AppSummary, error) 
 	out = append(out, profiled...)
 	sort.Slice(out, func(i, j int) bool { return out[i].StartMs > out[j].StartMs })
 	return out, nil
+}
+
+// attemptSummary is the row of an app attempt's report.
+func attemptSummary(rep *analysis.Report) AppSummary {
+	row := AppSummary{Summary: rep.App, Status: "finished", FindingsCount: len(rep.Findings)}
+	if rep.App.EndMs == 0 {
+		row.Status = "running"
+	}
+	for _, f := range rep.Findings {
+		if f.Severity == analysis.Critical {
+			row.Critical++
+		}
+	}
+	row.Config = nil
+	return row
 }
 
 // profiledApps returns a row for each app id the tenant's samples carry
@@ -106,14 +127,24 @@ func serviceName(u *store.Upload) string {
 	return ""
 }
 
-// App returns the report of the tenant's app id with what the store holds
-// of the app now: its live uploads' metric series, and stragglers
-// explained from their tasks' samples. An app the server has not analysed
-// is an errkind.NotFound error.
-func (e *Engine) App(ctx context.Context, tenant, id string) (*analysis.Report, error) {
+// App returns the report of the tenant's app id, of its attempt attempt
+// (nil for the latest), with what the store holds of the app now: its live
+// uploads' metric series, and stragglers explained from their tasks'
+// samples. An app or attempt the server has not analysed is an
+// errkind.NotFound error.
+func (e *Engine) App(ctx context.Context, tenant, id string, attempt *string) (*analysis.Report, error) {
 	rep := e.apps.Report(tenant, id)
 	if rep == nil {
 		return nil, errkind.Errorf(errkind.NotFound, "no application %q: import its event log first", id)
+	}
+	if attempt != nil {
+		if rep = e.apps.Attempt(tenant, id, *attempt); rep == nil {
+			var have []string
+			for _, a := range e.apps.Attempts(tenant, id) {
+				have = append(have, strconv.Quote(a.App.AttemptID))
+			}
+			return nil, errkind.Errorf(errkind.NotFound, "application %q has no attempt %q: its attempts are %s", id, *attempt, strings.Join(have, ", "))
+		}
 	}
 	live := *rep
 	live.Metrics = e.withLiveMetrics(tenant, rep)

@@ -52,7 +52,7 @@ func (s *Server) handleApp(r *http.Request) (any, error) {
 	default:
 		return nil, badRequest("tasks=%q: want all (with their metrics), brief (what a timeline draws), timeline (arrays, with their phases) or none", form)
 	}
-	rep, err := s.query.App(r.Context(), tenant(r), r.PathValue("id"))
+	rep, err := s.query.App(r.Context(), tenant(r), r.PathValue("id"), appAttempt(r))
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +65,17 @@ func (s *Server) handleApp(r *http.Request) (any, error) {
 		return appDetail{rep, []briefTask{}}, nil
 	}
 	return appDetail{rep, rep.Tasks}, nil
+}
+
+// appAttempt returns the app attempt a request names by its appAttempt
+// parameter ("" for an app that names none), or nil for the latest.
+func appAttempt(r *http.Request) *string {
+	q := r.URL.Query()
+	if !q.Has("appAttempt") {
+		return nil
+	}
+	a := q.Get("appAttempt")
+	return &a
 }
 
 // handleSlowVsRest diffs the slowest percent of a stage's tasks against the

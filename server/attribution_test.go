@@ -63,7 +63,7 @@ func TestTaskSamplesAgree(t *testing.T) {
 	if err := db.Append("", &store.Upload{From: p.Start, Until: p.End, Labels: profile.Labels{{Name: profile.LabelServiceName, Value: "agree"}, {Name: profile.LabelAppID, Value: app.ID}}, Profile: p}); err != nil {
 		t.Fatal(err)
 	}
-	live, err := s.query.App(context.Background(), "", app.ID)
+	live, err := s.query.App(context.Background(), "", app.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

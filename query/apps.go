@@ -127,24 +127,42 @@ func serviceName(u *store.Upload) string {
 	return ""
 }
 
-// App returns the report of the tenant's app id, of its attempt attempt
-// (nil for the latest), with what the store holds of the app now: its live
-// uploads' metric series, and stragglers explained from their tasks'
-// samples. An app or attempt the server has not analysed is an
-// errkind.NotFound error.
-func (e *Engine) App(ctx context.Context, tenant, id string, attempt *string) (*analysis.Report, error) {
-	rep := e.apps.Report(tenant, id)
+// AppAttempt names an application and one of its attempts.
+type AppAttempt struct {
+	ID string
+	// Attempt is the attempt's id ("" for an app that names none); nil
+	// names the latest attempt.
+	Attempt *string
+}
+
+// report returns the report of the tenant's app attempt; an app or attempt
+// the server has not analysed is an errkind.NotFound error.
+func (e *Engine) report(tenant string, app AppAttempt) (*analysis.Report, error) {
+	rep := e.apps.Report(tenant, app.ID)
 	if rep == nil {
-		return nil, errkind.Errorf(errkind.NotFound, "no application %q: import its event log first", id)
+		return nil, errkind.Errorf(errkind.NotFound, "no application %q: import its event log first", app.ID)
 	}
-	if attempt != nil {
-		if rep = e.apps.Attempt(tenant, id, *attempt); rep == nil {
-			var have []string
-			for _, a := range e.apps.Attempts(tenant, id) {
-				have = append(have, strconv.Quote(a.App.AttemptID))
-			}
-			return nil, errkind.Errorf(errkind.NotFound, "application %q has no attempt %q: its attempts are %s", id, *attempt, strings.Join(have, ", "))
+	if app.Attempt == nil {
+		return rep, nil
+	}
+	if rep = e.apps.Attempt(tenant, app.ID, *app.Attempt); rep == nil {
+		var have []string
+		for _, a := range e.apps.Attempts(tenant, app.ID) {
+			have = append(have, strconv.Quote(a.App.AttemptID))
 		}
+		return nil, errkind.Errorf(errkind.NotFound, "application %q has no attempt %q: its attempts are %s", app.ID, *app.Attempt, strings.Join(have, ", "))
+	}
+	return rep, nil
+}
+
+// App returns the report of the tenant's app attempt with what the store
+// holds of the app now: its live uploads' metric series, and stragglers
+// explained from their tasks' samples. An app or attempt the server has
+// not analysed is an errkind.NotFound error.
+func (e *Engine) App(ctx context.Context, tenant string, app AppAttempt) (*analysis.Report, error) {
+	rep, err := e.report(tenant, app)
+	if err != nil {
+		return nil, err
 	}
 	live := *rep
 	live.Metrics = e.withLiveMetrics(tenant, rep)
@@ -255,10 +273,10 @@ type SlowVsRest struct {
 // SlowVsRest splits the finished tasks of a stage of the tenant's app into
 // the slowest pct percent and the others, and merges the samples of each,
 // restricted to the app's and further by q (type, state, from, until).
-func (e *Engine) SlowVsRest(ctx context.Context, tenant, appID string, stage int, pct float64, q url.Values) (*SlowVsRest, error) {
-	rep := e.apps.Report(tenant, appID)
-	if rep == nil {
-		return nil, errkind.Errorf(errkind.NotFound, "no application %q", appID)
+func (e *Engine) SlowVsRest(ctx context.Context, tenant string, app AppAttempt, stage int, pct float64, q url.Values) (*SlowVsRest, error) {
+	rep, err := e.report(tenant, app)
+	if err != nil {
+		return nil, err
 	}
 	var tasks []*spark.Task
 	for _, t := range rep.Tasks {

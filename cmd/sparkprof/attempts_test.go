@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sparkprof/sparkprof/internal/corpus"
@@ -103,13 +105,18 @@ func TestPreloadAttempts(t *testing.T) {
 	if latest.App.AttemptID != want.Attempts[0].AttemptID {
 		t.Errorf("the app's page tells attempt %q; want the latest, %q", latest.App.AttemptID, want.Attempts[0].AttemptID)
 	}
-	resp, err := http.Get(base + "/api/v1/apps/" + id + "?appAttempt=3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("attempt 3, which no log has: %s; want 404", resp.Status)
+	// Every page of an app takes the attempt; one that no log has is
+	// named, with those there are.
+	for _, path := range []string{"/api/v1/apps/" + id, "/api/v1/apps/" + id + "/stages/0", "/api/v1/apps/" + id + "/stages/0/tasks", "/apps/" + id + "/report"} {
+		resp, err := http.Get(base + path + "?appAttempt=3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), `its attempts are \"2\", \"1\"`) {
+			t.Errorf("%s of attempt 3, which no log has: %s %s; want 404 naming attempts 2 and 1", path, resp.Status, body)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -389,22 +390,47 @@ func (s *Store) Reports(tenant string) []*analysis.Report {
 	return out
 }
 
-// Tasks returns the tasks of the latest attempt of the tenant's app id by
-// task id, or nil. It must not be modified.
-func (s *Store) Tasks(tenant, id string) map[int64]*spark.Task {
-	if a := s.app(tenant, id); a != nil {
+// Tasks returns the tasks by task id of attempt attempt of the tenant's app
+// id, of its latest attempt when attempt is "" or not known, or nil. It
+// must not be modified.
+func (s *Store) Tasks(tenant, id, attempt string) map[int64]*spark.Task {
+	var a *app
+	if attempt != "" {
+		s.mu.RLock()
+		a = s.by[tenant][id][attempt]
+		s.mu.RUnlock()
+	}
+	if a == nil {
+		a = s.app(tenant, id)
+	}
+	if a != nil {
 		return a.tasks
 	}
 	return nil
 }
 
 // StageWindow returns the time (Unix ns) the tasks of a stage of an app can
-// have samples in (attribution.TaskSpan); false when the app's task model
-// is not known or the stage has no tasks.
+// have samples in (attribution.TaskSpan), in any of its attempts (until 0
+// while one runs); false when the app's task model is not known or the
+// stage has no tasks.
 func (s *Store) StageWindow(tenant, id string, stage int) (from, until int64, ok bool) {
-	a := s.app(tenant, id)
-	if a == nil {
-		return 0, 0, false
+	s.mu.RLock()
+	as := slices.Collect(maps.Values(s.by[tenant][id]))
+	s.mu.RUnlock()
+	open := false
+	for _, a := range as {
+		lo, hi, found := a.stageWindow(stage)
+		if !found {
+			continue
+		}
+		if !ok || lo < from {
+			from = lo
+		}
+		open = open || hi == 0
+		until, ok = max(until, hi), true
 	}
-	return a.stageWindow(stage)
+	if open {
+		until = 0
+	}
+	return from, until, ok
 }

@@ -83,7 +83,7 @@ func TestPutTaskModel(t *testing.T) {
 		{ID: 2, StageID: 2, LaunchMs: 11_000, FinishMs: 15_000},
 	}
 	s.Put("", &analysis.Report{App: spark.Summary{ID: "app-1"}, Tasks: tasks})
-	if got := s.Tasks("", "app-1")[1]; got != tasks[1] {
+	if got := s.Tasks("", "app-1", "")[1]; got != tasks[1] {
 		t.Errorf("task 1 is %+v, want its later attempt", got)
 	}
 	ms := int64(time.Millisecond)
@@ -94,8 +94,25 @@ func TestPutTaskModel(t *testing.T) {
 	if _, _, ok := s.StageWindow("", "app-1", 3); ok {
 		t.Error("a stage without tasks has a window")
 	}
-	if s.Tasks("other", "app-1") != nil {
+	if s.Tasks("other", "app-1", "") != nil {
 		t.Error("another tenant sees the app")
+	}
+
+	// A later attempt: its own tasks, the stage's window spanning both.
+	later := []*spark.Task{{ID: 1, StageID: 2, LaunchMs: 50_000, FinishMs: 52_000}}
+	s.Put("", &analysis.Report{App: spark.Summary{ID: "app-1", AttemptID: "2", StartMs: 49_000}, Tasks: later})
+	if got := s.Tasks("", "app-1", "2")[1]; got != later[0] {
+		t.Errorf("attempt 2's task 1 is %+v", got)
+	}
+	if got := s.Tasks("", "app-1", "")[1]; got != later[0] {
+		t.Errorf("the latest attempt's task 1 is %+v, want attempt 2's", got)
+	}
+	if got := s.Tasks("", "app-1", "9")[1]; got != later[0] {
+		t.Errorf("an attempt not known gives task 1 %+v, want the latest attempt's", got)
+	}
+	from, until, ok = s.StageWindow("", "app-1", 2)
+	if !ok || from != 11_000*ms-attribution.WindowSlack || until != 52_000*ms+attribution.WindowSlack+1 {
+		t.Errorf("stage 2's window over both attempts %d–%d (%v)", from, until, ok)
 	}
 }
 

@@ -216,7 +216,7 @@ func (e *Engine) withLiveMetrics(tenant string, rep *analysis.Report) []analysis
 // it was.
 func (e *Engine) explainStragglers(ctx context.Context, tenant string, rep *analysis.Report) []analysis.Finding {
 	var out []analysis.Finding // a copy, once a finding changes: rep is shared
-	tasks := e.apps.Tasks(tenant, rep.App.ID)
+	tasks := e.apps.Tasks(tenant, rep.App.ID, rep.App.AttemptID)
 	for i, f := range rep.Findings {
 		if ev, ok := f.Evidence.(*analysis.StragglerEvidence); !ok || f.TaskID == nil || ev.Profile != nil {
 			continue

@@ -68,7 +68,7 @@ var patterns = []pattern{
 		suggestion: "the JVM waited for Python code: use Spark's built-in functions or pandas UDFs over Arrow (spark.sql.execution.arrow.pyspark.enabled) instead of row-at-a-time Python UDFs, and profile the Python side (spark.python.profile)"},
 	{id: "lock-contention", title: "lock contention", view: viewLock,
 		frames:     regexp.MustCompile(`.`),
-		not:        regexp.MustCompile(`(ThreadPoolExecutor\.getTask|ForkJoinPool\.awaitWork|LinkedBlockingQueue\.(take|poll)|SynchronousQueue\.|DelayedWorkQueue\.take|ArrayBlockingQueue\.(take|poll)|LinkedBlockingDeque\.(take|poll)|Thread\.sleep)`),
+		not:        regexp.MustCompile(`(ThreadPoolExecutor\.getTask|ForkJoinPool\.awaitWork|LinkedBlockingQueue\.(take|poll)|SynchronousQueue\.|DelayedWorkQueue\.take|ArrayBlockingQueue\.(take|poll)|LinkedBlockingDeque\.(take|poll)|Thread\.sleep|ThreadUtils\$\.awaitResult|scala\.concurrent\.Await|FutureTask\.get|CompletableFuture\.(get|join))`),
 		suggestion: "tasks wait for each other on a shared object: give each task its own (a per-partition instance in mapPartitions), or use concurrent structures instead of synchronized ones"},
 	{id: "list-append", title: "appending to an immutable Scala List", view: viewCPU,
 		frames:     regexp.MustCompile(`^scala\.collection\.(SeqLike\$class\.\$colon\$plus|immutable\.List\.\$colon\$plus|SeqOps\.appended|StrictOptimizedSeqOps\.appended|immutable\.List\.appended)$`),

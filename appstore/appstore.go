@@ -8,8 +8,11 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/sparkprof/sparkprof/analysis"
@@ -22,20 +25,58 @@ import (
 // event logs and container logs. The files are kept in its directory and
 // analysed again at start: an event log as a file of its own, the
 // container logs (and metric records) of one app together in a bundle
-// directory. Event logs analysed in place (Analyse) are not copied.
+// directory. Event logs analysed in place (Analyse) are not copied. The
+// attempts of an app (each attempt's event log) are kept apart, as the
+// History Server keeps them; an app's id alone names its latest attempt.
 type Store struct {
 	dir     string
 	tempDir bool // dir was made by Open, and Close removes it
 	mu      sync.RWMutex
-	by      map[string]map[string]*app // tenant -> app id -> app
-	bundles map[string]map[string]*app // tenant -> bundle name -> app
-	th      analysis.Thresholds        // what the analyses judge by
-	skipped []Skipped                  // what Open could not load
+	by      map[string]map[string]attempts // tenant -> app id -> its attempts
+	bundles map[string]map[string]*app     // tenant -> bundle name -> app
+	th      analysis.Thresholds            // what the analyses judge by
+	skipped []Skipped                      // what Open could not load
 
 	// saving serialises the changes to one saved event log or bundle
 	// (lock), keyed by its path.
 	savingMu sync.Mutex
 	saving   map[string]*pathLock
+}
+
+// attempts are the attempts of one app, by attempt id ("" for an app
+// that names none).
+type attempts map[string]*app
+
+// latest returns the attempt that started last (of equal starts, the
+// greatest id), or nil.
+func (as attempts) latest() *app {
+	var out *app
+	for _, a := range as {
+		if out == nil || later(a.report.App, out.report.App) {
+			out = a
+		}
+	}
+	return out
+}
+
+// later reports whether attempt a comes after attempt b: it started later,
+// or at the same time with a greater attempt id.
+func later(a, b spark.Summary) bool {
+	if a.StartMs != b.StartMs {
+		return a.StartMs > b.StartMs
+	}
+	return attemptOrder(a.AttemptID, b.AttemptID) > 0
+}
+
+// attemptOrder compares attempt ids as numbers where both are, else as
+// text.
+func attemptOrder(a, b string) int {
+	na, errA := strconv.Atoi(a)
+	nb, errB := strconv.Atoi(b)
+	if errA == nil && errB == nil {
+		return cmp.Compare(na, nb)
+	}
+	return cmp.Compare(a, b)
 }
 
 // app is an app's report with its tasks indexed by id, for joining
@@ -75,7 +116,7 @@ func (a *app) stageWindow(stage int) (from, until int64, ok bool) {
 // removed; the error is that of a dir that cannot be read. An empty dir
 // keeps the files in a temporary directory that Close removes.
 func Open(dir string, th analysis.Thresholds) (*Store, error) {
-	s := &Store{dir: dir, by: map[string]map[string]*app{}, bundles: map[string]map[string]*app{}, th: th, saving: map[string]*pathLock{}}
+	s := &Store{dir: dir, by: map[string]map[string]attempts{}, bundles: map[string]map[string]*app{}, th: th, saving: map[string]*pathLock{}}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "sparkprof-eventlogs-")
 		if err != nil {
@@ -152,8 +193,9 @@ func (s *Store) Thresholds() analysis.Thresholds { return s.th }
 // with no files behind it, is known until the store closes.
 func (s *Store) Put(tenant string, r *analysis.Report) { s.put(tenant, r, "") }
 
-// put makes r the tenant's app of its id, and of the bundle named bundle
-// if not "", indexing its tasks by id (the latest attempt of an id).
+// put makes r the tenant's attempt of its app id and attempt id, and the
+// app of the bundle named bundle if not "", indexing its tasks by id (the
+// latest attempt of a task id).
 func (s *Store) put(tenant string, r *analysis.Report, bundle string) {
 	a := &app{report: r, tasks: make(map[int64]*spark.Task, len(r.Tasks))}
 	for _, t := range r.Tasks {
@@ -164,10 +206,13 @@ func (s *Store) put(tenant string, r *analysis.Report, bundle string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.by[tenant] == nil {
-		s.by[tenant] = map[string]*app{}
+		s.by[tenant] = map[string]attempts{}
 		s.bundles[tenant] = map[string]*app{}
 	}
-	s.by[tenant][r.App.ID] = a
+	if s.by[tenant][r.App.ID] == nil {
+		s.by[tenant][r.App.ID] = attempts{}
+	}
+	s.by[tenant][r.App.ID][r.App.AttemptID] = a
 	if bundle != "" {
 		s.bundles[tenant][bundle] = a
 	}
@@ -183,47 +228,106 @@ func (s *Store) Bundle(tenant, app string) *analysis.Report {
 	return nil
 }
 
-// Report returns the report of the tenant's app id, or nil.
-func (s *Store) Report(tenant, id string) *analysis.Report {
+// app returns the tenant's latest attempt of app id, or nil.
+func (s *Store) app(tenant, id string) *app {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if a := s.by[tenant][id]; a != nil {
+	return s.by[tenant][id].latest()
+}
+
+// Report returns the report of the latest attempt of the tenant's app id,
+// or nil.
+func (s *Store) Report(tenant, id string) *analysis.Report {
+	if a := s.app(tenant, id); a != nil {
 		return a.report
 	}
 	return nil
 }
 
-// Reports returns the reports of the tenant's apps, in no order.
+// Attempt returns the report of attempt attempt of the tenant's app id
+// ("" for an app that names no attempt), or nil.
+func (s *Store) Attempt(tenant, id, attempt string) *analysis.Report {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if a := s.by[tenant][id][attempt]; a != nil {
+		return a.report
+	}
+	return nil
+}
+
+// Attempts returns the reports of the attempts of the tenant's app id, the
+// latest first, as the History Server lists them.
+func (s *Store) Attempts(tenant, id string) []*analysis.Report {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*analysis.Report
+	for _, a := range s.by[tenant][id] {
+		out = append(out, a.report)
+	}
+	slices.SortFunc(out, func(a, b *analysis.Report) int {
+		if later(a.App, b.App) {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// Reports returns the reports of the tenant's apps, every attempt of each,
+// in no order.
 func (s *Store) Reports(tenant string) []*analysis.Report {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]*analysis.Report, 0, len(s.by[tenant]))
-	for _, a := range s.by[tenant] {
-		out = append(out, a.report)
+	for _, as := range s.by[tenant] {
+		for _, a := range as {
+			out = append(out, a.report)
+		}
 	}
 	return out
 }
 
-// Tasks returns the tasks of the tenant's app id by task id, or nil. It
+// Tasks returns the tasks by task id of attempt attempt of the tenant's app
+// id, of its latest attempt when attempt is "" or not known, or nil. It
 // must not be modified.
-func (s *Store) Tasks(tenant, id string) map[int64]*spark.Task {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if a := s.by[tenant][id]; a != nil {
+func (s *Store) Tasks(tenant, id, attempt string) map[int64]*spark.Task {
+	var a *app
+	if attempt != "" {
+		s.mu.RLock()
+		a = s.by[tenant][id][attempt]
+		s.mu.RUnlock()
+	}
+	if a == nil {
+		a = s.app(tenant, id)
+	}
+	if a != nil {
 		return a.tasks
 	}
 	return nil
 }
 
 // StageWindow returns the time (Unix ns) the tasks of a stage of an app can
-// have samples in (attribution.TaskSpan); false when the app's task model
-// is not known or the stage has no tasks.
+// have samples in (attribution.TaskSpan), in any of its attempts (until 0
+// while one runs); false when the app's task model is not known or the
+// stage has no tasks.
 func (s *Store) StageWindow(tenant, id string, stage int) (from, until int64, ok bool) {
 	s.mu.RLock()
-	a := s.by[tenant][id]
+	as := slices.Collect(maps.Values(s.by[tenant][id]))
 	s.mu.RUnlock()
-	if a == nil {
-		return 0, 0, false
+	open := false
+	for _, a := range as {
+		lo, hi, found := a.stageWindow(stage)
+		if !found {
+			continue
+		}
+		if !ok || lo < from {
+			from = lo
+		}
+		open = open || hi == 0
+		until, ok = max(until, hi), true
 	}
-	return a.stageWindow(stage)
+	if open {
+		until = 0
+	}
+	return from, until, ok
 }

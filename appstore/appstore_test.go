@@ -83,7 +83,7 @@ func TestPutTaskModel(t *testing.T) {
 		{ID: 2, StageID: 2, LaunchMs: 11_000, FinishMs: 15_000},
 	}
 	s.Put("", &analysis.Report{App: spark.Summary{ID: "app-1"}, Tasks: tasks})
-	if got := s.Tasks("", "app-1")[1]; got != tasks[1] {
+	if got := s.Tasks("", "app-1", "")[1]; got != tasks[1] {
 		t.Errorf("task 1 is %+v, want its later attempt", got)
 	}
 	ms := int64(time.Millisecond)
@@ -94,7 +94,67 @@ func TestPutTaskModel(t *testing.T) {
 	if _, _, ok := s.StageWindow("", "app-1", 3); ok {
 		t.Error("a stage without tasks has a window")
 	}
-	if s.Tasks("other", "app-1") != nil {
+	if s.Tasks("other", "app-1", "") != nil {
 		t.Error("another tenant sees the app")
+	}
+
+	// A later attempt: its own tasks, the stage's window spanning both.
+	later := []*spark.Task{{ID: 1, StageID: 2, LaunchMs: 50_000, FinishMs: 52_000}}
+	s.Put("", &analysis.Report{App: spark.Summary{ID: "app-1", AttemptID: "2", StartMs: 49_000}, Tasks: later})
+	if got := s.Tasks("", "app-1", "2")[1]; got != later[0] {
+		t.Errorf("attempt 2's task 1 is %+v", got)
+	}
+	if got := s.Tasks("", "app-1", "")[1]; got != later[0] {
+		t.Errorf("the latest attempt's task 1 is %+v, want attempt 2's", got)
+	}
+	if got := s.Tasks("", "app-1", "9")[1]; got != later[0] {
+		t.Errorf("an attempt not known gives task 1 %+v, want the latest attempt's", got)
+	}
+	from, until, ok = s.StageWindow("", "app-1", 2)
+	if !ok || from != 11_000*ms-attribution.WindowSlack || until != 52_000*ms+attribution.WindowSlack+1 {
+		t.Errorf("stage 2's window over both attempts %d–%d (%v)", from, until, ok)
+	}
+}
+
+// The attempts of one app are kept apart, also when the store opens its
+// directory anew: the app's id alone names the latest attempt.
+func TestAttemptsApart(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, analysis.DefaultThresholds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "local-1430917381535"
+	for _, name := range []string{id + "_2", id + "_1"} {
+		if _, err := s.AddEventLog("", name, bytes.NewReader(corpus.Read(t, "eventlogs", "apache", name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reopened, err := Open(dir, analysis.DefaultThresholds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []*Store{s, reopened} {
+		var order []string
+		for _, r := range st.Attempts("", id) {
+			order = append(order, r.App.AttemptID)
+		}
+		if strings.Join(order, ",") != "2,1" || len(st.Reports("")) != 2 {
+			t.Errorf("attempts %v of %d reports; want 2,1 of 2", order, len(st.Reports("")))
+		}
+		if r := st.Report("", id); r == nil || r.App.AttemptID != "2" {
+			t.Errorf("the app's report is %v; want attempt 2's, the latest", r)
+		}
+		for _, c := range []struct {
+			attempt  string
+			duration int64
+		}{{"1", 10}, {"2", 57}} {
+			if r := st.Attempt("", id, c.attempt); r == nil || r.App.DurationMs != c.duration {
+				t.Errorf("attempt %s: %v; want %d ms", c.attempt, r, c.duration)
+			}
+		}
+		if r := st.Attempt("", id, "3"); r != nil {
+			t.Errorf("attempt 3, which no log has: %v", r.App)
+		}
 	}
 }

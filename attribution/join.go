@@ -41,6 +41,11 @@ func TaskSpan(tasks []*spark.Task) (from, until int64) {
 	return from, until
 }
 
+// TasksOf returns the tasks by id of attempt attempt of app appID, those of
+// its latest attempt when attempt is "" or not known, nil when the app's
+// task model is not known.
+type TasksOf func(appID, attempt string) map[int64]*spark.Task
+
 // JoinedLabels are the labels a joiner (NewJoiner) may give a sample, or
 // take from it with its task id.
 var JoinedLabels = []string{profile.LabelStageID, profile.LabelStageAttempt, profile.LabelPartition}
@@ -49,22 +54,26 @@ var JoinedLabels = []string{profile.LabelStageID, profile.LabelStageAttempt, pro
 // copy of a stored profile, to the tasks of its application's model
 // (tasksOf returns an app's tasks by id, nil when it is not known): a
 // sample labelled with a task id gets the task's stage, stage attempt and
-// partition when it was taken in the task's window (InTaskWindow); one
+// partition when it was taken in the task's window (InTaskWindow), the
+// tasks of the app attempt its spark_app_attempt label names; one
 // taken outside it loses its task labels, since before Spark 4.2 a thread
 // keeps a finished task's name until its next task, idling in between.
 // Samples without a time keep their labels. The label sets it needs are
 // added to p, whose stored original is not changed.
-func NewJoiner(p *profile.Profile, tasksOf func(appID string) map[int64]*spark.Task) func(*profile.Sample) {
+func NewJoiner(p *profile.Profile, tasksOf TasksOf) func(*profile.Sample) {
 	// A compacted block holds the samples of many uploads, so the app id
-	// is looked up per label set.
-	appOf := func(ls profile.Labels) string {
-		if v, ok := ls.Get(profile.LabelAppID); ok {
+	// and attempt are looked up per label set.
+	label := func(ls profile.Labels, name string) string {
+		if v, ok := ls.Get(name); ok {
 			return v
 		}
-		v, _ := p.Labels.Get(profile.LabelAppID)
+		v, _ := p.Labels.Get(name)
 		return v
 	}
-	if _, ok := p.Labels.Get(profile.LabelAppID); ok && tasksOf(appOf(nil)) == nil {
+	appOf := func(ls profile.Labels) (id, attempt string) {
+		return label(ls, profile.LabelAppID), label(ls, profile.LabelAppAttempt)
+	}
+	if _, ok := p.Labels.Get(profile.LabelAppID); ok && tasksOf(label(nil, profile.LabelAppID), "") == nil {
 		return func(*profile.Sample) {}
 	}
 	j := &joiner{p: p, appOf: appOf, tasksOf: tasksOf, n: p.NumLabelSets()}
@@ -79,8 +88,8 @@ func NewJoiner(p *profile.Profile, tasksOf func(appID string) map[int64]*spark.T
 // window (NoLabels until made).
 type joiner struct {
 	p       *profile.Profile
-	appOf   func(profile.Labels) string
-	tasksOf func(string) map[int64]*spark.Task
+	appOf   func(profile.Labels) (id, attempt string)
+	tasksOf TasksOf
 	n       int
 	seen    []bool
 	taskOf  []*spark.Task
@@ -97,8 +106,8 @@ func (j *joiner) join(s *profile.Sample) {
 		ls := j.p.LabelSet(s.Labels)
 		if v, ok := ls.Get(profile.LabelTaskID); ok {
 			if id, err := strconv.ParseInt(v, 10, 64); err == nil {
-				if app := j.appOf(ls); app != "" {
-					j.taskOf[s.Labels] = j.tasksOf(app)[id]
+				if app, attempt := j.appOf(ls); app != "" {
+					j.taskOf[s.Labels] = j.tasksOf(app, attempt)[id]
 				}
 			}
 		}

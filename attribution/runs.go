@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"sort"
 	"strconv"
 
 	"github.com/sparkprof/sparkprof/profile"
@@ -19,22 +20,40 @@ type TaskRun struct {
 	EndMs        int64  `json:"endMs"` // 0 while running
 }
 
-// ApplyTaskRuns labels samples that have a time and no task label with the
-// task their thread ran at that time, as the executor plugin recorded it.
-// This covers thread names that do not carry the task (Spark 3.0's
-// "Executor task launch worker for task N", idle pool threads). It returns
-// how many samples it labelled.
+// ApplyTaskRuns labels each timed sample of a thread the agent recorded task
+// runs on with the task the thread ran at the sample's time, as the executor
+// plugin recorded it. The runs win over the labels the thread's name gave:
+// the Flight Recorder names a pooled thread once per recording, so a thread
+// that ran several tasks in one window carries one task's name on all of
+// their samples. Threads are matched by their Java thread id, else by name
+// (Spark 3.0's "Executor task launch worker for task N" names no stage).
+//
+// A sample on CPU between two runs of its thread belongs to the nearer one:
+// the thread deserialises the next task before the plugin hears of it, and
+// serialises the last one's result after. Other samples outside every run
+// (an idle pool thread's) lose the task labels a stale name gave them. It
+// returns how many samples it labelled with a task.
 func ApplyTaskRuns(p *profile.Profile, runs []TaskRun) int {
 	if len(runs) == 0 {
 		return 0
 	}
-	byThread := map[string][]TaskRun{}
+	byID := map[int64][]TaskRun{}
+	byName := map[string][]TaskRun{}
 	for _, r := range runs {
-		byThread[r.ThreadName] = append(byThread[r.ThreadName], r)
+		if r.ThreadID != 0 {
+			byID[r.ThreadID] = append(byID[r.ThreadID], r)
+		}
+		byName[r.ThreadName] = append(byName[r.ThreadName], r)
+	}
+	for _, rs := range byID {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].StartMs < rs[j].StartMs })
+	}
+	for _, rs := range byName {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].StartMs < rs[j].StartMs })
 	}
 	type key struct {
 		labels profile.LabelSetID
-		task   int64
+		task   int64 // -1: no task
 	}
 	memo := map[key]profile.LabelSetID{}
 	n := 0
@@ -43,35 +62,87 @@ func ApplyTaskRuns(p *profile.Profile, runs []TaskRun) int {
 		if s.Time == 0 || int(s.Thread) >= len(p.Threads) {
 			continue
 		}
-		rs := byThread[p.Threads[s.Thread].Name]
+		th := p.Threads[s.Thread]
+		rs := byID[th.ID]
+		if th.ID == 0 || len(rs) == 0 {
+			rs = byName[th.Name]
+		}
 		if len(rs) == 0 {
 			continue
 		}
-		if _, ok := p.LabelSet(s.Labels).Get(profile.LabelTaskID); ok {
-			continue
+		r := runAt(rs, s.Time/1e6, onCPU(p, s))
+		k := key{s.Labels, -1}
+		if r != nil {
+			k.task = r.TaskID
 		}
-		ms := s.Time / 1e6
-		for _, r := range rs {
-			if ms < r.StartMs || (r.EndMs != 0 && ms > r.EndMs) {
-				continue
-			}
-			k := key{s.Labels, r.TaskID}
-			id, ok := memo[k]
-			if !ok {
-				id = p.AddLabels(p.LabelSet(s.Labels).Merge(profile.Labels{
+		id, ok := memo[k]
+		if !ok {
+			ls := p.LabelSet(s.Labels).Without(profile.LabelStageID, profile.LabelStageAttempt, profile.LabelTaskID, profile.LabelPartition)
+			if r != nil {
+				ls = ls.Merge(profile.Labels{
 					{Name: profile.LabelStageID, Value: strconv.Itoa(r.StageID)},
 					{Name: profile.LabelStageAttempt, Value: strconv.Itoa(r.StageAttempt)},
 					{Name: profile.LabelTaskID, Value: strconv.FormatInt(r.TaskID, 10)},
 					{Name: profile.LabelPartition, Value: strconv.Itoa(r.Partition)},
-				}.Normalize()))
-				memo[k] = id
+				}.Normalize())
 			}
-			s.Labels = id
+			id = p.AddLabels(ls)
+			memo[k] = id
+		}
+		s.Labels = id
+		if r != nil {
 			n++
-			break
 		}
 	}
 	return n
+}
+
+// maxGapMs bounds how far from a run a sample on CPU between runs may lie
+// and still belong to it: a busy executor's first tasks spend seconds
+// loading classes before the plugin hears of them.
+const maxGapMs = 60_000
+
+// runAt returns the run of rs (sorted by start) that a sample at ms
+// belongs to, or nil.
+func runAt(rs []TaskRun, ms int64, cpu bool) *TaskRun {
+	var prev, next *TaskRun
+	for i := range rs {
+		r := &rs[i]
+		if ms >= r.StartMs && (r.EndMs == 0 || ms <= r.EndMs) {
+			return r
+		}
+		if r.StartMs > ms {
+			if next == nil {
+				next = r
+			}
+		} else if prev == nil || r.EndMs > prev.EndMs {
+			prev = r
+		}
+	}
+	if !cpu {
+		return nil
+	}
+	switch {
+	case prev != nil && next != nil:
+		if ms-prev.EndMs <= next.StartMs-ms {
+			next = nil
+		} else {
+			prev = nil
+		}
+	}
+	if prev != nil && ms-prev.EndMs <= maxGapMs {
+		return prev
+	}
+	if next != nil && next.StartMs-ms <= maxGapMs {
+		return next
+	}
+	return nil
+}
+
+// onCPU reports whether the sample's thread was running: a CPU sample, or
+// one taken of a runnable thread.
+func onCPU(p *profile.Profile, s *profile.Sample) bool {
+	return s.State == profile.StateRunnable || int(s.Type) < len(p.Types) && p.Types[s.Type].Family() == "cpu"
 }
 
 // DriverExecutor gives upload labels of the driver, by its role, the

@@ -138,7 +138,7 @@ func (p *Pipeline) importProfile(tenant string, f File, u *store.Upload, start t
 		}
 	}
 	ls = ls.Normalize()
-	prof.Labels = prof.Labels.Merge(ls)
+	prof.LabelAll(ls)
 	u.Labels = ls
 	duplicate, err := p.Store(tenant, u, start)
 	switch {

@@ -214,7 +214,7 @@ func (p *Pipeline) decodeIn(res *reservation, in Profile, arrived time.Time) (*s
 			return nil, 0, errkind.Errorf(errkind.BadInput, "%s: no stacks in the body: want lines of frame;frame;... count", in.Source)
 		}
 	}
-	prof.Labels = prof.Labels.Merge(in.Labels)
+	prof.LabelAll(in.Labels) // the upload's labels, not its samples', as Pyroscope
 	attribution.ApplyTaskRuns(prof, in.TaskRuns)
 	addGCs(prof, in.GCs)
 	u := &store.Upload{From: in.From, Until: in.Until, Labels: in.Labels, Agent: in.Agent, Bytes: in.Bytes, Profile: prof, Key: in.Key}

@@ -130,8 +130,18 @@ type Filter struct {
 	From, Until int64
 	// Focus keeps samples with a frame matching it; Ignore drops them.
 	Focus, Ignore *regexp.Regexp
+	// CallSite keeps the samples whose stacks begin, from the root, with
+	// frames of these function names in this order: Pyroscope's stack
+	// trace selector.
+	CallSite []string
 	// States keeps samples taken in one of these thread states.
 	States []ThreadState
+}
+
+// ByStack reports whether f selects samples by their stacks (Focus,
+// Ignore, CallSite), which a series summed over stacks cannot answer.
+func (f Filter) ByStack() bool {
+	return f.Focus != nil || f.Ignore != nil || len(f.CallSite) > 0
 }
 
 // Filter drops the samples f does not select, in place.
@@ -200,6 +210,7 @@ func (f Filter) Selector(p *Profile) func(*Sample) bool {
 	frameIgnore := p.framesMatching(f.Ignore)
 	focusMemo := map[StackID]bool{}
 	ignoreMemo := map[StackID]bool{}
+	atCallSite := p.callSiteMatcher(f.CallSite)
 	unknownTimeOK := (f.From == 0 || p.End == 0 || p.End >= f.From) &&
 		(f.Until == 0 || p.Start == 0 || p.Start < f.Until)
 
@@ -229,7 +240,45 @@ func (f Filter) Selector(p *Profile) func(*Sample) bool {
 		if frameIgnore != nil && p.stackHas(s.Stack, frameIgnore, ignoreMemo) {
 			return false
 		}
+		if atCallSite != nil && !atCallSite(s.Stack) {
+			return false
+		}
 		return true
+	}
+}
+
+// callSiteMatcher returns whether a stack of p begins, from the root, with
+// frames named as site lists them (nil for an empty site). It remembers
+// what it found of each stack, so each is judged once.
+func (p *Profile) callSiteMatcher(site []string) func(StackID) bool {
+	if len(site) == 0 {
+		return nil
+	}
+	// prefix is, by stack, its depth and whether its frames match site
+	// as deep as both go.
+	type prefix struct {
+		depth int
+		ok    bool
+	}
+	memo := map[StackID]prefix{}
+	var of func(s StackID) prefix
+	of = func(s StackID) prefix {
+		if s == NoStack {
+			return prefix{0, true}
+		}
+		if v, ok := memo[s]; ok {
+			return v
+		}
+		n := p.stacks[s]
+		v := of(n.parent)
+		v.depth++
+		v.ok = v.ok && (v.depth > len(site) || p.Frames[n.frame].Name == site[v.depth-1])
+		memo[s] = v
+		return v
+	}
+	return func(s StackID) bool {
+		v := of(s)
+		return v.ok && v.depth >= len(site)
 	}
 }
 

@@ -539,6 +539,25 @@ func (p *Profile) OwnLabelSets() {
 	p.labelIndex = maps.Clone(p.labelIndex) // nil stays nil: AddLabels builds p's own
 }
 
+// LabelAll gives every sample of p the labels ls: p's labels take them,
+// and the samples' own labels of the same names are dropped, so that ls
+// take precedence over them (as Pyroscope gives an upload's labels
+// precedence over a pprof's sample labels). It changes p's label sets in
+// place: p must own them (OwnLabelSets).
+func (p *Profile) LabelAll(ls Labels) {
+	names := make([]string, len(ls))
+	for i, l := range ls {
+		names[i] = l.Name
+	}
+	for i, set := range p.labelSets {
+		if slices.ContainsFunc(set, func(l Label) bool { return slices.Contains(names, l.Name) }) {
+			p.labelSets[i] = set.Without(names...)
+			p.labelIndex = nil // sets may be equal now; AddLabels indexes them anew
+		}
+	}
+	p.Labels = p.Labels.Merge(ls)
+}
+
 // LabelSet returns the labels of set id (nil for NoLabels). Callers must not
 // modify the result.
 func (p *Profile) LabelSet(id LabelSetID) Labels { return p.labelSets[id] }

@@ -572,6 +572,12 @@ func TestFilter(t *testing.T) {
 		{"label miss", Filter{Labels: []Matcher{must(ParseMatcher("host!=h1"))}}, 0},
 		{"state", Filter{States: []ThreadState{StateBlocked}}, 0},
 		{"state unknown", Filter{States: []ThreadState{StateUnknown}}, 7},
+		{"call site", Filter{CallSite: []string{"a", "b"}}, 1 + 2},
+		{"call site, whole stack", Filter{CallSite: []string{"a", "x", "c"}}, 4},
+		{"call site, root only", Filter{CallSite: []string{"a"}}, 7},
+		{"call site not at the root", Filter{CallSite: []string{"b"}}, 0},
+		{"call site deeper than the stacks", Filter{CallSite: []string{"a", "b", "c", "d"}}, 0},
+		{"call site of no function", Filter{CallSite: []string{"a", "nosuch"}}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -808,5 +814,25 @@ func TestLabelsOnlyAndWithout(t *testing.T) {
 	}
 	if got, want := ls.Without(LabelStageID, LabelTaskID).String(), `{spark_executor_id="3"}`; got != want {
 		t.Errorf("Without = %s, want %s", got, want)
+	}
+}
+
+// LabelAll gives every sample the labels: a sample's own label of the same
+// name is dropped, its other labels kept.
+func TestLabelAll(t *testing.T) {
+	p := build(t, nil, "a 1", "b 2")
+	own := p.AddLabels(Labels{{LabelServiceName, "embedded"}, {LabelThreadPool, "pool"}})
+	p.Samples[0].Labels = own
+	p.LabelAll(Labels{{LabelServiceName, "upload"}})
+	for _, s := range p.Samples {
+		if got := p.Label(s, LabelServiceName); got != "upload" {
+			t.Errorf("sample %v: service_name %q, want the upload's", s, got)
+		}
+	}
+	if got := p.Label(p.Samples[0], LabelThreadPool); got != "pool" {
+		t.Errorf("thread_pool %q, want the sample's own", got)
+	}
+	if id := p.AddLabels(Labels{{LabelThreadPool, "pool"}}); id != own {
+		t.Errorf("the changed set is not found again: %d, want %d", id, own)
 	}
 }

@@ -365,6 +365,29 @@ func (t *Tree) Trim(maxNodes int) int {
 	return folded
 }
 
+// Profile returns the tree as a profile of its type: a sample of each
+// node's self value on the stack of the node's call path, its frames
+// named as the nodes are (a trimmed tree's OtherName nodes too).
+func (t *Tree) Profile() *Profile {
+	p := New()
+	typ := p.AddType(t.Type)
+	if t.Root.Self != 0 {
+		p.Add(Sample{Value: t.Root.Self, Stack: NoStack, Type: typ})
+	}
+	var walk func(n *Node, s StackID)
+	walk = func(n *Node, s StackID) {
+		for _, c := range n.Children {
+			cs := p.Push(s, p.AddFrame(Frame{Name: c.Name, Kind: c.Kind}))
+			if c.Self != 0 {
+				p.Add(Sample{Value: c.Self, Stack: cs, Type: typ})
+			}
+			walk(c, cs)
+		}
+	}
+	walk(t.Root, NoStack)
+	return p
+}
+
 // nodes counts n and the nodes below it.
 func nodes(n *Node) int {
 	c := 1

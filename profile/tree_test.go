@@ -72,3 +72,17 @@ func TestTrim(t *testing.T) {
 		t.Errorf("diff Trim(2) = %v", got)
 	}
 }
+
+// A trimmed tree written back as a profile makes the same tree.
+func TestTreeProfile(t *testing.T) {
+	tr := NewTree(build(t, nil, "a;b;c 50", "a;b;d 5", "a;e 20", "a 3", "g 10"), TypeCPU)
+	tr.Trim(3)
+	want := folded(tr)
+	p := tr.Profile()
+	if got := folded(NewTree(p, TypeCPU)); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("the profile's tree %v, want %v", got, want)
+	}
+	if p.Total(0) != 88 || len(p.Types) != 1 || p.Types[0] != TypeCPU {
+		t.Errorf("profile of types %v, total %d; want cpu, 88", p.Types, p.Total(0))
+	}
+}

@@ -18,7 +18,8 @@ import (
 	"github.com/sparkprof/sparkprof/store"
 )
 
-// AppSummary is one row of the apps list.
+// AppSummary is one row of the apps list: an app, as its latest attempt
+// tells it, with its attempts.
 type AppSummary struct {
 	spark.Summary
 	// Status is finished, running (no ApplicationEnd), or profiles (an app
@@ -27,26 +28,31 @@ type AppSummary struct {
 	Status        string `json:"status"`
 	FindingsCount int    `json:"findingsCount"`
 	Critical      int    `json:"criticalFindings"`
+	// Attempts are the app's attempts whose event logs the server read,
+	// the latest first, as the History Server's applications list them
+	// (one, without an attemptId, for an app that names none).
+	Attempts []AppSummary `json:"attempts,omitempty"`
 }
 
 // Apps lists the tenant's applications, the latest start first: those
-// analysed from their logs, and those known only from the app ids their
-// samples carry.
+// analysed from their logs, a row for each app id with its attempts, and
+// those known only from the app ids their samples carry.
 func (e *Engine) Apps(ctx context.Context, tenant string) ([]AppSummary, error) {
 	out := []AppSummary{}
 	analysed := map[string]bool{}
 	for _, rep := range e.apps.Reports(tenant) {
+		if analysed[rep.App.ID] {
+			continue
+		}
 		analysed[rep.App.ID] = true
-		row := AppSummary{Summary: rep.App, Status: "finished", FindingsCount: len(rep.Findings)}
-		if rep.App.EndMs == 0 {
-			row.Status = "running"
-		}
-		for _, f := range rep.Findings {
-			if f.Severity == analysis.Critical {
-				row.Critical++
+		var row AppSummary
+		for _, att := range e.apps.Attempts(tenant, rep.App.ID) {
+			a := attemptSummary(att)
+			if row.ID == "" {
+				row = a // the latest attempt's
 			}
+			row.Attempts = append(row.Attempts, a)
 		}
-		row.Config = nil
 		out = append(out, row)
 	}
 	profiled, err := e.profiledApps(ctx, tenant, analysed)
@@ -56,6 +62,21 @@ func (e *Engine) Apps(ctx context.Context, tenant string) ([]AppSummary, error) 
 	out = append(out, profiled...)
 	sort.Slice(out, func(i, j int) bool { return out[i].StartMs > out[j].StartMs })
 	return out, nil
+}
+
+// attemptSummary is the row of an app attempt's report.
+func attemptSummary(rep *analysis.Report) AppSummary {
+	row := AppSummary{Summary: rep.App, Status: "finished", FindingsCount: len(rep.Findings)}
+	if rep.App.EndMs == 0 {
+		row.Status = "running"
+	}
+	for _, f := range rep.Findings {
+		if f.Severity == analysis.Critical {
+			row.Critical++
+		}
+	}
+	row.Config = nil
+	return row
 }
 
 // profiledApps returns a row for each app id the tenant's samples carry
@@ -106,14 +127,42 @@ func serviceName(u *store.Upload) string {
 	return ""
 }
 
-// App returns the report of the tenant's app id with what the store holds
-// of the app now: its live uploads' metric series, and stragglers
-// explained from their tasks' samples. An app the server has not analysed
-// is an errkind.NotFound error.
-func (e *Engine) App(ctx context.Context, tenant, id string) (*analysis.Report, error) {
-	rep := e.apps.Report(tenant, id)
+// AppAttempt names an application and one of its attempts.
+type AppAttempt struct {
+	ID string
+	// Attempt is the attempt's id ("" for an app that names none); nil
+	// names the latest attempt.
+	Attempt *string
+}
+
+// report returns the report of the tenant's app attempt; an app or attempt
+// the server has not analysed is an errkind.NotFound error.
+func (e *Engine) report(tenant string, app AppAttempt) (*analysis.Report, error) {
+	rep := e.apps.Report(tenant, app.ID)
 	if rep == nil {
-		return nil, errkind.Errorf(errkind.NotFound, "no application %q: import its event log first", id)
+		return nil, errkind.Errorf(errkind.NotFound, "no application %q: import its event log first", app.ID)
+	}
+	if app.Attempt == nil {
+		return rep, nil
+	}
+	if rep = e.apps.Attempt(tenant, app.ID, *app.Attempt); rep == nil {
+		var have []string
+		for _, a := range e.apps.Attempts(tenant, app.ID) {
+			have = append(have, strconv.Quote(a.App.AttemptID))
+		}
+		return nil, errkind.Errorf(errkind.NotFound, "application %q has no attempt %q: its attempts are %s", app.ID, *app.Attempt, strings.Join(have, ", "))
+	}
+	return rep, nil
+}
+
+// App returns the report of the tenant's app attempt with what the store
+// holds of the app now: its live uploads' metric series, and stragglers
+// explained from their tasks' samples. An app or attempt the server has
+// not analysed is an errkind.NotFound error.
+func (e *Engine) App(ctx context.Context, tenant string, app AppAttempt) (*analysis.Report, error) {
+	rep, err := e.report(tenant, app)
+	if err != nil {
+		return nil, err
 	}
 	live := *rep
 	live.Metrics = e.withLiveMetrics(tenant, rep)
@@ -167,7 +216,7 @@ func (e *Engine) withLiveMetrics(tenant string, rep *analysis.Report) []analysis
 // it was.
 func (e *Engine) explainStragglers(ctx context.Context, tenant string, rep *analysis.Report) []analysis.Finding {
 	var out []analysis.Finding // a copy, once a finding changes: rep is shared
-	tasks := e.apps.Tasks(tenant, rep.App.ID)
+	tasks := e.apps.Tasks(tenant, rep.App.ID, rep.App.AttemptID)
 	for i, f := range rep.Findings {
 		if ev, ok := f.Evidence.(*analysis.StragglerEvidence); !ok || f.TaskID == nil || ev.Profile != nil {
 			continue
@@ -224,10 +273,10 @@ type SlowVsRest struct {
 // SlowVsRest splits the finished tasks of a stage of the tenant's app into
 // the slowest pct percent and the others, and merges the samples of each,
 // restricted to the app's and further by q (type, state, from, until).
-func (e *Engine) SlowVsRest(ctx context.Context, tenant, appID string, stage int, pct float64, q url.Values) (*SlowVsRest, error) {
-	rep := e.apps.Report(tenant, appID)
-	if rep == nil {
-		return nil, errkind.Errorf(errkind.NotFound, "no application %q", appID)
+func (e *Engine) SlowVsRest(ctx context.Context, tenant string, app AppAttempt, stage int, pct float64, q url.Values) (*SlowVsRest, error) {
+	rep, err := e.report(tenant, app)
+	if err != nil {
+		return nil, err
 	}
 	var tasks []*spark.Task
 	for _, t := range rep.Tasks {

@@ -157,14 +157,14 @@ func (e *Engine) stageWindowOf(tenant string) func(app string, stage int) (from,
 
 // tasksOf returns the function that gives the tasks by id of one of the
 // tenant's apps, nil when its task model is not known.
-func (e *Engine) tasksOf(tenant string) func(app string) map[int64]*spark.Task {
-	return func(app string) map[int64]*spark.Task { return e.apps.Tasks(tenant, app) }
+func (e *Engine) tasksOf(tenant string) attribution.TasksOf {
+	return func(app, attempt string) map[int64]*spark.Task { return e.apps.Tasks(tenant, app, attempt) }
 }
 
 // sourceFunc returns the profile of upload u that answers req, or nil for
 // its samples; tasksOf returns an app's tasks by id, nil when its task
 // model is not known.
-type sourceFunc func(u *store.Upload, req Request, tasksOf func(string) map[int64]*spark.Task) (*profile.Profile, error)
+type sourceFunc func(u *store.Upload, req Request, tasksOf attribution.TasksOf) (*profile.Profile, error)
 
 // eachUpload calls add with each upload req selects, the profile of it
 // that answers req (src) as a copy carrying the upload's labels, and the
@@ -297,7 +297,7 @@ var errStopped = errors.New("stopped")
 // source returns the profile of u that answers req: a compacted block's
 // rollup, or thread rollup, when it serves, else nil: its samples
 // (eachUpload reads them).
-func source(u *store.Upload, req Request, tasksOf func(string) map[int64]*spark.Task) (*profile.Profile, error) {
+func source(u *store.Upload, req Request, tasksOf attribution.TasksOf) (*profile.Profile, error) {
 	load := u.LoadRollup
 	switch {
 	case rollupMayServe(u, req):
@@ -321,12 +321,12 @@ func source(u *store.Upload, req Request, tasksOf func(string) map[int64]*spark.
 // (nil) otherwise. A timeline that keeps times coarser than its samples' (an
 // upload in the head) serves only a step and range its resolution divides.
 func seriesSource(by []string, step time.Duration) sourceFunc {
-	return func(u *store.Upload, req Request, tasksOf func(string) map[int64]*spark.Task) (*profile.Profile, error) {
+	return func(u *store.Upload, req Request, tasksOf attribution.TasksOf) (*profile.Profile, error) {
 		f := req.Filter
 		dropped := func(name string) bool { return slices.Contains(store.RollupDropped, name) }
 		res := u.TimelineResolution()
 		aligned := res == 0 || ((step == AllTime || int64(step)%res == 0) && f.From%res == 0 && f.Until%res == 0)
-		needsSamples := f.Thread != nil || f.Focus != nil || f.Ignore != nil || slices.ContainsFunc(by, dropped) ||
+		needsSamples := f.Thread != nil || f.ByStack() || slices.ContainsFunc(by, dropped) ||
 			slices.ContainsFunc(f.Labels, func(m profile.Matcher) bool { return dropped(m.Name) })
 		if aligned && !needsSamples {
 			tl, err := u.LoadTimeline()
@@ -345,7 +345,7 @@ func seriesSource(by []string, step time.Duration) sourceFunc {
 // value of the labels by as its samples would: not when req matches, or
 // by names, a stage label and the join to task windows may change stages
 // (stagesJoined).
-func timelineServes(tl *profile.Profile, req Request, by []string, tasksOf func(string) map[int64]*spark.Task) bool {
+func timelineServes(tl *profile.Profile, req Request, by []string, tasksOf attribution.TasksOf) bool {
 	return !(slices.ContainsFunc(by, isStageLabel) || matchesStage(req)) || !stagesJoined(tl, tasksOf)
 }
 
@@ -386,7 +386,7 @@ func matchesAny(f profile.Filter, names []string) bool {
 // answers req: a matcher on a stage label, or stage labels kept, need the
 // block's apps to have no task model, since joining samples to task
 // windows changes their stage labels.
-func rollupServes(r *profile.Profile, req Request, tasksOf func(string) map[int64]*spark.Task) bool {
+func rollupServes(r *profile.Profile, req Request, tasksOf attribution.TasksOf) bool {
 	return !(matchesStage(req) || req.Keep == KeepCoarse) || !stagesJoined(r, tasksOf)
 }
 
@@ -403,8 +403,8 @@ func matchesStage(req Request) bool {
 
 // stagesJoined reports whether an app of p has a task model, so that
 // joining p's samples to task windows may change their stage labels.
-func stagesJoined(p *profile.Profile, tasksOf func(string) map[int64]*spark.Task) bool {
-	return slices.ContainsFunc(labelValuesOf(p, profile.LabelAppID), func(app string) bool { return tasksOf(app) != nil })
+func stagesJoined(p *profile.Profile, tasksOf attribution.TasksOf) bool {
+	return slices.ContainsFunc(labelValuesOf(p, profile.LabelAppID), func(app string) bool { return tasksOf(app, "") != nil })
 }
 
 // labelValuesOf lists the values label name takes in p.

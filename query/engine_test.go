@@ -99,7 +99,7 @@ func TestEachUploadReadsAhead(t *testing.T) {
 	req := NewRequest(nil, "", 0, 0)
 	var reads atomic.Int32
 	load := func(fail int32, panics bool) sourceFunc {
-		return func(u *store.Upload, _ Request, _ func(string) map[int64]*spark.Task) (*profile.Profile, error) {
+		return func(u *store.Upload, _ Request, _ attribution.TasksOf) (*profile.Profile, error) {
 			switch reads.Add(1) {
 			case fail:
 				if panics {
@@ -245,7 +245,7 @@ func TestThreadRollupServes(t *testing.T) {
 		}
 		req := NewRequest(ms, "", 0, 0)
 		req.Keep = c.keep
-		p, err := source(block, req, func(string) map[int64]*spark.Task { return nil })
+		p, err := source(block, req, func(string, string) map[int64]*spark.Task { return nil })
 		switch {
 		case err != nil:
 			t.Fatalf("%s, keep %d: %v", c.sel, c.keep, err)

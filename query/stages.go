@@ -117,10 +117,10 @@ var taskSortKeys = map[string]struct {
 
 // stageOf returns the report of the tenant's app and attempt of stage,
 // with the stage's attempts; attempt -1 is the latest.
-func (e *Engine) stageOf(tenant, appID string, stage, attempt int) (*analysis.Report, *spark.Stage, []int, error) {
-	rep := e.apps.Report(tenant, appID)
-	if rep == nil {
-		return nil, nil, nil, errkind.Errorf(errkind.NotFound, "no application %q: import its event log first", appID)
+func (e *Engine) stageOf(tenant string, app AppAttempt, stage, attempt int) (*analysis.Report, *spark.Stage, []int, error) {
+	rep, err := e.report(tenant, app)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	var st *spark.Stage
 	var attempts []int
@@ -134,7 +134,7 @@ func (e *Engine) stageOf(tenant, appID string, stage, attempt int) (*analysis.Re
 		}
 	}
 	if st == nil {
-		return nil, nil, nil, errkind.Errorf(errkind.NotFound, "application %q has no attempt %d of stage %d", appID, attempt, stage)
+		return nil, nil, nil, errkind.Errorf(errkind.NotFound, "application %q has no attempt %d of stage %d", app.ID, attempt, stage)
 	}
 	slices.Sort(attempts)
 	return rep, st, attempts, nil
@@ -153,8 +153,8 @@ func attemptTasks(rep *analysis.Report, st *spark.Stage) []*spark.Task {
 
 // Stage returns the stage page of attempt (-1: the latest) of a stage of
 // the tenant's app.
-func (e *Engine) Stage(ctx context.Context, tenant, appID string, stage, attempt int) (*StagePage, error) {
-	rep, st, attempts, err := e.stageOf(tenant, appID, stage, attempt)
+func (e *Engine) Stage(ctx context.Context, tenant string, app AppAttempt, stage, attempt int) (*StagePage, error) {
+	rep, st, attempts, err := e.stageOf(tenant, app, stage, attempt)
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +302,7 @@ func executorOrder(a, b string) int {
 // of a stage of the tenant's app, sorted by key (a metric of the
 // quantiles, or id, index, partition, attempt, launch, executor, host,
 // status, locality), descending when desc; ties keep task id order.
-func (e *Engine) StageTasks(ctx context.Context, tenant, appID string, stage, attempt int, key string, desc bool, offset, limit int) (*TaskPage, error) {
+func (e *Engine) StageTasks(ctx context.Context, tenant string, app AppAttempt, stage, attempt int, key string, desc bool, offset, limit int) (*TaskPage, error) {
 	if key == "" {
 		key = "id"
 	}
@@ -310,7 +310,7 @@ func (e *Engine) StageTasks(ctx context.Context, tenant, appID string, stage, at
 	if err != nil {
 		return nil, err
 	}
-	rep, st, _, err := e.stageOf(tenant, appID, stage, attempt)
+	rep, st, _, err := e.stageOf(tenant, app, stage, attempt)
 	if err != nil {
 		return nil, err
 	}

@@ -49,7 +49,7 @@ func TestStageTasksGolden(t *testing.T) {
 	if err := json.Unmarshal(corpus.Read(t, "eventlogs", "golden", "apache", "stage_task_list_with_partitionId_expectation.json"), &want); err != nil {
 		t.Fatal(err)
 	}
-	page, err := e.StageTasks(context.Background(), "", "local-1642039451826", 0, 0, "id", false, 0, 100)
+	page, err := e.StageTasks(context.Background(), "", AppAttempt{ID: "local-1642039451826"}, 0, 0, "id", false, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestStageTasksGolden(t *testing.T) {
 func TestStageTasksSortAndPage(t *testing.T) {
 	e := stageEngine(t)
 	ctx := context.Background()
-	all, err := e.StageTasks(ctx, "", "local-1642039451826", 0, -1, "duration", true, 0, 100)
+	all, err := e.StageTasks(ctx, "", AppAttempt{ID: "local-1642039451826"}, 0, -1, "duration", true, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,14 +78,14 @@ func TestStageTasksSortAndPage(t *testing.T) {
 			t.Fatalf("not by duration, longest first: %d after %d", all.Tasks[i].DurationMs, all.Tasks[i-1].DurationMs)
 		}
 	}
-	page, err := e.StageTasks(ctx, "", "local-1642039451826", 0, -1, "duration", true, 3, 2)
+	page, err := e.StageTasks(ctx, "", AppAttempt{ID: "local-1642039451826"}, 0, -1, "duration", true, 3, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if page.Total != 8 || len(page.Tasks) != 2 || page.Tasks[0].ID != all.Tasks[3].ID || page.Tasks[1].ID != all.Tasks[4].ID {
 		t.Errorf("page from 3 of 2: %d of %d", len(page.Tasks), page.Total)
 	}
-	past, err := e.StageTasks(ctx, "", "local-1642039451826", 0, -1, "id", false, 50, 10)
+	past, err := e.StageTasks(ctx, "", AppAttempt{ID: "local-1642039451826"}, 0, -1, "id", false, 50, 10)
 	if err != nil || past.Total != 8 || len(past.Tasks) != 0 {
 		t.Errorf("a page past the end: %v, %+v", err, past)
 	}
@@ -98,7 +98,7 @@ func TestStageTasksSortAndPage(t *testing.T) {
 		{0, "nonsense", errkind.BadInput, `sort "nonsense": want one of`},
 		{99, "id", errkind.NotFound, "has no attempt -1 of stage 99"},
 	} {
-		_, err := e.StageTasks(ctx, "", "local-1642039451826", bad.stage, -1, bad.key, false, 0, 10)
+		_, err := e.StageTasks(ctx, "", AppAttempt{ID: "local-1642039451826"}, bad.stage, -1, bad.key, false, 0, 10)
 		if errkind.Of(err) != bad.kind || err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("stage %d sorted by %q: %v", bad.stage, bad.key, err)
 		}
@@ -109,7 +109,7 @@ func TestStageTasksSortAndPage(t *testing.T) {
 // values, the one at min(q·n, n-1).
 func TestStageQuantiles(t *testing.T) {
 	e := stageEngine(t)
-	p, err := e.Stage(context.Background(), "", "local-1642039451826", 0, -1)
+	p, err := e.Stage(context.Background(), "", AppAttempt{ID: "local-1642039451826"}, 0, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func BenchmarkStageTasks(b *testing.B) {
 		b.ReportMetric(float64((cpuTime()-start).Microseconds())/float64(b.N)/1000, "cpu-ms/op")
 	}
 	page := func(b *testing.B, key string) {
-		if _, err := e.StageTasks(ctx, "", "big", 1, -1, key, true, 100_000, 100); err != nil {
+		if _, err := e.StageTasks(ctx, "", AppAttempt{ID: "big"}, 1, -1, key, true, 100_000, 100); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -196,7 +196,7 @@ func BenchmarkStageTasks(b *testing.B) {
 	})
 	b.Run("quantiles", func(b *testing.B) {
 		cpu(b, func() {
-			if _, err := e.Stage(ctx, "", "big", 1, -1); err != nil {
+			if _, err := e.Stage(ctx, "", AppAttempt{ID: "big"}, 1, -1); err != nil {
 				b.Fatal(err)
 			}
 		})

@@ -32,6 +32,12 @@ type Sums struct {
 	// otherwise the selected uploads' sample span within the request's
 	// range.
 	From, Until int64
+	// StepEnds counts the steps from the request's start and stamps each
+	// point at the end of its step, as Pyroscope's SelectSeries does: a
+	// point at T sums [T−step, T). Otherwise the steps are whole
+	// multiples of the step since the epoch, each point stamped at its
+	// start.
+	StepEnds bool
 }
 
 // Summed is what Sum summed.
@@ -62,12 +68,16 @@ type StepSeries struct {
 // executors is tens of millions of samples), from a block's timeline when
 // it serves (seriesSource).
 func (e *Engine) Sum(ctx context.Context, tenant string, req Request, o Sums) (Summed, error) {
+	s := &summer{by: o.By, untimedAtUpload: o.UntimedAtUpload, typ: req.Type, sums: map[profile.SampleType]*typeSums{}}
+	if o.StepEnds {
+		s.origin, s.stepEnds = req.Filter.From, true // the start asked for, before a stage narrows it
+	}
 	req = narrowToStage(req, e.stageWindowOf(tenant))
 	step, err := e.sumStep(tenant, req, o)
 	if err != nil {
 		return Summed{Step: step}, err
 	}
-	s := &summer{by: o.By, step: step, untimedAtUpload: o.UntimedAtUpload, typ: req.Type, sums: map[profile.SampleType]*typeSums{}}
+	s.step = step
 	if err := e.eachUpload(ctx, tenant, req, seriesSource(o.By, step), s.add); err != nil {
 		return Summed{Step: step}, err
 	}
@@ -127,6 +137,8 @@ type typeSums struct {
 type summer struct {
 	by              []string
 	step            time.Duration
+	origin          int64 // the steps count from it (Unix ns)
+	stepEnds        bool  // points are stamped at their step's end
 	untimedAtUpload bool
 	typ             string // the type asked for, "" for the default
 	sums            map[profile.SampleType]*typeSums
@@ -182,9 +194,28 @@ func (s *summer) add(u *store.Upload, p *profile.Profile, keep func(*profile.Sam
 			g = ts.group(p, smp, s.by)
 			groupOf[k] = g
 		}
-		g.sums[smp.Time/int64(s.step)*int64(s.step)] += smp.Value
+		g.sums[s.stamp(smp.Time)] += smp.Value
 	}
 	return nil
+}
+
+// stamp returns the time (Unix ns) of the point that sums a sample at t:
+// the start of its step, or with stepEnds its end.
+func (s *summer) stamp(t int64) int64 {
+	if s.step == AllTime {
+		return 0
+	}
+	step := int64(s.step)
+	d := t - s.origin
+	k := d / step
+	if d < 0 && d%step != 0 {
+		k-- // the step before the origin, not the one after it
+	}
+	at := s.origin + k*step
+	if s.stepEnds {
+		at += step
+	}
+	return at
 }
 
 // typeSums returns the sums of type t, adding them at its first sample.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/query"
 	"github.com/sparkprof/sparkprof/report"
 	"github.com/sparkprof/sparkprof/spark"
 )
@@ -52,7 +53,7 @@ func (s *Server) handleApp(r *http.Request) (any, error) {
 	default:
 		return nil, badRequest("tasks=%q: want all (with their metrics), brief (what a timeline draws), timeline (arrays, with their phases) or none", form)
 	}
-	rep, err := s.query.App(r.Context(), tenant(r), r.PathValue("id"))
+	rep, err := s.query.App(r.Context(), tenant(r), appOf(r))
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +66,18 @@ func (s *Server) handleApp(r *http.Request) (any, error) {
 		return appDetail{rep, []briefTask{}}, nil
 	}
 	return appDetail{rep, rep.Tasks}, nil
+}
+
+// appOf returns the app attempt a request names: the app of its path's
+// id, the attempt of its appAttempt parameter ("" for an app that names
+// none), else the latest.
+func appOf(r *http.Request) query.AppAttempt {
+	app := query.AppAttempt{ID: r.PathValue("id")}
+	if q := r.URL.Query(); q.Has("appAttempt") {
+		a := q.Get("appAttempt")
+		app.Attempt = &a
+	}
+	return app
 }
 
 // handleSlowVsRest diffs the slowest percent of a stage's tasks against the
@@ -85,7 +98,7 @@ func (s *Server) handleSlowVsRest(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sr, err := s.query.SlowVsRest(r.Context(), tenant(r), r.PathValue("id"), stage, pct, r.URL.Query())
+	sr, err := s.query.SlowVsRest(r.Context(), tenant(r), appOf(r), stage, pct, r.URL.Query())
 	if err != nil {
 		return nil, err
 	}

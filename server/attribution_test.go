@@ -8,6 +8,7 @@ import (
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/attribution"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/query"
 	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -63,7 +64,7 @@ func TestTaskSamplesAgree(t *testing.T) {
 	if err := db.Append("", &store.Upload{From: p.Start, Until: p.End, Labels: profile.Labels{{Name: profile.LabelServiceName, Value: "agree"}, {Name: profile.LabelAppID, Value: app.ID}}, Profile: p}); err != nil {
 		t.Fatal(err)
 	}
-	live, err := s.query.App(context.Background(), "", app.ID)
+	live, err := s.query.App(context.Background(), "", query.AppAttempt{ID: app.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

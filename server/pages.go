@@ -12,7 +12,7 @@ import (
 // handleReport serves an application's offline HTML report (timeline,
 // findings, stages, executors), with what the store holds of it now.
 func (s *Server) handleReport(r *http.Request) (any, error) {
-	rep, err := s.query.App(r.Context(), tenant(r), r.PathValue("id"))
+	rep, err := s.query.App(r.Context(), tenant(r), appOf(r))
 	if err != nil {
 		return nil, err
 	}

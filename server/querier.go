@@ -169,9 +169,9 @@ func (q querier) LabelValues(ctx context.Context, req *connect.Request[typesv1.L
 	return connect.NewResponse(&typesv1.LabelValuesResponse{Names: slices.Compact(values)}), nil
 }
 
-// selectRequest is the request of a profile type ID and a label selector
-// over start–end (Unix ms).
-func selectRequest(profileTypeID, selector string, start, end int64) (query.Request, error) {
+// selectRequest is the request of a profile type ID, a label selector and
+// a stack trace selector (nil for none) over start–end (Unix ms).
+func selectRequest(profileTypeID, selector string, stacks *typesv1.StackTraceSelector, start, end int64) (query.Request, error) {
 	if profileTypeID == "" {
 		return query.Request{}, connect.NewError(connect.CodeInvalidArgument, errors.New("profile_typeID: missing; say which profile type, e.g. "+pyroscope.CPUTypeID))
 	}
@@ -187,14 +187,39 @@ func selectRequest(profileTypeID, selector string, start, end int64) (query.Requ
 	if err != nil {
 		return query.Request{}, err
 	}
-	return query.NewRequest(ms, t.Name, r.From, r.Until), nil
+	req := query.NewRequest(ms, t.Name, r.From, r.Until)
+	if req.Filter.CallSite, err = callSite(stacks); err != nil {
+		return query.Request{}, err
+	}
+	return req, nil
 }
 
-// merged merges what a profile type ID and a label selector select over
-// start–end (Unix ms), stacks only. It returns the merged profile and the
+// callSite returns the function names of a stack trace selector's call
+// site, root first: the samples kept are those whose stacks begin with
+// them. Go's PGO selector, which trims profiles for the Go compiler, is
+// refused: sparkprof's profiles are not Go programs'.
+func callSite(sel *typesv1.StackTraceSelector) ([]string, error) {
+	if sel == nil {
+		return nil, nil
+	}
+	if sel.GoPgo != nil {
+		return nil, connect.NewError(connect.CodeUnimplemented, errors.New("stack_trace_selector.go_pgo: not served; select stacks by call_site"))
+	}
+	var names []string
+	for i, l := range sel.CallSite {
+		if l.GetName() == "" {
+			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("stack_trace_selector.call_site[%d]: no name; give each frame's function name, the root first", i))
+		}
+		names = append(names, l.GetName())
+	}
+	return names, nil
+}
+
+// merged merges what a profile type ID, a label selector and a stack
+// trace selector select over start–end (Unix ms), stacks only. It returns the merged profile and the
 // sample type picked.
-func (q querier) merged(ctx context.Context, h http.Header, typeID, selector string, start, end int64) (*profile.Profile, profile.SampleType, error) {
-	sr, err := selectRequest(typeID, selector, start, end)
+func (q querier) merged(ctx context.Context, h http.Header, typeID, selector string, stacks *typesv1.StackTraceSelector, start, end int64) (*profile.Profile, profile.SampleType, error) {
+	sr, err := selectRequest(typeID, selector, stacks, start, end)
 	if err != nil {
 		return nil, profile.SampleType{}, err
 	}
@@ -228,7 +253,7 @@ func nodeLimit(maxNodes *int64) int {
 // bytes, a Graphviz DOT call graph, or the profile as pprof.
 func (q querier) SelectMergeStacktraces(ctx context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
 	m := req.Msg
-	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
+	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.StackTraceSelector, m.Start, m.End)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +282,7 @@ func (q querier) SelectMergeStacktraces(ctx context.Context, req *connect.Reques
 		}
 		res.Dot = b.String()
 	case querierv1.ProfileFormat_PROFILE_FORMAT_PPROF:
-		gp, err := pprofMessage(p, t)
+		gp, err := pprofMessage(trimmed(p, t, m.MaxNodes), t)
 		if err != nil {
 			return nil, err
 		}
@@ -292,6 +317,21 @@ func treeBytes(tree *profile.Tree) []byte {
 	return b
 }
 
+// trimmed returns p, or with maxNodes set the samples of type t of p
+// trimmed to the maxNodes largest nodes of its call tree, each parent's
+// smaller callees folded into one frame named "other", totals unchanged:
+// the pprof of Pyroscope's max_nodes.
+func trimmed(p *profile.Profile, t profile.SampleType, maxNodes *int64) *profile.Profile {
+	if maxNodes == nil || *maxNodes <= 0 || !query.HasType(p, t) {
+		return p
+	}
+	tree := profile.NewTree(p, t)
+	tree.Trim(int(*maxNodes))
+	out := tree.Profile()
+	out.Start, out.End = p.Start, p.End
+	return out
+}
+
 // pprofMessage returns the samples of type t of p as a pprof profile
 // message: one of that type and no samples when p has none.
 func pprofMessage(p *profile.Profile, t profile.SampleType) (*googlev1.Profile, error) {
@@ -320,13 +360,15 @@ func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv
 	if step < time.Second {
 		step = 10 * time.Second
 	}
-	sr, err := selectRequest(m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
+	sr, err := selectRequest(m.ProfileTypeID, m.LabelSelector, m.StackTraceSelector, m.Start, m.End)
 	if err != nil {
 		return nil, err
 	}
 	// Samples without a time count at their upload's start, as
-	// Pyroscope's timeline puts them.
-	sum, err := q.s.query.Sum(ctx, headerTenant(req.Header()), sr, query.Sums{Step: step, By: m.GroupBy, UntimedAtUpload: true})
+	// Pyroscope's timeline puts them; each point is stamped at the end of
+	// its step, as Pyroscope stamps them, so that a client summing the
+	// points within the range (profilecli's query top) counts them all.
+	sum, err := q.s.query.Sum(ctx, headerTenant(req.Header()), sr, query.Sums{Step: step, By: m.GroupBy, UntimedAtUpload: true, StepEnds: true})
 	if err != nil {
 		return nil, connectError(err)
 	}
@@ -354,14 +396,15 @@ func (q querier) SelectSeries(ctx context.Context, req *connect.Request[querierv
 }
 
 // SelectMergeProfile answers the merged profile as pprof, as
-// SelectMergeStacktraces does with PROFILE_FORMAT_PPROF.
+// SelectMergeStacktraces does with PROFILE_FORMAT_PPROF: what profilecli's
+// query profile fetches, with its stack trace selector and max nodes.
 func (q querier) SelectMergeProfile(ctx context.Context, req *connect.Request[querierv1.SelectMergeProfileRequest]) (*connect.Response[googlev1.Profile], error) {
 	m := req.Msg
-	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.Start, m.End)
+	p, t, err := q.merged(ctx, req.Header(), m.ProfileTypeID, m.LabelSelector, m.StackTraceSelector, m.Start, m.End)
 	if err != nil {
 		return nil, err
 	}
-	gp, err := pprofMessage(p, t)
+	gp, err := pprofMessage(trimmed(p, t, m.MaxNodes), t)
 	if err != nil {
 		return nil, err
 	}
@@ -377,11 +420,11 @@ func (q querier) Diff(ctx context.Context, req *connect.Request[querierv1.DiffRe
 	if rt, rerr := pyroscope.TypeOfID(right.ProfileTypeID); err == nil && rerr == nil && lt != rt {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("profile types differ: %s and %s", left.ProfileTypeID, right.ProfileTypeID))
 	}
-	base, bt, err := q.merged(ctx, req.Header(), left.ProfileTypeID, left.LabelSelector, left.Start, left.End)
+	base, bt, err := q.merged(ctx, req.Header(), left.ProfileTypeID, left.LabelSelector, left.StackTraceSelector, left.Start, left.End)
 	if err != nil {
 		return nil, err
 	}
-	next, t, err := q.merged(ctx, req.Header(), right.ProfileTypeID, right.LabelSelector, right.Start, right.End)
+	next, t, err := q.merged(ctx, req.Header(), right.ProfileTypeID, right.LabelSelector, right.StackTraceSelector, right.Start, right.End)
 	if err != nil {
 		return nil, err
 	}

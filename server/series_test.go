@@ -170,7 +170,7 @@ func mergedSeries(t *testing.T, s *Server, r *http.Request) seriesAnswer {
 func mergeWithTimes(t *testing.T, s *Server, req query.Request, res int64) *profile.Profile {
 	t.Helper()
 	m := profile.NewMerger(profile.MergeOptions{Aggregate: res != 0, Resolution: res, DropLabels: req.Keep == query.KeepNone, DropThreads: req.Keep == query.KeepNone})
-	tasksOf := func(app string) map[int64]*spark.Task { return s.apps.Tasks("", app) }
+	tasksOf := func(app, attempt string) map[int64]*spark.Task { return s.apps.Tasks("", app, attempt) }
 	err := s.cfg.Store.Select("", req.Query, func(u *store.Upload) error {
 		stored, err := u.Load()
 		if err != nil {

@@ -37,7 +37,7 @@ func (s *Server) handleStage(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.query.Stage(r.Context(), tenant(r), r.PathValue("id"), stage, attempt)
+	return s.query.Stage(r.Context(), tenant(r), appOf(r), stage, attempt)
 }
 
 // maxTaskPage bounds the tasks one request of a stage's task table gets.
@@ -69,5 +69,5 @@ func (s *Server) handleStageTasks(r *http.Request) (any, error) {
 	default:
 		return nil, badRequest("desc %q: want true or false", v)
 	}
-	return s.query.StageTasks(r.Context(), tenant(r), r.PathValue("id"), stage, attempt, r.URL.Query().Get("sort"), desc, offset, limit)
+	return s.query.StageTasks(r.Context(), tenant(r), appOf(r), stage, attempt, r.URL.Query().Get("sort"), desc, offset, limit)
 }

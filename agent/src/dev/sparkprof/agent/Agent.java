@@ -48,6 +48,7 @@ public final class Agent {
       String role = cfg.get("executorId") != null ? "executor" : who[0];
       Agent a = start(cfg, role, first(cfg.get("appId"), who[1]), cfg.get("appName"), first(cfg.get("executorId"), who[2]));
       if (a != null) {
+        a.labels.put("host", commandLineArg(System.getProperty("sun.java.command", ""), "--hostname"));
         long stopWait = Math.max(0, cfg.millis("stopWait", 5_000));
         Runtime.getRuntime().addShutdownHook(new Thread(() -> a.stop(stopWait), "sparkprof-shutdown"));
       }
@@ -74,14 +75,20 @@ public final class Agent {
     } else if (args.length > 0 && !args[0].contains("spark")) {
       role = "jvm";
     }
+    appId = commandLineArg(command, "--app-id");
+    exec = commandLineArg(command, "--executor-id");
+    return new String[] {role, appId, "driver".equals(role) ? "driver" : exec};
+  }
+
+  /** The value after the argument named name in a JVM's command line, or null. */
+  static String commandLineArg(String command, String name) {
+    String[] args = command.trim().split("\\s+");
     for (int i = 0; i + 1 < args.length; i++) {
-      if (args[i].equals("--executor-id")) {
-        exec = args[i + 1];
-      } else if (args[i].equals("--app-id")) {
-        appId = args[i + 1];
+      if (args[i].equals(name)) {
+        return args[i + 1];
       }
     }
-    return new String[] {role, appId, "driver".equals(role) ? "driver" : exec};
+    return null;
   }
 
   private static String first(String a, String b) {
@@ -159,7 +166,7 @@ public final class Agent {
 
   private void run() {
     try {
-      labels.put("host", hostname());
+      labels.putIfAbsent("host", hostname());
       profiler.start();
       if (profiler.gcFromNotifications()) {
         listenToGc();
@@ -222,11 +229,21 @@ public final class Agent {
   private void shipLoop() {
     long every = Math.max(100, cfg.millis("uploadInterval", 10_000));
     while (!stopping) {
-      synchronized (wake) {
+      // Wait for the window's end a second at a time, learning the driver's app meanwhile: a job shorter than
+      // a window has stopped Spark's environment by its end.
+      long due = System.currentTimeMillis() + every;
+      for (long left = every; left > 0 && !stopping; left = due - System.currentTimeMillis()) {
+        synchronized (wake) {
+          try {
+            wake.wait(Math.min(left, 1_000));
+          } catch (InterruptedException e) {
+            return;
+          }
+        }
         try {
-          wake.wait(every);
-        } catch (InterruptedException e) {
-          return;
+          learnFromSpark();
+        } catch (Throwable t) {
+          Log.once("learning the app from Spark failed", t);
         }
       }
       if (stopping) {
@@ -237,6 +254,43 @@ public final class Agent {
       } catch (Throwable t) {
         Log.once("recording a window failed", t);
       }
+    }
+  }
+
+  private boolean learned;
+
+  /**
+   * Learns what a driver's agent started by {@code -javaagent} cannot know at the JVM's start, the app's id and
+   * name and the driver's host as Spark names them, from Spark's environment once the SparkContext has made it.
+   * Executors and the plugin know them from the start.
+   */
+  private void learnFromSpark() {
+    if (learned || !"driver".equals(role) || labels.get("spark_app_id") != null) {
+      return;
+    }
+    try {
+      Class<?> envClass = Class.forName("org.apache.spark.SparkEnv", false, ClassLoader.getSystemClassLoader());
+      Object env = envClass.getMethod("get").invoke(null);
+      if (env == null) {
+        return; // no SparkContext yet
+      }
+      Object conf = envClass.getMethod("conf").invoke(env);
+      java.lang.reflect.Method get = conf.getClass().getMethod("get", String.class, String.class);
+      String appId = (String) get.invoke(conf, "spark.app.id", null);
+      if (appId == null) {
+        return;
+      }
+      labels.put("spark_app_id", appId);
+      labels.put("host", (String) get.invoke(conf, "spark.driver.host", null));
+      if (uploader != null && cfg.get("appName") == null) {
+        uploader.app((String) get.invoke(conf, "spark.app.name", null));
+      }
+      learned = true;
+    } catch (ClassNotFoundException e) {
+      learned = true; // not a Spark driver
+    } catch (ReflectiveOperationException | LinkageError | RuntimeException e) {
+      learned = true;
+      Log.once("cannot read the app's id from Spark's environment", e);
     }
   }
 

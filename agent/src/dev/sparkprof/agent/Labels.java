@@ -16,6 +16,17 @@ final class Labels {
     }
   }
 
+  /** Puts the label unless it has a value already. */
+  synchronized void putIfAbsent(String name, String value) {
+    if (!values.containsKey(name)) {
+      put(name, value);
+    }
+  }
+
+  synchronized String get(String name) {
+    return values.get(name);
+  }
+
   /** Adds extra labels given as {@code k=v;k=v} (the labels setting). */
   synchronized void parse(String extra) {
     if (extra == null) {

@@ -64,6 +64,7 @@ public final class SparkProfPlugin implements SparkPlugin {
         stopWait = stopWait(cfg);
         agent = Agent.start(cfg, "driver", sc.applicationId(), sc.appName(), "driver");
         if (agent != null) {
+          agent.labels.put("host", sc.getConf().get("spark.driver.host", null));
           agent.awaitRecording(startWait(cfg));
         }
       } catch (Throwable t) {
@@ -93,11 +94,24 @@ public final class SparkProfPlugin implements SparkPlugin {
         agent = Agent.start(cfg, "executor", conf.get("spark.app.id", null), conf.get("spark.app.name", null),
             ctx.executorID());
         if (agent != null) {
-          agent.labels.put("host", ctx.hostname());
+          agent.labels.put("host", executorHost(ctx));
           agent.awaitRecording(startWait(cfg));
         }
       } catch (Throwable t) {
         Log.once("executor plugin failed to start", t);
+      }
+    }
+
+    /**
+     * The executor's host as Spark names it in the event log: the plugin context's, which Spark 3.x and 4.x
+     * executors cannot give (their RPC environment has no address: a NullPointerException), else the
+     * {@code --hostname} the executor backend was started with; null leaves the agent's own.
+     */
+    static String executorHost(PluginContext ctx) {
+      try {
+        return ctx.hostname();
+      } catch (RuntimeException e) {
+        return Agent.commandLineArg(System.getProperty("sun.java.command", ""), "--hostname");
       }
     }
 

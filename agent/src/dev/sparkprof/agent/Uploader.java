@@ -23,7 +23,7 @@ import java.util.zip.GZIPOutputStream;
 final class Uploader {
   private final Config cfg;
   private final Labels labels;
-  private final String app;
+  private volatile String app;
   private final String server;
   /**
    * Starts the keys of this JVM's windows: unique among all JVMs sending to a server. Not a UUID: its SecureRandom
@@ -34,6 +34,13 @@ final class Uploader {
   private final AtomicLong keys = new AtomicLong();
   /** Uploads the server accepted, and those that failed or were refused. */
   final AtomicLong uploads = new AtomicLong(), failures = new AtomicLong();
+
+  /** Names the app the uploads are of from now on. */
+  void app(String name) {
+    if (name != null) {
+      app = name;
+    }
+  }
 
   /** An uploader to the configured server, for the app of that name with labels. */
   Uploader(Config cfg, Labels labels, String app) {

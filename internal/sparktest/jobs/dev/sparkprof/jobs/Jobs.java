@@ -1,0 +1,244 @@
+package dev.sparkprof.jobs;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.regex.Pattern;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.sql.SparkSession;
+import scala.Tuple2;
+
+/**
+ * The Spark jobs of the real-Spark tests, one mode a run: {@code Jobs MODE [ARG]}. Each planted job has one
+ * known cause, named in its job description ({@code planted:CAUSE}), on the stage the tests expect it on. The
+ * cluster is two executors of one core each ({@code local-cluster[2,1,1024]}); the sizes are small enough for a
+ * busy two-core machine and the tests scale the analysis thresholds to them.
+ */
+public final class Jobs {
+  private Jobs() {}
+
+  public static void main(String[] args) throws Exception {
+    String mode = args[0];
+    SparkSession spark = SparkSession.builder().appName("sparkprof-" + mode).getOrCreate();
+    JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    try {
+      switch (mode) {
+        case "planted":
+          warmUp(sc);
+          for (String cause : new String[] {"straggler", "skew", "few-tasks", "shuffle", "regex", "exceptions"}) {
+            planted(sc, cause);
+          }
+          break;
+        case "planted-memory":
+          warmUp(sc);
+          planted(sc, "gc");
+          planted(sc, "spill");
+          break;
+        case "short":
+          sc.setJobDescription("short");
+          sc.parallelize(range(2), 2).map(i -> burn(1_000)).count();
+          break;
+        case "decommission":
+          // Each task says where it runs by a file in ARG; the test decommissions an executor with a task.
+          String markers = args[1];
+          sc.setJobDescription("decommission");
+          sc.parallelize(range(8), 8)
+              .map(i -> {
+                mark(markers, i);
+                return burn(3_000);
+              })
+              .count();
+          break;
+        case "dynamic":
+          // Two executors are asked for, left idle until dynamic allocation removes them, then asked for again.
+          for (int round = 0; round < 2; round++) {
+            sc.setJobDescription("dynamic round " + round);
+            sc.parallelize(range(8), 8).map(i -> burn(1_500)).count();
+            for (long end = System.currentTimeMillis() + 600_000;
+                !sc.sc().getExecutorIds().isEmpty() && System.currentTimeMillis() < end; ) {
+              Thread.sleep(200);
+            }
+          }
+          break;
+        case "cpu":
+          // The overhead benchmark's job: CPU-bound tasks over both executors.
+          sc.setJobDescription("cpu");
+          sc.parallelize(range(16), 16).map(i -> burn(2_000)).count();
+          break;
+        default:
+          throw new IllegalArgumentException("unknown mode " + mode);
+      }
+      System.out.println("JOBS DONE " + mode + " " + sc.sc().applicationId());
+    } finally {
+      spark.stop();
+    }
+  }
+
+  /**
+   * A job of short tasks on both executors first: a new executor's first tasks load classes and can run for
+   * seconds on a busy machine, which the planted jobs' stages must not mistake for their cause.
+   */
+  static void warmUp(JavaSparkContext sc) {
+    sc.setJobDescription("warm-up");
+    sc.parallelize(range(8), 8).map(i -> burn(200)).count();
+  }
+
+  static List<Integer> range(int n) {
+    List<Integer> l = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      l.add(i);
+    }
+    return l;
+  }
+
+  /** Runs one planted job. */
+  static void planted(JavaSparkContext sc, String cause) {
+    sc.setJobDescription("planted:" + cause);
+    switch (cause) {
+      case "straggler":
+        // Eight tasks of half a second, but partition 5 spends six seconds in slowPartition.
+        sc.parallelize(range(8), 8).map(i -> i == 5 ? slowPartition(6_000) : burn(500)).count();
+        break;
+      case "skew":
+        // 90 % of the rows have key 0: one reduce task reads and works through most of the shuffle.
+        pairs(sc, 8, 50_000, 90).groupByKey(8).map(kv -> {
+          long n = 0;
+          for (String v : kv._2) {
+            n += work(v);
+          }
+          return n;
+        }).count();
+        break;
+      case "few-tasks":
+        // All of a 40 MB shuffle read by one task, with two slots free.
+        pairs(sc, 4, 100_000, 0).repartition(1).map(kv -> work(kv._2)).count();
+        break;
+      case "shuffle":
+        // Most of the stage's time is writing and fetching shuffle data: wide rows, little work.
+        pairs(sc, 4, 150_000, 0).partitionBy(new org.apache.spark.HashPartitioner(4)).count();
+        break;
+      case "regex":
+        // A regular expression compiled for every row.
+        sc.parallelize(range(4), 4).flatMap(i -> rows(300_000).iterator())
+            .filter(s -> Pattern.compile("^(r|q)([0-9]{1,9})(x|y|z)+(\\.[a-z]+)?$").matcher(s).matches()).count();
+        break;
+      case "exceptions":
+        // Exceptions as control flow: parsing that fails for most rows.
+        sc.parallelize(range(4), 4).flatMap(i -> rows(150_000).iterator()).map(Jobs::parseOrZero).count();
+        break;
+      case "gc":
+        // Each task keeps a growing set of small objects alive while it allocates: the heap fills and the
+        // collector works.
+        sc.parallelize(range(4), 4).map(i -> churn(5_000_000)).count();
+        break;
+      case "spill":
+        // A sort of more data than the executor's execution memory holds.
+        pairs(sc, 4, 400_000, 0).sortByKey(true, 2).map(kv -> kv._2.length()).count();
+        break;
+      default:
+        throw new IllegalArgumentException("unknown cause " + cause);
+    }
+  }
+
+  /** Rows of about 100 bytes, keyed by strings (no boxing): skewPct % of them have key k0, the rest spread over 1000 keys. */
+  static JavaPairRDD<String, String> pairs(JavaSparkContext sc, int parts, int perPart, int skewPct) {
+    JavaRDD<Integer> seeds = sc.parallelize(range(parts), parts);
+    return seeds.flatMapToPair(p -> {
+      List<Tuple2<String, String>> out = new ArrayList<>(perPart);
+      char[] pad = new char[96];
+      Arrays.fill(pad, (char) ('a' + p));
+      String padding = new String(pad);
+      for (int i = 0; i < perPart; i++) {
+        int key = (i % 100) < skewPct ? 0 : 1 + (i * 31 + p) % 1000;
+        out.add(new Tuple2<>("k" + key, padding + i));
+      }
+      return out.iterator();
+    });
+  }
+
+  static List<String> rows(int n) {
+    List<String> l = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      l.add((i % 7 == 0 ? "r" : "x") + i + "x");
+    }
+    return l;
+  }
+
+  static long parseOrZero(String s) {
+    try {
+      return Long.parseLong(s);
+    } catch (NumberFormatException e) {
+      return 0;
+    }
+  }
+
+  /** Some CPU per row. */
+  static long work(String s) {
+    long h = 0;
+    for (int r = 0; r < 200; r++) {
+      for (int i = 0; i < s.length(); i++) {
+        h = h * 31 + s.charAt(i);
+      }
+    }
+    return h;
+  }
+
+  /** The straggler's own function, where its time goes: the flame graph of its task must show it. */
+  static long slowPartition(long millis) {
+    long end = System.nanoTime() + millis * 1_000_000;
+    long x = 1;
+    while (System.nanoTime() < end) {
+      for (int i = 0; i < 10_000; i++) {
+        x = x * 6364136223846793005L + i;
+      }
+    }
+    return x;
+  }
+
+  /** Spins the CPU for about millis of wall time. */
+  static long burn(long millis) {
+    long end = System.nanoTime() + millis * 1_000_000;
+    long x = 0;
+    while (System.nanoTime() < end) {
+      for (int i = 0; i < 10_000; i++) {
+        x += (x ^ i) * 2654435761L;
+      }
+    }
+    return x;
+  }
+
+  /** Allocates n small objects, keeping the newest million alive. */
+  static long churn(int n) {
+    List<long[]> live = new ArrayList<>();
+    long sum = 0;
+    for (int i = 0; i < n; i++) {
+      long[] a = new long[8];
+      a[0] = i;
+      if (live.size() < 1_000_000) {
+        live.add(a);
+      } else {
+        live.set(i % live.size(), a);
+      }
+      sum += live.get((i * 7) % live.size())[0];
+    }
+    Collections.shuffle(live);
+    return sum + live.size();
+  }
+
+  /** Writes a file named for the executor into dir, so that a test knows which executor runs a task. */
+  static void mark(String dir, int partition) throws IOException {
+    String exec = SparkEnv.get().executorId();
+    Files.write(new File(dir, "task-" + partition + "-executor-" + exec).toPath(),
+        String.valueOf(ProcessHandle.current().pid()).getBytes(StandardCharsets.UTF_8),
+        StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+  }
+}

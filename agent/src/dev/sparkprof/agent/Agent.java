@@ -2,6 +2,9 @@ package dev.sparkprof.agent;
 
 import java.io.IOException;
 import java.lang.instrument.Instrumentation;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -49,8 +52,7 @@ public final class Agent {
       Agent a = start(cfg, role, first(cfg.get("appId"), who[1]), cfg.get("appName"), first(cfg.get("executorId"), who[2]));
       if (a != null) {
         a.labels.put("host", commandLineArg(System.getProperty("sun.java.command", ""), "--hostname"));
-        long stopWait = Math.max(0, cfg.millis("stopWait", 5_000));
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> a.stop(stopWait), "sparkprof-shutdown"));
+        a.stopAtExit(Math.max(0, cfg.millis("stopWait", 5_000)));
       }
     } catch (Throwable t) {
       Log.once("agent failed to start", t);
@@ -103,6 +105,9 @@ public final class Agent {
     if (instance != null) {
       instance.labels.put("spark_app_id", appId);
       instance.labels.put("spark_executor_id", executorId);
+      if (instance.uploader != null && cfg.get("appName") == null) {
+        instance.uploader.app(appName);
+      }
       return instance;
     }
     if (!cfg.bool("enabled") || ("driver".equals(role) && !cfg.bool("driver.enabled"))
@@ -258,37 +263,55 @@ public final class Agent {
   }
 
   private boolean learned;
+  /** Set when a Spark plugin started or joined the agent: it gave the app's name, id and host. */
+  volatile boolean fromPlugin;
 
   /**
-   * Learns what a driver's agent started by {@code -javaagent} cannot know at the JVM's start, the app's id and
-   * name and the driver's host as Spark names them, from Spark's environment once the SparkContext has made it.
-   * Executors and the plugin know them from the start.
+   * Learns what an agent started by {@code -javaagent} cannot know at the JVM's start from Spark's environment,
+   * once Spark has made it: the app's name, and a driver's app id and host as Spark names them. The plugin
+   * knows them from the start, but for the app id on Spark 4, whose driver plugins start before the task
+   * scheduler has named the app.
    */
   private void learnFromSpark() {
-    if (learned || !"driver".equals(role) || labels.get("spark_app_id") != null) {
+    boolean knowsApp = labels.get("spark_app_id") != null;
+    if (learned || fromPlugin && knowsApp || !"driver".equals(role) && !"executor".equals(role)) {
       return;
     }
     try {
-      Class<?> envClass = Class.forName("org.apache.spark.SparkEnv", false, ClassLoader.getSystemClassLoader());
-      Object env = envClass.getMethod("get").invoke(null);
+      // Method handles, not getMethod: that resolves every public method's types, and Spark 4's SparkEnv has
+      // some of a protobuf that is not on the class path (NoClassDefFoundError).
+      ClassLoader loader = ClassLoader.getSystemClassLoader();
+      Class<?> envClass = Class.forName("org.apache.spark.SparkEnv", false, loader);
+      Class<?> confClass = Class.forName("org.apache.spark.SparkConf", false, loader);
+      MethodHandles.Lookup lookup = MethodHandles.publicLookup();
+      Object env = lookup.findStatic(envClass, "get", MethodType.methodType(envClass)).invoke();
       if (env == null) {
         return; // no SparkContext yet
       }
-      Object conf = envClass.getMethod("conf").invoke(env);
-      java.lang.reflect.Method get = conf.getClass().getMethod("get", String.class, String.class);
-      String appId = (String) get.invoke(conf, "spark.app.id", null);
+      Object conf = lookup.findVirtual(envClass, "conf", MethodType.methodType(confClass)).invoke(env);
+      MethodHandle getter = lookup.findVirtual(confClass, "get", MethodType.methodType(String.class, String.class, String.class));
+      java.util.function.Function<String, String> get = key -> {
+        try {
+          return (String) getter.invoke(conf, key, (String) null);
+        } catch (Throwable t) {
+          return null;
+        }
+      };
+      String appId = get.apply("spark.app.id");
       if (appId == null) {
         return;
       }
-      labels.put("spark_app_id", appId);
-      labels.put("host", (String) get.invoke(conf, "spark.driver.host", null));
+      if ("driver".equals(role)) {
+        labels.put("spark_app_id", appId);
+        labels.put("host", get.apply("spark.driver.host"));
+      }
       if (uploader != null && cfg.get("appName") == null) {
-        uploader.app((String) get.invoke(conf, "spark.app.name", null));
+        uploader.app(get.apply("spark.app.name"));
       }
       learned = true;
     } catch (ClassNotFoundException e) {
-      learned = true; // not a Spark driver
-    } catch (ReflectiveOperationException | LinkageError | RuntimeException e) {
+      learned = true; // not a Spark JVM
+    } catch (Throwable e) {
       learned = true;
       Log.once("cannot read the app's id from Spark's environment", e);
     }
@@ -330,6 +353,7 @@ public final class Agent {
     long deadline = System.currentTimeMillis() + timeoutMs;
     synchronized (this) {
       if (stopped) {
+        awaitStopped(timeoutMs);
         return;
       }
       stopped = true;
@@ -360,7 +384,38 @@ public final class Agent {
           + (uploader != null ? uploader.failures.get() : 0) + " failed, " + queue.dropped.get()
           + " windows dropped, " + tasks.dropped.get() + " task records dropped"
           + (g != null ? ", " + g.dropped.get() + " GC records dropped" : ""));
+      done.countDown();
     }
+  }
+
+  /** Counted down when a stop has shipped the last window, or given up. */
+  private final CountDownLatch done = new CountDownLatch(1);
+
+  /**
+   * Waits at most millis for a stop that another thread began: the JVM's shutdown hook must not let the JVM
+   * exit while the plugin's shutdown still ships the last window.
+   */
+  private void awaitStopped(long millis) {
+    try {
+      done.await(millis, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private boolean hooked;
+
+  /**
+   * Stops the agent when the JVM exits, waiting at most stopWait to ship the last window: a cluster manager that
+   * ends an executor with SIGTERM (a standalone worker, YARN, Kubernetes) may do so while Spark's own shutdown
+   * of the plugin is still shipping.
+   */
+  synchronized void stopAtExit(long stopWait) {
+    if (hooked) {
+      return;
+    }
+    hooked = true;
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> stop(stopWait), "sparkprof-shutdown"));
   }
 
   /** Writes the kept windows to the output file. */

@@ -64,6 +64,8 @@ public final class SparkProfPlugin implements SparkPlugin {
         stopWait = stopWait(cfg);
         agent = Agent.start(cfg, "driver", sc.applicationId(), sc.appName(), "driver");
         if (agent != null) {
+          agent.fromPlugin = true;
+          agent.stopAtExit(stopWait);
           agent.labels.put("host", sc.getConf().get("spark.driver.host", null));
           agent.awaitRecording(startWait(cfg));
         }
@@ -94,6 +96,8 @@ public final class SparkProfPlugin implements SparkPlugin {
         agent = Agent.start(cfg, "executor", conf.get("spark.app.id", null), conf.get("spark.app.name", null),
             ctx.executorID());
         if (agent != null) {
+          agent.fromPlugin = true;
+          agent.stopAtExit(stopWait);
           agent.labels.put("host", executorHost(ctx));
           agent.awaitRecording(startWait(cfg));
         }

@@ -84,7 +84,9 @@ final class Uploader {
       return true;
     } catch (IOException | RuntimeException e) {
       failures.incrementAndGet();
-      Log.once("cannot reach the sparkprof server " + server, e);
+      // One line, no stack: a server that is down is news for the user, not a fault of the job.
+      Log.once("cannot reach the sparkprof server " + server + " (" + e.getMessage() + "); windows wait, up to"
+          + " maxQueuedBytes, and the oldest are dropped", null);
       return false;
     }
   }

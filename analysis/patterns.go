@@ -50,7 +50,10 @@ var patterns = []pattern{
 		frames:     regexp.MustCompile(`^(org\.apache\.log4j\.|org\.apache\.logging\.log4j\.|ch\.qos\.logback\.|java\.util\.logging\.|org\.slf4j\.)`),
 		suggestion: "log less inside tasks: raise the logger's level, guard debug lines (isDebugEnabled), and pass parameters instead of formatting messages that are never written"},
 	{id: "java-serialization", title: "Java serialization", view: viewCPU,
-		frames:     regexp.MustCompile(`^java\.io\.Object(Output|Input)Stream\.(writeObject|readObject)`),
+		frames: regexp.MustCompile(`^java\.io\.Object(Output|Input)Stream\.(writeObject|readObject)`),
+		// Spark (de)serialises tasks and closures with Java serialization whatever
+		// spark.serializer says: only records count.
+		not:        regexp.MustCompile(`^org\.apache\.spark\.serializer\.JavaSerializerInstance\.(serialize|deserialize)$`),
 		suggestion: "use Kryo (spark.serializer=org.apache.spark.serializer.KryoSerializer, register the classes with spark.kryo.classesToRegister); Java serialization of records or large closures is several times slower"},
 	{id: "reflection", title: "reflection per record", view: viewCPU,
 		frames:     regexp.MustCompile(`^java\.lang\.(reflect\.(Method\.invoke|Constructor\.newInstance|Field\.get)|Class\.(forName|getMethod|getDeclaredMethod|getMethods|getDeclaredMethods|getField|getDeclaredField|newInstance))`),

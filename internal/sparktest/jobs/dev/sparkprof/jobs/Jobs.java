@@ -8,6 +8,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.Iterator;
 import java.util.List;
 import java.util.regex.Pattern;
 import org.apache.spark.SparkEnv;
@@ -128,12 +129,12 @@ public final class Jobs {
         break;
       case "regex":
         // A regular expression compiled for every row.
-        sc.parallelize(range(4), 4).flatMap(i -> rows(300_000).iterator())
+        sc.parallelize(range(4), 4).flatMap(i -> rows(300_000))
             .filter(s -> Pattern.compile("^(r|q)([0-9]{1,9})(x|y|z)+(\\.[a-z]+)?$").matcher(s).matches()).count();
         break;
       case "exceptions":
         // Exceptions as control flow: parsing that fails for most rows.
-        sc.parallelize(range(4), 4).flatMap(i -> rows(150_000).iterator()).map(Jobs::parseOrZero).count();
+        sc.parallelize(range(4), 4).flatMap(i -> rows(150_000)).map(Jobs::parseOrZero).count();
         break;
       case "gc":
         // Each task keeps a growing set of small objects alive while it allocates: the heap fills and the
@@ -141,8 +142,8 @@ public final class Jobs {
         sc.parallelize(range(4), 4).map(i -> churn(5_000_000)).count();
         break;
       case "spill":
-        // A sort of more data than the executor's execution memory holds.
-        pairs(sc, 4, 400_000, 0).sortByKey(true, 2).map(kv -> kv._2.length()).count();
+        // A sort of more records than it may hold in memory (the test sets Spark's threshold of records).
+        pairs(sc, 4, 100_000, 0).sortByKey(true, 4).map(kv -> kv._2.length()).count();
         break;
       default:
         throw new IllegalArgumentException("unknown cause " + cause);
@@ -165,12 +166,22 @@ public final class Jobs {
     });
   }
 
-  static List<String> rows(int n) {
-    List<String> l = new ArrayList<>(n);
-    for (int i = 0; i < n; i++) {
-      l.add((i % 7 == 0 ? "r" : "x") + i + "x");
-    }
-    return l;
+  /** n short rows, made as they are read: the list of them would be garbage of its own. */
+  static Iterator<String> rows(int n) {
+    return new Iterator<String>() {
+      int i;
+
+      @Override
+      public boolean hasNext() {
+        return i < n;
+      }
+
+      @Override
+      public String next() {
+        i++;
+        return (i % 7 == 0 ? "r" : "x") + i + "x";
+      }
+    };
   }
 
   static long parseOrZero(String s) {

@@ -1,0 +1,391 @@
+package main
+
+import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+var (
+	agentBuild    sync.Once
+	agentBuildOut []byte
+	agentBuildErr error
+)
+
+// buildAgent builds the agent jar once per test process.
+func buildAgent() ([]byte, error) {
+	agentBuild.Do(func() {
+		agentBuildOut, agentBuildErr = exec.Command("../../agent/build.sh").CombinedOutput()
+	})
+	return agentBuildOut, agentBuildErr
+}
+
+// planted is one planted cause: the job whose description names it, and
+// what must be found on that job's last stage.
+type planted struct {
+	cause string
+	// found reports whether the stage's findings and the app's
+	// recommendations name the cause.
+	found func(stage int, fs []finding, rep appReport) bool
+	// kinds are the finding kinds and patterns the cause may raise (on its
+	// own stage only).
+	kinds []string
+}
+
+// verdictOn returns the stage finding on stage, of warning or critical
+// severity.
+func verdictOn(stage int, fs []finding) *finding {
+	for i, f := range fs {
+		if f.StageID != nil && *f.StageID == stage && f.Severity != "info" {
+			return &fs[i]
+		}
+	}
+	return nil
+}
+
+// evidence decodes a finding's evidence.
+func evidence(f *finding) map[string]any {
+	var m map[string]any
+	json.Unmarshal(f.Evidence, &m)
+	return m
+}
+
+func recommendedOn(pattern string, stage int, rep appReport) bool {
+	for _, r := range rep.Recommendations {
+		if r.Pattern == pattern && (r.StageID == nil || *r.StageID == stage) {
+			return true
+		}
+	}
+	return false
+}
+
+var plantedCauses = []planted{
+	{"straggler", func(stage int, fs []finding, _ appReport) bool {
+		f := verdictOn(stage, fs)
+		if f == nil || f.Kind != "straggler" {
+			return false
+		}
+		p, _ := evidence(f)["profile"].(map[string]any)
+		code, _ := p["code"].(string)
+		return strings.Contains(code, "slowPartition")
+	}, []string{"straggler"}},
+	{"skew", func(stage int, fs []finding, _ appReport) bool {
+		f := verdictOn(stage, fs)
+		return f != nil && (f.Kind == "skew" || f.Kind == "straggler" && evidence(f)["cause"] == "skew")
+	}, []string{"skew", "straggler"}},
+	{"few-tasks", func(stage int, fs []finding, _ appReport) bool {
+		f := verdictOn(stage, fs)
+		return f != nil && f.Kind == "too-few-tasks"
+	}, []string{"too-few-tasks", "straggler"}},
+	{"regex", func(stage int, _ []finding, rep appReport) bool { return recommendedOn("regex-compile", stage, rep) },
+		[]string{"regex-compile"}},
+	{"exceptions", func(stage int, _ []finding, rep appReport) bool { return recommendedOn("exceptions", stage, rep) },
+		[]string{"exceptions"}},
+	{"gc", func(stage int, fs []finding, _ appReport) bool {
+		f := verdictOn(stage, fs)
+		return f != nil && f.Kind == "gc"
+	}, []string{"gc", "alloc-hotspots", "boxing"}},
+	{"spill", func(stage int, fs []finding, _ appReport) bool {
+		f := verdictOn(stage, fs)
+		return f != nil && f.Kind == "spill"
+	}, []string{"spill"}},
+}
+
+// checkPlanted checks the app's report on the server and analyze's on its
+// event log: each planted cause named on its job's last stage, and no
+// finding (warning or critical) nor recommendation that the job does not
+// have. The warm-up job's stages, whose first tasks load the executors'
+// classes, are left out.
+func checkPlanted(t *testing.T, e realSpark, app string, causes ...string) {
+	t.Helper()
+	var rep appReport
+	e.get(t, "/api/v1/apps/"+app, &rep)
+	stageOf := map[string]int{} // cause → its job's last stage
+	causeOf := map[int]string{} // stage → its job's cause
+	for _, j := range rep.Jobs {
+		cause, ok := strings.CutPrefix(j.Description, "planted:")
+		if j.Description == "warm-up" {
+			cause, ok = "warm-up", true
+		}
+		if !ok {
+			continue
+		}
+		for _, s := range rep.Stages {
+			if s.JobID == j.JobID {
+				causeOf[s.StageID] = cause
+				if s.StageID > stageOf[cause] || stageOf[cause] == 0 {
+					stageOf[cause] = s.StageID
+				}
+			}
+		}
+	}
+	for _, f := range rep.Findings {
+		t.Logf("finding: [%s] %s: %s", f.Severity, f.Kind, f.Message)
+	}
+	for _, r := range rep.Recommendations {
+		t.Logf("recommendation: %s on stage %v, %.0f%%", r.Pattern, r.StageID, 100*r.Share)
+	}
+	allowed := map[string]map[string]bool{} // cause → kinds
+	for _, c := range causes {
+		var p *planted
+		for i := range plantedCauses {
+			if plantedCauses[i].cause == c {
+				p = &plantedCauses[i]
+			}
+		}
+		stage, ok := stageOf[c]
+		if p == nil || !ok {
+			t.Fatalf("no job planted:%s in the app", c)
+		}
+		allowed[c] = map[string]bool{}
+		for _, k := range p.kinds {
+			allowed[c][k] = true
+		}
+		if !p.found(stage, rep.Findings, rep) {
+			t.Errorf("planted %s: not named on stage %d", c, stage)
+		}
+	}
+	for _, f := range rep.Findings {
+		if f.StageID == nil || f.Severity == "info" {
+			continue
+		}
+		if c := causeOf[*f.StageID]; c != "warm-up" && !allowed[c][f.Kind] {
+			t.Errorf("false finding on stage %d (job planted:%s): [%s] %s: %s", *f.StageID, c, f.Severity, f.Kind, f.Message)
+		}
+	}
+	for _, r := range rep.Recommendations {
+		c := ""
+		if r.StageID != nil {
+			c = causeOf[*r.StageID]
+		}
+		ok := false
+		for _, cc := range causes {
+			if allowed[cc][r.Pattern] && (c == "" || c == cc) {
+				ok = true
+			}
+		}
+		if !ok && c != "warm-up" {
+			t.Errorf("false recommendation %s on stage %v (job planted:%s)", r.Pattern, r.StageID, c)
+		}
+	}
+}
+
+func sparkPlanted(t *testing.T, e realSpark) {
+	// Kryo: Java serialization of the records would be a cause of its own.
+	r := e.run(t, e.job("planted", map[string]string{"spark.serializer": "org.apache.spark.serializer.KryoSerializer"}))
+	app := r.App(t)
+	noAgentErrors(t, r)
+	checkSources(t, e, app, false)
+	a := measureAttribution(t, e, app)
+	t.Logf("Spark %s attribution of task-thread CPU: %v", e.spark.Version, a)
+	if a.wrong > 0 || float64(a.correct) < 0.99*float64(a.correct+a.wrong+a.unattributed) {
+		t.Errorf("attribution: %v; want at least 99%% correct and none misattributed", a)
+	}
+	checkPlanted(t, e, app, "straggler", "skew", "few-tasks", "regex", "exceptions")
+	// The straggler's flame graph shows the planted function.
+	var rep appReport
+	e.get(t, "/api/v1/apps/"+app, &rep)
+	for _, f := range rep.Findings {
+		prof, _ := evidence(&f)["profile"].(map[string]any)
+		if code, _ := prof["code"].(string); f.Kind != "straggler" || !strings.Contains(code, "slowPartition") {
+			continue
+		}
+		var top struct {
+			Functions []struct{ Name string }
+		}
+		if f.TaskID == nil {
+			t.Fatalf("the straggler finding names no task: %s", f.Message)
+		}
+		task := strconv.FormatInt(*f.TaskID, 10)
+		e.get(t, "/api/v1/top?"+url.Values{"query": {sel(app, `spark_task_id="`+task+`"`)}, "type": {"cpu"}, "n": {"0"}}.Encode(), &top)
+		seen := false
+		for _, fn := range top.Functions {
+			seen = seen || strings.Contains(fn.Name, "slowPartition")
+		}
+		if !seen {
+			t.Errorf("the straggler task %v's flame graph has no slowPartition", task)
+		}
+	}
+}
+
+func sparkPlantedMemory(t *testing.T, e realSpark) {
+	// The sort spills as a sort of more data than its memory does, at a
+	// hundredth of the size: Spark's own threshold of records makes it.
+	r := e.run(t, e.job("planted-memory", map[string]string{
+		"spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+		"spark.shuffle.spill.numElementsForceSpillThreshold": "20000",
+	}))
+	checkPlanted(t, e, r.App(t), "gc", "spill")
+}
+
+// sparkShortJob: a job of a few seconds, with an upload interval longer
+// than the whole app, still ships its one window from every JVM at
+// shutdown.
+func sparkShortJob(t *testing.T, e realSpark) {
+	r := e.run(t, e.job("short", map[string]string{"spark.sparkprof.uploadInterval": "10m"}))
+	app := r.App(t)
+	noAgentErrors(t, r)
+	checkSources(t, e, app, true)
+	if n := ticks(t, e.base, e.tenant(), sel(app, `thread_pool="task"`), "cpu"); n == 0 {
+		t.Error("no task-thread CPU samples of the short job")
+	}
+}
+
+// sparkJavaagent: the agent as -javaagent on the driver and the executors
+// gives the labels the plugin gives.
+func sparkJavaagent(t *testing.T, e realSpark) {
+	opt := "-javaagent:" + e.agentJar + "=server=" + e.base + ",uploadInterval=10m,stopWait=30s"
+	j := e.job("short", map[string]string{"spark.plugins": "", "spark.sparkprof.server": ""})
+	j.DriverJavaOptions, j.ExecutorJavaOptions, j.Jars = opt, opt, nil
+	r := e.run(t, j)
+	app := r.App(t)
+	noAgentErrors(t, r)
+	checkSources(t, e, app, true)
+	var names []string
+	e.get(t, "/api/v1/label-values?"+url.Values{"name": {"service_name"}, "query": {sel(app)}}.Encode(), &names)
+	if len(names) != 1 || names[0] != "sparkprof-short" {
+		t.Errorf("service names %v; want the app's name, sparkprof-short, as the plugin gives", names)
+	}
+	if n := ticks(t, e.base, e.tenant(), sel(app, `thread_pool="task"`), "cpu"); n == 0 {
+		t.Error("no task-thread CPU samples")
+	}
+}
+
+// sparkDeadServer: a server that refuses connections costs the job nothing
+// but the data: it succeeds, and no exception of the agent's reaches its
+// logs, only the agent's one line that the server is down.
+func sparkDeadServer(t *testing.T, e realSpark) {
+	dead := deadAddress(t)
+	r := e.run(t, e.job("short", map[string]string{"spark.sparkprof.server": dead, "spark.eventLog.enabled": "false",
+		"spark.sparkprof.uploadInterval": "1s", "spark.sparkprof.stopWait": "2s"}))
+	logs := map[string]string{"driver": r.Log}
+	for id, l := range r.ExecutorLogs {
+		logs["executor "+id] = l
+	}
+	for who, l := range logs {
+		said := false
+		for _, line := range strings.Split(l, "\n") {
+			switch {
+			case strings.Contains(line, "at dev.sparkprof."):
+				t.Errorf("%s's log has a stack through the agent: %s", who, line)
+			case strings.Contains(line, "[sparkprof] cannot reach the sparkprof server"):
+				said = true
+				if strings.Contains(line, "Exception") {
+					t.Errorf("%s's log names an exception: %s", who, line)
+				}
+			case strings.Contains(line, "[sparkprof]") && strings.Contains(line, "(logged once"):
+				t.Errorf("%s's log: %s", who, line)
+			}
+		}
+		if !said {
+			t.Errorf("%s's log does not say the server is down", who)
+		}
+	}
+}
+
+// sparkDynamicAllocation: executors that dynamic allocation adds after
+// others were removed get profiles of their own.
+func sparkDynamicAllocation(t *testing.T, e realSpark) {
+	r := e.run(t, e.job("dynamic", map[string]string{
+		"spark.dynamicAllocation.enabled":                 "true",
+		"spark.dynamicAllocation.shuffleTracking.enabled": "true",
+		"spark.dynamicAllocation.minExecutors":            "0",
+		"spark.dynamicAllocation.initialExecutors":        "2",
+		"spark.dynamicAllocation.maxExecutors":            "2",
+		"spark.dynamicAllocation.executorIdleTimeout":     "1s",
+		"spark.dynamicAllocation.schedulerBacklogTimeout": "1s",
+	}))
+	app := r.App(t)
+	var a eventLogApp
+	e.get(t, "/api/v1/apps/"+app, &a)
+	if len(a.Executors) < 4 { // the driver and at least three executors
+		t.Fatalf("executors %+v: dynamic allocation did not replace the removed ones", a.Executors)
+	}
+	checkSources(t, e, app, true)
+}
+
+// sparkDecommission: an executor sent SIGPWR mid-job, as a spot instance's
+// is, is shown decommissioned, not lost, with its re-run tasks.
+func sparkDecommission(t *testing.T, e realSpark) {
+	j := e.job("decommission", map[string]string{
+		"spark.decommission.enabled":         "true",
+		"spark.storage.decommission.enabled": "true",
+	})
+	j.Jar = e.spark.JobsJar(t)
+	markers := filepath.Join(t.TempDir(), "markers")
+	os.MkdirAll(markers, 0o755)
+	j.Args = append(j.Args, markers)
+	r := e.spark.Start(t, j)
+	app := r.App(t)
+	var victim string
+	waitFor(t, "a task of the decommission job to start", func() bool {
+		ms, _ := filepath.Glob(filepath.Join(markers, "task-*-executor-*"))
+		for _, m := range ms {
+			if b, err := os.ReadFile(m); err == nil && len(b) > 0 {
+				victim = string(b)
+				return true
+			}
+		}
+		return false
+	})
+	pid := 0
+	for _, c := range victim {
+		pid = pid*10 + int(c-'0')
+	}
+	if err := syscall.Kill(pid, syscall.SIGPWR); err != nil {
+		t.Fatalf("SIGPWR to executor %d: %v", pid, err)
+	}
+	r.Wait(t)
+	waitFor(t, "the server to read the finished event log of "+app, func() bool {
+		var apps []struct{ ID, Status string }
+		getTenant(t, e.base, "/api/v1/apps", e.tenant(), &apps)
+		for _, a := range apps {
+			if a.ID == app && a.Status == "finished" {
+				return true
+			}
+		}
+		return false
+	})
+	var rep appReport
+	e.get(t, "/api/v1/apps/"+app, &rep)
+	var kinds []string
+	for _, f := range rep.Findings {
+		kinds = append(kinds, f.Kind)
+		if f.Kind == "executor-loss" {
+			t.Errorf("the decommissioned executor is called lost: %s", f.Message)
+		}
+	}
+	if !strings.Contains(strings.Join(kinds, ","), "decommission") {
+		var a struct {
+			Executors []struct{ ID, RemovalReason string }
+		}
+		e.get(t, "/api/v1/apps/"+app, &a)
+		t.Errorf("no decommission finding: %v; executors %+v", kinds, a.Executors)
+		logs := map[string]string{"driver": r.Log}
+		for id, l := range r.ExecutorLogs {
+			logs["executor "+id] = l
+		}
+		for who, l := range logs {
+			for _, line := range strings.Split(l, "\n") {
+				if strings.Contains(strings.ToLower(line), "decommission") {
+					t.Logf("%s: %s", who, line)
+				}
+			}
+		}
+	}
+}
+
+// deadAddress is the URL of a loopback port that nothing listens on.
+func deadAddress(t *testing.T) string {
+	cmd, base := startServe(t, buildBinary(t), t.TempDir())
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	return base
+}

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"errors"
 	"io"
 	"math/bits"
@@ -133,4 +134,19 @@ func (b *Body) grow(n int64) error {
 	b.res.resize(b.res.n - int64(cap(b.Data)))
 	b.Data = next
 	return nil
+}
+
+// bodyKey is the context key of a request's body (WithBody).
+type bodyKey struct{}
+
+// WithBody returns ctx carrying the body of its request, read by
+// ReadBody: Push draws the memory of the push's decoding with it.
+func WithBody(ctx context.Context, b *Body) context.Context {
+	return context.WithValue(ctx, bodyKey{}, b)
+}
+
+// bodyOf returns the body ctx carries (WithBody), nil if none.
+func bodyOf(ctx context.Context) *Body {
+	b, _ := ctx.Value(bodyKey{}).(*Body)
+	return b
 }

@@ -1,0 +1,91 @@
+package ingest
+
+import (
+	"bytes"
+	"errors"
+	"io"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/internal/english"
+	"github.com/sparkprof/sparkprof/internal/errkind"
+)
+
+// maxGzipLayers bounds the gzip layers inflate takes off: a .jfr.gz sent
+// with Content-Encoding: gzip has two.
+const maxGzipLayers = 3
+
+// inflateStart is the buffer inflating starts with; it doubles as the
+// data comes.
+const inflateStart = 64 << 10
+
+// inflate returns data decompressed when it is gzipped, layer after layer,
+// drawing the memory it fills into res as it inflates: the size a gzip
+// trailer claims is not believed, so that a bomb, or a stream cut short
+// whose last bytes are taken for its size, holds what it inflated, and
+// is refused once that passes the size limit (errkind.TooLarge) or the
+// ingest memory (errkind.TooLarge when even the whole of it would not
+// hold the upload, else errkind.Unavailable). A stream cut short or
+// corrupt is errkind.Unprocessable, saying so.
+func (p *Pipeline) inflate(res *reservation, data []byte, source string) ([]byte, error) {
+	held := res.n
+	for layer := 0; format.IsGzip(data); layer++ {
+		if layer == maxGzipLayers {
+			res.resize(held)
+			return nil, errkind.Errorf(errkind.Unprocessable, "%s: more than %d nested gzip layers", source, maxGzipLayers)
+		}
+		out, err := p.gunzip(res, data, source)
+		if err != nil {
+			res.resize(held)
+			return nil, err
+		}
+		// The layer before is garbage (or the caller's own bytes).
+		res.resize(held + int64(cap(out)))
+		data = out
+	}
+	return data, nil
+}
+
+// gunzip inflates one gzip layer, reserving into res each buffer it grows
+// to before it fills it.
+func (p *Pipeline) gunzip(res *reservation, data []byte, source string) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, errkind.Errorf(errkind.Unprocessable, "%s: bad gzip header: %v", source, err)
+	}
+	limit := p.cfg.MaxDecodedBytes
+	var buf []byte
+	grow := func() error {
+		n := min(max(2*int64(cap(buf)), inflateStart), limit+1)
+		if err := res.reserve(n, "inflating "+source); err != nil {
+			return err
+		}
+		next := make([]byte, len(buf), n)
+		copy(next, buf)
+		res.resize(res.n - int64(cap(buf))) // the old buffer is garbage
+		buf = next
+		return nil
+	}
+	for {
+		if len(buf) == cap(buf) {
+			if err := grow(); err != nil {
+				return nil, err
+			}
+		}
+		n, err := zr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case int64(len(buf)) > limit:
+			return nil, errkind.Errorf(errkind.TooLarge, "%s: decompresses to more than %s (a gzip bomb; serve's limit of an upload's inflated size): %w",
+				source, english.Bytes(limit), format.ErrTooLarge)
+		case err == io.EOF:
+			return buf, nil
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, errkind.Errorf(errkind.Unprocessable, "%s: the gzip stream is truncated: its %d bytes end after %d bytes inflated, before the stream's end; send it whole",
+				source, len(data), len(buf))
+		case err != nil:
+			return nil, errkind.Errorf(errkind.Unprocessable, "%s: corrupt gzip stream, after %d bytes inflated: %v", source, len(buf), err)
+		}
+	}
+}

@@ -29,13 +29,24 @@ const inflateStart = 64 << 10
 // hold the upload, else errkind.Unavailable). A stream cut short or
 // corrupt is errkind.Unprocessable, saying so.
 func (p *Pipeline) inflate(res *reservation, data []byte, source string) ([]byte, error) {
+	return inflateLimit(res, data, p.cfg.MaxDecodedBytes, source)
+}
+
+// Inflate is inflate for a request's body b, or part of it, of at most
+// limit bytes inflated, drawing into b's reservation until b is freed.
+func (p *Pipeline) Inflate(b *Body, data []byte, limit int64, source string) ([]byte, error) {
+	return inflateLimit(b.res, data, limit, source)
+}
+
+// inflateLimit is inflate with a limit of the inflated size.
+func inflateLimit(res *reservation, data []byte, limit int64, source string) ([]byte, error) {
 	held := res.n
 	for layer := 0; format.IsGzip(data); layer++ {
 		if layer == maxGzipLayers {
 			res.resize(held)
 			return nil, errkind.Errorf(errkind.Unprocessable, "%s: more than %d nested gzip layers", source, maxGzipLayers)
 		}
-		out, err := p.gunzip(res, data, source)
+		out, err := gunzip(res, data, limit, source)
 		if err != nil {
 			res.resize(held)
 			return nil, err
@@ -49,12 +60,11 @@ func (p *Pipeline) inflate(res *reservation, data []byte, source string) ([]byte
 
 // gunzip inflates one gzip layer, reserving into res each buffer it grows
 // to before it fills it.
-func (p *Pipeline) gunzip(res *reservation, data []byte, source string) ([]byte, error) {
+func gunzip(res *reservation, data []byte, limit int64, source string) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, errkind.Errorf(errkind.Unprocessable, "%s: bad gzip header: %v", source, err)
 	}
-	limit := p.cfg.MaxDecodedBytes
 	var buf []byte
 	grow := func() error {
 		n := min(max(2*int64(cap(buf)), inflateStart), limit+1)
@@ -77,7 +87,7 @@ func (p *Pipeline) gunzip(res *reservation, data []byte, source string) ([]byte,
 		buf = buf[:len(buf)+n]
 		switch {
 		case int64(len(buf)) > limit:
-			return nil, errkind.Errorf(errkind.TooLarge, "%s: decompresses to more than %s (a gzip bomb; serve's limit of an upload's inflated size): %w",
+			return nil, errkind.Errorf(errkind.TooLarge, "%s: decompresses to more than %s (a gzip bomb, or past the server's limit): %w",
 				source, english.Bytes(limit), format.ErrTooLarge)
 		case err == io.EOF:
 			return buf, nil

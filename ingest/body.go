@@ -14,8 +14,9 @@ import (
 // (Config.MaxMemory), as the bytes arrive; what its upload's decoding
 // holds is drawn with it (Profile.Body). Free gives it all back.
 type Body struct {
-	Data []byte
-	res  *reservation
+	Data    []byte
+	res     *reservation
+	arrival *arrival // while ReadBody reads it
 }
 
 // Free returns the body's memory, and that of what was decoded from it,
@@ -90,24 +91,30 @@ func (p *Pipeline) ReadBody(r io.Reader, size, limit int64) (*Body, error) {
 		return nil, errkind.Errorf(errkind.TooLarge, "body of %d bytes, larger than %d: %w", size, limit, ErrBodyTooLarge)
 	}
 	b := &Body{res: &reservation{b: p.mem}}
+	p.mem.arrive(b, r)
+	defer p.mem.arrived(b)
 	first := int64(minBuffer)
 	if size >= 0 {
 		first = min(size+1, first) // one byte more, so that the EOF is seen without growing
 	}
 	if err := b.grow(first); err != nil {
+		b.Free()
 		return nil, err
 	}
 	for {
 		n, err := r.Read(b.Data[len(b.Data):cap(b.Data)])
 		b.Data = b.Data[:len(b.Data)+n]
-		if int64(len(b.Data)) > limit {
+		b.arrival.read.Add(int64(n))
+		switch {
+		case b.arrival.yielded.Load():
+			b.Free()
+			return nil, b.yieldedError()
+		case int64(len(b.Data)) > limit:
 			b.Free()
 			return nil, errkind.Errorf(errkind.TooLarge, "body larger than %d bytes: %w", limit, ErrBodyTooLarge)
-		}
-		if err == io.EOF {
+		case err == io.EOF:
 			return b, nil
-		}
-		if err != nil {
+		case err != nil:
 			b.Free()
 			if errkind.Of(err) != errkind.Internal {
 				return nil, err
@@ -124,14 +131,24 @@ func (p *Pipeline) ReadBody(r io.Reader, size, limit int64) (*Body, error) {
 }
 
 // grow moves the body into a buffer of capacity n, reserving it from the
-// ingest memory first.
+// ingest memory first; when the ingest memory is spent, bodies arriving
+// slowly yield theirs (yieldSlowest).
 func (b *Body) grow(n int64) error {
-	if err := b.res.reserve(n, "reading the body"); err != nil {
-		return err
+	for {
+		err := b.res.reserve(n, "reading the body")
+		if err == nil {
+			break
+		}
+		if errkind.Of(err) != errkind.Unavailable || !b.res.b.yieldSlowest(b) {
+			return err
+		}
+	}
+	if b.arrival.yielded.Load() {
+		return b.yieldedError()
 	}
 	next := append(getBuffer(n), b.Data...)
 	putBuffer(b.Data)
-	b.res.resize(b.res.n - int64(cap(b.Data)))
+	b.res.release(int64(cap(b.Data)))
 	b.Data = next
 	return nil
 }

@@ -15,10 +15,17 @@ import (
 // is needed, so that uploads at once, honest or gzip bombs, cannot hold
 // more together.
 type budget struct {
-	mu    sync.Mutex
-	limit int64
-	used  int64
-	peak  int64 // the most used at once
+	mu       sync.Mutex
+	limit    int64
+	used     int64
+	peak     int64              // the most used at once
+	arriving map[*Body]struct{} // the bodies ReadBody is reading
+	now      func() time.Time
+}
+
+// newBudget returns a budget of limit bytes.
+func newBudget(limit int64) *budget {
+	return &budget{limit: limit, arriving: map[*Body]struct{}{}, now: time.Now}
 }
 
 // budgetRetry is how long a sender refused for a spent budget is told to
@@ -67,6 +74,16 @@ func (r *reservation) resize(n int64) {
 	r.b.used += n - r.n
 	r.b.peak = max(r.b.peak, r.b.used)
 	r.n = n
+	r.b.mu.Unlock()
+}
+
+// release returns n bytes of what r holds to the budget, or all it holds
+// when that is less (it may have yielded it).
+func (r *reservation) release(n int64) {
+	r.b.mu.Lock()
+	n = min(n, r.n)
+	r.b.used -= n
+	r.n -= n
 	r.b.mu.Unlock()
 }
 

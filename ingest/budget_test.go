@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -46,18 +47,15 @@ func randomStacks(n int) []byte {
 	return b.Bytes()
 }
 
-// stalledBody is a reader that says when it is first read, and then
-// blocks until it is closed: a sender that sent its headers only.
+// stalledBody is a reader that says when it is read, and then blocks
+// until it is closed: senders that sent their headers only.
 type stalledBody struct {
 	reading chan struct{}
 	closed  chan struct{}
 }
 
 func (f *stalledBody) Read([]byte) (int, error) {
-	select {
-	case f.reading <- struct{}{}:
-	default:
-	}
+	f.reading <- struct{}{} // once per sender: ReadBody returns the error below
 	<-f.closed
 	return 0, io.ErrUnexpectedEOF
 }
@@ -74,7 +72,7 @@ func TestBodyReservedAsItArrives(t *testing.T) {
 	}
 	b.Free() // its buffer goes to the pool
 	const senders = 8
-	stalled := &stalledBody{reading: make(chan struct{}), closed: make(chan struct{})}
+	stalled := &stalledBody{reading: make(chan struct{}, senders), closed: make(chan struct{})}
 	errs := make(chan error, senders)
 	for range senders {
 		go func() {
@@ -145,5 +143,97 @@ func TestUploadThatCanNeverFit(t *testing.T) {
 	if errkind.Of(err) != errkind.TooLarge || errkind.RetryAfter(err) != 0 {
 		t.Errorf("%d bytes of gzip inflating to %d, with %d bytes of ingest memory: %v (retry after %v), want too large, not to retry",
 			len(gz), len(stacks), limit, err, errkind.RetryAfter(err))
+	}
+}
+
+// slowBody is a body that sends n bytes, says so, and then waits until it
+// is interrupted: a sender at the least rate the server takes.
+type slowBody struct {
+	left        int
+	sent        chan struct{}
+	interrupted chan struct{}
+}
+
+func newSlowBody(n int) *slowBody {
+	return &slowBody{left: n, sent: make(chan struct{}), interrupted: make(chan struct{})}
+}
+
+func (s *slowBody) Read(b []byte) (int, error) {
+	if s.left > 0 {
+		n := min(len(b), s.left)
+		s.left -= n
+		return n, nil
+	}
+	close(s.sent)
+	<-s.interrupted
+	return 0, errors.New("read interrupted")
+}
+
+func (s *slowBody) Interrupt() { close(s.interrupted) }
+
+// Bodies that arrive slowly yield the ingest memory to one that arrives
+// faster, and are answered unavailable, to retry (B3: 100 bodies at the
+// least rate the server takes filled the 1 GiB ingest memory after four
+// minutes, and every other upload got 503). The budget's clock is the
+// test's, so that the slow ones have been arriving long enough without
+// the test waiting.
+func TestSlowBodiesYield(t *testing.T) {
+	const budget = 1 << 20
+	p := newBudgetPipeline(t, budget)
+	now := time.Now()
+	p.mem.mu.Lock()
+	p.mem.now = func() time.Time { return now }
+	p.mem.mu.Unlock()
+	// Each slow body holds a buffer of 128 KiB: seven hold all but 128
+	// KiB of the budget.
+	const slowBodies = 7
+	var slow []*slowBody
+	var errs []chan error
+	for range slowBodies {
+		s, e := newSlowBody(100<<10), make(chan error, 1)
+		slow, errs = append(slow, s), append(errs, e)
+		go func() {
+			_, err := p.ReadBody(s, -1, 64<<20)
+			e <- err
+		}()
+		select {
+		case <-s.sent:
+		case err := <-e:
+			t.Fatalf("slow body %d: %v", len(slow), err)
+		}
+	}
+	if inUse, _, _ := p.Memory(); inUse != slowBodies*128<<10 {
+		t.Fatalf("%d slow bodies hold %d KiB, want %d", slowBodies, inUse>>10, slowBodies*128)
+	}
+	p.mem.mu.Lock()
+	now = now.Add(time.Minute) // they have been arriving for a minute
+	p.mem.mu.Unlock()
+	fast := randomStacks(300 << 10)
+	b, err := p.ReadBody(bytes.NewReader(fast), int64(len(fast)), 64<<20)
+	if err != nil {
+		t.Fatalf("a body sent at once while slow ones hold the ingest memory: %v", err)
+	}
+	if !bytes.Equal(b.Data, fast) {
+		t.Error("the body read is not the one sent")
+	}
+	b.Free()
+	yielded := 0
+	for i, s := range slow {
+		select {
+		case <-s.interrupted:
+			yielded++
+			if err := <-errs[i]; errkind.Of(err) != errkind.Unavailable || errkind.RetryAfter(err) == 0 {
+				t.Errorf("a slow body that yielded: %v, want unavailable with a time to retry", err)
+			}
+		default:
+			s.Interrupt()
+			<-errs[i]
+		}
+	}
+	if yielded == 0 || yielded == len(slow) {
+		t.Errorf("%d of %d slow bodies yielded, want some, as many as the fast one needed", yielded, len(slow))
+	}
+	if inUse, peak, _ := p.Memory(); inUse != 0 || peak > budget {
+		t.Errorf("ingest memory after: %d in use, peak %d, want 0 and at most %d", inUse, peak, budget)
 	}
 }

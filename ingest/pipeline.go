@@ -86,7 +86,7 @@ func New(cfg Config) *Pipeline {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	mem := &budget{limit: cfg.MaxMemory}
+	mem := newBudget(cfg.MaxMemory)
 	p := &Pipeline{cfg: cfg, log: cfg.Logger, turns: make(chan struct{}, cfg.MaxConcurrentUploads), mem: mem,
 		metrics: newMetrics(mem), senders: newSenders()}
 	if cfg.Registerer != nil {

@@ -81,7 +81,8 @@ func putBuffer(b []byte) {
 // size is known (a Content-Length; else -1), drawing the memory it fills
 // from the ingest memory as the bytes arrive: a buffer of minBuffer
 // bytes (or size, when smaller) before the first, and each doubling of
-// it once it is full. A sender that announces a large body, or none, and
+// it once it is full (so a body holds about twice its size while it is
+// read: the buffers it grew out of are garbage not yet collected). A sender that announces a large body, or none, and
 // sends it slowly, holds what it sent. Errors: errkind.TooLarge past
 // limit (wrapping ErrBodyTooLarge), errkind.Unavailable when the ingest
 // memory is spent (retry), else errkind.BadInput for a body that broke
@@ -132,7 +133,9 @@ func (p *Pipeline) ReadBody(r io.Reader, size, limit int64) (*Body, error) {
 
 // grow moves the body into a buffer of capacity n, reserving it from the
 // ingest memory first; when the ingest memory is spent, bodies arriving
-// slowly yield theirs (yieldSlowest).
+// slowly yield theirs (yieldSlowest). The buffer it grew out of is
+// garbage, and stays reserved until the body is freed: memory the
+// runtime has not collected is memory still.
 func (b *Body) grow(n int64) error {
 	for {
 		err := b.res.reserve(n, "reading the body")
@@ -146,10 +149,7 @@ func (b *Body) grow(n int64) error {
 	if b.arrival.yielded.Load() {
 		return b.yieldedError()
 	}
-	next := append(getBuffer(n), b.Data...)
-	putBuffer(b.Data)
-	b.res.release(int64(cap(b.Data)))
-	b.Data = next
+	b.Data = append(getBuffer(n), b.Data...)
 	return nil
 }
 

@@ -77,16 +77,6 @@ func (r *reservation) resize(n int64) {
 	r.b.mu.Unlock()
 }
 
-// release returns n bytes of what r holds to the budget, or all it holds
-// when that is less (it may have yielded it).
-func (r *reservation) release(n int64) {
-	r.b.mu.Lock()
-	n = min(n, r.n)
-	r.b.used -= n
-	r.n -= n
-	r.b.mu.Unlock()
-}
-
 // free returns what r holds to the budget.
 func (r *reservation) free() { r.resize(0) }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 
 	"github.com/klauspost/compress/gzip"
 
@@ -59,13 +60,16 @@ func inflateLimit(res *reservation, data []byte, limit int64, source string) ([]
 }
 
 // gunzip inflates one gzip layer, reserving into res each buffer it grows
-// to before it fills it.
-func gunzip(res *reservation, data []byte, limit int64, source string) ([]byte, error) {
+// to before it fills it, and keeping those it grew out of reserved: they
+// are garbage the runtime has not collected yet.
+func gunzip(res *reservation, data []byte, limit int64, source string) (_ []byte, err error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, errkind.Errorf(errkind.Unprocessable, "%s: bad gzip header: %v", source, err)
 	}
 	var buf []byte
+	var inflated int64 // the buffers allocated
+	defer func() { collectRefused(inflated, err) }()
 	grow := func() error {
 		n := min(max(2*int64(cap(buf)), inflateStart), limit+1)
 		if err := res.reserve(n, "inflating "+source); err != nil {
@@ -73,17 +77,18 @@ func gunzip(res *reservation, data []byte, limit int64, source string) ([]byte, 
 		}
 		next := make([]byte, len(buf), n)
 		copy(next, buf)
-		res.resize(res.n - int64(cap(buf))) // the old buffer is garbage
-		buf = next
+		buf = next // the old buffer is garbage, and stays reserved until the layer ends
+		inflated += n
 		return nil
 	}
 	for {
 		if len(buf) == cap(buf) {
-			if err := grow(); err != nil {
+			if err = grow(); err != nil {
 				return nil, err
 			}
 		}
-		n, err := zr.Read(buf[len(buf):cap(buf)])
+		var n int
+		n, err = zr.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		switch {
 		case int64(len(buf)) > limit:
@@ -99,3 +104,19 @@ func gunzip(res *reservation, data []byte, limit int64, source string) ([]byte, 
 		}
 	}
 }
+
+// collectRefused collects the garbage of an inflating the ingest memory
+// refused (a gzip bomb) once it allocated more than collectAfter bytes,
+// so that the memory it gives back is memory again before other
+// requests reserve it: bombs one after another then hold no more than
+// the budget, where the garbage of each would otherwise add up until
+// the runtime collected it.
+func collectRefused(allocated int64, err error) {
+	if k := errkind.Of(err); allocated > collectAfter && (k == errkind.TooLarge || k == errkind.Unavailable) {
+		runtime.GC()
+	}
+}
+
+// collectAfter is how much an inflating refused must have allocated for
+// collectRefused to collect it.
+const collectAfter = 4 << 20

@@ -82,11 +82,12 @@ func putBuffer(b []byte) {
 // from the ingest memory as the bytes arrive: a buffer of minBuffer
 // bytes (or size, when smaller) before the first, and each doubling of
 // it once it is full (so a body holds about twice its size while it is
-// read: the buffers it grew out of are garbage not yet collected). A sender that announces a large body, or none, and
-// sends it slowly, holds what it sent. Errors: errkind.TooLarge past
-// limit (wrapping ErrBodyTooLarge), errkind.Unavailable when the ingest
-// memory is spent (retry), else errkind.BadInput for a body that broke
-// off.
+// read: the buffers it grew out of are garbage not yet collected). A
+// sender that announces a large body, or none, and sends it slowly,
+// holds what it sent. Errors: errkind.TooLarge past limit (wrapping
+// ErrBodyTooLarge), errkind.Unavailable when the ingest memory is spent
+// or a faster body needed the memory of this slow one (retry), else
+// errkind.BadInput for a body that broke off.
 func (p *Pipeline) ReadBody(r io.Reader, size, limit int64) (*Body, error) {
 	if size > limit {
 		return nil, errkind.Errorf(errkind.TooLarge, "body of %d bytes, larger than %d: %w", size, limit, ErrBodyTooLarge)

@@ -15,9 +15,17 @@ import (
 // is needed, so that uploads at once, honest or gzip bombs, cannot hold
 // more together.
 type budget struct {
-	mu    sync.Mutex
-	limit int64
-	used  int64
+	mu       sync.Mutex
+	limit    int64
+	used     int64
+	peak     int64              // the most used at once
+	arriving map[*Body]struct{} // the bodies ReadBody is reading
+	now      func() time.Time
+}
+
+// newBudget returns a budget of limit bytes.
+func newBudget(limit int64) *budget {
+	return &budget{limit: limit, arriving: map[*Body]struct{}{}, now: time.Now}
 }
 
 // budgetRetry is how long a sender refused for a spent budget is told to
@@ -54,6 +62,7 @@ func (r *reservation) reserve(n int64, what string) error {
 				what, english.Bytes(n), english.Bytes(b.used), english.Bytes(b.limit), budgetRetry)}
 	}
 	b.used += n
+	b.peak = max(b.peak, b.used)
 	r.n += n
 	return nil
 }
@@ -63,6 +72,7 @@ func (r *reservation) reserve(n int64, what string) error {
 func (r *reservation) resize(n int64) {
 	r.b.mu.Lock()
 	r.b.used += n - r.n
+	r.b.peak = max(r.b.peak, r.b.used)
 	r.n = n
 	r.b.mu.Unlock()
 }
@@ -75,4 +85,12 @@ func (b *budget) inUse() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used
+}
+
+// Memory returns the ingest memory (Config.MaxMemory) reserved now, the
+// most reserved at once since the pipeline started, and the limit.
+func (p *Pipeline) Memory() (inUse, peak, limit int64) {
+	p.mem.mu.Lock()
+	defer p.mem.mu.Unlock()
+	return p.mem.used, p.mem.peak, p.mem.limit
 }

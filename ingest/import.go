@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sparkprof/sparkprof/applog"
@@ -45,6 +46,9 @@ type File struct {
 	// stored twice. Event logs and container logs replace their earlier
 	// import by name and need none.
 	Key string
+	// Body, when Data came in a body read by ReadBody, draws the memory of
+	// its decoding with the body's (Profile.Body).
+	Body *Body
 }
 
 // Result says what an import stored.
@@ -73,7 +77,7 @@ func (p *Pipeline) Import(tenant string, f File) (*Result, error) {
 		return nil, err
 	}
 	kind := f.Kind
-	if kind == "" && looksLikeEventLog(f.Data, p.cfg.MaxDecodedBytes) {
+	if kind == "" && looksLikeEventLog(f.Data) {
 		kind = "eventlog"
 	}
 	if kind == "eventlog" {
@@ -87,8 +91,8 @@ func (p *Pipeline) Import(tenant string, f File) (*Result, error) {
 		if f.JFRLabels != nil {
 			kind = "profile"
 		}
-		d := p.decode(Profile{Source: f.Name, Format: f.Format, Data: f.Data, JFRLabels: f.JFRLabels, Agent: "import", Bytes: len(f.Data), Key: f.Key}, start)
-		defer d.res.free()
+		d := p.decode(Profile{Source: f.Name, Format: f.Format, Data: f.Data, JFRLabels: f.JFRLabels, Agent: "import", Bytes: len(f.Data), Key: f.Key, Body: f.Body}, start)
+		defer d.release()
 		switch k := errkind.Of(d.err); {
 		case k == errkind.TooLarge, k == errkind.Unavailable, d.err != nil && kind == "profile":
 			return nil, d.err
@@ -211,7 +215,7 @@ func (p *Pipeline) ImportLogs(tenant, name, app string, r io.Reader, decodeErr e
 	}
 	br := bufio.NewReaderSize(p.limitLog(r), 1<<20)
 	head, _ := br.Peek(1 << 20)
-	if !p.looksLikeLog(head) {
+	if !looksLikeLog(head) {
 		err := fmt.Errorf("%s: not a container log (no line in a log4j or JSON layout in the first MiB)", name)
 		if decodeErr != nil {
 			err = fmt.Errorf("%s: neither an event log, a container log nor a profile (as a profile: %w)", name, decodeErr)
@@ -287,26 +291,38 @@ func appFromName(name string) string {
 
 // looksLikeEventLog reports whether data is a Spark event log: JSON lines
 // starting with a listener event, plain or in one of Spark's codecs.
-func looksLikeEventLog(data []byte, max int64) bool {
-	head := data[:min(len(data), 64)]
-	switch eventlog.Detect("", head) {
+func looksLikeEventLog(data []byte) bool {
+	switch eventlog.Detect("", data[:min(len(data), 64)]) {
 	case eventlog.Zstd, eventlog.LZ4, eventlog.Snappy, eventlog.LZF:
 		return true
-	case eventlog.Gzip:
-		if d, err := format.Decompress(data[:min(len(data), 1<<20)], "head", max); err == nil {
-			head = d
-		}
 	}
-	return bytes.HasPrefix(bytes.TrimSpace(head[:min(len(head), 64)]), []byte(`{"Event"`))
+	h := head(data, 64)
+	return bytes.HasPrefix(bytes.TrimSpace(h), []byte(`{"Event"`))
 }
 
 // looksLikeLog reports whether the first MiB of data (decompressed) has a
 // line in a layout package applog knows.
-func (p *Pipeline) looksLikeLog(data []byte) bool {
-	head, err := format.Decompress(data[:min(len(data), 1<<20)], "head", p.cfg.MaxDecodedBytes)
-	if err != nil {
-		head = data[:min(len(data), 1<<20)] // a gzip stream cut short: judge the raw bytes
-	}
-	l, err := applog.Parse(bytes.NewReader(head), "head", applog.Options{})
+func looksLikeLog(data []byte) bool {
+	l, err := applog.Parse(bytes.NewReader(head(data, 1<<20)), "head", applog.Options{})
 	return err == nil && l.Layout != ""
+}
+
+// head returns the first n bytes of data, inflated when it is gzipped (of
+// a stream cut short, what it inflated; of a damaged one, the raw bytes):
+// no more than n bytes are inflated, so that a gzip bomb costs no more.
+func head(data []byte, n int) []byte {
+	raw := data[:min(len(data), n)]
+	if !format.IsGzip(data) {
+		return raw
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return raw
+	}
+	out := make([]byte, n)
+	k, _ := io.ReadFull(zr, out)
+	if k == 0 {
+		return raw
+	}
+	return out[:k]
 }

@@ -9,7 +9,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -87,7 +86,7 @@ func New(cfg Config) *Pipeline {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	mem := &budget{limit: cfg.MaxMemory}
+	mem := newBudget(cfg.MaxMemory)
 	p := &Pipeline{cfg: cfg, log: cfg.Logger, turns: make(chan struct{}, cfg.MaxConcurrentUploads), mem: mem,
 		metrics: newMetrics(mem), senders: newSenders()}
 	if cfg.Registerer != nil {
@@ -134,44 +133,66 @@ type Profile struct {
 	Agent string
 	Bytes int
 	Key   string
+	// Body, when Data came in a body read by ReadBody, draws the upload's
+	// memory with the body's, so that an upload the whole ingest memory
+	// could never hold is told from one it cannot hold now.
+	Body *Body
 }
 
 // Decode decodes in into an upload ready to store: the profile decoded (a
 // format-less one typed by its name, units and rate), its labels under the
 // upload's, its samples attributed to the agent's task runs and the
 // agent's collections added, its sample times checked against its window
-// (checkTimes). Errors are errkind.TooLarge past the size limit,
-// errkind.Unavailable when the ingest memory is spent, errkind.BadInput
-// for labels, times or values no query could use, else
-// errkind.Unprocessable: the data is not a profile it reads.
+// (checkTimes). Errors are errkind.TooLarge past the size limit, or when
+// the whole ingest memory would not hold the upload, errkind.Unavailable
+// when the ingest memory is spent, errkind.BadInput for labels, times or
+// values no query could use, else errkind.Unprocessable: the data is not a
+// profile it reads, or a gzip stream cut short or corrupt.
 func (p *Pipeline) Decode(in Profile) (*store.Upload, error) {
 	d := p.decode(in, time.Now())
-	d.res.free()
+	d.release()
 	return d.u, d.err
 }
 
 // decoded is an upload decoded: the ingest memory it holds (its decoded
-// profile), for the caller to free once it is stored, and how many of its
-// samples' times were clamped into its window.
+// profile) in res above mark, for the caller to release once it is
+// stored, and how many of its samples' times were clamped into its
+// window.
 type decoded struct {
 	u       *store.Upload
 	clamped int
 	res     *reservation
+	mark    int64
 	err     error
 }
 
-// decode is Decode, keeping the upload's memory reserved.
+// release returns the memory the decoded upload holds.
+func (d decoded) release() { d.res.resize(d.mark) }
+
+// decode is Decode, keeping the upload's memory reserved: in the
+// reservation of its body when it has one, so that what the upload holds
+// is judged whole.
 func (p *Pipeline) decode(in Profile, arrived time.Time) decoded {
-	d := decoded{res: &reservation{b: p.mem}}
+	res := &reservation{b: p.mem}
+	if in.Body != nil {
+		res = in.Body.res
+	}
+	return p.decodeInto(res, in, arrived)
+}
+
+// decodeInto is decode, drawing the upload's memory into res.
+func (p *Pipeline) decodeInto(res *reservation, in Profile, arrived time.Time) decoded {
+	d := decoded{res: res, mark: res.n}
 	d.u, d.clamped, d.err = p.decodeIn(d.res, in, arrived)
 	if d.err != nil {
-		d.res.free()
+		d.release()
 		d.u = nil
 	}
 	return d
 }
 
 func (p *Pipeline) decodeIn(res *reservation, in Profile, arrived time.Time) (*store.Upload, int, error) {
+	held := res.n
 	if in.From != 0 && in.Until != 0 && in.Until < in.From {
 		return nil, 0, errkind.Errorf(errkind.BadInput, "until (%s) is before from (%s): the window ends before it starts", fmtTime(in.Until), fmtTime(in.From))
 	}
@@ -204,7 +225,7 @@ func (p *Pipeline) decodeIn(res *reservation, in Profile, arrived time.Time) (*s
 	}
 	// What is left is the profile: the data and the decoder's work are
 	// garbage.
-	res.resize(prof.MemSize())
+	res.resize(held + prof.MemSize())
 	if err := checkProfileLabels(prof); err != nil {
 		return nil, 0, errkind.Errorf(errkind.BadInput, "%s: %w", in.Source, err)
 	}
@@ -224,45 +245,6 @@ func (p *Pipeline) decodeIn(res *reservation, in Profile, arrived time.Time) (*s
 	}
 	p.metrics.clamped.Add(float64(clamped))
 	return u, clamped, nil
-}
-
-// inflate returns data decompressed (format.Decompress) when it is
-// gzipped, drawing its size from the ingest memory into res as the gzip
-// trailer announces it, and up to the size limit when the stream is larger
-// than it says (nested layers, or a bomb's lie).
-func (p *Pipeline) inflate(res *reservation, data []byte, source string) ([]byte, error) {
-	if !format.IsGzip(data) {
-		return data, nil
-	}
-	want := min(max(gzipSize(data), int64(len(data))), p.cfg.MaxDecodedBytes)
-	held := res.n
-	if err := res.reserve(want, "inflating "+source); err != nil {
-		return nil, err
-	}
-	out, err := format.Decompress(data, source, want)
-	if errors.Is(err, format.ErrTooLarge) && want < p.cfg.MaxDecodedBytes {
-		if err := res.reserve(p.cfg.MaxDecodedBytes-want, "inflating "+source); err != nil {
-			return nil, err
-		}
-		out, err = format.Decompress(data, source, p.cfg.MaxDecodedBytes)
-	}
-	if errors.Is(err, format.ErrTooLarge) {
-		return nil, errkind.New(errkind.TooLarge, err)
-	}
-	if err != nil {
-		return nil, errkind.New(errkind.Unprocessable, err)
-	}
-	res.resize(held + int64(len(out)))
-	return out, nil
-}
-
-// gzipSize is the decompressed size a gzip stream's trailer gives (modulo
-// 4 GiB: more than any upload may inflate to).
-func gzipSize(data []byte) int64 {
-	if len(data) < 4 {
-		return 0
-	}
-	return int64(binary.LittleEndian.Uint32(data[len(data)-4:]))
 }
 
 // Store stores u for tenant: the one way into storage. An upload whose key
@@ -322,7 +304,7 @@ type Stored struct {
 // Ingest decodes in and stores it for tenant (Decode, then Store).
 func (p *Pipeline) Ingest(tenant string, in Profile, arrived time.Time) (Stored, error) {
 	d := p.decode(in, arrived)
-	defer d.res.free()
+	defer d.release()
 	if d.err != nil {
 		return Stored{}, d.err
 	}

@@ -212,11 +212,19 @@ func (p *Pipeline) importRecording(ctx context.Context, tenant, path string, w *
 			size = n
 		}
 	}
-	data := make([]byte, size)
-	if _, err := f.ReadAt(data, prog.Offset); err != nil && !errors.Is(err, io.EOF) {
+	// The chunks read draw their memory from the ingest memory, as a
+	// body sent does: a scan while uploads hold it waits for the next.
+	body, err := p.ReadBody(io.NewSectionReader(f, prog.Offset, size), size, size)
+	if errkind.Of(err) == errkind.Unavailable {
+		p.log.Warn("recording not read: the ingest memory is spent; it is tried again at the next scan", "path", path, "err", err)
+		return 0, false
+	}
+	if err != nil {
 		p.log.Warn("recording unreadable", "path", path, "err", err)
 		return 0, false
 	}
+	defer body.Free()
+	data := body.Data
 	whole, damage := jfr.WholeChunks(data)
 	if damage != nil {
 		// The chunks after a damaged header cannot be found: those before
@@ -238,7 +246,7 @@ chunks:
 		// The key names the chunk by its file, recording and place, so that
 		// a restart that lost the state imports it once.
 		key := fmt.Sprintf("spark-profiler:%016x", xxhash.Sum64String(fmt.Sprintf("%s\x00%x\x00%d\x00%d", path, prog.Head, off, len(c))))
-		res, err := p.Import(tenant, File{Name: path, Kind: "profile", Data: c, Key: key})
+		res, err := p.Import(tenant, File{Name: path, Kind: "profile", Data: c, Key: key, Body: body})
 		release()
 		// The agents page lists each recording as a sender, so that one
 		// that does not import shows why.

@@ -40,14 +40,15 @@ func (p *Pipeline) Push(ctx context.Context, tenant string, who Sender, req *pus
 		return err
 	}
 	defer release()
-	all, err := p.decodePush(tenant, &who, req, start)
-	defer func() {
-		for _, ps := range all {
-			for _, res := range ps.held {
-				res.free()
-			}
-		}
-	}()
+	// The push's profiles draw their memory with its body's, when the
+	// server read it (WithBody): the push is judged whole.
+	res := &reservation{b: p.mem}
+	if b := bodyOf(ctx); b != nil {
+		res = b.res
+	}
+	mark := res.n
+	defer res.resize(mark)
+	all, err := p.decodePush(tenant, &who, req, res, start)
 	if err != nil {
 		p.senders.Failed(who, err.Error()) // with the labels of the series that failed
 		return err
@@ -84,14 +85,14 @@ func (p *Pipeline) Push(ctx context.Context, tenant string, who Sender, req *pus
 type pushed struct {
 	who     Sender
 	uploads []*store.Upload
-	held    []*reservation // the ingest memory the uploads hold
-	retried int            // profiles stored by an earlier attempt of the push
+	retried int // profiles stored by an earlier attempt of the push
 }
 
-// decodePush decodes every profile of the push that is not stored yet. It
-// leaves in who the sender of the series it read last. What it returns
-// holds ingest memory, even with an error: the caller frees it.
-func (p *Pipeline) decodePush(tenant string, who *Sender, req *pushv1.PushRequest, start time.Time) (all []pushed, err error) {
+// decodePush decodes every profile of the push that is not stored yet,
+// drawing their memory into res. It leaves in who the sender of the
+// series it read last. What it returns holds ingest memory, even with an
+// error: the caller releases it.
+func (p *Pipeline) decodePush(tenant string, who *Sender, req *pushv1.PushRequest, res *reservation, start time.Time) (all []pushed, err error) {
 	for i, series := range req.Series {
 		labels, err := PushLabels(series.Labels)
 		if err != nil {
@@ -105,14 +106,13 @@ func (p *Pipeline) decodePush(tenant string, who *Sender, req *pushv1.PushReques
 				ps.retried++
 				continue // a retried push: this profile is stored
 			}
-			d := p.decode(Profile{Source: fmt.Sprintf("series %d, profile %d", i, j), Format: "pprof", Data: smp.RawProfile,
+			d := p.decodeInto(res, Profile{Source: fmt.Sprintf("series %d, profile %d", i, j), Format: "pprof", Data: smp.RawProfile,
 				Labels: labels, Agent: who.SpyName, Bytes: len(smp.RawProfile), Key: key}, start)
 			if d.err != nil {
 				// Not resource_exhausted for a profile too large, which
 				// Alloy retries: the same profile would be refused again.
 				return append(all, ps), d.err
 			}
-			ps.held = append(ps.held, d.res)
 			u := d.u
 			if u.From == 0 {
 				u.From = start.UnixNano() // a profile without its time counts from its arrival

@@ -8,7 +8,10 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"time"
+
+	"github.com/sparkprof/sparkprof/ingest"
 )
 
 // Defaults of the deadlines guard sets (Config).
@@ -139,6 +142,21 @@ type paced struct {
 	rate  int64
 	read  int64
 	done  bool
+	// mu guards the read deadline against Interrupt, which another
+	// goroutine calls; interrupted keeps it in the past once it did.
+	mu          sync.Mutex
+	interrupted bool
+}
+
+var _ ingest.Interrupter = (*paced)(nil)
+
+// Interrupt makes a blocked Read return at once, and every Read after it
+// fail (ingest.Interrupter): the ingest memory needed what the body holds.
+func (p *paced) Interrupt() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.interrupted = true
+	p.rc.SetReadDeadline(time.Now())
 }
 
 func (p *paced) Read(b []byte) (int, error) {
@@ -149,7 +167,7 @@ func (p *paced) Read(b []byte) (int, error) {
 		// The body is in: the connection's reads are the server's own
 		// again (it notices a client that goes away by them).
 		p.done = true
-		p.rc.SetReadDeadline(time.Time{})
+		p.setDeadline(time.Time{})
 	case isTimeout(err):
 		err = &slowBodyError{err: err, read: p.read, rate: p.rate, grace: p.grace}
 	case err == nil && n > 0:
@@ -167,7 +185,17 @@ func (p *paced) extend(read int64) {
 	if p.rate > 0 {
 		d += time.Duration(read) * time.Second / time.Duration(p.rate)
 	}
-	p.rc.SetReadDeadline(p.start.Add(d))
+	p.setDeadline(p.start.Add(d))
+}
+
+// setDeadline sets the connection's read deadline, unless the body was
+// interrupted.
+func (p *paced) setDeadline(t time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.interrupted {
+		p.rc.SetReadDeadline(t)
+	}
 }
 
 // slowBodyError is a body that did not arrive in time.

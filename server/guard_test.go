@@ -109,3 +109,28 @@ func TestPanicAnswers500(t *testing.T) {
 		t.Errorf("request id %q, want the client's", got)
 	}
 }
+
+// A request body interrupted (the ingest memory needed what it held)
+// fails its reads from then on, however fast its client sends: the
+// deadline the bytes it sent would extend stays in the past.
+func TestInterruptedBody(t *testing.T) {
+	got := make(chan error, 1)
+	s := newServer(t, Config{BodyTimeout: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ts := httptest.NewServer(s.guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := r.Body.(*paced)
+		first := make([]byte, 1)
+		if _, err := io.ReadFull(body, first); err != nil {
+			got <- err
+			return
+		}
+		body.Interrupt()
+		_, err := io.Copy(io.Discard, body)
+		got <- err
+	})))
+	defer ts.Close()
+	c, _ := trickle(t, ts, time.Millisecond)
+	defer c.Close()
+	if err := <-got; !isTimeout(err) {
+		t.Errorf("reading an interrupted body: %v, want a timeout", err)
+	}
+}

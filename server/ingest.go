@@ -102,7 +102,7 @@ func (s *Server) handleIngest(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, s.uploadFailed(who, err)
 	}
-	in.Bytes = len(body.Data)
+	in.Bytes, in.Body = len(body.Data), body
 	st, err := s.ingest.Ingest(ten, in, arrived)
 	if errkind.Of(err) == errkind.Unprocessable {
 		err = errkind.Errorf(errkind.Unprocessable, "%w%s", err, ingest.EncodingHint(r.Header.Get("Content-Encoding"), parts.Data))
@@ -158,7 +158,7 @@ func (s *Server) handleImport(r *http.Request) (any, error) {
 		return nil, err
 	}
 	defer release()
-	f.Data = body.Data
+	f.Data, f.Body = body.Data, body
 	// A JFR with its LabelsSnapshot comes as Pyroscope's agent sends them:
 	// multipart, with "jfr" and "labels" parts.
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {

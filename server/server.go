@@ -165,8 +165,11 @@ func (s *Server) routes() {
 		s.mux.Handle(e.pattern, h)
 	}
 	querierPath, querier := s.handleQuerier()
-	s.mux.Handle(querierPath, s.timed(querier, quickQuery))
-	s.mux.Handle(s.handlePush())
+	// Connect requests are read before they wait for a turn, through
+	// the ingest memory (readConnect).
+	s.mux.Handle(querierPath, s.readConnect(s.timed(querier, quickQuery)))
+	pushPath, push := s.handlePush()
+	s.mux.Handle(pushPath, s.readConnect(push))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /ready", s.handleReady)
 	s.mux.Handle("GET /metrics", s.metrics.handler())

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/analysis"
 
+	"github.com/sparkprof/sparkprof/internal/connlimit"
 	"github.com/sparkprof/sparkprof/internal/duration"
 	"github.com/sparkprof/sparkprof/server"
 	"github.com/sparkprof/sparkprof/store"
@@ -256,6 +257,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	hs := &http.Server{Handler: &g, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
 	ln = limitConnections(ln, certs == nil)
+	if l, ok := ln.(*connlimit.Listener); ok {
+		hs.ConnState = l.ConnState // idle connections make room for new ones
+	}
 	if certs != nil {
 		scheme = "https"
 		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}

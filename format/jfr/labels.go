@@ -127,6 +127,7 @@ func parseSnapshot(b []byte) (*snapshot, error) {
 
 // readContext appends the labels of a Context message to s.pairs.
 func (s *snapshot) readContext(b []byte) error {
+	n := 0
 	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		if num != contextLabels || typ != protowire.BytesType {
 			return nil
@@ -146,6 +147,9 @@ func (s *snapshot) readContext(b []byte) error {
 		if err != nil {
 			return err
 		}
+		if n++; n > maxContextLabels {
+			return fmt.Errorf("more than %d labels, where a context holds a span's or a task's few", maxContextLabels)
+		}
 		s.pairs = append(s.pairs, p)
 		return nil
 	})
@@ -157,6 +161,15 @@ func (s *snapshot) str(id int64) string {
 	return s.text[sp.from:sp.to]
 }
 
+// scanLabels is the most labels of a context whose duplicates labels
+// finds by a scan.
+const scanLabels = 16
+
+// maxContextLabels bounds the labels of one context: a context holds a
+// span's or a task's few labels, and the labels of a sample are a series
+// of it, as Pyroscope bounds a series' labels.
+const maxContextLabels = 256
+
 // labels returns the labels of context ctx in name order, appending them
 // to buf's array; nil for a context the snapshot lacks.
 func (s *snapshot) labels(ctx uint64, buf *profile.Labels) profile.Labels {
@@ -166,13 +179,27 @@ func (s *snapshot) labels(ctx uint64, buf *profile.Labels) profile.Labels {
 	}
 	start := len(*buf)
 	pairs := s.pairs[sp.from:sp.to]
-	for i, p := range pairs {
-		// Of two labels of one name id the later wins, as in a protobuf
-		// map. A context holds a few labels: a scan costs less than a set.
-		if slices.ContainsFunc(pairs[i+1:], func(q labelPair) bool { return q.name == p.name }) {
-			continue
+	if len(pairs) > scanLabels {
+		// Sorted by name id, the later of a name's labels last: a scan
+		// of each label's later ones would cost the square of them.
+		pairs = slices.Clone(pairs)
+		slices.SortStableFunc(pairs, func(a, b labelPair) int { return cmp.Compare(a.name, b.name) })
+		for i, p := range pairs {
+			if i+1 < len(pairs) && pairs[i+1].name == p.name {
+				continue
+			}
+			*buf = append(*buf, profile.Label{Name: s.str(p.name), Value: s.str(p.value)})
 		}
-		*buf = append(*buf, profile.Label{Name: s.str(p.name), Value: s.str(p.value)})
+	} else {
+		for i, p := range pairs {
+			// Of two labels of one name id the later wins, as in a
+			// protobuf map. A context holds a few labels: a scan costs
+			// less than a set.
+			if slices.ContainsFunc(pairs[i+1:], func(q labelPair) bool { return q.name == p.name }) {
+				continue
+			}
+			*buf = append(*buf, profile.Label{Name: s.str(p.name), Value: s.str(p.value)})
+		}
 	}
 	ls := (*buf)[start:len(*buf):len(*buf)] // a later append must not write into it
 	slices.SortFunc(ls, func(a, b profile.Label) int { return cmp.Compare(a.Name, b.Name) })

@@ -1,12 +1,14 @@
 // Package connlimit bounds the connections a server holds, so that a
-// flood of them cannot take every file descriptor: past the bound a
-// connection is answered 503 and closed at once, and the server keeps
-// accepting (and answering its health checks) instead of stalling in
-// accept with "too many open files".
+// flood of them cannot take every file descriptor: at the bound a new
+// connection takes the place of the one idle longest (with the server's
+// ConnState hook), else it is answered 503 and closed at once, and the
+// server keeps accepting (and answering its health checks) instead of
+// stalling in accept with "too many open files".
 package connlimit
 
 import (
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -25,12 +27,60 @@ type Listener struct {
 	// Plain says the connections speak plain HTTP: those past the bound
 	// get a 503 before they are closed (a TLS client could not read it).
 	plain bool
+	mu    sync.Mutex
+	idle  map[*conn]time.Time // the connections without a request in progress, since when
 }
 
 // New bounds ln's connections to max; with plain, the connections past
 // it are answered 503 before they are closed.
 func New(ln net.Listener, max int, plain bool) *Listener {
-	return &Listener{Listener: ln, max: int64(max), plain: plain}
+	return &Listener{Listener: ln, max: int64(max), plain: plain, idle: map[*conn]time.Time{}}
+}
+
+// ConnState is the http.Server's ConnState hook: it notes the
+// connections that have no request in progress (new ones that sent no
+// byte yet, and those idle between requests), so that at the bound the
+// one idle longest is closed to make room for a new one, which may be a
+// health check: idle connections cannot keep the server from answering.
+func (l *Listener) ConnState(nc net.Conn, st http.ConnState) {
+	for {
+		if c, ok := nc.(*conn); ok {
+			l.mu.Lock()
+			switch st {
+			case http.StateNew, http.StateIdle:
+				l.idle[c] = time.Now()
+			default:
+				delete(l.idle, c)
+			}
+			l.mu.Unlock()
+			return
+		}
+		u, ok := nc.(interface{ NetConn() net.Conn }) // a TLS connection
+		if !ok {
+			return
+		}
+		nc = u.NetConn()
+	}
+}
+
+// closeIdlest closes the connection idle longest, and reports whether
+// there was one.
+func (l *Listener) closeIdlest() bool {
+	l.mu.Lock()
+	var oldest *conn
+	var since time.Time
+	for c, t := range l.idle {
+		if oldest == nil || t.Before(since) {
+			oldest, since = c, t
+		}
+	}
+	delete(l.idle, oldest)
+	l.mu.Unlock()
+	if oldest == nil {
+		return false
+	}
+	oldest.Close()
+	return true
 }
 
 // Open returns the connections open now.
@@ -46,8 +96,11 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 		if l.open.Add(1) > l.max {
 			l.open.Add(-1)
-			l.refuse(c)
-			continue
+			if !l.closeIdlest() {
+				l.refuse(c)
+				continue
+			}
+			l.open.Add(1)
 		}
 		return &conn{Conn: c, l: l}, nil
 	}
@@ -71,7 +124,12 @@ type conn struct {
 }
 
 func (c *conn) Close() error {
-	c.once.Do(func() { c.l.open.Add(-1) })
+	c.once.Do(func() {
+		c.l.open.Add(-1)
+		c.l.mu.Lock()
+		delete(c.l.idle, c)
+		c.l.mu.Unlock()
+	})
 	return c.Conn.Close()
 }
 

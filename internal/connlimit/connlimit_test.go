@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Past its bound a listener answers 503 and closes, and goes on
@@ -52,4 +53,54 @@ func TestListener(t *testing.T) {
 		}
 	}
 	t.Error("no room after a connection closed")
+}
+
+// Connections that send nothing do not keep a health check out: at the
+// bound, with the server's ConnState hook, a new connection takes the
+// place of the one idle longest (with 704 idle connections /healthz was
+// answered 503 until the header timeout closed them).
+func TestIdleConnectionsMakeRoom(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bound = 4
+	ln := New(inner, bound, true)
+	accepted := make(chan struct{}, bound)
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }),
+		ConnState: func(c net.Conn, st http.ConnState) {
+			ln.ConnState(c, st)
+			if st == http.StateNew {
+				accepted <- struct{}{}
+			}
+		},
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	var idle []net.Conn
+	for range bound {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+		<-accepted
+	}
+	resp, err := http.Get("http://" + inner.Addr().String() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("a health check past %d idle connections: %d, want 200", bound, resp.StatusCode)
+	}
+	// The first idle connection was closed to make room (it is, by the
+	// time the health check is answered; the deadline only bounds a
+	// failure).
+	idle[0].SetReadDeadline(time.Now().Add(time.Minute))
+	if n, err := idle[0].Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Errorf("the connection idle longest: read %d bytes, %v; want it closed", n, err)
+	}
 }

@@ -140,9 +140,15 @@ func (b *builder) event(v *fastjson.Value) {
 		e.Host = str(v, "Executor Info", "Host")
 		e.Cores = int(num(v, "Executor Info", "Total Cores"))
 	case "SparkListenerExecutorRemoved":
+		// A decommissioned executor of a standalone cluster is removed twice:
+		// "Executor decommission: ..." when it leaves, then "Command exited
+		// with code 0" when its worker sees the process end. The first says
+		// why, as the History Server keeps it.
 		e := b.executor(str(v, "Executor ID"))
-		e.RemovedMs = num(v, "Timestamp")
-		e.RemovalReason = str(v, "Removed Reason")
+		if e.RemovedMs == 0 {
+			e.RemovedMs = num(v, "Timestamp")
+			e.RemovalReason = str(v, "Removed Reason")
+		}
 	case "SparkListenerBlockManagerAdded":
 		id := str(v, "Block Manager ID", "Executor ID")
 		e := b.executor(id)

@@ -384,3 +384,26 @@ func TestSkippedStages(t *testing.T) {
 		})
 	}
 }
+
+// TestExecutorRemovedTwice: real Spark 3.5's standalone cluster removes a
+// decommissioned executor twice; the first reason is the one kept, as the
+// History Server keeps it.
+func TestExecutorRemovedTwice(t *testing.T) {
+	log := `{"Event":"SparkListenerLogStart","Spark Version":"3.5.9"}
+{"Event":"SparkListenerApplicationStart","App Name":"a","App ID":"app-1","Timestamp":1000,"User":"u"}
+{"Event":"SparkListenerExecutorAdded","Timestamp":1100,"Executor ID":"1","Executor Info":{"Host":"h","Total Cores":1}}
+{"Event":"SparkListenerExecutorRemoved","Timestamp":5237,"Executor ID":"1","Removed Reason":"Executor decommission: Executor 1 is decommissioned."}
+{"Event":"SparkListenerExecutorRemoved","Timestamp":5723,"Executor ID":"1","Removed Reason":"Command exited with code 0"}
+{"Event":"SparkListenerApplicationEnd","Timestamp":9000}
+`
+	path := filepath.Join(t.TempDir(), "app-1")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app, _ := buildPath(t, path)
+	for _, e := range app.Executors {
+		if e.ID == "1" && (e.RemovedMs != 5237 || e.RemovalReason != "Executor decommission: Executor 1 is decommissioned.") {
+			t.Errorf("executor 1 removed at %d for %q; want the first removal, at 5237 for its decommission", e.RemovedMs, e.RemovalReason)
+		}
+	}
+}

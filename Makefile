@@ -11,9 +11,14 @@ STATICCHECK_VERSION := v0.6.1
 
 all: build agent
 
+# The commit sparkprof version names when go build records none itself
+# (in a git worktree, or with GOFLAGS=-buildvcs=false), "+modified" when
+# the tree has changes.
+COMMIT = $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD -- || c=$$c+modified; echo $$c; })
+
 build:
 	@echo "build: $(BIN) (the first build downloads the Go modules and compiles them: a few minutes)"
-	$(GO) build -o $(BIN) ./cmd/sparkprof
+	$(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(BIN) ./cmd/sparkprof
 
 # The whole test suite: lint, unit and integration tests on the real corpus,
 # and a short run of every fuzz target. Every step runs, even after one

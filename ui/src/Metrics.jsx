@@ -84,7 +84,18 @@ export function MetricChart({ chart, sc, markers, width, onWindow }) {
         })),
       ],
       axes: [
-        { splits: () => ticks(sc).map((tk) => tk.t), values: (u, vs) => vs.map((v) => fmtMs(v - sc.origin)) },
+        {
+          splits: () => ticks(sc).map((tk) => tk.t),
+          // Every split is a tick: uPlot's default filter for a custom
+          // scale (distr 100) is its log-10 one, which blanks all but the
+          // powers of ten.
+          filter: (u, splits) => splits,
+          values: (u, vs) => {
+            const labels = vs.map((v) => (v == null ? '' : fmtMs(v - sc.origin)));
+            if (el.current) el.current.dataset.xTicks = labels.join('|');
+            return labels;
+          },
+        },
         // Bytes and durations read in their units (MiB, s), not as raw
         // counts too wide for the axis.
         { size: GUTTER, values: (u, splits) => splits.map((v) => fmtValue(v, unit)) },

@@ -26,18 +26,29 @@ export function chartsOf(metrics) {
   return names.map((name) => ({ name, series: by.get(name) }));
 }
 
-// seriesLabels names each of a chart's series: its executor (or source
-// file) and the values of the labels that tell it from the chart's others
-// ("PS Scavenge" beside "PS MarkSweep"); a number where nothing does.
+// whoOf names the JVM a series is of: its executor, else its host (a
+// process label is pid@host, as jvm-profiler names it), else its source.
+function whoOf(s) {
+  if (s.executorId) return s.executorId === 'driver' ? 'driver' : `executor ${s.executorId}`;
+  const labels = s.labels || {};
+  const host = labels.host || (labels.process || '').replace(/^\d+@/, '');
+  if (host) return host;
+  return s.source || 'jvm';
+}
+
+// seriesLabels names each of a chart's series: its executor (or host) and
+// the values of the labels that tell it from the chart's others ("PS
+// Scavenge" beside "PS MarkSweep"; the process beside another on its
+// host); a number where nothing does.
 export function seriesLabels(series) {
   const differ = new Set();
   for (const s of series) {
     for (const [k, v] of Object.entries(s.labels || {})) {
-      if (series.some((o) => (o.labels || {})[k] !== v)) differ.add(k);
+      if (k !== 'host' && series.some((o) => (o.labels || {})[k] !== v)) differ.add(k);
     }
   }
   const names = series.map((s) => {
-    const who = s.executorId ? `executor ${s.executorId}` : s.source || 'jvm';
+    const who = whoOf(s);
     const detail = [...differ].sort().map((k) => (s.labels || {})[k]).filter(Boolean);
     return detail.length ? `${who}: ${detail.join(', ')}` : who;
   });

@@ -16,6 +16,17 @@ export async function run({ page, step, shot, url }) {
       // The first tick is the app's start; none is blank or negative.
       assert.ok(ticks.every((tk) => tk !== '' && !tk.startsWith('-')), `metric chart's x ticks: ${ticks.join(', ')}`);
     }
+    // The legends name the JVM (executor or host), not the file.
+    const legends = await page.locator('[data-testid="metric-chart"] .u-legend .u-series:not(:first-child)').allTextContents();
+    assert.ok(legends.length >= 4, `legends ${legends}`);
+    assert.ok(legends.every((l) => !l.includes('.json')), `metric legends name files: ${legends.join('; ')}`);
     await shot('n1-metric-axes.png', page.locator('.timeline'));
+  });
+
+  await step("an executor's few tasks get lanes one can read", async () => {
+    // ProfileStraggler's driver ran 3 tasks at once: 3 lanes.
+    const d = await dataset(page.locator('canvas[data-testid="timeline"][data-tasks]'));
+    assert.equal(d.laneHeights, '12', `lane heights ${d.laneHeights}`);
+    await shot('n2-lanes.png', page.locator('canvas[data-testid="timeline"]'));
   });
 }

@@ -100,6 +100,9 @@ type Executor struct {
 	InputBytes      int64 `json:"totalInputBytes"`
 	ShuffleRead     int64 `json:"totalShuffleRead"`
 	ShuffleWrite    int64 `json:"totalShuffleWrite"`
+	// NoMetrics says that its tasks' metrics and its cores are unknown
+	// (an executor a container log names): the sums above are not zero.
+	NoMetrics bool `json:"noMetrics,omitempty"`
 }
 
 // ExclusionEvent is an executor or node excluded (blacklisted before Spark
@@ -154,6 +157,9 @@ type Stage struct {
 	FailedTaskCount int         `json:"failedTaskCount"`
 	KilledTaskCount int         `json:"killedTaskCount"`
 	Metrics         TaskMetrics `json:"metrics"`
+	// NoMetrics says that its tasks' metrics are unknown (a stage a
+	// container log names): Metrics are not zero.
+	NoMetrics bool `json:"noMetrics,omitempty"`
 }
 
 // Task is one task attempt.
@@ -183,6 +189,9 @@ type Task struct {
 	// TopFrame is the first stack frame of an ExceptionFailure.
 	TopFrame string      `json:"topFrame,omitempty"`
 	Metrics  TaskMetrics `json:"metrics"`
+	// NoMetrics says that the task's metrics are unknown, not zero: a
+	// container log's "Finished task" line gives its times alone.
+	NoMetrics bool `json:"noMetrics,omitempty"`
 }
 
 // DurationMs is the task's wall time from launch to finish.
@@ -203,10 +212,11 @@ func (t *Task) GettingResultMs() int64 {
 
 // SchedulerDelayMs is the part of the task's time not spent running,
 // deserialising, serialising the result or fetching it: scheduling and
-// shipping, computed as the History Server does.
+// shipping, computed as the History Server does; 0 when the task's
+// metrics are unknown (NoMetrics), as its time may have gone to any.
 func (t *Task) SchedulerDelayMs() int64 {
 	d := t.DurationMs() - t.Metrics.RunTimeMs - t.Metrics.DeserializeMs - t.Metrics.ResultSerializationMs - t.GettingResultMs()
-	if t.FinishMs == 0 || d < 0 {
+	if t.FinishMs == 0 || d < 0 || t.NoMetrics {
 		return 0
 	}
 	return d

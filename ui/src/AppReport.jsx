@@ -127,8 +127,8 @@ export function LogFindings({ findings }) {
 // stageColumns are the stage table's columns; verdict maps a stage to its
 // first finding, stageHref (when there are stage pages) a stage to its page.
 function stageColumns(verdict, stageHref) {
-  const bytes = (key, title, value) => ({ key, title, align: 'right', sort: value, render: (s) => fmtBytes(value(s)) });
-  const ms = (key, title, value) => ({ key, title, align: 'right', sort: value, render: (s) => fmtMs(value(s)) });
+  const bytes = (key, title, value) => ({ key, title, align: 'right', sort: value, render: (s) => (s.noMetrics ? unknownMetric : fmtBytes(value(s))) });
+  const ms = (key, title, value) => ({ key, title, align: 'right', sort: value, render: (s) => (s.noMetrics ? unknownMetric : fmtMs(value(s))) });
   return [
     {
       key: 'stageId',
@@ -148,7 +148,7 @@ function stageColumns(verdict, stageHref) {
     { key: 'name', title: 'Name', render: (s) => <span title={s.name}>{s.name.slice(0, 60)}</span> },
     { key: 'status', title: 'Status' },
     { key: 'taskCount', title: 'Tasks', align: 'right', render: (s) => `${s.taskCount}${s.failedTaskCount ? ` (${s.failedTaskCount} failed)` : ''}` },
-    ms('durationMs', 'Duration', (s) => s.durationMs),
+    { key: 'durationMs', title: 'Duration', align: 'right', render: (s) => fmtMs(s.durationMs) },
     ms('runTime', 'Run time', (s) => s.metrics.executorRunTime),
     bytes('input', 'Input', (s) => s.metrics.inputBytes),
     bytes('shuffleRead', 'Shuffle read', (s) => s.metrics.shuffleRemoteBytesRead + s.metrics.shuffleLocalBytesRead),
@@ -206,6 +206,14 @@ export function Stages({ stages: all, findings, window: win, selectedStage, onSt
   );
 }
 
+// unknownMetric stands for a metric that tasks from a container log do not
+// carry: unknown, not zero.
+const unknownMetric = (
+  <span className="muted" title="no task metrics: a container log gives only the tasks' times">
+    unknown
+  </span>
+);
+
 // Executors is the executor table, the driver first and then by number.
 export function Executors({ executors }) {
   return (
@@ -217,14 +225,14 @@ export function Executors({ executors }) {
         columns={[
           { key: 'id', title: 'Executor', sort: (e) => (e.id === 'driver' ? -1 : Number.isNaN(Number(e.id)) ? e.id : Number(e.id)) },
           { key: 'host', title: 'Host' },
-          { key: 'cores', title: 'Cores', align: 'right' },
+          { key: 'cores', title: 'Cores', align: 'right', render: (e) => (e.noMetrics || !e.cores ? unknownMetric : e.cores) },
           { key: 'addedMs', title: 'Added', render: (e) => fmtTime(e.addedMs) },
           { key: 'removedMs', title: 'Removed', render: (e) => fmtTime(e.removedMs) },
           { key: 'removalReason', title: 'Removal reason' },
           { key: 'totalTasks', title: 'Tasks', align: 'right', render: (e) => `${e.totalTasks}${e.failedTasks ? ` (${e.failedTasks} failed)` : ''}` },
           { key: 'totalDurationMs', title: 'Task time', align: 'right', render: (e) => fmtMs(e.totalDurationMs) },
-          { key: 'totalGCTimeMs', title: 'GC', align: 'right', render: (e) => fmtMs(e.totalGCTimeMs) },
-          { key: 'totalShuffleRead', title: 'Shuffle read', align: 'right', render: (e) => fmtBytes(e.totalShuffleRead) },
+          { key: 'totalGCTimeMs', title: 'GC', align: 'right', render: (e) => (e.noMetrics ? unknownMetric : fmtMs(e.totalGCTimeMs)) },
+          { key: 'totalShuffleRead', title: 'Shuffle read', align: 'right', render: (e) => (e.noMetrics ? unknownMetric : fmtBytes(e.totalShuffleRead)) },
         ]}
         rows={executors}
       />

@@ -28,6 +28,7 @@ export const colors = {
   dead: '#e4e4e4',
   added: '#2e7d32',
   removed: '#c62828',
+  unknown: '#9aa5b1',
 };
 
 // phaseColors colour a task's phases (tasks.phases), as the History
@@ -169,14 +170,15 @@ function drawStages(g, L, sc, findings, selectedStage, hits) {
 }
 
 // taskFill is a task's colour when it is not drawn by phase: stragglers
-// stand out, then its state; with a stage selected, the other stages'
-// tasks fade. null means by phase.
+// stand out, then its state, then phases unknown (no task metrics); with
+// a stage selected, the other stages' tasks fade. null means by phase.
 function taskFill(tk, stragglers, selectedStage) {
   if (selectedStage !== null && selectedStage !== undefined && tk.stageId !== selectedStage) return colors.other;
   if (stragglers.has(tk.taskId)) return colors.straggler;
   if (!tk.finishMs) return colors.active;
   if (tk.status === 'KILLED') return colors.killed;
   if (tk.status && tk.status !== 'SUCCESS') return colors.failed;
+  if (tk.noMetrics) return colors.unknown;
   return null;
 }
 

@@ -29,4 +29,47 @@ export async function run({ page, step, shot, url }) {
     assert.equal(d.laneHeights, '12', `lane heights ${d.laneHeights}`);
     await shot('n2-lanes.png', page.locator('canvas[data-testid="timeline"]'));
   });
+
+  await step('tasks from a console log read as unknown, not as scheduler delay or 0', async () => {
+    // ProfileStraggler's tasks come from a console log: times, no metrics.
+    const timeline = page.locator('canvas[data-testid="timeline"][data-tasks]');
+    const colours = await timeline.evaluate((c) => {
+      const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      const n = { delay: 0, unknown: 0 };
+      for (let i = 0; i < px.length; i += 4) {
+        if (px[i] === 0x80 && px[i + 1] === 0xb1 && px[i + 2] === 0xd3) n.delay++;
+        if (px[i] === 0x9a && px[i + 1] === 0xa5 && px[i + 2] === 0xb1) n.unknown++;
+      }
+      return n;
+    });
+    assert.ok(colours.delay === 0 && colours.unknown > 100, `timeline pixels: ${JSON.stringify(colours)}`);
+    await page.getByTestId('timeline-legend').getByText('phases unknown').waitFor();
+    const cores = await page.getByTestId('executors').locator('tbody tr').first().locator('td').nth(2).textContent();
+    assert.equal(cores, 'unknown');
+    const stageRow = page.getByTestId('stages').locator('tbody tr').first();
+    assert.match(await stageRow.textContent(), /17\.9 min.*unknown/, 'stage row: duration known, run time unknown');
+
+    await page.goto(`${url}/#/apps/ProfileStraggler/stages/0`);
+    const q = page.getByTestId('quantiles');
+    await q.waitFor();
+    const row = async (name) => (await q.locator('tr').filter({ hasText: name }).first().textContent()).replace(/\s+/g, ' ');
+    assert.match(await row('Duration'), /17\.9 min/);
+    for (const m of ['Scheduler delay', 'Run time', 'GC time']) assert.match(await row(m), /unknown/, `${m} quantiles`);
+    const table = page.getByTestId('task-table');
+    await table.locator('tbody tr').first().waitFor();
+    const header = await table.locator('thead th').allTextContents();
+    const col = (title) => header.findIndex((h) => h.startsWith(title));
+    for (const tr of await table.locator('tbody tr').all()) {
+      const cells = await tr.locator('td').allTextContents();
+      assert.equal(cells[col('Scheduler delay')], 'unknown', `task row ${cells}`);
+      assert.equal(cells[col('Run time')], 'unknown', `task row ${cells}`);
+      assert.notEqual(cells[col('Duration')], 'unknown');
+    }
+    const byExec = await page.getByTestId('stage-executors').locator('tbody tr').first().textContent();
+    assert.match(byExec, /unknown/, `by executor: ${byExec}`);
+    // The task table fits its box at 1400 pixels: no column hidden.
+    const fit = await table.evaluate((t) => [t.scrollWidth, t.parentElement.clientWidth]);
+    assert.ok(fit[0] <= fit[1], `task table ${fit[0]} px wide in a box of ${fit[1]}`);
+    await shot('n3-unknown-metrics.png');
+  });
 }

@@ -38,25 +38,40 @@ function Quantiles({ page }) {
       </thead>
       <tbody>
         {page.quantiles
-          .filter((q) => q.values[4] > 0 || q.metric === 'Duration')
-          .map((q) => (
-            <tr key={q.metric}>
-              <td>{q.metric}</td>
-              {q.values.map((v, i) => (
-                <td key={i} className="num">
-                  {fmt(q)(v)}
+          .filter((q) => q.unknown || q.values[4] > 0 || q.metric === 'Duration')
+          .map((q) =>
+            q.unknown ? (
+              <tr key={q.metric} className="unknown">
+                <td>{q.metric}</td>
+                <td colSpan={5} className="muted" title="the tasks carry no metrics: a container log gives only their times">
+                  unknown
                 </td>
-              ))}
-            </tr>
-          ))}
+              </tr>
+            ) : (
+              <tr key={q.metric}>
+                <td>{q.metric}</td>
+                {q.values.map((v, i) => (
+                  <td key={i} className="num">
+                    {fmt(q)(v)}
+                  </td>
+                ))}
+              </tr>
+            ),
+          )}
       </tbody>
     </table>
   );
 }
 
 // taskColumns are the task table's columns: key is the server's sort key.
-const ms = (key, title, get) => ({ key, title, num: true, render: (t) => fmtMs(get(t)) });
-const bytes = (key, title, get) => ({ key, title, num: true, render: (t) => fmtBytes(get(t)) });
+// A task without metrics (from a container log) has only its times.
+const unknown = (
+  <span className="muted" title="no task metrics: a container log gives only the task's times">
+    unknown
+  </span>
+);
+const ms = (key, title, get) => ({ key, title, num: true, render: (t) => (t.noMetrics ? unknown : fmtMs(get(t))) });
+const bytes = (key, title, get) => ({ key, title, num: true, render: (t) => (t.noMetrics ? unknown : fmtBytes(get(t))) });
 const taskColumns = [
   { key: 'index', title: 'Index', num: true, render: (t) => t.index },
   { key: 'id', title: 'Task', num: true, render: (t) => t.taskId },
@@ -66,7 +81,7 @@ const taskColumns = [
   { key: 'host', title: 'Host', render: (t) => t.host },
   { key: 'locality', title: 'Locality', render: (t) => t.locality },
   { key: 'launch', title: 'Launched', render: (t) => fmtTime(t.launchMs) },
-  ms('duration', 'Duration', (t) => t.durationMs),
+  { key: 'duration', title: 'Duration', num: true, render: (t) => fmtMs(t.durationMs) },
   ms('schedulerDelay', 'Scheduler delay', (t) => t.schedulerDelayMs),
   ms('deserialize', 'Deserialise', (t) => t.metrics.executorDeserializeTime),
   ms('runTime', 'Run time', (t) => t.metrics.executorRunTime),
@@ -114,7 +129,7 @@ function TaskTable({ app, stage, attempt, params, setParams }) {
         {loading && <span className="muted">loading…</span>}
       </div>
       <div className="scroll-x">
-      <table className="grid nowrap" data-testid="task-table" data-total={data.total} data-sort={`${sort}${desc ? ' desc' : ''}`} data-page={at}>
+      <table className="grid nowrap task-table" data-testid="task-table" data-total={data.total} data-sort={`${sort}${desc ? ' desc' : ''}`} data-page={at}>
         <thead>
           <tr>
             {taskColumns.map((c) => (
@@ -147,7 +162,9 @@ function TaskTable({ app, stage, attempt, params, setParams }) {
 }
 
 // Executors sums the stage's tasks per executor.
-function StageExecutors({ rows }) {
+function StageExecutors({ rows, noMetrics }) {
+  // A stage from a container log has its tasks' times alone.
+  const known = (render) => (e) => (noMetrics ? unknown : render(e));
   return (
     <Table
       testid="stage-executors"
@@ -157,11 +174,11 @@ function StageExecutors({ rows }) {
         { key: 'host', title: 'Host' },
         { key: 'tasks', title: 'Tasks', align: 'right', render: (e) => `${e.tasks}${e.failed ? ` (${e.failed} failed)` : ''}${e.killed ? ` (${e.killed} killed)` : ''}` },
         { key: 'taskTimeMs', title: 'Task time', align: 'right', render: (e) => fmtMs(e.taskTimeMs) },
-        { key: 'gc', title: 'GC', align: 'right', sort: (e) => e.metrics.jvmGcTime, render: (e) => fmtMs(e.metrics.jvmGcTime) },
-        { key: 'input', title: 'Input', align: 'right', sort: (e) => e.metrics.inputBytes, render: (e) => fmtBytes(e.metrics.inputBytes) },
-        { key: 'shuffleRead', title: 'Shuffle read', align: 'right', sort: (e) => e.metrics.shuffleRemoteBytesRead + e.metrics.shuffleLocalBytesRead, render: (e) => fmtBytes(e.metrics.shuffleRemoteBytesRead + e.metrics.shuffleLocalBytesRead) },
-        { key: 'shuffleWrite', title: 'Shuffle write', align: 'right', sort: (e) => e.metrics.shuffleWriteBytes, render: (e) => fmtBytes(e.metrics.shuffleWriteBytes) },
-        { key: 'spill', title: 'Spill (disk)', align: 'right', sort: (e) => e.metrics.diskBytesSpilled, render: (e) => fmtBytes(e.metrics.diskBytesSpilled) },
+        { key: 'gc', title: 'GC', align: 'right', sort: (e) => e.metrics.jvmGcTime, render: known((e) => fmtMs(e.metrics.jvmGcTime)) },
+        { key: 'input', title: 'Input', align: 'right', sort: (e) => e.metrics.inputBytes, render: known((e) => fmtBytes(e.metrics.inputBytes)) },
+        { key: 'shuffleRead', title: 'Shuffle read', align: 'right', sort: (e) => e.metrics.shuffleRemoteBytesRead + e.metrics.shuffleLocalBytesRead, render: known((e) => fmtBytes(e.metrics.shuffleRemoteBytesRead + e.metrics.shuffleLocalBytesRead)) },
+        { key: 'shuffleWrite', title: 'Shuffle write', align: 'right', sort: (e) => e.metrics.shuffleWriteBytes, render: known((e) => fmtBytes(e.metrics.shuffleWriteBytes)) },
+        { key: 'spill', title: 'Spill (disk)', align: 'right', sort: (e) => e.metrics.diskBytesSpilled, render: known((e) => fmtBytes(e.metrics.diskBytesSpilled)) },
       ]}
       rows={rows}
     />
@@ -222,7 +239,7 @@ export function StagePage({ app, stage, params, setParams }) {
       </section>
       <section>
         <h2>By executor</h2>
-        <StageExecutors rows={page.executors} />
+        <StageExecutors rows={page.executors} noMetrics={s.noMetrics} />
       </section>
       <TaskTable app={app} stage={stage} attempt={s.attempt} params={params} setParams={setParams} />
       <section>

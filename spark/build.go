@@ -520,6 +520,9 @@ func (b *builder) addTaskEnd(ended *Task, cls string) {
 	}
 	st := b.stage(t.StageID, t.StageAttempt)
 	st.TaskCount++
+	if cls == "Resubmitted" {
+		st.ResubmittedTaskCount++
+	}
 	switch t.Status {
 	case "FAILED":
 		st.FailedTaskCount++

@@ -150,13 +150,19 @@ type Stage struct {
 	CompleteMs int64  `json:"completeMs"`
 	DurationMs int64  `json:"durationMs"`
 	// FirstLaunchMs is the launch time of its first task.
-	FirstLaunchMs   int64       `json:"firstTaskLaunchMs"`
-	Status          string      `json:"status"` // COMPLETE, FAILED, ACTIVE, PENDING, SKIPPED
-	Failure         string      `json:"failure,omitempty"`
-	TaskCount       int         `json:"taskCount"` // task attempts that ended
-	FailedTaskCount int         `json:"failedTaskCount"`
-	KilledTaskCount int         `json:"killedTaskCount"`
-	Metrics         TaskMetrics `json:"metrics"`
+	FirstLaunchMs   int64  `json:"firstTaskLaunchMs"`
+	Status          string `json:"status"` // COMPLETE, FAILED, ACTIVE, PENDING, SKIPPED
+	Failure         string `json:"failure,omitempty"`
+	TaskCount       int    `json:"taskCount"` // task attempts that ended
+	FailedTaskCount int    `json:"failedTaskCount"`
+	KilledTaskCount int    `json:"killedTaskCount"`
+	// ResubmittedTaskCount counts the ends of tasks that had ended before
+	// and were resubmitted, their output lost with their executor: Spark
+	// posts a second TaskEnd (Resubmitted) for each, which TaskCount and
+	// FailedTaskCount count, so that TaskCount less it is the number of
+	// distinct task attempts, those the stage's task table lists.
+	ResubmittedTaskCount int         `json:"resubmittedTaskCount,omitempty"`
+	Metrics              TaskMetrics `json:"metrics"`
 	// NoMetrics says that its tasks' metrics are unknown (a stage a
 	// container log names): Metrics are not zero.
 	NoMetrics bool `json:"noMetrics,omitempty"`

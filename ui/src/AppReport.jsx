@@ -3,7 +3,7 @@
 // container logs said.
 import React, { useState } from 'react';
 import { findingStages } from './api';
-import { fmtMs, fmtBytes, fmtTime } from './format';
+import { fmtMs, fmtBytes, fmtTime, plural, stageTasks } from './format';
 import { Table, Severity } from './common';
 import { Evidence } from './Evidence';
 
@@ -17,8 +17,10 @@ export function stragglerTasks(findings) {
 
 // AppFacts is the line of facts under an application's title; live is
 // shown after the run time of an app without an end, children last.
-export function AppFacts({ app: a, stages, live, children }) {
+export function AppFacts({ app: a, jobs, stages, live, children }) {
   const skipped = stages.filter((s) => s.status === 'SKIPPED').length;
+  // Jobs whose JobStart the log lacks are listed too, from their JobEnd.
+  const unstarted = jobs.filter((j) => !j.submitMs).length;
   return (
     <div className="facts" data-testid="app-facts">
       <span>Spark {a.sparkVersion || '?'}</span>
@@ -28,9 +30,13 @@ export function AppFacts({ app: a, stages, live, children }) {
       <span>{a.endMs ? `ran ${fmtMs(a.durationMs)}` : '● live / no end event'}</span>
       {!a.endMs && live && <span>{live}</span>}
       <span>
-        {a.jobCount} jobs · {stages.length - skipped} stage attempts
-        {skipped > 0 ? ` · ${skipped} stages skipped` : ''} · {a.taskCount} tasks ({a.failedTaskCount} not successful) ·{' '}
-        {a.executorCount === 0 && a.taskCount > 0 ? 'tasks ran on the driver (local mode)' : `${a.executorCount} executors`}
+        <span data-testid="app-job-count">
+          {plural(jobs.length, 'job')}
+          {unstarted ? ` (${unstarted} without a JobStart)` : ''}
+        </span>{' '}
+        · {plural(stages.length - skipped, 'stage attempt')}
+        {skipped > 0 ? ` · ${plural(skipped, 'stage')} skipped` : ''} · {plural(a.taskCount, 'task')} ({a.failedTaskCount} not successful) ·{' '}
+        {a.executorCount === 0 && a.taskCount > 0 ? 'tasks ran on the driver (local mode)' : plural(a.executorCount, 'executor')}
       </span>
       {children}
     </div>
@@ -147,7 +153,7 @@ function stageColumns(verdict, stageHref) {
     },
     { key: 'name', title: 'Name', render: (s) => <span title={s.name}>{s.name.slice(0, 60)}</span> },
     { key: 'status', title: 'Status' },
-    { key: 'taskCount', title: 'Tasks', align: 'right', render: (s) => `${s.taskCount}${s.failedTaskCount ? ` (${s.failedTaskCount} failed)` : ''}` },
+    { key: 'taskCount', title: 'Tasks', align: 'right', sort: (s) => stageTasks(s).count, render: (s) => stageTasks(s).text.replace(/ tasks?/, '') },
     { key: 'durationMs', title: 'Duration', align: 'right', render: (s) => fmtMs(s.durationMs) },
     ms('runTime', 'Run time', (s) => s.metrics.executorRunTime),
     bytes('input', 'Input', (s) => s.metrics.inputBytes),

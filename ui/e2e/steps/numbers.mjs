@@ -72,4 +72,41 @@ export async function run({ page, step, shot, url }) {
     assert.ok(fit[0] <= fit[1], `task table ${fit[0]} px wide in a box of ${fit[1]}`);
     await shot('n3-unknown-metrics.png');
   });
+
+  await step('a stage with resubmitted tasks counts them alike everywhere; jobs without a JobStart', async () => {
+    const app = 'application_1603128018386_7846';
+    await page.goto(`${url}/#/apps/${app}`);
+    // 80 jobs listed, 5 of them known only from their JobEnd: the header
+    // and the tab agree.
+    await page.getByTestId('app-job-count').waitFor();
+    assert.equal(await page.getByTestId('app-job-count').textContent(), '80 jobs (5 without a JobStart)');
+    await page.getByTestId('app-tabs').getByText('Jobs (80)').waitFor();
+    // Stage 238: 230 task attempts, 3 failed; 50 ends posted again as
+    // Resubmitted when their executor was lost.
+    const row = page.getByTestId('stages').locator('tbody tr').filter({ has: page.locator('td:first-child', { hasText: /^238$/ }) });
+    assert.match(await row.textContent(), /230 \(3 failed, 50 resubmitted\)/);
+    await page.goto(`${url}/#/apps/${app}?tab=jobs`);
+    const jobs = page.getByTestId('jobs');
+    await jobs.locator('tbody tr').first().waitFor();
+    const job20 = await jobs.locator('tbody tr').filter({ has: page.locator('td:first-child', { hasText: /^20$/ }) }).locator('td').allTextContents();
+    assert.deepEqual(job20.slice(2, 4), ['unknown', 'unknown'], `job 20 (no JobStart): ${job20}`);
+    await jobs.locator('tbody tr').filter({ has: page.locator('td:first-child', { hasText: /^79$/ }) }).click();
+    const dag = page.getByTestId('job-detail').getByTestId('stage-dag');
+    await dag.waitFor();
+    const subs = await dag.locator('text.graph-sub').allTextContents();
+    assert.ok(subs.some((t) => /230 tasks \(3 fail/.test(t)), `stage DAG: ${subs}`);
+    await page.goto(`${url}/#/apps/${app}/stages/238`);
+    await page.getByTestId('stage-task-count').waitFor();
+    assert.equal(await page.getByTestId('stage-task-count').textContent(), '230 tasks (3 failed, 50 resubmitted)');
+    const table = page.getByTestId('task-table');
+    await table.locator('tbody tr').first().waitFor();
+    assert.equal((await dataset(table)).total, '230');
+    const fit = await table.evaluate((t) => [t.scrollWidth, t.parentElement.clientWidth]);
+    assert.ok(fit[0] <= fit[1], `task table ${fit[0]} px wide in a box of ${fit[1]}`);
+    await shot('n4-resubmitted-stage.png');
+    // One job reads "1 job".
+    await page.goto(`${url}/#/apps/ProfileStraggler`);
+    await page.getByTestId('app-job-count').waitFor();
+    assert.equal(await page.getByTestId('app-job-count').textContent(), '1 job');
+  });
 }

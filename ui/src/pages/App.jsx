@@ -164,7 +164,7 @@ export function AppPage({ id, params, setParams }) {
       <h1 data-testid="app-title">
         {a.name || '(unnamed)'} <code className="muted">{a.id}</code>
       </h1>
-      <AppFacts app={a} stages={rep.stages} live={<RefreshControls />}>
+      <AppFacts app={a} jobs={rep.jobs} stages={rep.stages} live={<RefreshControls />}>
         <a href={`/apps/${encodeURIComponent(a.id)}/report`}>offline HTML report</a>
       </AppFacts>
       <nav className="tabs" data-testid="app-tabs">

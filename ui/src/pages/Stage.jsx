@@ -4,7 +4,7 @@
 // tasks is never loaded whole) and its flame graph.
 import React from 'react';
 import { getJSON, selector } from '../api';
-import { fmtBytesIn, fmtMs, fmtTime, sizeUnit, fmtBytes } from '../format';
+import { fmtBytesIn, fmtMs, fmtTime, sizeUnit, fmtBytes, stageTasks } from '../format';
 import { href } from '../router';
 import { useAsync, ErrorBox, Loading, Table } from '../common';
 import { StageDAG, jobStages } from '../Jobs';
@@ -212,8 +212,8 @@ export function StagePage({ app, stage, params, setParams }) {
         )}
         <span className={s.status === 'FAILED' ? 'bad' : ''}>{s.status.toLowerCase()}</span>
         <span>ran {fmtMs(s.durationMs)}</span>
-        <span>
-          {page.tasks.toLocaleString('en')} tasks ({s.failedTaskCount} not successful)
+        <span data-testid="stage-task-count" title="resubmitted: tasks that had succeeded, run again after their executor was lost with their output">
+          {stageTasks(s).text}
         </span>
         {page.attempts.length > 1 && (
           <span>

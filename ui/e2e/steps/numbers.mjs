@@ -109,4 +109,21 @@ export async function run({ page, step, shot, url }) {
     await page.getByTestId('app-job-count').waitFor();
     assert.equal(await page.getByTestId('app-job-count').textContent(), '1 job');
   });
+
+  await step('samples over time: a step for the recording, times in ISO UTC', async () => {
+    // FastSlow's recording lasts ten seconds: the default range (all time)
+    // draws it in about 200 steps, not in one of 10 s.
+    await page.goto(`${url}/#/flame?query=${encodeURIComponent('{service_name="FastSlow_2024_01_16_180855"}')}`);
+    const series = page.getByTestId('sample-series');
+    await page.waitForFunction(() => document.querySelector('[data-testid="sample-series-plot"]')?.dataset.xTicks);
+    const d = await dataset(series);
+    assert.ok(Number(d.stepMs) > 0 && Number(d.stepMs) <= 100, `step ${d.stepMs} ms`);
+    const ticks = (await dataset(page.getByTestId('sample-series-plot'))).xTicks.split('|').filter(Boolean);
+    assert.ok(ticks.length >= 3 && ticks.every((t) => /^\d\d:\d\d:\d\d(\.\d{3})?$/.test(t)), `time axis: ${ticks}`);
+    assert.equal(new Set(ticks).size, ticks.length, `ticks repeat: ${ticks}`);
+    // 11:09 UTC, when the recording was made, whatever the browser's zone
+    // (the test runs chromium in the machine's).
+    assert.ok(ticks.every((t) => t.startsWith('11:0')), `time axis: ${ticks}`);
+    await shot('n5-samples-over-time.png', series);
+  });
 }

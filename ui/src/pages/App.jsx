@@ -71,6 +71,32 @@ function useSamples(rep, hasProfiles) {
   }, [data]);
 }
 
+// ViewLinks links to the latency and heap views of sel when its samples
+// have their types: wall-clock or stack samples, allocations or live
+// objects; an app profiled for CPU alone has neither.
+function ViewLinks({ sel }) {
+  const { data } = useAsync(() => getJSON('/api/v1/render', { query: sel.query, from: sel.from, until: sel.until, maxNodes: 1 }), [sel.query, sel.from, sel.until]);
+  const types = (data?.types || []).map((t) => t.name);
+  const latency = types.find((t) => t === 'wall' || t === 'samples');
+  const heap = types.find((t) => t.startsWith('alloc') || t.startsWith('live'));
+  return (
+    <span data-testid="view-links">
+      {latency && (
+        <>
+          {' '}
+          · <a href={href('/latency', { query: sel.query, type: latency, from: sel.from, until: sel.until })}>latency view</a>
+        </>
+      )}
+      {heap && (
+        <>
+          {' '}
+          · <a href={href('/heap', { query: sel.query, type: heap, from: sel.from, until: sel.until })}>heap view</a>
+        </>
+      )}
+    </span>
+  );
+}
+
 // Overview is the app's timeline with its charts, findings, stages, flame
 // graph, executors and what its logs said.
 function Overview({ rep, params, setParams, hasProfiles, appIds }) {
@@ -115,10 +141,15 @@ function Overview({ rep, params, setParams, hasProfiles, appIds }) {
         </h2>
         {stage !== null && (
           <p>
-            <a href={href('/diff', { app: a.id, stage, percent: 10 })} data-testid="slow-vs-rest">
-              Slowest 10% of stage {stage}'s tasks vs the rest
-            </a>{' '}
-            · <a href={stageHref({ stageId: stage })}>stage {stage}'s page</a> ·{' '}
+            {hasProfiles && (
+              <>
+                <a href={href('/diff', { app: a.id, stage, percent: 10 })} data-testid="slow-vs-rest">
+                  Slowest 10% of stage {stage}'s tasks vs the rest
+                </a>{' '}
+                ·{' '}
+              </>
+            )}
+            <a href={stageHref({ stageId: stage })}>stage {stage}'s page</a> ·{' '}
             <a onClick={() => selectStage(stage)} className="clickable">
               back to the whole app
             </a>
@@ -127,9 +158,8 @@ function Overview({ rep, params, setParams, hasProfiles, appIds }) {
         {hasProfiles ? (
           <>
             <p>
-              <a href={href('/flame', sel)}>open on the flame graph page</a> ·{' '}
-              <a href={href('/latency', { query: sel.query, from: sel.from, until: sel.until })}>latency view</a> ·{' '}
-              <a href={href('/heap', { query: sel.query, from: sel.from, until: sel.until })}>heap view</a>
+              <a href={href('/flame', sel)}>open on the flame graph page</a>
+              <ViewLinks sel={sel} />
             </p>
             <OtherRuns app={a} appIds={appIds} />
             <FlameView sel={sel} onType={(t) => setParams({ ...params, type: t })}>

@@ -6,6 +6,7 @@ import { findingStages } from './api';
 import { fmtMs, fmtBytes, fmtTime, plural, stageTasks } from './format';
 import { Table, Severity } from './common';
 import { Evidence } from './Evidence';
+import { readableText } from './names';
 
 // logKinds are the findings LogFindings shows as tables of their own.
 const logKinds = ['errors', 'log-chunks'];
@@ -46,7 +47,7 @@ export function AppFacts({ app: a, jobs, stages, live, children }) {
 // Findings lists the findings but those of container logs, each with its
 // stage's other findings, its suggestion and evidence; a finding of a
 // stage selects the stage.
-export function Findings({ findings, onStage }) {
+export function Findings({ findings, onStage, taskFlameHref }) {
   const shown = findings.filter((f) => !logKinds.includes(f.kind));
   if (shown.length === 0) return <p className="muted">No findings: nothing stands out.</p>;
   return (
@@ -56,17 +57,27 @@ export function Findings({ findings, onStage }) {
           <Severity level={f.severity} /> <span className="kind">{f.kind}</span>{' '}
           {f.stageId !== undefined && f.stageId !== null ? (
             <a onClick={() => onStage(f.stageId)} className="clickable">
-              {f.message}
+              {readableText(f.message)}
             </a>
           ) : (
-            f.message
+            readableText(f.message)
           )}
           {(f.evidence?.also || []).map((a) => (
             <div key={a} className="also" data-testid="finding-also">
               also: {a}
             </div>
           ))}
-          <div className="suggestion">{f.suggestion}</div>
+          <div className="suggestion">
+            {f.suggestion}
+            {taskFlameHref && f.taskId !== undefined && f.taskId !== null && (
+              <>
+                {' '}
+                <a href={taskFlameHref(f.taskId)} data-testid="task-flame">
+                  the flame graph of task {f.taskId}
+                </a>
+              </>
+            )}
+          </div>
           {f.kind === 'warnings' ? (
             <ul className="warnings" data-testid="warnings">
               {(f.evidence?.warnings || []).map((w) => (

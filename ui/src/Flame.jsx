@@ -135,7 +135,7 @@ export function FlameView({ sel, onType, title, children }) {
       ) : (
         <>
           <FoldedNote folded={data.folded} onShowAll={() => setAllFrames(true)} />
-          <FlameGraph t={tree} unit={data.unit} />
+          <FlameGraph t={tree} unit={data.unit} mark={sel.focus || ''} />
         </>
       )}
     </div>

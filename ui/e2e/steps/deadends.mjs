@@ -29,4 +29,37 @@ export async function run({ page, step, shot, url }) {
     await page.getByTestId('flame').getByTestId('flamegraph-canvas').waitFor();
     assert.match(page.url(), /type=samples/);
   });
+
+  await step("the straggler finding links to its task's flame graph", async () => {
+    await page.goto(`${url}/#/apps/ProfileStraggler`);
+    const straggler = page.getByTestId('findings').locator('li').filter({ hasText: '7.8x the median' });
+    const link = straggler.getByTestId('task-flame');
+    await link.waitFor();
+    assert.equal(await link.textContent(), 'the flame graph of task 0');
+    await link.click();
+    await page.getByTestId('flame').getByTestId('flamegraph-canvas').waitFor();
+    const params = new URLSearchParams(page.url().split('?')[1]);
+    assert.match(params.get('query'), /spark_task_id="0"/);
+    const total = Number(await page.getByTestId('flamegraph').getAttribute('data-total'));
+    assert.ok(total > 0, `task 0's flame graph: ${total} samples`);
+  });
+
+  await step("a recommendation's link zooms to its frame, marked; names read as Scala writes them", async () => {
+    await page.goto(`${url}/#/apps/ProfileStraggler`);
+    const rec = page.getByTestId('recommendation').filter({ hasText: 'list-append' });
+    await rec.waitFor();
+    // Scala's :+, not the JVM's $colon$plus, in the findings as in the graph.
+    assert.match(await rec.textContent(), /SeqLike\$class\.:\+ called from/);
+    assert.ok(!(await page.getByTestId('findings').textContent()).includes('$colon'), 'findings print $colon');
+    await rec.getByTestId('recommendation-flame').click();
+    const graph = page.getByTestId('flame').getByTestId('flamegraph');
+    await graph.getByTestId('flamegraph-canvas').waitFor();
+    // The search holds the frame and marks it; the graph is zoomed to it,
+    // 25 levels down, its path above the graph.
+    assert.match(await graph.getByTestId('flame-search').inputValue(), /colon/);
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid="flame"] [data-testid="flamegraph"]').dataset.matched) > 0);
+    const crumbs = await graph.getByTestId('flame-crumbs').locator('a').allTextContents();
+    assert.ok(crumbs.length > 20 && crumbs[crumbs.length - 1].endsWith('SeqLike$class.:+'), `zoomed to ${crumbs[crumbs.length - 1]} (${crumbs.length} levels)`);
+    await shot('d2-recommendation-zoomed.png');
+  });
 }

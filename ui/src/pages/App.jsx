@@ -130,7 +130,11 @@ function Overview({ rep, params, setParams, hasProfiles, appIds }) {
       </section>
       <section>
         <h2>Findings</h2>
-        <Findings findings={rep.findings} onStage={selectStage} />
+        <Findings
+          findings={rep.findings}
+          onStage={selectStage}
+          taskFlameHref={hasProfiles ? (task) => href('/flame', { query: selector({ spark_app_id: a.id, spark_task_id: String(task) }) }) : null}
+        />
       </section>
       <Recommendations recommendations={rep.recommendations} appId={a.id} />
       <Stages stages={rep.stages} findings={rep.findings} window={win} selectedStage={stage} onStage={selectStage} stageHref={stageHref} />

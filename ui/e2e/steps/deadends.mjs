@@ -62,4 +62,34 @@ export async function run({ page, step, shot, url }) {
     assert.ok(crumbs.length > 20 && crumbs[crumbs.length - 1].endsWith('SeqLike$class.:+'), `zoomed to ${crumbs[crumbs.length - 1]} (${crumbs.length} levels)`);
     await shot('d2-recommendation-zoomed.png');
   });
+
+  await step('the diff page picks the type and thread state, exports both sides, sorts by change', async () => {
+    // Two recordings compared on wall-clock time, then on CPU.
+    const base = '{service_name="dump1"}';
+    const next = '{service_name="dump2"}';
+    await page.goto(`${url}/#/diff?base=${q(base)}&next=${q(next)}`);
+    const diff = page.getByTestId('diff');
+    await diff.getByTestId('flamegraph-canvas').waitFor();
+    const types = await page.getByTestId('diff-type').locator('option').allTextContents();
+    assert.ok(types.length >= 2, `types offered: ${types}`);
+    const other = types.map((t) => t.split(' ')[0]).find((t) => t !== (types[0] || '').split(' ')[0]);
+    await page.getByTestId('diff-type').selectOption(other);
+    await page.waitForFunction((t) => window.location.hash.includes(`type=${t}`), other);
+    await page.getByTestId('diff-state').selectOption('RUNNABLE');
+    await page.waitForFunction(() => window.location.hash.includes('state=RUNNABLE'));
+    await diff.getByTestId('flamegraph-canvas').waitFor();
+    // Each side exports as pprof, for go tool pprof -diff_base.
+    const exports = await page.getByTestId('diff-exports').getByTestId('export-pprof').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    assert.equal(exports.length, 2);
+    assert.ok(exports[0].includes(encodeURIComponent(base).replace(/%20/g, '+')) || decodeURIComponent(exports[0]).includes('dump1'), exports[0]);
+    assert.ok(exports.every((h) => h.includes('state=RUNNABLE') && h.includes(`type=${other}`)), `exports ${exports}`);
+    for (const h of exports) assert.equal((await fetch(new URL(h, url))).status, 200, h);
+    // The table: total first, then the functions that changed most.
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="diff"] [data-testid="table-view"] tbody tr:not([aria-hidden])').length > 3);
+    const rows = await diff.getByTestId('table-view').locator('tbody tr:not([aria-hidden])').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    assert.equal(rows[0][0], 'total');
+    const change = rows.slice(1).map((r) => Math.abs(parseFloat(r[3])));
+    assert.ok(change.every((c, i) => i === 0 || c <= change[i - 1]), `changes ${change.slice(0, 10)}`);
+    await shot('d3-diff.png');
+  });
 }

@@ -166,6 +166,16 @@ type Stage struct {
 	// NoMetrics says that its tasks' metrics are unknown (a stage a
 	// container log names): Metrics are not zero.
 	NoMetrics bool `json:"noMetrics,omitempty"`
+	// Accumulators are the named accumulators of the program (not Spark's
+	// internal ones) and their values when the stage attempt ended, as
+	// the History Server's stage page lists them.
+	Accumulators []Accumulator `json:"accumulators,omitempty"`
+}
+
+// Accumulator is a named accumulator and its value, as Spark prints it.
+type Accumulator struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // Task is one task attempt.

@@ -15,6 +15,7 @@ import * as app from './steps/app.mjs';
 import * as history from './steps/history.mjs';
 import * as numbers from './steps/numbers.mjs';
 import * as deadends from './steps/deadends.mjs';
+import * as sql from './steps/sql.mjs';
 import * as flame from './steps/flame.mjs';
 import * as server from './steps/server.mjs';
 
@@ -77,7 +78,7 @@ try {
   // E2E_STEPS=app,flame runs only those files of steps (each starts from
   // a page of its own): while working on one part of the UI.
   const only = process.env.E2E_STEPS ? process.env.E2E_STEPS.split(',') : null;
-  const files = { app, numbers, deadends, flame, server, history };
+  const files = { app, numbers, deadends, sql, flame, server, history };
   for (const [name, steps] of Object.entries(files)) {
     // history goes last: it imports a generated app of 222,880 tasks under
     // the id of a corpus app the steps before read.

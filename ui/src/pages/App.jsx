@@ -213,7 +213,15 @@ export function AppPage({ id, params, setParams }) {
       {tab === 'jobs' && (
         <Jobs jobs={rep.jobs} stages={rep.stages} job={params.job !== undefined && params.job !== '' ? Number(params.job) : null} onJob={(j) => setParams({ ...params, job: j === null ? '' : j })} stageHref={stageHref} />
       )}
-      {tab === 'sql' && <SQL sql={rep.sql} stages={rep.stages} stageHref={stageHref} initial={params.sql !== undefined ? Number(params.sql) : null} />}
+      {tab === 'sql' && (
+        <SQL
+          sql={rep.sql}
+          stages={rep.stages}
+          stageHref={stageHref}
+          initial={params.sql !== undefined && params.sql !== '' ? Number(params.sql) : null}
+          onPick={(id) => setParams({ ...params, sql: id === null ? '' : id })}
+        />
+      )}
       {tab === 'environment' && <Environment env={rep.environment} />}
     </div>
   );

@@ -2,6 +2,8 @@ package spark
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -42,5 +44,29 @@ func TestSQLPlanMetrics(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("metrics: %v", got)
+	}
+}
+
+// TestStageAccumulators keeps a stage's named accumulators, as Spark's
+// JsonProtocol writes a StageCompleted's "Accumulables": the program's
+// (not internal), with numbers or strings as values; not task metrics
+// or SQL metrics.
+func TestStageAccumulators(t *testing.T) {
+	log := `{"Event":"SparkListenerLogStart","Spark Version":"3.3.0"}
+{"Event":"SparkListenerStageCompleted","Stage Info":{"Stage ID":3,"Stage Attempt ID":0,"Stage Name":"count","Number of Tasks":2,"Submission Time":1000,"Completion Time":2000,"Accumulables":[` +
+		`{"ID":1,"Name":"internal.metrics.executorRunTime","Value":40,"Internal":true,"Count Failed Values":true},` +
+		`{"ID":2,"Name":"number of output rows","Value":"100","Internal":true,"Count Failed Values":true,"Metadata":"sql"},` +
+		`{"ID":3,"Name":"bad records","Value":7,"Internal":false,"Count Failed Values":false},` +
+		`{"ID":4,"Name":"seen keys","Value":"[a, b]","Internal":false,"Count Failed Values":false},` +
+		`{"ID":5,"Value":"1","Internal":false,"Count Failed Values":false}]}}
+`
+	path := filepath.Join(t.TempDir(), "eventlog")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app, _ := buildPath(t, path)
+	got := fmt.Sprint(app.Stages[0].Accumulators)
+	if want := "[{bad records 7} {seen keys [a, b]}]"; got != want {
+		t.Errorf("accumulators %s, want %s", got, want)
 	}
 }

@@ -33,4 +33,15 @@ export async function run({ page, step, shot, url }) {
     assert.ok((await page.getByTestId('sql-metrics').locator('tbody tr').count()) >= 5, 'the operator metrics table');
     await shot('s1-sql-plan-metrics.png');
   });
+
+  await step("a stage's page draws its event timeline", async () => {
+    await page.goto(`${url}/#/apps/application_1603128018386_7846/stages/238`);
+    const timeline = page.getByTestId('stage-timeline').locator('canvas[data-testid="timeline"][data-tasks]');
+    await timeline.waitFor();
+    const d = await dataset(timeline);
+    // Its 230 task attempts, on the executors that ran them.
+    assert.equal(d.tasks, '230');
+    assert.equal(d.stages, '1');
+    await shot('s2-stage-timeline.png', page.getByTestId('stage-timeline'));
+  });
 }

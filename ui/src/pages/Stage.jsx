@@ -2,13 +2,15 @@
 // and DAG, the quantiles of its tasks' metrics, its tasks per executor,
 // its task table (sorted and paged by the server: a stage of 200,000
 // tasks is never loaded whole) and its flame graph.
-import React from 'react';
+import React, { useMemo } from 'react';
 import { getJSON, selector } from '../api';
 import { fmtBytesIn, fmtMs, fmtTime, sizeUnit, fmtBytes, stageTasks } from '../format';
 import { href } from '../router';
 import { useAsync, ErrorBox, Loading, Table } from '../common';
 import { StageDAG, jobStages } from '../Jobs';
 import { FlameView, ThreadScope, appFlameSelection } from '../Flame';
+import { Timeline } from '../Timeline';
+import { decode } from '../tasks';
 
 const PAGE = 100;
 
@@ -185,10 +187,39 @@ function StageExecutors({ rows, noMetrics }) {
   );
 }
 
+// StageTimeline is the event timeline of a stage, as the History Server's
+// stage page draws it: its tasks in their executors' lanes, coloured by
+// phase, from the app's timeline (its longest 50,000 tasks).
+function StageTimeline({ rep, stage }) {
+  const own = useMemo(() => {
+    const tasks = rep.tasks.filter((t) => t.stageId === stage.stageId);
+    const execs = new Set(tasks.map((t) => t.executorId));
+    return {
+      ...rep,
+      app: { ...rep.app, startMs: stage.submitMs || stage.firstTaskLaunchMs, endMs: stage.completeMs },
+      jobs: [],
+      stages: [stage],
+      tasks,
+      executors: rep.executors.filter((e) => execs.has(e.id)),
+      findings: [],
+      metrics: [],
+    };
+  }, [rep, stage]);
+  const stragglers = useMemo(() => new Set(), []);
+  if (own.tasks.length === 0) return null;
+  return (
+    <section data-testid="stage-timeline">
+      <h2>Event timeline</h2>
+      <Timeline rep={own} stragglers={stragglers} />
+    </section>
+  );
+}
+
 export function StagePage({ app, stage, params, setParams }) {
   const attempt = params.attempt !== undefined && params.attempt !== '' ? Number(params.attempt) : undefined;
   const { data: page, error } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(app)}/stages/${stage}`, { attempt }), [app, stage, attempt]);
-  const { data: rep } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(app)}`, { tasks: 'none' }), [app]);
+  const { data: raw } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(app)}`, { tasks: 'timeline' }), [app]);
+  const rep = useMemo(() => raw && decode(raw), [raw]);
   const { data: appIds } = useAsync(() => getJSON('/api/v1/label-values', { name: 'spark_app_id' }), []);
   if (error) return <ErrorBox error={error} />;
   if (!page) return <Loading what="stage" />;
@@ -231,6 +262,28 @@ export function StagePage({ app, stage, params, setParams }) {
         <section>
           <h2>DAG of job {page.job.jobId}</h2>
           <StageDAG stages={jobStages(page.job, rep.stages)} stageHref={stageHref} selected={s.stageId} />
+        </section>
+      )}
+      {rep && <StageTimeline rep={rep} stage={s} />}
+      {s.accumulators?.length > 0 && (
+        <section>
+          <h2>Accumulators</h2>
+          <table className="grid" data-testid="stage-accumulators">
+            <thead>
+              <tr>
+                <th>Accumulable</th>
+                <th>Value</th>
+              </tr>
+            </thead>
+            <tbody>
+              {s.accumulators.map((a) => (
+                <tr key={a.name}>
+                  <td>{a.name}</td>
+                  <td>{a.value}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
         </section>
       )}
       <section>

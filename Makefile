@@ -7,18 +7,23 @@ TESTDATA ?= ../shared/testdata
 FUZZEXECS ?= 10000
 STATICCHECK_VERSION := v0.6.1
 
-.PHONY: all build agent test unit lint fuzz demo clean ui ui-deps ui-check ui-test weed
+.PHONY: all build agent agent-dist agent-check test unit lint fuzz demo clean ui ui-deps ui-check ui-test weed
 
 all: build agent
 
+# The commit sparkprof version names when go build records none itself
+# (in a git worktree, or with GOFLAGS=-buildvcs=false), "+modified" when
+# the tree has changes.
+COMMIT = $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD -- || c=$$c+modified; echo $$c; })
+
 build:
 	@echo "build: $(BIN) (the first build downloads the Go modules and compiles them: a few minutes)"
-	$(GO) build -o $(BIN) ./cmd/sparkprof
+	$(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(BIN) ./cmd/sparkprof
 
 # The whole test suite: lint, unit and integration tests on the real corpus,
 # and a short run of every fuzz target. Every step runs, even after one
 # fails; the failed ones are named at the end.
-TESTSTEPS := agent lint unit ui-check ui-test fuzz
+TESTSTEPS := agent-check lint unit ui-check ui-test fuzz
 test:
 	@failed=; for step in $(TESTSTEPS); do \
 		echo "== make $$step"; \
@@ -28,11 +33,21 @@ test:
 	echo "make test: all passed ($(TESTSTEPS))"
 
 # The JVM agent jar, agent/build/sparkprof-agent.jar, built with javac and
-# jar, and a copy beside the binary, where serve finds it for /agent.jar.
+# jar (entries in order, their times fixed: the same sources build the
+# same bytes with the same JDK), and its unit tests.
 agent:
 	./agent/build.sh
-	mkdir -p $(dir $(BIN))
-	cp agent/build/sparkprof-agent.jar $(dir $(BIN))sparkprof-agent.jar
+
+# The agent jar the binary embeds and serves at /agent.jar,
+# agent/dist/sparkprof-agent.jar (committed built output, as ui/dist):
+# build it again after changing the agent.
+agent-dist: agent
+	cp agent/build/sparkprof-agent.jar agent/dist/sparkprof-agent.jar
+
+# The committed agent jar must be what the agent's sources build to, byte
+# for byte. Its manifest names the JDK that built it (CI's OpenJDK 17).
+agent-check: agent
+	@cmp -s agent/build/sparkprof-agent.jar agent/dist/sparkprof-agent.jar || { echo "agent/dist/sparkprof-agent.jar is stale: run make agent-dist (with OpenJDK 17, as CI)"; exit 1; }
 
 # The web UI's npm packages (exact versions from ui/package-lock.json).
 # ui-deps installs the UI's npm packages again whenever its lock file
@@ -95,7 +110,7 @@ fuzz:
 # server preloaded with the sample data scripts/demo-preload.txt lists at
 # http://127.0.0.1:4040, serving the agent at /agent.jar.
 ADDR ?= 127.0.0.1:4040
-demo: build agent
+demo: build
 	./scripts/demo.sh $(TESTDATA)
 	@echo "demo: offline reports in out/index.html; starting the server at http://$(ADDR)/ (Ctrl-C stops it)"
 	$(BIN) serve --addr $(ADDR) --data out/data $$(./scripts/demo-preload.sh $(TESTDATA))

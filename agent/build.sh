@@ -25,7 +25,7 @@ Premain-Class: dev.sparkprof.agent.Agent
 Agent-Class: dev.sparkprof.agent.Agent
 Implementation-Title: sparkprof-agent
 MF
-jar --create --file build/sparkprof-agent.jar --manifest build/manifest.txt -C build/classes .
+jar --create --date=1980-01-01T00:00:02Z --file build/sparkprof-agent.jar --manifest build/manifest.txt -C build/classes .
 # The test workload: test-time stand-ins for Spark's classes first, then
 # the compile-only interfaces.
 javac --release 11 -nowarn -cp build/api:build/classes -d build/test $(find test -name '*.java')

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/format"
 )
@@ -205,10 +206,20 @@ func Classify(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if f, ok := format.Detect(head); ok && f.Name != "folded" {
+	if f, ok := format.Detect(head); ok && (f.Name != "folded" || !looksLikeLog(head)) {
+		// Folded stacks accept most text: a log whose first lines end in
+		// a number reads as folded too, so folded text is a profile only
+		// when it has no line of a container log's layout.
 		return Profile, nil
 	}
 	return Logs, nil
+}
+
+// looksLikeLog reports whether head has a line in a layout package applog
+// knows (log4j's, Spark's JSON).
+func looksLikeLog(head []byte) bool {
+	l, err := applog.Parse(bytes.NewReader(head), "head", applog.Options{})
+	return err == nil && l.Layout != ""
 }
 
 // isEventLog reports whether the first line of path, in any codec the

@@ -216,6 +216,10 @@ func TestClassify(t *testing.T) {
 		{[]string{"jfr", "dump1.jfr.gz"}, Profile},
 		{[]string{"jvm-profiler", "phil_stopwatch", "ProfileStraggler", "Stacktrace.json.gz"}, Profile},
 		{[]string{"jvm-profiler", "phil_stopwatch", "ProfileStraggler"}, Profile},
+		// Folded stacks, as phil_stopwatch's fold_stacks.py and grafana's
+		// jfr-parser write them, whatever the file's name.
+		{[]string{"jvm-profiler", "phil_stopwatch", "profile_slacker", "CombinedStack.folded.gz"}, Profile},
+		{[]string{"jfr", "golden", "dump2_2_process_cpu_cpu__nanoseconds_expected_collapsed.txt.gz"}, Profile},
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Join(tt.rel...), func(t *testing.T) {

@@ -38,6 +38,9 @@ type MetricQuantiles struct {
 	Metric string   `json:"metric"`
 	Unit   string   `json:"unit"`
 	Values [5]int64 `json:"values"`
+	// Unknown says that no task carries the metric (tasks from container
+	// logs): Values are not its quantiles.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // StageExecutor sums the tasks of a stage attempt that ran on one
@@ -185,12 +188,20 @@ func quantiles(tasks []*spark.Task) []MetricQuantiles {
 	if len(tasks) == 0 {
 		return out
 	}
-	vs := make([]int64, len(tasks))
 	for _, m := range taskMetrics {
-		for i, t := range tasks {
-			vs[i] = m.value(t)
+		// Only the duration of a task without metrics is known.
+		vs := make([]int64, 0, len(tasks))
+		for _, t := range tasks {
+			if !t.NoMetrics || m.key == "duration" {
+				vs = append(vs, m.value(t))
+			}
 		}
 		q := MetricQuantiles{Metric: m.title, Unit: m.unit}
+		if len(vs) == 0 {
+			q.Unknown = true
+			out = append(out, q)
+			continue
+		}
 		// Each order statistic is selected from the values above the one
 		// before it, which selectNth leaves after it.
 		from := 0

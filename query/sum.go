@@ -16,12 +16,18 @@ import (
 // MaxSteps bounds the points of a series; a smaller step is widened.
 const MaxSteps = 5000
 
+// AutoSteps is about how many points a series of Sums.Step zero has.
+const AutoSteps = 300
+
 // AllTime is a step that sums all times into one: the sums per group.
 const AllTime = time.Duration(math.MaxInt64)
 
 // Sums says what Sum sums: per step, and per value of the labels By
 // ("state" names the thread state).
 type Sums struct {
+	// Step is the time step; zero picks a round one (50 ms, 5 s, 5 min)
+	// that spreads the span over at most AutoSteps points, so that a
+	// recording of ten seconds is drawn as well as one of a day.
 	Step time.Duration
 	By   []string
 	// UntimedAtUpload puts samples without a time at their upload's
@@ -84,6 +90,41 @@ func (e *Engine) Sum(ctx context.Context, tenant string, req Request, o Sums) (S
 	return s.result(), nil
 }
 
+// roundSteps are the steps autoStep picks from: round milliseconds,
+// seconds, minutes and hours, as a clock's ticks.
+var roundSteps = func() []time.Duration {
+	var ds []time.Duration
+	for _, ms := range []time.Duration{1, 2, 5, 10, 20, 50, 100, 200, 500} {
+		ds = append(ds, ms*time.Millisecond)
+	}
+	for _, unit := range []time.Duration{time.Second, time.Minute} {
+		for _, n := range []time.Duration{1, 2, 5, 10, 15, 30} {
+			ds = append(ds, n*unit)
+		}
+	}
+	for _, h := range []time.Duration{1, 2, 3, 6, 12, 24} {
+		ds = append(ds, h*time.Hour)
+	}
+	return ds
+}()
+
+// autoStep returns the first round step (roundSteps) that spreads the
+// span [lo, hi] (ns) over at most AutoSteps points: 50 ms for a recording
+// of ten seconds, 5 min for a day; whole days past them.
+func autoStep(lo, hi int64) time.Duration {
+	if hi <= lo {
+		return time.Second
+	}
+	want := (uint64(hi) - uint64(lo)) / AutoSteps
+	for _, d := range roundSteps {
+		if uint64(d) >= want {
+			return d
+		}
+	}
+	day := uint64(24 * time.Hour)
+	return time.Duration(min((want+day-1)/day*day, math.MaxInt64/2/day*day))
+}
+
 // sumStep returns the step Sum sums by: o.Step, widened to cover the span
 // in MaxSteps points.
 func (e *Engine) sumStep(tenant string, req Request, o Sums) (time.Duration, error) {
@@ -111,6 +152,9 @@ func (e *Engine) sumStep(tenant string, req Request, o Sums) (time.Duration, err
 	}
 	if o.Until != 0 {
 		hi = o.Until - 1
+	}
+	if step == 0 {
+		step = autoStep(lo, hi)
 	}
 	// The span as unsigned: hi - lo overflows int64 for samples dated
 	// centuries apart.

@@ -222,6 +222,7 @@ func drawn(t *testing.T, ctx context.Context) map[string]int {
 	out := map[string]int{}
 	delete(attrs, "testid")
 	delete(attrs, "view")
+	delete(attrs, "laneHeights") // a list
 	for k, v := range attrs {
 		n, err := strconv.Atoi(v)
 		if err != nil {

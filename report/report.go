@@ -30,7 +30,8 @@ const maxTimelineTasks = 50_000
 // taskStates), and the ms of its phases as the History Server's event
 // timeline colours them: scheduler delay, deserialisation, shuffle read
 // (blocked), shuffle write, result serialisation and getting the result;
-// the rest of its run time is computing.
+// the rest of its run time is computing. A scheduler delay of -1 says
+// that the task's phases are unknown (no task metrics: a container log's).
 type TimelineTask [13]int64
 
 // taskStates are the task states a TimelineTask numbers, in the order of
@@ -116,8 +117,12 @@ func NewPageData(r *analysis.Report, maxTasks int) *PageData {
 			finish = t.FinishMs - d.Origin
 		}
 		m := &t.Metrics
+		delay := t.SchedulerDelayMs()
+		if t.NoMetrics {
+			delay = -1 // phases unknown
+		}
 		d.Tasks = append(d.Tasks, TimelineTask{t.ID, int64(t.StageID), int64(t.Partition), i, t.LaunchMs - d.Origin, finish, state,
-			t.SchedulerDelayMs(), m.DeserializeMs, m.ShuffleFetchWaitMs, m.ShuffleWriteTimeNs / 1e6, m.ResultSerializationMs, t.GettingResultMs()})
+			delay, m.DeserializeMs, m.ShuffleFetchWaitMs, m.ShuffleWriteTimeNs / 1e6, m.ResultSerializationMs, t.GettingResultMs()})
 	}
 	return d
 }

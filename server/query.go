@@ -328,14 +328,17 @@ type valueSeries struct {
 }
 
 // handleSeries sums the selected samples of one type per time step (?step=,
-// default 10s), optionally one series per value of a label (?by=).
+// default 10s; auto: about 300 points over the selection's samples),
+// optionally one series per value of a label (?by=).
 func (s *Server) handleSeries(r *http.Request) (any, error) {
 	req, err := query.ParseRequest(r.URL.Query(), "query")
 	if err != nil {
 		return nil, err
 	}
 	step := 10 * time.Second
-	if v := r.URL.Query().Get("step"); v != "" {
+	if v := r.URL.Query().Get("step"); v == "auto" {
+		step = 0 // Sum picks it
+	} else if v != "" {
 		d, err := duration.Parse(v)
 		if err != nil || d <= 0 {
 			return nil, badRequest("step %q: want a duration such as 10s or 1m", v)

@@ -6,6 +6,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -63,8 +64,9 @@ type Config struct {
 	MinBodyRate  int64
 	WriteTimeout time.Duration
 	Logger       *slog.Logger
-	// AgentJar is the path of the agent jar served at /agent.jar.
-	AgentJar string
+	// AgentJar is the agent jar served at /agent.jar; without one it
+	// answers 404.
+	AgentJar []byte
 	// EventLogDir keeps imported event logs, analysed again at start;
 	// empty keeps them in a temporary directory Close removes.
 	EventLogDir string
@@ -253,12 +255,12 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleAgentJar(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.AgentJar == "" {
-		http.Error(w, "no agent jar configured: build it with `make agent` and start serve with --agent-jar", http.StatusNotFound)
+	if s.cfg.AgentJar == nil {
+		http.Error(w, "no agent jar configured: start serve with --agent-jar", http.StatusNotFound)
 		return
 	}
 	w.Header().Set("Content-Type", "application/java-archive")
-	http.ServeFile(w, r, s.cfg.AgentJar)
+	http.ServeContent(w, r, "sparkprof-agent.jar", time.Time{}, bytes.NewReader(s.cfg.AgentJar))
 }
 
 // ServeHTTP implements http.Handler: the guard (request ids, deadlines,

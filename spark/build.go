@@ -72,7 +72,10 @@ type builder struct {
 	stageJob map[int]int
 	// lastAttempt maps a stage id to its latest attempt number.
 	lastAttempt map[int]int
-	progress    func(bytes int64)
+	// accums holds the totals of the SQL metrics' accumulators, by id,
+	// for the plans' operators (setPlanMetrics).
+	accums   map[int64]int64
+	progress func(bytes int64)
 }
 
 func newBuilder() *builder {
@@ -86,6 +89,7 @@ func newBuilder() *builder {
 		sql:         map[int64]*SQLExecution{},
 		stageJob:    map[int]int{},
 		lastAttempt: map[int]int{},
+		accums:      map[int64]int64{},
 	}
 }
 
@@ -197,6 +201,8 @@ func (b *builder) event(v *fastjson.Value) {
 		sqlPlan(s, v)
 	case "org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate":
 		sqlPlan(b.sqlExec(num(v, "executionId")), v)
+	case "org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates":
+		accumulate(b.accums, nil, v.GetArray("accumUpdates"))
 	case "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd":
 		s := b.sqlExec(num(v, "executionId"))
 		s.EndMs = num(v, "time")
@@ -204,8 +210,7 @@ func (b *builder) event(v *fastjson.Value) {
 	case "SparkListenerTaskGettingResult", "SparkListenerSpeculativeTaskSubmitted",
 		"SparkListenerBlockManagerRemoved", "SparkListenerUnpersistRDD", "SparkListenerStageExecutorMetrics",
 		"SparkListenerExecutorMetricsUpdate", "SparkListenerBlockUpdated", "SparkListenerResourceProfileAdded",
-		"org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveSQLMetricUpdates",
-		"org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates":
+		"org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveSQLMetricUpdates":
 		// Known events that do not change the model.
 	default:
 		b.rep.Unknown[ev]++
@@ -414,6 +419,9 @@ func (b *builder) stageInfo(si, props *fastjson.Value, completed bool) {
 		return
 	}
 	st.CompleteMs = num(si, "Completion Time")
+	accums := si.GetArray("Accumulables")
+	accumulate(b.accums, accums, nil)
+	st.Accumulators = userAccumulators(accums)
 	if f := strings.TrimRight(str(si, "Failure Reason"), "\n\t "); f != "" {
 		st.Status = "FAILED"
 		st.Failure = f
@@ -526,6 +534,9 @@ func (b *builder) addTaskEnd(ended *Task, cls string) {
 	}
 	st := b.stage(t.StageID, t.StageAttempt)
 	st.TaskCount++
+	if cls == "Resubmitted" {
+		st.ResubmittedTaskCount++
+	}
 	switch t.Status {
 	case "FAILED":
 		st.FailedTaskCount++
@@ -707,10 +718,17 @@ func (b *builder) finish() *App {
 			st.DurationMs = st.CompleteMs - st.SubmitMs
 		}
 	}
+	ran := map[int64]bool{}
+	for _, st := range app.Stages {
+		if st.CompleteMs > 0 && st.SQLID >= 0 {
+			ran[st.SQLID] = true
+		}
+	}
 	for _, s := range app.SQL {
 		if s.EndMs > 0 && s.StartMs > 0 {
 			s.DurationMs = s.EndMs - s.StartMs
 		}
+		setPlanMetrics(s.Plan, b.accums, ran[s.ID])
 	}
 	sort.SliceStable(app.Jobs, func(i, j int) bool { return app.Jobs[i].ID < app.Jobs[j].ID })
 	sort.SliceStable(app.Stages, func(i, j int) bool {

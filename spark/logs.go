@@ -82,7 +82,7 @@ func (b *logBuilder) log(l *containerlog.Log) {
 		app.JobCount++
 	}
 	for _, s := range l.Stages {
-		st := &Stage{ID: s.ID, Name: s.Name, JobID: -1, SQLID: -1, SubmitMs: ms(s.Submitted), Status: "ACTIVE"}
+		st := &Stage{ID: s.ID, Name: s.Name, JobID: -1, SQLID: -1, SubmitMs: ms(s.Submitted), Status: "ACTIVE", NoMetrics: true}
 		b.stages[s.ID] = st
 		app.Stages = append(app.Stages, st)
 	}
@@ -97,6 +97,7 @@ func (b *logBuilder) task(t *containerlog.Task) {
 	task := &Task{
 		ID: int64(t.TID), Index: t.Index, Partition: t.Index, StageID: t.Stage, StageAttempt: t.StageAttempt,
 		ExecutorID: t.Executor, Host: t.Host, LaunchMs: ms(t.Launch), FinishMs: ms(t.Finish), Status: t.Status,
+		NoMetrics: true,
 	}
 	if task.FinishMs == 0 && t.Duration > 0 {
 		task.FinishMs = task.LaunchMs + t.Duration.Milliseconds()
@@ -111,7 +112,7 @@ func (b *logBuilder) task(t *containerlog.Task) {
 	app.Tasks = append(app.Tasks, task)
 	st := b.stages[t.Stage]
 	if st == nil {
-		st = &Stage{ID: t.Stage, JobID: -1, SQLID: -1, Status: "ACTIVE"}
+		st = &Stage{ID: t.Stage, JobID: -1, SQLID: -1, Status: "ACTIVE", NoMetrics: true}
 		b.stages[t.Stage] = st
 		app.Stages = append(app.Stages, st)
 	}
@@ -131,7 +132,7 @@ func (b *logBuilder) task(t *containerlog.Task) {
 	}
 	e := b.execs[t.Executor]
 	if e == nil {
-		e = &Executor{ID: t.Executor, Host: t.Host}
+		e = &Executor{ID: t.Executor, Host: t.Host, NoMetrics: true}
 		b.execs[t.Executor] = e
 		app.Executors = append(app.Executors, e)
 	}

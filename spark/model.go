@@ -100,6 +100,9 @@ type Executor struct {
 	InputBytes      int64 `json:"totalInputBytes"`
 	ShuffleRead     int64 `json:"totalShuffleRead"`
 	ShuffleWrite    int64 `json:"totalShuffleWrite"`
+	// NoMetrics says that its tasks' metrics and its cores are unknown
+	// (an executor a container log names): the sums above are not zero.
+	NoMetrics bool `json:"noMetrics,omitempty"`
 }
 
 // ExclusionEvent is an executor or node excluded (blacklisted before Spark
@@ -147,13 +150,32 @@ type Stage struct {
 	CompleteMs int64  `json:"completeMs"`
 	DurationMs int64  `json:"durationMs"`
 	// FirstLaunchMs is the launch time of its first task.
-	FirstLaunchMs   int64       `json:"firstTaskLaunchMs"`
-	Status          string      `json:"status"` // COMPLETE, FAILED, ACTIVE, PENDING, SKIPPED
-	Failure         string      `json:"failure,omitempty"`
-	TaskCount       int         `json:"taskCount"` // task attempts that ended
-	FailedTaskCount int         `json:"failedTaskCount"`
-	KilledTaskCount int         `json:"killedTaskCount"`
-	Metrics         TaskMetrics `json:"metrics"`
+	FirstLaunchMs   int64  `json:"firstTaskLaunchMs"`
+	Status          string `json:"status"` // COMPLETE, FAILED, ACTIVE, PENDING, SKIPPED
+	Failure         string `json:"failure,omitempty"`
+	TaskCount       int    `json:"taskCount"` // task attempts that ended
+	FailedTaskCount int    `json:"failedTaskCount"`
+	KilledTaskCount int    `json:"killedTaskCount"`
+	// ResubmittedTaskCount counts the ends of tasks that had ended before
+	// and were resubmitted, their output lost with their executor: Spark
+	// posts a second TaskEnd (Resubmitted) for each, which TaskCount and
+	// FailedTaskCount count, so that TaskCount less it is the number of
+	// distinct task attempts, those the stage's task table lists.
+	ResubmittedTaskCount int         `json:"resubmittedTaskCount,omitempty"`
+	Metrics              TaskMetrics `json:"metrics"`
+	// NoMetrics says that its tasks' metrics are unknown (a stage a
+	// container log names): Metrics are not zero.
+	NoMetrics bool `json:"noMetrics,omitempty"`
+	// Accumulators are the named accumulators of the program (not Spark's
+	// internal ones) and their values when the stage attempt ended, as
+	// the History Server's stage page lists them.
+	Accumulators []Accumulator `json:"accumulators,omitempty"`
+}
+
+// Accumulator is a named accumulator and its value, as Spark prints it.
+type Accumulator struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // Task is one task attempt.
@@ -183,6 +205,9 @@ type Task struct {
 	// TopFrame is the first stack frame of an ExceptionFailure.
 	TopFrame string      `json:"topFrame,omitempty"`
 	Metrics  TaskMetrics `json:"metrics"`
+	// NoMetrics says that the task's metrics are unknown, not zero: a
+	// container log's "Finished task" line gives its times alone.
+	NoMetrics bool `json:"noMetrics,omitempty"`
 }
 
 // DurationMs is the task's wall time from launch to finish.
@@ -203,10 +228,11 @@ func (t *Task) GettingResultMs() int64 {
 
 // SchedulerDelayMs is the part of the task's time not spent running,
 // deserialising, serialising the result or fetching it: scheduling and
-// shipping, computed as the History Server does.
+// shipping, computed as the History Server does; 0 when the task's
+// metrics are unknown (NoMetrics), as its time may have gone to any.
 func (t *Task) SchedulerDelayMs() int64 {
 	d := t.DurationMs() - t.Metrics.RunTimeMs - t.Metrics.DeserializeMs - t.Metrics.ResultSerializationMs - t.GettingResultMs()
-	if t.FinishMs == 0 || d < 0 {
+	if t.FinishMs == 0 || d < 0 || t.NoMetrics {
 		return 0
 	}
 	return d

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -284,7 +285,14 @@ func printLongestStages(w io.Writer, all []*spark.Stage) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  stage\ttasks\tfailed\tduration\tstatus\tname")
 		for _, s := range stages[:min(10, len(stages))] {
-			fmt.Fprintf(tw, "  %d.%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Attempt, s.TaskCount, s.FailedTaskCount, english.Millis(s.DurationMs), s.Status, truncate(s.Name, 60))
+			// Tasks are distinct task attempts, as a stage's task table
+			// lists them: the second ends of resubmitted tasks left out.
+			r := s.ResubmittedTaskCount
+			failed := strconv.Itoa(s.FailedTaskCount - r)
+			if r > 0 {
+				failed += fmt.Sprintf(" (+%d resubmitted)", r)
+			}
+			fmt.Fprintf(tw, "  %d.%d\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Attempt, s.TaskCount-r, failed, english.Millis(s.DurationMs), s.Status, truncate(s.Name, 60))
 		}
 		tw.Flush()
 	}

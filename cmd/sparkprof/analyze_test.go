@@ -92,3 +92,17 @@ func TestAnalyzeLongestStages(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalyzeResubmittedStage counts a stage's tasks as its task table
+// lists them: stage 238 of application_1603128018386_7846 ran 230 task
+// attempts, 3 failed; Spark posted 50 of them again as Resubmitted when
+// their executor was lost, which are said apart, not counted as 50 more.
+func TestAnalyzeResubmittedStage(t *testing.T) {
+	code, out, stderr := sparkprof(t, "analyze", corpus.Path(t, "eventlogs", "nvidia", "tasks_executors_fail_compressed_eventlog.zstd"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !regexp.MustCompile(`(?m)^  238\.0 +230 +3 \(\+50 resubmitted\) +386 ms +FAILED `).MatchString(out) {
+		t.Errorf("stage 238's line, want 230 tasks, 3 failed (+50 resubmitted):\n%s", out)
+	}
+}

@@ -123,10 +123,10 @@ func TestBadInputSkipped(t *testing.T) {
 }
 
 // TestConvertCombinedStackGolden folds phil_stopwatch's combined JVM and
-// PySpark stacks exactly as its fold_stacks.py did.
+// PySpark stacks exactly as its fold_stacks.py did, line numbers included.
 func TestConvertCombinedStackGolden(t *testing.T) {
 	in := corpus.Path(t, "jvm-profiler", "phil_stopwatch", "profile_slacker", "CombinedStack.json.gz")
-	code, out, stderr := sparkprof(t, "convert", "--to", "folded", in)
+	code, out, stderr := sparkprof(t, "convert", "--to", "folded", "--lines", in)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -264,6 +264,9 @@ func TestConvertPprofValid(t *testing.T) {
 	_, folded, _ := sparkprof(t, "convert", "--to", "folded", "--type", "cpu", in)
 	var want int64
 	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
+		if strings.HasPrefix(l, "#") {
+			continue // the header naming the type
+		}
 		var v int64
 		for _, c := range l[strings.LastIndexByte(l, ' ')+1:] {
 			v = v*10 + int64(c-'0')
@@ -422,5 +425,30 @@ func TestServePortInUse(t *testing.T) {
 	code, _, stderr := sparkprof(t, "serve", "--addr", ln.Addr().String(), "--data", t.TempDir())
 	if code != 1 || !strings.Contains(stderr, "address already in use") || !strings.Contains(stderr, "pick another with --addr") {
 		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// TestConvertFoldedKeepsTop converts a CPU recording to folded stacks and
+// reads them back: top gives the same table, a function one row (no line
+// numbers split it) and its values CPU time (the header keeps the unit).
+func TestConvertFoldedKeepsTop(t *testing.T) {
+	in := corpus.Path(t, "jfr", "FastSlow_2024_01_16_180855.jfr.gz")
+	folded := filepath.Join(t.TempDir(), "fastslow.folded")
+	if code, _, stderr := sparkprof(t, "convert", "--to", "folded", "--type", "cpu", "-o", folded, in); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, stderr)
+	}
+	code, want, stderr := sparkprof(t, "top", "-n", "5", "--type", "cpu", in)
+	if code != 0 {
+		t.Fatalf("top of the recording: exit %d: %s", code, stderr)
+	}
+	code, got, stderr := sparkprof(t, "top", "-n", "5", folded)
+	if code != 0 {
+		t.Fatalf("top of the folded stacks: exit %d: %s", code, stderr)
+	}
+	if !strings.HasPrefix(got, "cpu:nanoseconds, total 10.1 s\n") || strings.Count(got, "FastSlow.fib") != 1 {
+		t.Errorf("top of the folded stacks, want CPU time and one FastSlow.fib row:\n%s", got)
+	}
+	if got != want {
+		t.Errorf("top of the folded stacks:\n%s\nwant, as of the recording:\n%s", got, want)
 	}
 }

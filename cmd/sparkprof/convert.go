@@ -25,7 +25,8 @@ func runConvert(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "convert")
 	to := fs.String("to", "", "output format: folded, pprof or speedscope")
 	out := fs.String("o", "-", "output file (- for stdout)")
-	lines := fs.Bool("lines", true, "folded: append :line to frames with a line number")
+	lines := fs.Bool("lines", false, "folded: append :line to frames with a line number (one frame per line, not per function)")
+	header := fs.Bool("header", true, "folded: a first line naming the type and unit (# type=cpu unit=nanoseconds), which import and the other commands read; tools that want only stacks skip it")
 	var sel selection
 	sel.register(fs)
 	if err := parsePaths(fs, args); err != nil {
@@ -35,7 +36,7 @@ func runConvert(ctx context.Context, e *env, args []string) error {
 	switch *to {
 	case "folded":
 		encode = func(w io.Writer, p *profile.Profile, types []profile.SampleType) error {
-			return folded.Encode(w, p, folded.EncodeOptions{Type: types[0], Lines: *lines})
+			return folded.Encode(w, p, folded.EncodeOptions{Type: types[0], Lines: *lines, Header: *header})
 		}
 	case "pprof":
 		encode = func(w io.Writer, p *profile.Profile, types []profile.SampleType) error {

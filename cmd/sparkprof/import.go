@@ -81,6 +81,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	}
 	im.prog.done()
 	fmt.Fprintf(e.stderr, "imported %d of %d inputs into %s\n", len(files)-im.failed, len(files), *server)
+	im.imported.write(e.stderr, *server)
 	if im.duplicates > 0 {
 		fmt.Fprintf(e.stderr, "%d of them were profiles the server had already, from an earlier import: not stored again\n", im.duplicates)
 	}
@@ -128,9 +129,10 @@ type importer struct {
 	server, tenant, token, app string
 	stderr                     io.Writer
 
-	mu                 sync.Mutex // guards prog, failed, duplicates and stderr for the senders
+	mu                 sync.Mutex // guards prog, failed, duplicates, imported and stderr for the senders
 	prog               *progress
 	failed, duplicates int // inputs refused; profiles the server had already
+	imported           importedApps
 }
 
 // run sends files, up to parallel at once: a directory of many small
@@ -225,13 +227,14 @@ func (im *importer) post(ctx context.Context, f importFile) (refusal string, ret
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusOK {
-		var res struct{ Duplicate bool }
+		var res importResult
 		json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&res)
+		im.mu.Lock()
 		if res.Duplicate {
-			im.mu.Lock()
 			im.duplicates++
-			im.mu.Unlock()
 		}
+		im.imported.add(res)
+		im.mu.Unlock()
 		return "", 0, nil
 	}
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))

@@ -67,6 +67,9 @@ func run(ctx context.Context, e *env, args []string) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = []string{"version"}
+	}
 	c, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(e.stderr, "sparkprof: unknown command %q; run 'sparkprof help' for the list\n", args[0])

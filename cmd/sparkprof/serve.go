@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sparkprof/sparkprof/agent"
 	"github.com/sparkprof/sparkprof/analysis"
 
 	"github.com/sparkprof/sparkprof/internal/connlimit"
@@ -120,7 +121,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with; read again when the file changes")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.Var(&f.preload, "preload", "import `[APP=]PATH` at start as `sparkprof import` would: event logs, container logs and profiles, a directory walked as import walks it, APP grouping the container logs and profiles of one app (import's --app); repeatable")
-	fs.StringVar(&f.agentJar, "agent-jar", "", "agent jar served at /agent.jar (default: sparkprof-agent.jar beside the sparkprof binary, where make puts it)")
+	fs.StringVar(&f.agentJar, "agent-jar", "", "agent jar served at /agent.jar, read at start (default: the one built into this binary)")
 	fs.Float64Var(&f.rate, "rate", 0, "uploads per second and tenant before 429 (0: no limit)")
 	fs.IntVar(&f.concurrent, "max-concurrent-uploads", 0, "uploads decoded at once; more wait their turn with their bodies read (0: twice the CPUs)")
 	fs.StringVar(&f.eventLogDir, "eventlog-dir", "", "analyse the event logs of this directory (spark.eventLog.dir) and its subdirectories, new and in-progress ones, as the History Server does")
@@ -283,7 +284,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		hs.Close() // no request reaches a closed store
 		db.Close()
 	}()
-	jar, err := agentJarPath(f.agentJar)
+	jar, err := agentJar(f.agentJar)
 	if err != nil {
 		return err
 	}
@@ -351,27 +352,15 @@ func newLogger(format string, w io.Writer, level slog.Level) (*slog.Logger, erro
 	return nil, fmt.Errorf("%w: --log-format %q: want text or json", errUsage, format)
 }
 
-// agentJarPath returns the agent jar to serve at /agent.jar: the one
-// --agent-jar names, else sparkprof-agent.jar beside the running binary
-// (make agent puts it there), so that the server finds it from any
-// working directory; "" when there is none.
-func agentJarPath(flagged string) (string, error) {
-	if flagged != "" {
-		if _, err := os.Stat(flagged); err != nil {
-			return "", fmt.Errorf("--agent-jar: %w", err)
-		}
-		return flagged, nil
+// agentJar returns the agent jar to serve at /agent.jar: the one
+// --agent-jar names, else the one built into the binary.
+func agentJar(flagged string) ([]byte, error) {
+	if flagged == "" {
+		return agent.Jar, nil
 	}
-	exe, err := os.Executable()
+	jar, err := os.ReadFile(flagged)
 	if err != nil {
-		return "", nil
+		return nil, fmt.Errorf("--agent-jar: %w", err)
 	}
-	if real, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = real
-	}
-	beside := filepath.Join(filepath.Dir(exe), "sparkprof-agent.jar")
-	if _, err := os.Stat(beside); err != nil {
-		return "", nil
-	}
-	return beside, nil
+	return jar, nil
 }

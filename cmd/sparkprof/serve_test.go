@@ -566,3 +566,35 @@ func TestServeProfileDir(t *testing.T) {
 	}
 	wait(base, offlineCPU(t, both))
 }
+
+// TestImportFolded imports the folded stacks convert wrote, with an event
+// log: the server takes them as a CPU profile, and import names the apps
+// it filled with their pages.
+func TestImportFolded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := buildBinary(t)
+	folded := filepath.Join(dir, "fastslow.folded")
+	if code, _, stderr := sparkprof(t, "convert", "--to", "folded", "--type", "cpu", "-o", folded, corpus.Path(t, "jfr", "FastSlow_2024_01_16_180855.jfr.gz")); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, stderr)
+	}
+	cmd, base := startServe(t, bin, filepath.Join(dir, "data"))
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	code, _, stderr := sparkprof(t, "import", "--server", base, folded, corpus.Path(t, "eventlogs", "apache", "local-1642039451826"))
+	if code != 0 || !strings.Contains(stderr, "imported 2 of 2") {
+		t.Fatalf("import: exit %d, %s", code, stderr)
+	}
+	for _, page := range []string{
+		`local-1642039451826 "Spark shell": ` + base + "/#/apps/local-1642039451826",
+		"fastslow (profiles): " + base + "/#/flame?query=" + url.QueryEscape(`{service_name="fastslow"}`),
+	} {
+		if !strings.Contains(stderr, "\n  "+page+"\n") {
+			t.Errorf("import does not name %q:\n%s", page, stderr)
+		}
+	}
+	if n := ticks(t, base, "", `{service_name="fastslow"}`, "cpu"); n != 10_120_000_000 {
+		t.Errorf("CPU time of the folded stacks: %d ns, want 10,120,000,000 (the recording's 10.1 s)", n)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"flag"
@@ -14,10 +15,11 @@ import (
 	"testing"
 )
 
-// TestAgentJarBesideBinary serves the agent jar beside the sparkprof
-// binary, as make puts it, from another working directory; names a jar
-// that is missing, an error; and without one, answers 404.
-func TestAgentJarBesideBinary(t *testing.T) {
+// TestAgentJarEmbedded serves the agent jar built into the binary, from a
+// binary alone in its directory, as go install puts it: the committed
+// jar, whose manifest names the agent's entry point. --agent-jar serves
+// another; one that is missing stops the start.
+func TestAgentJarEmbedded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -31,11 +33,6 @@ func TestAgentJarBesideBinary(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	jar := []byte("PK\x03\x04 the agent's classes")
-	if err := os.WriteFile(filepath.Join(dir, "bin", "sparkprof-agent.jar"), jar, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	elsewhere := t.TempDir()
 	fetch := func(base string) (int, []byte) {
 		resp, err := http.Get(base + "/agent.jar")
 		if err != nil {
@@ -45,23 +42,41 @@ func TestAgentJarBesideBinary(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, body
 	}
-	cmd, base := startServeIn(t, elsewhere, bin, filepath.Join(dir, "data"))
+	cmd, base := startServeIn(t, t.TempDir(), bin, filepath.Join(dir, "data"))
 	code, body := fetch(base)
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
-	if code != 200 || !bytes.Equal(body, jar) {
-		t.Errorf("/agent.jar from another directory: %d %q; want the jar beside the binary", code, body)
+	want, err := os.ReadFile("../../agent/dist/sparkprof-agent.jar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 200 || !bytes.Equal(body, want) {
+		t.Fatalf("/agent.jar of a binary alone: %d, %d bytes; want agent/dist/sparkprof-agent.jar's %d", code, len(body), len(want))
+	}
+	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
+	if err != nil {
+		t.Fatalf("/agent.jar is no jar: %v", err)
+	}
+	mf, err := zr.Open("META-INF/MANIFEST.MF")
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, _ := io.ReadAll(mf)
+	if !strings.Contains(string(manifest), "Premain-Class: dev.sparkprof.agent.Agent") {
+		t.Errorf("the jar's manifest names no agent:\n%s", manifest)
 	}
 
-	if code, _, stderr := sparkprof(t, "serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data2"), "--agent-jar", filepath.Join(dir, "none.jar")); code != 1 || !strings.Contains(stderr, "--agent-jar: stat") {
-		t.Errorf("a missing --agent-jar: exit %d, %s", code, stderr)
+	other := filepath.Join(dir, "other.jar")
+	if err := os.WriteFile(other, []byte("PK\x03\x04 another agent"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-
-	os.Remove(filepath.Join(dir, "bin", "sparkprof-agent.jar"))
-	cmd, base = startServeIn(t, elsewhere, bin, filepath.Join(dir, "data"))
+	cmd, base = startServeIn(t, t.TempDir(), bin, filepath.Join(dir, "data"), "--agent-jar", other)
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
-	if code, body := fetch(base); code != 404 || !strings.Contains(string(body), "make agent") {
-		t.Errorf("/agent.jar without a jar: %d %q", code, body)
+	if code, body := fetch(base); code != 200 || string(body) != "PK\x03\x04 another agent" {
+		t.Errorf("/agent.jar with --agent-jar: %d %q", code, body)
+	}
+	if code, _, stderr := sparkprof(t, "serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data2"), "--agent-jar", filepath.Join(dir, "none.jar")); code != 1 || !strings.Contains(stderr, "--agent-jar: open") {
+		t.Errorf("a missing --agent-jar: exit %d, %s", code, stderr)
 	}
 }
 

@@ -8,7 +8,14 @@
 // Decode also accepts the count in brackets ("a;b [123]"), as grafana's
 // jfr-parser writes its collapsed goldens, any run of spaces or tabs before
 // the count, CRLF line ends and blank lines. A line holding only a count
-// (" 610") is a sample with the empty stack.
+// (" 610") is a sample with the empty stack. Lines starting with '#' are
+// comments; one before the first stack may name the counts' sample type
+// and unit, as Encode writes it with a header:
+//
+//	# type=cpu unit=nanoseconds
+//
+// Tools that read the format without it (flamegraph.pl, speedscope) skip
+// the line, as it ends in no count.
 //
 // The format is simple enough that no library is warranted; it is read and
 // written by hand here.
@@ -54,7 +61,7 @@ func Sniff(head []byte) bool {
 		}
 		line := bytes.TrimRight(head[:i], " \t\r")
 		head = head[min(i+1, len(head)):]
-		if len(bytes.TrimSpace(line)) == 0 {
+		if len(bytes.TrimSpace(line)) == 0 || line[0] == '#' {
 			continue
 		}
 		if line[0] == '{' || line[0] == '[' || bytes.IndexByte(line, 0) >= 0 {
@@ -102,8 +109,9 @@ func splitLine(line []byte, vals []int64) (stack []byte, _ []int64, err error) {
 	return bytes.TrimRight(stack, " \t"), vals, nil
 }
 
-// Decode parses folded stacks. Samples have type profile.TypeSamples and
-// no time or thread; frame kinds are guessed from the names (see Frame).
+// Decode parses folded stacks. Samples have the type a header names, else
+// profile.TypeSamples, and no time or thread; frame kinds are guessed from
+// the names (see Frame).
 // Lines of the bracket form may hold several values ("a;b [1 512]"), one
 // per sample type; the format does not name them, so the second and later
 // types are named "samples_2", "samples_3", ... with unit "count". On
@@ -121,6 +129,12 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 		lineNo++
 		line = bytes.TrimRight(line, " \t\r\n")
 		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if line[0] == '#' {
+			if t, ok := parseHeader(line); ok && len(p.Samples) == 0 {
+				p.Types[0] = t
+			}
 			continue
 		}
 		if len(line) > MaxLineSize {
@@ -182,6 +196,22 @@ func typeName(i int) string {
 	return fmt.Sprintf("samples_%d", i+1)
 }
 
+// parseHeader returns the sample type a header line names
+// ("# type=cpu unit=nanoseconds").
+func parseHeader(line []byte) (profile.SampleType, bool) {
+	var t profile.SampleType
+	for _, f := range strings.Fields(string(line[1:])) {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "type":
+			t.Name = v
+		case "unit":
+			t.Unit = v
+		}
+	}
+	return t, t.Name != "" && t.Unit != ""
+}
+
 // async-profiler's frame type suffixes.
 var suffixKinds = []struct {
 	suffix string
@@ -214,6 +244,11 @@ type EncodeOptions struct {
 	// Lines appends ":line" to frames with a known line number, so that a
 	// flame graph shows one node per line rather than per function.
 	Lines bool
+	// Header writes a first line naming the sample type and its unit
+	// ("# type=cpu unit=nanoseconds"), so that Decode reads the counts
+	// back as what they are: CPU time, not a count of samples. It is left
+	// out for profile.TypeSamples, what Decode takes counts for without.
+	Header bool
 }
 
 // Encode writes the samples of one sample type as folded stacks, one line
@@ -264,6 +299,9 @@ func Encode(w io.Writer, p *profile.Profile, opts EncodeOptions) error {
 	}
 	sort.Strings(paths)
 	bw := bufio.NewWriter(w)
+	if t := p.Types[typ]; opts.Header && t != profile.TypeSamples {
+		fmt.Fprintf(bw, "# type=%s unit=%s\n", headerField(t.Name), headerField(t.Unit))
+	}
 	for _, path := range paths {
 		bw.WriteString(path)
 		bw.WriteByte(' ')
@@ -277,6 +315,17 @@ func Encode(w io.Writer, p *profile.Profile, opts EncodeOptions) error {
 }
 
 var nameReplacer = strings.NewReplacer(";", "_", "\n", "_", "\r", "_")
+
+// headerField returns s with the characters that would end a header field
+// or line replaced by '_'.
+func headerField(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '=' {
+			return '_'
+		}
+		return r
+	}, s)
+}
 
 func frameName(f profile.Frame, lines bool) string {
 	name := nameReplacer.Replace(f.Name)

@@ -59,6 +59,31 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+// A header names the counts' type and unit; other comments are skipped.
+func TestDecodeHeader(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     profile.SampleType
+	}{
+		{"header", "# type=cpu unit=nanoseconds\na;b 5\n", profile.TypeCPU},
+		{"after comments", "# from sparkprof\n\n# type=alloc_bytes unit=bytes\na 1\n", profile.TypeAllocBytes},
+		{"none", "a;b 5\n", profile.TypeSamples},
+		{"no unit", "# type=cpu\na 1\n", profile.TypeSamples},
+		{"after the first stack", "a 1\n# type=cpu unit=nanoseconds\nb 1\n", profile.TypeSamples},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Decode([]byte(tt.in), "t.folded")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Types) != 1 || p.Types[0] != tt.want {
+				t.Errorf("types %v, want [%v]", p.Types, tt.want)
+			}
+		})
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	tests := []struct {
 		name, in, want string
@@ -194,6 +219,7 @@ func TestEncodeGolden(t *testing.T) {
 		{"encode_cpu.folded", EncodeOptions{}},
 		{"encode_cpu_lines.folded", EncodeOptions{Type: profile.TypeCPU, Lines: true}},
 		{"encode_alloc.folded", EncodeOptions{Type: profile.TypeAllocBytes}},
+		{"encode_cpu_header.folded", EncodeOptions{Type: profile.TypeCPU, Header: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
@@ -211,8 +237,12 @@ func TestEncodeGolden(t *testing.T) {
 			if got != string(want) {
 				t.Errorf("got:\n%s\nwant:\n%s", got, want)
 			}
-			if _, err := Decode([]byte(got), tt.golden); err != nil {
+			q, err := Decode([]byte(got), tt.golden)
+			if err != nil {
 				t.Errorf("output does not decode: %v", err)
+			}
+			if tt.opts.Header && q.Types[0] != tt.opts.Type {
+				t.Errorf("decoded as %v, want the header's %v", q.Types[0], tt.opts.Type)
 			}
 		})
 	}
@@ -228,6 +258,8 @@ func TestSniff(t *testing.T) {
 	}{
 		{"a;b;c 12\na 1\n", true},
 		{"a;b [12]\n", true},
+		{"# type=cpu unit=nanoseconds\na;b 12\n", true},
+		{"# a comment alone\n", false},
 		{" 610\n", true},
 		{"a;b;c 12\nincomplete line wi", true},
 		{"a;b;c\n", false},

@@ -3,9 +3,10 @@
 // container logs said.
 import React, { useState } from 'react';
 import { findingStages } from './api';
-import { fmtMs, fmtBytes, fmtTime } from './format';
+import { fmtMs, fmtBytes, fmtTime, plural, stageTasks } from './format';
 import { Table, Severity } from './common';
 import { Evidence } from './Evidence';
+import { readableText } from './names';
 
 // logKinds are the findings LogFindings shows as tables of their own.
 const logKinds = ['errors', 'log-chunks'];
@@ -17,8 +18,10 @@ export function stragglerTasks(findings) {
 
 // AppFacts is the line of facts under an application's title; live is
 // shown after the run time of an app without an end, children last.
-export function AppFacts({ app: a, stages, live, children }) {
+export function AppFacts({ app: a, jobs, stages, live, children }) {
   const skipped = stages.filter((s) => s.status === 'SKIPPED').length;
+  // Jobs whose JobStart the log lacks are listed too, from their JobEnd.
+  const unstarted = jobs.filter((j) => !j.submitMs).length;
   return (
     <div className="facts" data-testid="app-facts">
       <span>Spark {a.sparkVersion || '?'}</span>
@@ -28,9 +31,13 @@ export function AppFacts({ app: a, stages, live, children }) {
       <span>{a.endMs ? `ran ${fmtMs(a.durationMs)}` : '● live / no end event'}</span>
       {!a.endMs && live && <span>{live}</span>}
       <span>
-        {a.jobCount} jobs · {stages.length - skipped} stage attempts
-        {skipped > 0 ? ` · ${skipped} stages skipped` : ''} · {a.taskCount} tasks ({a.failedTaskCount} not successful) ·{' '}
-        {a.executorCount === 0 && a.taskCount > 0 ? 'tasks ran on the driver (local mode)' : `${a.executorCount} executors`}
+        <span data-testid="app-job-count">
+          {plural(jobs.length, 'job')}
+          {unstarted ? ` (${unstarted} without a JobStart)` : ''}
+        </span>{' '}
+        · {plural(stages.length - skipped, 'stage attempt')}
+        {skipped > 0 ? ` · ${plural(skipped, 'stage')} skipped` : ''} · {plural(a.taskCount, 'task')} ({a.failedTaskCount} not successful) ·{' '}
+        {a.executorCount === 0 && a.taskCount > 0 ? 'tasks ran on the driver (local mode)' : plural(a.executorCount, 'executor')}
       </span>
       {children}
     </div>
@@ -40,7 +47,7 @@ export function AppFacts({ app: a, stages, live, children }) {
 // Findings lists the findings but those of container logs, each with its
 // stage's other findings, its suggestion and evidence; a finding of a
 // stage selects the stage.
-export function Findings({ findings, onStage }) {
+export function Findings({ findings, onStage, taskFlameHref }) {
   const shown = findings.filter((f) => !logKinds.includes(f.kind));
   if (shown.length === 0) return <p className="muted">No findings: nothing stands out.</p>;
   return (
@@ -50,17 +57,27 @@ export function Findings({ findings, onStage }) {
           <Severity level={f.severity} /> <span className="kind">{f.kind}</span>{' '}
           {f.stageId !== undefined && f.stageId !== null ? (
             <a onClick={() => onStage(f.stageId)} className="clickable">
-              {f.message}
+              {readableText(f.message)}
             </a>
           ) : (
-            f.message
+            readableText(f.message)
           )}
           {(f.evidence?.also || []).map((a) => (
             <div key={a} className="also" data-testid="finding-also">
               also: {a}
             </div>
           ))}
-          <div className="suggestion">{f.suggestion}</div>
+          <div className="suggestion">
+            {f.suggestion}
+            {taskFlameHref && f.taskId !== undefined && f.taskId !== null && (
+              <>
+                {' '}
+                <a href={taskFlameHref(f.taskId)} data-testid="task-flame">
+                  the flame graph of task {f.taskId}
+                </a>
+              </>
+            )}
+          </div>
           {f.kind === 'warnings' ? (
             <ul className="warnings" data-testid="warnings">
               {(f.evidence?.warnings || []).map((w) => (
@@ -127,8 +144,8 @@ export function LogFindings({ findings }) {
 // stageColumns are the stage table's columns; verdict maps a stage to its
 // first finding, stageHref (when there are stage pages) a stage to its page.
 function stageColumns(verdict, stageHref) {
-  const bytes = (key, title, value) => ({ key, title, align: 'right', sort: value, render: (s) => fmtBytes(value(s)) });
-  const ms = (key, title, value) => ({ key, title, align: 'right', sort: value, render: (s) => fmtMs(value(s)) });
+  const bytes = (key, title, value) => ({ key, title, align: 'right', sort: value, render: (s) => (s.noMetrics ? unknownMetric : fmtBytes(value(s))) });
+  const ms = (key, title, value) => ({ key, title, align: 'right', sort: value, render: (s) => (s.noMetrics ? unknownMetric : fmtMs(value(s))) });
   return [
     {
       key: 'stageId',
@@ -147,8 +164,8 @@ function stageColumns(verdict, stageHref) {
     },
     { key: 'name', title: 'Name', render: (s) => <span title={s.name}>{s.name.slice(0, 60)}</span> },
     { key: 'status', title: 'Status' },
-    { key: 'taskCount', title: 'Tasks', align: 'right', render: (s) => `${s.taskCount}${s.failedTaskCount ? ` (${s.failedTaskCount} failed)` : ''}` },
-    ms('durationMs', 'Duration', (s) => s.durationMs),
+    { key: 'taskCount', title: 'Tasks', align: 'right', sort: (s) => stageTasks(s).count, render: (s) => stageTasks(s).text.replace(/ tasks?/, '') },
+    { key: 'durationMs', title: 'Duration', align: 'right', render: (s) => fmtMs(s.durationMs) },
     ms('runTime', 'Run time', (s) => s.metrics.executorRunTime),
     bytes('input', 'Input', (s) => s.metrics.inputBytes),
     bytes('shuffleRead', 'Shuffle read', (s) => s.metrics.shuffleRemoteBytesRead + s.metrics.shuffleLocalBytesRead),
@@ -206,6 +223,14 @@ export function Stages({ stages: all, findings, window: win, selectedStage, onSt
   );
 }
 
+// unknownMetric stands for a metric that tasks from a container log do not
+// carry: unknown, not zero.
+const unknownMetric = (
+  <span className="muted" title="no task metrics: a container log gives only the tasks' times">
+    unknown
+  </span>
+);
+
 // Executors is the executor table, the driver first and then by number.
 export function Executors({ executors }) {
   return (
@@ -217,14 +242,14 @@ export function Executors({ executors }) {
         columns={[
           { key: 'id', title: 'Executor', sort: (e) => (e.id === 'driver' ? -1 : Number.isNaN(Number(e.id)) ? e.id : Number(e.id)) },
           { key: 'host', title: 'Host' },
-          { key: 'cores', title: 'Cores', align: 'right' },
+          { key: 'cores', title: 'Cores', align: 'right', render: (e) => (e.noMetrics || !e.cores ? unknownMetric : e.cores) },
           { key: 'addedMs', title: 'Added', render: (e) => fmtTime(e.addedMs) },
           { key: 'removedMs', title: 'Removed', render: (e) => fmtTime(e.removedMs) },
           { key: 'removalReason', title: 'Removal reason' },
           { key: 'totalTasks', title: 'Tasks', align: 'right', render: (e) => `${e.totalTasks}${e.failedTasks ? ` (${e.failedTasks} failed)` : ''}` },
           { key: 'totalDurationMs', title: 'Task time', align: 'right', render: (e) => fmtMs(e.totalDurationMs) },
-          { key: 'totalGCTimeMs', title: 'GC', align: 'right', render: (e) => fmtMs(e.totalGCTimeMs) },
-          { key: 'totalShuffleRead', title: 'Shuffle read', align: 'right', render: (e) => fmtBytes(e.totalShuffleRead) },
+          { key: 'totalGCTimeMs', title: 'GC', align: 'right', render: (e) => (e.noMetrics ? unknownMetric : fmtMs(e.totalGCTimeMs)) },
+          { key: 'totalShuffleRead', title: 'Shuffle read', align: 'right', render: (e) => (e.noMetrics ? unknownMetric : fmtBytes(e.totalShuffleRead)) },
         ]}
         rows={executors}
       />

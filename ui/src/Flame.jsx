@@ -67,6 +67,34 @@ export function FoldedNote({ folded, onShowAll }) {
   );
 }
 
+// NoSamples says why a flame graph is empty: the selection has samples of
+// other types only (an app profiled for CPU has no allocations), which it
+// offers; or none at all.
+function NoSamples({ type, types, onType }) {
+  const others = types.filter((t) => t.name !== type);
+  if (others.length === 0) {
+    return (
+      <div className="empty" data-testid="flame-empty">
+        No samples in this selection: widen the range, or check the Agents page for senders that stopped.
+      </div>
+    );
+  }
+  return (
+    <div className="empty" data-testid="flame-empty">
+      This selection has no {type} samples: it was profiled for{' '}
+      {others.map((t, i) => (
+        <span key={t.name}>
+          {i > 0 ? ', ' : ''}
+          <button onClick={() => onType && onType(t.name)} data-testid="offered-type">
+            {t.name} ({t.unit})
+          </button>
+        </span>
+      ))}
+      .
+    </div>
+  );
+}
+
 // FlameView fetches and draws the flame graph of sel ({query, type, from,
 // until, state}); onType is called with the type the user picks. children
 // go in its head, after the type picker.
@@ -103,13 +131,11 @@ export function FlameView({ sel, onType, title, children }) {
         <ExportLinks sel={{ query: sel.query, type: data.type, from: sel.from, until: sel.until, state: sel.state, focus: sel.focus }} />
       </div>
       {total === 0 ? (
-        <div className="empty" data-testid="flame-empty">
-          No samples in this selection. Check the Agents page, or widen the selection.
-        </div>
+        <NoSamples type={data.type} types={data.types || []} onType={onType} />
       ) : (
         <>
           <FoldedNote folded={data.folded} onShowAll={() => setAllFrames(true)} />
-          <FlameGraph t={tree} unit={data.unit} />
+          <FlameGraph t={tree} unit={data.unit} mark={sel.focus || ''} />
         </>
       )}
     </div>

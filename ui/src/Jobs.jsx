@@ -4,7 +4,7 @@
 import React from 'react';
 import { Table } from './common';
 import { Graph } from './Graph';
-import { fmtMs, fmtTime } from './format';
+import { fmtMs, fmtTime, stageTasks } from './format';
 
 // stageColor is a stage's fill in the DAG, by its status.
 const stageColor = { COMPLETE: '#d5ecc9', FAILED: '#f6c9c7', SKIPPED: '#eeeeee', PENDING: '#eeeeee', ACTIVE: '#fbe3bd' };
@@ -28,7 +28,7 @@ export function StageDAG({ stages, stageHref, selected }) {
   const nodes = stages.map((s) => ({
     id: s.stageId,
     label: `stage ${s.stageId}${s.attempt ? `.${s.attempt}` : ''}: ${s.name}`,
-    sub: `${s.status.toLowerCase()}${s.durationMs ? `, ${fmtMs(s.durationMs)}` : ''}, ${s.taskCount} tasks`,
+    sub: `${s.status.toLowerCase()}${s.durationMs ? `, ${fmtMs(s.durationMs)}` : ''}, ${stageTasks(s).text}`,
     title: `stage ${s.stageId}: ${s.name}`,
     color: stageColor[s.status],
     href: stageHref && s.status !== 'SKIPPED' ? stageHref(s) : undefined,
@@ -50,6 +50,13 @@ function describeJob(j, stages) {
   const ss = jobStages(j, stages);
   return ss.length ? ss[ss.length - 1].name : j.group || '';
 }
+
+// noStart stands for what a job without its JobStart event does not say.
+const noStart = (
+  <span className="muted" title="the log has no JobStart of this job (Spark drops events when a listener queue is full): its submission and duration are unknown">
+    unknown
+  </span>
+);
 
 // Jobs lists the jobs; job is the id of the one shown with its stages
 // (onJob picks one), stageHref links a stage to its page.
@@ -86,8 +93,8 @@ export function Jobs({ jobs, stages, job, onJob, stageHref }) {
             sort: (j) => describeJob(j, stages),
             render: (j) => <span title={describeJob(j, stages)}>{describeJob(j, stages).slice(0, 80)}</span>,
           },
-          { key: 'submitMs', title: 'Submitted', render: (j) => fmtTime(j.submitMs) },
-          { key: 'durationMs', title: 'Duration', align: 'right', render: (j) => fmtMs(j.durationMs) },
+          { key: 'submitMs', title: 'Submitted', render: (j) => (j.submitMs ? fmtTime(j.submitMs) : noStart) },
+          { key: 'durationMs', title: 'Duration', align: 'right', render: (j) => (j.submitMs ? fmtMs(j.durationMs) : noStart) },
           { key: 'stages', title: 'Stages done', sort: (j) => (j.stageIds || []).length, render: count },
           { key: 'result', title: 'Status', render: (j) => (j.result === 'JobFailed' ? <span className="bad" title={j.failure}>failed</span> : j.result ? 'succeeded' : 'running') },
           { key: 'sqlId', title: 'SQL', align: 'right', render: (j) => (j.sqlId >= 0 ? j.sqlId : '') },

@@ -26,18 +26,29 @@ export function chartsOf(metrics) {
   return names.map((name) => ({ name, series: by.get(name) }));
 }
 
-// seriesLabels names each of a chart's series: its executor (or source
-// file) and the values of the labels that tell it from the chart's others
-// ("PS Scavenge" beside "PS MarkSweep"); a number where nothing does.
+// whoOf names the JVM a series is of: its executor, else its host (a
+// process label is pid@host, as jvm-profiler names it), else its source.
+function whoOf(s) {
+  if (s.executorId) return s.executorId === 'driver' ? 'driver' : `executor ${s.executorId}`;
+  const labels = s.labels || {};
+  const host = labels.host || (labels.process || '').replace(/^\d+@/, '');
+  if (host) return host;
+  return s.source || 'jvm';
+}
+
+// seriesLabels names each of a chart's series: its executor (or host) and
+// the values of the labels that tell it from the chart's others ("PS
+// Scavenge" beside "PS MarkSweep"; the process beside another on its
+// host); a number where nothing does.
 export function seriesLabels(series) {
   const differ = new Set();
   for (const s of series) {
     for (const [k, v] of Object.entries(s.labels || {})) {
-      if (series.some((o) => (o.labels || {})[k] !== v)) differ.add(k);
+      if (k !== 'host' && series.some((o) => (o.labels || {})[k] !== v)) differ.add(k);
     }
   }
   const names = series.map((s) => {
-    const who = s.executorId ? `executor ${s.executorId}` : s.source || 'jvm';
+    const who = whoOf(s);
     const detail = [...differ].sort().map((k) => (s.labels || {})[k]).filter(Boolean);
     return detail.length ? `${who}: ${detail.join(', ')}` : who;
   });
@@ -84,7 +95,18 @@ export function MetricChart({ chart, sc, markers, width, onWindow }) {
         })),
       ],
       axes: [
-        { splits: () => ticks(sc).map((tk) => tk.t), values: (u, vs) => vs.map((v) => fmtMs(v - sc.origin)) },
+        {
+          splits: () => ticks(sc).map((tk) => tk.t),
+          // Every split is a tick: uPlot's default filter for a custom
+          // scale (distr 100) is its log-10 one, which blanks all but the
+          // powers of ten.
+          filter: (u, splits) => splits,
+          values: (u, vs) => {
+            const labels = vs.map((v) => (v == null ? '' : fmtMs(v - sc.origin)));
+            if (el.current) el.current.dataset.xTicks = labels.join('|');
+            return labels;
+          },
+        },
         // Bytes and durations read in their units (MiB, s), not as raw
         // counts too wide for the axis.
         { size: GUTTER, values: (u, splits) => splits.map((v) => fmtValue(v, unit)) },

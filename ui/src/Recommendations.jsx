@@ -7,6 +7,7 @@ import React from 'react';
 import { href } from './router';
 import { selector } from './api';
 import { Severity } from './common';
+import { readableText } from './names';
 
 // flameParams are the flame graph page's parameters of recommendation r of
 // app appId: the app's samples of r's type, focused on r's frames.
@@ -35,7 +36,7 @@ export function Recommendations({ recommendations, appId, offline }) {
       <ul className="findings">
         {rs.map((r) => (
           <li key={`${r.pattern}-${r.stageId ?? ''}`} data-testid="recommendation">
-            <Severity level={r.severity} /> <span className="kind">{r.pattern}</span> {r.message}
+            <Severity level={r.severity} /> <span className="kind">{r.pattern}</span> {readableText(r.message)}
             <div className="suggestion">{r.suggestion}</div>
             <table className="frames">
               <tbody>

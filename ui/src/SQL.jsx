@@ -5,26 +5,104 @@ import React, { useState } from 'react';
 import { Table } from './common';
 import { Graph } from './Graph';
 import { StageDAG } from './Jobs';
-import { fmtMs } from './format';
+import { fmtBytes, fmtMs, fmtNumber } from './format';
+
+// metricValue says a SQL metric's total in its unit, as the History
+// Server's SQL page does: rows as a count, sizes in bytes, times in ms.
+export function metricValue(m) {
+  if (!m.known) return m.type === 'average' ? 'average (per task: not summed)' : 'unknown (no stage ran)';
+  switch (m.type) {
+    case 'size':
+      return fmtBytes(m.total);
+    case 'timing':
+      return fmtMs(m.total);
+    case 'nsTiming':
+      return fmtMs(m.total / 1e6);
+    default:
+      return fmtNumber(m.total);
+  }
+}
+
+// maxLines is how many of an operator's metrics its node shows; all are
+// in its tooltip and the table under the graph.
+const maxLines = 4;
 
 // planGraph numbers a plan's operators depth first: nodes and the edges
-// from each operator to the one that reads its output.
+// from each operator to the one that reads its output. A WholeStageCodegen
+// is drawn as a box (cluster) around the operators it compiled into one
+// function, down to its InputAdapters, as the History Server draws it.
 function planGraph(plan) {
   const nodes = [];
   const edges = [];
-  const walk = (n, parent) => {
+  const ops = []; // [node, operator] of those with metrics, for the table
+  let codegens = 0;
+  const walk = (n, parent, cluster) => {
+    if (n.name.startsWith('WholeStageCodegen')) {
+      const c = { id: `wscg-${codegens++}`, label: metricsTitle(n.name, n.metrics, 1), title: metricsTitle(n.name, n.metrics, 99) };
+      if (n.metrics?.some((m) => m.known)) ops.push([null, n]);
+      for (const ch of n.children || []) walk(ch, parent, c);
+      return;
+    }
     const id = nodes.length;
-    nodes.push({ id, label: n.name, sub: n.detail && n.detail !== n.name ? n.detail : '', title: n.detail || n.name });
+    const known = (n.metrics || []).filter((m) => m.known);
+    nodes.push({
+      id,
+      label: n.name,
+      sub: n.detail && n.detail !== n.name ? n.detail : '',
+      lines: known
+        .filter((m) => m.total > 0)
+        .slice(0, maxLines)
+        .map((m) => `${m.name}: ${metricValue(m)}`),
+      title: [n.detail || n.name, ...(n.metrics || []).map((m) => `${m.name}: ${metricValue(m)}`)].join('\n'),
+      cluster: n.name === 'InputAdapter' ? null : cluster,
+    });
+    if (known.length) ops.push([id, n]);
     if (parent >= 0) edges.push([id, parent]);
-    for (const c of n.children || []) walk(c, id);
+    for (const c of n.children || []) walk(c, id, n.name === 'InputAdapter' ? null : cluster);
   };
-  if (plan) walk(plan, -1);
-  return { nodes, edges };
+  if (plan) walk(plan, -1, null);
+  return { nodes, edges, ops };
+}
+
+// metricsTitle is a name with up to n of its known metrics.
+function metricsTitle(name, metrics, n) {
+  const known = (metrics || []).filter((m) => m.known).slice(0, n);
+  return known.length ? `${name} — ${known.map((m) => `${m.name}: ${metricValue(m)}`).join(', ')}` : name;
+}
+
+// OperatorMetrics lists every operator's SQL metrics, in plan order.
+function OperatorMetrics({ ops }) {
+  if (ops.length === 0) return <p className="muted">No SQL metrics: no stage of this execution reported them.</p>;
+  return (
+    <details>
+      <summary>SQL metrics of each operator ({ops.length} operators)</summary>
+      <table className="grid" data-testid="sql-metrics">
+        <thead>
+          <tr>
+            <th>Operator</th>
+            <th>Metric</th>
+            <th className="num">Total</th>
+          </tr>
+        </thead>
+        <tbody>
+          {ops.flatMap(([id, n]) =>
+            n.metrics.map((m, i) => (
+              <tr key={`${id}-${n.name}-${m.name}`}>
+                <td>{i === 0 ? `${n.name}${id !== null ? ` #${id}` : ''}` : ''}</td>
+                <td>{m.name}</td>
+                <td className="num">{metricValue(m)}</td>
+              </tr>
+            )),
+          )}
+        </tbody>
+      </table>
+    </details>
+  );
 }
 
 // Execution is one SQL execution's plan and stages.
 function Execution({ q, stages, stageHref }) {
-  const { nodes, edges } = planGraph(q.plan);
+  const { nodes, edges, ops } = planGraph(q.plan);
   const ran = stages.filter((s) => s.sqlId === q.sqlId && s.status !== 'SKIPPED');
   return (
     <div data-testid="sql-detail">
@@ -33,9 +111,10 @@ function Execution({ q, stages, stageHref }) {
       </h3>
       {q.error && <pre className="msg bad">{q.error}</pre>}
       {nodes.length > 0 ? (
-        <div className="dag">
-          <Graph nodes={nodes} edges={edges} testid="sql-plan" />
-        </div>
+        <>
+          <Graph nodes={nodes} edges={edges} testid="sql-plan" zoom />
+          <OperatorMetrics ops={ops} />
+        </>
       ) : (
         <p className="muted">The event log has no plan of this execution.</p>
       )}
@@ -53,9 +132,12 @@ function Execution({ q, stages, stageHref }) {
   );
 }
 
-// SQL lists the application's SQL executions; clicking one shows it.
-export function SQL({ sql, stages, stageHref, initial = null }) {
-  const [open, setOpen] = useState(initial);
+// SQL lists the application's SQL executions; clicking one shows it, and
+// onPick is told it (the page keeps it in its link).
+export function SQL({ sql, stages, stageHref, initial = null, onPick }) {
+  const [own, setOwn] = useState(initial);
+  const open = onPick ? initial : own;
+  const setOpen = onPick || setOwn;
   if (sql.length === 0) return <p className="muted">No SQL executions.</p>;
   const q = sql.find((x) => x.sqlId === open);
   return (

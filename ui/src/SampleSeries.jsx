@@ -4,7 +4,7 @@
 import React, { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import { getJSON } from './api';
-import { fmtValue, fmtTime } from './format';
+import { fmtMs, fmtValue, fmtTime } from './format';
 import { useAsync, useWidth, ErrorBox } from './common';
 
 const palette = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
@@ -25,8 +25,9 @@ export const seriesLabels = [
 ];
 
 // stepOf is the step of the series of a selection: about 300 points over
-// its range, where the range is known, else 10 s (the server widens a
-// step that would make more than 5,000 points).
+// its range, where the range is known, else the server's choice (auto:
+// about 300 points over the selection's samples, so that a recording of
+// ten seconds is not one step).
 function stepOf(sel) {
   const now = Date.now();
   const at = (t) => {
@@ -36,9 +37,22 @@ function stepOf(sel) {
     return Number.isFinite(Number(t)) ? Number(t) : null;
   };
   const from = at(sel.from);
-  if (from === null) return '10s';
+  if (from === null) return 'auto';
   const until = at(sel.until) ?? now;
   return `${Math.max(1, Math.round((until - from) / 300 / 1000))}s`;
+}
+
+// utcTicks labels the time axis's ticks (s since the epoch) in ISO UTC,
+// as precise as their spacing needs: 11:09:05.500 half a second apart,
+// 11:09:05 seconds apart, 11:09 minutes apart, with the date over a day.
+function utcTicks(splits, span) {
+  const gap = splits.length > 1 ? splits[1] - splits[0] : span;
+  return splits.map((v) => {
+    if (v == null) return '';
+    const iso = new Date(v * 1000).toISOString(); // 2024-01-16T11:09:05.500Z
+    const time = gap < 1 ? iso.slice(11, 23) : gap < 60 ? iso.slice(11, 19) : iso.slice(11, 16);
+    return span < 86400 ? time : `${iso.slice(0, 10)} ${time}`;
+  });
 }
 
 // topSeries keeps the maxSeries - 1 series with the most in them and sums
@@ -69,19 +83,32 @@ export function SampleSeries({ sel, by, onRange }) {
       width,
       height: 140,
       scales: { x: { time: true } },
+      // Times read in UTC, as everywhere in the UI, not in the browser's
+      // local time and date order.
+      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC'),
       legend: { show: true },
       cursor: { drag: { x: true, y: false, setScale: false } },
       series: [
         { value: (u, v) => (v == null ? '' : fmtTime(v * 1000)) },
         ...series.map((s, i) => ({
-          label: by ? s.key || '(none)' : `${data.type.name} per ${data.stepMs / 1000} s`,
+          label: by ? s.key || '(none)' : `${data.type.name} per ${fmtMs(data.stepMs)}`,
           stroke: palette[i % palette.length],
           width: 1,
           points: { show: false },
           value: (u, v) => (v == null ? '--' : fmtValue(v, unit)),
         })),
       ],
-      axes: [{}, { size: 80, values: (u, splits) => splits.map((v) => fmtValue(v, unit)) }],
+      axes: [
+        {
+          space: 100, // room for 11:09:05.500
+          values: (u, splits) => {
+            const labels = utcTicks(splits, u.scales.x.max - u.scales.x.min);
+            if (el.current) el.current.dataset.xTicks = labels.join('|');
+            return labels;
+          },
+        },
+        { size: 80, values: (u, splits) => splits.map((v) => fmtValue(v, unit)) },
+      ],
       hooks: {
         setSelect: [
           (u) => {
@@ -101,9 +128,9 @@ export function SampleSeries({ sel, by, onRange }) {
   if (error) return <ErrorBox error={error} />;
   const n = data?.series?.length || 0;
   return (
-    <div ref={box} className="sample-series" data-testid="sample-series" data-series={data ? Math.min(n, maxSeries) : ''}>
+    <div ref={box} className="sample-series" data-testid="sample-series" data-series={data ? Math.min(n, maxSeries) : ''} data-step-ms={data ? data.stepMs : ''}>
       {data && n === 0 && <div className="muted">No samples with a time in this range.</div>}
-      <div ref={el} />
+      <div ref={el} data-testid="sample-series-plot" />
       <div className="hint muted">Drag across the chart to narrow the range to that stretch.</div>
     </div>
   );

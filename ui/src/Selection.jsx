@@ -54,7 +54,7 @@ function RangePicker({ sel, onChange }) {
   );
 }
 
-const states = ['', 'RUNNABLE', 'BLOCKED', 'WAITING', 'TIMED_WAITING', 'SLEEPING', 'NATIVE'];
+export const states = ['', 'RUNNABLE', 'BLOCKED', 'WAITING', 'TIMED_WAITING', 'SLEEPING', 'NATIVE'];
 
 // LabelPicker lists the label's values among the samples the rest of the
 // selection (query, without this label) selects in its time range: once an

@@ -25,7 +25,9 @@ function describe(h, L, stragglers, clickable, at) {
     case 'task': {
       const t = h.t;
       const straggler = stragglers.has(t.taskId) ? ' — straggler' : '';
-      const split = t.finishMs
+      const split = t.noMetrics
+        ? '\nphases unknown: no task metrics (a container log gives only its times)'
+        : t.finishMs
         ? `\n${phases
             .filter(([k]) => t[k] > 0)
             .map(([k, name]) => `${name} ${fmtMs(t[k])}`)
@@ -63,6 +65,7 @@ function Legend() {
       {swatch(colors.killed, 'killed')}
       {swatch(colors.active, 'running')}
       {swatch(colors.straggler, 'straggler')}
+      {swatch(colors.unknown, 'phases unknown')}
       {swatch(colors.finding, 'stage with a finding', true)}
       {swatch(colors.added, 'executor added')}
       {swatch(colors.removed, 'executor removed')}

@@ -86,6 +86,21 @@ export function fmtCount(n) {
   return fmtNumber(Math.round(n));
 }
 
+// plural writes a count and a noun, singular for one: "1 job", "80 jobs".
+export function plural(n, noun) {
+  return `${fmtNumber(n)} ${n === 1 ? noun : `${noun}s`}`;
+}
+
+// stageTasks says a stage attempt's tasks as its task table lists them:
+// its distinct task attempts (the ends Spark posted again as Resubmitted
+// left out) with those that failed and those resubmitted.
+export function stageTasks(s) {
+  const resubmitted = s.resubmittedTaskCount || 0;
+  const failed = s.failedTaskCount - resubmitted;
+  const more = [failed ? `${fmtNumber(failed)} failed` : '', resubmitted ? `${fmtNumber(resubmitted)} resubmitted` : ''].filter(Boolean);
+  return { count: s.taskCount - resubmitted, failed, resubmitted, text: `${plural(s.taskCount - resubmitted, 'task')}${more.length ? ` (${more.join(', ')})` : ''}` };
+}
+
 // fmtTime formats a time in ms since the epoch as UTC to the second.
 export function fmtTime(ms) {
   if (!ms) return '';

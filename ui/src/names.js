@@ -76,6 +76,14 @@ export function readableName(name) {
   return scalaMethod(name);
 }
 
+// readableText writes the JVM names in a sentence (a finding's message)
+// as readableName does: "in scala.collection.SeqLike$class.$colon$plus"
+// reads "in scala.collection.SeqLike$class.:+", as the flame graph names it.
+export function readableText(text) {
+  if (!text) return text;
+  return text.replace(/[A-Za-z_$][\w$]*(?:\.[\w$]+)+/g, (name) => (name.includes('$') ? readableName(name) : name));
+}
+
 // shortenFront cuts name to at most n characters by dropping its front,
 // marked with "…": "…netty.channel.nio.NioEventLoop.run". Where it can,
 // it cuts at a dot, so that a package is dropped whole.

@@ -25,7 +25,8 @@ export const phases = [
 // delay, deserialisation, shuffle read, shuffle write, serialisation,
 // getting result], with lane an index into lanes (executor ids), times in
 // ms from origin (finish -1 while running) and status an index into
-// statuses.
+// statuses; a scheduler delay of -1 says the task has no metrics (from a
+// container log): its phases are unknown (noMetrics), not all delay.
 export function decode(d) {
   const lists = {};
   for (const k of ['executors', 'jobs', 'stages', 'sql', 'findings', 'metrics']) lists[k] = d[k] || [];
@@ -40,7 +41,8 @@ export function decode(d) {
       launchMs,
       finishMs,
       status: statuses[c[6]],
-      schedulerDelayMs: c[7] || 0,
+      noMetrics: c[7] < 0,
+      schedulerDelayMs: Math.max(0, c[7] || 0),
       deserializeMs: c[8] || 0,
       shuffleReadMs: c[9] || 0,
       shuffleWriteMs: c[10] || 0,
@@ -48,7 +50,7 @@ export function decode(d) {
       gettingResultMs: c[12] || 0,
     };
     const known = t.schedulerDelayMs + t.deserializeMs + t.shuffleReadMs + t.shuffleWriteMs + t.serializeMs + t.gettingResultMs;
-    t.computeMs = finishMs ? Math.max(0, finishMs - launchMs - known) : 0;
+    t.computeMs = finishMs && !t.noMetrics ? Math.max(0, finishMs - launchMs - known) : 0;
     return t;
   });
   return { ...d, ...lists, tasks };

@@ -1,7 +1,7 @@
 // Painting of the application timeline laid out by timelineLayout.js on a
 // canvas, along the time axis of timeScale.js. Each painter records what
 // it drew where, so that the pointer finds exactly what is under it.
-import { ROW, TASK_ROW } from './timelineLayout';
+import { ROW } from './timelineLayout';
 import { ticks } from './timeScale';
 import { findingStages } from './api';
 import { fmtMs } from './format';
@@ -28,6 +28,7 @@ export const colors = {
   dead: '#e4e4e4',
   added: '#2e7d32',
   removed: '#c62828',
+  unknown: '#9aa5b1',
 };
 
 // phaseColors colour a task's phases (tasks.phases), as the History
@@ -169,14 +170,15 @@ function drawStages(g, L, sc, findings, selectedStage, hits) {
 }
 
 // taskFill is a task's colour when it is not drawn by phase: stragglers
-// stand out, then its state; with a stage selected, the other stages'
-// tasks fade. null means by phase.
+// stand out, then its state, then phases unknown (no task metrics); with
+// a stage selected, the other stages' tasks fade. null means by phase.
 function taskFill(tk, stragglers, selectedStage) {
   if (selectedStage !== null && selectedStage !== undefined && tk.stageId !== selectedStage) return colors.other;
   if (stragglers.has(tk.taskId)) return colors.straggler;
   if (!tk.finishMs) return colors.active;
   if (tk.status === 'KILLED') return colors.killed;
   if (tk.status && tk.status !== 'SUCCESS') return colors.failed;
+  if (tk.noMetrics) return colors.unknown;
   return null;
 }
 
@@ -192,10 +194,10 @@ function longestPhase(tk) {
 
 // drawPhases fills a finished task's bar with its phases, side by side in
 // proportion; a bar too narrow for that takes its longest phase's colour.
-function drawPhases(g, tk, x0, y, w) {
+function drawPhases(g, tk, x0, y, w, h) {
   if (w < 6) {
     g.fillStyle = phaseColors[phaseOrder[longestPhase(tk)]];
-    g.fillRect(x0, y, w, TASK_ROW - 1);
+    g.fillRect(x0, y, w, h);
     return;
   }
   const d = Math.max(1, tk.finishMs - tk.launchMs);
@@ -204,7 +206,7 @@ function drawPhases(g, tk, x0, y, w) {
     const pw = (w * (tk[k] || 0)) / d;
     if (pw <= 0) continue;
     g.fillStyle = phaseColors[k];
-    g.fillRect(x, y, pw, TASK_ROW - 1);
+    g.fillRect(x, y, pw, h);
     x += pw;
   }
 }
@@ -244,14 +246,14 @@ function drawTasks(g, L, sc, stragglers, selectedStage, hits) {
       if (!looks) seen.set(at, (looks = new Set()));
       if (looks.has(look)) continue;
       looks.add(look);
-      const y = r.y + 2 + lane * TASK_ROW;
+      const y = r.y + 2 + lane * r.laneH;
       if (fill) {
         g.fillStyle = fill;
-        g.fillRect(p[0], y, p[1], TASK_ROW - 1);
+        g.fillRect(p[0], y, p[1], r.laneH - 1);
       } else {
-        drawPhases(g, tk, p[0], y, p[1]);
+        drawPhases(g, tk, p[0], y, p[1], r.laneH - 1);
       }
-      hits.push({ kind: 'task', t: tk, x: p[0], y, w: Math.max(2, p[1]), h: TASK_ROW });
+      hits.push({ kind: 'task', t: tk, x: p[0], y, w: Math.max(2, p[1]), h: r.laneH });
     }
   }
   return { marked, drawn };
@@ -286,6 +288,8 @@ export function draw(g, L, sc, width, { findings, stragglers, selectedStage, sha
       idleExecutors: L.execRows.filter((r) => r.tasks.length === 0).length,
       removed: count('removed'),
       gaps: count('gap'),
+      // The height of the task lanes of each executor, in its order.
+      laneHeights: L.execRows.map((r) => r.laneH).join(','),
     },
   };
 }

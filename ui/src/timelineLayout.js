@@ -1,10 +1,15 @@
 // The rows of the application timeline: where each job, stage and task
 // goes, before any pixel is drawn (see Timeline.jsx).
-import { minOf, maxOf } from './api';
+import { minOf, maxOf } from './api.js';
 
 // Row heights and bounds, in CSS pixels.
 export const ROW = 14;
+// A task lane is TASK_ROW pixels high in a busy executor's band, up to
+// MAX_TASK_ROW when it has few lanes (TASK_BAND pixels in all): three
+// tasks are bars one can read and point at, not 4-pixel lines.
 export const TASK_ROW = 5;
+const MAX_TASK_ROW = 12;
+const TASK_BAND = 40;
 export const AXIS = 30;
 const MAX_JOB_LANES = 6;
 const MAX_STAGE_LANES = 12;
@@ -49,6 +54,11 @@ function executorOrder(a, b) {
   return Number(a) - Number(b) || a.localeCompare(b);
 }
 
+// laneHeight is the height of each of an executor's count task lanes.
+export function laneHeight(count) {
+  return Math.min(MAX_TASK_ROW, Math.max(TASK_ROW, Math.floor(TASK_BAND / count)));
+}
+
 // executorLanes groups the tasks by executor: one band of lanes per
 // executor the report lists (those that ran no task too) or a task ran
 // on, with the executor's life (added, removed and why).
@@ -71,7 +81,8 @@ function executorLanes(rep, t1) {
       label: tasks.length ? label : `${label} (idle)`,
       tasks,
       lanes: p.lanes,
-      h: Math.max(ROW, p.count * TASK_ROW + 4),
+      laneH: laneHeight(p.count),
+      h: Math.max(ROW, p.count * laneHeight(p.count) + 4),
       addedMs: e.addedMs || 0,
       removedMs: e.removedMs || 0,
       removalReason: e.removalReason || '',

@@ -28,3 +28,12 @@ test('shortenFront drops the package, not the method', () => {
   assert.ok(short.startsWith('…') && short.endsWith('channel.nio.NioEventLoop.run'), short);
   assert.equal(shortenFront(name, 1), '…');
 });
+
+test('readableText decodes the JVM names in a sentence, and only them', async () => {
+  const { readableText } = await import('../src/names.js');
+  assert.equal(
+    readableText('100% in scala.collection.SeqLike$class.$colon$plus called from profile.sparkjobs.JobStraggler$$anonfun$3.apply, 79 %.'),
+    '100% in scala.collection.SeqLike$class.:+ called from profile.sparkjobs.JobStraggler$$anonfun$3.apply, 79 %.',
+  );
+  assert.equal(readableText('stage 0: task 0 ran 17.9 min, 7.8x the median'), 'stage 0: task 0 ran 17.9 min, 7.8x the median');
+});

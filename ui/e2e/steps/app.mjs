@@ -34,8 +34,10 @@ export async function run({ page, context, errors, step, shot, shots, url }) {
     const lefts = await charts.evaluateAll((cs) => cs.map((c) => c.dataset.plotLeft));
     assert.ok(lefts.length >= 4 && lefts.every((l) => l === '130'), `metric charts' plot lefts ${lefts}`);
     const gc = charts.filter({ hasText: 'jvm.gc.time' });
-    await gc.getByText('CpuAndMemory.json.gz: PS Scavenge').waitFor();
-    await gc.getByText('CpuAndMemory.json.gz: PS MarkSweep').waitFor();
+    // Each line is named by the JVM's host, as jvm-profiler's pid@host
+    // names the process, not by the file it came from.
+    await gc.getByText('as-MacBook-Pro: PS Scavenge').waitFor();
+    await gc.getByText('as-MacBook-Pro: PS MarkSweep').waitFor();
     await page.getByTestId('flame').getByTestId('flamegraph-canvas').waitFor();
     // The timeline drew the three tasks, the straggler marked.
     const d = await dataset(page.locator('canvas[data-testid="timeline"][data-tasks]'));

@@ -52,11 +52,26 @@ function Sandwich({ t, fn, fmt, named, onFrame }) {
   );
 }
 
+// widestMatch returns the frame of t whose function mark (a search's text
+// or regular expression) matches with the largest total, the shallowest
+// of equals; the root when none does.
+export function widestMatch(t, mark) {
+  const test = matcher(mark);
+  if (!test) return 0;
+  const named = matches(t, test);
+  let best = 0;
+  for (let i = 1; i < t.n; i++) if (named[t.name[i]] && (best === 0 || t.total[i] > t.total[best])) best = i;
+  return best;
+}
+
 // FlameGraph draws tree t, whose values are of unit (nanoseconds, bytes,
-// count); view is the first view shown.
-export function FlameGraph({ t, unit, view: initialView = 'both' }) {
-  const [focus, setFocus] = useTreeState(t, 0);
-  const [search, setSearch] = useState('');
+// count); view is the first view shown. mark, a search's text or regular
+// expression (a recommendation's frame), is searched for at first, and the
+// graph zoomed to its widest frame.
+export function FlameGraph({ t, unit, view: initialView = 'both', mark = '' }) {
+  const start = useMemo(() => widestMatch(t, mark), [t, mark]);
+  const [focus, setFocus] = useTreeState(t, start);
+  const [search, setSearch] = useState(mark);
   const [view, setView] = useState(initialView);
   // The picked function, for the sandwich view: marked in the graph when
   // picked in the table.

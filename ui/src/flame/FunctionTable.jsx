@@ -30,9 +30,10 @@ function columnsOf(t, unit) {
     { key: 'base', title: 'Baseline', value: a, text: (r) => fmtPercent(a(r)) },
     { key: 'total', title: 'Comparison', value: b, text: (r) => fmtPercent(b(r)) },
     {
+      // Sorted by the size of the change, grown or shrunk.
       key: 'change',
       title: 'Change',
-      value: (r) => b(r) - a(r),
+      value: (r) => Math.abs(b(r) - a(r)),
       text: (r) => {
         const d = 100 * (b(r) - a(r));
         return `${d >= 0 ? '+' : ''}${d.toFixed(2)} pts`;
@@ -47,7 +48,8 @@ function columnsOf(t, unit) {
 export function FunctionTable({ t, unit, shown: only, selected, onSelect }) {
   const all = useMemo(() => functionRows(t), [t]);
   const columns = useMemo(() => columnsOf(t, unit), [t, unit]);
-  const [sort, setSort] = useState({ key: 'total', desc: true });
+  // A diff's table starts with the functions that changed most.
+  const [sort, setSort] = useState({ key: t.diff ? 'change' : 'total', desc: true });
   const [top, setTop] = useState(0);
   const rows = useMemo(() => {
     const col = columns.find((c) => c.key === sort.key) || columns[0];
@@ -55,6 +57,10 @@ export function FunctionTable({ t, unit, shown: only, selected, onSelect }) {
     const dir = sort.desc ? -1 : 1;
     if (sort.key === 'name') shown.sort((x, y) => dir * (t.names[x.name] < t.names[y.name] ? -1 : 1));
     else shown.sort((x, y) => dir * (col.value(x) - col.value(y)) || x.name - y.name);
+    // A diff's root (total, 100 % on each side) heads the table, the
+    // reference of the shares below it.
+    const root = t.n ? t.name[0] : -1;
+    if (t.diff && shown.some((r) => r.name === root)) return [shown.find((r) => r.name === root), ...shown.filter((r) => r.name !== root)];
     return shown;
   }, [all, columns, sort, only, t]);
   const first = Math.max(0, Math.floor(top / ROW_H) - 4);

@@ -71,6 +71,32 @@ function useSamples(rep, hasProfiles) {
   }, [data]);
 }
 
+// ViewLinks links to the latency and heap views of sel when its samples
+// have their types: wall-clock or stack samples, allocations or live
+// objects; an app profiled for CPU alone has neither.
+function ViewLinks({ sel }) {
+  const { data } = useAsync(() => getJSON('/api/v1/render', { query: sel.query, from: sel.from, until: sel.until, maxNodes: 1 }), [sel.query, sel.from, sel.until]);
+  const types = (data?.types || []).map((t) => t.name);
+  const latency = types.find((t) => t === 'wall' || t === 'samples');
+  const heap = types.find((t) => t.startsWith('alloc') || t.startsWith('live'));
+  return (
+    <span data-testid="view-links">
+      {latency && (
+        <>
+          {' '}
+          · <a href={href('/latency', { query: sel.query, type: latency, from: sel.from, until: sel.until })}>latency view</a>
+        </>
+      )}
+      {heap && (
+        <>
+          {' '}
+          · <a href={href('/heap', { query: sel.query, type: heap, from: sel.from, until: sel.until })}>heap view</a>
+        </>
+      )}
+    </span>
+  );
+}
+
 // Overview is the app's timeline with its charts, findings, stages, flame
 // graph, executors and what its logs said.
 function Overview({ rep, params, setParams, hasProfiles, appIds }) {
@@ -104,7 +130,11 @@ function Overview({ rep, params, setParams, hasProfiles, appIds }) {
       </section>
       <section>
         <h2>Findings</h2>
-        <Findings findings={rep.findings} onStage={selectStage} />
+        <Findings
+          findings={rep.findings}
+          onStage={selectStage}
+          taskFlameHref={hasProfiles ? (task) => href('/flame', { query: selector({ spark_app_id: a.id, spark_task_id: String(task) }) }) : null}
+        />
       </section>
       <Recommendations recommendations={rep.recommendations} appId={a.id} />
       <Stages stages={rep.stages} findings={rep.findings} window={win} selectedStage={stage} onStage={selectStage} stageHref={stageHref} />
@@ -115,10 +145,15 @@ function Overview({ rep, params, setParams, hasProfiles, appIds }) {
         </h2>
         {stage !== null && (
           <p>
-            <a href={href('/diff', { app: a.id, stage, percent: 10 })} data-testid="slow-vs-rest">
-              Slowest 10% of stage {stage}'s tasks vs the rest
-            </a>{' '}
-            · <a href={stageHref({ stageId: stage })}>stage {stage}'s page</a> ·{' '}
+            {hasProfiles && (
+              <>
+                <a href={href('/diff', { app: a.id, stage, percent: 10 })} data-testid="slow-vs-rest">
+                  Slowest 10% of stage {stage}'s tasks vs the rest
+                </a>{' '}
+                ·{' '}
+              </>
+            )}
+            <a href={stageHref({ stageId: stage })}>stage {stage}'s page</a> ·{' '}
             <a onClick={() => selectStage(stage)} className="clickable">
               back to the whole app
             </a>
@@ -127,9 +162,8 @@ function Overview({ rep, params, setParams, hasProfiles, appIds }) {
         {hasProfiles ? (
           <>
             <p>
-              <a href={href('/flame', sel)}>open on the flame graph page</a> ·{' '}
-              <a href={href('/latency', { query: sel.query, from: sel.from, until: sel.until })}>latency view</a> ·{' '}
-              <a href={href('/heap', { query: sel.query, from: sel.from, until: sel.until })}>heap view</a>
+              <a href={href('/flame', sel)}>open on the flame graph page</a>
+              <ViewLinks sel={sel} />
             </p>
             <OtherRuns app={a} appIds={appIds} />
             <FlameView sel={sel} onType={(t) => setParams({ ...params, type: t })}>
@@ -164,7 +198,7 @@ export function AppPage({ id, params, setParams }) {
       <h1 data-testid="app-title">
         {a.name || '(unnamed)'} <code className="muted">{a.id}</code>
       </h1>
-      <AppFacts app={a} stages={rep.stages} live={<RefreshControls />}>
+      <AppFacts app={a} jobs={rep.jobs} stages={rep.stages} live={<RefreshControls />}>
         <a href={`/apps/${encodeURIComponent(a.id)}/report`}>offline HTML report</a>
       </AppFacts>
       <nav className="tabs" data-testid="app-tabs">
@@ -179,7 +213,15 @@ export function AppPage({ id, params, setParams }) {
       {tab === 'jobs' && (
         <Jobs jobs={rep.jobs} stages={rep.stages} job={params.job !== undefined && params.job !== '' ? Number(params.job) : null} onJob={(j) => setParams({ ...params, job: j === null ? '' : j })} stageHref={stageHref} />
       )}
-      {tab === 'sql' && <SQL sql={rep.sql} stages={rep.stages} stageHref={stageHref} initial={params.sql !== undefined ? Number(params.sql) : null} />}
+      {tab === 'sql' && (
+        <SQL
+          sql={rep.sql}
+          stages={rep.stages}
+          stageHref={stageHref}
+          initial={params.sql !== undefined && params.sql !== '' ? Number(params.sql) : null}
+          onPick={(id) => setParams({ ...params, sql: id === null ? '' : id })}
+        />
+      )}
       {tab === 'environment' && <Environment env={rep.environment} />}
     </div>
   );

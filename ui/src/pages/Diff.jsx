@@ -2,13 +2,44 @@
 // selections (e.g. two runs of the same app). Red grew, blue shrank; the
 // baseline is normalised to the new total.
 import React, { useMemo, useState } from 'react';
-import { getJSON } from '../api';
+import { getJSON, selector } from '../api';
 import { fmtValue, fmtMs } from '../format';
 import { useAsync, ErrorBox, Loading } from '../common';
-import { SelectionBar } from '../Selection';
-import { FoldedNote, maxNodes } from '../Flame';
+import { SelectionBar, states } from '../Selection';
+import { ExportLinks, FoldedNote, maxNodes } from '../Flame';
 import { FlameGraph } from '../flame/FlameGraph';
 import { fromDiffFlamebearer } from '../flame/tree';
+
+// DiffPickers picks the diff's profile type, among those of the selection
+// typesOf (a side's query), and the thread state its samples were in.
+function DiffPickers({ typesOf, type, state, onChange }) {
+  const { data } = useAsync(() => getJSON('/api/v1/render', { query: typesOf, maxNodes: 1 }), [typesOf]);
+  const types = data?.types || [];
+  return (
+    <span className="diff-pickers">
+      <label>
+        Profile type{' '}
+        <select value={type || data?.type || ''} onChange={(e) => onChange({ type: e.target.value })} data-testid="diff-type">
+          {types.map((t) => (
+            <option key={t.name} value={t.name}>
+              {t.name} ({t.unit})
+            </option>
+          ))}
+        </select>
+      </label>{' '}
+      <label>
+        thread state{' '}
+        <select value={state || ''} onChange={(e) => onChange({ state: e.target.value })} data-testid="diff-state">
+          {states.map((s) => (
+            <option key={s} value={s}>
+              {s || 'all'}
+            </option>
+          ))}
+        </select>
+      </label>
+    </span>
+  );
+}
 
 // DiffView fetches a diff with load(maxNodes) and draws it, its smallest
 // frames folded as the flame graph's are until the user asks for all.
@@ -62,14 +93,20 @@ export function DiffPage({ params, setParams }) {
                 </option>
               ))}
             </select>
-          </label>
+          </label>{' '}
+          <DiffPickers
+            typesOf={selector({ spark_app_id: params.app, spark_stage_id: String(params.stage) })}
+            type={params.type}
+            state={params.state}
+            onChange={(p) => setParams({ ...params, ...p })}
+          />
         </p>
         <DiffView
           title="typical → slowest"
           load={(limit) =>
-            getJSON(`/api/v1/apps/${encodeURIComponent(params.app)}/stages/${params.stage}/slow-vs-rest`, { percent: pct, type: params.type, maxNodes: limit })
+            getJSON(`/api/v1/apps/${encodeURIComponent(params.app)}/stages/${params.stage}/slow-vs-rest`, { percent: pct, type: params.type, state: params.state, maxNodes: limit })
           }
-          deps={[params.app, params.stage, pct, params.type]}
+          deps={[params.app, params.stage, pct, params.type, params.state]}
         />
       </div>
     );
@@ -85,7 +122,20 @@ export function DiffPage({ params, setParams }) {
       <h3>Comparison</h3>
       <SelectionBar sel={next} showState={false} onChange={(s) => setParams({ ...params, next: s.query, nextFrom: s.from, nextUntil: s.until })} />
       {params.base && params.next ? (
-        <DiffView
+        <>
+          <p>
+            <DiffPickers typesOf={next.query} type={params.type} state={params.state} onChange={(p) => setParams({ ...params, ...p })} />
+          </p>
+          <p className="exports-pair" data-testid="diff-exports">
+            Baseline: <ExportLinks sel={{ query: base.query, type: params.type, from: base.from, until: base.until, state: params.state }} />
+            <br />
+            Comparison: <ExportLinks sel={{ query: next.query, type: params.type, from: next.from, until: next.until, state: params.state }} />
+            <br />
+            <span className="muted">
+              e.g. <code>go tool pprof -diff_base baseline.pb.gz comparison.pb.gz</code>
+            </span>
+          </p>
+          <DiffView
           title="baseline → comparison"
           load={(limit) =>
             getJSON('/api/v1/diff', {
@@ -93,14 +143,16 @@ export function DiffPage({ params, setParams }) {
               base: base.query,
               next: next.query,
               type: params.type,
+              state: params.state,
               baseFrom: base.from,
               baseUntil: base.until,
               nextFrom: next.from,
               nextUntil: next.until,
             })
           }
-          deps={[params.base, params.next, params.type, base.from, base.until, next.from, next.until]}
-        />
+            deps={[params.base, params.next, params.type, params.state, base.from, base.until, next.from, next.until]}
+          />
+        </>
       ) : (
         <div className="empty">Choose both selections to see the diff.</div>
       )}

@@ -2,13 +2,15 @@
 // and DAG, the quantiles of its tasks' metrics, its tasks per executor,
 // its task table (sorted and paged by the server: a stage of 200,000
 // tasks is never loaded whole) and its flame graph.
-import React from 'react';
+import React, { useMemo } from 'react';
 import { getJSON, selector } from '../api';
-import { fmtBytesIn, fmtMs, fmtTime, sizeUnit, fmtBytes } from '../format';
+import { fmtBytesIn, fmtMs, fmtTime, sizeUnit, fmtBytes, stageTasks } from '../format';
 import { href } from '../router';
 import { useAsync, ErrorBox, Loading, Table } from '../common';
 import { StageDAG, jobStages } from '../Jobs';
 import { FlameView, ThreadScope, appFlameSelection } from '../Flame';
+import { Timeline } from '../Timeline';
+import { decode } from '../tasks';
 
 const PAGE = 100;
 
@@ -38,25 +40,40 @@ function Quantiles({ page }) {
       </thead>
       <tbody>
         {page.quantiles
-          .filter((q) => q.values[4] > 0 || q.metric === 'Duration')
-          .map((q) => (
-            <tr key={q.metric}>
-              <td>{q.metric}</td>
-              {q.values.map((v, i) => (
-                <td key={i} className="num">
-                  {fmt(q)(v)}
+          .filter((q) => q.unknown || q.values[4] > 0 || q.metric === 'Duration')
+          .map((q) =>
+            q.unknown ? (
+              <tr key={q.metric} className="unknown">
+                <td>{q.metric}</td>
+                <td colSpan={5} className="muted" title="the tasks carry no metrics: a container log gives only their times">
+                  unknown
                 </td>
-              ))}
-            </tr>
-          ))}
+              </tr>
+            ) : (
+              <tr key={q.metric}>
+                <td>{q.metric}</td>
+                {q.values.map((v, i) => (
+                  <td key={i} className="num">
+                    {fmt(q)(v)}
+                  </td>
+                ))}
+              </tr>
+            ),
+          )}
       </tbody>
     </table>
   );
 }
 
 // taskColumns are the task table's columns: key is the server's sort key.
-const ms = (key, title, get) => ({ key, title, num: true, render: (t) => fmtMs(get(t)) });
-const bytes = (key, title, get) => ({ key, title, num: true, render: (t) => fmtBytes(get(t)) });
+// A task without metrics (from a container log) has only its times.
+const unknown = (
+  <span className="muted" title="no task metrics: a container log gives only the task's times">
+    unknown
+  </span>
+);
+const ms = (key, title, get) => ({ key, title, num: true, render: (t) => (t.noMetrics ? unknown : fmtMs(get(t))) });
+const bytes = (key, title, get) => ({ key, title, num: true, render: (t) => (t.noMetrics ? unknown : fmtBytes(get(t))) });
 const taskColumns = [
   { key: 'index', title: 'Index', num: true, render: (t) => t.index },
   { key: 'id', title: 'Task', num: true, render: (t) => t.taskId },
@@ -66,7 +83,7 @@ const taskColumns = [
   { key: 'host', title: 'Host', render: (t) => t.host },
   { key: 'locality', title: 'Locality', render: (t) => t.locality },
   { key: 'launch', title: 'Launched', render: (t) => fmtTime(t.launchMs) },
-  ms('duration', 'Duration', (t) => t.durationMs),
+  { key: 'duration', title: 'Duration', num: true, render: (t) => fmtMs(t.durationMs) },
   ms('schedulerDelay', 'Scheduler delay', (t) => t.schedulerDelayMs),
   ms('deserialize', 'Deserialise', (t) => t.metrics.executorDeserializeTime),
   ms('runTime', 'Run time', (t) => t.metrics.executorRunTime),
@@ -114,7 +131,7 @@ function TaskTable({ app, stage, attempt, params, setParams }) {
         {loading && <span className="muted">loading…</span>}
       </div>
       <div className="scroll-x">
-      <table className="grid nowrap" data-testid="task-table" data-total={data.total} data-sort={`${sort}${desc ? ' desc' : ''}`} data-page={at}>
+      <table className="grid nowrap task-table" data-testid="task-table" data-total={data.total} data-sort={`${sort}${desc ? ' desc' : ''}`} data-page={at}>
         <thead>
           <tr>
             {taskColumns.map((c) => (
@@ -147,7 +164,9 @@ function TaskTable({ app, stage, attempt, params, setParams }) {
 }
 
 // Executors sums the stage's tasks per executor.
-function StageExecutors({ rows }) {
+function StageExecutors({ rows, noMetrics }) {
+  // A stage from a container log has its tasks' times alone.
+  const known = (render) => (e) => (noMetrics ? unknown : render(e));
   return (
     <Table
       testid="stage-executors"
@@ -157,21 +176,50 @@ function StageExecutors({ rows }) {
         { key: 'host', title: 'Host' },
         { key: 'tasks', title: 'Tasks', align: 'right', render: (e) => `${e.tasks}${e.failed ? ` (${e.failed} failed)` : ''}${e.killed ? ` (${e.killed} killed)` : ''}` },
         { key: 'taskTimeMs', title: 'Task time', align: 'right', render: (e) => fmtMs(e.taskTimeMs) },
-        { key: 'gc', title: 'GC', align: 'right', sort: (e) => e.metrics.jvmGcTime, render: (e) => fmtMs(e.metrics.jvmGcTime) },
-        { key: 'input', title: 'Input', align: 'right', sort: (e) => e.metrics.inputBytes, render: (e) => fmtBytes(e.metrics.inputBytes) },
-        { key: 'shuffleRead', title: 'Shuffle read', align: 'right', sort: (e) => e.metrics.shuffleRemoteBytesRead + e.metrics.shuffleLocalBytesRead, render: (e) => fmtBytes(e.metrics.shuffleRemoteBytesRead + e.metrics.shuffleLocalBytesRead) },
-        { key: 'shuffleWrite', title: 'Shuffle write', align: 'right', sort: (e) => e.metrics.shuffleWriteBytes, render: (e) => fmtBytes(e.metrics.shuffleWriteBytes) },
-        { key: 'spill', title: 'Spill (disk)', align: 'right', sort: (e) => e.metrics.diskBytesSpilled, render: (e) => fmtBytes(e.metrics.diskBytesSpilled) },
+        { key: 'gc', title: 'GC', align: 'right', sort: (e) => e.metrics.jvmGcTime, render: known((e) => fmtMs(e.metrics.jvmGcTime)) },
+        { key: 'input', title: 'Input', align: 'right', sort: (e) => e.metrics.inputBytes, render: known((e) => fmtBytes(e.metrics.inputBytes)) },
+        { key: 'shuffleRead', title: 'Shuffle read', align: 'right', sort: (e) => e.metrics.shuffleRemoteBytesRead + e.metrics.shuffleLocalBytesRead, render: known((e) => fmtBytes(e.metrics.shuffleRemoteBytesRead + e.metrics.shuffleLocalBytesRead)) },
+        { key: 'shuffleWrite', title: 'Shuffle write', align: 'right', sort: (e) => e.metrics.shuffleWriteBytes, render: known((e) => fmtBytes(e.metrics.shuffleWriteBytes)) },
+        { key: 'spill', title: 'Spill (disk)', align: 'right', sort: (e) => e.metrics.diskBytesSpilled, render: known((e) => fmtBytes(e.metrics.diskBytesSpilled)) },
       ]}
       rows={rows}
     />
   );
 }
 
+// StageTimeline is the event timeline of a stage, as the History Server's
+// stage page draws it: its tasks in their executors' lanes, coloured by
+// phase, from the app's timeline (its longest 50,000 tasks).
+function StageTimeline({ rep, stage }) {
+  const own = useMemo(() => {
+    const tasks = rep.tasks.filter((t) => t.stageId === stage.stageId);
+    const execs = new Set(tasks.map((t) => t.executorId));
+    return {
+      ...rep,
+      app: { ...rep.app, startMs: stage.submitMs || stage.firstTaskLaunchMs, endMs: stage.completeMs },
+      jobs: [],
+      stages: [stage],
+      tasks,
+      executors: rep.executors.filter((e) => execs.has(e.id)),
+      findings: [],
+      metrics: [],
+    };
+  }, [rep, stage]);
+  const stragglers = useMemo(() => new Set(), []);
+  if (own.tasks.length === 0) return null;
+  return (
+    <section data-testid="stage-timeline">
+      <h2>Event timeline</h2>
+      <Timeline rep={own} stragglers={stragglers} />
+    </section>
+  );
+}
+
 export function StagePage({ app, stage, params, setParams }) {
   const attempt = params.attempt !== undefined && params.attempt !== '' ? Number(params.attempt) : undefined;
   const { data: page, error } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(app)}/stages/${stage}`, { attempt }), [app, stage, attempt]);
-  const { data: rep } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(app)}`, { tasks: 'none' }), [app]);
+  const { data: raw } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(app)}`, { tasks: 'timeline' }), [app]);
+  const rep = useMemo(() => raw && decode(raw), [raw]);
   const { data: appIds } = useAsync(() => getJSON('/api/v1/label-values', { name: 'spark_app_id' }), []);
   if (error) return <ErrorBox error={error} />;
   if (!page) return <Loading what="stage" />;
@@ -195,8 +243,8 @@ export function StagePage({ app, stage, params, setParams }) {
         )}
         <span className={s.status === 'FAILED' ? 'bad' : ''}>{s.status.toLowerCase()}</span>
         <span>ran {fmtMs(s.durationMs)}</span>
-        <span>
-          {page.tasks.toLocaleString('en')} tasks ({s.failedTaskCount} not successful)
+        <span data-testid="stage-task-count" title="resubmitted: tasks that had succeeded, run again after their executor was lost with their output">
+          {stageTasks(s).text}
         </span>
         {page.attempts.length > 1 && (
           <span>
@@ -216,13 +264,35 @@ export function StagePage({ app, stage, params, setParams }) {
           <StageDAG stages={jobStages(page.job, rep.stages)} stageHref={stageHref} selected={s.stageId} />
         </section>
       )}
+      {rep && <StageTimeline rep={rep} stage={s} />}
+      {s.accumulators?.length > 0 && (
+        <section>
+          <h2>Accumulators</h2>
+          <table className="grid" data-testid="stage-accumulators">
+            <thead>
+              <tr>
+                <th>Accumulable</th>
+                <th>Value</th>
+              </tr>
+            </thead>
+            <tbody>
+              {s.accumulators.map((a) => (
+                <tr key={a.name}>
+                  <td>{a.name}</td>
+                  <td>{a.value}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      )}
       <section>
         <h2>Summary of its tasks</h2>
         <Quantiles page={page} />
       </section>
       <section>
         <h2>By executor</h2>
-        <StageExecutors rows={page.executors} />
+        <StageExecutors rows={page.executors} noMetrics={s.noMetrics} />
       </section>
       <TaskTable app={app} stage={stage} attempt={s.attempt} params={params} setParams={setParams} />
       <section>

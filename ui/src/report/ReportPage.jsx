@@ -30,7 +30,7 @@ export function ReportPage({ rep }) {
         <h1 data-testid="app-title">
           {a.name || '(unnamed)'} <code className="muted">{a.id}</code>
         </h1>
-        <AppFacts app={a} stages={rep.stages} />
+        <AppFacts app={a} jobs={rep.jobs} stages={rep.stages} />
         <section>
           <h2>Findings</h2>
           <Findings findings={rep.findings} onStage={select} />

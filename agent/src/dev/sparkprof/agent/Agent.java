@@ -247,6 +247,14 @@ public final class Agent {
         }
         try {
           learnFromSpark();
+          if (sparkStopped()) {
+            // Ship the last window now: at the JVM's exit the Flight Recorder's own shutdown hook races the
+            // agent's and can close the recording under it.
+            Thread t = new Thread(() -> stop(Math.max(0, cfg.millis("stopWait", 5_000))), "sparkprof-stop");
+            t.setDaemon(false);
+            t.start();
+            return;
+          }
         } catch (Throwable t) {
           Log.once("learning the app from Spark failed", t);
         }
@@ -263,6 +271,13 @@ public final class Agent {
   }
 
   private boolean learned;
+  /** SparkEnv.get, once it has answered: a -javaagent's sign that Spark has stopped is its null. */
+  private MethodHandle sparkEnv;
+
+  /** Reports whether the Spark this -javaagent's JVM ran has stopped (its SparkEnv is gone). */
+  private boolean sparkStopped() throws Throwable {
+    return !fromPlugin && sparkEnv != null && sparkEnv.invoke() == null;
+  }
   /** Set when a Spark plugin started or joined the agent: it gave the app's name, id and host. */
   volatile boolean fromPlugin;
 
@@ -284,10 +299,12 @@ public final class Agent {
       Class<?> envClass = Class.forName("org.apache.spark.SparkEnv", false, loader);
       Class<?> confClass = Class.forName("org.apache.spark.SparkConf", false, loader);
       MethodHandles.Lookup lookup = MethodHandles.publicLookup();
-      Object env = lookup.findStatic(envClass, "get", MethodType.methodType(envClass)).invoke();
+      MethodHandle envGet = lookup.findStatic(envClass, "get", MethodType.methodType(envClass));
+      Object env = envGet.invoke();
       if (env == null) {
         return; // no SparkContext yet
       }
+      sparkEnv = envGet;
       Object conf = lookup.findVirtual(envClass, "conf", MethodType.methodType(confClass)).invoke(env);
       MethodHandle getter = lookup.findVirtual(confClass, "get", MethodType.methodType(String.class, String.class, String.class));
       java.util.function.Function<String, String> get = key -> {

@@ -368,12 +368,14 @@ public final class Agent {
    */
   void stop(long timeoutMs) {
     long deadline = System.currentTimeMillis() + timeoutMs;
+    boolean already;
     synchronized (this) {
-      if (stopped) {
-        awaitStopped(timeoutMs);
-        return;
-      }
+      already = stopped;
       stopped = true;
+    }
+    if (already) {
+      awaitStopped(timeoutMs); // without the lock, which the stop under way needs to ship
+      return;
     }
     stopping = true;
     synchronized (wake) {

@@ -288,10 +288,16 @@ type SQLExecution struct {
 	Plan            *PlanNode `json:"plan,omitempty"`
 }
 
+// MaxMalformed is the most malformed lines a Report lists: a log of
+// nothing else would cost tens of times its size.
+const MaxMalformed = 100
+
 // Report lists what was missing or wrong in the log.
 type Report struct {
-	// Malformed holds the position of every line that is not a JSON event.
-	Malformed []eventlog.Pos
+	// Malformed holds the positions of the first lines that are not JSON
+	// events, up to MaxMalformed of them; MalformedLines counts them all.
+	Malformed      []eventlog.Pos
+	MalformedLines int
 	// Unknown counts events of types Build does not model, by name.
 	Unknown map[string]int
 	// Truncations lists the parts whose data ended early.

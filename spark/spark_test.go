@@ -89,7 +89,7 @@ func TestCounts(t *testing.T) {
 			check("executors removed", removed, tt.removed)
 			check("jobs", app.JobCount, tt.jobs)
 			check("SQL executions", app.SQLCount, tt.sql)
-			check("malformed lines", len(rep.Malformed), tt.malformed)
+			check("malformed lines", rep.MalformedLines, tt.malformed)
 			if rep.MissingEnd != tt.missingEnd {
 				t.Errorf("MissingEnd = %v, want %v", rep.MissingEnd, tt.missingEnd)
 			}

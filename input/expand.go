@@ -214,12 +214,7 @@ func Classify(path string) (string, error) {
 // isEventLog reports whether the first line of path, in any codec the
 // event-log reader knows, is a Spark listener event.
 func isEventLog(path string) bool {
-	r, err := eventlog.Open(path)
-	if err != nil {
-		return false
-	}
-	defer r.Close()
-	line, _, err := r.Next()
+	line, err := eventlog.Head(path, 1<<10)
 	if err != nil {
 		return false
 	}

@@ -289,11 +289,13 @@ func (r *Reader) readLine() (line []byte, end, fail error) {
 				r.line++
 				return chunk[:len(chunk)-1], nil, nil
 			}
-			line, fail = r.appendLine(chunk[:len(chunk)-1])
+			if fail := r.appendLine(chunk[:len(chunk)-1]); fail != nil {
+				return nil, nil, fail
+			}
 			r.line++
-			return line, nil, fail
+			return r.buf, nil, nil
 		}
-		if line, fail = r.appendLine(chunk); fail != nil {
+		if fail := r.appendLine(chunk); fail != nil {
 			return nil, nil, fail
 		}
 		if r.headOnly > 0 && len(r.buf) >= r.headOnly {
@@ -315,13 +317,10 @@ func (r *Reader) readLine() (line []byte, end, fail error) {
 
 // appendLine appends b to the line in r.buf, reserving what r.buf grows
 // by.
-func (r *Reader) appendLine(b []byte) ([]byte, error) {
+func (r *Reader) appendLine(b []byte) error {
 	had := cap(r.buf)
 	r.buf = append(r.buf, b...)
-	if err := r.grew(had, cap(r.buf), r.lineName(r.line+1)); err != nil {
-		return nil, err
-	}
-	return r.buf, nil
+	return r.grew(had, cap(r.buf), r.lineName(r.line+1))
 }
 
 // lineName names line n of the open part, for the memory it takes.

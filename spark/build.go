@@ -214,8 +214,20 @@ func (b *builder) event(v *fastjson.Value) {
 		"org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates":
 		// Known events that do not change the model.
 	default:
-		b.rep.Unknown[ev]++
+		b.unknown(ev)
 	}
+}
+
+// unknown counts an event of a type Build does not model: by name, for
+// the first MaxUnknown names (cut to 200 bytes), the others together.
+func (b *builder) unknown(name string) {
+	if len(name) > 200 {
+		name = name[:200] + "..."
+	}
+	if _, ok := b.rep.Unknown[name]; !ok && len(b.rep.Unknown) >= MaxUnknown {
+		name = OtherUnknown
+	}
+	b.rep.Unknown[name]++
 }
 
 func (b *builder) environment(v *fastjson.Value) {

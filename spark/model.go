@@ -288,9 +288,17 @@ type SQLExecution struct {
 	Plan            *PlanNode `json:"plan,omitempty"`
 }
 
-// MaxMalformed is the most malformed lines a Report lists: a log of
-// nothing else would cost tens of times its size.
-const MaxMalformed = 100
+// MaxMalformed is the most malformed lines a Report lists, and
+// MaxUnknown the most names of events not modelled it counts apart: a
+// log of nothing else would cost tens of times its size.
+const (
+	MaxMalformed = 100
+	MaxUnknown   = 100
+)
+
+// OtherUnknown is the name Report.Unknown counts the events not modelled
+// past the first MaxUnknown names under.
+const OtherUnknown = "(other events)"
 
 // Report lists what was missing or wrong in the log.
 type Report struct {
@@ -298,7 +306,8 @@ type Report struct {
 	// events, up to MaxMalformed of them; MalformedLines counts them all.
 	Malformed      []eventlog.Pos
 	MalformedLines int
-	// Unknown counts events of types Build does not model, by name.
+	// Unknown counts events of types Build does not model, by name: the
+	// first MaxUnknown names, then OtherUnknown counts the others.
 	Unknown map[string]int
 	// Truncations lists the parts whose data ended early.
 	Truncations []eventlog.Truncation

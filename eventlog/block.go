@@ -70,7 +70,7 @@ func (r *Reader) NextBlock(buf []byte, size int) (Block, error) {
 				n, err = r.dec.Read(buf[len(buf):cap(buf)])
 				buf = buf[:len(buf)+n]
 			}
-			if refused(err) {
+			if Refused(err) {
 				return Block{}, fmt.Errorf("eventlog: %w", err)
 			}
 			if err != nil || bytes.IndexByte(buf, '\n') >= 0 {

@@ -107,8 +107,9 @@ type refusedError struct{ err error }
 func (e *refusedError) Error() string { return e.err.Error() }
 func (e *refusedError) Unwrap() error { return e.err }
 
-// refused reports whether err is, or wraps, a refusal of memory.
-func refused(err error) bool {
+// Refused reports whether err is, or wraps, a refusal of a Reader's
+// Memory.
+func Refused(err error) bool {
 	var e *refusedError
 	return errors.As(err, &e)
 }
@@ -225,7 +226,7 @@ func (r *Reader) Next() ([]byte, Pos, error) {
 			}
 		}
 		line, err, fail := r.readLine()
-		if fail == nil && refused(err) {
+		if fail == nil && Refused(err) {
 			fail = err
 		}
 		if fail != nil {
@@ -330,14 +331,15 @@ func (r *Reader) lineName(n int) string {
 
 // Head returns the start of the first non-empty line of the event log at
 // path, at most n bytes of it: enough to tell what a file is without
-// reading a line that may be very long.
-func Head(path string, n int) ([]byte, error) {
+// reading a line that may be very long. What it allocates is drawn from
+// mem, if not nil (Reader.Memory).
+func Head(path string, n int, mem Memory) ([]byte, error) {
 	r, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	r.headOnly = n
+	r.headOnly, r.Memory = n, mem
 	line, _, err := r.Next()
 	return line, err
 }

@@ -88,7 +88,7 @@ func TestReaderMemory(t *testing.T) {
 	if err := os.WriteFile(long, append(bytes.Repeat([]byte("x"), 8<<20), '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	head, err := Head(long, 100)
+	head, err := Head(long, 100, nil)
 	if err != nil || len(head) != 100 {
 		t.Errorf("Head: %d bytes, %v; want 100", len(head), err)
 	}

@@ -48,7 +48,7 @@ func allocated(fn func()) uint64 {
 
 // Event-log import bombs (B2: 4 imports of 2.3 MB reached 6.65 GB): a line
 // the whole ingest memory could not hold, in bytes or in what decoding it
-// costs, is refused as too large, naming the file and the limit, having
+// costs, or a zstd window it could not, is refused as too large, naming the file and the limit, having
 // allocated no more than about the limit; one that would fit but for the
 // imports in progress is unavailable, to retry, and then imported.
 func TestEventLogImportBudgeted(t *testing.T) {
@@ -60,6 +60,7 @@ func TestEventLogImportBudgeted(t *testing.T) {
 	}{
 		{"a line of 24 MiB", eventLogWith(t, longString(24<<20))},
 		{"a line of 256 KiB of values", eventLogWith(t, manyValues(256<<10))},
+		{"a zstd window of 128 MiB", corpus.Read(t, "eventlogs", "nvidia", "nds_q88_photon_db_13_3.zstd")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error

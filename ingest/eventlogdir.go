@@ -83,8 +83,15 @@ func (p *Pipeline) scanLogDir(tenant, dir string, w *logWatch, depth int) int {
 			continue
 		}
 		w.seen[path] = st
-		kind, err := input.Classify(path)
+		var kind string
+		err := p.withLogMemory(func(mem eventlog.Memory) (err error) {
+			kind, err = input.Classify(path, mem)
+			return err
+		})
 		if err != nil {
+			if errkind.Of(err) == errkind.Unavailable {
+				delete(w.seen, path)
+			}
 			continue
 		}
 		if kind != "eventlog" {

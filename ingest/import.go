@@ -172,6 +172,11 @@ func (p *Pipeline) ImportEventLog(tenant, name string, r io.Reader) (*Result, er
 		return err
 	})
 	if err != nil {
+		// A log the ingest memory refused is not decoded again to tell
+		// whether it is damaged.
+		if k := errkind.Of(err); k == errkind.TooLarge || k == errkind.Unavailable {
+			return nil, logError("event log "+name, "", err)
+		}
 		if derr := damagedZstd(head.b); derr != nil {
 			return nil, errkind.Errorf(errkind.Unprocessable, "event log %s: its zstd stream is damaged: %v; the file is corrupt: copy it again from where Spark wrote it", name, derr)
 		}

@@ -114,7 +114,7 @@ func Read(paths []string, opt Options) (*Set, error) {
 
 // read adds the inputs path holds to s.
 func (s *Set) read(path string, opt Options) error {
-	x, err := expandPath(path)
+	x, err := expandPath(path, opt.Memory)
 	if err != nil {
 		return err
 	}

@@ -174,6 +174,8 @@ func (b *builder) run(r *eventlog.Reader, workers int) error {
 		for n := 0; ; n++ {
 			var bt *batch
 			select {
+			case <-quit:
+				return
 			case bt = <-spare:
 			default:
 				bt = new(batch)

@@ -149,7 +149,9 @@ func nested(t *testing.T, data []byte, n int) []byte {
 
 // TestHostileInputs sends every entry point what a hostile or unlucky
 // client might: gzip bombs, streams cut short or nested too deep, counts
-// that overflow, huge label sets, bodies that never come; and restarts
+// that overflow, huge label sets, bodies that never come, event logs of
+// lines too long or too costly to decode (imported, or in a watched
+// directory); and restarts
 // the server after each. None is answered with a 5xx but the documented
 // 503 of a spent budget, the ingest memory's own accounting never passes
 // its limit and comes back to nothing, and what was stored before is

@@ -336,7 +336,7 @@ func eventLogProblems(r *spark.Report) []string {
 	var ws []string
 	for i, p := range r.Malformed {
 		if i == 20 {
-			ws = append(ws, fmt.Sprintf("... and %d more malformed lines", len(r.Malformed)-20))
+			ws = append(ws, fmt.Sprintf("... and %d more malformed lines", r.MalformedLines-20))
 			break
 		}
 		ws = append(ws, "malformed line skipped at "+p.String())

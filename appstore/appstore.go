@@ -17,6 +17,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/attribution"
+	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/input"
 	"github.com/sparkprof/sparkprof/spark"
 )
@@ -140,9 +141,10 @@ func (s *Store) Close() error {
 }
 
 // Analyse analyses the event log at path (a file or rolling directory) in
-// place, as the tenant's app of its id.
-func (s *Store) Analyse(tenant, path string) (*analysis.Report, error) {
-	r, err := s.analyse([]string{path}, "")
+// place, as the tenant's app of its id, drawing the memory of reading it
+// from mem if not nil (input.Options.Memory).
+func (s *Store) Analyse(tenant, path string, mem eventlog.Memory) (*analysis.Report, error) {
+	r, err := s.analyse([]string{path}, "", mem)
 	if err != nil {
 		return nil, err
 	}
@@ -152,12 +154,13 @@ func (s *Store) Analyse(tenant, path string) (*analysis.Report, error) {
 
 // analyse analyses paths as one app: an event log (file or rolling
 // directory), or the files of the bundle named bundle, whose name stands
-// in for an id and name the logs lack.
-func (s *Store) analyse(paths []string, bundle string) (*analysis.Report, error) {
+// in for an id and name the logs lack; the memory of reading event logs
+// is drawn from mem, if not nil.
+func (s *Store) analyse(paths []string, bundle string, mem eventlog.Memory) (*analysis.Report, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no files")
 	}
-	in, err := input.Read(paths, input.Options{})
+	in, err := input.Read(paths, input.Options{Memory: mem})
 	if err != nil {
 		return nil, err
 	}

@@ -24,14 +24,14 @@ func TestAddEventLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := corpus.Read(t, "eventlogs", "apache", "local-1642039451826")
-	rep, err := s.AddEventLog("team-a", "spark-events/local-1642039451826", bytes.NewReader(log))
+	rep, err := s.AddEventLog("team-a", "spark-events/local-1642039451826", bytes.NewReader(log), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.App.ID != "local-1642039451826" || len(rep.Tasks) == 0 || rep.Sources[0].Path != "local-1642039451826" {
 		t.Fatalf("report of %s with %d tasks from %v", rep.App.ID, len(rep.Tasks), rep.Sources)
 	}
-	if _, err := s.AddEventLog("team-a", "notes.txt", strings.NewReader("not an event log\n")); err == nil {
+	if _, err := s.AddEventLog("team-a", "notes.txt", strings.NewReader("not an event log\n"), nil); err == nil {
 		t.Error("a text file was taken for an event log")
 	}
 	if got := s.Reports("team-a"); len(got) != 1 || s.Report("", rep.App.ID) != nil {
@@ -59,7 +59,7 @@ func TestOpenTemporary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddEventLog("", "app", bytes.NewReader(corpus.Read(t, "eventlogs", "apache", "local-1642039451826"))); err != nil {
+	if _, err := s.AddEventLog("", "app", bytes.NewReader(corpus.Read(t, "eventlogs", "apache", "local-1642039451826")), nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -126,7 +126,7 @@ func TestAttemptsApart(t *testing.T) {
 	}
 	const id = "local-1430917381535"
 	for _, name := range []string{id + "_2", id + "_1"} {
-		if _, err := s.AddEventLog("", name, bytes.NewReader(corpus.Read(t, "eventlogs", "apache", name))); err != nil {
+		if _, err := s.AddEventLog("", name, bytes.NewReader(corpus.Read(t, "eventlogs", "apache", name)), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

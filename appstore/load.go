@@ -68,7 +68,7 @@ func (s *Store) loadTenant(tenant, dir string) {
 		case strings.HasSuffix(e.Name(), tmpSuffix):
 			err = os.Remove(path) // an earlier version's temporary file
 		default:
-			_, err = s.Analyse(tenant, path)
+			_, err = s.Analyse(tenant, path, nil)
 		}
 		if err != nil {
 			s.skip(rel, err)
@@ -101,7 +101,7 @@ func (s *Store) loadBundle(tenant, dir string) error {
 		return os.Remove(dir)
 	}
 	bundle := strings.TrimPrefix(filepath.Base(dir), bundleDirPrefix)
-	r, err := s.analyse(paths, bundle)
+	r, err := s.analyse(paths, bundle, nil)
 	if err != nil {
 		return err
 	}

@@ -52,14 +52,14 @@ func TestOpenSkipsDamaged(t *testing.T) {
 	s := open(t, dir)
 	// A container log whose name ends in .tmp, once refused, left an empty
 	// bundle directory that stopped the next start.
-	if _, err := s.AddToBundle("team-a", "refused", "stderr.tmp", bytes.NewReader(containerLog(t))); err != nil {
+	if _, err := s.AddToBundle("team-a", "refused", "stderr.tmp", bytes.NewReader(containerLog(t)), nil); err != nil {
 		t.Logf("stderr.tmp refused: %v", err)
 	}
-	if _, err := s.AddToBundle("team-a", "garbage", "stderr", strings.NewReader("not a log\n")); err == nil {
+	if _, err := s.AddToBundle("team-a", "garbage", "stderr", strings.NewReader("not a log\n"), nil); err == nil {
 		t.Fatal("a text file was taken for a container log")
 	}
 	for _, tenant := range []string{"team-a", "team-b"} {
-		if _, err := s.AddEventLog(tenant, "local-1642039451826", bytes.NewReader(eventLog(t))); err != nil {
+		if _, err := s.AddEventLog(tenant, "local-1642039451826", bytes.NewReader(eventLog(t)), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -102,10 +102,10 @@ func TestOpenSkipsDamaged(t *testing.T) {
 func TestSaveNamedTmp(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
-	if _, err := s.AddEventLog("", "events.tmp", bytes.NewReader(eventLog(t))); err != nil {
+	if _, err := s.AddEventLog("", "events.tmp", bytes.NewReader(eventLog(t)), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddToBundle("", "straggler.tmp", "stderr.tmp", bytes.NewReader(containerLog(t))); err != nil {
+	if _, err := s.AddToBundle("", "straggler.tmp", "stderr.tmp", bytes.NewReader(containerLog(t)), nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := appIDs(s, ""); len(got) != 2 {
@@ -125,10 +125,10 @@ func TestSaveNamedTmp(t *testing.T) {
 func TestOpenRemovesTemporaryFiles(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
-	if _, err := s.AddEventLog("", "events", bytes.NewReader(eventLog(t))); err != nil {
+	if _, err := s.AddEventLog("", "events", bytes.NewReader(eventLog(t)), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddToBundle("", "straggler", "stderr", bytes.NewReader(containerLog(t))); err != nil {
+	if _, err := s.AddToBundle("", "straggler", "stderr", bytes.NewReader(containerLog(t)), nil); err != nil {
 		t.Fatal(err)
 	}
 	tenant := filepath.Join(dir, store.TenantDir(""))
@@ -163,28 +163,28 @@ func TestOpenRemovesTemporaryFiles(t *testing.T) {
 func TestFailedAddKeepsSaved(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
-	rep, err := s.AddToBundle("", "ProfileStraggler", "JobStraggler.log", bytes.NewReader(containerLog(t)))
+	rep, err := s.AddToBundle("", "ProfileStraggler", "JobStraggler.log", bytes.NewReader(containerLog(t)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	records := corpus.Read(t, "jvm-profiler", "phil_stopwatch", "ProfileStraggler", "CpuAndMemory.json.gz")
-	if _, err := s.AddToBundle("", "ProfileStraggler", "JobStraggler.log", bytes.NewReader(records)); err == nil {
+	if _, err := s.AddToBundle("", "ProfileStraggler", "JobStraggler.log", bytes.NewReader(records), nil); err == nil {
 		t.Fatal("metric records in place of the bundle's only log were taken")
 	}
 	// A server answers with the errors: they name files, not where the
 	// store keeps them.
-	_, errLog := s.AddToBundle("", "fresh", "stderr", strings.NewReader("\x00\x01 not a log"))
-	_, errBinary := s.AddEventLog("", "events", strings.NewReader("\x00\x01 not a log"))
-	_, errEvents := s.AddEventLog("", "events", strings.NewReader(`{"Event":"SparkListenerLogStart"}`+"\n"))
+	_, errLog := s.AddToBundle("", "fresh", "stderr", strings.NewReader("\x00\x01 not a log"), nil)
+	_, errBinary := s.AddEventLog("", "events", strings.NewReader("\x00\x01 not a log"), nil)
+	_, errEvents := s.AddEventLog("", "events", strings.NewReader(`{"Event":"SparkListenerLogStart"}`+"\n"), nil)
 	for _, err := range []error{errLog, errBinary, errEvents} {
 		if err == nil || strings.Contains(err.Error(), dir) {
 			t.Errorf("error %v: want one that does not name the store's directory", err)
 		}
 	}
-	if _, err := s.AddEventLog("", "local-1642039451826", bytes.NewReader(eventLog(t))); err != nil {
+	if _, err := s.AddEventLog("", "local-1642039451826", bytes.NewReader(eventLog(t)), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddEventLog("", "local-1642039451826", strings.NewReader("not an event log\n")); err == nil {
+	if _, err := s.AddEventLog("", "local-1642039451826", strings.NewReader("not an event log\n"), nil); err == nil {
 		t.Fatal("a text file replaced an event log")
 	}
 	for _, st := range []*Store{s, open(t, dir)} {
@@ -236,7 +236,7 @@ func TestAddToBundleAtOnce(t *testing.T) {
 	errs := make(chan error, len(names))
 	for _, name := range names {
 		go func() {
-			_, err := s.AddToBundle("", "straggler", name, bytes.NewReader(log))
+			_, err := s.AddToBundle("", "straggler", name, bytes.NewReader(log), nil)
 			errs <- err
 		}()
 	}

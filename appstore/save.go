@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/internal/syncfile"
 	"github.com/sparkprof/sparkprof/store"
 )
@@ -42,10 +43,11 @@ func safeName(name string) string {
 	return n
 }
 
-// AddEventLog saves an event log for tenant and analyses it. A log that
-// cannot be analysed is not kept and leaves a saved one of the same name
-// in place.
-func (s *Store) AddEventLog(tenant, name string, data io.Reader) (*analysis.Report, error) {
+// AddEventLog saves an event log for tenant and analyses it, drawing the
+// memory of reading it from mem if not nil (input.Options.Memory). A log
+// that cannot be analysed is not kept and leaves a saved one of the same
+// name in place.
+func (s *Store) AddEventLog(tenant, name string, data io.Reader, mem eventlog.Memory) (*analysis.Report, error) {
 	f, err := s.stage(name, data)
 	if err != nil {
 		return nil, err
@@ -53,7 +55,7 @@ func (s *Store) AddEventLog(tenant, name string, data io.Reader) (*analysis.Repo
 	defer f.remove()
 	path := filepath.Join(s.dir, store.TenantDir(tenant), filepath.Base(f.path))
 	defer s.lock(path)()
-	r, err := s.analyse([]string{f.path}, "")
+	r, err := s.analyse([]string{f.path}, "", mem)
 	if err != nil {
 		return nil, hideDirs(err, f.dir)
 	}
@@ -71,8 +73,9 @@ func (s *Store) AddEventLog(tenant, name string, data io.Reader) (*analysis.Repo
 // bundle named app and analyses the bundle again. The app id is the one
 // the logs print, else the bundle name. A file the bundle cannot be
 // analysed with is not kept, and leaves the bundle as it was: a saved
-// file of the same name too.
-func (s *Store) AddToBundle(tenant, app, name string, data io.Reader) (*analysis.Report, error) {
+// file of the same name too. The memory of reading the bundle's event
+// logs is drawn from mem, if not nil.
+func (s *Store) AddToBundle(tenant, app, name string, data io.Reader, mem eventlog.Memory) (*analysis.Report, error) {
 	f, err := s.stage(name, data)
 	if err != nil {
 		return nil, err
@@ -89,7 +92,7 @@ func (s *Store) AddToBundle(tenant, app, name string, data io.Reader) (*analysis
 	paths = slices.DeleteFunc(paths, func(p string) bool { return filepath.Base(p) == base })
 	paths = append(paths, f.path)
 	slices.SortFunc(paths, func(a, b string) int { return strings.Compare(filepath.Base(a), filepath.Base(b)) })
-	r, err := s.analyse(paths, bundle)
+	r, err := s.analyse(paths, bundle, mem)
 	if err != nil {
 		return nil, hideDirs(err, f.dir, dir)
 	}

@@ -54,6 +54,9 @@ func (r *Reader) NextBlock(buf []byte, size int) (Block, error) {
 		// A fresh block costs its pages' faults and clearing: a tenth of an
 		// analysis, which reuses its blocks.
 		if want := max(size, 2*len(r.carry)); cap(buf) < want {
+			if err := r.Reserve(int64(want), "reading "+r.parts[r.part]); err != nil {
+				return Block{}, fmt.Errorf("eventlog: %w", err)
+			}
 			buf = make([]byte, 0, want)
 		}
 		buf = append(buf[:0], r.carry...)
@@ -67,11 +70,19 @@ func (r *Reader) NextBlock(buf []byte, size int) (Block, error) {
 				n, err = r.dec.Read(buf[len(buf):cap(buf)])
 				buf = buf[:len(buf)+n]
 			}
+			if Refused(err) {
+				return Block{}, fmt.Errorf("eventlog: %w", err)
+			}
 			if err != nil || bytes.IndexByte(buf, '\n') >= 0 {
 				break
 			}
 			if len(buf) > maxLine {
 				return Block{}, fmt.Errorf("eventlog: %s: line %d longer than %d bytes", r.parts[r.part], r.line+1, maxLine)
+			}
+			// The block it grew out of is garbage, and stays reserved:
+			// memory the runtime has not collected is memory still.
+			if err := r.Reserve(int64(2*cap(buf)), r.lineName(r.line+1)); err != nil {
+				return Block{}, fmt.Errorf("eventlog: %w", err)
 			}
 			grown := make([]byte, len(buf), 2*cap(buf))
 			copy(grown, buf)
@@ -81,7 +92,11 @@ func (r *Reader) NextBlock(buf []byte, size int) (Block, error) {
 		if err == nil {
 			// Keep the partial last line for the next block.
 			end := bytes.LastIndexByte(buf, '\n') + 1
+			had := cap(r.carry)
 			r.carry = append(r.carry, buf[end:]...)
+			if err := r.grew(had, cap(r.carry), r.lineName(r.line+1+bytes.Count(buf[:end], []byte{'\n'}))); err != nil {
+				return Block{}, fmt.Errorf("eventlog: %w", err)
+			}
 			buf = buf[:end]
 			r.line += bytes.Count(buf, []byte{'\n'})
 			r.off += int64(len(buf))

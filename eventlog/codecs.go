@@ -66,7 +66,7 @@ func readFull(r io.Reader, p []byte, atStart bool) error {
 // little-endian compressed length, decompressed length and xxhash32
 // checksum masked to 28 bits) and the block; an empty block ends a stream,
 // and several streams may follow each other.
-func lz4Block(r *bufio.Reader) io.Reader {
+func lz4Block(r *bufio.Reader, reserve func(int) error) io.Reader {
 	var off int64
 	hdr := make([]byte, 21)
 	var src, dst []byte
@@ -90,14 +90,16 @@ func lz4Block(r *bufio.Reader) io.Reader {
 				continue // end of one stream; another may follow
 			}
 			var err error
-			if src, err = readBlock(r, src, clen); err != nil {
+			if src, err = readBlock(r, src, clen, reserve); err != nil {
 				return nil, err
 			}
 			off += int64(clen)
 			if method == 0x20 && ulen > 255*clen+16 {
 				return nil, fmt.Errorf("lz4 block at offset %d: %d bytes cannot hold %d: %w", off, clen, ulen, errCorrupt)
 			}
-			dst = grow(dst, ulen)
+			if dst, err = grow(dst, ulen, reserve); err != nil {
+				return nil, err
+			}
 			switch method {
 			case 0x10: // raw
 				if clen != ulen {
@@ -123,7 +125,7 @@ func lz4Block(r *bufio.Reader) io.Reader {
 // snappyStream reads snappy-java's SnappyOutputStream: the 8-byte magic,
 // two big-endian version ints, then chunks of a big-endian length and a
 // snappy block.
-func snappyStream(r *bufio.Reader) io.Reader {
+func snappyStream(r *bufio.Reader, reserve func(int) error) io.Reader {
 	var off int64
 	started := false
 	var lenBuf [4]byte
@@ -157,14 +159,17 @@ func snappyStream(r *bufio.Reader) io.Reader {
 			if n < 0 || n > 1<<26 {
 				return nil, fmt.Errorf("snappy chunk at offset %d: length %d: %w", off, n, errCorrupt)
 			}
-			if src, err = readBlock(r, src, n); err != nil {
+			if src, err = readBlock(r, src, n, reserve); err != nil {
 				return nil, err
 			}
 			ulen, err := snappy.DecodedLen(src)
 			if err != nil || ulen > 1<<26 {
 				return nil, fmt.Errorf("snappy chunk at offset %d: %v: %w", off, err, errCorrupt)
 			}
-			dst, err = snappy.Decode(grow(dst, ulen), src)
+			if dst, err = grow(dst, ulen, reserve); err != nil {
+				return nil, err
+			}
+			dst, err = snappy.Decode(dst, src)
 			if err != nil {
 				return nil, fmt.Errorf("snappy chunk at offset %d: %v: %w", off, err, errCorrupt)
 			}
@@ -177,7 +182,7 @@ func snappyStream(r *bufio.Reader) io.Reader {
 // lzfStream reads compress-lzf's chunks: "ZV", a type byte, then for type 0
 // a big-endian length and the raw bytes, for type 1 the compressed and the
 // uncompressed length and an LZF block.
-func lzfStream(r *bufio.Reader) io.Reader {
+func lzfStream(r *bufio.Reader, reserve func(int) error) io.Reader {
 	var off int64
 	hdr := make([]byte, 5)
 	var src, dst []byte
@@ -194,7 +199,10 @@ func lzfStream(r *bufio.Reader) io.Reader {
 				return nil, err
 			}
 			n := int(binary.BigEndian.Uint16(hdr[3:]))
-			dst = grow(dst, n)
+			var err error
+			if dst, err = grow(dst, n, reserve); err != nil {
+				return nil, err
+			}
 			if err := readFull(r, dst, false); err != nil {
 				return nil, err
 			}
@@ -206,11 +214,16 @@ func lzfStream(r *bufio.Reader) io.Reader {
 				return nil, err
 			}
 			clen, ulen := int(binary.BigEndian.Uint16(lens[:2])), int(binary.BigEndian.Uint16(lens[2:]))
-			src = grow(src, clen)
+			var err error
+			if src, err = grow(src, clen, reserve); err != nil {
+				return nil, err
+			}
 			if err := readFull(r, src, false); err != nil {
 				return nil, err
 			}
-			dst = grow(dst, ulen)
+			if dst, err = grow(dst, ulen, reserve); err != nil {
+				return nil, err
+			}
 			if err := lzfDecompress(src, dst); err != nil {
 				return nil, fmt.Errorf("lzf chunk at offset %d: %v: %w", off, err, errCorrupt)
 			}
@@ -268,15 +281,18 @@ func lzfDecompress(src, dst []byte) error {
 	return nil
 }
 
-// readBlock reads n bytes into buf's storage. It grows the buffer as data
-// arrives rather than trusting n up front, so a corrupt length costs only
-// the data that is really there.
-func readBlock(r io.Reader, buf []byte, n int) ([]byte, error) {
+// readBlock reads n bytes into buf's storage, reserving what it grows by.
+// It grows the buffer as data arrives rather than trusting n up front, so
+// a corrupt length costs only the data that is really there.
+func readBlock(r io.Reader, buf []byte, n int, reserve func(int) error) ([]byte, error) {
 	buf = buf[:0]
 	for len(buf) < n {
 		step := min(n-len(buf), 1<<20)
-		if cap(buf)-len(buf) < step {
+		if had := cap(buf); had-len(buf) < step {
 			buf = append(buf, make([]byte, step)...)[:len(buf)]
+			if err := reserve(cap(buf) - had); err != nil {
+				return nil, err
+			}
 		}
 		if err := readFull(r, buf[len(buf):len(buf)+step], false); err != nil {
 			return buf, err
@@ -286,11 +302,16 @@ func readBlock(r io.Reader, buf []byte, n int) ([]byte, error) {
 	return buf, nil
 }
 
-func grow(b []byte, n int) []byte {
+// grow returns b resized to n bytes, in new memory, reserved, when its
+// capacity is less.
+func grow(b []byte, n int, reserve func(int) error) ([]byte, error) {
 	if cap(b) < n {
-		return make([]byte, n)
+		if err := reserve(n); err != nil {
+			return nil, err
+		}
+		return make([]byte, n), nil
 	}
-	return b[:n]
+	return b[:n], nil
 }
 
 // lz4Seed is the xxhash32 seed lz4-java's block stream uses.

@@ -307,8 +307,8 @@ func FuzzCodecs(f *testing.F) {
 	f.Add(encodeSnappyStream(plain))
 	f.Add(encodeLZF(plain))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, dec := range []func(*bufio.Reader) io.Reader{lz4Block, snappyStream, lzfStream} {
-			r := dec(newBufioReader(data))
+		for _, dec := range []func(*bufio.Reader, func(int) error) io.Reader{lz4Block, snappyStream, lzfStream} {
+			r := dec(newBufioReader(data), func(int) error { return nil })
 			io.Copy(io.Discard, io.LimitReader(r, 1<<24))
 		}
 	})

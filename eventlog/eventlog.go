@@ -57,7 +57,6 @@ type Truncation struct {
 type Reader struct {
 	parts []string
 	part  int
-	f     *os.File
 	dec   io.Reader
 	close func()
 	br    *bufio.Reader
@@ -65,9 +64,60 @@ type Reader struct {
 	off   int64
 	buf   []byte
 	carry []byte // NextBlock: the partial line left over from the last block
+	// headOnly, if above 0, makes readLine return no more than the first
+	// headOnly bytes of a longer line (Head).
+	headOnly int
+	// buffered is the most the decoders' buffers took (bufferBytes).
+	buffered int64
 
 	// Truncations lists every part whose data ended early, in order.
 	Truncations []Truncation
+	// Memory, if not nil, is drawn from as the reader allocates: its
+	// buffers, the decompressed blocks of its codecs, and the lines and
+	// blocks it returns. It is never given back by the reader: the
+	// reader's owner gives it all back once done with what it read.
+	Memory Memory
+}
+
+// Memory is what a Reader draws the memory it allocates from. Reserve
+// takes n bytes more for what, or fails when there is not that much left;
+// the read then fails with its error, wrapped.
+type Memory interface {
+	Reserve(n int64, what string) error
+}
+
+// Reserve draws n bytes of the reader's Memory, if it has one, for what
+// its caller holds of what it read (a line's decoding). Its errors wrap
+// the Memory's.
+func (r *Reader) Reserve(n int64, what string) error {
+	if r.Memory == nil || n <= 0 {
+		return nil
+	}
+	if err := r.Memory.Reserve(n, what); err != nil {
+		return &refusedError{err}
+	}
+	return nil
+}
+
+// refusedError is the error of memory the reader's Memory refused: it
+// fails the read, where a decoder's other errors end a part as cut
+// short.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// Refused reports whether err is, or wraps, a refusal of a Reader's
+// Memory.
+func Refused(err error) bool {
+	var e *refusedError
+	return errors.As(err, &e)
+}
+
+// grew reserves what a buffer that grew from capacity from to to took,
+// for what.
+func (r *Reader) grew(from, to int, what string) error {
+	return r.Reserve(int64(to-from), what)
 }
 
 // Open opens the event log at path: a file or a rolling directory.
@@ -175,7 +225,13 @@ func (r *Reader) Next() ([]byte, Pos, error) {
 				return nil, Pos{}, err
 			}
 		}
-		line, err := r.readLine()
+		line, err, fail := r.readLine()
+		if fail == nil && Refused(err) {
+			fail = err
+		}
+		if fail != nil {
+			return nil, Pos{}, fmt.Errorf("eventlog: %w", fail)
+		}
 		start := r.off - int64(len(line))
 		if err == nil {
 			start-- // the '\n' readLine consumed
@@ -222,68 +278,105 @@ func trimCR(b []byte) []byte {
 }
 
 // readLine reads one line, growing r.buf as needed. It returns the line
-// without '\n' and nil, or any partial data and the error ending the part.
-func (r *Reader) readLine() ([]byte, error) {
+// without '\n' and nil, or any partial data and the error ending the part;
+// fail is a failure of the read itself: no memory for the line.
+func (r *Reader) readLine() (line []byte, end, fail error) {
 	r.buf = r.buf[:0]
 	for {
 		chunk, err := r.br.ReadSlice('\n')
 		r.off += int64(len(chunk))
 		if err == nil {
-			r.line++
 			if len(r.buf) == 0 {
-				return chunk[:len(chunk)-1], nil
+				r.line++
+				return chunk[:len(chunk)-1], nil, nil
 			}
-			r.buf = append(r.buf, chunk[:len(chunk)-1]...)
-			return r.buf, nil
+			if fail := r.appendLine(chunk[:len(chunk)-1]); fail != nil {
+				return nil, nil, fail
+			}
+			r.line++
+			return r.buf, nil, nil
 		}
-		r.buf = append(r.buf, chunk...)
+		if fail := r.appendLine(chunk); fail != nil {
+			return nil, nil, fail
+		}
+		if r.headOnly > 0 && len(r.buf) >= r.headOnly {
+			r.line++
+			return r.buf[:r.headOnly], nil, nil
+		}
 		if err == bufio.ErrBufferFull {
 			if len(r.buf) > maxLine {
-				return nil, fmt.Errorf("line %d longer than %d bytes", r.line+1, maxLine)
+				return nil, fmt.Errorf("line %d longer than %d bytes", r.line+1, maxLine), nil
 			}
 			continue
 		}
 		if len(r.buf) > 0 {
 			r.line++
 		}
-		return r.buf, err
+		return r.buf, err, nil
 	}
 }
 
+// appendLine appends b to the line in r.buf, reserving what r.buf grows
+// by.
+func (r *Reader) appendLine(b []byte) error {
+	had := cap(r.buf)
+	r.buf = append(r.buf, b...)
+	return r.grew(had, cap(r.buf), r.lineName(r.line+1))
+}
+
+// lineName names line n of the open part, for the memory it takes.
+func (r *Reader) lineName(n int) string {
+	return fmt.Sprintf("line %d of %s", n, r.parts[r.part])
+}
+
+// Head returns the start of the first non-empty line of the event log at
+// path, at most n bytes of it: enough to tell what a file is without
+// reading a line that may be very long. What it allocates is drawn from
+// mem, if not nil (Reader.Memory).
+func Head(path string, n int, mem Memory) ([]byte, error) {
+	r, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	r.headOnly, r.Memory = n, mem
+	line, _, err := r.Next()
+	return line, err
+}
+
+// readerBuffer is the size of the buffer lines are read through.
+const readerBuffer = 1 << 20
+
 func (r *Reader) openPart() error {
 	name := r.parts[r.part]
+	var src io.Reader
+	var closeSrc func()
 	if archive, entry, ok := splitZipPart(name); ok {
 		rc, closeZip, err := openZipEntry(archive, entry)
 		if err != nil {
 			return err
 		}
-		dec, closeFn, err := decoder(entry, rc)
+		src, closeSrc = rc, closeZip
+	} else {
+		f, err := os.Open(name)
 		if err != nil {
-			closeZip()
-			return err
+			return fmt.Errorf("eventlog: %w", err)
 		}
-		r.dec = dec
-		r.close = func() {
-			if closeFn != nil {
-				closeFn()
-			}
-			closeZip()
-		}
-		r.br = bufio.NewReaderSize(dec, 1<<20)
-		r.line, r.off = 0, 0
-		return nil
+		src, closeSrc = f, func() { f.Close() }
 	}
-	f, err := os.Open(name)
+	dec, closeDec, err := r.decoder(name, src)
 	if err != nil {
-		return fmt.Errorf("eventlog: %w", err)
-	}
-	dec, closeFn, err := decoder(name, f)
-	if err != nil {
-		f.Close()
+		closeSrc()
 		return err
 	}
-	r.f, r.dec, r.close = f, dec, closeFn
-	r.br = bufio.NewReaderSize(dec, 1<<20)
+	r.dec = dec
+	r.close = func() {
+		if closeDec != nil {
+			closeDec()
+		}
+		closeSrc()
+	}
+	r.br = bufio.NewReaderSize(dec, readerBuffer)
 	r.line, r.off = 0, 0
 	return nil
 }
@@ -292,10 +385,7 @@ func (r *Reader) closePart() {
 	if r.close != nil {
 		r.close()
 	}
-	if r.f != nil {
-		r.f.Close()
-	}
-	r.f, r.dec, r.close, r.br = nil, nil, nil, nil
+	r.dec, r.close, r.br = nil, nil, nil
 }
 
 // Close releases the open part, if any.
@@ -351,16 +441,32 @@ func Detect(name string, head []byte) Codec {
 	return Plain
 }
 
-func decoder(name string, f io.Reader) (io.Reader, func(), error) {
-	br := bufio.NewReaderSize(f, 256<<10)
-	head, _ := br.Peek(8)
-	switch Detect(name, head) {
+// decoderBuffer is the size of the buffer a part is read through before
+// it is decompressed.
+const decoderBuffer = 256 << 10
+
+// decoder returns the decompressed stream of the part name read from f,
+// reserving the memory of its buffers and of its codec's window
+// (bufferBytes), and then of its codec's blocks as they grow.
+func (r *Reader) decoder(name string, f io.Reader) (io.Reader, func(), error) {
+	br := bufio.NewReaderSize(f, decoderBuffer)
+	head, _ := br.Peek(zstd.HeaderMaxSize)
+	codec := Detect(name, head)
+	buffers := int64(readerBuffer + decoderBuffer)
+	if codec == Zstd {
+		buffers += zstdWindow(head)
+	}
+	if err := r.bufferBytes(buffers, name); err != nil {
+		return nil, nil, err
+	}
+	reserve := func(n int) error { return r.Reserve(int64(n), "decompressing "+name) }
+	switch codec {
 	case LZ4:
-		return lz4Block(br), nil, nil
+		return lz4Block(br, reserve), nil, nil
 	case Snappy:
-		return snappyStream(br), nil, nil
+		return snappyStream(br, reserve), nil, nil
 	case LZF:
-		return lzfStream(br), nil, nil
+		return lzfStream(br, reserve), nil, nil
 	case Zstd:
 		d, err := zstd.NewReader(br, zstd.WithDecoderMaxWindow(maxZstdWindow), zstd.WithDecoderConcurrency(1))
 		if err != nil {
@@ -378,6 +484,34 @@ func decoder(name string, f io.Reader) (io.Reader, func(), error) {
 		return d, func() { d.Close() }, nil
 	}
 	return br, nil, nil
+}
+
+// bufferBytes reserves the memory of a part's buffers and codec window,
+// n bytes, for the reader: one part is open at a time, so the reader
+// holds the most any part took.
+func (r *Reader) bufferBytes(n int64, name string) error {
+	if n <= r.buffered {
+		return nil
+	}
+	if err := r.Reserve(n-r.buffered, "reading "+name); err != nil {
+		return fmt.Errorf("eventlog: %w", err)
+	}
+	r.buffered = n
+	return nil
+}
+
+// zstdWindow is the memory a zstd decoder takes for the frame whose
+// header starts head: its window, and a MiB of blocks.
+func zstdWindow(head []byte) int64 {
+	var h zstd.Header
+	window := uint64(maxZstdWindow)
+	if h.Decode(head) == nil {
+		window = h.WindowSize
+		if h.SingleSegment {
+			window = h.FrameContentSize
+		}
+	}
+	return int64(min(window, maxZstdWindow)) + 1<<20
 }
 
 type eofReader struct{ err error }

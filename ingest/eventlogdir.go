@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/input"
+	"github.com/sparkprof/sparkprof/internal/errkind"
 )
 
 // stamp identifies a version of a file or rolling event-log directory.
@@ -81,8 +83,15 @@ func (p *Pipeline) scanLogDir(tenant, dir string, w *logWatch, depth int) int {
 			continue
 		}
 		w.seen[path] = st
-		kind, err := input.Classify(path)
+		var kind string
+		err := p.withLogMemory(func(mem eventlog.Memory) (err error) {
+			kind, err = input.Classify(path, mem)
+			return err
+		})
 		if err != nil {
+			if errkind.Of(err) == errkind.Unavailable {
+				delete(w.seen, path)
+			}
 			continue
 		}
 		if kind != "eventlog" {
@@ -92,7 +101,14 @@ func (p *Pipeline) scanLogDir(tenant, dir string, w *logWatch, depth int) int {
 			}
 			continue
 		}
-		if _, err := p.cfg.Apps.Analyse(tenant, path); err != nil {
+		err = p.withLogMemory(func(mem eventlog.Memory) error {
+			_, err := p.cfg.Apps.Analyse(tenant, path, mem)
+			return err
+		})
+		if err != nil {
+			if errkind.Of(err) == errkind.Unavailable {
+				delete(w.seen, path) // the uploads in progress held the memory: the next scan tries again
+			}
 			p.log.Warn("event log not analysed", "path", path, "err", err)
 			continue
 		}

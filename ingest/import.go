@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/applog"
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/format"
@@ -122,9 +123,13 @@ func (p *Pipeline) importProfile(tenant string, f File, u *store.Upload, start t
 	app = cmp.Or(app, appFromName(f.Name))
 	bundle := p.cfg.Apps.Bundle(tenant, app)
 	if bundle != nil && len(prof.Series) > 0 {
-		rep, err := p.cfg.Apps.AddToBundle(tenant, app, f.Name, bytes.NewReader(f.Data))
+		var rep *analysis.Report
+		err := p.withLogMemory(func(mem eventlog.Memory) (err error) {
+			rep, err = p.cfg.Apps.AddToBundle(tenant, app, f.Name, bytes.NewReader(f.Data), mem)
+			return err
+		})
 		if err != nil {
-			return nil, errkind.Errorf(errkind.Unprocessable, "container log %s: %w", f.Name, err)
+			return nil, logError("container log "+f.Name, "", err)
 		}
 		bundle = rep
 		if len(prof.Samples) == 0 {
@@ -161,8 +166,17 @@ func (p *Pipeline) ImportEventLog(tenant, name string, r io.Reader) (*Result, er
 		return nil, err
 	}
 	head := &headBuffer{max: 1 << 20}
-	rep, err := p.cfg.Apps.AddEventLog(tenant, name, io.TeeReader(p.limitLog(r), head))
+	var rep *analysis.Report
+	err := p.withLogMemory(func(mem eventlog.Memory) (err error) {
+		rep, err = p.cfg.Apps.AddEventLog(tenant, name, io.TeeReader(p.limitLog(r), head), mem)
+		return err
+	})
 	if err != nil {
+		// A log the ingest memory refused is not decoded again to tell
+		// whether it is damaged.
+		if k := errkind.Of(err); k == errkind.TooLarge || k == errkind.Unavailable {
+			return nil, logError("event log "+name, "", err)
+		}
 		if derr := damagedZstd(head.b); derr != nil {
 			return nil, errkind.Errorf(errkind.Unprocessable, "event log %s: its zstd stream is damaged: %v; the file is corrupt: copy it again from where Spark wrote it", name, derr)
 		}
@@ -222,7 +236,11 @@ func (p *Pipeline) ImportLogs(tenant, name, app string, r io.Reader, decodeErr e
 		}
 		return nil, errkind.New(errkind.Unprocessable, err)
 	}
-	rep, err := p.cfg.Apps.AddToBundle(tenant, cmp.Or(app, appFromName(name)), name, br)
+	var rep *analysis.Report
+	err := p.withLogMemory(func(mem eventlog.Memory) (err error) {
+		rep, err = p.cfg.Apps.AddToBundle(tenant, cmp.Or(app, appFromName(name)), name, br, mem)
+		return err
+	})
 	if err != nil {
 		return nil, logError("container log "+name, "serve --max-log-gb", err)
 	}
@@ -263,13 +281,37 @@ func (e *logTooLarge) Error() string { return fmt.Sprintf("larger than %d bytes"
 
 // logError is the error of a log whose saving or analysis failed with
 // err: errkind.TooLarge past the size limit, which hint tells how to
-// raise, else errkind.Unprocessable.
+// raise; the ingest memory's errkind.TooLarge or errkind.Unavailable
+// (withLogMemory) as it is; else errkind.Unprocessable.
 func logError(what, hint string, err error) error {
 	var tooBig *logTooLarge
 	if errors.As(err, &tooBig) {
 		return errkind.Errorf(errkind.TooLarge, "%s: larger than %d bytes (%s)", what, tooBig.limit, hint)
 	}
+	if k := errkind.Of(err); k == errkind.TooLarge || k == errkind.Unavailable {
+		return &errkind.Error{Kind: k, RetryAfter: errkind.RetryAfter(err), Err: fmt.Errorf("%s: %w", what, err)}
+	}
 	return errkind.Errorf(errkind.Unprocessable, "%s: %w", what, err)
+}
+
+// logMemory is the ingest memory as the readers of event logs draw from
+// it (eventlog.Memory).
+type logMemory struct{ res *reservation }
+
+func (m logMemory) Reserve(n int64, what string) error { return m.res.reserve(n, what) }
+
+// withLogMemory runs analyse, which reads event logs, with memory drawn
+// from the ingest memory as they are read and decoded, and given back
+// after: a line or a log the whole ingest memory could not hold is
+// refused as errkind.TooLarge, one that would fit but for the uploads in
+// progress as errkind.Unavailable. What a refused analysis allocated is
+// collected (collectRefused).
+func (p *Pipeline) withLogMemory(analyse func(eventlog.Memory) error) error {
+	res := &reservation{b: p.mem}
+	err := analyse(logMemory{res})
+	collectRefused(res.n, err)
+	res.free()
+	return err
 }
 
 // checkFileName refuses, as errkind.BadInput, a file name that names no

@@ -32,7 +32,7 @@ const (
 // nothing is an error.
 func Expand(paths []string) (sources []analysis.Source, skipped []string, err error) {
 	for _, path := range paths {
-		x, err := expandPath(path)
+		x, err := expandPath(path, nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -49,8 +49,10 @@ type expansion struct {
 	walked  bool // path is a directory that was walked
 }
 
-func expandPath(path string) (expansion, error) {
-	kind, err := Classify(path)
+// expandPath returns what path holds, telling event logs with memory
+// drawn from mem, if not nil.
+func expandPath(path string, mem eventlog.Memory) (expansion, error) {
+	kind, err := Classify(path, mem)
 	if err != nil {
 		return expansion{}, err
 	}
@@ -77,7 +79,7 @@ func expandPath(path string) (expansion, error) {
 			return nil
 		}
 		if d.IsDir() {
-			kind, err := Classify(p)
+			kind, err := Classify(p, mem)
 			if err != nil {
 				return err
 			}
@@ -93,7 +95,7 @@ func expandPath(path string) (expansion, error) {
 		if format.IsLabelsName(d.Name()) && format.JFRBeside(p) != "" {
 			return nil // read with its JFR
 		}
-		kind, err := classifyWalked(p)
+		kind, err := classifyWalked(p, mem)
 		if err != nil {
 			return err
 		}
@@ -118,7 +120,7 @@ func expandPath(path string) (expansion, error) {
 // EventLog for a Spark event log in any codec, Logs for a file named as
 // logs are (driver.log, stderr, spark.log.1.gz), "" for anything else (a
 // walk does not take a stray text file for a container log).
-func classifyWalked(path string) (string, error) {
+func classifyWalked(path string, mem eventlog.Memory) (string, error) {
 	if format.HasProfileName(filepath.Base(path)) {
 		head, err := readHead(path)
 		if err != nil {
@@ -128,8 +130,8 @@ func classifyWalked(path string) (string, error) {
 			return Profile, nil
 		}
 	}
-	if isEventLog(path) {
-		return EventLog, nil
+	if ok, err := isEventLog(path, mem); ok || err != nil {
+		return EventLog, err
 	}
 	if isLogName(filepath.Base(path)) {
 		return Logs, nil
@@ -173,8 +175,10 @@ func SkippedSummary(dir string, skipped []string) string {
 }
 
 // Classify tells what a path holds by its content: EventLog, Logs or
-// Profile (profiler records, or a directory to walk for inputs).
-func Classify(path string) (string, error) {
+// Profile (profiler records, or a directory to walk for inputs). Reading
+// a compressed event log's first line draws from mem, if not nil (a zstd
+// window may take 128 MiB).
+func Classify(path string, mem eventlog.Memory) (string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return "", err
@@ -199,8 +203,8 @@ func Classify(path string) (string, error) {
 		}
 		return Profile, nil
 	}
-	if isEventLog(path) {
-		return EventLog, nil
+	if ok, err := isEventLog(path, mem); ok || err != nil {
+		return EventLog, err
 	}
 	head, err := readHead(path)
 	if err != nil {
@@ -223,18 +227,14 @@ func looksLikeLog(head []byte) bool {
 }
 
 // isEventLog reports whether the first line of path, in any codec the
-// event-log reader knows, is a Spark listener event.
-func isEventLog(path string) bool {
-	r, err := eventlog.Open(path)
-	if err != nil {
-		return false
+// event-log reader knows, is a Spark listener event; reading it draws
+// from mem, if not nil, and its error is mem's refusal.
+func isEventLog(path string, mem eventlog.Memory) (bool, error) {
+	line, err := eventlog.Head(path, 1<<10, mem)
+	if eventlog.Refused(err) {
+		return false, err
 	}
-	defer r.Close()
-	line, _, err := r.Next()
-	if err != nil {
-		return false
-	}
-	return bytes.HasPrefix(bytes.TrimSpace(line), []byte(`{"Event"`))
+	return err == nil && bytes.HasPrefix(bytes.TrimSpace(line), []byte(`{"Event"`)), nil
 }
 
 // readHead returns up to 64 KiB of path, decompressed.

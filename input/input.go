@@ -42,6 +42,9 @@ type Options struct {
 	// read, which fails only when no event log or container log could be
 	// read.
 	Partial bool
+	// Memory, if not nil, is drawn from as event logs are read and
+	// decoded (eventlog.Reader's Memory); the read fails when it refuses.
+	Memory eventlog.Memory
 }
 
 // Reports analyses every application of s with the thresholds th.
@@ -111,7 +114,7 @@ func Read(paths []string, opt Options) (*Set, error) {
 
 // read adds the inputs path holds to s.
 func (s *Set) read(path string, opt Options) error {
-	x, err := expandPath(path)
+	x, err := expandPath(path, opt.Memory)
 	if err != nil {
 		return err
 	}
@@ -130,7 +133,7 @@ func (s *Set) read(path string, opt Options) error {
 	for _, src := range x.sources {
 		switch src.Kind {
 		case EventLog:
-			a, err := readEventLog(src.Path, opt.Detail)
+			a, err := readEventLog(src.Path, opt)
 			if err != nil {
 				if err := failed(err); err != nil {
 					return err
@@ -189,14 +192,15 @@ func profilesApp(ps []*profile.Profile) (id, name string) {
 }
 
 // readEventLog builds the application model of one event log.
-func readEventLog(path string, detail func(string)) (analysis.Input, error) {
+func readEventLog(path string, opt Options) (analysis.Input, error) {
 	r, err := eventlog.Open(path)
 	if err != nil {
 		return analysis.Input{}, fmt.Errorf("event log %s: %w", path, err)
 	}
 	defer r.Close()
+	r.Memory = opt.Memory
 	app, rep, err := spark.BuildWith(r, spark.Options{Progress: func(n int64) {
-		detail(fmt.Sprintf("%s: %d MB", path, n>>20))
+		opt.Detail(fmt.Sprintf("%s: %d MB", path, n>>20))
 	}})
 	if err != nil {
 		return analysis.Input{}, fmt.Errorf("event log %s: %w", path, err)

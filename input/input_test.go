@@ -223,7 +223,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Join(tt.rel...), func(t *testing.T) {
-			got, err := Classify(corpus.Path(t, tt.rel...))
+			got, err := Classify(corpus.Path(t, tt.rel...), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,7 +232,7 @@ func TestClassify(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Classify(filepath.Join(t.TempDir(), "missing")); err == nil {
+	if _, err := Classify(filepath.Join(t.TempDir(), "missing"), nil); err == nil {
 		t.Error("Classify of a missing path: no error")
 	}
 }

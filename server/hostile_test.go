@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,9 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,11 +33,12 @@ const hostileBudget = 16 << 20
 
 // hostileServer is a server over a store in dir, to be restarted on it.
 type hostileServer struct {
-	t   *testing.T
-	dir string
-	db  *store.DB
-	srv *Server
-	ts  *httptest.Server
+	t    *testing.T
+	dir  string
+	logs *scanLog // the server's log
+	db   *store.DB
+	srv  *Server
+	ts   *httptest.Server
 }
 
 func (h *hostileServer) start() {
@@ -45,7 +49,7 @@ func (h *hostileServer) start() {
 	}
 	h.db = db
 	h.srv = New(Config{Store: db, IngestMemory: hostileBudget, EventLogDir: filepath.Join(h.dir, "eventlogs"),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: slog.New(h.logs)})
 	h.ts = httptest.NewServer(h.srv)
 }
 
@@ -145,13 +149,15 @@ func nested(t *testing.T, data []byte, n int) []byte {
 
 // TestHostileInputs sends every entry point what a hostile or unlucky
 // client might: gzip bombs, streams cut short or nested too deep, counts
-// that overflow, huge label sets, bodies that never come; and restarts
+// that overflow, huge label sets, bodies that never come, event logs of
+// lines too long or too costly to decode (imported, or in a watched
+// directory); and restarts
 // the server after each. None is answered with a 5xx but the documented
 // 503 of a spent budget, the ingest memory's own accounting never passes
 // its limit and comes back to nothing, and what was stored before is
 // still there after each restart.
 func TestHostileInputs(t *testing.T) {
-	h := &hostileServer{t: t, dir: t.TempDir()}
+	h := &hostileServer{t: t, dir: t.TempDir(), logs: &scanLog{scanned: make(chan struct{}, 1)}}
 	h.start()
 	defer func() { h.stop() }()
 	if code, body := h.send("/ingest?name=before&format=folded", []byte("main;work 7\nmain;idle 3\n")); code != 200 {
@@ -196,7 +202,7 @@ func TestHostileInputs(t *testing.T) {
 		{"ingest: gzip bomb as Content-Encoding", "/ingest?name=hostile&format=folded", bomb, []string{"Content-Encoding", "gzip"}, []int{413, 503}},
 		{"ingest: gzip stream cut short", "/ingest?name=hostile&format=folded", cut, nil, []int{422}},
 		{"ingest: gzip nested four deep", "/ingest?name=hostile&format=folded", nested(t, []byte("main;work 1\n"), 4), nil, []int{422}},
-		{"ingest: count past int64", "/ingest?name=hostile&format=folded", []byte("main;work 9223372036854775807\nmain;work 9223372036854775807\n"), nil, []int{200, 400, 422}},
+		{"ingest: count past int64", "/ingest?name=hostile&format=folded", []byte("main;work 9223372036854775807\nmain;work 9223372036854775807\n"), nil, []int{400}},
 		{"ingest: window past the end of time", "/ingest?name=hostile&format=folded&from=1&until=9999999999999999999", []byte("main;work 1\n"), nil, []int{400}},
 		{"ingest: a context of 100,000 labels", "/ingest?name=hostile&format=jfr", labelsBody, []string{"Content-Type", labelsCT}, []int{422}},
 		{"ingest: more than 30 labels", "/ingest?name=" + url.QueryEscape("hostile{"+manyLabels(40)+"}"), []byte("main;work 1\n"), nil, []int{400}},
@@ -209,6 +215,8 @@ func TestHostileInputs(t *testing.T) {
 		{"import: gzip bomb as a profile", "/api/v1/import?path=bomb.jfr.gz", bomb, nil, []int{413, 503}},
 		{"import: gzip stream cut short", "/api/v1/import?path=cut.folded.gz", cut, nil, []int{422}},
 		{"import: event log that is garbage", "/api/v1/import?kind=eventlog&path=garbage", []byte("\x28\xb5\x2f\xfd garbage"), nil, []int{422}},
+		{"import: event log of a 64 MiB line", "/api/v1/import?kind=eventlog&path=long.gz", eventLogBomb(t, longLine(64<<20)), nil, []int{413}},
+		{"import: event log of a line of 512 KiB of values", "/api/v1/import?kind=eventlog&path=values.gz", eventLogBomb(t, manyValues(512<<10)), nil, []int{413}},
 	}
 	for _, a := range attacks {
 		code, body := h.send(a.path, a.body, a.hdr...)
@@ -218,6 +226,8 @@ func TestHostileInputs(t *testing.T) {
 		h.checkMemory(a.name)
 		h.restart(a.name, before)
 	}
+
+	h.watchedBomb(before)
 
 	// Connections that send headers and no body hold a first read's buffer
 	// each, not the body they announce, and give it back when they go.
@@ -266,4 +276,106 @@ func (h *hostileServer) restart(what string, before stored) {
 	if after := h.stored(); after != before {
 		h.t.Errorf("%s, then a restart: stored %+v, want %+v", what, after, before)
 	}
+}
+
+// eventLogBomb returns a gzipped event log of an application start and
+// an event holding value: a line the ingest memory cannot hold, in bytes
+// or in what decoding it costs.
+func eventLogBomb(t *testing.T, value []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteString(`{"Event":"SparkListenerApplicationStart","App Name":"bomb","App ID":"app-bomb","Timestamp":1}` + "\n")
+	b.WriteString(`{"Event":"SparkListenerBomb","x":`)
+	b.Write(value)
+	b.WriteString("}\n")
+	return gzipBytes(t, b.Bytes())
+}
+
+// longLine is a JSON string of n bytes.
+func longLine(n int) []byte {
+	return append(append([]byte{'"'}, bytes.Repeat([]byte("x"), n-2)...), '"')
+}
+
+// manyValues is a JSON array of about n bytes of n/2 numbers.
+func manyValues(n int) []byte {
+	return append(append([]byte{'['}, bytes.Repeat([]byte("0,"), n/2)...), '0', ']')
+}
+
+// watchedBomb has the server watch a directory (serve --eventlog-dir)
+// holding event-log bombs beside a real log, for one scan: the bombs are
+// not analysed, saying why, within the ingest memory, and the real log
+// is.
+func (h *hostileServer) watchedBomb(before stored) {
+	h.t.Helper()
+	dir := h.t.TempDir()
+	for name, data := range map[string][]byte{
+		"long.gz":             eventLogBomb(h.t, longLine(64<<20)),
+		"values.gz":           eventLogBomb(h.t, manyValues(512<<10)),
+		"local-1642039451826": corpus.Read(h.t, "eventlogs", "apache", "local-1642039451826"),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.srv.Ingest().WatchEventLogs(ctx, "", dir, time.Hour)
+	}()
+	<-h.logs.scanned
+	cancel()
+	<-done
+	if refused := h.logs.refused(); len(refused) != 2 {
+		h.t.Errorf("watched bombs: %d refused (%q), want 2", len(refused), refused)
+	} else {
+		for _, msg := range refused {
+			if !strings.Contains(msg, "--ingest-memory") {
+				h.t.Errorf("watched bomb refused with %q, which does not say how to raise the ingest memory", msg)
+			}
+		}
+	}
+	if apps := h.stored().apps; strings.Contains(apps, "app-bomb") || !strings.Contains(apps, "local-1642039451826") {
+		h.t.Errorf("apps after the watched bombs: %s", apps)
+	}
+	h.checkMemory("watched event-log bombs")
+	h.restart("watched event-log bombs", before)
+}
+
+// scanLog is a log handler that says when a scan of a watched event-log
+// directory ended, and keeps why logs were not analysed.
+type scanLog struct {
+	scanned chan struct{}
+	mu      sync.Mutex
+	errs    []string
+}
+
+func (l *scanLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *scanLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *scanLog) WithGroup(string) slog.Handler            { return l }
+
+func (l *scanLog) Handle(_ context.Context, r slog.Record) error {
+	switch r.Message {
+	case "event log directory scanned":
+		select {
+		case l.scanned <- struct{}{}:
+		default:
+		}
+	case "event log not analysed":
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "err" {
+				l.mu.Lock()
+				l.errs = append(l.errs, a.Value.String())
+				l.mu.Unlock()
+			}
+			return true
+		})
+	}
+	return nil
+}
+
+func (l *scanLog) refused() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.errs)
 }

@@ -40,22 +40,34 @@ func BuildWith(r *eventlog.Reader, opts Options) (*App, *Report, error) {
 	return b.finish(), b.rep, nil
 }
 
-// apply updates the model with one parsed line.
-func (b *builder) apply(res *result, p *fastjson.Parser) {
+// apply updates the model with one parsed line. Its error is a refusal
+// of the memory of the line's parse.
+func (b *builder) apply(res *result, p *jsonParser) error {
 	switch res.kind {
 	case resMalformed:
-		b.rep.Malformed = append(b.rep.Malformed, res.pos)
+		b.malformed(res.pos)
 	case resTaskStart:
 		b.addTaskStart(res.task)
 	case resTaskEnd:
 		b.addTaskEnd(res.task, res.cls)
 	case resOther:
-		v, err := p.ParseBytes(res.line)
-		if err != nil || v.Type() != fastjson.TypeObject {
-			b.rep.Malformed = append(b.rep.Malformed, res.pos)
-			return
+		v, err := p.parse(res.line, res.pos)
+		if err != nil {
+			return err
+		}
+		if v == nil || v.Type() != fastjson.TypeObject {
+			b.malformed(res.pos)
+			return nil
 		}
 		b.event(v)
+	}
+	return nil
+}
+
+// malformed notes a line at pos that is not a JSON event.
+func (b *builder) malformed(pos eventlog.Pos) {
+	if b.rep.MalformedLines++; len(b.rep.Malformed) < MaxMalformed {
+		b.rep.Malformed = append(b.rep.Malformed, pos)
 	}
 }
 
@@ -213,8 +225,20 @@ func (b *builder) event(v *fastjson.Value) {
 		"org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveSQLMetricUpdates":
 		// Known events that do not change the model.
 	default:
-		b.rep.Unknown[ev]++
+		b.unknown(ev)
 	}
+}
+
+// unknown counts an event of a type Build does not model: by name, for
+// the first MaxUnknown names (cut to 200 bytes), the others together.
+func (b *builder) unknown(name string) {
+	if len(name) > 200 {
+		name = name[:200] + "..."
+	}
+	if _, ok := b.rep.Unknown[name]; !ok && len(b.rep.Unknown) >= MaxUnknown {
+		name = OtherUnknown
+	}
+	b.rep.Unknown[name]++
 }
 
 func (b *builder) environment(v *fastjson.Value) {

@@ -314,11 +314,26 @@ type SQLExecution struct {
 	Plan            *PlanNode `json:"plan,omitempty"`
 }
 
+// MaxMalformed is the most malformed lines a Report lists, and
+// MaxUnknown the most names of events not modelled it counts apart: a
+// log of nothing else would cost tens of times its size.
+const (
+	MaxMalformed = 100
+	MaxUnknown   = 100
+)
+
+// OtherUnknown is the name Report.Unknown counts the events not modelled
+// past the first MaxUnknown names under.
+const OtherUnknown = "(other events)"
+
 // Report lists what was missing or wrong in the log.
 type Report struct {
-	// Malformed holds the position of every line that is not a JSON event.
-	Malformed []eventlog.Pos
-	// Unknown counts events of types Build does not model, by name.
+	// Malformed holds the positions of the first lines that are not JSON
+	// events, up to MaxMalformed of them; MalformedLines counts them all.
+	Malformed      []eventlog.Pos
+	MalformedLines int
+	// Unknown counts events of types Build does not model, by name: the
+	// first MaxUnknown names, then OtherUnknown counts the others.
 	Unknown map[string]int
 	// Truncations lists the parts whose data ended early.
 	Truncations []eventlog.Truncation

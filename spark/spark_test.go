@@ -89,7 +89,7 @@ func TestCounts(t *testing.T) {
 			check("executors removed", removed, tt.removed)
 			check("jobs", app.JobCount, tt.jobs)
 			check("SQL executions", app.SQLCount, tt.sql)
-			check("malformed lines", len(rep.Malformed), tt.malformed)
+			check("malformed lines", rep.MalformedLines, tt.malformed)
 			if rep.MissingEnd != tt.missingEnd {
 				t.Errorf("MissingEnd = %v, want %v", rep.MissingEnd, tt.missingEnd)
 			}
@@ -122,6 +122,27 @@ func TestMalformedPosition(t *testing.T) {
 		if len(rep.Malformed) != 1 || rep.Malformed[0].Line != tt.line {
 			t.Errorf("%s: Malformed = %v, want line %d", tt.rel[2], rep.Malformed, tt.line)
 		}
+	}
+}
+
+// A log of many malformed lines and many events not modelled keeps the
+// positions and names of the first ones only, and counts them all: what
+// it keeps does not grow with the log.
+func TestReportBounded(t *testing.T) {
+	var b bytes.Buffer
+	for i := range 1000 {
+		fmt.Fprintf(&b, "not json %d\n{\"Event\":\"SparkListenerCustom%d\"}\n", i, i)
+	}
+	path := filepath.Join(t.TempDir(), "events")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, rep := buildPath(t, path)
+	if len(rep.Malformed) != MaxMalformed || rep.MalformedLines != 1000 || rep.Malformed[0].Line != 1 {
+		t.Errorf("malformed: %d positions (first %v), %d counted; want %d and 1000", len(rep.Malformed), rep.Malformed[0], rep.MalformedLines, MaxMalformed)
+	}
+	if len(rep.Unknown) != MaxUnknown+1 || rep.Unknown[OtherUnknown] != 1000-MaxUnknown {
+		t.Errorf("unknown: %d names, %d others; want %d and %d", len(rep.Unknown), rep.Unknown[OtherUnknown], MaxUnknown+1, 1000-MaxUnknown)
 	}
 }
 

@@ -32,8 +32,9 @@ func buildAgent() ([]byte, error) {
 type planted struct {
 	cause string
 	// found reports whether the stage's findings and the app's
-	// recommendations name the cause.
-	found func(stage int, fs []finding, rep appReport) bool
+	// recommendations name the cause; profiles says whether the report had
+	// the app's profiles (the server's) or the event log alone (analyze's).
+	found func(stage int, fs []finding, rep appReport, profiles bool) bool
 	// kinds are the finding kinds and patterns the cause may raise (on its
 	// own stage only).
 	kinds []string
@@ -67,46 +68,73 @@ func recommendedOn(pattern string, stage int, rep appReport) bool {
 }
 
 var plantedCauses = []planted{
-	{"straggler", func(stage int, fs []finding, _ appReport) bool {
+	{"straggler", func(stage int, fs []finding, _ appReport, profiles bool) bool {
 		f := verdictOn(stage, fs)
 		if f == nil || f.Kind != "straggler" {
 			return false
+		}
+		if !profiles {
+			return true
 		}
 		p, _ := evidence(f)["profile"].(map[string]any)
 		code, _ := p["code"].(string)
 		return strings.Contains(code, "slowPartition")
 	}, []string{"straggler"}},
-	{"skew", func(stage int, fs []finding, _ appReport) bool {
+	{"skew", func(stage int, fs []finding, _ appReport, _ bool) bool {
 		f := verdictOn(stage, fs)
 		return f != nil && (f.Kind == "skew" || f.Kind == "straggler" && evidence(f)["cause"] == "skew")
 	}, []string{"skew", "straggler"}},
-	{"few-tasks", func(stage int, fs []finding, _ appReport) bool {
+	{"few-tasks", func(stage int, fs []finding, _ appReport, _ bool) bool {
 		f := verdictOn(stage, fs)
 		return f != nil && f.Kind == "too-few-tasks"
 	}, []string{"too-few-tasks", "straggler"}},
-	{"regex", func(stage int, _ []finding, rep appReport) bool { return recommendedOn("regex-compile", stage, rep) },
+	{"regex", func(stage int, _ []finding, rep appReport, profiles bool) bool {
+		return !profiles || recommendedOn("regex-compile", stage, rep)
+	},
 		[]string{"regex-compile"}},
-	{"exceptions", func(stage int, _ []finding, rep appReport) bool { return recommendedOn("exceptions", stage, rep) },
+	{"exceptions", func(stage int, _ []finding, rep appReport, profiles bool) bool {
+		return !profiles || recommendedOn("exceptions", stage, rep)
+	},
 		[]string{"exceptions"}},
-	{"gc", func(stage int, fs []finding, _ appReport) bool {
+	{"gc", func(stage int, fs []finding, _ appReport, _ bool) bool {
 		f := verdictOn(stage, fs)
 		return f != nil && f.Kind == "gc"
 	}, []string{"gc", "alloc-hotspots", "boxing"}},
-	{"spill", func(stage int, fs []finding, _ appReport) bool {
+	{"spill", func(stage int, fs []finding, _ appReport, _ bool) bool {
 		f := verdictOn(stage, fs)
 		return f != nil && f.Kind == "spill"
 	}, []string{"spill"}},
 }
 
-// checkPlanted checks the app's report on the server and analyze's on its
-// event log: each planted cause named on its job's last stage, and no
-// finding (warning or critical) nor recommendation that the job does not
-// have. The warm-up job's stages, whose first tasks load the executors'
-// classes, are left out.
+// checkPlanted checks the app's report on the server (its page's) and
+// analyze's on its event log alone.
 func checkPlanted(t *testing.T, e realSpark, app string, causes ...string) {
 	t.Helper()
 	var rep appReport
 	e.get(t, "/api/v1/apps/"+app, &rep)
+	t.Run("app page", func(t *testing.T) { checkPlantedReport(t, rep, true, causes) })
+	args := []string{"analyze", "--json"}
+	for name, v := range plantedThresholds {
+		args = append(args, "--"+name+"="+v)
+	}
+	out, err := exec.Command(e.bin, append(args, filepath.Join(e.eventDir, app))...).Output()
+	if err != nil {
+		t.Fatalf("analyze: %v", err)
+	}
+	var arep appReport
+	if err := json.Unmarshal(out, &arep); err != nil {
+		t.Fatalf("analyze --json: %v", err)
+	}
+	t.Run("analyze", func(t *testing.T) { checkPlantedReport(t, arep, false, causes) })
+}
+
+// checkPlantedReport checks a report: each planted cause named on its
+// job's last stage, and no finding (warning or critical) nor
+// recommendation that the job does not have. The warm-up job's stages,
+// whose first tasks load the executors' classes, are left out. Without
+// profiles, the causes only profiles show are not looked for.
+func checkPlantedReport(t *testing.T, rep appReport, profiles bool, causes []string) {
+	t.Helper()
 	stageOf := map[string]int{} // cause → its job's last stage
 	causeOf := map[int]string{} // stage → its job's cause
 	for _, j := range rep.Jobs {
@@ -148,7 +176,7 @@ func checkPlanted(t *testing.T, e realSpark, app string, causes ...string) {
 		for _, k := range p.kinds {
 			allowed[c][k] = true
 		}
-		if !p.found(stage, rep.Findings, rep) {
+		if !p.found(stage, rep.Findings, rep, profiles) {
 			t.Errorf("planted %s: not named on stage %d", c, stage)
 		}
 	}

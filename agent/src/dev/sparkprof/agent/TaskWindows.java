@@ -90,19 +90,30 @@ final class TaskWindows {
     }
   }
 
+  /** The tasks the last drain took from the ended ones: the next window repeats them. */
+  private List<Task> lastEnded = new ArrayList<>();
+
   /**
    * Takes a snapshot of the running tasks and the ended ones, as JSON lines. A task ending meanwhile may be in
-   * both; the server attributes by either.
+   * both; the server attributes by either. The tasks that ended before the last drain are sent again: a window's
+   * recording ends before its tasks are drained, so the next window holds the last samples of a task that ended
+   * in between.
    */
   String drain() {
     List<String> lines = new ArrayList<>();
     for (Task t : running.values()) {
       lines.add(t.json());
     }
+    for (Task t : lastEnded) {
+      lines.add(t.json());
+    }
+    List<Task> now = new ArrayList<>();
     for (Task t; (t = ended.poll()) != null; ) {
       endedSize.decrementAndGet();
       lines.add(t.json());
+      now.add(t);
     }
+    lastEnded = now;
     return lines.isEmpty() ? null : String.join("\n", lines) + "\n";
   }
 

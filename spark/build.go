@@ -324,9 +324,14 @@ func (b *builder) jobStart(v *fastjson.Value) {
 		j.Description = str(props, "spark.job.description")
 	}
 	// Stage infos of the job: stages that are never submitted (skipped)
-	// still have their parents and names here.
+	// still have their parents and names here. The job is named for its
+	// last stage, as Spark's status store names it.
+	last := -1
 	for _, si := range v.GetArray("Stage Infos") {
 		id, attempt := int(num(si, "Stage ID")), int(num(si, "Stage Attempt ID"))
+		if id > last {
+			last, j.Name = id, str(si, "Stage Name")
+		}
 		if _, ok := b.stages[[2]int{id, attempt}]; !ok {
 			st := b.stage(id, attempt)
 			b.fillStage(st, si)

@@ -131,6 +131,9 @@ type Job struct {
 	SQLID       int64  `json:"sqlId"` // -1 when not part of a SQL execution
 	Group       string `json:"group,omitempty"`
 	Description string `json:"description,omitempty"`
+	// Name is its last stage's name (the call site of the action), as the
+	// History Server names a job.
+	Name string `json:"name,omitempty"`
 }
 
 // Stage is one attempt of a stage, with the sums of its tasks' metrics.

@@ -140,7 +140,14 @@ func (b *builder) event(v *fastjson.Value) {
 		e.Host = str(v, "Executor Info", "Host")
 		e.Cores = int(num(v, "Executor Info", "Total Cores"))
 	case "SparkListenerExecutorRemoved":
-		e := b.executor(str(v, "Executor ID"))
+		// A removal of an executor the log never added is left out, as
+		// the History Server leaves it out: Spark logs one for each
+		// executor the cluster manager launched as the app shut down,
+		// which never registered.
+		e := b.execs[str(v, "Executor ID")]
+		if e == nil {
+			break
+		}
 		e.RemovedMs = num(v, "Timestamp")
 		e.RemovalReason = str(v, "Removed Reason")
 	case "SparkListenerBlockManagerAdded":

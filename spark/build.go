@@ -131,6 +131,10 @@ func (b *builder) event(v *fastjson.Value) {
 		app.StartMs = num(v, "Timestamp")
 	case "SparkListenerApplicationEnd":
 		app.EndMs = num(v, "Timestamp")
+		if c := v.Get("ExitCode"); c != nil {
+			code := c.GetInt()
+			app.ExitCode = &code
+		}
 		b.rep.MissingEnd = false
 	case "SparkListenerEnvironmentUpdate":
 		b.environment(v)

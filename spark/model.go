@@ -36,6 +36,9 @@ type Summary struct {
 	StartMs      int64  `json:"startMs"`
 	EndMs        int64  `json:"endMs"`
 	DurationMs   int64  `json:"durationMs"`
+	// ExitCode is the driver's exit code, as Spark 4's ApplicationEnd
+	// logs it; nil before Spark 4 and while the app runs.
+	ExitCode *int `json:"exitCode,omitempty"`
 	// TaskCount counts task attempts that ended; FailedTaskCount those that
 	// ended with a reason other than Success (Resubmitted, TaskKilled and
 	// the failures), as Spark's own tools count them.

@@ -408,3 +408,29 @@ func TestRemovalOfUnaddedExecutor(t *testing.T) {
 		t.Errorf("executors %q, want %q", got, want)
 	}
 }
+
+// TestExitCode: Spark 4's ApplicationEnd logs the driver's exit code.
+func TestExitCode(t *testing.T) {
+	for _, tt := range []struct {
+		end  string
+		want string
+	}{
+		{`{"Event":"SparkListenerApplicationEnd","Timestamp":2000,"ExitCode":1}`, "1"},
+		{`{"Event":"SparkListenerApplicationEnd","Timestamp":2000,"ExitCode":0}`, "0"},
+		{`{"Event":"SparkListenerApplicationEnd","Timestamp":2000}`, "none"},
+	} {
+		path := filepath.Join(t.TempDir(), "app-1")
+		log := `{"Event":"SparkListenerApplicationStart","App Name":"a","App ID":"app-1","Timestamp":1000,"User":"u"}` + "\n" + tt.end + "\n"
+		if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		app, _ := buildPath(t, path)
+		got := "none"
+		if app.Summary.ExitCode != nil {
+			got = strconv.Itoa(*app.Summary.ExitCode)
+		}
+		if got != tt.want {
+			t.Errorf("%s: exit code %s, want %s", tt.end, got, tt.want)
+		}
+	}
+}

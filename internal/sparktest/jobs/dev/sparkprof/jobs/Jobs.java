@@ -89,14 +89,16 @@ public final class Jobs {
 
   /**
    * One application per kind of event log Spark writes, one after another in this driver (each its own
-   * SparkContext, so its own event log): one per compression codec, a rolling log, and last an app that prints
+   * SparkContext, so its own event log): one per compression codec, a rolling log (each other log is one file,
+   * though Spark 4 rolls by default), and last an app that prints
    * {@code JOBS IN PROGRESS appId}, waits until the file release exists (its log is in progress meanwhile), then
    * runs a job whose task always throws, which ends the driver with that failure.
    */
   static void eventLogs(String release) throws Exception {
     for (String codec : new String[] {"lz4", "lzf", "snappy", "zstd"}) {
       SparkSession spark = SparkSession.builder().appName("sparkprof-eventlog-" + codec)
-          .config("spark.eventLog.compress", "true").config("spark.eventLog.compression.codec", codec).getOrCreate();
+          .config("spark.eventLog.compress", "true").config("spark.eventLog.compression.codec", codec)
+          .config("spark.eventLog.rolling.enabled", "false").getOrCreate();
       try {
         small(spark);
       } finally {
@@ -117,7 +119,7 @@ public final class Jobs {
       rolling.stop();
     }
     SparkSession spark = SparkSession.builder().appName("sparkprof-eventlog-failed")
-        .config("spark.eventLog.compress", "false").getOrCreate();
+        .config("spark.eventLog.compress", "false").config("spark.eventLog.rolling.enabled", "false").getOrCreate();
     small(spark);
     // Every event so far is in the log (the event log listener flushes the ends of jobs and SQL executions) before
     // the test reads it.

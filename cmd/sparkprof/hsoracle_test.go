@@ -185,7 +185,7 @@ func oracleApp(t *testing.T, s sparktest.Spark, l generatedLog, hs, base string,
 		}
 		return false
 	})
-	where := s.Version + " " + l.kind
+	where := s.Version + " " + l.kind + " " + filepath.Base(l.path)
 	compareApplication(t, tally, where, hsApp, row)
 	compareReport(t, tally, where, hsURL, rep, servedURL, q)
 	return fmt.Sprintf("%-6s %-18s %-48s analyze, serve, History Server", s.Version, l.kind, filepath.Base(l.path))
@@ -242,6 +242,22 @@ func compareReport(t *testing.T, tally hsTally, where, hs string, rep jsonObj, s
 		}
 		return m
 	}
+	// The executors that ran a task whose output was lost (resubmitted).
+	var all jsonObj
+	mustGetJSON(t, served+"?tasks=all"+q, &all)
+	resubmittedOn := map[string]bool{}
+	tasks, _ := all["tasks"].([]any)
+	for _, x := range tasks {
+		if x := x.(jsonObj); x["reason"] == "Resubmitted" {
+			resubmittedOn[hsNorm(x["executorId"])] = true
+		}
+	}
+	tagged := func(answer, executor string) string {
+		if resubmittedOn[executor] {
+			return answer + " (ran resubmitted tasks)"
+		}
+		return answer
+	}
 	for _, c := range []struct {
 		answer, path string
 		hsKeys       []string
@@ -257,19 +273,28 @@ func compareReport(t *testing.T, tally hsTally, where, hs string, rep jsonObj, s
 		mustGetJSON(t, hs+c.path, &list)
 		sp := byKey(rep[c.sp], c.spKeys...)
 		hsByKey := byKey(list, c.hsKeys...)
+		for k, o := range sp {
+			if _, ok := hsByKey[k]; !ok && c.answer == "jobs" && jsonInt(o["submitMs"]) == 0 {
+				tally.compareValue("jobs (without JobStart)", where+" job "+k, nil, k)
+				delete(sp, k)
+			}
+		}
 		tally.compareValue(c.answer+" (keys)", where, sortedKeys(hsByKey), sortedKeys(sp))
 		for k, h := range hsByKey {
 			if o, ok := sp[k]; ok {
-				tally.compare(c.answer, where+" "+c.answer+" "+k, h, o, rep)
+				answer := c.answer
+				if answer == "allexecutors" {
+					answer = tagged(answer, k)
+				}
+				tally.compare(answer, where+" "+c.answer+" "+k, h, o, rep)
 			}
 		}
 	}
 	// executors: the live ones.
 	var live []any
 	mustGetJSON(t, hs+"/executors", &live)
-	all := byKey(rep["executors"], "id")
 	alive := map[string]jsonObj{}
-	for k, e := range all {
+	for k, e := range byKey(rep["executors"], "id") {
 		if jsonInt(e["removedMs"]) == 0 {
 			alive[k] = e
 		}
@@ -277,7 +302,7 @@ func compareReport(t *testing.T, tally hsTally, where, hs string, rep jsonObj, s
 	tally.compareValue("executors (keys)", where, sortedKeys(byKey(live, "id")), sortedKeys(alive))
 	for k, h := range byKey(live, "id") {
 		if o, ok := alive[k]; ok {
-			tally.compare("executors", where+" executor "+k, h, o, rep)
+			tally.compare(tagged("executors", k), where+" executor "+k, h, o, rep)
 		}
 	}
 	var env jsonObj
@@ -312,12 +337,17 @@ func compareStagePages(t *testing.T, tally hsTally, where, hs string, rep jsonOb
 		}
 		var hsTasks []any
 		mustGetJSON(t, hs+"/stages/"+id+"/"+attempt+"/taskList?length=10000", &hsTasks)
-		var spTasks jsonObj
-		mustGetJSON(t, served+"/stages/"+id+"/tasks?attempt="+attempt+"&limit=1000"+q, &spTasks)
 		sp := map[string]jsonObj{}
-		list, _ := spTasks["tasks"].([]any)
-		for _, x := range list {
-			sp[hsNorm(x.(jsonObj)["taskId"])] = x.(jsonObj)
+		for offset := 0; ; offset += 1000 {
+			var page jsonObj
+			mustGetJSON(t, fmt.Sprintf("%s/stages/%s/tasks?attempt=%s&limit=1000&offset=%d%s", served, id, attempt, offset, q), &page)
+			list, _ := page["tasks"].([]any)
+			for _, x := range list {
+				sp[hsNorm(x.(jsonObj)["taskId"])] = x.(jsonObj)
+			}
+			if len(list) < 1000 {
+				break
+			}
 		}
 		hsIDs := map[string]jsonObj{}
 		for _, x := range hsTasks {
@@ -326,7 +356,11 @@ func compareStagePages(t *testing.T, tally hsTally, where, hs string, rep jsonOb
 		tally.compareValue("taskList (keys)", at, sortedKeys(hsIDs), sortedKeys(sp))
 		for k, h := range hsIDs {
 			if o, ok := sp[k]; ok {
-				tally.compare("taskList", at+" task "+k, h, o, rep)
+				answer := "taskList"
+				if o["reason"] == "Resubmitted" {
+					answer += " (resubmitted)"
+				}
+				tally.compare(answer, at+" task "+k, h, o, rep)
 			}
 		}
 	}

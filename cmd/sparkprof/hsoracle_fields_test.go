@@ -501,7 +501,7 @@ func (ht hsTally) compare(answer, where string, hs, sp, rep jsonObj) {
 		}
 		get, mapped := hsMapped[key]
 		if !mapped {
-			ht.count(field).notKept++
+			ht.count(key).notKept++
 			continue
 		}
 		if strings.HasPrefix(f, "hostPort") {
@@ -589,8 +589,8 @@ func (ht hsTally) report(t *testing.T) {
 	}
 	sort.Strings(names)
 	var b strings.Builder
-	fmt.Fprintf(&b, "History Server field → sparkprof (values compared over every generated log):\n")
-	fmt.Fprintf(&b, "%-62s %7s %7s  %s\n", "field", "equal", "differ", "documented difference")
+	fmt.Fprintf(&b, "History Server field → sparkprof (values compared over every log):\n")
+	fmt.Fprintf(&b, "%-62s %7s %7s %8s  %s\n", "field", "equal", "differ", "not kept", "documented difference")
 	for _, f := range names {
 		c := ht[f]
 		why, documented := documentedAs(f)
@@ -601,7 +601,7 @@ func (ht hsTally) report(t *testing.T) {
 			t.Errorf("%s differs in %d of %d values; e.g.\n%s", f, c.differ, c.differ+c.equal, strings.Join(c.examples, "\n"))
 		}
 		if c.notKept > 0 {
-			fmt.Fprintf(&b, "%-62s %7s %7d  %s\n", f, "-", c.notKept, why)
+			fmt.Fprintf(&b, "%-62s %7s %7s %8d  %s\n", f, "-", "-", c.notKept, why)
 			continue
 		}
 		if c.differ == 0 {
@@ -609,7 +609,7 @@ func (ht hsTally) report(t *testing.T) {
 		} else if len(c.examples) > 0 && documented {
 			why += " (" + c.examples[0] + ")"
 		}
-		fmt.Fprintf(&b, "%-62s %7d %7d  %s\n", f, c.equal, c.differ, why)
+		fmt.Fprintf(&b, "%-62s %7d %7d %8s  %s\n", f, c.equal, c.differ, "-", why)
 	}
 	t.Log(b.String())
 }

@@ -147,6 +147,10 @@ func (b *builder) event(v *fastjson.Value) {
 		app.StartMs = num(v, "Timestamp")
 	case "SparkListenerApplicationEnd":
 		app.EndMs = num(v, "Timestamp")
+		if c := v.Get("ExitCode"); c != nil {
+			code := c.GetInt()
+			app.ExitCode = &code
+		}
 		b.rep.MissingEnd = false
 	case "SparkListenerEnvironmentUpdate":
 		b.environment(v)
@@ -156,15 +160,20 @@ func (b *builder) event(v *fastjson.Value) {
 		e.Host = str(v, "Executor Info", "Host")
 		e.Cores = int(num(v, "Executor Info", "Total Cores"))
 	case "SparkListenerExecutorRemoved":
-		// A decommissioned executor of a standalone cluster is removed twice:
-		// "Executor decommission: ..." when it leaves, then "Command exited
-		// with code 0" when its worker sees the process end. The first says
-		// why, as the History Server keeps it.
-		e := b.executor(str(v, "Executor ID"))
-		if e.RemovedMs == 0 {
-			e.RemovedMs = num(v, "Timestamp")
-			e.RemovalReason = str(v, "Removed Reason")
+		// A removal of an executor the log never added is left out, as
+		// the History Server leaves it out: Spark logs one for each
+		// executor the cluster manager launched as the app shut down,
+		// which never registered. A decommissioned executor of a
+		// standalone cluster is removed twice: "Executor decommission: ..."
+		// when it leaves, then "Command exited with code 0" when its worker
+		// sees the process end. The first says why, as the History Server
+		// keeps it.
+		e := b.execs[str(v, "Executor ID")]
+		if e == nil || e.RemovedMs != 0 {
+			break
 		}
+		e.RemovedMs = num(v, "Timestamp")
+		e.RemovalReason = str(v, "Removed Reason")
 	case "SparkListenerBlockManagerAdded":
 		id := str(v, "Block Manager ID", "Executor ID")
 		e := b.executor(id)
@@ -359,9 +368,14 @@ func (b *builder) jobStart(v *fastjson.Value) {
 		j.Description = str(props, "spark.job.description")
 	}
 	// Stage infos of the job: stages that are never submitted (skipped)
-	// still have their parents and names here.
+	// still have their parents and names here. The job is named for its
+	// last stage, as Spark's status store names it.
+	last := -1
 	for _, si := range v.GetArray("Stage Infos") {
 		id, attempt := int(num(si, "Stage ID")), int(num(si, "Stage Attempt ID"))
+		if id > last {
+			last, j.Name = id, str(si, "Stage Name")
+		}
 		if _, ok := b.stages[[2]int{id, attempt}]; !ok {
 			st := b.stage(id, attempt)
 			b.fillStage(st, si)

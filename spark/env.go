@@ -1,6 +1,7 @@
 package spark
 
 import (
+	"regexp"
 	"sort"
 
 	"github.com/valyala/fastjson"
@@ -8,8 +9,9 @@ import (
 
 // Environment is what an application's EnvironmentUpdate event says, as
 // the History Server's environment page lists it: each section's
-// properties as [name, value] pairs sorted by name. Spark writes the
-// values of properties that look secret as "*********(redacted)".
+// properties as [name, value] pairs sorted by name. The values of
+// properties that look secret are "*********(redacted)", as Spark writes
+// Spark's and as the History Server shows every section's.
 type Environment struct {
 	// Runtime is the JVM information: Java version and home, Scala version.
 	Runtime   [][2]string `json:"runtime"`
@@ -24,10 +26,10 @@ type Environment struct {
 func newEnvironment(v *fastjson.Value) *Environment {
 	return &Environment{
 		Runtime:   pairs(v.Get("JVM Information")),
-		Spark:     pairs(v.Get("Spark Properties")),
-		Hadoop:    pairs(v.Get("Hadoop Properties")),
-		System:    pairs(v.Get("System Properties")),
-		Metrics:   pairs(v.Get("Metrics Properties")),
+		Spark:     redact(pairs(v.Get("Spark Properties"))),
+		Hadoop:    redact(pairs(v.Get("Hadoop Properties"))),
+		System:    redact(pairs(v.Get("System Properties"))),
+		Metrics:   redact(pairs(v.Get("Metrics Properties"))),
 		Classpath: pairs(v.Get("Classpath Entries")),
 	}
 }
@@ -52,4 +54,23 @@ func pairs(v *fastjson.Value) [][2]string {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out
+}
+
+// secret is spark.redaction.regex's default: a property whose name or
+// value it matches is shown redacted.
+var secret = regexp.MustCompile(`(?i)secret|password|token|access[.]key`)
+
+// redacted is what Spark shows for a secret value.
+const redacted = "*********(redacted)"
+
+// redact hides the values of properties that look secret, as the History
+// Server's environment page does (Spark's event log redacts only Spark's
+// properties: a Hadoop token setting is written as it is).
+func redact(ps [][2]string) [][2]string {
+	for i, p := range ps {
+		if secret.MatchString(p[0]) || secret.MatchString(p[1]) {
+			ps[i][1] = redacted
+		}
+	}
+	return ps
 }

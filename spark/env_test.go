@@ -105,3 +105,22 @@ func TestSQLPlans(t *testing.T) {
 		t.Error("no SQL execution of the AQE log has its final plan")
 	}
 }
+
+// TestRedact: a property whose name or value looks secret is redacted in
+// every section, as the History Server shows it; others are kept.
+func TestRedact(t *testing.T) {
+	for _, tt := range []struct {
+		name, value, want string
+	}{
+		{"dfs.block.access.token.enable", "true", redacted},
+		{"fs.s3a.access.key", "AKIA", redacted},
+		{"spark.executorEnv.DB_PASSWORD", "x", redacted},
+		{"sun.java.command", "Main --conf spark.secret=x", redacted},
+		{"spark.executor.cores", "4", "4"},
+		{"fs.s3a.accesskey.style", "path", "path"},
+	} {
+		if got := redact([][2]string{{tt.name, tt.value}})[0][1]; got != tt.want {
+			t.Errorf("%s=%s: %q, want %q", tt.name, tt.value, got, tt.want)
+		}
+	}
+}

@@ -36,6 +36,9 @@ type Summary struct {
 	StartMs      int64  `json:"startMs"`
 	EndMs        int64  `json:"endMs"`
 	DurationMs   int64  `json:"durationMs"`
+	// ExitCode is the driver's exit code, as Spark 4's ApplicationEnd
+	// logs it; nil before Spark 4 and while the app runs.
+	ExitCode *int `json:"exitCode,omitempty"`
 	// TaskCount counts task attempts that ended; FailedTaskCount those that
 	// ended with a reason other than Success (Resubmitted, TaskKilled and
 	// the failures), as Spark's own tools count them.
@@ -134,6 +137,9 @@ type Job struct {
 	SQLID       int64  `json:"sqlId"` // -1 when not part of a SQL execution
 	Group       string `json:"group,omitempty"`
 	Description string `json:"description,omitempty"`
+	// Name is its last stage's name (the call site of the action), as the
+	// History Server names a job.
+	Name string `json:"name,omitempty"`
 }
 
 // Stage is one attempt of a stage, with the sums of its tasks' metrics.

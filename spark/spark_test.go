@@ -428,3 +428,53 @@ func TestExecutorRemovedTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestRemovalOfUnaddedExecutor: Spark logs a removal for each executor
+// launched while the app shut down, which never registered; the History
+// Server lists none of them, nor does the model.
+func TestRemovalOfUnaddedExecutor(t *testing.T) {
+	log := `{"Event":"SparkListenerApplicationStart","App Name":"a","App ID":"app-1","Timestamp":1000,"User":"u"}
+{"Event":"SparkListenerExecutorAdded","Timestamp":1100,"Executor ID":"0","Executor Info":{"Host":"h","Total Cores":1}}
+{"Event":"SparkListenerExecutorRemoved","Timestamp":1900,"Executor ID":"0","Removed Reason":"Command exited with code 143"}
+{"Event":"SparkListenerExecutorRemoved","Timestamp":1901,"Executor ID":"2","Removed Reason":"java.lang.IllegalStateException: Shutdown hooks cannot be modified during shutdown."}
+{"Event":"SparkListenerApplicationEnd","Timestamp":2000}
+`
+	path := filepath.Join(t.TempDir(), "app-1")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app, _ := buildPath(t, path)
+	var got []string
+	for _, e := range app.Executors {
+		got = append(got, fmt.Sprintf("%s removed at %d", e.ID, e.RemovedMs))
+	}
+	if want := []string{"0 removed at 1900"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("executors %q, want %q", got, want)
+	}
+}
+
+// TestExitCode: Spark 4's ApplicationEnd logs the driver's exit code.
+func TestExitCode(t *testing.T) {
+	for _, tt := range []struct {
+		end  string
+		want string
+	}{
+		{`{"Event":"SparkListenerApplicationEnd","Timestamp":2000,"ExitCode":1}`, "1"},
+		{`{"Event":"SparkListenerApplicationEnd","Timestamp":2000,"ExitCode":0}`, "0"},
+		{`{"Event":"SparkListenerApplicationEnd","Timestamp":2000}`, "none"},
+	} {
+		path := filepath.Join(t.TempDir(), "app-1")
+		log := `{"Event":"SparkListenerApplicationStart","App Name":"a","App ID":"app-1","Timestamp":1000,"User":"u"}` + "\n" + tt.end + "\n"
+		if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		app, _ := buildPath(t, path)
+		got := "none"
+		if app.Summary.ExitCode != nil {
+			got = strconv.Itoa(*app.Summary.ExitCode)
+		}
+		if got != tt.want {
+			t.Errorf("%s: exit code %s, want %s", tt.end, got, tt.want)
+		}
+	}
+}

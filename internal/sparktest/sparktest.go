@@ -189,6 +189,11 @@ type Run struct {
 	done   chan error
 	waited bool
 	err    error
+
+	linesMu sync.Mutex
+	lines   []string      // the output so far, for WaitLine
+	more    chan struct{} // closed and replaced when a line arrives
+	ended   bool          // the output has ended
 }
 
 var appIDLine = regexp.MustCompile(`(?:app ID|application ID|with ID) (app-[0-9]+-[0-9]+)`)
@@ -235,7 +240,7 @@ func (s Spark) Start(t testing.TB, j Job) *Run {
 	}
 	cmd := exec.Command(filepath.Join(s.Home, "bin", "spark-submit"), args...)
 	cmd.Env = append(os.Environ(), "SPARK_HOME="+s.Home, "PYSPARK_PYTHON="+s.Python, "TMPDIR="+tmp)
-	r := &Run{spark: s, cmd: cmd, dir: dir, out: out, appID: make(chan string, 1), done: make(chan error, 1)}
+	r := &Run{spark: s, cmd: cmd, dir: dir, out: out, appID: make(chan string, 1), done: make(chan error, 1), more: make(chan struct{})}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -272,9 +277,40 @@ func (r *Run) read(pr *os.File) {
 			r.appID <- m[1]
 			sent = true
 		}
+		r.linesMu.Lock()
+		r.lines = append(r.lines, line)
+		close(r.more)
+		r.more = make(chan struct{})
+		r.linesMu.Unlock()
 	}
 	if !sent {
 		close(r.appID)
+	}
+	r.linesMu.Lock()
+	r.ended = true
+	close(r.more)
+	r.linesMu.Unlock()
+}
+
+// WaitLine waits until spark-submit prints a line that contains s (the
+// driver's output or log) and returns it. It fails the test when the output
+// ends first.
+func (r *Run) WaitLine(t testing.TB, s string) string {
+	t.Helper()
+	seen := 0
+	for {
+		r.linesMu.Lock()
+		lines, ended, more := r.lines, r.ended, r.more
+		r.linesMu.Unlock()
+		for ; seen < len(lines); seen++ {
+			if strings.Contains(lines[seen], s) {
+				return lines[seen]
+			}
+		}
+		if ended {
+			t.Fatalf("spark-submit ended without printing %q:\n%s", s, r.tail())
+		}
+		<-more
 	}
 }
 
@@ -292,9 +328,16 @@ func (r *Run) App(t testing.TB) string {
 }
 
 // Wait waits for spark-submit to end and reads its log and the executors'.
-// It fails the test when the job failed, unless allowFailure.
+// It fails the test when the job failed.
 func (r *Run) Wait(t testing.TB) {
 	t.Helper()
+	if err := r.End(); err != nil {
+		t.Fatalf("spark-submit on Spark %s: %v\n%s", r.spark.Version, err, r.tail())
+	}
+}
+
+// End is Wait for a job that may fail: it returns spark-submit's error.
+func (r *Run) End() error {
 	if !r.waited {
 		r.err = <-r.done
 		r.waited = true
@@ -315,9 +358,7 @@ func (r *Run) Wait(t testing.TB) {
 			}
 		}
 	}
-	if r.err != nil {
-		t.Fatalf("spark-submit on Spark %s: %v\n%s", r.spark.Version, r.err, r.tail())
-	}
+	return r.err
 }
 
 // Dir is the run's temporary directory.

@@ -29,6 +29,10 @@ public final class Jobs {
 
   public static void main(String[] args) throws Exception {
     String mode = args[0];
+    if (mode.equals("eventlogs")) {
+      eventLogs(args[1]);
+      return;
+    }
     SparkSession spark = SparkSession.builder().appName("sparkprof-" + mode).getOrCreate();
     JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     try {
@@ -82,6 +86,67 @@ public final class Jobs {
     } finally {
       spark.stop();
     }
+  }
+
+  /**
+   * One application per kind of event log Spark writes, one after another in this driver (each its own
+   * SparkContext, so its own event log): one per compression codec, a rolling log (each other log is one file,
+   * though Spark 4 rolls by default), and last an app that prints
+   * {@code JOBS IN PROGRESS appId}, waits until the file release exists (its log is in progress meanwhile), then
+   * runs a job whose task always throws, which ends the driver with that failure.
+   */
+  static void eventLogs(String release) throws Exception {
+    for (String codec : new String[] {"lz4", "lzf", "snappy", "zstd"}) {
+      SparkSession spark = SparkSession.builder().appName("sparkprof-eventlog-" + codec)
+          .config("spark.eventLog.compress", "true").config("spark.eventLog.compression.codec", codec)
+          .config("spark.eventLog.rolling.enabled", "false").getOrCreate();
+      try {
+        small(spark);
+      } finally {
+        spark.stop();
+      }
+    }
+    // Rolling logs roll at 10 MiB at least: every job and stage event carries the job's local properties, so a
+    // large one fills a file within a few jobs.
+    SparkSession rolling = SparkSession.builder().appName("sparkprof-eventlog-rolling")
+        .config("spark.eventLog.compress", "false").config("spark.eventLog.rolling.enabled", "true")
+        .config("spark.eventLog.rolling.maxFileSize", "10m").getOrCreate();
+    try {
+      char[] pad = new char[3 << 20];
+      Arrays.fill(pad, 'p');
+      rolling.sparkContext().setLocalProperty("sparkprof.padding", new String(pad));
+      small(rolling);
+    } finally {
+      rolling.stop();
+    }
+    SparkSession spark = SparkSession.builder().appName("sparkprof-eventlog-failed")
+        .config("spark.eventLog.compress", "false").config("spark.eventLog.rolling.enabled", "false").getOrCreate();
+    small(spark);
+    // Every event so far is in the log (the event log listener flushes the ends of jobs and SQL executions) before
+    // the test reads it.
+    spark.sparkContext().listenerBus().waitUntilEmpty();
+    System.out.println("JOBS IN PROGRESS " + spark.sparkContext().applicationId());
+    for (long end = System.currentTimeMillis() + 600_000;
+        !new File(release).exists() && System.currentTimeMillis() < end; ) {
+      Thread.sleep(100);
+    }
+    JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    sc.setJobDescription("planted:failure");
+    sc.parallelize(range(4), 2).map(i -> {
+      if (i == 3) {
+        throw new IllegalStateException("planted failure of partition 3");
+      }
+      return burn(50);
+    }).count();
+  }
+
+  /** A few seconds of jobs: an RDD job with a shuffle and a SQL aggregation. */
+  static void small(SparkSession spark) {
+    JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    sc.setJobDescription("rdd");
+    sc.parallelize(range(8), 4).mapToPair(i -> new Tuple2<>(i % 3, burn(50))).reduceByKey(Long::sum, 2).count();
+    sc.setJobDescription(null);
+    spark.range(0, 100_000, 1, 4).selectExpr("id % 10 AS k").groupBy("k").count().collect();
   }
 
   /**

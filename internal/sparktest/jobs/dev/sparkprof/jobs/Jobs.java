@@ -75,7 +75,9 @@ public final class Jobs {
           }
           break;
         case "cpu":
-          // The overhead benchmark's job: CPU-bound tasks over both executors.
+          // The overhead benchmark's job: CPU-bound tasks over both executors, once they are up and warm (the
+          // agent's start is a cost of its own, not of the job's tasks).
+          warmUp(sc);
           sc.setJobDescription("cpu");
           sc.parallelize(range(16), 16).map(i -> burn(2_000)).count();
           break;

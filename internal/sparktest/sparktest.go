@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Spark is one installed Spark distribution.
@@ -349,6 +350,11 @@ func (r *Run) End() error {
 				r.AppID = m[1]
 			}
 		}
+		if r.AppID != "" {
+			// spark-submit's end is the driver's: its executors' JVMs, which
+			// its worker ended, may still be shipping their last profiles.
+			waitExecutorsGone(r.AppID)
+		}
 		r.ExecutorLogs = map[string]string{}
 		if r.AppID != "" {
 			logs, _ := filepath.Glob(filepath.Join(r.spark.Home, "work", r.AppID, "*", "stderr"))
@@ -375,4 +381,34 @@ func (r *Run) tail() string {
 		b = b[len(b)-8000:]
 	}
 	return string(b)
+}
+
+// waitExecutorsGone waits until no executor JVM of the app runs: a
+// process whose command line is Spark's executor backend's with the app's
+// id. Only the test's timeout bounds the wait.
+func waitExecutorsGone(appID string) {
+	for executorsRunning(appID) {
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// executorsRunning reports whether a process of the app's executors runs.
+func executorsRunning(appID string) bool {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		backend, app := false, false
+		for i, a := range args {
+			backend = backend || strings.HasSuffix(a, "ExecutorBackend")
+			app = app || a == "--app-id" && i+1 < len(args) && args[i+1] == appID
+		}
+		if backend && app {
+			return true
+		}
+	}
+	return false
 }

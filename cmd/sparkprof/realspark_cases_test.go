@@ -117,9 +117,17 @@ func checkPlanted(t *testing.T, e realSpark, app string, causes ...string) {
 	for name, v := range plantedThresholds {
 		args = append(args, "--"+name+"="+v)
 	}
-	out, err := exec.Command(e.bin, append(args, filepath.Join(e.eventDir, app))...).Output()
+	// Spark 4 writes a rolling log directory, eventlog_v2_APP, by default.
+	logs, _ := filepath.Glob(filepath.Join(e.eventDir, "*"+app+"*"))
+	if len(logs) != 1 {
+		t.Fatalf("event logs of %s in %s: %v", app, e.eventDir, logs)
+	}
+	cmd := exec.Command(e.bin, append(args, logs[0])...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("analyze: %v", err)
+		t.Fatalf("analyze %s: %v\n%s", logs[0], err, stderr.String())
 	}
 	var arep appReport
 	if err := json.Unmarshal(out, &arep); err != nil {

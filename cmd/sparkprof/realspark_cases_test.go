@@ -166,7 +166,7 @@ func checkPlantedReport(t *testing.T, rep appReport, profiles bool, causes []str
 		t.Logf("finding: [%s] %s: %s", f.Severity, f.Kind, f.Message)
 	}
 	for _, r := range rep.Recommendations {
-		t.Logf("recommendation: %s on stage %v, %.0f%%", r.Pattern, r.StageID, 100*r.Share)
+		t.Logf("recommendation: %s on %s, %.0f%%", r.Pattern, stageName(r.StageID), 100*r.Share)
 	}
 	allowed := map[string]map[string]bool{} // cause → kinds
 	for _, c := range causes {
@@ -208,7 +208,7 @@ func checkPlantedReport(t *testing.T, rep appReport, profiles bool, causes []str
 			}
 		}
 		if !ok && c != "warm-up" {
-			t.Errorf("false recommendation %s on stage %v (job planted:%s)", r.Pattern, r.StageID, c)
+			t.Errorf("false recommendation %s on %s (job planted:%s)", r.Pattern, stageName(r.StageID), c)
 		}
 	}
 }
@@ -426,4 +426,12 @@ func deadAddress(t *testing.T) string {
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 	return base
+}
+
+// stageName names a recommendation's stage, or the app for none.
+func stageName(id *int) string {
+	if id == nil {
+		return "the app"
+	}
+	return "stage " + strconv.Itoa(*id)
 }

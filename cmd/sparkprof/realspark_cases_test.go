@@ -301,11 +301,7 @@ func sparkDeadServer(t *testing.T, e realSpark) {
 	dead := deadAddress(t)
 	r := e.run(t, e.job("short", map[string]string{"spark.sparkprof.server": dead, "spark.eventLog.enabled": "false",
 		"spark.sparkprof.uploadInterval": "1s", "spark.sparkprof.stopWait": "2s"}))
-	logs := map[string]string{"driver": r.Log}
-	for id, l := range r.ExecutorLogs {
-		logs["executor "+id] = l
-	}
-	for who, l := range logs {
+	for who, l := range runLogs(r) {
 		said := false
 		for _, line := range strings.Split(l, "\n") {
 			switch {
@@ -381,16 +377,7 @@ func sparkDecommission(t *testing.T, e realSpark) {
 		t.Fatalf("SIGPWR to executor %d: %v", pid, err)
 	}
 	r.Wait(t)
-	waitFor(t, "the server to read the finished event log of "+app, func() bool {
-		var apps []struct{ ID, Status string }
-		getTenant(t, e.base, "/api/v1/apps", e.tenant(), &apps)
-		for _, a := range apps {
-			if a.ID == app && a.Status == "finished" {
-				return true
-			}
-		}
-		return false
-	})
+	e.waitFinished(t, app)
 	var rep appReport
 	e.get(t, "/api/v1/apps/"+app, &rep)
 	var kinds []string
@@ -406,11 +393,7 @@ func sparkDecommission(t *testing.T, e realSpark) {
 		}
 		e.get(t, "/api/v1/apps/"+app, &a)
 		t.Errorf("no decommission finding: %v; executors %+v", kinds, a.Executors)
-		logs := map[string]string{"driver": r.Log}
-		for id, l := range r.ExecutorLogs {
-			logs["executor "+id] = l
-		}
-		for who, l := range logs {
+		for who, l := range runLogs(r) {
 			for _, line := range strings.Split(l, "\n") {
 				if strings.Contains(strings.ToLower(line), "decommission") {
 					t.Logf("%s: %s", who, line)

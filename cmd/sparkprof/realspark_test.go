@@ -119,18 +119,25 @@ func (e realSpark) run(t *testing.T, j sparktest.Job) *sparktest.Run {
 	app := r.App(t)
 	agentLines(t, r)
 	if j.Conf["spark.eventLog.enabled"] == "true" {
-		waitFor(t, "the server to read the finished event log of "+app, func() bool {
-			var apps []struct{ ID, Status string }
-			getTenant(t, e.base, "/api/v1/apps", e.tenant(), &apps)
-			for _, a := range apps {
-				if a.ID == app && a.Status == "finished" {
-					return true
-				}
-			}
-			return false
-		})
+		e.waitFinished(t, app)
 	}
 	return r
+}
+
+// waitFinished waits until the server has read the app's finished event
+// log.
+func (e realSpark) waitFinished(t *testing.T, app string) {
+	t.Helper()
+	waitFor(t, "the server to read the finished event log of "+app, func() bool {
+		var apps []struct{ ID, Status string }
+		getTenant(t, e.base, "/api/v1/apps", e.tenant(), &apps)
+		for _, a := range apps {
+			if a.ID == app && a.Status == "finished" {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // tenant is the tenant of the test's data: the default one, where the
@@ -156,14 +163,19 @@ func (e realSpark) labelValues(t *testing.T, label, selector string) []string {
 	return vs
 }
 
-// agentLines logs what the agent said in the run's JVMs.
-func agentLines(t *testing.T, r *sparktest.Run) {
-	t.Helper()
+// runLogs are the logs of a run's JVMs, by who wrote them.
+func runLogs(r *sparktest.Run) map[string]string {
 	logs := map[string]string{"driver": r.Log}
 	for id, l := range r.ExecutorLogs {
 		logs["executor "+id] = l
 	}
-	for who, l := range logs {
+	return logs
+}
+
+// agentLines logs what the agent said in the run's JVMs.
+func agentLines(t *testing.T, r *sparktest.Run) {
+	t.Helper()
+	for who, l := range runLogs(r) {
 		for _, line := range strings.Split(l, "\n") {
 			if strings.Contains(line, "[sparkprof]") {
 				t.Logf("%s: %s", who, line)
@@ -176,11 +188,7 @@ func agentLines(t *testing.T, r *sparktest.Run) {
 // job's JVMs, or the agent logged a failure.
 func noAgentErrors(t *testing.T, r *sparktest.Run) {
 	t.Helper()
-	logs := map[string]string{"driver": r.Log}
-	for id, l := range r.ExecutorLogs {
-		logs["executor "+id] = l
-	}
-	for who, l := range logs {
+	for who, l := range runLogs(r) {
 		for _, line := range strings.Split(l, "\n") {
 			if strings.Contains(line, "[sparkprof]") && strings.Contains(line, "(logged once") ||
 				strings.Contains(line, "Exception") && strings.Contains(line, "sparkprof") {

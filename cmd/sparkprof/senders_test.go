@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sparkprof/sparkprof/internal/repo"
 	"github.com/sparkprof/sparkprof/internal/sparktest"
 )
 
@@ -18,7 +19,7 @@ import (
 // missing jar skips the test, or fails it under CI=true.
 func senderJar(t *testing.T, artifact string) string {
 	t.Helper()
-	root, err := sparktest.ModuleRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ package seaweedtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sparkprof/sparkprof/internal/repo"
 )
 
 // Region is the region the store answers for; SeaweedFS takes any.
@@ -61,7 +62,7 @@ func Binary(t testing.TB) string {
 	t.Helper()
 	bin := os.Getenv("SPARKPROF_WEED")
 	if bin == "" {
-		root, err := moduleRoot()
+		root, err := repo.Root()
 		if err != nil {
 			t.Fatalf("seaweedtest: %v", err)
 		}
@@ -75,25 +76,6 @@ func Binary(t testing.TB) string {
 		t.Skip(msg)
 	}
 	return bin
-}
-
-// moduleRoot is the directory of the go.mod above the working directory,
-// the repository's root.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // Start starts a SeaweedFS server with one bucket, named bucket, in a new

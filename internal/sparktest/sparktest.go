@@ -10,7 +10,6 @@ package sparktest
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sparkprof/sparkprof/internal/repo"
 )
 
 // Spark is one installed Spark distribution.
@@ -47,7 +48,7 @@ func (s Spark) Classpath() string { return filepath.Join(s.Home, "jars", "*") }
 // that is not installed skips the test, or fails it under CI=true.
 func Lines(t testing.TB) []Spark {
 	t.Helper()
-	root, err := ModuleRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatalf("sparktest: %v", err)
 	}
@@ -96,24 +97,6 @@ func pinned(file string) ([]string, error) {
 	return vs, nil
 }
 
-// ModuleRoot is the directory of the go.mod above the working directory.
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
 var (
 	jobsMu   sync.Mutex
 	jobsJars = map[string]string{}
@@ -128,7 +111,7 @@ func (s Spark) JobsJar(t testing.TB) string {
 	if jar, ok := jobsJars[s.Version]; ok {
 		return jar
 	}
-	root, err := ModuleRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

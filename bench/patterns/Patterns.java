@@ -29,6 +29,9 @@ import java.util.zip.Deflater;
  * allocations, for the GC), and clean (plain arithmetic: none of them).
  */
 public final class Patterns {
+  /** The churn mode's live arrays. */
+  static final long[][] RING = new long[16_384][];
+
   /** A record, as a job's rows are. */
   static final class Row implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -156,12 +159,17 @@ public final class Patterns {
           return n;
         };
       case "lock":
+        // Every tenth record holds the shared lock for 12 ms, past the Flight Recorder's 10 ms threshold, so
+        // the threads wait on it however quiet the machine is.
         return i -> {
           synchronized (shared) {
             long x = sharedCount;
-            for (int k = 0; k < 2000; k++) {
-              x = x * 31 + k;
-            }
+            long until = i % 10 == 0 ? System.nanoTime() + 12_000_000 : 0;
+            do {
+              for (int k = 0; k < 2000; k++) {
+                x = x * 31 + k;
+              }
+            } while (System.nanoTime() < until);
             sharedCount = x;
             return x;
           }
@@ -172,10 +180,14 @@ public final class Patterns {
           return f.parse("2024-01-" + (1 + i % 28) + " 12:34:56").getTime();
         };
       case "churn":
+        // Arrays that live a while, a ring of 32 MB that each call renews in part: every collection copies
+        // or promotes live data, so GC costs the same share of a run on a quiet machine as on a busy one.
         return i -> {
           List<long[]> keep = new ArrayList<>();
           for (int k = 0; k < 16; k++) {
-            keep.add(new long[256]);
+            long[] a = new long[256];
+            keep.add(a);
+            RING[(int) ((i * 16L + k) % RING.length)] = a;
           }
           return keep.size();
         };

@@ -29,7 +29,7 @@ javac --release 11 -nowarn -cp "$home/jars/*" -d "$tmp/classes" $(find internal/
 jar --create --file "$tmp/jobs.jar" -C "$tmp/classes" .
 "$tmp/sparkprof" serve --addr 127.0.0.1:0 --data "$tmp/data" 2>"$tmp/serve.log" &
 server=$!
-trap 'kill $server 2>/dev/null; rm -rf "$tmp" "$home"/work/app-*-overhead' EXIT
+trap 'kill $server 2>/dev/null; rm -rf "$tmp"' EXIT
 until grep -q "listening on" "$tmp/serve.log"; do sleep 0.1; done
 url=$(grep -o 'http://[0-9.:]*' "$tmp/serve.log" | head -1)
 # A port nothing listens on: the server's, once it has stopped.

@@ -39,7 +39,7 @@ func ApplyTaskRuns(p *profile.Profile, runs []TaskRun) int {
 	}
 	byID := map[int64][]TaskRun{}
 	byName := map[string][]TaskRun{}
-	for _, r := range runs {
+	for _, r := range latestRuns(runs) {
 		if r.ThreadID != 0 {
 			byID[r.ThreadID] = append(byID[r.ThreadID], r)
 		}
@@ -97,33 +97,56 @@ func ApplyTaskRuns(p *profile.Profile, runs []TaskRun) int {
 	return n
 }
 
+// latestRuns returns runs with each task attempt once: a drain that races
+// a task's end lists it running (no end) and ended; the ended one is kept.
+func latestRuns(runs []TaskRun) []TaskRun {
+	type key struct {
+		thread int64
+		name   string
+		task   int64
+	}
+	at := make(map[key]int, len(runs))
+	out := make([]TaskRun, 0, len(runs))
+	for _, r := range runs {
+		k := key{r.ThreadID, r.ThreadName, r.TaskID}
+		i, ok := at[k]
+		switch {
+		case !ok:
+			at[k] = len(out)
+			out = append(out, r)
+		case out[i].EndMs == 0:
+			out[i] = r
+		}
+	}
+	return out
+}
+
 // maxGapMs bounds how far from a run a sample on CPU between runs may lie
 // and still belong to it: a busy executor's first tasks spend seconds
 // loading classes before the plugin hears of them.
 const maxGapMs = 60_000
 
-// runAt returns the run of rs (sorted by start) that a sample at ms
-// belongs to, or nil.
+// runAt returns the run of rs (one thread's, sorted by start) that a
+// sample at ms belongs to, or nil. A thread runs one task at a time, so
+// only the run that started last before ms can hold it; it is found by
+// binary search, as a busy executor's window holds hundreds of runs a
+// thread.
 func runAt(rs []TaskRun, ms int64, cpu bool) *TaskRun {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].StartMs > ms })
 	var prev, next *TaskRun
-	for i := range rs {
-		r := &rs[i]
-		if ms >= r.StartMs && (r.EndMs == 0 || ms <= r.EndMs) {
-			return r
-		}
-		if r.StartMs > ms {
-			if next == nil {
-				next = r
-			}
-		} else if prev == nil || r.EndMs > prev.EndMs {
-			prev = r
+	if i < len(rs) {
+		next = &rs[i]
+	}
+	if i > 0 {
+		prev = &rs[i-1]
+		if prev.EndMs == 0 || ms <= prev.EndMs {
+			return prev
 		}
 	}
 	if !cpu {
 		return nil
 	}
-	switch {
-	case prev != nil && next != nil:
+	if prev != nil && next != nil {
 		if ms-prev.EndMs <= next.StartMs-ms {
 			next = nil
 		} else {

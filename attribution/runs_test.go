@@ -12,6 +12,8 @@ import (
 func TestApplyTaskRuns(t *testing.T) {
 	const s = int64(1e9) // a second in ns
 	runs := []TaskRun{
+		// Task 1 listed twice, as a drain that races its end sends it: running, then ended.
+		{ThreadID: 7, ThreadName: "Executor task launch worker for task 0.0 in stage 3.0 (TID 1)", StageID: 3, Partition: 0, TaskID: 1, StartMs: 10_000, EndMs: 0},
 		{ThreadID: 7, ThreadName: "Executor task launch worker for task 0.0 in stage 3.0 (TID 1)", StageID: 3, Partition: 0, TaskID: 1, StartMs: 10_000, EndMs: 12_000},
 		{ThreadID: 7, ThreadName: "Executor task launch worker for task 1.0 in stage 3.0 (TID 2)", StageID: 3, Partition: 1, TaskID: 2, StartMs: 15_000, EndMs: 0},
 	}

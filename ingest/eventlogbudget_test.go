@@ -1,7 +1,7 @@
 package ingest
 
 import (
-	"bytes"
+	"github.com/sparkprof/sparkprof/internal/synth"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,30 +12,6 @@ import (
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/internal/errkind"
 )
-
-// eventLogWith returns a gzipped event log whose application start is
-// followed by one line of an unknown event holding value as its field
-// "x".
-func eventLogWith(t *testing.T, value []byte) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	b.WriteString(`{"Event":"SparkListenerApplicationStart","App Name":"bomb","App ID":"app-bomb","Timestamp":1}` + "\n")
-	b.WriteString(`{"Event":"SparkListenerBomb","x":`)
-	b.Write(value)
-	b.WriteString("}\n")
-	return gzipped(t, b.Bytes())
-}
-
-// longString is a JSON string of n bytes.
-func longString(n int) []byte {
-	return append(append([]byte{'"'}, bytes.Repeat([]byte("x"), n-2)...), '"')
-}
-
-// manyValues is a JSON array of n bytes or a little more, of n/2 values:
-// decoding it costs hundreds of times its size.
-func manyValues(n int) []byte {
-	return append(append([]byte{'['}, bytes.Repeat([]byte("0,"), n/2)...), '0', ']')
-}
 
 // allocated returns the bytes the runtime allocated while fn ran.
 func allocated(fn func()) uint64 {
@@ -58,8 +34,8 @@ func TestEventLogImportBudgeted(t *testing.T) {
 		name string
 		log  []byte
 	}{
-		{"a line of 24 MiB", eventLogWith(t, longString(24<<20))},
-		{"a line of 256 KiB of values", eventLogWith(t, manyValues(256<<10))},
+		{"a line of 24 MiB", gzipped(t, synth.EventLogBomb(synth.LongJSONString(24<<20)))},
+		{"a line of 256 KiB of values", gzipped(t, synth.EventLogBomb(synth.ManyJSONValues(256<<10)))},
 		{"a zstd window of 128 MiB", corpus.Read(t, "eventlogs", "nvidia", "nds_q88_photon_db_13_3.zstd")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,7 +59,7 @@ func TestEventLogImportBudgeted(t *testing.T) {
 	}
 
 	// A log that fits alone, while other imports hold most of the memory.
-	fits := eventLogWith(t, longString(2<<20))
+	fits := gzipped(t, synth.EventLogBomb(synth.LongJSONString(2<<20)))
 	held := &reservation{b: p.mem}
 	if err := held.reserve(12<<20, "another import"); err != nil {
 		t.Fatal(err)
@@ -112,7 +88,7 @@ func TestWatchedEventLogBudgeted(t *testing.T) {
 	const limit = 16 << 20
 	p := newBudgetPipeline(t, limit)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "bomb.gz"), eventLogWith(t, manyValues(256<<10)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "bomb.gz"), gzipped(t, synth.EventLogBomb(synth.ManyJSONValues(256<<10))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	w := newLogWatch()

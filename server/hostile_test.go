@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/sparkprof/sparkprof/internal/synth"
 	"io"
 	"log/slog"
 	"net"
@@ -215,8 +216,8 @@ func TestHostileInputs(t *testing.T) {
 		{"import: gzip bomb as a profile", "/api/v1/import?path=bomb.jfr.gz", bomb, nil, []int{413, 503}},
 		{"import: gzip stream cut short", "/api/v1/import?path=cut.folded.gz", cut, nil, []int{422}},
 		{"import: event log that is garbage", "/api/v1/import?kind=eventlog&path=garbage", []byte("\x28\xb5\x2f\xfd garbage"), nil, []int{422}},
-		{"import: event log of a 64 MiB line", "/api/v1/import?kind=eventlog&path=long.gz", eventLogBomb(t, longLine(64<<20)), nil, []int{413}},
-		{"import: event log of a line of 512 KiB of values", "/api/v1/import?kind=eventlog&path=values.gz", eventLogBomb(t, manyValues(512<<10)), nil, []int{413}},
+		{"import: event log of a 64 MiB line", "/api/v1/import?kind=eventlog&path=long.gz", gzipBytes(t, synth.EventLogBomb(synth.LongJSONString(64<<20))), nil, []int{413}},
+		{"import: event log of a line of 512 KiB of values", "/api/v1/import?kind=eventlog&path=values.gz", gzipBytes(t, synth.EventLogBomb(synth.ManyJSONValues(512<<10))), nil, []int{413}},
 	}
 	for _, a := range attacks {
 		code, body := h.send(a.path, a.body, a.hdr...)
@@ -278,29 +279,6 @@ func (h *hostileServer) restart(what string, before stored) {
 	}
 }
 
-// eventLogBomb returns a gzipped event log of an application start and
-// an event holding value: a line the ingest memory cannot hold, in bytes
-// or in what decoding it costs.
-func eventLogBomb(t *testing.T, value []byte) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	b.WriteString(`{"Event":"SparkListenerApplicationStart","App Name":"bomb","App ID":"app-bomb","Timestamp":1}` + "\n")
-	b.WriteString(`{"Event":"SparkListenerBomb","x":`)
-	b.Write(value)
-	b.WriteString("}\n")
-	return gzipBytes(t, b.Bytes())
-}
-
-// longLine is a JSON string of n bytes.
-func longLine(n int) []byte {
-	return append(append([]byte{'"'}, bytes.Repeat([]byte("x"), n-2)...), '"')
-}
-
-// manyValues is a JSON array of about n bytes of n/2 numbers.
-func manyValues(n int) []byte {
-	return append(append([]byte{'['}, bytes.Repeat([]byte("0,"), n/2)...), '0', ']')
-}
-
 // watchedBomb has the server watch a directory (serve --eventlog-dir)
 // holding event-log bombs beside a real log, for one scan: the bombs are
 // not analysed, saying why, within the ingest memory, and the real log
@@ -309,8 +287,8 @@ func (h *hostileServer) watchedBomb(before stored) {
 	h.t.Helper()
 	dir := h.t.TempDir()
 	for name, data := range map[string][]byte{
-		"long.gz":             eventLogBomb(h.t, longLine(64<<20)),
-		"values.gz":           eventLogBomb(h.t, manyValues(512<<10)),
+		"long.gz":             gzipBytes(h.t, synth.EventLogBomb(synth.LongJSONString(64<<20))),
+		"values.gz":           gzipBytes(h.t, synth.EventLogBomb(synth.ManyJSONValues(512<<10))),
 		"local-1642039451826": corpus.Read(h.t, "eventlogs", "apache", "local-1642039451826"),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {

@@ -69,9 +69,21 @@ func NewTreeBuilder(t SampleType) *TreeBuilder {
 
 // NewTree returns the call tree of sample type t in p.
 func NewTree(p *Profile, t SampleType) *Tree {
-	b := NewTreeBuilder(t)
-	b.Add(p)
-	return b.Tree()
+	tr, _ := NewTrimmedTree(p, t, 0)
+	return tr
+}
+
+// NewTrimmedTree returns NewTree(p, t) bounded to maxNodes nodes as
+// Tree.Trim bounds it, and the number of nodes folded away, making only
+// the nodes it keeps: a flame graph of a few thousand frames from a tree
+// of millions allocates the few thousand.
+func NewTrimmedTree(p *Profile, t SampleType, maxNodes int) (*Tree, int) {
+	b := TreeBuilder{typ: t}
+	var pr prepared
+	if !b.prepare(p, &pr) {
+		return &Tree{Root: &Node{Name: "total"}, Type: t}, 0
+	}
+	return newFlatTree(&pr).tree(t, maxNodes)
 }
 
 // Add adds the samples of p that have the builder's type.

@@ -193,7 +193,7 @@ func TestSlicedBlockReadBySlice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tree, _, err := s.Tree(t.Context(), "", NewRequest(ms, "wall", 0, 0))
+		tree, _, _, err := s.Tree(t.Context(), "", NewRequest(ms, "wall", 0, 0), 0)
 		if err != nil {
 			t.Fatalf("tree of %s: %v", sel, err)
 		}

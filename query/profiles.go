@@ -15,14 +15,16 @@ import (
 // Tree merges the stacks req selects, keeping only stacks, types and
 // thread states, which bounds the merge by the unique stacks however many
 // threads and tasks the selection spans, and returns the call tree of the
-// type req asks for (SampleType) with the merged profile.
-func (e *Engine) Tree(ctx context.Context, tenant string, req Request) (*profile.Tree, *profile.Profile, error) {
+// type req asks for (SampleType) with the merged profile. With maxNodes
+// > 0 the tree is bounded as profile.Tree.Trim bounds it, and folded
+// counts the nodes folded away.
+func (e *Engine) Tree(ctx context.Context, tenant string, req Request, maxNodes int) (t *profile.Tree, folded int, p *profile.Profile, err error) {
 	req.Keep = KeepNone
-	p, err := e.Merge(ctx, tenant, req)
-	if err != nil {
-		return nil, nil, err
+	if p, err = e.Merge(ctx, tenant, req); err != nil {
+		return nil, 0, nil, err
 	}
-	return profile.NewTree(p, SampleType(p, req.Type)), p, nil
+	t, folded = profile.NewTrimmedTree(p, SampleType(p, req.Type), maxNodes)
+	return t, folded, p, nil
 }
 
 // Diff returns the diff tree of base against next in the type typ asks for

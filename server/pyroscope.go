@@ -53,13 +53,12 @@ func (s *Server) handlePyroscopeRender(r *http.Request) (any, error) {
 	// The flame graph from the stacks (blocks' rollups where they serve),
 	// the timeline from sums as the uploads are read (blocks' timelines):
 	// neither merges the selection with its times.
-	tree, _, err := s.query.Tree(r.Context(), tenant(r), req)
+	tree, _, _, err := s.query.Tree(r.Context(), tenant(r), req, limit)
 	if err != nil {
 		return nil, err
 	}
 	t := tree.Type
 	units, rate := pyroscope.RenderUnits(t)
-	tree.Trim(limit)
 	req.Type = t.String()
 	// The timeline spans the range (its open ends the samples').
 	sum, err := s.query.Sum(r.Context(), tenant(r), req, query.Sums{Step: query.TimelineStep(from, until), By: by, UntimedAtUpload: true, From: from, Until: until})

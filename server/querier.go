@@ -260,13 +260,11 @@ func (q querier) SelectMergeStacktraces(ctx context.Context, req *connect.Reques
 	res := &querierv1.SelectMergeStacktracesResponse{}
 	switch m.Format {
 	case querierv1.ProfileFormat_PROFILE_FORMAT_UNSPECIFIED, querierv1.ProfileFormat_PROFILE_FORMAT_FLAMEGRAPH:
-		tree := profile.NewTree(p, t)
-		tree.Trim(nodeLimit(m.MaxNodes))
+		tree, _ := profile.NewTrimmedTree(p, t, nodeLimit(m.MaxNodes))
 		fb := query.NewFlamebearer(tree)
 		res.Flamegraph = &querierv1.FlameGraph{Names: fb.Names, Levels: levels(fb), Total: fb.NumTicks, MaxSelf: fb.MaxSelf}
 	case querierv1.ProfileFormat_PROFILE_FORMAT_TREE:
-		tree := profile.NewTree(p, t)
-		tree.Trim(nodeLimit(m.MaxNodes))
+		tree, _ := profile.NewTrimmedTree(p, t, nodeLimit(m.MaxNodes))
 		res.Tree = treeBytes(tree)
 	case querierv1.ProfileFormat_PROFILE_FORMAT_DOT:
 		// Pyroscope's default: a graph of 100 functions.
@@ -325,8 +323,7 @@ func trimmed(p *profile.Profile, t profile.SampleType, maxNodes *int64) *profile
 	if maxNodes == nil || *maxNodes <= 0 || !query.HasType(p, t) {
 		return p
 	}
-	tree := profile.NewTree(p, t)
-	tree.Trim(int(*maxNodes))
+	tree, _ := profile.NewTrimmedTree(p, t, int(*maxNodes))
 	out := tree.Profile()
 	out.Start, out.End = p.Start, p.End
 	return out

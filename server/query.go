@@ -33,17 +33,24 @@ func (s *Server) selection(r *http.Request, selParam string, kept query.LabelsKe
 	return p, req, err
 }
 
+// treeAnswer is the call tree of a selection (query.Engine.Tree).
+type treeAnswer struct {
+	tree    *profile.Tree
+	folded  int              // the nodes maxNodes folded away
+	merged  *profile.Profile // the selection's stacks
+	missing []string         // the blocks of the bucket that could not be read
+}
+
 // tree merges the stacks the selector in parameter selParam selects and
-// returns their call tree (query.Engine.Tree) and the blocks of the
-// bucket it could not read.
-func (s *Server) tree(r *http.Request, selParam string) (*profile.Tree, *profile.Profile, []string, error) {
+// returns their call tree, bounded to maxNodes nodes when it is > 0.
+func (s *Server) tree(r *http.Request, selParam string, maxNodes int) (treeAnswer, error) {
 	req, err := query.ParseRequest(r.URL.Query(), selParam)
 	if err != nil {
-		return nil, nil, nil, err
+		return treeAnswer{}, err
 	}
 	req.Missing = new(query.Missing)
-	t, p, err := s.query.Tree(r.Context(), tenant(r), req)
-	return t, p, req.Missing.Names(), err
+	t, folded, p, err := s.query.Tree(r.Context(), tenant(r), req, maxNodes)
+	return treeAnswer{t, folded, p, req.Missing.Names()}, err
 }
 
 // renderResponse is the answer of /api/v1/render.
@@ -65,13 +72,13 @@ func (s *Server) handleRender(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, p, missing, err := s.tree(r, "query")
+	a, err := s.tree(r, "query", limit)
 	if err != nil {
 		return nil, err
 	}
-	folded := t.Trim(limit)
-	return renderResponse{Flamebearer: query.NewFlamebearer(t), Type: t.Type.Name, Unit: t.Type.Unit, Types: query.PresentTypes(p), Samples: len(p.Samples), Folded: folded,
-		MissingBlocks: missing}, nil
+	t := a.tree
+	return renderResponse{Flamebearer: query.NewFlamebearer(t), Type: t.Type.Name, Unit: t.Type.Unit, Types: query.PresentTypes(a.merged), Samples: len(a.merged.Samples), Folded: a.folded,
+		MissingBlocks: a.missing}, nil
 }
 
 func (s *Server) handleTop(r *http.Request) (any, error) {
@@ -87,10 +94,11 @@ func (s *Server) handleTop(r *http.Request) (any, error) {
 	if order != "" && order != "self" && order != "total" {
 		return nil, badRequest("sort %q: want self or total", order)
 	}
-	t, _, missing, err := s.tree(r, "query")
+	a, err := s.tree(r, "query", 0)
 	if err != nil {
 		return nil, err
 	}
+	t, missing := a.tree, a.missing
 	rows := t.Top(0)
 	if order == "total" {
 		profile.SortByTotal(rows)

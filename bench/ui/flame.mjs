@@ -8,8 +8,9 @@
 // of the same selection, every frame. Give two servers (two builds) to
 // measure them side by side, alternating, in the same browser.
 //
-//   node bench/ui/flame.mjs [nodes=55000] [runs=5] URL [URL2]
+//   [FOLDED=big.folded.gz] node bench/ui/flame.mjs [nodes=55000] [runs=5] URL [URL2]
 import { createRequire } from 'node:module';
+import fs from 'node:fs';
 import path from 'node:path';
 
 const require = createRequire(path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../ui/package.json'));
@@ -37,16 +38,20 @@ function folded(n) {
   return lines.join('\n') + '\n';
 }
 
-const app = `bench-flame-${nodes}`;
-const body = folded(nodes);
+// FOLDED names a gzipped folded profile to use instead, such as
+// bench/bigprofile's (the servers then need --ingest-memory 4GiB).
+const file = process.env.FOLDED;
+const app = file ? `bench-flame-${path.basename(file).replace(/\W/g, '-')}` : `bench-flame-${nodes}`;
+const body = file ? fs.readFileSync(file) : folded(nodes);
+const headers = file ? { 'Content-Encoding': 'gzip' } : {};
 for (const base of bases) {
-  const resp = await fetch(`${base}/api/v1/import?path=${app}.folded&app=${app}&kind=profile&format=folded`, { method: 'POST', body });
+  const resp = await fetch(`${base}/api/v1/import?path=${app}.folded&app=${app}&kind=profile&format=folded`, { method: 'POST', body, headers });
   if (!resp.ok) throw new Error(`import into ${base}: ${resp.status} ${await resp.text()}`);
 }
 const render = await (await fetch(`${bases[0]}/api/v1/render?query=${encodeURIComponent(`{service_name="${app}"}`)}&type=samples&maxNodes=0`)).json();
 let treeNodes = 0;
 for (const level of render.flamebearer.levels) treeNodes += level.length / 4;
-console.log(`profile: ${body.split('\n').length - 1} stacks, ${treeNodes} call-tree nodes, ${render.flamebearer.names.length} names`);
+console.log(`profile: ${file ? file : `${body.split('\n').length - 1} stacks`}, ${treeNodes} call-tree nodes, ${render.flamebearer.names.length} names`);
 
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',

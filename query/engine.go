@@ -185,7 +185,13 @@ func (e *Engine) eachUpload(ctx context.Context, tenant string, req Request, src
 		cp := *r.p
 		cp.Labels = cp.Labels.Merge(r.u.Labels)
 		join := attribution.NewJoiner(&cp, tasksOf)
-		keep := req.Filter.Selector(&cp)
+		// A range that holds all the upload's samples cuts none: not the
+		// rows of a timeline either, whose times are rounded down.
+		f := req.Filter
+		if coversSamples(r.u, f) {
+			f.From, f.Until = 0, 0
+		}
+		keep := f.Selector(&cp)
 		// A selection by thread passes over the other threads' samples
 		// first: a thread's flame graph of a block reads all its samples.
 		// The upload's label values tell whether a thread_name label, which
@@ -320,12 +326,19 @@ func source(u *store.Upload, req Request, tasksOf attribution.TasksOf) (*profile
 // labels by and step: an upload's timeline when it serves, its samples
 // (nil) otherwise. A timeline that keeps times coarser than its samples' (an
 // upload in the head) serves only a step and range its resolution divides.
-func seriesSource(by []string, step time.Duration) sourceFunc {
+func seriesSource(by []string, step time.Duration, origin int64) sourceFunc {
 	return func(u *store.Upload, req Request, tasksOf attribution.TasksOf) (*profile.Profile, error) {
 		f := req.Filter
 		dropped := func(name string) bool { return slices.Contains(store.RollupDropped, name) }
+		// The timeline's times, rounded down to res, fall in the steps
+		// their samples' times do when res divides the steps; and the
+		// range cuts its rows as it cuts the samples when res divides its
+		// bounds too, or when the range holds every sample (eachUpload
+		// then does not cut): a dashboard's range of the last minutes
+		// reads the samples of the uploads at its start alone.
 		res := u.TimelineResolution()
-		aligned := res == 0 || ((step == AllTime || int64(step)%res == 0) && f.From%res == 0 && f.Until%res == 0)
+		aligned := res == 0 || ((step == AllTime || int64(step)%res == 0) && origin%res == 0 &&
+			(f.From%res == 0 && f.Until%res == 0 || coversSamples(u, f)))
 		needsSamples := f.Thread != nil || f.ByStack() || slices.ContainsFunc(by, dropped) ||
 			slices.ContainsFunc(f.Labels, func(m profile.Matcher) bool { return dropped(m.Name) })
 		if aligned && !needsSamples {

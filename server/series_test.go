@@ -40,6 +40,11 @@ func TestSampleSeries(t *testing.T) {
 	}
 	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
 	sec := func(s int) string { return strconv.FormatInt(start+int64(s)*int64(time.Second), 10) }
+	// A dashboard's range, its bounds between seconds: the uploads it
+	// holds whole are read from their timelines, those it cuts from
+	// their samples.
+	between := func(s int) string { return strconv.FormatInt(start+int64(s)*int64(time.Second)+123456789, 10) }
+	justAfter := func(s int) string { return strconv.FormatInt(start+int64(s)*int64(time.Second)+1, 10) }
 	app := url.QueryEscape(`{spark_app_id="app-bench"}`)
 	paths := []string{
 		"/api/v1/series?by=spark_executor_id&step=10s&query=" + app,
@@ -48,6 +53,9 @@ func TestSampleSeries(t *testing.T) {
 		"/api/v1/series?by=spark_task_id&step=3s&from=" + sec(17) + "&until=" + sec(44) + "&query=" + url.QueryEscape(`{spark_executor_id="1"}`),
 		"/api/v1/series?step=1ms&type=alloc&query=" + app,
 		"/api/v1/series?by=thread_name&step=20s&query=" + url.QueryEscape(`{spark_stage_id="1"}`),
+		"/api/v1/series?by=spark_executor_id&step=10s&from=" + between(15) + "&until=" + between(52) + "&query=" + app,
+		"/api/v1/series?step=10s&type=wall&from=" + between(-5) + "&until=" + between(200) + "&query=" + app,
+		"/api/v1/series?by=spark_executor_id&step=10s&from=" + justAfter(20) + "&until=" + between(200) + "&query=" + app,
 	}
 	for _, span := range []time.Duration{0, time.Minute} {
 		t.Run(fmt.Sprintf("span=%v", span), func(t *testing.T) {

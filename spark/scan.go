@@ -293,11 +293,84 @@ func (s *scanner) taskInfo(t *Task) (killed bool) {
 				return
 			}
 			killed = s.boolean()
+		case "Accumulables":
+			if !s.once(&seen1, 12) {
+				return
+			}
+			t.accums = s.accumulables(t.accums[:0])
 		default:
 			s.skip()
 		}
 	})
 	return killed
+}
+
+// accumulables reads a task's "Accumulables" list into updates: the
+// updates of its accumulators other than its task metrics whose update is
+// an integer, SQL metrics among them.
+func (s *scanner) accumulables(updates []accumUpdate) []accumUpdate {
+	s.expect('[')
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return updates
+	}
+	for !s.bad {
+		var u accumUpdate
+		var seen uint64
+		metric, updated := false, false
+		s.object(func(k []byte) {
+			switch string(k) {
+			case "ID":
+				if s.once(&seen, 0) {
+					u.id = s.num()
+				}
+			case "Update":
+				if s.once(&seen, 1) {
+					start := s.i
+					s.skip()
+					u.value, updated = integer(s.b[start:s.i])
+				}
+			case "Name":
+				if s.once(&seen, 2) {
+					start := s.i
+					s.skip()
+					metric = bytes.HasPrefix(s.b[start:s.i], []byte(`"`+taskMetricPrefix))
+				}
+			default:
+				s.skip()
+			}
+		})
+		if updated && !metric {
+			updates = append(updates, u)
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			s.bad = true
+			break
+		}
+		if s.b[s.i] == ',' {
+			s.i++
+			continue
+		}
+		if s.b[s.i] == ']' {
+			s.i++
+			break
+		}
+		s.bad = true
+	}
+	return updates
+}
+
+// integer reads a JSON value's bytes as an integer, written as a number
+// or as a string of one.
+func integer(raw []byte) (int64, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		raw = raw[1 : len(raw)-1]
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return n, err == nil
 }
 
 // metrics reads a "Task Metrics" object, or one of the objects of numbers

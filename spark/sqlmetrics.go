@@ -1,0 +1,284 @@
+package spark
+
+import (
+	"maps"
+	"slices"
+	"sort"
+
+	"github.com/valyala/fastjson"
+)
+
+// The SQL metrics of a plan's operators, per task, as the History Server's
+// SQL listener keeps them: for each stage of an execution and each metric
+// its operators have, the value of each task index (0 for an index that
+// reported none), the first successful attempt of an index deciding it;
+// and the task of the stage's largest update. When the execution ends, the
+// values of its stages and the driver's updates give each metric's total,
+// minimum, median and maximum (sqlStats).
+
+// accumUpdate is a task's or the driver's update of one accumulator.
+type accumUpdate struct{ id, value int64 }
+
+// taskMetricPrefix begins the names of the accumulators of task metrics,
+// which a task's accumulator updates leave out.
+const taskMetricPrefix = "internal.metrics."
+
+// sqlTracker follows the SQL metrics of the executions that run.
+type sqlTracker struct {
+	live map[int64]*execMetrics
+	// stages holds the metrics of the stages of the executions, by stage
+	// id: the latest attempt's.
+	stages map[int]*stageMetrics
+	// sqlStages counts the live executions each stage is part of.
+	sqlStages map[int]int
+	// done holds the metrics of the executions, by execution and
+	// accumulator id, once aggregated.
+	done map[int64]map[int64]*sqlStats
+}
+
+// execMetrics is what the tracker keeps of a live execution.
+type execMetrics struct {
+	// types maps its metrics' accumulator ids to their types; it is
+	// shared with its stages, so it is replaced, never changed.
+	types  map[int64]string
+	stages map[int]bool
+	driver []accumUpdate
+}
+
+// stageMetrics holds one stage attempt's task values.
+type stageMetrics struct {
+	id, attempt, numTasks int
+	types                 map[int64]string
+	values                map[int64][]int64 // by accumulator id, by task index
+	max                   map[int64]*maxTask
+	completed             map[int]bool // task indices that succeeded
+}
+
+// maxTask is the largest value of a metric and the task that gave it.
+type maxTask struct {
+	value          int64
+	stage, attempt int
+	task           int64
+}
+
+// sqlStats is one metric's aggregate over an execution.
+type sqlStats struct {
+	total, min, med, max int64
+	values               int
+	at                   *MaxAt
+}
+
+func newSQLTracker() *sqlTracker {
+	return &sqlTracker{live: map[int64]*execMetrics{}, stages: map[int]*stageMetrics{},
+		sqlStages: map[int]int{}, done: map[int64]map[int64]*sqlStats{}}
+}
+
+func (tr *sqlTracker) exec(id int64) *execMetrics {
+	e := tr.live[id]
+	if e == nil {
+		e = &execMetrics{types: map[int64]string{}, stages: map[int]bool{}}
+		tr.live[id] = e
+	}
+	return e
+}
+
+// addMetrics adds the metrics of plan (or of the list of an adaptive
+// plan's metric update) to execution id's.
+func (tr *sqlTracker) addMetrics(id int64, plan *PlanNode, list []*fastjson.Value) {
+	e := tr.exec(id)
+	types := maps.Clone(e.types)
+	var walk func(n *PlanNode)
+	walk = func(n *PlanNode) {
+		for _, m := range n.Metrics {
+			types[m.id] = m.Type
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	if plan != nil {
+		walk(plan)
+	}
+	for _, m := range list {
+		types[num(m, "accumulatorId")] = str(m, "metricType")
+	}
+	e.types = types
+}
+
+// jobStart makes the stages of a job of execution id part of it, with the
+// number of tasks of each, as its JobStart's stage infos give them.
+func (tr *sqlTracker) jobStart(id int64, stageIDs []int, infos []*fastjson.Value) {
+	e := tr.exec(id)
+	if len(e.types) > 0 {
+		for _, si := range infos {
+			sid := int(num(si, "Stage ID"))
+			tr.stages[sid] = newStageMetrics(sid, 0, int(num(si, "Number of Tasks")), e.types)
+		}
+	}
+	for _, s := range stageIDs {
+		if !e.stages[s] {
+			e.stages[s] = true
+			tr.sqlStages[s]++
+		}
+	}
+}
+
+func newStageMetrics(id, attempt, numTasks int, types map[int64]string) *stageMetrics {
+	return &stageMetrics{id: id, attempt: attempt, numTasks: numTasks, types: types,
+		values: map[int64][]int64{}, max: map[int64]*maxTask{}, completed: map[int]bool{}}
+}
+
+// stageSubmitted starts afresh the metrics of a stage's new attempt.
+func (tr *sqlTracker) stageSubmitted(id, attempt int) {
+	if tr.sqlStages[id] == 0 {
+		return
+	}
+	if st := tr.stages[id]; st != nil && st.attempt != attempt {
+		tr.stages[id] = newStageMetrics(id, attempt, st.numTasks, st.types)
+	}
+}
+
+// taskEnd records an ended task's updates of its stage's metrics.
+func (tr *sqlTracker) taskEnd(t *Task) {
+	if tr.sqlStages[t.StageID] == 0 {
+		return
+	}
+	st := tr.stages[t.StageID]
+	if st == nil || st.attempt != t.StageAttempt || st.completed[t.Index] || t.Index < 0 || t.Index >= st.numTasks {
+		return
+	}
+	for _, u := range t.accums {
+		typ, ok := st.types[u.id]
+		if !ok {
+			continue
+		}
+		vals := st.values[u.id]
+		if vals == nil {
+			vals = make([]int64, st.numTasks)
+			st.values[u.id] = vals
+		}
+		vals[t.Index] = u.value
+		if typ == "sum" {
+			continue
+		}
+		if m := st.max[u.id]; m == nil {
+			st.max[u.id] = &maxTask{value: u.value, stage: st.id, attempt: st.attempt, task: t.ID}
+		} else if u.value > m.value {
+			m.value, m.task = u.value, t.ID
+		}
+	}
+	if t.Status == "SUCCESS" {
+		st.completed[t.Index] = true
+	}
+}
+
+// driverUpdates records the driver's updates of execution id's metrics.
+func (tr *sqlTracker) driverUpdates(id int64, pairs []*fastjson.Value) {
+	e := tr.live[id]
+	if e == nil {
+		return
+	}
+	for _, p := range pairs {
+		if pair := p.GetArray(); len(pair) == 2 {
+			e.driver = append(e.driver, accumUpdate{id: num(pair[0]), value: num(pair[1])})
+		}
+	}
+}
+
+// end aggregates execution id's metrics and forgets the stages no other
+// live execution has.
+func (tr *sqlTracker) end(id int64) {
+	e := tr.live[id]
+	if e == nil {
+		return
+	}
+	tr.done[id] = e.aggregate(tr.stages)
+	delete(tr.live, id)
+	for s := range e.stages {
+		if tr.sqlStages[s]--; tr.sqlStages[s] <= 0 {
+			delete(tr.sqlStages, s)
+			delete(tr.stages, s)
+		}
+	}
+}
+
+// finish aggregates the executions that did not end.
+func (tr *sqlTracker) finish() {
+	for _, id := range slices.Sorted(maps.Keys(tr.live)) {
+		tr.end(id)
+	}
+}
+
+// aggregate computes the stats of e's metrics from its stages' task
+// values and the driver's updates.
+func (e *execMetrics) aggregate(stages map[int]*stageMetrics) map[int64]*sqlStats {
+	values := map[int64][]int64{}
+	max := map[int64]*maxTask{}
+	for _, s := range slices.Sorted(maps.Keys(e.stages)) {
+		st := stages[s]
+		if st == nil {
+			continue
+		}
+		for _, id := range slices.Sorted(maps.Keys(st.values)) {
+			if _, ok := e.types[id]; ok {
+				values[id] = append(values[id], st.values[id]...)
+			}
+		}
+		for id, m := range st.max {
+			if _, ok := e.types[id]; !ok {
+				continue
+			}
+			if cur := max[id]; cur == nil || m.value > cur.value {
+				max[id] = m
+			}
+		}
+	}
+	for _, u := range e.driver {
+		if _, ok := e.types[u.id]; !ok {
+			continue
+		}
+		if _, ok := values[u.id]; ok {
+			if m := max[u.id]; m != nil && u.value > m.value {
+				delete(max, u.id)
+			}
+		}
+		values[u.id] = append(values[u.id], u.value)
+	}
+	out := map[int64]*sqlStats{}
+	for id, vals := range values {
+		out[id] = stats(e.types[id], vals, max[id])
+	}
+	return out
+}
+
+// stats aggregates a metric's values as the History Server does: a sum
+// adds them all; a size or a time keeps those not negative, an average
+// those above zero, and gives their total, minimum, median and maximum.
+func stats(typ string, vals []int64, m *maxTask) *sqlStats {
+	s := &sqlStats{}
+	if typ == "sum" {
+		for _, v := range vals {
+			s.total += v
+		}
+		s.values = len(vals)
+		return s
+	}
+	valid := make([]int64, 0, len(vals))
+	for _, v := range vals {
+		if v > 0 || (v == 0 && typ != "average") {
+			valid = append(valid, v)
+		}
+	}
+	sort.Slice(valid, func(i, j int) bool { return valid[i] < valid[j] })
+	s.values = len(valid)
+	for _, v := range valid {
+		s.total += v
+	}
+	if len(valid) > 0 {
+		s.min, s.med, s.max = valid[0], valid[len(valid)/2], valid[len(valid)-1]
+	}
+	if m != nil {
+		s.at = &MaxAt{Stage: m.stage, Attempt: m.attempt, Task: m.task}
+	}
+	return s
+}

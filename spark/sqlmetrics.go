@@ -42,6 +42,8 @@ type execMetrics struct {
 	// shared with its stages, so it is replaced, never changed.
 	types  map[int64]string
 	stages map[int]bool
+	// order lists the stages as they joined the execution.
+	order  []int
 	driver []accumUpdate
 }
 
@@ -115,9 +117,10 @@ func (tr *sqlTracker) jobStart(id int64, stageIDs []int, infos []*fastjson.Value
 			tr.stages[sid] = newStageMetrics(sid, 0, int(num(si, "Number of Tasks")), e.types)
 		}
 	}
-	for _, s := range stageIDs {
+	for _, s := range scalaSetOrder(distinct(stageIDs)) {
 		if !e.stages[s] {
 			e.stages[s] = true
+			e.order = append(e.order, s)
 			tr.sqlStages[s]++
 		}
 	}
@@ -214,7 +217,7 @@ func (tr *sqlTracker) finish() {
 func (e *execMetrics) aggregate(stages map[int]*stageMetrics) map[int64]*sqlStats {
 	values := map[int64][]int64{}
 	max := map[int64]*maxTask{}
-	for _, s := range slices.Sorted(maps.Keys(e.stages)) {
+	for _, s := range scalaSetOrder(e.order) {
 		st := stages[s]
 		if st == nil {
 			continue
@@ -281,4 +284,44 @@ func stats(typ string, vals []int64, m *maxTask) *sqlStats {
 		s.at = &MaxAt{Stage: m.stage, Attempt: m.attempt, Task: m.task}
 	}
 	return s
+}
+
+func distinct(ids []int) []int {
+	var out []int
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// scalaSetOrder orders distinct stage ids, listed as they were added, as
+// Scala 2.12's immutable Set of them iterates (the History Server's
+// execution keeps its stages in one, and among stages whose largest
+// values tie names the first): up to 4 as added, more in the order of
+// their hash trie.
+func scalaSetOrder(ids []int) []int {
+	if len(ids) <= 4 {
+		return ids
+	}
+	out := slices.Clone(ids)
+	sort.Slice(out, func(i, j int) bool { return scalaTrieKey(out[i]) < scalaTrieKey(out[j]) })
+	return out
+}
+
+// scalaTrieKey is an int's place in a Scala 2.12 HashSet's iteration:
+// its improved hash, 5 bits at a time from the lowest, as the trie's
+// levels.
+func scalaTrieKey(n int) uint64 {
+	h := int32(n)
+	h += ^(h << 9)
+	h ^= int32(uint32(h) >> 14)
+	h += h << 4
+	h ^= int32(uint32(h) >> 10)
+	var key uint64
+	for shift := 0; shift < 32; shift += 5 {
+		key = key<<5 | uint64(uint32(h)>>shift&31)
+	}
+	return key
 }

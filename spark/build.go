@@ -214,31 +214,14 @@ func (b *builder) event(v *fastjson.Value) {
 		if t, cls, ok := parseTaskEnd(v); ok {
 			b.addTaskEnd(t, cls)
 		}
-	case "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart":
-		s := b.sqlExec(num(v, "executionId"))
-		s.Description = str(v, "description")
-		s.StartMs = num(v, "time")
-		sqlPlan(s, v)
-		b.sqlm.addMetrics(s.ID, s.Plan, nil)
-	case "org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate":
-		s := b.sqlExec(num(v, "executionId"))
-		sqlPlan(s, v)
-		b.sqlm.addMetrics(s.ID, s.Plan, nil)
-	case "org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveSQLMetricUpdates":
-		b.sqlm.addMetrics(num(v, "executionId"), nil, v.GetArray("sqlPlanMetrics"))
-	case "org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates":
-		b.sqlm.driverUpdates(num(v, "executionId"), v.GetArray("accumUpdates"))
-	case "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd":
-		s := b.sqlExec(num(v, "executionId"))
-		s.EndMs = num(v, "time")
-		s.Error = str(v, "errorMessage")
-		b.sqlm.end(s.ID)
 	case "SparkListenerTaskGettingResult", "SparkListenerSpeculativeTaskSubmitted",
 		"SparkListenerBlockManagerRemoved", "SparkListenerUnpersistRDD", "SparkListenerStageExecutorMetrics",
 		"SparkListenerExecutorMetricsUpdate", "SparkListenerBlockUpdated", "SparkListenerResourceProfileAdded":
 		// Known events that do not change the model.
 	default:
-		b.unknown(ev)
+		if !b.sqlEvent(ev, v) {
+			b.unknown(ev)
+		}
 	}
 }
 
@@ -498,17 +481,7 @@ func taskInfo(t *Task, ti *fastjson.Value) {
 	t.LaunchMs = num(ti, "Launch Time")
 	t.FetchStartMs = num(ti, "Getting Result Time")
 	t.FinishMs = num(ti, "Finish Time")
-	t.accums = t.accums[:0]
-	for _, a := range ti.GetArray("Accumulables") {
-		if n := a.Get("Name"); n != nil && strings.HasPrefix(string(n.MarshalTo(nil)), `"`+taskMetricPrefix) {
-			continue
-		}
-		if u := a.Get("Update"); u != nil {
-			if n, ok := integer(u.MarshalTo(nil)); ok {
-				t.accums = append(t.accums, accumUpdate{id: num(a, "ID"), value: n})
-			}
-		}
-	}
+	t.accums = taskAccumulables(t.accums[:0], ti.GetArray("Accumulables"))
 }
 
 // parseTaskStart reads a TaskStart event.

@@ -71,6 +71,40 @@ const (
 	maxPlanDepth  = 500
 )
 
+// sqlEvent applies a Spark SQL event, and reports whether ev is one.
+func (b *builder) sqlEvent(ev string, v *fastjson.Value) bool {
+	const prefix = "org.apache.spark.sql.execution.ui.SparkListener"
+	name, ok := strings.CutPrefix(ev, prefix)
+	if !ok {
+		return false
+	}
+	id := num(v, "executionId")
+	switch name {
+	case "SQLExecutionStart":
+		s := b.sqlExec(id)
+		s.Description = str(v, "description")
+		s.StartMs = num(v, "time")
+		sqlPlan(s, v)
+		b.sqlm.addMetrics(id, s.Plan, nil)
+	case "SQLAdaptiveExecutionUpdate":
+		s := b.sqlExec(id)
+		sqlPlan(s, v)
+		b.sqlm.addMetrics(id, s.Plan, nil)
+	case "SQLAdaptiveSQLMetricUpdates":
+		b.sqlm.addMetrics(id, nil, v.GetArray("sqlPlanMetrics"))
+	case "DriverAccumUpdates":
+		b.sqlm.driverUpdates(id, v.GetArray("accumUpdates"))
+	case "SQLExecutionEnd":
+		s := b.sqlExec(id)
+		s.EndMs = num(v, "time")
+		s.Error = str(v, "errorMessage")
+		b.sqlm.end(id)
+	default:
+		return false
+	}
+	return true
+}
+
 // sqlPlan sets s's plan from a SQLExecutionStart or, after adaptive query
 // execution changed it, a SQLAdaptiveExecutionUpdate: the last one is the
 // plan that ran.

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/valyala/fastjson"
 )
@@ -22,6 +23,23 @@ type accumUpdate struct{ id, value int64 }
 // taskMetricPrefix begins the names of the accumulators of task metrics,
 // which a task's accumulator updates leave out.
 const taskMetricPrefix = "internal.metrics."
+
+// taskAccumulables appends to updates those of a task's "Accumulables"
+// other than its task metrics whose update is an integer, as the scanner
+// reads them (scanner.accumulables).
+func taskAccumulables(updates []accumUpdate, accums []*fastjson.Value) []accumUpdate {
+	for _, a := range accums {
+		if n := a.Get("Name"); n != nil && strings.HasPrefix(string(n.MarshalTo(nil)), `"`+taskMetricPrefix) {
+			continue
+		}
+		if u := a.Get("Update"); u != nil {
+			if n, ok := integer(u.MarshalTo(nil)); ok {
+				updates = append(updates, accumUpdate{id: num(a, "ID"), value: n})
+			}
+		}
+	}
+	return updates
+}
 
 // sqlTracker follows the SQL metrics of the executions that run.
 type sqlTracker struct {

@@ -746,7 +746,7 @@ func (b *builder) finish() *App {
 			st.DurationMs = st.CompleteMs - st.SubmitMs
 		}
 	}
-	b.sqlm.finish()
+	b.sqlm.finish(app.SparkVersion)
 	for _, s := range app.SQL {
 		if s.EndMs > 0 && s.StartMs > 0 {
 			s.DurationMs = s.EndMs - s.StartMs

@@ -98,7 +98,7 @@ func (b *builder) sqlEvent(ev string, v *fastjson.Value) bool {
 		s := b.sqlExec(id)
 		s.EndMs = num(v, "time")
 		s.Error = str(v, "errorMessage")
-		b.sqlm.end(id)
+		b.sqlm.end(id, b.app.SparkVersion)
 	default:
 		return false
 	}
@@ -146,8 +146,9 @@ func planNode(v *fastjson.Value, budget *int, depth int) *PlanNode {
 
 // numberPlan numbers the nodes of plan as the History Server's plan graph
 // does: depth first, a WholeStageCodegen before the operators it holds,
-// leaving out the wrappers (InputAdapter, query stages, ReusedSubquery)
-// and the exchanges and subqueries a plan reuses, which it draws once.
+// leaving out the wrappers (InputAdapter, query stages, Spark 4's
+// ResultQueryStage, ReusedSubquery) and the exchanges and subqueries a
+// plan reuses, which it draws once.
 func numberPlan(plan *PlanNode) {
 	if plan == nil {
 		return
@@ -188,14 +189,14 @@ func (g *planGraph) number(n *PlanNode, inCodegen bool) {
 		}
 		return nil
 	}
-	subquery := n.Name == "Subquery" || n.Name == "SubqueryBroadcast"
+	subquery := n.Name == "Subquery"
 	switch {
 	case strings.HasPrefix(n.Name, "WholeStageCodegen"):
 		n.NodeID, g.next = g.next, g.next+1
 		if c := first(); c != nil {
 			g.number(c, true)
 		}
-	case n.Name == "InputAdapter", n.Name == "TableCacheQueryStage":
+	case n.Name == "InputAdapter", n.Name == "TableCacheQueryStage", n.Name == "ResultQueryStage":
 		if c := first(); c != nil {
 			g.number(c, false)
 		}

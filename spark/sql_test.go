@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -161,24 +160,28 @@ func TestSQLMetricStats(t *testing.T) {
 }
 
 // TestScalaSetOrder orders an execution's stages as the History Server's
-// Scala 2.12 Set iterates them: up to four as added, more in hash-trie
-// order, whatever order they were added in. (The History Server oracle
-// checks the order on the corpus, where ties of maxima name stages.)
+// immutable Scala Set iterates them: up to four as added, more in its hash
+// trie's order, Scala 2.12's (Spark 3) or 2.13's (Spark 4). The orders
+// wanted are what scala.collection.immutable.Set of the scala-library of
+// Spark 3.5.9 (2.12.18) and 4.3.0 (2.13) iterated, adding the ids in the
+// order given.
 func TestScalaSetOrder(t *testing.T) {
-	trie := scalaSetOrder([]int{119, 122, 125, 0, 1, 2})
 	for _, tc := range []struct {
-		ids, want []int
+		ids                []int
+		scala212, scala213 []int
 	}{
-		{[]int{3, 1, 2}, []int{3, 1, 2}},
-		{[]int{9, 4, 7, 1}, []int{9, 4, 7, 1}},
-		{[]int{2, 1, 0, 125, 122, 119}, trie},
-		{[]int{125, 0, 122, 1, 119, 2}, trie},
+		{[]int{3, 1, 2}, []int{3, 1, 2}, []int{3, 1, 2}},
+		{[]int{9, 4, 7, 1}, []int{9, 4, 7, 1}, []int{9, 4, 7, 1}},
+		{[]int{4, 3, 2, 1, 0}, []int{0, 1, 2, 3, 4}, []int{0, 1, 2, 3, 4}},
+		{[]int{0, 1, 2, 3, 4, 5, 6, 7, 8}, []int{0, 5, 1, 6, 2, 7, 3, 8, 4}, []int{0, 5, 1, 6, 2, 7, 3, 8, 4}},
+		{[]int{119, 122, 125, 0, 1, 2}, []int{0, 125, 1, 2, 119, 122}, []int{0, 125, 1, 2, 119, 122}},
+		{[]int{40, 7, 33, 12, 90, 64, 3, 21}, []int{21, 33, 64, 12, 7, 3, 40, 90}, []int{64, 12, 7, 3, 40, 90, 21, 33}},
 	} {
-		if got := scalaSetOrder(tc.ids); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("scalaSetOrder(%v) = %v, want %v", tc.ids, got, tc.want)
+		if got := scalaSetOrder(tc.ids, false); !reflect.DeepEqual(got, tc.scala212) {
+			t.Errorf("Scala 2.12 order of %v = %v, want %v", tc.ids, got, tc.scala212)
 		}
-	}
-	if slices.Index(trie, 125) > slices.Index(trie, 119) || slices.Index(trie, 125) > slices.Index(trie, 122) {
-		t.Errorf("stage 125 iterates after 119 or 122 (%v); the History Server names 125 among their tied maxima", trie)
+		if got := scalaSetOrder(tc.ids, true); !reflect.DeepEqual(got, tc.scala213) {
+			t.Errorf("Scala 2.13 order of %v = %v, want %v", tc.ids, got, tc.scala213)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/valyala/fastjson"
@@ -135,7 +136,7 @@ func (tr *sqlTracker) jobStart(id int64, stageIDs []int, infos []*fastjson.Value
 			tr.stages[sid] = newStageMetrics(sid, 0, int(num(si, "Number of Tasks")), e.types)
 		}
 	}
-	for _, s := range scalaSetOrder(distinct(stageIDs)) {
+	for _, s := range distinct(stageIDs) {
 		if !e.stages[s] {
 			e.stages[s] = true
 			e.order = append(e.order, s)
@@ -207,13 +208,13 @@ func (tr *sqlTracker) driverUpdates(id int64, pairs []*fastjson.Value) {
 }
 
 // end aggregates execution id's metrics and forgets the stages no other
-// live execution has.
-func (tr *sqlTracker) end(id int64) {
+// live execution has. version is the app's Spark version.
+func (tr *sqlTracker) end(id int64, version string) {
 	e := tr.live[id]
 	if e == nil {
 		return
 	}
-	tr.done[id] = e.aggregate(tr.stages)
+	tr.done[id] = e.aggregate(tr.stages, version)
 	delete(tr.live, id)
 	for s := range e.stages {
 		if tr.sqlStages[s]--; tr.sqlStages[s] <= 0 {
@@ -224,18 +225,18 @@ func (tr *sqlTracker) end(id int64) {
 }
 
 // finish aggregates the executions that did not end.
-func (tr *sqlTracker) finish() {
+func (tr *sqlTracker) finish(version string) {
 	for _, id := range slices.Sorted(maps.Keys(tr.live)) {
-		tr.end(id)
+		tr.end(id, version)
 	}
 }
 
 // aggregate computes the stats of e's metrics from its stages' task
-// values and the driver's updates.
-func (e *execMetrics) aggregate(stages map[int]*stageMetrics) map[int64]*sqlStats {
+// values and the driver's updates; version is the app's Spark version.
+func (e *execMetrics) aggregate(stages map[int]*stageMetrics, version string) map[int64]*sqlStats {
 	values := map[int64][]int64{}
 	max := map[int64]*maxTask{}
-	for _, s := range scalaSetOrder(e.order) {
+	for _, s := range scalaSetOrder(e.order, scala213(version)) {
 		st := stages[s]
 		if st == nil {
 			continue
@@ -315,31 +316,77 @@ func distinct(ids []int) []int {
 }
 
 // scalaSetOrder orders distinct stage ids, listed as they were added, as
-// Scala 2.12's immutable Set of them iterates (the History Server's
-// execution keeps its stages in one, and among stages whose largest
-// values tie names the first): up to 4 as added, more in the order of
-// their hash trie.
-func scalaSetOrder(ids []int) []int {
+// an immutable Scala Set of them iterates: the History Server keeps an
+// execution's stages in one, and among stages whose largest values of a
+// metric tie names the first. Up to four iterate as added; more in the
+// order of the Set's hash trie: Scala 2.12's (Spark 3), or with scala213
+// Scala 2.13's (Spark 4).
+func scalaSetOrder(ids []int, scala213 bool) []int {
 	if len(ids) <= 4 {
 		return ids
 	}
+	if scala213 {
+		return champOrder(ids, 0)
+	}
 	out := slices.Clone(ids)
-	sort.Slice(out, func(i, j int) bool { return scalaTrieKey(out[i]) < scalaTrieKey(out[j]) })
+	sort.Slice(out, func(i, j int) bool { return scala212Key(out[i]) < scala212Key(out[j]) })
 	return out
 }
 
-// scalaTrieKey is an int's place in a Scala 2.12 HashSet's iteration:
-// its improved hash, 5 bits at a time from the lowest, as the trie's
-// levels.
-func scalaTrieKey(n int) uint64 {
+// scala213 says whether the History Server of Spark version v runs on
+// Scala 2.13: Spark 4 and later.
+func scala213(v string) bool {
+	major, _, _ := strings.Cut(v, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 4
+}
+
+// scalaHash is the improved hash by which Scala's immutable HashSets of
+// ints (2.12's trie and 2.13's CHAMP) place them.
+func scalaHash(n int) uint32 {
 	h := int32(n)
 	h += ^(h << 9)
 	h ^= int32(uint32(h) >> 14)
 	h += h << 4
 	h ^= int32(uint32(h) >> 10)
+	return uint32(h)
+}
+
+// scala212Key is an int's place in a Scala 2.12 HashSet's iteration: its
+// hash 5 bits at a time from the lowest, as the trie's levels.
+func scala212Key(n int) uint64 {
+	h := scalaHash(n)
 	var key uint64
 	for shift := 0; shift < 32; shift += 5 {
-		key = key<<5 | uint64(uint32(h)>>shift&31)
+		key = key<<5 | uint64(h>>shift&31)
 	}
 	return key
+}
+
+// champOrder orders ints as a Scala 2.13 HashSet (a CHAMP trie) iterates
+// them from the level of shift: by their hash's 5 bits at that level,
+// first those alone on their bits, then, level by level, those that
+// share them.
+func champOrder(ids []int, shift int) []int {
+	if shift >= 32 { // not for distinct ints, whose hashes differ
+		return ids
+	}
+	bits := func(n int) uint32 { return scalaHash(n) >> shift & 31 }
+	groups := map[uint32][]int{}
+	for _, n := range ids {
+		groups[bits(n)] = append(groups[bits(n)], n)
+	}
+	keys := slices.Sorted(maps.Keys(groups))
+	var out []int
+	for _, k := range keys {
+		if len(groups[k]) == 1 {
+			out = append(out, groups[k][0])
+		}
+	}
+	for _, k := range keys {
+		if len(groups[k]) > 1 {
+			out = append(out, champOrder(groups[k], shift+5)...)
+		}
+	}
+	return out
 }

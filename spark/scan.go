@@ -19,6 +19,9 @@ type scanner struct {
 	b   []byte
 	i   int
 	bad bool
+	// leave, set by an object's field, makes object return at once; its
+	// caller then skips the object whole.
+	leave bool
 }
 
 func (s *scanner) ws() {
@@ -210,6 +213,9 @@ func (s *scanner) object(field func(key []byte)) {
 			return
 		}
 		field(k)
+		if s.leave {
+			return
+		}
 		s.ws()
 		if s.i >= len(s.b) {
 			s.bad = true
@@ -318,7 +324,9 @@ func (s *scanner) accumulables(updates []accumUpdate) []accumUpdate {
 	for !s.bad {
 		var u accumUpdate
 		var seen uint64
-		metric, updated := false, false
+		updated := false
+		s.ws()
+		start := s.i
 		s.object(func(k []byte) {
 			switch string(k) {
 			case "ID":
@@ -333,15 +341,20 @@ func (s *scanner) accumulables(updates []accumUpdate) []accumUpdate {
 				}
 			case "Name":
 				if s.once(&seen, 2) {
-					start := s.i
+					name := s.i
 					s.skip()
-					metric = bytes.HasPrefix(s.b[start:s.i], []byte(`"`+taskMetricPrefix))
+					// A task metric's: the rest of it is not read.
+					s.leave = bytes.HasPrefix(s.b[name:s.i], []byte(`"`+taskMetricPrefix))
 				}
 			default:
 				s.skip()
 			}
 		})
-		if updated && !metric {
+		if s.leave {
+			s.leave = false
+			s.i = start
+			s.skip()
+		} else if updated {
 			updates = append(updates, u)
 		}
 		s.ws()

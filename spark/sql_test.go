@@ -82,7 +82,7 @@ func TestSQLMetricStats(t *testing.T) {
 	metric := func(id int, typ string) string {
 		return fmt.Sprintf(`{"name":"m%d","accumulatorId":%d,"metricType":"%s"}`, id, id, typ)
 	}
-	types := []string{1: "sum", 2: "size", 3: "timing", 4: "size", 5: "average", 6: "timing", 7: "nsTiming", 8: "size", 9: "size"}
+	types := []string{1: "sum", 2: "size", 3: "timing", 4: "size", 5: "average", 6: "timing", 7: "nsTiming", 8: "size", 9: "size", 10: "size"}
 	var metrics []string
 	for id := 1; id < len(types); id++ {
 		metrics = append(metrics, metric(id, types[id]))
@@ -104,7 +104,8 @@ func TestSQLMetricStats(t *testing.T) {
 		`{"Event":"` + sqlEvent + `SQLExecutionStart","executionId":0,"description":"q","details":"","physicalPlanDescription":"","time":1,` +
 			`"sparkPlanInfo":{"nodeName":"Scan","simpleString":"Scan","children":[],"metadata":{},"metrics":[` + strings.Join(metrics, ",") + `]}}`,
 		`{"Event":"SparkListenerJobStart","Job ID":0,"Submission Time":1,"Stage Infos":[{"Stage ID":0,"Stage Attempt ID":0,"Stage Name":"a","Number of Tasks":3},` +
-			`{"Stage ID":1,"Stage Attempt ID":0,"Stage Name":"b","Number of Tasks":2}],"Stage IDs":[0,1],"Properties":{"spark.sql.execution.id":"0"}}`,
+			`{"Stage ID":1,"Stage Attempt ID":0,"Stage Name":"b","Number of Tasks":2},{"Stage ID":2,"Stage Attempt ID":0,"Stage Name":"c","Number of Tasks":2000000000}],` +
+			`"Stage IDs":[0,1,2],"Properties":{"spark.sql.execution.id":"0"}}`,
 		`{"Event":"SparkListenerStageSubmitted","Stage Info":{"Stage ID":0,"Stage Attempt ID":0,"Stage Name":"a","Number of Tasks":3}}`,
 		task(0, 0, 10, 0, "Success", map[int]int{1: 5, 2: 10, 3: 4, 5: 15, 6: 9, 7: 2_500_000, 9: 50}),
 		task(0, 0, 11, 1, "ExceptionFailure", map[int]int{1: 100, 2: 99, 3: 1, 5: 0}),
@@ -116,6 +117,8 @@ func TestSQLMetricStats(t *testing.T) {
 		`{"Event":"SparkListenerStageSubmitted","Stage Info":{"Stage ID":1,"Stage Attempt ID":1,"Stage Name":"b","Number of Tasks":2}}`,
 		task(1, 1, 21, 0, "Success", map[int]int{8: 40}),
 		task(1, 0, 22, 1, "Success", map[int]int{8: 9000}), // of the attempt before
+		`{"Event":"SparkListenerStageSubmitted","Stage Info":{"Stage ID":2,"Stage Attempt ID":0,"Stage Name":"c","Number of Tasks":2000000000}}`,
+		task(2, 0, 30, 1_999_999_999, "Success", map[int]int{10: 5}),
 		`{"Event":"` + sqlEvent + `DriverAccumUpdates","executionId":0,"accumUpdates":[[9,70],[4,3]]}`,
 		`{"Event":"` + sqlEvent + `SQLExecutionEnd","executionId":0,"time":9}`,
 	}
@@ -146,6 +149,8 @@ func TestSQLMetricStats(t *testing.T) {
 			PlanMetric{Known: true, Total: 40, Values: 2, Med: 40, Max: 40, MaxAt: at(1, 1, 21)}},
 		{"m9", "the driver's update larger than the tasks': the max is the driver's",
 			PlanMetric{Known: true, Total: 120, Values: 4, Med: 50, Max: 70}},
+		{"m10", "a stage of 2e9 tasks, one of which ended: its zeros are counted, not kept",
+			PlanMetric{Known: true, Total: 5, Values: 2_000_000_000, Max: 5, MaxAt: at(2, 0, 30)}},
 	} {
 		m := got[tc.metric]
 		if m == nil {

@@ -66,11 +66,15 @@ type execMetrics struct {
 	driver []accumUpdate
 }
 
-// stageMetrics holds one stage attempt's task values.
+// stageMetrics holds one stage attempt's task values. The History Server
+// keeps numTasks values of each metric, 0 for the indices with no update;
+// this keeps those of the indices that ended (slots), so that a log's
+// task count cannot make it allocate more than the log's tasks.
 type stageMetrics struct {
 	id, attempt, numTasks int
 	types                 map[int64]string
-	values                map[int64][]int64 // by accumulator id, by task index
+	slots                 map[int]int       // task index → its place in values
+	values                map[int64][]int64 // by accumulator id, by slot
 	max                   map[int64]*maxTask
 	completed             map[int]bool // task indices that succeeded
 }
@@ -147,7 +151,7 @@ func (tr *sqlTracker) jobStart(id int64, stageIDs []int, infos []*fastjson.Value
 
 func newStageMetrics(id, attempt, numTasks int, types map[int64]string) *stageMetrics {
 	return &stageMetrics{id: id, attempt: attempt, numTasks: numTasks, types: types,
-		values: map[int64][]int64{}, max: map[int64]*maxTask{}, completed: map[int]bool{}}
+		slots: map[int]int{}, values: map[int64][]int64{}, max: map[int64]*maxTask{}, completed: map[int]bool{}}
 }
 
 // stageSubmitted starts afresh the metrics of a stage's new attempt.
@@ -169,17 +173,22 @@ func (tr *sqlTracker) taskEnd(t *Task) {
 	if st == nil || st.attempt != t.StageAttempt || st.completed[t.Index] || t.Index < 0 || t.Index >= st.numTasks {
 		return
 	}
+	slot, ok := st.slots[t.Index]
+	if !ok {
+		slot = len(st.slots)
+		st.slots[t.Index] = slot
+	}
 	for _, u := range t.accums {
 		typ, ok := st.types[u.id]
 		if !ok {
 			continue
 		}
 		vals := st.values[u.id]
-		if vals == nil {
-			vals = make([]int64, st.numTasks)
+		if len(vals) <= slot {
+			vals = append(vals, make([]int64, slot+1-len(vals))...)
 			st.values[u.id] = vals
 		}
-		vals[t.Index] = u.value
+		vals[slot] = u.value
 		if typ == "sum" {
 			continue
 		}
@@ -235,6 +244,7 @@ func (tr *sqlTracker) finish(version string) {
 // values and the driver's updates; version is the app's Spark version.
 func (e *execMetrics) aggregate(stages map[int]*stageMetrics, version string) map[int64]*sqlStats {
 	values := map[int64][]int64{}
+	zeros := map[int64]int{} // the task indices without a value
 	max := map[int64]*maxTask{}
 	for _, s := range scalaSetOrder(e.order, scala213(version)) {
 		st := stages[s]
@@ -244,6 +254,7 @@ func (e *execMetrics) aggregate(stages map[int]*stageMetrics, version string) ma
 		for _, id := range slices.Sorted(maps.Keys(st.values)) {
 			if _, ok := e.types[id]; ok {
 				values[id] = append(values[id], st.values[id]...)
+				zeros[id] += st.numTasks - len(st.values[id])
 			}
 		}
 		for id, m := range st.max {
@@ -268,22 +279,26 @@ func (e *execMetrics) aggregate(stages map[int]*stageMetrics, version string) ma
 	}
 	out := map[int64]*sqlStats{}
 	for id, vals := range values {
-		out[id] = stats(e.types[id], vals, max[id])
+		out[id] = stats(e.types[id], vals, zeros[id], max[id])
 	}
 	return out
 }
 
-// stats aggregates a metric's values as the History Server does: a sum
-// adds them all; a size or a time keeps those not negative, an average
-// those above zero, and gives their total, minimum, median and maximum.
-func stats(typ string, vals []int64, m *maxTask) *sqlStats {
+// stats aggregates a metric's values, vals and as many zeros, as the
+// History Server does: a sum adds them all; a size or a time keeps those
+// not negative, an average those above zero, and gives their total,
+// minimum, median and maximum.
+func stats(typ string, vals []int64, zeros int, m *maxTask) *sqlStats {
 	s := &sqlStats{}
 	if typ == "sum" {
 		for _, v := range vals {
 			s.total += v
 		}
-		s.values = len(vals)
+		s.values = len(vals) + zeros
 		return s
+	}
+	if typ == "average" {
+		zeros = 0
 	}
 	valid := make([]int64, 0, len(vals))
 	for _, v := range vals {
@@ -291,13 +306,20 @@ func stats(typ string, vals []int64, m *maxTask) *sqlStats {
 			valid = append(valid, v)
 		}
 	}
-	sort.Slice(valid, func(i, j int) bool { return valid[i] < valid[j] })
-	s.values = len(valid)
+	slices.Sort(valid)
+	s.values = len(valid) + zeros
 	for _, v := range valid {
 		s.total += v
 	}
-	if len(valid) > 0 {
-		s.min, s.med, s.max = valid[0], valid[len(valid)/2], valid[len(valid)-1]
+	// The i-th of the sorted values: the zeros first, as none is negative.
+	at := func(i int) int64 {
+		if i < zeros {
+			return 0
+		}
+		return valid[i-zeros]
+	}
+	if n := s.values; n > 0 {
+		s.min, s.med, s.max = at(0), at(n/2), at(n-1)
 	}
 	if m != nil {
 		s.at = &MaxAt{Stage: m.stage, Attempt: m.attempt, Task: m.task}

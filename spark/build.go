@@ -84,9 +84,8 @@ type builder struct {
 	stageJob map[int]int
 	// lastAttempt maps a stage id to its latest attempt number.
 	lastAttempt map[int]int
-	// accums holds the totals of the SQL metrics' accumulators, by id,
-	// for the plans' operators (setPlanMetrics).
-	accums   map[int64]int64
+	// sqlm follows the SQL metrics of the plans' operators.
+	sqlm     *sqlTracker
 	progress func(bytes int64)
 }
 
@@ -101,7 +100,7 @@ func newBuilder() *builder {
 		sql:         map[int64]*SQLExecution{},
 		stageJob:    map[int]int{},
 		lastAttempt: map[int]int{},
-		accums:      map[int64]int64{},
+		sqlm:        newSQLTracker(),
 	}
 }
 
@@ -215,26 +214,14 @@ func (b *builder) event(v *fastjson.Value) {
 		if t, cls, ok := parseTaskEnd(v); ok {
 			b.addTaskEnd(t, cls)
 		}
-	case "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart":
-		s := b.sqlExec(num(v, "executionId"))
-		s.Description = str(v, "description")
-		s.StartMs = num(v, "time")
-		sqlPlan(s, v)
-	case "org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate":
-		sqlPlan(b.sqlExec(num(v, "executionId")), v)
-	case "org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates":
-		accumulate(b.accums, nil, v.GetArray("accumUpdates"))
-	case "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd":
-		s := b.sqlExec(num(v, "executionId"))
-		s.EndMs = num(v, "time")
-		s.Error = str(v, "errorMessage")
 	case "SparkListenerTaskGettingResult", "SparkListenerSpeculativeTaskSubmitted",
 		"SparkListenerBlockManagerRemoved", "SparkListenerUnpersistRDD", "SparkListenerStageExecutorMetrics",
-		"SparkListenerExecutorMetricsUpdate", "SparkListenerBlockUpdated", "SparkListenerResourceProfileAdded",
-		"org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveSQLMetricUpdates":
+		"SparkListenerExecutorMetricsUpdate", "SparkListenerBlockUpdated", "SparkListenerResourceProfileAdded":
 		// Known events that do not change the model.
 	default:
-		b.unknown(ev)
+		if !b.sqlEvent(ev, v) {
+			b.unknown(ev)
+		}
 	}
 }
 
@@ -362,6 +349,7 @@ func (b *builder) jobStart(v *fastjson.Value) {
 				j.SQLID = n
 				s := b.sqlExec(n)
 				s.JobIDs = append(s.JobIDs, j.ID)
+				b.sqlm.jobStart(n, j.StageIDs, v.GetArray("Stage Infos"))
 			}
 		}
 		j.Group = str(props, "spark.jobGroup.id")
@@ -453,13 +441,12 @@ func (b *builder) stageInfo(si, props *fastjson.Value, completed bool) {
 		}
 	}
 	if !completed {
+		b.sqlm.stageSubmitted(st.ID, st.Attempt)
 		st.Status = "ACTIVE"
 		return
 	}
 	st.CompleteMs = num(si, "Completion Time")
-	accums := si.GetArray("Accumulables")
-	accumulate(b.accums, accums, nil)
-	st.Accumulators = userAccumulators(accums)
+	st.Accumulators = userAccumulators(si.GetArray("Accumulables"))
 	if f := strings.TrimRight(str(si, "Failure Reason"), "\n\t "); f != "" {
 		st.Status = "FAILED"
 		st.Failure = f
@@ -494,6 +481,7 @@ func taskInfo(t *Task, ti *fastjson.Value) {
 	t.LaunchMs = num(ti, "Launch Time")
 	t.FetchStartMs = num(ti, "Getting Result Time")
 	t.FinishMs = num(ti, "Finish Time")
+	t.accums = taskAccumulables(t.accums[:0], ti.GetArray("Accumulables"))
 }
 
 // parseTaskStart reads a TaskStart event.
@@ -553,6 +541,8 @@ func (b *builder) addTaskEnd(ended *Task, cls string) {
 		b.app.Tasks = append(b.app.Tasks, t)
 	}
 	*t = *ended
+	b.sqlm.taskEnd(t)
+	t.accums = nil
 
 	app := b.app
 	app.TaskCount++
@@ -756,17 +746,12 @@ func (b *builder) finish() *App {
 			st.DurationMs = st.CompleteMs - st.SubmitMs
 		}
 	}
-	ran := map[int64]bool{}
-	for _, st := range app.Stages {
-		if st.CompleteMs > 0 && st.SQLID >= 0 {
-			ran[st.SQLID] = true
-		}
-	}
+	b.sqlm.finish(app.SparkVersion)
 	for _, s := range app.SQL {
 		if s.EndMs > 0 && s.StartMs > 0 {
 			s.DurationMs = s.EndMs - s.StartMs
 		}
-		setPlanMetrics(s.Plan, b.accums, ran[s.ID])
+		setPlanMetrics(s.Plan, b.sqlm.done[s.ID])
 	}
 	sort.SliceStable(app.Jobs, func(i, j int) bool { return app.Jobs[i].ID < app.Jobs[j].ID })
 	sort.SliceStable(app.Stages, func(i, j int) bool {

@@ -214,6 +214,9 @@ type Task struct {
 	// NoMetrics says that the task's metrics are unknown, not zero: a
 	// container log's "Finished task" line gives its times alone.
 	NoMetrics bool `json:"noMetrics,omitempty"`
+	// accums are the task's updates of accumulators (SQL metrics among
+	// them) while the builder reads its end: it drops them after.
+	accums []accumUpdate
 }
 
 // DurationMs is the task's wall time from launch to finish.

@@ -19,6 +19,9 @@ type scanner struct {
 	b   []byte
 	i   int
 	bad bool
+	// leave, set by an object's field, makes object return at once; its
+	// caller then skips the object whole.
+	leave bool
 }
 
 func (s *scanner) ws() {
@@ -210,6 +213,9 @@ func (s *scanner) object(field func(key []byte)) {
 			return
 		}
 		field(k)
+		if s.leave {
+			return
+		}
 		s.ws()
 		if s.i >= len(s.b) {
 			s.bad = true
@@ -293,11 +299,91 @@ func (s *scanner) taskInfo(t *Task) (killed bool) {
 				return
 			}
 			killed = s.boolean()
+		case "Accumulables":
+			if !s.once(&seen1, 12) {
+				return
+			}
+			t.accums = s.accumulables(t.accums[:0])
 		default:
 			s.skip()
 		}
 	})
 	return killed
+}
+
+// accumulables reads a task's "Accumulables" list into updates: the
+// updates of its accumulators other than its task metrics whose update is
+// an integer, SQL metrics among them.
+func (s *scanner) accumulables(updates []accumUpdate) []accumUpdate {
+	s.expect('[')
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return updates
+	}
+	for !s.bad {
+		var u accumUpdate
+		var seen uint64
+		updated := false
+		s.ws()
+		start := s.i
+		s.object(func(k []byte) {
+			switch string(k) {
+			case "ID":
+				if s.once(&seen, 0) {
+					u.id = s.num()
+				}
+			case "Update":
+				if s.once(&seen, 1) {
+					start := s.i
+					s.skip()
+					u.value, updated = integer(s.b[start:s.i])
+				}
+			case "Name":
+				if s.once(&seen, 2) {
+					name := s.i
+					s.skip()
+					// A task metric's: the rest of it is not read.
+					s.leave = bytes.HasPrefix(s.b[name:s.i], []byte(`"`+taskMetricPrefix))
+				}
+			default:
+				s.skip()
+			}
+		})
+		if s.leave {
+			s.leave = false
+			s.i = start
+			s.skip()
+		} else if updated {
+			updates = append(updates, u)
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			s.bad = true
+			break
+		}
+		if s.b[s.i] == ',' {
+			s.i++
+			continue
+		}
+		if s.b[s.i] == ']' {
+			s.i++
+			break
+		}
+		s.bad = true
+	}
+	return updates
+}
+
+// integer reads a JSON value's bytes as an integer, written as a number
+// or as a string of one.
+func integer(raw []byte) (int64, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		raw = raw[1 : len(raw)-1]
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return n, err == nil
 }
 
 // metrics reads a "Task Metrics" object, or one of the objects of numbers

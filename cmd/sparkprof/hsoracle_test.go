@@ -287,6 +287,9 @@ func compareReport(t *testing.T, tally hsTally, where, hs string, rep jsonObj, s
 					answer = tagged(answer, k)
 				}
 				tally.compare(answer, where+" "+c.answer+" "+k, h, o, rep)
+				if c.answer == "sql" {
+					compareSQLNodes(tally, where+" sql "+k, h, o)
+				}
 			}
 		}
 	}

@@ -5,22 +5,21 @@ import React, { useState } from 'react';
 import { Table } from './common';
 import { Graph } from './Graph';
 import { StageDAG } from './Jobs';
-import { fmtBytes, fmtMs, fmtNumber } from './format';
+import { fmtMs } from './format';
+import { hasStats, maxAt, sqlMetricText, sqlValue } from './sqlMetrics';
 
-// metricValue says a SQL metric's total in its unit, as the History
-// Server's SQL page does: rows as a count, sizes in bytes, times in ms.
+// metricValue writes a SQL metric as the History Server's SQL page does:
+// its total, and for a size, time or average of several tasks the min,
+// med and max over them and the task of the max.
 export function metricValue(m) {
-  if (!m.known) return m.type === 'average' ? 'average (per task: not summed)' : 'unknown (no stage ran)';
-  switch (m.type) {
-    case 'size':
-      return fmtBytes(m.total);
-    case 'timing':
-      return fmtMs(m.total);
-    case 'nsTiming':
-      return fmtMs(m.total / 1e6);
-    default:
-      return fmtNumber(m.total);
-  }
+  return sqlMetricText(m).text;
+}
+
+// metricLine is a metric with its name, and the History Server's header
+// of its figures when it has one.
+function metricLine(m) {
+  const { header, text } = sqlMetricText(m);
+  return `${m.name}${header ? ` ${header}` : ''}: ${text}`;
 }
 
 // maxLines is how many of an operator's metrics its node shows; all are
@@ -53,7 +52,7 @@ function planGraph(plan) {
         .filter((m) => m.total > 0)
         .slice(0, maxLines)
         .map((m) => `${m.name}: ${metricValue(m)}`),
-      title: [n.detail || n.name, ...(n.metrics || []).map((m) => `${m.name}: ${metricValue(m)}`)].join('\n'),
+      title: [`${n.detail || n.name}${n.nodeId >= 0 ? ` (${n.nodeId})` : ''}`, ...(n.metrics || []).map(metricLine)].join('\n'),
       cluster: n.name === 'InputAdapter' ? null : cluster,
     });
     if (known.length) ops.push([id, n]);
@@ -67,14 +66,20 @@ function planGraph(plan) {
 // metricsTitle is a name with up to n of its known metrics.
 function metricsTitle(name, metrics, n) {
   const known = (metrics || []).filter((m) => m.known).slice(0, n);
-  return known.length ? `${name} — ${known.map((m) => `${m.name}: ${metricValue(m)}`).join(', ')}` : name;
+  return known.length ? `${name} — ${known.map(n > 1 ? metricLine : (m) => `${m.name}: ${metricValue(m)}`).join(', ')}` : name;
 }
 
-// OperatorMetrics lists every operator's SQL metrics, in plan order.
+// OperatorMetrics lists every operator's SQL metrics, in plan order, as
+// the History Server's SQL page gives them: the total, and the min, med
+// and max over the tasks and the task of the max. An operator is named by
+// its id in the History Server's plan graph.
 function OperatorMetrics({ ops }) {
-  if (ops.length === 0) return <p className="muted">No SQL metrics: no stage of this execution reported them.</p>;
+  if (ops.length === 0) return <p className="muted">No SQL metrics: no task of this execution reported them.</p>;
+  const stat = (m, k) => (hasStats(m) ? sqlValue(m.type, m[k]) : '');
+  // An average of several tasks has no total.
+  const total = (m) => (!m.known ? 'not reported' : hasStats(m) && m.type === 'average' ? '' : sqlValue(m.type, m.total));
   return (
-    <details>
+    <details open>
       <summary>SQL metrics of each operator ({ops.length} operators)</summary>
       <table className="grid" data-testid="sql-metrics">
         <thead>
@@ -82,15 +87,23 @@ function OperatorMetrics({ ops }) {
             <th>Operator</th>
             <th>Metric</th>
             <th className="num">Total</th>
+            <th className="num">Min</th>
+            <th className="num">Median</th>
+            <th className="num">Max</th>
+            <th>Max at (stage.attempt: task)</th>
           </tr>
         </thead>
         <tbody>
           {ops.flatMap(([id, n]) =>
             n.metrics.map((m, i) => (
-              <tr key={`${id}-${n.name}-${m.name}`}>
-                <td>{i === 0 ? `${n.name}${id !== null ? ` #${id}` : ''}` : ''}</td>
+              <tr key={`${id}-${n.name}-${m.name}`} title={metricLine(m)}>
+                <td>{i === 0 ? `${n.name}${n.nodeId >= 0 ? ` (${n.nodeId})` : ''}` : ''}</td>
                 <td>{m.name}</td>
-                <td className="num">{metricValue(m)}</td>
+                <td className="num">{total(m)}</td>
+                <td className="num">{stat(m, 'min')}</td>
+                <td className="num">{stat(m, 'med')}</td>
+                <td className="num">{stat(m, 'max')}</td>
+                <td>{hasStats(m) ? maxAt(m) : ''}</td>
               </tr>
             )),
           )}

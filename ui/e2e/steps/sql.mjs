@@ -29,9 +29,29 @@ export async function run({ page, step, shot, url }) {
     assert.ok(Number((await dataset(plan)).scale) > Number(d.scale));
     await page.getByTestId('graph-fit').click();
     assert.equal((await dataset(plan)).scale, d.scale);
-    await page.getByTestId('sql-detail').locator('summary', { hasText: 'SQL metrics of each operator' }).click();
-    assert.ok((await page.getByTestId('sql-metrics').locator('tbody tr').count()) >= 5, 'the operator metrics table');
+    const table = page.getByTestId('sql-metrics');
+    assert.ok((await table.locator('tbody tr').count()) >= 5, 'the operator metrics table');
     await shot('s1-sql-plan-metrics.png');
+  });
+
+  await step('an operator\'s SQL metrics per task: total, min, med, max and the task of the max, as the History Server', async () => {
+    const table = page.getByTestId('sql-metrics');
+    // The shuffle of range(0, 100) in 8 tasks: 12 or 13 records each; its
+    // write time is a nsTiming metric, which the table writes in the
+    // History Server's units, with the task of its maximum.
+    const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+    const header = await table.locator('thead th').allTextContents();
+    assert.ok(!rows.flat().some((c) => /NaN|undefined/.test(c)), 'no figure is NaN or undefined');
+    assert.deepEqual(header.slice(2, 7), ['Total', 'Min', 'Median', 'Max', 'Max at (stage.attempt: task)']);
+    const records = rows.find((r) => r[1] === 'shuffle records written' && r[2] === '100');
+    assert.ok(records && records[3] === '', `a count has its total only: ${records}`);
+    const write = rows.find((r) => r[1] === 'shuffle write time' && /^stage 0\.0: task \d+$/.test(r[6]));
+    assert.ok(write, `shuffle write time of stage 0 with its max task: ${JSON.stringify(rows.filter((r) => r[1] === 'shuffle write time'))}`);
+    for (const v of write.slice(2, 6)) assert.match(v, /^\d+(\.\d)? (ms|s)$/, `a time in the History Server's units: ${write}`);
+    // Its row's tooltip is the History Server's text.
+    const title = await table.locator('tbody tr', { hasText: write[6] }).first().getAttribute('title');
+    assert.match(title, /^shuffle write time total \(min, med, max \(stageId: taskId\)\): \d+ ms \(\d+ ms, \d+ ms, \d+ ms \(stage 0\.0: task \d+\)\)$/);
+    await shot('s1b-sql-metrics-min-med-max.png', page.getByTestId('sql-detail').locator('details').first());
   });
 
   await step("a stage's page draws its event timeline", async () => {

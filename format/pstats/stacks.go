@@ -24,7 +24,8 @@ const (
 // function's self time on stacks of its callers. Frames are
 // profile.KindPython, named "file:function" with File and Line set, as
 // profile.ParsePythonFrame makes them; built-ins are named as Python names
-// them ("<built-in method builtins.len>") without a file.
+// them ("<built-in method builtins.len>" by cProfile, "len" by the profile
+// module) without a file.
 func Decode(data []byte, source string) (*profile.Profile, error) {
 	stats, err := Read(data, source)
 	if err != nil {
@@ -73,7 +74,7 @@ func newBuilder(p *profile.Profile, stats []Stat) *builder {
 
 // frame is the profile frame of a function.
 func frame(f Func) profile.Frame {
-	if f.File == "~" && f.Line == 0 {
+	if f.File == "" || f.File == "~" {
 		return profile.Frame{Name: f.Name, Kind: profile.KindPython}
 	}
 	return profile.Frame{Name: f.File + ":" + f.Name, File: f.File, Line: int32(min(max(f.Line, 0), math.MaxInt32)), Kind: profile.KindPython}

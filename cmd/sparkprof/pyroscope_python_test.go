@@ -35,7 +35,7 @@ func TestPyroscopePythonClient(t *testing.T) {
 	type top struct {
 		Functions []function
 		Total     int64
-		Type  struct{ Name, Unit string }
+		Type      struct{ Name, Unit string }
 	}
 	topOf := func(selector string) top {
 		var tp top

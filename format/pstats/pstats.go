@@ -252,7 +252,7 @@ func (r *reader) seconds(v value, off int, field string) (float64, error) {
 
 // kind names a value's Python type, for errors.
 func kind(v value) string {
-	switch v.(type) {
+	switch v := v.(type) {
 	case nil:
 		return "None"
 	case bool:
@@ -264,7 +264,7 @@ func kind(v value) string {
 	case string:
 		return "str"
 	case tuple:
-		return fmt.Sprintf("tuple of %d", len(v.(tuple)))
+		return fmt.Sprintf("tuple of %d", len(v))
 	case *dict:
 		return "dict"
 	}

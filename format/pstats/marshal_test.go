@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/sparkprof/sparkprof/profile"
 )
 
 // marshalProgram writes, with Python's own marshal at each version it
@@ -80,4 +82,45 @@ func TestMarshalVersions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// denseProgram marshals the stats of 400 functions each called by every
+// other, all with time: the worst shape for making stacks of a call graph.
+const denseProgram = `
+import marshal, sys
+n = 400
+fs = [("dense.py", i, "f%d" % i) for i in range(n)]
+stats = {f: (n, n, 0.01, 1.0, {g: (1, 1, 0.01 / n, 1.0 / n) for g in fs if g != f}) for f in fs}
+with open(sys.argv[1], "wb") as out:
+    marshal.dump(stats, out)
+`
+
+// TestDenseCallGraph checks that a call graph where every function calls
+// every other decodes with every self time kept and a bounded number of
+// stacks.
+func TestDenseCallGraph(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	file := filepath.Join(t.TempDir(), "dense.pstats")
+	if b, err := exec.Command(py, "-c", denseProgram, file).CombinedOutput(); err != nil {
+		t.Fatalf("python3: %v\n%s", err, b)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Decode(data, "dense.pstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wall, _ := p.TypeIndex(profile.TypeWall)
+	if got, want := p.Total(wall), int64(400*nanos(0.01)); got != want {
+		t.Errorf("total %d ns, want %d", got, want)
+	}
+	if len(p.Samples) > maxWork {
+		t.Errorf("%d stacks, more than the %d edges Decode may visit", len(p.Samples), maxWork)
+	}
+	t.Logf("%d functions, %d stacks", len(p.Frames), len(p.Samples))
 }

@@ -320,3 +320,18 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecode decodes the golden cProfile file.
+func BenchmarkDecode(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "cprofile.pstats"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(data, "cprofile.pstats"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -17,6 +17,10 @@ const (
 	// least time a path is split further for.
 	minShareNanos    = 1000
 	minShareFraction = 1.0 / 20000
+	// maxWork bounds the caller edges one Decode visits; past it, paths
+	// stop where they are. A dense graph (every function calling every
+	// other) reaches it; the profiles of real programs stay far below.
+	maxWork = 4 << 20
 )
 
 // Decode decodes a pstats file into a profile of wall time (cProfile's
@@ -56,6 +60,7 @@ type builder struct {
 	minShare int64
 	values   map[profile.StackID]int64
 	path     []int // the functions from the leaf up
+	work     int   // caller edges visited
 	onPath   []bool
 	rootBuf  []profile.FrameID
 }
@@ -98,10 +103,11 @@ func (b *builder) function(i int) {
 // function called from the top level) ends the path there.
 func (b *builder) climb(v int64, leaf bool) {
 	top := b.stats[b.path[len(b.path)-1]]
-	if len(b.path) >= maxStackDepth || v < b.minShare || len(top.Callers) == 0 {
+	if len(b.path) >= maxStackDepth || v < b.minShare || len(top.Callers) == 0 || b.work >= maxWork {
 		b.emit(v)
 		return
 	}
+	b.work += len(top.Callers)
 	weight := func(e Edge) float64 {
 		if leaf {
 			return e.Self

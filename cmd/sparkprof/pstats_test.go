@@ -1,9 +1,12 @@
 package main
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -13,7 +16,10 @@ import (
 // udf_<id>_perf.pstats.
 func pstatsDir(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "etl-dump")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for src, dst := range map[string]string{"cprofile.pstats": "rdd_3.pstats", "profile.pstats": "udf_2_perf.pstats"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "format", "pstats", "testdata", src))
 		if err != nil {
@@ -59,5 +65,41 @@ func TestPstatsDirInCommands(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPstatsDirImport imports a directory of PySpark's pstats dumps into
+// sparkprof serve: one app, named by the directory, whose profiles keep
+// their RDD and UDF labels and are queryable by them.
+func TestPstatsDirImport(t *testing.T) {
+	dir := pstatsDir(t)
+	bin := buildBinary(t)
+	cmd, base := startServe(t, bin, filepath.Join(t.TempDir(), "data"))
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	if code, _, errs := sparkprof(t, "import", "--server", base, dir); code != 0 {
+		t.Fatalf("import: exit %d: %s", code, errs)
+	}
+	waitFor(t, "the imported profiles to be queryable", func() bool {
+		return len(serverLabelValues(t, base, "spark_udf_id", "{}")) > 0
+	})
+	if apps := serverLabelValues(t, base, "service_name", "{}"); !slices.Equal(apps, []string{"etl-dump"}) {
+		t.Errorf("apps %v, want [etl-dump]", apps)
+	}
+	for _, tc := range []struct {
+		label, want, function string
+	}{
+		{"spark_rdd_id", "3", "example.py:leaf"},
+		{"spark_udf_id", "2", "profile:main()"},
+	} {
+		if vs := serverLabelValues(t, base, tc.label, `{service_name="etl-dump"}`); !slices.Equal(vs, []string{tc.want}) {
+			t.Errorf("%s values %v, want [%s]", tc.label, vs, tc.want)
+		}
+		var top struct {
+			Functions []struct{ Name string }
+		}
+		mustGetJSON(t, base+"/api/v1/top?"+url.Values{"query": {`{service_name="etl-dump",` + tc.label + `="` + tc.want + `"}`}, "type": {"wall"}}.Encode(), &top)
+		if !slices.ContainsFunc(top.Functions, func(f struct{ Name string }) bool { return f.Name == tc.function }) {
+			t.Errorf("%s=%s: no %s among %v", tc.label, tc.want, tc.function, top.Functions)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -25,7 +26,9 @@ func TestPyroscopePythonClient(t *testing.T) {
 	cmd, base := startServe(t, bin, filepath.Join(t.TempDir(), "data"))
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 	const svc = "pyroscope-python"
-	if b, err := exec.Command(py, sender, base, svc).CombinedOutput(); err != nil || !strings.Contains(string(b), "pyroscope_send: done") {
+	send := exec.Command(py, sender, base, svc)
+	send.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") // no __pycache__ beside crunch.py
+	if b, err := send.CombinedOutput(); err != nil || !strings.Contains(string(b), "pyroscope_send: done") {
 		t.Fatalf("pyroscope-io sender: %v\n%s", err, b)
 	}
 	type function struct {

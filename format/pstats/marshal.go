@@ -78,7 +78,7 @@ func (u *unmarshaller) fail(off int, format string, args ...any) error {
 
 func (u *unmarshaller) need(n int, what string) ([]byte, error) {
 	if n < 0 || n > len(u.data)-u.off {
-		return nil, u.fail(u.off, "%s of %d bytes runs past the end of the data (%d bytes left): the file is truncated", what, n, len(u.data)-u.off)
+		return nil, u.fail(u.off, "%s needs %d bytes, %d are left: the file is truncated", what, n, len(u.data)-u.off)
 	}
 	b := u.data[u.off : u.off+n]
 	u.off += n
@@ -243,23 +243,27 @@ func (u *unmarshaller) elements(n int) (value, error) {
 
 func (u *unmarshaller) dict() (value, error) {
 	d := &dict{}
-	for {
+	top := u.depth == 1
+	for i := 0; ; i++ {
 		if u.off < len(u.data) && u.data[u.off] == typeNull {
 			u.off++
 			return d, nil
 		}
 		off := u.off
 		k, err := u.object()
-		if err != nil {
-			return nil, err
+		if err == nil {
+			var v value
+			v, err = u.object()
+			d.vals = append(d.vals, v)
 		}
-		v, err := u.object()
 		if err != nil {
+			if me, ok := err.(*marshalError); ok && top {
+				me.msg = fmt.Sprintf("stats entry %d (from offset %d): %s", i, off, me.msg)
+			}
 			return nil, err
 		}
 		d.offs = append(d.offs, off)
 		d.keys = append(d.keys, k)
-		d.vals = append(d.vals, v)
 	}
 }
 

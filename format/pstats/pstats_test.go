@@ -232,7 +232,7 @@ func TestPstatsBadInput(t *testing.T) {
 		data []byte
 		want string // in the error
 	}{
-		{"empty", nil, "offset 0: pstats: type code of 1 bytes runs past the end"},
+		{"empty", nil, "offset 0: pstats: type code needs 1 bytes, 0 are left: the file is truncated"},
 		{"truncated", good[:len(good)/2], "the file is truncated"},
 		{"not a dict", []byte("i\x01\x00\x00\x00"), "holds a int, not the dict"},
 		{"trailing bytes", append([]byte("{0"), 'N'), "offset 2: pstats: 1 bytes after the dict"},
@@ -242,8 +242,8 @@ func TestPstatsBadInput(t *testing.T) {
 		{"negative count", []byte("{)\x03z\x01ai\x01\x00\x00\x00z\x01f)\x05i\xff\xff\xff\xffi\x00\x00\x00\x00g" + zeros(8) + "g" + zeros(8) + "{00"), "a:1(f).cc: pstats: want a count (an int, 0 or more), found int -1"},
 		{"NaN seconds", []byte("{)\x03z\x01ai\x01\x00\x00\x00z\x01f)\x05i\x00\x00\x00\x00i\x00\x00\x00\x00g\x00\x00\x00\x00\x00\x00\xf8\x7fg" + zeros(8) + "{00"), "a:1(f).tt: pstats: seconds NaN not in"},
 		{"callers not a dict", []byte("{)\x03z\x01ai\x01\x00\x00\x00z\x01f)\x05i\x00\x00\x00\x00i\x00\x00\x00\x00g" + zeros(8) + "g" + zeros(8) + "N0"), "a:1(f).callers: pstats: want a dict, found None"},
-		{"bad ref", []byte("{r\x05\x00\x00\x00N0"), "offset 1: pstats: reference 5 to an object not yet read"},
-		{"unknown code", []byte("{)\x03c"), "offset 3: pstats: unknown marshal type code 0x63"},
+		{"bad ref", []byte("{r\x05\x00\x00\x00N0"), "offset 1: pstats: stats entry 0 (from offset 1): reference 5 to an object not yet read"},
+		{"unknown code", []byte("{)\x03c"), "offset 3: pstats: stats entry 0 (from offset 1): unknown marshal type code 0x63"},
 		{"deep nesting", []byte("{" + strings.Repeat(")\x01", 40)), "nested more than 32 deep"},
 		{"huge length", []byte("{(\xff\xff\xff\x7f"), "length 2147483647 is negative or longer than the 0 bytes left"},
 		{"long overflow", []byte("{)\x03z\x01al\x06\x00\x00\x00"), "int of 6 15-bit digits does not fit 64 bits"},

@@ -1,4 +1,4 @@
-package pstats
+package pstats_test
 
 import (
 	"os"
@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sparkprof/sparkprof/format"
+	"github.com/sparkprof/sparkprof/format/pstats"
 	"github.com/sparkprof/sparkprof/internal/sparktest"
+	"github.com/sparkprof/sparkprof/profile"
 )
 
 // TestPstatsFromPySpark runs a short PySpark job on each installed Spark
@@ -16,7 +19,8 @@ import (
 // pstats file it dumps with Python's own reading of it, function by
 // function: sc.dump_profiles' rdd_<id>.pstats and, on Spark 4,
 // spark.profile.dump's udf_<id>_perf.pstats. The job's functions must be
-// in them.
+// in them, and format must read the dump directories as the commands do:
+// each file's samples labelled with its RDD or UDF.
 func TestPstatsFromPySpark(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Spark")
@@ -54,13 +58,13 @@ func TestPstatsFromPySpark(t *testing.T) {
 			if len(files) < wantFiles {
 				t.Fatalf("%d pstats files, want %d or more", len(files), wantFiles)
 			}
-			python := pythonStats(t, s.Python, files...)
+			python := pstats.PythonStats(t, s.Python, files...)
 			matched, total, found := 0, 0, map[string]bool{}
 			for _, f := range files {
 				total += len(python[f])
-				matched += compareWithPython(t, f, python[f])
+				matched += pstats.CompareWithPython(t, f, python[f])
 				data, _ := os.ReadFile(f)
-				stats, _ := Read(data, f)
+				stats, _ := pstats.Read(data, f)
 				for _, st := range stats {
 					found[st.Name] = true
 				}
@@ -74,6 +78,46 @@ func TestPstatsFromPySpark(t *testing.T) {
 					t.Errorf("no function %s in the dumped profiles", fn)
 				}
 			}
+			loadDumps(t, filepath.Join(out, "sc"))
+			if s.Major() >= "4" {
+				loadDumps(t, filepath.Join(out, "udf"))
+			}
 		})
+	}
+}
+
+// loadDumps reads a dump directory as the commands do (format.Expand,
+// format.Load): every file a wall-time profile labelled with its RDD or
+// UDF, the UDF's slow_square among its functions.
+func loadDumps(t *testing.T, dir string) {
+	t.Helper()
+	paths, err := format.Expand([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range paths {
+		p, err := format.Load(path, format.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdd, isRDD := p.Labels.Get(profile.LabelRDDID)
+		udf, isUDF := p.Labels.Get(profile.LabelUDFID)
+		if !isRDD && !isUDF {
+			t.Errorf("%s: labels %s name no RDD or UDF", path, p.Labels)
+		}
+		wall, ok := p.TypeIndex(profile.TypeWall)
+		if !ok || p.Total(wall) <= 0 {
+			t.Errorf("%s: no wall time", path)
+		}
+		if isUDF {
+			slow := false
+			for _, f := range p.Frames {
+				slow = slow || strings.HasSuffix(f.Name, "spark_job.py:slow_square")
+			}
+			if !slow {
+				t.Errorf("%s (UDF %s): no frame spark_job.py:slow_square", path, udf)
+			}
+		}
+		t.Logf("%s: rdd %q udf %q, %d samples", filepath.Base(path), rdd, udf, len(p.Samples))
 	}
 }

@@ -2,9 +2,12 @@
 
 Usage: python spark_job.py OUT_DIR  (with pyspark importable)
 Writes OUT_DIR/sc/ with sc.dump_profiles (spark.python.profile=true: an
-rdd_<id>.pstats per profiled RDD) and, on Spark 4, OUT_DIR/udf/ with
-spark.profile.dump (spark.sql.pyspark.udf.profiler=perf:
-udf_<id>_perf.pstats).
+rdd_<id>.pstats per profiled RDD, a udf_<id>.pstats per UDF) and, on
+Spark 4, OUT_DIR/udf/ with spark.profile.dump
+(spark.sql.pyspark.udf.profiler=perf: udf_<id>_perf.pstats) from a
+second session without spark.python.profile: with both on, Python's one
+profile hook goes to the RDD profiler's cProfile, and the UDF profiler's
+file holds only that profiler's own frames.
 """
 import os
 import sys
@@ -15,13 +18,13 @@ from pyspark.sql.functions import udf
 
 out = sys.argv[1]
 spark4 = int(pyspark.__version__.split(".")[0]) >= 4
-builder = (SparkSession.builder.master("local[2]")
-           .config("spark.ui.enabled", "false")
-           .config("spark.python.profile", "true"))
-if spark4:
-    builder = builder.config("spark.sql.pyspark.udf.profiler", "perf")
-spark = builder.getOrCreate()
-sc = spark.sparkContext
+
+
+def session(**conf):
+    builder = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    return builder.getOrCreate()
 
 
 def slow_square(x):
@@ -35,10 +38,16 @@ def parse_record(x):
     return sum(int(c) for c in str(x))
 
 
+spark = session(**{"spark.python.profile": "true"})
+sc = spark.sparkContext
 sc.parallelize(range(20000), 2).map(parse_record).sum()
 spark.range(3000).select(udf(slow_square, "long")("id")).collect()
 sc.dump_profiles(os.path.join(out, "sc"))
-if spark4:
-    spark.profile.dump(os.path.join(out, "udf"))
 spark.stop()
+if spark4:
+    # SparkSession.builder keeps the options of earlier sessions.
+    spark = session(**{"spark.python.profile": "false", "spark.sql.pyspark.udf.profiler": "perf"})
+    spark.range(3000).select(udf(slow_square, "long")("id")).collect()
+    spark.profile.dump(os.path.join(out, "udf"))
+    spark.stop()
 print("spark_job: done")

@@ -254,6 +254,11 @@ func FuzzDecode(f *testing.F) {
 		data := corpus.Read(f, rel...)
 		f.Add(data[:min(len(data), 4096)])
 	}
+	pstatsFile, err := os.ReadFile(filepath.Join("pstats", "testdata", "cprofile.pstats"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(pstatsFile)
 	f.Add([]byte("{\"stacktrace\":[\"a.b\"],\"threadName\":\"Executor task launch worker for task 1.0 in stage 2.0 (TID 3)\",\"count\":1}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := format.Decode(data, "fuzz", format.Options{MaxSize: 1 << 20})

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/sparkprof/sparkprof/profile"
@@ -21,10 +22,12 @@ import marshal, sys
 f = ("/jobs/\u00e9t\u00e9.py", 7, "work")
 g = ("/jobs/\u00e9t\u00e9.py", 2**40, "main")
 b = ("~", 0, "<built-in method builtins.len>")
+long = ("/" + "x" * 300 + ".py", 1, "long_path")
 stats = {
     f: (3, 5, 0.25, 1.5, {g: (5, 3, 0.25, 1.5)}),
     g: (1, 1, 0.125, 2.0, {}),
     b: (2**33, 2**33, 1e-06, 1e-06, {f: 2**33}),
+    long: (0, 0, 0.0, 0.0, {}),
 }
 for v in range(1, 5):
     with open("%s/v%d.pstats" % (sys.argv[1], v), "wb") as out:
@@ -50,6 +53,7 @@ func TestMarshalVersions(t *testing.T) {
 		{Func: Func{file, 1 << 40, "main"}, PrimitiveCalls: 1, Calls: 1, Self: 0.125, Cumulative: 2},
 		{Func: Func{"~", 0, "<built-in method builtins.len>"}, PrimitiveCalls: 1 << 33, Calls: 1 << 33, Self: 1e-6, Cumulative: 1e-6,
 			Callers: []Edge{{Caller: 0, Calls: 1 << 33, PrimitiveCalls: 1 << 33}}},
+		{Func: Func{"/" + strings.Repeat("x", 300) + ".py", 1, "long_path"}},
 	}
 	for _, tc := range []struct {
 		version string

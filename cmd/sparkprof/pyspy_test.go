@@ -41,16 +41,21 @@ func TestPySpyOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		format, file string
-		typ          string
+		name, format, file string
+		options            []string
+		typ                string
 	}{
-		{"speedscope", "crunch.speedscope.json", "wall:nanoseconds"},
-		{"raw", "crunch.folded", "samples:count"},
+		{"speedscope", "speedscope", "crunch.speedscope.json", nil, "wall:nanoseconds"},
+		{"raw", "raw", "crunch.folded", nil, "samples:count"},
+		// Frames "function (file.py)", and "process N:..." and "thread (N)"
+		// frames above them, not Python's.
+		{"raw without lines", "raw", "crunch.folded", []string{"--nolineno"}, "samples:count"},
+		{"raw by thread and process", "raw", "crunch.folded", []string{"--threads", "--subprocesses"}, "samples:count"},
 	} {
-		t.Run(tc.format, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), tc.file)
-			rec := exec.Command(filepath.Join(bin, "py-spy"), "record", "--format", tc.format, "--output", out, "--",
-				filepath.Join(bin, "python"), prog)
+			args := append([]string{"record", "--format", tc.format, "--output", out}, tc.options...)
+			rec := exec.Command(filepath.Join(bin, "py-spy"), append(args, "--", filepath.Join(bin, "python"), prog)...)
 			if b, err := rec.CombinedOutput(); err != nil {
 				t.Fatalf("py-spy record: %v\n%s", err, b)
 			}
@@ -58,10 +63,10 @@ func TestPySpyOutputs(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("top: exit %d: %s", code, stderr)
 			}
-			t.Logf("py-spy %s:\n%s", tc.format, stdout)
+			t.Logf("py-spy %s:\n%s", tc.name, stdout)
 			for _, w := range []string{tc.typ, "crunch.py:crunch_numbers", "crunch.py:outer_loop", "crunch.py:<module>"} {
 				if !strings.Contains(stdout, w) {
-					t.Errorf("top of py-spy's %s output lacks %q", tc.format, w)
+					t.Errorf("top of py-spy's %s output lacks %q", tc.name, w)
 				}
 			}
 			// The program's time is in crunch_numbers: it leads by self time.

@@ -99,22 +99,42 @@ with open(sys.argv[1], "wb") as out:
     marshal.dump(stats, out)
 `
 
+// denseFile writes the dense stats with python3 and returns their bytes.
+func denseFile(tb testing.TB) []byte {
+	tb.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		tb.Skip("no python3 on PATH")
+	}
+	file := filepath.Join(tb.TempDir(), "dense.pstats")
+	if b, err := exec.Command(py, "-c", denseProgram, file).CombinedOutput(); err != nil {
+		tb.Fatalf("python3: %v\n%s", err, b)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
+}
+
+// BenchmarkDecodeDense decodes the dense call graph: 400 functions,
+// 159,600 caller edges, the stack builder's worst shape.
+func BenchmarkDecodeDense(b *testing.B) {
+	data := denseFile(b)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(data, "dense.pstats"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // TestDenseCallGraph checks that a call graph where every function calls
 // every other decodes with every self time kept and a bounded number of
 // stacks.
 func TestDenseCallGraph(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3 on PATH")
-	}
-	file := filepath.Join(t.TempDir(), "dense.pstats")
-	if b, err := exec.Command(py, "-c", denseProgram, file).CombinedOutput(); err != nil {
-		t.Fatalf("python3: %v\n%s", err, b)
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := denseFile(t)
 	p, err := Decode(data, "dense.pstats")
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/sparkprof/sparkprof/format/folded"
 	"github.com/sparkprof/sparkprof/format/jfr"
 	"github.com/sparkprof/sparkprof/format/pprof"
+	"github.com/sparkprof/sparkprof/format/pstats"
 	"github.com/sparkprof/sparkprof/format/pyspark"
 	"github.com/sparkprof/sparkprof/format/speedscope"
 	"github.com/sparkprof/sparkprof/format/uber"
@@ -31,10 +32,12 @@ type Format struct {
 // Formats lists every format in detection order: binary formats with a magic
 // number first, then JSON shapes, then folded text, which accepts the most.
 // Uber records come before PySpark ones because both are JSON lines and the
-// Uber shapes are more specific.
+// Uber shapes are more specific. A pstats file (Python's marshal) starts
+// with '{' like JSON, then a tuple code no JSON has, so it goes before them.
 var Formats = []Format{
 	{"jfr", jfr.Sniff, jfr.Decode},
 	{"pprof", pprof.Sniff, pprof.Decode},
+	{"pstats", pstats.Sniff, pstats.Decode},
 	{"speedscope", speedscope.Sniff, speedscope.Decode},
 	{"uber", uber.Sniff, uber.Decode},
 	{"pyspark", pyspark.Sniff, pyspark.Decode},

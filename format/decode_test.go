@@ -97,6 +97,45 @@ func TestDecodeRoundTrip(t *testing.T) {
 	}
 }
 
+// TestDecodePstats checks that a pstats file written by Python's cProfile
+// is detected by content, plain or gzipped, under any name, and labelled
+// with the RDD or UDF its name gives.
+func TestDecodePstats(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("pstats", "testdata", "cprofile.pstats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := format.Detect(raw); !ok || f.Name != "pstats" {
+		t.Fatalf("Detect = %q, %v", f.Name, ok)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(raw)
+	zw.Close()
+	for _, tc := range []struct {
+		name, source string
+		data         []byte
+		label, value string
+	}{
+		{"plain", "dump/rdd_5.pstats", raw, profile.LabelRDDID, "5"},
+		{"gzipped", "dump/udf_9_perf.pstats.gz", gz.Bytes(), profile.LabelUDFID, "9"},
+		{"neutral name", "upload", raw, profile.LabelRDDID, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := format.Decode(tc.data, tc.source, format.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := p.TypeIndex(profile.TypeWall); !ok || len(p.Samples) == 0 {
+				t.Errorf("types %v, %d samples; want wall samples", p.Types, len(p.Samples))
+			}
+			if got, _ := p.Labels.Get(tc.label); got != tc.value {
+				t.Errorf("label %s = %q, want %q", tc.label, got, tc.value)
+			}
+		})
+	}
+}
+
 // TestDecodeLabels checks that Decode labels samples from Spark thread
 // names and the profile from Spark's profiler output path.
 func TestDecodeLabels(t *testing.T) {
@@ -215,6 +254,11 @@ func FuzzDecode(f *testing.F) {
 		data := corpus.Read(f, rel...)
 		f.Add(data[:min(len(data), 4096)])
 	}
+	pstatsFile, err := os.ReadFile(filepath.Join("pstats", "testdata", "cprofile.pstats"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(pstatsFile)
 	f.Add([]byte("{\"stacktrace\":[\"a.b\"],\"threadName\":\"Executor task launch worker for task 1.0 in stage 2.0 (TID 3)\",\"count\":1}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := format.Decode(data, "fuzz", format.Options{MaxSize: 1 << 20})

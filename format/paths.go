@@ -15,7 +15,7 @@ import (
 // profileSuffixes are the file names Expand picks up inside directories.
 // Files named on the command line are always read, whatever their name.
 var profileSuffixes = []string{
-	".jfr", ".pprof", ".pb", ".prof", ".folded", ".collapsed", ".speedscope.json", ".json",
+	".jfr", ".pprof", ".pb", ".prof", ".folded", ".collapsed", ".speedscope.json", ".json", ".pstats",
 }
 
 // Expand turns paths into a sorted list of files: a file stays as it is, a
@@ -46,7 +46,7 @@ func Expand(paths []string) ([]string, error) {
 			return nil, err
 		}
 		if len(found) == 0 {
-			return nil, fmt.Errorf("%s: no profile files (*.jfr, *.pprof, *.folded, *.json, optionally .gz) in directory", p)
+			return nil, fmt.Errorf("%s: no profile files (*.jfr, *.pprof, *.folded, *.json, *.pstats, optionally .gz) in directory", p)
 		}
 		sort.Strings(found)
 		out = append(out, found...)
@@ -119,11 +119,16 @@ var (
 	execFile    = regexp.MustCompile(`^profile-exec-([^/]+)\.jfr$`)
 	oldExecFile = regexp.MustCompile(`^profile-(.+)-exec-([^/-]+)\.jfr$`)
 	driverFile  = regexp.MustCompile(`^profile-driver\.jfr$`)
-	appDir      = regexp.MustCompile(`^((?:application_\d+_\d+)|(?:app-\d+-\d+)|(?:local-\d+)|(?:spark-[0-9a-f]+))(?:_(\d+))?$`)
+	// PySpark's profilers: sc.dump_profiles writes rdd_<id>.pstats and
+	// (Spark 3's UDF profiler) udf_<id>.pstats, Spark 4's
+	// spark.profile.dump udf_<id>_perf.pstats.
+	pstatsFile = regexp.MustCompile(`^(rdd|udf)_([^/_]+)(?:_perf)?\.pstats$`)
+	appDir     = regexp.MustCompile(`^((?:application_\d+_\d+)|(?:app-\d+-\d+)|(?:local-\d+)|(?:spark-[0-9a-f]+))(?:_(\d+))?$`)
 )
 
 // SparkPathLabels returns the labels a path written by Spark's profiler
-// plugin implies: app id, attempt, executor id and role.
+// plugin implies: app id, attempt, executor id and role; or the RDD or UDF
+// id of a profile PySpark dumped.
 func SparkPathLabels(path string) profile.Labels {
 	name := strings.TrimSuffix(filepath.Base(path), ".gz")
 	var ls profile.Labels
@@ -135,6 +140,14 @@ func SparkPathLabels(path string) profile.Labels {
 	case driverFile.MatchString(name):
 		add(profile.LabelExecutorID, "driver")
 		add(profile.LabelRole, "driver")
+	case pstatsFile.MatchString(name):
+		m := pstatsFile.FindStringSubmatch(name)
+		if m[1] == "rdd" {
+			add(profile.LabelRDDID, m[2])
+		} else {
+			add(profile.LabelUDFID, m[2])
+		}
+		return ls
 	case oldExecFile.MatchString(name):
 		m := oldExecFile.FindStringSubmatch(name)
 		if a := appDir.FindStringSubmatch(m[1]); a != nil && a[2] == "" {

@@ -24,6 +24,11 @@ func TestSparkPathLabels(t *testing.T) {
 			`{role="executor", spark_app_id="app-20231025121456-0004", spark_executor_id="7"}`},
 		{"out/spark-pi/profile-Spark-Pi-exec-7.jfr", `{role="executor", spark_executor_id="7"}`},
 		{"somewhere/recording.jfr", `{}`},
+		{"profiles/rdd_12.pstats", `{spark_rdd_id="12"}`},
+		{"profiles/udf_3.pstats", `{spark_udf_id="3"}`},
+		{"profiles/udf_7_perf.pstats.gz", `{spark_udf_id="7"}`},
+		{"profiles/udf_7_memory.txt", `{}`},
+		{"profiles/other.pstats", `{}`},
 	}
 	for _, tt := range tests {
 		if got := SparkPathLabels(tt.path).String(); got != tt.want {

@@ -325,10 +325,26 @@ func checkFileName(name string) error {
 }
 
 // appFromName is the app a file belongs to when nothing else names it: its
-// name less directories and extensions.
+// name less directories and extensions; for a profile PySpark dumped per
+// RDD or UDF (rdd_<id>.pstats), the directory it dumped them all into.
 func appFromName(name string) string {
-	base := strings.TrimSuffix(path.Base(strings.ReplaceAll(name, "\\", "/")), ".gz")
+	name = strings.ReplaceAll(name, "\\", "/")
+	if isPySparkDump(name) {
+		if dir := path.Base(path.Dir(name)); dir != "." && dir != "/" {
+			return dir
+		}
+	}
+	base := strings.TrimSuffix(path.Base(name), ".gz")
 	return strings.TrimSuffix(base, path.Ext(base))
+}
+
+// isPySparkDump reports whether a file name is one PySpark's profilers
+// write, one per RDD or UDF.
+func isPySparkDump(name string) bool {
+	ls := format.SparkPathLabels(name)
+	_, rdd := ls.Get(profile.LabelRDDID)
+	_, udf := ls.Get(profile.LabelUDFID)
+	return rdd || udf
 }
 
 // looksLikeEventLog reports whether data is a Spark event log: JSON lines

@@ -110,7 +110,7 @@ func expandPath(path string, mem eventlog.Memory) (expansion, error) {
 		return expansion{}, fmt.Errorf("walk %s: %w", path, err)
 	}
 	if len(x.sources) == 0 {
-		return expansion{}, fmt.Errorf("%s: no event logs, logs (*.log, stderr, container log directories) or profiles (*.jfr, *.pprof, *.folded, *.json, optionally .gz) in directory", path)
+		return expansion{}, fmt.Errorf("%s: no event logs, logs (*.log, stderr, container log directories) or profiles (*.jfr, *.pprof, *.folded, *.json, *.pstats, optionally .gz) in directory", path)
 	}
 	return x, nil
 }

@@ -18,6 +18,8 @@ const (
 	LabelStageAttempt = "spark_stage_attempt"
 	LabelTaskID       = "spark_task_id"
 	LabelPartition    = "spark_partition"
+	LabelRDDID        = "spark_rdd_id" // of a profile PySpark dumped per RDD
+	LabelUDFID        = "spark_udf_id" // of a profile PySpark dumped per UDF
 	LabelThreadPool   = "thread_pool"
 	LabelThreadName   = "thread_name"
 	LabelAllocClass   = "alloc_class" // class of the allocated objects (allocation and live samples)

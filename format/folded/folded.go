@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -224,14 +225,24 @@ var suffixKinds = []struct {
 	{"_[k]", profile.KindKernel}, // kernel
 }
 
+// pySpyFrame matches py-spy's frames in its raw (folded) output:
+// "function (file.py:line)", or "function (file.py)" with --nolineno.
+var pySpyFrame = regexp.MustCompile(`^(.+) \((.+\.pyx?)(?::(\d+))?\)$`)
+
 // Frame returns the frame a folded frame name stands for: async-profiler's
 // type suffixes ("_[j]", "_[i]", "_[k]", ...) are removed and set the kind;
-// otherwise the kind is guessed by profile.GuessKind.
+// py-spy's Python frames, "function (file.py:line)", become Python frames
+// named "file.py:function" with File and Line set, as PySpark's and
+// cProfile's are; otherwise the kind is guessed by profile.GuessKind.
 func Frame(name string) profile.Frame {
 	for _, sk := range suffixKinds {
 		if strings.HasSuffix(name, sk.suffix) {
 			return profile.Frame{Name: strings.TrimSuffix(name, sk.suffix), Kind: sk.kind}
 		}
+	}
+	if m := pySpyFrame.FindStringSubmatch(name); m != nil {
+		line, _ := strconv.ParseInt(m[3], 10, 32)
+		return profile.Frame{Name: m[2] + ":" + m[1], File: m[2], Line: int32(max(line, 0)), Kind: profile.KindPython}
 	}
 	return profile.Frame{Name: name, Kind: profile.GuessKind(name)}
 }

@@ -233,6 +233,10 @@ func locationFrames(p *profile.Profile, loc *gprofile.Location) []profile.FrameI
 			f.Name = fmt.Sprintf("0x%x", loc.Address)
 		}
 		f.Kind = kind(f, loc.Mapping)
+		if f.Kind == profile.KindPython && f.File != "" && !strings.HasPrefix(f.Name, f.File+":") {
+			// Named as PySpark's, cProfile's and py-spy's Python frames are.
+			f.Name = f.File + ":" + f.Name
+		}
 		out = append(out, p.AddFrame(f))
 	}
 	return out

@@ -278,7 +278,7 @@ func TestInlinedAndLabels(t *testing.T) {
 	if got := p.LabelSet(s.Labels).String(); got != `{bytes="4096", spark_executor_id="1"}` {
 		t.Errorf("labels = %s", got)
 	}
-	if f := p.Frames[p.Leaf(p.Samples[1].Stack)]; f.Kind != profile.KindPython || f.Line != 20 {
+	if f := p.Frames[p.Leaf(p.Samples[1].Stack)]; f.Kind != profile.KindPython || f.Line != 20 || f.Name != "/a/job.py:process" {
 		t.Errorf("python frame = %+v", f)
 	}
 

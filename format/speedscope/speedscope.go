@@ -15,6 +15,7 @@ import (
 	"io"
 	"math"
 	"path"
+	"strings"
 
 	"github.com/sparkprof/sparkprof/profile"
 )
@@ -149,7 +150,7 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 		if line < 0 || line > math.MaxInt32 {
 			line = 0
 		}
-		frames[i] = p.AddFrame(profile.Frame{Name: *fr.Name, File: fr.File, Line: int32(line), Kind: kindOf(*fr.Name, fr.File)})
+		frames[i] = p.AddFrame(newFrame(*fr.Name, fr.File, int32(line)))
 	}
 	d := decoder{p: p, frames: frames, source: source}
 	for i := range f.Profiles {
@@ -276,6 +277,17 @@ func (d *decoder) evented(jp *jsonPrf, field string, add func(profile.StackID, f
 
 // kindOf guesses a frame's kind from its file, else from its name as
 // profile.GuessKind does.
+// newFrame is the profile frame of a speedscope frame. A Python frame is
+// named "file:function", as PySpark's, cProfile's and py-spy's folded
+// frames are, so that one function has one name whatever recorded it.
+func newFrame(name, file string, line int32) profile.Frame {
+	f := profile.Frame{Name: name, File: file, Line: line, Kind: kindOf(name, file)}
+	if f.Kind == profile.KindPython && file != "" && !strings.HasPrefix(name, file+":") {
+		f.Name = file + ":" + name
+	}
+	return f
+}
+
 func kindOf(name, file string) profile.FrameKind {
 	switch path.Ext(file) {
 	case ".py":

@@ -212,20 +212,20 @@ func TestDecode(t *testing.T) {
 		{
 			name:   "evented",
 			doc:    `{"$schema":"` + Schema + `",` + frames + `,"profiles":[{"type":"evented","name":"MainThread","unit":"milliseconds","startValue":0,"endValue":12,"events":[{"type":"O","frame":0,"at":0},{"type":"O","frame":1,"at":2},{"type":"C","frame":1,"at":5},{"type":"C","frame":0,"at":10},{"type":"O","frame":2,"at":10}]}]}`,
-			want:   "java.lang.Thread.run 2000000\nmain 7000000\nmain;work 3000000\n",
+			want:   "app.py:main 7000000\napp.py:main;work 3000000\njava.lang.Thread.run 2000000\n",
 			types:  "[wall:nanoseconds]",
 			thread: "MainThread",
 		},
 		{
 			name:  "sampled typed",
 			doc:   `{` + frames + `,"profiles":[{"type":"sampled","name":"cpu","unit":"microseconds","startValue":0,"endValue":3,"samples":[[0,1],[0],[0,1]],"weights":[1,1.5,0.25]},{"type":"sampled","name":"alloc_bytes","unit":"bytes","startValue":0,"endValue":9,"samples":[[2],[]],"weights":[8,1]}]}`,
-			want:  "main 1500\nmain;work 1250\n| 1\njava.lang.Thread.run 8\n",
+			want:  "app.py:main 1500\napp.py:main;work 1250\n| 1\njava.lang.Thread.run 8\n",
 			types: "[cpu:nanoseconds alloc_bytes:bytes]",
 		},
 		{
 			name:  "sampled none",
 			doc:   `{` + frames + `,"profiles":[{"type":"sampled","name":"","unit":"none","startValue":0,"endValue":3,"samples":[[0,1]],"weights":[3]}]}`,
-			want:  "main;work 3\n",
+			want:  "app.py:main;work 3\n",
 			types: "[samples:count]",
 		},
 	}

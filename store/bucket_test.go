@@ -16,19 +16,21 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/sparkprof/sparkprof/store/objstore"
+
 	"gocloud.dev/blob/fileblob"
 )
 
 // faultyBucket is a real bucket whose requests fail while down is set, as
 // they do when the object store is unreachable.
 type faultyBucket struct {
-	Bucket
+	objstore.Bucket
 	down atomic.Bool
 }
 
 var errDown = errors.New("injected: the bucket is unreachable")
 
-func (f *faultyBucket) List(ctx context.Context, prefix string) ([]Object, error) {
+func (f *faultyBucket) List(ctx context.Context, prefix string) ([]objstore.Object, error) {
 	if f.down.Load() {
 		return nil, errDown
 	}
@@ -71,12 +73,12 @@ func fileBucket(t *testing.T) *faultyBucket {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	return &faultyBucket{Bucket: NewBucket(b)}
+	return &faultyBucket{Bucket: objstore.New(b)}
 }
 
 // openNode opens a store over bucket b whose background rounds, but the
 // first, wait an hour: the test runs them.
-func openNode(t *testing.T, dir string, b Bucket, role Role, opts Options) *DB {
+func openNode(t *testing.T, dir string, b objstore.Bucket, role Role, opts Options) *DB {
 	t.Helper()
 	opts.Bucket, opts.Role, opts.FlushInterval = b, role, time.Hour
 	db, err := Open(dir, opts)
@@ -101,7 +103,7 @@ func appendN(t *testing.T, db *DB, tenant string, n int) (total int64) {
 	return total
 }
 
-func objects(t *testing.T, b Bucket, prefix string) []string {
+func objects(t *testing.T, b objstore.Bucket, prefix string) []string {
 	t.Helper()
 	objs, err := b.List(context.Background(), prefix)
 	if err != nil {
@@ -363,7 +365,7 @@ func TestBucketOutage(t *testing.T) {
 	}
 	// A block the query node listed cannot be read: the error names it.
 	err := q.Select("acme", Query{}, func(u *Upload) error { _, err := u.Load(); return err })
-	var ue *UnreachableError
+	var ue *objstore.UnreachableError
 	if !errors.As(err, &ue) || !strings.Contains(ue.Object, "/blocks/") {
 		t.Errorf("query while the bucket is down: %v, want an UnreachableError naming the block", err)
 	}
@@ -385,7 +387,7 @@ func TestBucketOutage(t *testing.T) {
 // holdBlocks is a bucket whose writes of block objects wait until release
 // is closed; held is closed when the first waits.
 type holdBlocks struct {
-	Bucket
+	objstore.Bucket
 	once          sync.Once
 	held, release chan struct{}
 }
@@ -403,7 +405,7 @@ func (h *holdBlocks) Write(ctx context.Context, name string, data []byte, ifNotE
 }
 
 // leaseExpiry returns when the compactor's lease in b expires (Unix ns).
-func leaseExpiry(t *testing.T, b Bucket) int64 {
+func leaseExpiry(t *testing.T, b objstore.Bucket) int64 {
 	t.Helper()
 	names := objects(t, b, leasePrefix)
 	if len(names) == 0 {

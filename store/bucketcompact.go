@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
 // CompactBucket compacts the bucket, when this store holds the
@@ -191,7 +193,7 @@ func (db *DB) retainBucket(ctx context.Context, cutoff int64) error {
 // orphanGrace is how long a Parquet object is listed without its block
 // before compaction deletes it: far longer than a compactor takes between
 // writing a block's Parquet objects and the block, each write bounded by
-// bucketTimeout.
+// objstore.Timeout.
 var orphanGrace = 10 * time.Minute
 
 // sweepBucket deletes what the listing showed no query reads: blocks
@@ -235,7 +237,7 @@ func (db *DB) uploadBlock(ctx context.Context, file, obj string) error {
 	var tried []string
 	write := func(name string, data []byte) error {
 		tried = append(tried, name)
-		wctx, cancel := context.WithTimeout(ctx, bucketTimeout)
+		wctx, cancel := context.WithTimeout(ctx, objstore.Timeout)
 		defer cancel()
 		if err := db.remote.b.Write(wctx, name, data, true); err != nil {
 			db.remote.failed()
@@ -271,7 +273,7 @@ func (db *DB) uploadBlock(ctx context.Context, file, obj string) error {
 // deleteObjects deletes names from the bucket, the last first, and stops
 // at the first it cannot delete.
 func (db *DB) deleteObjects(names []string) {
-	ctx, cancel := context.WithTimeout(context.Background(), bucketTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), objstore.Timeout)
 	defer cancel()
 	for _, name := range slices.Backward(names) {
 		if err := db.remote.b.Delete(ctx, name); err != nil {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
 // chaosBucket is a real bucket whose requests fail at random, as an
@@ -15,7 +17,7 @@ import (
 // the store did it, or a write or delete after; and an object stored by a
 // write that failed can show in listings only some listings later.
 type chaosBucket struct {
-	Bucket
+	objstore.Bucket
 	mu   sync.Mutex
 	rng  *rand.Rand
 	p    float64        // the chance of each kind of failure
@@ -36,14 +38,14 @@ func (c *chaosBucket) fail() (fails, done bool) {
 	return false, false
 }
 
-func (c *chaosBucket) List(ctx context.Context, prefix string) ([]Object, error) {
+func (c *chaosBucket) List(ctx context.Context, prefix string) ([]objstore.Object, error) {
 	if fails, _ := c.fail(); fails {
 		return nil, errDown
 	}
 	objs, err := c.Bucket.List(ctx, prefix)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []Object
+	var out []objstore.Object
 	for _, o := range objs {
 		if c.late[o.Name] > 0 {
 			c.late[o.Name]--

@@ -18,6 +18,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
 // DB is the embedded store. Per tenant, uploads are first appended to a
@@ -140,7 +142,7 @@ type Options struct {
 	// queries read its blocks and segments besides the node's head (see
 	// docs/storage-format.md, "Object storage"). Without it the store
 	// compacts into its own directory.
-	Bucket Bucket
+	Bucket objstore.Bucket
 	// FlushInterval is how often, with a Bucket, the head is shipped and
 	// the bucket listed anew; default ten seconds.
 	FlushInterval time.Duration

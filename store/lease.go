@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
 // The compactor's lease is a run of objects leasePrefix<generation>, each
@@ -62,12 +64,12 @@ func (db *DB) holdLease(ctx context.Context, now time.Time) (bool, error) {
 	var cur leaseRecord
 	if name != "" {
 		data, err := r.b.ReadAll(ctx, name)
-		if err != nil && !errors.Is(err, ErrNotExist) {
+		if err != nil && !errors.Is(err, objstore.ErrNotExist) {
 			// A read racing the holder's renewal can fail on some stores;
 			// once more before giving up the round.
 			data, err = r.b.ReadAll(ctx, name)
 		}
-		if err != nil && !errors.Is(err, ErrNotExist) {
+		if err != nil && !errors.Is(err, objstore.ErrNotExist) {
 			return false, fmt.Errorf("read the lease: %w", err)
 		}
 		if err == nil {
@@ -89,7 +91,7 @@ func (db *DB) holdLease(ctx context.Context, now time.Time) (bool, error) {
 		gen++
 		name = fmt.Sprintf("%s%020d.json", leasePrefix, gen)
 		err := r.b.Write(ctx, name, data, true)
-		if errors.Is(err, ErrExists) {
+		if errors.Is(err, objstore.ErrExists) {
 			return false, nil // another node took it first
 		}
 		if err != nil {

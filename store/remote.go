@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
 // Role says what a node with a bucket does (Options.Role).
@@ -52,7 +54,7 @@ func (r Role) Compacts() bool { return r == RoleAll || r == RoleCompactor }
 // uploads of its segments, listed every flush interval, and what the node
 // counts of its work with the bucket.
 type remote struct {
-	b    Bucket
+	b    objstore.Bucket
 	node string
 
 	// refreshMu serialises listings; the fields below it are under the
@@ -91,7 +93,7 @@ type remoteTenant struct {
 	segs    []string // the segment objects the uploads came from
 }
 
-func newRemote(b Bucket, node string) *remote {
+func newRemote(b objstore.Bucket, node string) *remote {
 	return &remote{b: b, node: node, blocks: map[string]*block{}, segs: map[string][]*Upload{}, view: map[string]*remoteTenant{}, orphans: map[string]time.Time{}}
 }
 
@@ -198,7 +200,7 @@ func (db *DB) refresh(ctx context.Context) error {
 	r := db.remote
 	r.refreshMu.Lock()
 	defer r.refreshMu.Unlock()
-	lctx, cancel := context.WithTimeout(ctx, bucketTimeout)
+	lctx, cancel := context.WithTimeout(ctx, objstore.Timeout)
 	objs, err := r.b.List(lctx, "t-")
 	cancel()
 	if err != nil {
@@ -212,7 +214,7 @@ func (db *DB) refresh(ctx context.Context) error {
 		_, s := r.segs[name]
 		return b || s
 	}
-	var fresh []Object
+	var fresh []objstore.Object
 	sizes := make(map[string]int64, len(objs))
 	for _, o := range objs {
 		sizes[o.Name] = o.Size
@@ -231,8 +233,8 @@ func (db *DB) refresh(ctx context.Context) error {
 		}
 		if isBlock {
 			b, err := db.openRemoteBlock(o, sizes)
-			var ue *UnreachableError
-			if errors.As(err, &ue) && !errors.Is(err, ErrNotExist) {
+			var ue *objstore.UnreachableError
+			if errors.As(err, &ue) && !errors.Is(err, objstore.ErrNotExist) {
 				err = fmt.Errorf("%w: %w", errBlockUnread, err)
 			}
 			if err != nil {
@@ -242,7 +244,7 @@ func (db *DB) refresh(ctx context.Context) error {
 			newBlocks[o.Name] = b
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, bucketTimeout)
+		rctx, cancel := context.WithTimeout(ctx, objstore.Timeout)
 		data, err := r.b.ReadAll(rctx, o.Name)
 		cancel()
 		if err != nil {
@@ -294,7 +296,7 @@ func (db *DB) refresh(ctx context.Context) error {
 // listOrphans notes the Parquet objects of objs, the bucket's listing,
 // whose block object is not listed: a compactor stopped, or a write that
 // failed, between writing them and their block. Under the DB's mu.
-func (r *remote) listOrphans(objs []Object, listed map[string]bool, now time.Time) {
+func (r *remote) listOrphans(objs []objstore.Object, listed map[string]bool, now time.Time) {
 	seen := map[string]bool{}
 	for _, o := range objs {
 		block, ok := lakeBlock(o.Name)
@@ -315,8 +317,8 @@ func (r *remote) listOrphans(objs []Object, listed map[string]bool, now time.Tim
 
 // openRemoteBlock reads the meta of a block in the bucket; sizes holds
 // the sizes of the bucket's objects, by name, as listed.
-func (db *DB) openRemoteBlock(o Object, sizes map[string]int64) (*block, error) {
-	rd := bucketReader{b: db.remote.b, name: o.Name, size: o.Size}
+func (db *DB) openRemoteBlock(o objstore.Object, sizes map[string]int64) (*block, error) {
+	rd := objstore.Reader{Bucket: db.remote.b, Name: o.Name, Size: o.Size}
 	b, err := openBlock(o.Name, rd, o.Size)
 	if err != nil {
 		return nil, err
@@ -326,14 +328,14 @@ func (db *DB) openRemoteBlock(o Object, sizes map[string]int64) (*block, error) 
 		err := b.checkLake(func(name string) (int64, error) {
 			n, ok := sizes[name]
 			if !ok {
-				return 0, fmt.Errorf("%w: %s", ErrNotExist, name)
+				return 0, fmt.Errorf("%w: %s", objstore.ErrNotExist, name)
 			}
 			return n, nil
 		})
 		if err != nil {
 			return nil, err
 		}
-		sr := bucketReader{b: db.remote.b, name: samplesPath(o.Name), size: b.meta.Lake.SamplesSize}
+		sr := objstore.Reader{Bucket: db.remote.b, Name: samplesPath(o.Name), Size: b.meta.Lake.SamplesSize}
 		b.openSamples = func() (blockReader, error) { return sr, nil }
 	}
 	db.attach(b)

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sparkprof/sparkprof/internal/syncfile"
 )
@@ -233,6 +232,3 @@ func (db *DB) decodeSegment(obj, node string, data []byte) ([]*Upload, error) {
 	}
 	return ups, nil
 }
-
-// bucketTimeout bounds one request to the bucket.
-const bucketTimeout = 30 * time.Second

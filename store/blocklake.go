@@ -12,6 +12,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/internal/syncfile"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/lake"
 )
 
 // lakeMeta describes the Parquet files of a block whose samples are in
@@ -46,7 +47,7 @@ func (b *block) checkLake(size func(path string) (int64, error)) error {
 	for _, f := range []struct {
 		path string
 		size int64
-	}{{samplesPath(b.path), lm.SamplesSize}, {stacksPath(b.path), lm.StacksSize}} {
+	}{{lake.SamplesPath(b.path), lm.SamplesSize}, {lake.StacksPath(b.path), lm.StacksSize}} {
 		n, err := size(f.path)
 		if err != nil {
 			return fmt.Errorf("%s: its Parquet file: %w", b.path, err)
@@ -69,13 +70,13 @@ func localSize(path string) (int64, error) {
 
 // lakePaths returns the paths of the Parquet files of the block whose
 // file or object is path: the samples file, then the stacks file.
-func lakePaths(path string) []string { return []string{samplesPath(path), stacksPath(path)} }
+func lakePaths(path string) []string { return []string{lake.SamplesPath(path), lake.StacksPath(path)} }
 
 // readLake reads the samples of b's time slice i (-1: all of them) from
 // its Parquet samples file into a copy of tables, the tables of b's
 // samples.
 func (b *block) readLake(i int, tables *profile.Profile) (*profile.Profile, error) {
-	name := samplesPath(b.path)
+	name := lake.SamplesPath(b.path)
 	open := b.openSamples
 	if open == nil {
 		open = func() (blockReader, error) { return os.Open(name) }
@@ -88,7 +89,7 @@ func (b *block) readLake(i int, tables *profile.Profile) (*profile.Profile, erro
 		return nil, err
 	}
 	defer r.Close()
-	samples, err := readSamplesParquet(name, r, b.meta.Lake.SamplesSize, i, tables)
+	samples, err := lake.ReadSamples(name, r, b.meta.Lake.SamplesSize, i, tables)
 	if err != nil {
 		return nil, err
 	}
@@ -102,23 +103,23 @@ func (b *block) readLake(i int, tables *profile.Profile) (*profile.Profile, erro
 // its meta records of them. Each file is written to a temporary file,
 // fsynced and renamed into place; the caller syncs the directory.
 func writeLake(path string, p *profile.Profile, groups [][]profile.Sample) (*lakeMeta, error) {
-	id := blockID(path)
+	id := lake.BlockID(path)
 	var buf bytes.Buffer
-	if err := writeSamplesParquet(&buf, id, p, groups); err != nil {
+	if err := lake.WriteSamples(&buf, id, p, groups); err != nil {
 		return nil, err
 	}
 	lm := &lakeMeta{SamplesSize: int64(buf.Len()), RowGroups: len(groups)}
-	if err := writeRenamed(samplesPath(path), buf.Bytes()); err != nil {
+	if err := writeRenamed(lake.SamplesPath(path), buf.Bytes()); err != nil {
 		return nil, err
 	}
 	buf.Reset()
-	if err := writeStacksParquet(&buf, id, p); err != nil {
-		os.Remove(samplesPath(path))
+	if err := lake.WriteStacks(&buf, id, p); err != nil {
+		os.Remove(lake.SamplesPath(path))
 		return nil, err
 	}
 	lm.StacksSize = int64(buf.Len())
-	if err := writeRenamed(stacksPath(path), buf.Bytes()); err != nil {
-		os.Remove(samplesPath(path))
+	if err := writeRenamed(lake.StacksPath(path), buf.Bytes()); err != nil {
+		os.Remove(lake.SamplesPath(path))
 		return nil, err
 	}
 	return lm, nil
@@ -141,8 +142,8 @@ func writeRenamed(path string, data []byte) error {
 // removeBlock removes the block file path and its Parquet files, if any.
 func removeBlock(path string) {
 	os.Remove(path)
-	os.Remove(samplesPath(path))
-	os.Remove(stacksPath(path))
+	os.Remove(lake.SamplesPath(path))
+	os.Remove(lake.StacksPath(path))
 }
 
 // removeOrphans removes, in dir, the files of blocks being written when
@@ -155,7 +156,7 @@ func removeOrphans(dir string) {
 			os.Remove(p)
 		}
 	}
-	for _, suffix := range []string{samplesSuffix, stacksSuffix} {
+	for _, suffix := range []string{lake.SamplesSuffix, lake.StacksSuffix} {
 		paths, _ := filepath.Glob(filepath.Join(dir, "*"+suffix))
 		for _, p := range paths {
 			if _, err := os.Stat(strings.TrimSuffix(p, suffix) + ".block"); errors.Is(err, fs.ErrNotExist) {

@@ -144,11 +144,11 @@ func writeBlockFiles(path string, meta blockMeta, p *profile.Profile, enc *zstd.
 	samples.Series = nil
 	samples.Samples = nil
 	sliced, groups := sliceBlock(&meta, p, labels, enc, span)
-	lake, err := writeLake(path, p, groups)
+	lm, err := writeLake(path, p, groups)
 	if err != nil {
 		return nil, nil, err
 	}
-	meta.Lake = lake
+	meta.Lake = lm
 	// After the slices, whose rollups refer to roll's label sets.
 	rb, err := roll.MarshalBinary()
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/sparkprof/sparkprof/store/lake"
 	"github.com/sparkprof/sparkprof/store/objstore"
 
 	"gocloud.dev/blob/fileblob"
@@ -167,7 +168,7 @@ func TestBucketNodesSeeEachOther(t *testing.T) {
 	// A block is three objects, and a node that did not write it reads its
 	// samples from the Parquet object.
 	objs := objects(t, b, TenantDir("acme")+"/blocks/")
-	if len(objs) != 3 || !strings.HasSuffix(objs[0], ".block") || objs[1] != samplesPath(objs[0]) || objs[2] != stacksPath(objs[0]) {
+	if len(objs) != 3 || !strings.HasSuffix(objs[0], ".block") || objs[1] != lake.SamplesPath(objs[0]) || objs[2] != lake.StacksPath(objs[0]) {
 		t.Fatalf("block objects %v, want a block and its two Parquet files", objs)
 	}
 	c.mu.RLock()

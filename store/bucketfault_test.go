@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkprof/sparkprof/store/lake"
 	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
@@ -171,11 +172,11 @@ func faultyRun(t *testing.T, seed uint64) {
 		}
 	}
 	var blocks []string
-	lake := map[string]bool{}
+	parquets := map[string]bool{}
 	for _, name := range objects(t, b, "t-") {
-		switch block, ok := lakeBlock(name); {
+		switch block, ok := lake.BlockOf(name); {
 		case ok:
-			lake[block] = true
+			parquets[block] = true
 		case strings.HasSuffix(name, ".block"):
 			blocks = append(blocks, name)
 		default:
@@ -183,9 +184,9 @@ func faultyRun(t *testing.T, seed uint64) {
 		}
 	}
 	for _, name := range blocks {
-		delete(lake, name)
+		delete(parquets, name)
 	}
-	for name := range lake {
+	for name := range parquets {
 		t.Errorf("Parquet objects of %s, a block not in the bucket", name)
 	}
 	q.mu.RLock()

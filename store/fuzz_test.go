@@ -12,6 +12,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/lake"
 )
 
 // FuzzDecodeBlock feeds damaged block files to the block reader, meta and
@@ -61,7 +62,7 @@ func FuzzParquetSamples(f *testing.F) {
 	var tables *profile.Profile
 	for _, sliced := range []int{minSlicedSamples, 1} {
 		blk := oneUploadBlock(f, sliced)
-		data, err := os.ReadFile(samplesPath(blk))
+		data, err := os.ReadFile(lake.SamplesPath(blk))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -83,7 +84,7 @@ func FuzzParquetSamples(f *testing.F) {
 	const name = "0-1.samples.parquet"
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, group := range []int{-1, 0, 1} {
-			samples, err := readSamplesParquet(name, bytes.NewReader(data), int64(len(data)), group, tables)
+			samples, err := lake.ReadSamples(name, bytes.NewReader(data), int64(len(data)), group, tables)
 			if err != nil && !strings.Contains(err.Error(), name) {
 				t.Fatalf("row group %d: %v: the error does not name the file", group, err)
 			}

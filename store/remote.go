@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sparkprof/sparkprof/store/lake"
 	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
@@ -299,7 +300,7 @@ func (db *DB) refresh(ctx context.Context) error {
 func (r *remote) listOrphans(objs []objstore.Object, listed map[string]bool, now time.Time) {
 	seen := map[string]bool{}
 	for _, o := range objs {
-		block, ok := lakeBlock(o.Name)
+		block, ok := lake.BlockOf(o.Name)
 		if !ok || listed[block] {
 			continue
 		}
@@ -335,7 +336,7 @@ func (db *DB) openRemoteBlock(o objstore.Object, sizes map[string]int64) (*block
 		if err != nil {
 			return nil, err
 		}
-		sr := objstore.Reader{Bucket: db.remote.b, Name: samplesPath(o.Name), Size: b.meta.Lake.SamplesSize}
+		sr := objstore.Reader{Bucket: db.remote.b, Name: lake.SamplesPath(o.Name), Size: b.meta.Lake.SamplesSize}
 		b.openSamples = func() (blockReader, error) { return sr, nil }
 	}
 	db.attach(b)

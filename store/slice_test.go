@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/lake"
 )
 
 // slicedStore opens a store in a new directory with one-minute partitions
@@ -237,7 +238,7 @@ func TestTimeSlices(t *testing.T) {
 // the file, and no other does.
 func checkDamagedSlice(t *testing.T, dir string, opts Options, b *block, sec func(int) int64) {
 	t.Helper()
-	damageRowGroup(t, samplesPath(b.path), 3, colStack)
+	damageRowGroup(t, lake.SamplesPath(b.path), 3, lake.ColStack)
 	db, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +250,7 @@ func checkDamagedSlice(t *testing.T, dir string, opts Options, b *block, sec fun
 			return err
 		})
 	}
-	if err := load(19, 23); err == nil || !strings.Contains(err.Error(), blockID(b.path)) || !strings.Contains(err.Error(), "checksum") {
+	if err := load(19, 23); err == nil || !strings.Contains(err.Error(), lake.BlockID(b.path)) || !strings.Contains(err.Error(), "checksum") {
 		t.Errorf("a range in the damaged slice: %v", err)
 	}
 	if err := load(31, 35); err != nil {

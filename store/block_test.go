@@ -137,13 +137,11 @@ func TestBlockCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The new block comes in cached; the old one's parts are gone.
-	db.cache.mu.Lock()
-	for k := range db.cache.byKey {
-		if _, err := os.Stat(k.path); err != nil {
-			t.Errorf("the cache holds %s part %d of a replaced block", k.path, k.part)
+	for _, k := range db.cache.Keys() {
+		if _, err := os.Stat(k.Path); err != nil {
+			t.Errorf("the cache holds %s part %d of a replaced block", k.Path, k.Part)
 		}
 	}
-	db.cache.mu.Unlock()
 	misses := db.Stats().CacheMisses
 	var rollups int
 	db.Select("t", Query{From: 12 * hour}, func(u *Upload) error {

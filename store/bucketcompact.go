@@ -286,7 +286,7 @@ func (db *DB) deleteObjects(names []string) {
 // object first, so that no node lists it any more, then its Parquet
 // objects (none is no error); and its parts from the cache.
 func (db *DB) deleteBlockObjects(ctx context.Context, obj string) error {
-	db.cache.forget(obj)
+	db.cache.Forget(obj)
 	for _, name := range append([]string{obj}, lakePaths(obj)...) {
 		if err := db.remote.b.Delete(ctx, name); err != nil {
 			return err

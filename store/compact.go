@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/blockcache"
 )
 
 // background applies retention and compacts, once a minute and whenever
@@ -257,7 +258,7 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 	// to be merged with its partition's others, does not: under a steady
 	// stream of uploads those would fill the cache.
 	if !early {
-		db.cache.put(cacheKey{path: path, part: partRollup}, roll)
+		db.cache.Put(blockcache.Key{Path: path, Part: partRollup}, roll)
 	}
 
 	db.mu.Lock()
@@ -275,7 +276,7 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 	slices.SortStableFunc(t.blocks, func(x, y *block) int { return cmp.Compare(x.meta.Partition, y.meta.Partition) })
 	for _, o := range olds {
 		removeBlock(o.path)
-		db.cache.forget(o.path)
+		db.cache.Forget(o.path)
 	}
 	t.pruneSegments(db.log)
 	db.log.Info("store: compacted", "tenant", name, "partition", time.Unix(0, p).UTC().Format(time.RFC3339),
@@ -320,7 +321,7 @@ func (db *DB) dropOld(cutoff int64) {
 				return false
 			}
 			removeBlock(b.path)
-			db.cache.forget(b.path)
+			db.cache.Forget(b.path)
 			return true
 		})
 		t.pruneSegments(db.log)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/sparkprof/sparkprof/store/blockcache"
 	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
@@ -49,7 +50,7 @@ type DB struct {
 	closed   bool
 	blockEnc *zstd.Encoder
 	dec      *zstd.Decoder
-	cache    *cache
+	cache    *blockcache.Cache
 	// remote is the bucket's view and counters; nil without a bucket.
 	remote *remote
 	// rawBuf and recBuf are encodeRecord's buffers; under mu.
@@ -208,7 +209,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{dir: dir, opts: opts, log: opts.Logger, tenants: map[string]*tenant{}, blockEnc: blockEnc, dec: dec,
-		cache: newCache(opts.CacheBytes), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		cache: blockcache.New(opts.CacheBytes), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if opts.Bucket != nil {
 		if db.opts.Node == "" {
 			if db.opts.Node, err = nodeName(dir); err != nil {
@@ -309,7 +310,7 @@ func (db *DB) Stats() Stats {
 	defer db.mu.RUnlock()
 	st := Stats{Compactions: db.compactions, CompactionErrors: db.compactionErrors, CompactionTime: db.compactionTime,
 		HeadBytes: db.headBytes()}
-	st.CacheBytes, st.CacheHits, st.CacheMisses, st.CacheEvictions = db.cache.stats()
+	st.CacheBytes, st.CacheHits, st.CacheMisses, st.CacheEvictions = db.cache.Stats()
 	if r := db.remote; r != nil {
 		st.Bucket = &BucketStats{Up: r.up.Load(), Flushes: r.flushes.Load(), Errors: r.errors.Load(), Compactions: r.compactions.Load()}
 		for _, rt := range r.view {
@@ -355,6 +356,6 @@ func (db *DB) Close() error {
 			errs = append(errs, t.seg.Close())
 		}
 	}
-	db.cache.clear() // a closed store pins no block parts
+	db.cache.Clear() // a closed store pins no block parts
 	return errors.Join(errs...)
 }

@@ -277,7 +277,7 @@ func (db *DB) refresh(ctx context.Context) error {
 	for name := range r.blocks {
 		if !listed[name] {
 			delete(r.blocks, name)
-			db.cache.forget(name)
+			db.cache.Forget(name)
 		}
 	}
 	for name := range r.segs {

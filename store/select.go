@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/blockcache"
 )
 
 // Select implements Store. Blocks come first (they hold older
@@ -61,7 +62,7 @@ func (db *DB) attach(b *block) {
 		case !b.has(part):
 			part = partSamples // written before blocks had a series part: the samples hold it
 		}
-		return db.cache.get(cacheKey{path: b.path, part: part}, func() (*profile.Profile, error) { return b.load(part, db.dec) })
+		return db.cache.Get(blockcache.Key{Path: b.path, Part: part}, func() (*profile.Profile, error) { return b.load(part, db.dec) })
 	}
 	for i, u := range b.sliceUps {
 		u.load = func(part int) (*profile.Profile, error) { return db.loadSlice(b, i, part) }
@@ -74,7 +75,7 @@ func (db *DB) loadTables(b *block) (*profile.Profile, error) {
 	if len(b.slices) == 0 {
 		return b.up.load(partSamples)
 	}
-	return db.cache.get(cacheKey{path: b.path, part: partSamples, slice: tablesOnly}, func() (*profile.Profile, error) {
+	return db.cache.Get(blockcache.Key{Path: b.path, Part: partSamples, Slice: blockcache.TablesOnly}, func() (*profile.Profile, error) {
 		var p *profile.Profile
 		err := b.withReader(func(r io.ReaderAt, _ int64) (err error) {
 			p, err = b.decodePart(r, partSamples, db.dec)
@@ -102,7 +103,7 @@ func (db *DB) loadSlice(b *block, i, part int) (*profile.Profile, error) {
 	case partThreads:
 		return nil, nil // a block's only
 	case partTimeline:
-		return db.cache.get(cacheKey{path: b.path, part: part, slice: i + 1}, func() (*profile.Profile, error) {
+		return db.cache.Get(blockcache.Key{Path: b.path, Part: part, Slice: i + 1}, func() (*profile.Profile, error) {
 			all, err := b.up.load(partTimeline)
 			if err != nil || all == nil {
 				return all, err
@@ -117,7 +118,7 @@ func (db *DB) loadSlice(b *block, i, part int) (*profile.Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return db.cache.get(cacheKey{path: b.path, part: part, slice: i + 1}, func() (*profile.Profile, error) {
+	return db.cache.Get(blockcache.Key{Path: b.path, Part: part, Slice: i + 1}, func() (*profile.Profile, error) {
 		var p *profile.Profile
 		err := b.withReader(func(r io.ReaderAt, _ int64) (err error) {
 			p, err = b.decodeSlice(r, i, part, tables, db.dec)

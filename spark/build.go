@@ -128,10 +128,11 @@ func num(v *fastjson.Value, keys ...string) int64 {
 	return 0
 }
 
-func (b *builder) event(v *fastjson.Value) {
+// appEvent models an event ev of the application or its executors, and
+// reports whether ev is one.
+func (b *builder) appEvent(v *fastjson.Value, ev string) bool {
 	app := b.app
-	// Some versions write scheduler events with their package.
-	switch ev := strings.TrimPrefix(str(v, "Event"), "org.apache.spark.scheduler."); ev {
+	switch ev {
 	case "SparkListenerLogStart":
 		app.SparkVersion = str(v, "Spark Version")
 	case "DBCEventLoggingListenerMetadata":
@@ -186,6 +187,19 @@ func (b *builder) event(v *fastjson.Value) {
 			// it from its block manager.
 			e.AddedMs = num(v, "Timestamp")
 		}
+	default:
+		return false
+	}
+	return true
+}
+
+func (b *builder) event(v *fastjson.Value) {
+	// Some versions write scheduler events with their package.
+	ev := strings.TrimPrefix(str(v, "Event"), "org.apache.spark.scheduler.")
+	if b.appEvent(v, ev) {
+		return
+	}
+	switch ev {
 	case "SparkListenerExecutorBlacklisted", "SparkListenerExecutorExcluded",
 		"SparkListenerExecutorUnblacklisted", "SparkListenerExecutorUnexcluded",
 		"SparkListenerNodeBlacklisted", "SparkListenerNodeExcluded",

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -218,7 +217,7 @@ func writeBlockFiles(path string, meta blockMeta, p *profile.Profile, enc *zstd.
 	if err := os.Rename(tmp, path); err != nil {
 		return nil, nil, err
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := syncfile.Dir(filepath.Dir(path)); err != nil {
 		return nil, nil, err
 	}
 	b.newUpload()
@@ -363,17 +362,4 @@ func sampleSpan(samples []profile.Sample) (first, last int64) {
 		last = max(last, s.Time)
 	}
 	return first, last
-}
-
-// syncDir makes a directory's entries durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !strings.Contains(err.Error(), "invalid argument") {
-		return err
-	}
-	return nil
 }

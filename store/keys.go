@@ -116,7 +116,7 @@ func (db *DB) saveKeys(t *tenant, ups []*Upload) error {
 			return err
 		}
 		t.keyLines, t.keysTorn = n, false
-		return syncDir(t.dir)
+		return syncfile.Dir(t.dir)
 	}
 	if len(out) == 0 {
 		return nil
@@ -138,7 +138,7 @@ func (db *DB) saveKeys(t *tenant, ups []*Upload) error {
 	created := t.keyLines == 0
 	t.keyLines += n
 	if created {
-		return syncDir(t.dir)
+		return syncfile.Dir(t.dir)
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func nodeName(dir string) (string, error) {
 	if err := syncfile.Write(path, strings.NewReader(name+"\n")); err != nil {
 		return "", fmt.Errorf("store: keep the node name: %w", err)
 	}
-	return name, syncDir(dir)
+	return name, syncfile.Dir(dir)
 }
 
 // validNode reports whether name can be a node's name in object names.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/s2"
 
+	"github.com/sparkprof/sparkprof/internal/syncfile"
 	"github.com/sparkprof/sparkprof/profile"
 )
 
@@ -240,7 +241,7 @@ func (t *tenant) rotate() error {
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	syncDir(t.dir)
+	syncfile.Dir(t.dir)
 	t.seg = f
 	t.segs = append(t.segs, segment{path: path})
 	return nil

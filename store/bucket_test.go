@@ -16,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/sparkprof/sparkprof/store/block"
 	"github.com/sparkprof/sparkprof/store/lake"
 	"github.com/sparkprof/sparkprof/store/objstore"
 
@@ -176,7 +177,7 @@ func TestBucketNodesSeeEachOther(t *testing.T) {
 	c.mu.RUnlock()
 	dec, _ := zstd.NewReader(nil)
 	defer dec.Close()
-	p, err := blk.load(partSamples, dec)
+	p, err := blk.Load(block.PartSamples, dec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestTwoCompactorsCompactOnce(t *testing.T) {
 	held := 0
 	q.mu.RLock()
 	for _, blk := range q.remote.view["acme"].blocks {
-		held += blk.meta.Uploads
+		held += blk.Meta.Uploads
 	}
 	q.mu.RUnlock()
 	if n, total := count(t, q, "acme", Query{}); held != uploads || total != want {

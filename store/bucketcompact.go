@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sparkprof/sparkprof/store/block"
 	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
@@ -82,7 +83,7 @@ func (db *DB) compactTenantBucket(ctx context.Context, name string, now time.Tim
 	quiet := int64(db.opts.CompactAfter)
 	byPart, partBlocks, lastReceived := byPartition(ups, blocks, part)
 	for _, p := range slices.Sorted(maps.Keys(lastReceived)) {
-		var olds []*block
+		var olds []*storedBlock
 		if p+part+quiet <= now.UnixNano() && lastReceived[p]+quiet <= now.UnixNano() {
 			olds = db.mergeable(byPart[p], partBlocks[p])
 		}
@@ -107,12 +108,12 @@ func (db *DB) compactTenantBucket(ctx context.Context, name string, now time.Tim
 
 // compactBucketPartition writes a block of partition p holding the
 // uploads ups merged with the blocks olds, then deletes olds.
-func (db *DB) compactBucketPartition(ctx context.Context, name string, p int64, ups []*Upload, olds []*block) error {
+func (db *DB) compactBucketPartition(ctx context.Context, name string, p int64, ups []*Upload, olds []*storedBlock) error {
 	oldProfiles, err := db.loadMerged(olds)
 	if err != nil {
 		return err
 	}
-	prof, meta := compactUploads(p, olds, oldProfiles, ups, int64(db.opts.Resolution))
+	prof, meta := block.Merge(p, blocksOf(olds), oldProfiles, inputs(ups), int64(db.opts.Resolution))
 	meta.Nodes = nodeIDs(olds, ups)
 	// The block is written as a local store writes one, then uploaded.
 	tmpDir, err := os.MkdirTemp(db.dir, "compact-")
@@ -123,7 +124,7 @@ func (db *DB) compactBucketPartition(ctx context.Context, name string, p int64, 
 	seq := uint64(time.Now().UnixNano())
 	obj := blockObject(name, p, seq)
 	file := filepath.Join(tmpDir, filepath.Base(obj))
-	if _, _, err := writeBlock(file, meta, prof, db.blockEnc, int64(db.opts.Partition)); err != nil {
+	if _, _, err := block.Write(file, meta, prof, db.blockEnc, int64(db.opts.Partition)); err != nil {
 		return fmt.Errorf("write block: %w", err)
 	}
 	// Merging and writing can take long: the lease is checked again
@@ -136,7 +137,7 @@ func (db *DB) compactBucketPartition(ctx context.Context, name string, p int64, 
 	}
 	db.remote.compactions.Add(1)
 	for _, o := range olds {
-		if err := db.deleteBlockObjects(ctx, o.path); err != nil {
+		if err := db.deleteBlockObjects(ctx, o.Path); err != nil {
 			return fmt.Errorf("delete merged block: %w", err)
 		}
 	}
@@ -146,11 +147,11 @@ func (db *DB) compactBucketPartition(ctx context.Context, name string, p int64, 
 }
 
 // nodeIDs lists the uploads of blocks olds and of ups by node, as
-// blockMeta.Nodes does.
-func nodeIDs(olds []*block, ups []*Upload) map[string][]uint64 {
+// block.Meta.Nodes does.
+func nodeIDs(olds []*storedBlock, ups []*Upload) map[string][]uint64 {
 	ids := map[string][]uint64{}
 	for _, b := range olds {
-		for node, rs := range b.meta.Nodes {
+		for node, rs := range b.Meta.Nodes {
 			for i := 0; i+1 < len(rs); i += 2 {
 				for id := rs[i]; id <= rs[i+1]; id++ {
 					ids[node] = append(ids[node], id)
@@ -163,7 +164,7 @@ func nodeIDs(olds []*block, ups []*Upload) map[string][]uint64 {
 	}
 	out := make(map[string][]uint64, len(ids))
 	for node, l := range ids {
-		out[node] = idRanges(l)
+		out[node] = block.IDRanges(l)
 	}
 	return out
 }
@@ -175,8 +176,8 @@ func (db *DB) retainBucket(ctx context.Context, cutoff int64) error {
 	var old []string
 	for _, rt := range db.remote.view {
 		for _, b := range rt.blocks {
-			if max(b.meta.Until, b.meta.Received) < cutoff {
-				old = append(old, b.path)
+			if max(b.Meta.Until, b.Meta.Received) < cutoff {
+				old = append(old, b.Path)
 			}
 		}
 	}
@@ -226,7 +227,7 @@ func (db *DB) sweepBucket(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// uploadBlock writes the block whose file is file, written by writeBlock,
+// uploadBlock writes the block whose file is file, written by block.Write,
 // to the bucket as the object obj, and its Parquet files beside it: those
 // first, so that a block listed has them. When a write fails, what it
 // wrote is deleted again: a write that failed may have stored its object
@@ -246,7 +247,7 @@ func (db *DB) uploadBlock(ctx context.Context, file, obj string) error {
 		}
 		return nil
 	}
-	for _, f := range lakePaths(file) {
+	for _, f := range block.LakePaths(file) {
 		data, err := os.ReadFile(f)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a block without Parquet files
@@ -287,7 +288,7 @@ func (db *DB) deleteObjects(names []string) {
 // objects (none is no error); and its parts from the cache.
 func (db *DB) deleteBlockObjects(ctx context.Context, obj string) error {
 	db.cache.Forget(obj)
-	for _, name := range append([]string{obj}, lakePaths(obj)...) {
+	for _, name := range append([]string{obj}, block.LakePaths(obj)...) {
 		if err := db.remote.b.Delete(ctx, name); err != nil {
 			return err
 		}

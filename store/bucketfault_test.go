@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkprof/sparkprof/store/block"
 	"github.com/sparkprof/sparkprof/store/lake"
 	"github.com/sparkprof/sparkprof/store/objstore"
 )
@@ -201,39 +202,39 @@ func faultyRun(t *testing.T, seed uint64) {
 }
 
 func TestUncovered(t *testing.T) {
-	blk := func(name string, uploads int, nodes map[string][]uint64) *block {
-		return &block{path: name, meta: blockMeta{Uploads: uploads, Nodes: nodes}}
+	blk := func(name string, uploads int, nodes map[string][]uint64) *storedBlock {
+		return &storedBlock{Block: &block.Block{Path: name, Meta: block.Meta{Uploads: uploads, Nodes: nodes}}}
 	}
 	for _, tc := range []struct {
 		name   string
-		blocks []*block
+		blocks []*storedBlock
 		kept   string
 	}{
-		{"disjoint", []*block{
+		{"disjoint", []*storedBlock{
 			blk("a", 2, map[string][]uint64{"n1": {1, 2}}),
 			blk("b", 2, map[string][]uint64{"n1": {3, 4}}),
 		}, "a b"},
-		{"a retry holding more covers the first", []*block{
+		{"a retry holding more covers the first", []*storedBlock{
 			blk("a", 2, map[string][]uint64{"n1": {1, 2}}),
 			blk("b", 5, map[string][]uint64{"n1": {1, 3}, "n2": {1, 2}}),
 		}, "b"},
-		{"of two alike the later stays", []*block{
+		{"of two alike the later stays", []*storedBlock{
 			blk("b", 2, map[string][]uint64{"n1": {1, 2}}),
 			blk("a", 2, map[string][]uint64{"n1": {1, 2}}),
 		}, "b"},
-		{"another node's ids do not cover", []*block{
+		{"another node's ids do not cover", []*storedBlock{
 			blk("a", 2, map[string][]uint64{"n1": {1, 2}}),
 			blk("b", 3, map[string][]uint64{"n2": {1, 3}}),
 		}, "a b"},
-		{"a range across two ranges is not held", []*block{
+		{"a range across two ranges is not held", []*storedBlock{
 			blk("a", 3, map[string][]uint64{"n1": {4, 6}}),
 			blk("b", 6, map[string][]uint64{"n1": {1, 5, 7, 7}}),
 		}, "a b"},
-		{"a range ending where one ends is held", []*block{
+		{"a range ending where one ends is held", []*storedBlock{
 			blk("a", 1, map[string][]uint64{"n1": {5, 5}}),
 			blk("b", 6, map[string][]uint64{"n1": {1, 5, 7, 7}}),
 		}, "b"},
-		{"blocks without nodes are kept", []*block{
+		{"blocks without nodes are kept", []*storedBlock{
 			blk("a", 1, nil),
 			blk("b", 6, map[string][]uint64{"n1": {1, 6}}),
 		}, "a b"},
@@ -242,7 +243,7 @@ func TestUncovered(t *testing.T) {
 			kept, covered := uncovered(tc.blocks)
 			var names []string
 			for _, b := range kept {
-				names = append(names, b.path)
+				names = append(names, b.Path)
 			}
 			if got := strings.Join(names, " "); got != tc.kept || len(kept)+len(covered) != len(tc.blocks) {
 				t.Errorf("kept %q and %d covered, want %q", got, len(covered), tc.kept)

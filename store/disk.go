@@ -77,7 +77,7 @@ type tenant struct {
 	dir       string
 	uploads   []*Upload // the head: not compacted yet, oldest first
 	headBytes int64     // the uploads' estimated memory (Upload.memSize)
-	blocks    []*block
+	blocks    []*storedBlock
 	nextID    uint64
 	nextBlock uint64
 	// shipped is the largest upload id shipped to the bucket.
@@ -318,7 +318,7 @@ func (db *DB) Stats() Stats {
 			st.Bucket.Segments += len(rt.segs)
 			st.Bucket.SegmentUploads += len(rt.uploads)
 			for _, b := range rt.blocks {
-				st.Bucket.BlockUploads += b.meta.Uploads
+				st.Bucket.BlockUploads += b.Meta.Uploads
 			}
 		}
 	}
@@ -327,8 +327,8 @@ func (db *DB) Stats() Stats {
 		st.UploadKeys += len(t.keys)
 		st.Blocks += len(t.blocks)
 		for _, b := range t.blocks {
-			st.BlockUploads += b.meta.Uploads
-			st.DiskBytes += b.diskSize()
+			st.BlockUploads += b.Meta.Uploads
+			st.DiskBytes += b.DiskSize()
 		}
 		for _, s := range t.segs {
 			st.DiskBytes += s.size

@@ -12,6 +12,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/block"
 	"github.com/sparkprof/sparkprof/store/lake"
 )
 
@@ -20,7 +21,7 @@ import (
 // The seeds are a block of one upload, whole and sliced, the same written
 // before samples were Parquet (SPBLOCK3, testdata), and their halves.
 func FuzzDecodeBlock(f *testing.F) {
-	for _, sliced := range []int{minSlicedSamples, 1} {
+	for _, sliced := range []int{block.MinSlicedSamples, 1} {
 		data := seedBlock(f, sliced)
 		f.Add(data)
 		f.Add(data[:len(data)/2])
@@ -36,17 +37,17 @@ func FuzzDecodeBlock(f *testing.F) {
 	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(8<<20), zstd.WithDecoderLowmem(true))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
-		b, err := openBlock("fuzz.block", r, int64(len(data)))
+		b, err := block.Open("fuzz.block", r, int64(len(data)))
 		if err != nil {
 			return
 		}
-		for part := range numParts {
-			b.decode(r, part, dec)
+		for part := range block.NumParts {
+			b.Decode(r, part, dec)
 		}
-		for i := range b.slices {
-			for _, part := range []int{partRollup, partSamples} {
-				if tables, err := b.decodePart(r, part, dec); err == nil {
-					b.decodeSlice(r, i, part, tables, dec)
+		for i := range b.SliceParts {
+			for _, part := range []int{block.PartRollup, block.PartSamples} {
+				if tables, err := b.DecodePart(r, part, dec); err == nil {
+					b.DecodeSlice(r, i, part, tables, dec)
 				}
 			}
 		}
@@ -60,7 +61,7 @@ func FuzzDecodeBlock(f *testing.F) {
 // halves; the tables are that block's.
 func FuzzParquetSamples(f *testing.F) {
 	var tables *profile.Profile
-	for _, sliced := range []int{minSlicedSamples, 1} {
+	for _, sliced := range []int{block.MinSlicedSamples, 1} {
 		blk := oneUploadBlock(f, sliced)
 		data, err := os.ReadFile(lake.SamplesPath(blk))
 		if err != nil {
@@ -68,13 +69,13 @@ func FuzzParquetSamples(f *testing.F) {
 		}
 		f.Add(data)
 		f.Add(data[:len(data)/2])
-		b, err := readBlock(blk)
+		b, err := block.Read(blk)
 		if err != nil {
 			f.Fatal(err)
 		}
 		dec, _ := zstd.NewReader(nil)
-		b.withReader(func(r io.ReaderAt, _ int64) error {
-			tables, err = b.decodePart(r, partSamples, dec)
+		b.WithReader(func(r io.ReaderAt, _ int64) error {
+			tables, err = b.DecodePart(r, block.PartSamples, dec)
 			return err
 		})
 		if err != nil {
@@ -112,8 +113,8 @@ func seedBlock(f *testing.F, minSliced int) []byte {
 // minSliced samples, and returns the block file's path.
 func oneUploadBlock(tb testing.TB, minSliced int) string {
 	tb.Helper()
-	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
-	minSlicedSamples = minSliced
+	defer func(n int) { block.MinSlicedSamples = n }(block.MinSlicedSamples)
+	block.MinSlicedSamples = minSliced
 	dir := tb.TempDir()
 	db, err := Open(dir, Options{Partition: time.Minute})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/block"
 	"github.com/sparkprof/sparkprof/store/lake"
 )
 
@@ -53,7 +54,7 @@ func damageRowGroup(t testing.TB, path string, g int, col string) {
 func oldBlock(t testing.TB, name string) string {
 	t.Helper()
 	src := filepath.Join("testdata", name)
-	b, err := readBlock(src)
+	b, err := block.Read(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func oldBlock(t testing.TB, name string) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, blockName(b.meta.Partition, 0))
+	path := filepath.Join(dir, block.Name(b.Meta.Partition, 0))
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestOlderBlocksRead(t *testing.T) {
 func TestLakeFiles(t *testing.T) {
 	blk := oneUploadBlock(t, 1<<30)
 	dir := filepath.Dir(filepath.Dir(blk))
-	orphan := filepath.Join(filepath.Dir(blk), blockName(1, 99))
+	orphan := filepath.Join(filepath.Dir(blk), block.Name(1, 99))
 	for _, suffix := range []string{lake.SamplesSuffix, lake.StacksSuffix, lake.SamplesSuffix + ".tmp"} {
 		if err := os.WriteFile(strings.TrimSuffix(orphan, ".block")+suffix, []byte("PAR1"), 0o644); err != nil {
 			t.Fatal(err)
@@ -206,8 +207,8 @@ func TestLakeFiles(t *testing.T) {
 // label columns hold what the samples' labels say, and every row names the
 // block and a stack of the stacks file.
 func TestParquetColumns(t *testing.T) {
-	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
-	minSlicedSamples = 1
+	defer func(n int) { block.MinSlicedSamples = n }(block.MinSlicedSamples)
+	block.MinSlicedSamples = 1
 	dir := t.TempDir()
 	db, err := Open(dir, Options{Partition: time.Minute})
 	if err != nil {
@@ -305,15 +306,15 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 // ranged reads.
 func TestSamplesParquetReadsOnce(t *testing.T) {
 	blk := oneUploadBlock(t, 1)
-	b, err := readBlock(blk)
+	b, err := block.Read(blk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dec, _ := zstd.NewReader(nil)
 	defer dec.Close()
 	var tables *profile.Profile
-	if err := b.withReader(func(r io.ReaderAt, _ int64) error {
-		tables, err = b.decodePart(r, partSamples, dec)
+	if err := b.WithReader(func(r io.ReaderAt, _ int64) error {
+		tables, err = b.DecodePart(r, block.PartSamples, dec)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -11,26 +11,29 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+
+	"github.com/sparkprof/sparkprof/store/block"
 )
 
 // load reads a tenant's blocks and replays its segments, skipping uploads
 // a block already holds (a crash between writing a block and deleting the
 // segments it made obsolete).
 func (db *DB) load(name, dir string) error {
-	blocks, err := loadBlocks(dir)
+	bs, err := block.LoadAll(dir)
 	if err != nil {
 		return fmt.Errorf("store: tenant %q: %w", name, err)
 	}
+	blocks := storedBlocks(bs)
 	t := &tenant{dir: dir, nextID: 1, blocks: blocks}
 	if err := t.loadKeys(db.log, db.keyCutoff()); err != nil {
 		return err
 	}
 	for _, b := range blocks {
 		db.attach(b)
-		t.nextID = max(t.nextID, b.meta.maxID()+1)
+		t.nextID = max(t.nextID, b.Meta.MaxID()+1)
 		var seq uint64
 		var part int64
-		fmt.Sscanf(filepath.Base(b.path), "%020d-%010d.block", &part, &seq)
+		fmt.Sscanf(filepath.Base(b.Path), "%020d-%010d.block", &part, &seq)
 		t.nextBlock = max(t.nextBlock, seq+1)
 	}
 	segs, err := filepath.Glob(filepath.Join(dir, "*.wal"))
@@ -190,7 +193,7 @@ func (db *DB) decodeRecords(recs []logRecord) ([]*Upload, error) {
 // compacted reports whether a block holds upload id.
 func (t *tenant) compacted(id uint64) bool {
 	for _, b := range t.blocks {
-		if b.meta.contains(id) {
+		if b.Meta.Contains(id) {
 			return true
 		}
 	}

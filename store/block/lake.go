@@ -1,4 +1,4 @@
-package store
+package block
 
 import (
 	"bytes"
@@ -15,52 +15,52 @@ import (
 	"github.com/sparkprof/sparkprof/store/lake"
 )
 
-// lakeMeta describes the Parquet files of a block whose samples are in
-// Parquet (blockMagic4): the samples file, whose row groups are the
+// LakeMeta describes the Parquet files of a block whose samples are in
+// Parquet (Magic4): the samples file, whose row groups are the
 // block's time slices in order (one, when it is not sliced), and the
 // stacks file, which the store never reads.
-type lakeMeta struct {
+type LakeMeta struct {
 	SamplesSize, StacksSize int64 // the files' sizes in bytes
 	RowGroups               int   // row groups of the samples file
 }
 
-// hasLake reports whether b's samples are in its Parquet samples file.
-func (b *block) hasLake() bool { return b.meta.Lake != nil }
+// HasLake reports whether b's samples are in its Parquet samples file.
+func (b *Block) HasLake() bool { return b.Meta.Lake != nil }
 
-// diskSize returns the bytes of b's files: its block file and its Parquet
+// DiskSize returns the bytes of b's files: its block file and its Parquet
 // files.
-func (b *block) diskSize() int64 {
-	if lm := b.meta.Lake; lm != nil {
-		return b.size + lm.SamplesSize + lm.StacksSize
+func (b *Block) DiskSize() int64 {
+	if lm := b.Meta.Lake; lm != nil {
+		return b.Size + lm.SamplesSize + lm.StacksSize
 	}
-	return b.size
+	return b.Size
 }
 
-// checkLake checks that the Parquet files of b are there with the sizes
+// CheckLake checks that the Parquet files of b are there with the sizes
 // its meta records; size returns the size of a file or object, an error
 // wrapping fs.ErrNotExist when there is none.
-func (b *block) checkLake(size func(path string) (int64, error)) error {
-	lm := b.meta.Lake
-	if lm.RowGroups < 1 || len(b.meta.Slices) > 0 && lm.RowGroups != len(b.meta.Slices) {
-		return fmt.Errorf("%s: block meta lists %d row groups for %d time slices", b.path, lm.RowGroups, len(b.meta.Slices))
+func (b *Block) CheckLake(size func(path string) (int64, error)) error {
+	lm := b.Meta.Lake
+	if lm.RowGroups < 1 || len(b.Meta.Slices) > 0 && lm.RowGroups != len(b.Meta.Slices) {
+		return fmt.Errorf("%s: block meta lists %d row groups for %d time slices", b.Path, lm.RowGroups, len(b.Meta.Slices))
 	}
 	for _, f := range []struct {
 		path string
 		size int64
-	}{{lake.SamplesPath(b.path), lm.SamplesSize}, {lake.StacksPath(b.path), lm.StacksSize}} {
+	}{{lake.SamplesPath(b.Path), lm.SamplesSize}, {lake.StacksPath(b.Path), lm.StacksSize}} {
 		n, err := size(f.path)
 		if err != nil {
-			return fmt.Errorf("%s: its Parquet file: %w", b.path, err)
+			return fmt.Errorf("%s: its Parquet file: %w", b.Path, err)
 		}
 		if n != f.size {
-			return fmt.Errorf("%s: its Parquet file %s has %d bytes, the block meta says %d", b.path, path.Base(f.path), n, f.size)
+			return fmt.Errorf("%s: its Parquet file %s has %d bytes, the block meta says %d", b.Path, path.Base(f.path), n, f.size)
 		}
 	}
 	return nil
 }
 
-// localSize returns the size of the file path.
-func localSize(path string) (int64, error) {
+// LocalSize returns the size of the file path.
+func LocalSize(path string) (int64, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return 0, err
@@ -68,28 +68,28 @@ func localSize(path string) (int64, error) {
 	return fi.Size(), nil
 }
 
-// lakePaths returns the paths of the Parquet files of the block whose
+// LakePaths returns the paths of the Parquet files of the block whose
 // file or object is path: the samples file, then the stacks file.
-func lakePaths(path string) []string { return []string{lake.SamplesPath(path), lake.StacksPath(path)} }
+func LakePaths(path string) []string { return []string{lake.SamplesPath(path), lake.StacksPath(path)} }
 
-// readLake reads the samples of b's time slice i (-1: all of them) from
+// ReadLake reads the samples of b's time slice i (-1: all of them) from
 // its Parquet samples file into a copy of tables, the tables of b's
 // samples.
-func (b *block) readLake(i int, tables *profile.Profile) (*profile.Profile, error) {
-	name := lake.SamplesPath(b.path)
-	open := b.openSamples
+func (b *Block) ReadLake(i int, tables *profile.Profile) (*profile.Profile, error) {
+	name := lake.SamplesPath(b.Path)
+	open := b.OpenSamples
 	if open == nil {
-		open = func() (blockReader, error) { return os.Open(name) }
+		open = func() (Reader, error) { return os.Open(name) }
 	}
 	r, err := open()
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: compaction or retention removed block %s while the query ran; run it again", err, path.Base(b.path))
+		return nil, fmt.Errorf("%w: compaction or retention removed block %s while the query ran; run it again", err, path.Base(b.Path))
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	samples, err := lake.ReadSamples(name, r, b.meta.Lake.SamplesSize, i, tables)
+	samples, err := lake.ReadSamples(name, r, b.Meta.Lake.SamplesSize, i, tables)
 	if err != nil {
 		return nil, err
 	}
@@ -102,13 +102,13 @@ func (b *block) readLake(i int, tables *profile.Profile) (*profile.Profile, erro
 // whose profile is p, one row group for each of groups, and returns what
 // its meta records of them. Each file is written to a temporary file,
 // fsynced and renamed into place; the caller syncs the directory.
-func writeLake(path string, p *profile.Profile, groups [][]profile.Sample) (*lakeMeta, error) {
+func writeLake(path string, p *profile.Profile, groups [][]profile.Sample) (*LakeMeta, error) {
 	id := lake.BlockID(path)
 	var buf bytes.Buffer
 	if err := lake.WriteSamples(&buf, id, p, groups); err != nil {
 		return nil, err
 	}
-	lm := &lakeMeta{SamplesSize: int64(buf.Len()), RowGroups: len(groups)}
+	lm := &LakeMeta{SamplesSize: int64(buf.Len()), RowGroups: len(groups)}
 	if err := writeRenamed(lake.SamplesPath(path), buf.Bytes()); err != nil {
 		return nil, err
 	}
@@ -139,17 +139,17 @@ func writeRenamed(path string, data []byte) error {
 	return nil
 }
 
-// removeBlock removes the block file path and its Parquet files, if any.
-func removeBlock(path string) {
+// Remove removes the block file path and its Parquet files, if any.
+func Remove(path string) {
 	os.Remove(path)
 	os.Remove(lake.SamplesPath(path))
 	os.Remove(lake.StacksPath(path))
 }
 
-// removeOrphans removes, in dir, the files of blocks being written when
+// RemoveOrphans removes, in dir, the files of blocks being written when
 // the store stopped: temporary files, and Parquet files whose block file
 // was never renamed into place.
-func removeOrphans(dir string) {
+func RemoveOrphans(dir string) {
 	tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
 	for _, p := range tmps {
 		if strings.HasSuffix(p, ".block.tmp") || strings.HasSuffix(p, ".parquet.tmp") {

@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/store/blockcache"
 	"github.com/sparkprof/sparkprof/store/objstore"
+	"github.com/sparkprof/sparkprof/store/wal"
 )
 
 // DB is the embedded store. Per tenant, uploads are first appended to a
@@ -53,9 +53,9 @@ type DB struct {
 	cache    *blockcache.Cache
 	// remote is the bucket's view and counters; nil without a bucket.
 	remote *remote
-	// rawBuf and recBuf are encodeRecord's buffers; under mu.
-	rawBuf, recBuf []byte
-	compactMu      sync.Mutex // one compaction at a time
+	// walEnc encodes the uploads' log records; under mu.
+	walEnc    wal.Encoder
+	compactMu sync.Mutex // one compaction at a time
 	// headRollups is the memory of the head uploads' rollups and timelines
 	// computed so far (Upload.LoadRollup, LoadTimeline), part of the
 	// head's budget.
@@ -82,9 +82,9 @@ type tenant struct {
 	nextBlock uint64
 	// shipped is the largest upload id shipped to the bucket.
 	shipped uint64
-	seg     segmentFile // segment being appended to
+	seg     wal.SegmentFile // segment being appended to
 	segN    int
-	segs    []segment
+	segs    []wal.Segment
 	// parked says that seg was closed to free its descriptor
 	// (Options.MaxOpenSegments): the last segment is reopened for the
 	// next upload. lastWrite orders tenants by their last upload (DB.writes).
@@ -99,8 +99,6 @@ type tenant struct {
 	keyLines int
 	keysTorn bool
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Options configure Open.
 type Options struct {
@@ -331,7 +329,7 @@ func (db *DB) Stats() Stats {
 			st.DiskBytes += b.DiskSize()
 		}
 		for _, s := range t.segs {
-			st.DiskBytes += s.size
+			st.DiskBytes += s.Size
 		}
 	}
 	return st

@@ -136,26 +136,6 @@ func oneUploadBlock(tb testing.TB, minSliced int) string {
 	return blocks[0]
 }
 
-// FuzzDecodeRecord feeds damaged log records to the record decoder (the
-// log's checksum comes first, but the decoder must not rely on it).
-func FuzzDecodeRecord(f *testing.F) {
-	db, err := Open(f.TempDir(), Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer db.Close()
-	u := upload(f, "1")
-	u.ID = 7
-	rec, err := db.encodeRecord(u)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(bytes.Clone(rec[8:])) // the payload, after length and checksum
-	f.Fuzz(func(t *testing.T, data []byte) {
-		db.decodeRecord(data)
-	})
-}
-
 // FuzzLoadKeys feeds damaged keys files to the store's start: each loads
 // the keys it can read, never a panic nor a failed start.
 func FuzzLoadKeys(f *testing.F) {

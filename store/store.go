@@ -12,6 +12,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/store/block"
+	"github.com/sparkprof/sparkprof/store/wal"
 )
 
 // Upload is one ingested profile with what the agent said about it.
@@ -67,7 +68,7 @@ type Upload struct {
 	// node that stored it: node and ID name an upload across nodes.
 	node string
 	// wal is where an upload in the head has its log record.
-	wal walSpan
+	wal wal.Span
 }
 
 // LabelValues returns the values of each label u's samples carry, its

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/store/block"
 	"github.com/sparkprof/sparkprof/store/lake"
+	"github.com/sparkprof/sparkprof/store/lease"
 	"github.com/sparkprof/sparkprof/store/objstore"
 
 	"gocloud.dev/blob/fileblob"
@@ -309,7 +310,7 @@ func TestBucketRetentionDeletesWholeBlocks(t *testing.T) {
 	before := objects(t, b, "")
 	r := openNode(t, t.TempDir(), b, RoleCompactor, Options{Retention: 24 * time.Hour})
 	c.Close() // its lease lapses only with time: r takes a fresh one
-	for _, o := range objects(t, b, leasePrefix) {
+	for _, o := range objects(t, b, lease.Prefix) {
 		b.Delete(ctx, o)
 	}
 	if err := r.CompactBucket(ctx, now); err != nil {
@@ -322,7 +323,7 @@ func TestBucketRetentionDeletesWholeBlocks(t *testing.T) {
 		}
 	}
 	for _, o := range before {
-		if !slices.Contains(old, o) && !strings.Contains(o, "/segments/") && !strings.HasPrefix(o, leasePrefix) && !slices.Contains(after, o) {
+		if !slices.Contains(old, o) && !strings.Contains(o, "/segments/") && !strings.HasPrefix(o, lease.Prefix) && !slices.Contains(after, o) {
 			t.Errorf("retention deleted %s", o)
 		}
 	}
@@ -409,7 +410,7 @@ func (h *holdBlocks) Write(ctx context.Context, name string, data []byte, ifNotE
 // leaseExpiry returns when the compactor's lease in b expires (Unix ns).
 func leaseExpiry(t *testing.T, b objstore.Bucket) int64 {
 	t.Helper()
-	names := objects(t, b, leasePrefix)
+	names := objects(t, b, lease.Prefix)
 	if len(names) == 0 {
 		t.Fatal("no compactor lease in the bucket")
 	}
@@ -417,7 +418,7 @@ func leaseExpiry(t *testing.T, b objstore.Bucket) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec leaseRecord
+	var rec struct{ Expires int64 }
 	if err := json.Unmarshal(data, &rec); err != nil {
 		t.Fatal(err)
 	}

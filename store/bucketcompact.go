@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sparkprof/sparkprof/store/block"
+	"github.com/sparkprof/sparkprof/store/lease"
 	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
@@ -30,7 +31,7 @@ func (db *DB) CompactBucket(ctx context.Context, now time.Time) error {
 	}
 	db.compactMu.Lock()
 	defer db.compactMu.Unlock()
-	held, err := db.holdLease(ctx, now)
+	held, err := db.remote.lease.Hold(ctx, now)
 	if err != nil {
 		db.remote.failed()
 		return err
@@ -38,7 +39,7 @@ func (db *DB) CompactBucket(ctx context.Context, now time.Time) error {
 	if !held {
 		return nil
 	}
-	ctx, stop := db.keepLease(ctx)
+	ctx, stop := db.remote.lease.Keep(ctx)
 	defer stop()
 	// A block that could not be read may hold uploads of the segments
 	// listed: compaction waits for it. A segment that could not be read
@@ -90,8 +91,8 @@ func (db *DB) compactTenantBucket(ctx context.Context, name string, now time.Tim
 		if len(byPart[p]) == 0 && len(olds) < 2 {
 			continue
 		}
-		if !db.leaseValid(time.Now()) {
-			return errLeaseShort
+		if !db.remote.lease.Valid(time.Now()) {
+			return lease.ErrShort
 		}
 		if err := db.compactBucketPartition(ctx, name, p, byPart[p], olds); err != nil {
 			return fmt.Errorf("partition %s: %w", time.Unix(0, p).UTC().Format(time.RFC3339), err)
@@ -129,8 +130,8 @@ func (db *DB) compactBucketPartition(ctx context.Context, name string, p int64, 
 	}
 	// Merging and writing can take long: the lease is checked again
 	// before the block goes where readers see it.
-	if !db.leaseValid(time.Now()) {
-		return errLeaseShort
+	if !db.remote.lease.Valid(time.Now()) {
+		return lease.ErrShort
 	}
 	if err := db.uploadBlock(ctx, file, obj); err != nil {
 		return err

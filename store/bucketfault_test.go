@@ -11,6 +11,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/store/block"
 	"github.com/sparkprof/sparkprof/store/lake"
+	"github.com/sparkprof/sparkprof/store/lease"
 	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
@@ -80,7 +81,7 @@ func (c *chaosBucket) Write(ctx context.Context, name string, data []byte, ifNot
 	if err := c.Bucket.Write(ctx, name, data, ifNotExist); err != nil || !fails {
 		return err
 	}
-	if !strings.HasPrefix(name, leasePrefix) {
+	if !strings.HasPrefix(name, lease.Prefix) {
 		c.mu.Lock()
 		c.late[name] = c.rng.IntN(8)
 		c.mu.Unlock()

@@ -214,7 +214,7 @@ func Open(dir string, opts Options) (*DB, error) {
 				return nil, err
 			}
 		}
-		db.remote = newRemote(opts.Bucket, db.opts.Node)
+		db.remote = newRemote(opts.Bucket, db.opts.Node, db.opts.LeaseTTL, db.log)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {

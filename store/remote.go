@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"path"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/store/block"
 	"github.com/sparkprof/sparkprof/store/lake"
+	"github.com/sparkprof/sparkprof/store/lease"
 	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
@@ -78,11 +80,8 @@ type remote struct {
 	// in the head's budget.
 	rollups atomic.Int64
 
-	// holder names this store in the compactor's lease (leaseHolder);
-	// leaseUntil is when the lease it last wrote expires (Unix ns).
-	holderOnce sync.Once
-	holder     string
-	leaseUntil atomic.Int64
+	// lease is this node's hold on the compactor's lease.
+	lease *lease.Lease
 
 	up                           atomic.Bool
 	flushes, errors, compactions atomic.Int64
@@ -95,8 +94,8 @@ type remoteTenant struct {
 	segs    []string // the segment objects the uploads came from
 }
 
-func newRemote(b objstore.Bucket, node string) *remote {
-	return &remote{b: b, node: node, blocks: map[string]*storedBlock{}, segs: map[string][]*Upload{}, view: map[string]*remoteTenant{}, orphans: map[string]time.Time{}}
+func newRemote(b objstore.Bucket, node string, leaseTTL time.Duration, log *slog.Logger) *remote {
+	return &remote{b: b, node: node, lease: lease.New(b, node, leaseTTL, log), blocks: map[string]*storedBlock{}, segs: map[string][]*Upload{}, view: map[string]*remoteTenant{}, orphans: map[string]time.Time{}}
 }
 
 func (r *remote) ok() { r.up.Store(true) }

@@ -43,7 +43,7 @@ func TestLeaseOneHolder(t *testing.T) {
 			t.Fatalf("%s: held %v, %v; want %v", step.name, held, err, step.want)
 		}
 	}
-	if !c.Valid(now.Add(2 * ttl)) || c.Valid(now.Add(2*ttl+ttl/2+time.Second)) {
+	if !c.Valid(now.Add(2*ttl)) || c.Valid(now.Add(2*ttl+ttl/2+time.Second)) {
 		t.Errorf("c's lease taken at %v of %v: valid until half its time is left", now.Add(2*ttl), ttl)
 	}
 }

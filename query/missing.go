@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/sparkprof/sparkprof/store/objstore"
+	"github.com/sparkprof/sparkprof/store"
 )
 
 // Missing collects the blocks of a bucket a query could not read (the
@@ -34,7 +34,7 @@ func (m *Missing) Names() []string {
 // into m, is a block of the bucket that could not be read, and records it:
 // the query goes on without it.
 func (m *Missing) skip(err error, log *slog.Logger) bool {
-	var ue *objstore.UnreachableError
+	var ue *store.UnreachableError
 	if m == nil || !errors.As(err, &ue) {
 		return false
 	}

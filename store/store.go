@@ -12,6 +12,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/store/block"
+	"github.com/sparkprof/sparkprof/store/objstore"
 	"github.com/sparkprof/sparkprof/store/wal"
 )
 
@@ -382,6 +383,11 @@ type BucketStats struct {
 	// the blocks and of the segments: those no block holds.
 	BlockUploads, SegmentUploads int
 }
+
+// UnreachableError is the error of reading a block or segment of the
+// bucket that failed (objstore.UnreachableError): a query skips it and
+// names it among those it could not read.
+type UnreachableError = objstore.UnreachableError
 
 // ErrClosed is returned by a closed store.
 var ErrClosed = errors.New("store: closed")

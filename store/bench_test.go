@@ -10,6 +10,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/format/jfr"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/keyfile"
 )
 
 // BenchmarkCompact measures the time and memory of compacting a
@@ -183,7 +184,7 @@ func BenchmarkSaveKeys(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		st, err := os.Stat(filepath.Join(t.dir, keysFile))
+		st, err := os.Stat(filepath.Join(t.dir, keyfile.Name))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/store/block"
+	"github.com/sparkprof/sparkprof/store/keyfile"
 	"github.com/sparkprof/sparkprof/store/lake"
 )
 
@@ -145,7 +146,7 @@ func FuzzLoadKeys(f *testing.F) {
 		dir := t.TempDir()
 		tdir := filepath.Join(dir, TenantDir("t"))
 		os.MkdirAll(tdir, 0o755)
-		if err := os.WriteFile(filepath.Join(tdir, keysFile), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(tdir, keyfile.Name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		db, err := Open(dir, Options{KeyWindow: 1 << 62})

@@ -50,6 +50,10 @@ type File struct {
 	// Body, when Data came in a body read by ReadBody, draws the memory of
 	// its decoding with the body's (Profile.Body).
 	Body *Body
+	// ContentType, when it is multipart/form-data, says that Data holds
+	// a JFR and its LabelsSnapshot as Pyroscope's agent sends them
+	// (ImportFile).
+	ContentType string
 }
 
 // Result says what an import stored.

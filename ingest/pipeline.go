@@ -137,6 +137,12 @@ type Profile struct {
 	// memory with the body's, so that an upload the whole ingest memory
 	// could never hold is told from one it cannot hold now.
 	Body *Body
+	// Hint, added to the error of data that is not a profile the pipeline
+	// reads, says what of the request is likely wrong ("" for nothing).
+	Hint string
+	// Dropped is the sparkprof agent's count of windows it dropped, for
+	// the agents list.
+	Dropped int64
 }
 
 // Decode decodes in into an upload ready to store: the profile decoded (a
@@ -305,6 +311,9 @@ type Stored struct {
 func (p *Pipeline) Ingest(tenant string, in Profile, arrived time.Time) (Stored, error) {
 	d := p.decode(in, arrived)
 	defer d.release()
+	if errkind.Of(d.err) == errkind.Unprocessable && in.Hint != "" {
+		return Stored{}, errkind.Errorf(errkind.Unprocessable, "%w%s", d.err, in.Hint)
+	}
 	if d.err != nil {
 		return Stored{}, d.err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/store"
+	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
 // BenchmarkIngestBucket measures the server's CPU time per upload of a
@@ -32,7 +33,7 @@ func BenchmarkIngestBucket(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer fb.Close()
-				opts.Bucket, opts.FlushInterval, opts.Role = store.NewBucket(fb), time.Hour, store.RoleIngest
+				opts.Bucket, opts.FlushInterval, opts.Role = objstore.New(fb), time.Hour, store.RoleIngest
 			}
 			db, err := store.Open(b.TempDir(), opts)
 			if err != nil {

@@ -19,11 +19,12 @@ import (
 
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/store"
+	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
 // switchedBucket is a real bucket whose reads fail while down is set.
 type switchedBucket struct {
-	store.Bucket
+	objstore.Bucket
 	down atomic.Bool
 }
 
@@ -43,7 +44,7 @@ func (b *switchedBucket) ReadAt(ctx context.Context, name string, p []byte, off 
 
 // newBucketServer serves a store of opts over bucket b, its background
 // rounds but the first an hour apart.
-func newBucketServer(t *testing.T, b store.Bucket, opts store.Options) (*httptest.Server, *store.DB) {
+func newBucketServer(t *testing.T, b objstore.Bucket, opts store.Options) (*httptest.Server, *store.DB) {
 	t.Helper()
 	opts.Bucket, opts.FlushInterval = b, time.Hour
 	db, err := store.Open(t.TempDir(), opts)
@@ -62,7 +63,7 @@ func newSwitchedBucket(t *testing.T) *switchedBucket {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fb.Close() })
-	return &switchedBucket{Bucket: store.NewBucket(fb)}
+	return &switchedBucket{Bucket: objstore.New(fb)}
 }
 
 // TestBucketDownIngest: while the bucket is down, uploads are acknowledged

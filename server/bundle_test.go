@@ -14,6 +14,7 @@ import (
 	"github.com/sparkprof/sparkprof/analysis"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/query"
+	"github.com/sparkprof/sparkprof/store"
 )
 
 // importFile posts one file to /api/v1/import and returns the status.
@@ -96,6 +97,21 @@ func TestImportContainerLogApp(t *testing.T) {
 	if r.Type != "samples" || r.Flamebearer.NumTicks != 47473 {
 		t.Errorf("app flame graph: %s, %d ticks; want samples, 47,473", r.Type, r.Flamebearer.NumTicks)
 	}
+	checkStragglerTasks(t, ts, db)
+	// Restarted on the same directories, the app is analysed again.
+	ts2 := httptest.NewServer(newServer(t, Config{Store: db, EventLogDir: dir}))
+	defer ts2.Close()
+	getJSON(t, ts2, "/api/v1/apps/ProfileStraggler", &detail)
+	if detail.App.Name != "Profile Straggler" || len(detail.Metrics) == 0 {
+		t.Errorf("after restart: %+v, %d metric series", detail.App, len(detail.Metrics))
+	}
+}
+
+// checkStragglerTasks checks the riddle's tasks as ts serves them: the
+// straggler against the others, and each task's samples joined to the
+// app's task windows, in the head and compacted in db.
+func checkStragglerTasks(t *testing.T, ts *httptest.Server, db *store.DB) {
+	t.Helper()
 	// The straggler (task 0) against tasks 1 and 2, by task id alone:
 	// Spark 2.4 thread names carry no stage.
 	var diff struct{ LeftTicks, RightTicks int64 }
@@ -127,13 +143,6 @@ func TestImportContainerLogApp(t *testing.T) {
 		if n := render(t, ts, `{spark_app_id="ProfileStraggler"}`, "").Flamebearer.NumTicks; n != 47473 {
 			t.Errorf("%s: app: %d samples, want 47,473", c.name, n)
 		}
-	}
-	// Restarted on the same directories, the app is analysed again.
-	ts2 := httptest.NewServer(newServer(t, Config{Store: db, EventLogDir: dir}))
-	defer ts2.Close()
-	getJSON(t, ts2, "/api/v1/apps/ProfileStraggler", &detail)
-	if detail.App.Name != "Profile Straggler" || len(detail.Metrics) == 0 {
-		t.Errorf("after restart: %+v, %d metric series", detail.App, len(detail.Metrics))
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/sparkprof/sparkprof/query"
 	"github.com/sparkprof/sparkprof/spark"
 	"github.com/sparkprof/sparkprof/store"
+	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
 // BenchmarkQuery measures flame-graph query latency over an hour of
@@ -175,7 +176,7 @@ func BenchmarkQueryBucket(b *testing.B) {
 	}
 	qb := newQueryBench(b)
 	ctx := context.Background()
-	bkt, closer, err := store.OpenBucket(ctx, s3.URL("hour"))
+	bkt, closer, err := objstore.Open(ctx, s3.URL("hour"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/sparkprof/sparkprof/format/jfr"
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/keyfile"
 )
 
 // BenchmarkCompact measures the time and memory of compacting a
@@ -129,51 +128,6 @@ func executorUploads(b *testing.B, windows [][]byte, executors int) []*Upload {
 	return ups
 }
 
-// BenchmarkBlockParts measures the steps of writing a block, apart from
-// merging the uploads: the rollup, the time slices with their rollups, the
-// timeline, and the whole block file (the steps, encoding and
-// compression). Its block is 100 executors' windows of 30 s, as
-// BenchmarkCompact's (SPARKPROF_JDK_WINDOWS).
-func BenchmarkBlockParts(b *testing.B) {
-	ups := executorUploads(b, agentWindows(b)[:3], 100)
-	p, meta := compactUploads(0, nil, nil, ups, int64(time.Second))
-	// A block span of the samples' own, so that each slice holds some.
-	meta.Partition = meta.FirstSample
-	span := meta.LastSample - meta.FirstSample + 1
-	b.Logf("%d samples, %d label sets", len(p.Samples), p.NumLabelSets())
-	b.Run("rollup", func(b *testing.B) {
-		for b.Loop() {
-			rollup(p)
-		}
-	})
-	_, labels := p.SumOverTimeMap(withoutPerTask)
-	b.Run("slices", func(b *testing.B) {
-		for b.Loop() {
-			if sls := timeSlices(p, labels, meta.Partition, span/slicesPerBlock); len(sls) != slicesPerBlock {
-				b.Fatalf("%d slices, want %d", len(sls), slicesPerBlock)
-			}
-		}
-	})
-	b.Run("timeline", func(b *testing.B) {
-		for b.Loop() {
-			p.SumSamplesOverStacks(p.Samples, labels, 0)
-		}
-	})
-	b.Run("write", func(b *testing.B) {
-		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer enc.Close()
-		path := filepath.Join(b.TempDir(), "b.block")
-		for b.Loop() {
-			if _, _, err := writeBlock(path, meta, p, enc, span); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
-
 // agentWindows returns the chunks of the recording SPARKPROF_JDK_WINDOWS
 // names, each one window the agent uploads, skipping b without one.
 func agentWindows(b *testing.B) [][]byte {
@@ -230,7 +184,7 @@ func BenchmarkSaveKeys(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		st, err := os.Stat(filepath.Join(t.dir, keysFile))
+		st, err := os.Stat(filepath.Join(t.dir, keyfile.Name))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -5,12 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/block"
 )
 
 // TestCorruptBlock: a damaged block meta stops the start, a damaged part
@@ -19,13 +19,13 @@ func TestCorruptBlock(t *testing.T) {
 	load := func(u *Upload) error { _, err := u.Load(); return err }
 	for _, c := range []struct {
 		name   string
-		offset func(b *block) int64 // of the flipped byte
+		offset func(b *block.Block) int64 // of the flipped byte
 		atOpen bool
 		read   func(u *Upload) error
 	}{
-		{"meta", func(*block) int64 { return int64(len(blockMagic)) + 8 + 2 }, true, nil},
-		{"samples", func(b *block) int64 { return b.parts[partSamples].off + 2 }, false, load},
-		{"series", func(b *block) int64 { return b.parts[partSeries].off + 2 }, false, func(u *Upload) error {
+		{"meta", func(*block.Block) int64 { return int64(len(block.Magic)) + 8 + 2 }, true, nil},
+		{"samples", func(b *block.Block) int64 { return b.Parts[block.PartSamples].Off + 2 }, false, load},
+		{"series", func(b *block.Block) int64 { return b.Parts[block.PartSeries].Off + 2 }, false, func(u *Upload) error {
 			_, err := u.LoadSeries()
 			return err
 		}},
@@ -37,7 +37,7 @@ func TestCorruptBlock(t *testing.T) {
 			db.Compact()
 			db.Close()
 			blk := files(t, dir, "*.block")[0]
-			b, err := readBlock(blk)
+			b, err := block.Read(blk)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,13 +137,11 @@ func TestBlockCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The new block comes in cached; the old one's parts are gone.
-	db.cache.mu.Lock()
-	for k := range db.cache.byKey {
-		if _, err := os.Stat(k.path); err != nil {
-			t.Errorf("the cache holds %s part %d of a replaced block", k.path, k.part)
+	for _, k := range db.cache.Keys() {
+		if _, err := os.Stat(k.Path); err != nil {
+			t.Errorf("the cache holds %s part %d of a replaced block", k.Path, k.Part)
 		}
 	}
-	db.cache.mu.Unlock()
 	misses := db.Stats().CacheMisses
 	var rollups int
 	db.Select("t", Query{From: 12 * hour}, func(u *Upload) error {
@@ -181,25 +179,6 @@ func TestBlockGoneDuringQuery(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "run it again") {
 		t.Errorf("reading a removed block: %v", err)
-	}
-}
-
-// TestSampleLabels: a block meta lists each sample label's values, up to
-// maxMetaValues of them.
-func TestSampleLabels(t *testing.T) {
-	p := profile.New()
-	for i := range maxMetaValues + 1 {
-		p.Add(profile.Sample{Value: 1, Labels: p.AddLabels(profile.Labels{
-			{Name: "task", Value: strconv.Itoa(i)},
-			{Name: "stage", Value: strconv.Itoa(i % 3)},
-		})})
-	}
-	got := sampleLabels(p, nil)
-	if vals, ok := got["task"]; !ok || vals != nil {
-		t.Errorf("task: %q (listed %v), want listed without values", vals, ok)
-	}
-	if vals := got["stage"]; !slices.Equal(vals, []string{"0", "1", "2"}) {
-		t.Errorf("stage: %q, want 0, 1, 2", vals)
 	}
 }
 
@@ -307,11 +286,11 @@ func TestBlockSeries(t *testing.T) {
 	if got := gcPoints(t, db); !maps.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("block: %v, want %v", got, want)
 	}
-	b, err := readBlock(files(t, dir, "*.block")[0])
+	b, err := block.Read(files(t, dir, "*.block")[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := b.load(partSamples, db.dec); err != nil || len(p.Series) != 0 {
+	if p, err := b.Load(block.PartSamples, db.dec); err != nil || len(p.Series) != 0 {
 		t.Errorf("the samples part holds %d series (%v), want none", len(p.Series), err)
 	}
 	want["8"] = []profile.Point{{Time: 1700000003e9, Value: 5e6}}

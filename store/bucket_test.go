@@ -16,19 +16,24 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/sparkprof/sparkprof/store/block"
+	"github.com/sparkprof/sparkprof/store/lake"
+	"github.com/sparkprof/sparkprof/store/lease"
+	"github.com/sparkprof/sparkprof/store/objstore"
+
 	"gocloud.dev/blob/fileblob"
 )
 
 // faultyBucket is a real bucket whose requests fail while down is set, as
 // they do when the object store is unreachable.
 type faultyBucket struct {
-	Bucket
+	objstore.Bucket
 	down atomic.Bool
 }
 
 var errDown = errors.New("injected: the bucket is unreachable")
 
-func (f *faultyBucket) List(ctx context.Context, prefix string) ([]Object, error) {
+func (f *faultyBucket) List(ctx context.Context, prefix string) ([]objstore.Object, error) {
 	if f.down.Load() {
 		return nil, errDown
 	}
@@ -71,12 +76,12 @@ func fileBucket(t *testing.T) *faultyBucket {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	return &faultyBucket{Bucket: NewBucket(b)}
+	return &faultyBucket{Bucket: objstore.New(b)}
 }
 
 // openNode opens a store over bucket b whose background rounds, but the
 // first, wait an hour: the test runs them.
-func openNode(t *testing.T, dir string, b Bucket, role Role, opts Options) *DB {
+func openNode(t *testing.T, dir string, b objstore.Bucket, role Role, opts Options) *DB {
 	t.Helper()
 	opts.Bucket, opts.Role, opts.FlushInterval = b, role, time.Hour
 	db, err := Open(dir, opts)
@@ -101,7 +106,7 @@ func appendN(t *testing.T, db *DB, tenant string, n int) (total int64) {
 	return total
 }
 
-func objects(t *testing.T, b Bucket, prefix string) []string {
+func objects(t *testing.T, b objstore.Bucket, prefix string) []string {
 	t.Helper()
 	objs, err := b.List(context.Background(), prefix)
 	if err != nil {
@@ -165,7 +170,7 @@ func TestBucketNodesSeeEachOther(t *testing.T) {
 	// A block is three objects, and a node that did not write it reads its
 	// samples from the Parquet object.
 	objs := objects(t, b, TenantDir("acme")+"/blocks/")
-	if len(objs) != 3 || !strings.HasSuffix(objs[0], ".block") || objs[1] != samplesPath(objs[0]) || objs[2] != stacksPath(objs[0]) {
+	if len(objs) != 3 || !strings.HasSuffix(objs[0], ".block") || objs[1] != lake.SamplesPath(objs[0]) || objs[2] != lake.StacksPath(objs[0]) {
 		t.Fatalf("block objects %v, want a block and its two Parquet files", objs)
 	}
 	c.mu.RLock()
@@ -173,7 +178,7 @@ func TestBucketNodesSeeEachOther(t *testing.T) {
 	c.mu.RUnlock()
 	dec, _ := zstd.NewReader(nil)
 	defer dec.Close()
-	p, err := blk.load(partSamples, dec)
+	p, err := blk.Load(block.PartSamples, dec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +265,7 @@ func TestTwoCompactorsCompactOnce(t *testing.T) {
 	held := 0
 	q.mu.RLock()
 	for _, blk := range q.remote.view["acme"].blocks {
-		held += blk.meta.Uploads
+		held += blk.Meta.Uploads
 	}
 	q.mu.RUnlock()
 	if n, total := count(t, q, "acme", Query{}); held != uploads || total != want {
@@ -305,7 +310,7 @@ func TestBucketRetentionDeletesWholeBlocks(t *testing.T) {
 	before := objects(t, b, "")
 	r := openNode(t, t.TempDir(), b, RoleCompactor, Options{Retention: 24 * time.Hour})
 	c.Close() // its lease lapses only with time: r takes a fresh one
-	for _, o := range objects(t, b, leasePrefix) {
+	for _, o := range objects(t, b, lease.Prefix) {
 		b.Delete(ctx, o)
 	}
 	if err := r.CompactBucket(ctx, now); err != nil {
@@ -318,7 +323,7 @@ func TestBucketRetentionDeletesWholeBlocks(t *testing.T) {
 		}
 	}
 	for _, o := range before {
-		if !slices.Contains(old, o) && !strings.Contains(o, "/segments/") && !strings.HasPrefix(o, leasePrefix) && !slices.Contains(after, o) {
+		if !slices.Contains(old, o) && !strings.Contains(o, "/segments/") && !strings.HasPrefix(o, lease.Prefix) && !slices.Contains(after, o) {
 			t.Errorf("retention deleted %s", o)
 		}
 	}
@@ -363,7 +368,7 @@ func TestBucketOutage(t *testing.T) {
 	}
 	// A block the query node listed cannot be read: the error names it.
 	err := q.Select("acme", Query{}, func(u *Upload) error { _, err := u.Load(); return err })
-	var ue *UnreachableError
+	var ue *objstore.UnreachableError
 	if !errors.As(err, &ue) || !strings.Contains(ue.Object, "/blocks/") {
 		t.Errorf("query while the bucket is down: %v, want an UnreachableError naming the block", err)
 	}
@@ -385,7 +390,7 @@ func TestBucketOutage(t *testing.T) {
 // holdBlocks is a bucket whose writes of block objects wait until release
 // is closed; held is closed when the first waits.
 type holdBlocks struct {
-	Bucket
+	objstore.Bucket
 	once          sync.Once
 	held, release chan struct{}
 }
@@ -403,9 +408,9 @@ func (h *holdBlocks) Write(ctx context.Context, name string, data []byte, ifNotE
 }
 
 // leaseExpiry returns when the compactor's lease in b expires (Unix ns).
-func leaseExpiry(t *testing.T, b Bucket) int64 {
+func leaseExpiry(t *testing.T, b objstore.Bucket) int64 {
 	t.Helper()
-	names := objects(t, b, leasePrefix)
+	names := objects(t, b, lease.Prefix)
 	if len(names) == 0 {
 		t.Fatal("no compactor lease in the bucket")
 	}
@@ -413,7 +418,7 @@ func leaseExpiry(t *testing.T, b Bucket) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec leaseRecord
+	var rec struct{ Expires int64 }
 	if err := json.Unmarshal(data, &rec); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/sparkprof/sparkprof/store/block"
+	"github.com/sparkprof/sparkprof/store/lease"
+	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
 // CompactBucket compacts the bucket, when this store holds the
@@ -27,7 +31,7 @@ func (db *DB) CompactBucket(ctx context.Context, now time.Time) error {
 	}
 	db.compactMu.Lock()
 	defer db.compactMu.Unlock()
-	held, err := db.holdLease(ctx, now)
+	held, err := db.remote.lease.Hold(ctx, now)
 	if err != nil {
 		db.remote.failed()
 		return err
@@ -35,7 +39,7 @@ func (db *DB) CompactBucket(ctx context.Context, now time.Time) error {
 	if !held {
 		return nil
 	}
-	ctx, stop := db.keepLease(ctx)
+	ctx, stop := db.remote.lease.Keep(ctx)
 	defer stop()
 	// A block that could not be read may hold uploads of the segments
 	// listed: compaction waits for it. A segment that could not be read
@@ -80,15 +84,15 @@ func (db *DB) compactTenantBucket(ctx context.Context, name string, now time.Tim
 	quiet := int64(db.opts.CompactAfter)
 	byPart, partBlocks, lastReceived := byPartition(ups, blocks, part)
 	for _, p := range slices.Sorted(maps.Keys(lastReceived)) {
-		var olds []*block
+		var olds []*storedBlock
 		if p+part+quiet <= now.UnixNano() && lastReceived[p]+quiet <= now.UnixNano() {
 			olds = db.mergeable(byPart[p], partBlocks[p])
 		}
 		if len(byPart[p]) == 0 && len(olds) < 2 {
 			continue
 		}
-		if !db.leaseValid(time.Now()) {
-			return errLeaseShort
+		if !db.remote.lease.Valid(time.Now()) {
+			return lease.ErrShort
 		}
 		if err := db.compactBucketPartition(ctx, name, p, byPart[p], olds); err != nil {
 			return fmt.Errorf("partition %s: %w", time.Unix(0, p).UTC().Format(time.RFC3339), err)
@@ -105,12 +109,12 @@ func (db *DB) compactTenantBucket(ctx context.Context, name string, now time.Tim
 
 // compactBucketPartition writes a block of partition p holding the
 // uploads ups merged with the blocks olds, then deletes olds.
-func (db *DB) compactBucketPartition(ctx context.Context, name string, p int64, ups []*Upload, olds []*block) error {
+func (db *DB) compactBucketPartition(ctx context.Context, name string, p int64, ups []*Upload, olds []*storedBlock) error {
 	oldProfiles, err := db.loadMerged(olds)
 	if err != nil {
 		return err
 	}
-	prof, meta := compactUploads(p, olds, oldProfiles, ups, int64(db.opts.Resolution))
+	prof, meta := block.Merge(p, blocksOf(olds), oldProfiles, inputs(ups), int64(db.opts.Resolution))
 	meta.Nodes = nodeIDs(olds, ups)
 	// The block is written as a local store writes one, then uploaded.
 	tmpDir, err := os.MkdirTemp(db.dir, "compact-")
@@ -121,20 +125,20 @@ func (db *DB) compactBucketPartition(ctx context.Context, name string, p int64, 
 	seq := uint64(time.Now().UnixNano())
 	obj := blockObject(name, p, seq)
 	file := filepath.Join(tmpDir, filepath.Base(obj))
-	if _, _, err := writeBlock(file, meta, prof, db.blockEnc, int64(db.opts.Partition)); err != nil {
+	if _, _, err := block.Write(file, meta, prof, db.blockEnc, int64(db.opts.Partition)); err != nil {
 		return fmt.Errorf("write block: %w", err)
 	}
 	// Merging and writing can take long: the lease is checked again
 	// before the block goes where readers see it.
-	if !db.leaseValid(time.Now()) {
-		return errLeaseShort
+	if !db.remote.lease.Valid(time.Now()) {
+		return lease.ErrShort
 	}
 	if err := db.uploadBlock(ctx, file, obj); err != nil {
 		return err
 	}
 	db.remote.compactions.Add(1)
 	for _, o := range olds {
-		if err := db.deleteBlockObjects(ctx, o.path); err != nil {
+		if err := db.deleteBlockObjects(ctx, o.Path); err != nil {
 			return fmt.Errorf("delete merged block: %w", err)
 		}
 	}
@@ -144,11 +148,11 @@ func (db *DB) compactBucketPartition(ctx context.Context, name string, p int64, 
 }
 
 // nodeIDs lists the uploads of blocks olds and of ups by node, as
-// blockMeta.Nodes does.
-func nodeIDs(olds []*block, ups []*Upload) map[string][]uint64 {
+// block.Meta.Nodes does.
+func nodeIDs(olds []*storedBlock, ups []*Upload) map[string][]uint64 {
 	ids := map[string][]uint64{}
 	for _, b := range olds {
-		for node, rs := range b.meta.Nodes {
+		for node, rs := range b.Meta.Nodes {
 			for i := 0; i+1 < len(rs); i += 2 {
 				for id := rs[i]; id <= rs[i+1]; id++ {
 					ids[node] = append(ids[node], id)
@@ -161,7 +165,7 @@ func nodeIDs(olds []*block, ups []*Upload) map[string][]uint64 {
 	}
 	out := make(map[string][]uint64, len(ids))
 	for node, l := range ids {
-		out[node] = idRanges(l)
+		out[node] = block.IDRanges(l)
 	}
 	return out
 }
@@ -173,8 +177,8 @@ func (db *DB) retainBucket(ctx context.Context, cutoff int64) error {
 	var old []string
 	for _, rt := range db.remote.view {
 		for _, b := range rt.blocks {
-			if max(b.meta.Until, b.meta.Received) < cutoff {
-				old = append(old, b.path)
+			if max(b.Meta.Until, b.Meta.Received) < cutoff {
+				old = append(old, b.Path)
 			}
 		}
 	}
@@ -191,7 +195,7 @@ func (db *DB) retainBucket(ctx context.Context, cutoff int64) error {
 // orphanGrace is how long a Parquet object is listed without its block
 // before compaction deletes it: far longer than a compactor takes between
 // writing a block's Parquet objects and the block, each write bounded by
-// bucketTimeout.
+// objstore.Timeout.
 var orphanGrace = 10 * time.Minute
 
 // sweepBucket deletes what the listing showed no query reads: blocks
@@ -224,7 +228,7 @@ func (db *DB) sweepBucket(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// uploadBlock writes the block whose file is file, written by writeBlock,
+// uploadBlock writes the block whose file is file, written by block.Write,
 // to the bucket as the object obj, and its Parquet files beside it: those
 // first, so that a block listed has them. When a write fails, what it
 // wrote is deleted again: a write that failed may have stored its object
@@ -235,7 +239,7 @@ func (db *DB) uploadBlock(ctx context.Context, file, obj string) error {
 	var tried []string
 	write := func(name string, data []byte) error {
 		tried = append(tried, name)
-		wctx, cancel := context.WithTimeout(ctx, bucketTimeout)
+		wctx, cancel := context.WithTimeout(ctx, objstore.Timeout)
 		defer cancel()
 		if err := db.remote.b.Write(wctx, name, data, true); err != nil {
 			db.remote.failed()
@@ -244,7 +248,7 @@ func (db *DB) uploadBlock(ctx context.Context, file, obj string) error {
 		}
 		return nil
 	}
-	for _, f := range lakePaths(file) {
+	for _, f := range block.LakePaths(file) {
 		data, err := os.ReadFile(f)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a block without Parquet files
@@ -271,7 +275,7 @@ func (db *DB) uploadBlock(ctx context.Context, file, obj string) error {
 // deleteObjects deletes names from the bucket, the last first, and stops
 // at the first it cannot delete.
 func (db *DB) deleteObjects(names []string) {
-	ctx, cancel := context.WithTimeout(context.Background(), bucketTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), objstore.Timeout)
 	defer cancel()
 	for _, name := range slices.Backward(names) {
 		if err := db.remote.b.Delete(ctx, name); err != nil {
@@ -284,8 +288,8 @@ func (db *DB) deleteObjects(names []string) {
 // object first, so that no node lists it any more, then its Parquet
 // objects (none is no error); and its parts from the cache.
 func (db *DB) deleteBlockObjects(ctx context.Context, obj string) error {
-	db.cache.forget(obj)
-	for _, name := range append([]string{obj}, lakePaths(obj)...) {
+	db.cache.Forget(obj)
+	for _, name := range append([]string{obj}, block.LakePaths(obj)...) {
 		if err := db.remote.b.Delete(ctx, name); err != nil {
 			return err
 		}

@@ -8,6 +8,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sparkprof/sparkprof/store/block"
+	"github.com/sparkprof/sparkprof/store/lake"
+	"github.com/sparkprof/sparkprof/store/lease"
+	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
 // chaosBucket is a real bucket whose requests fail at random, as an
@@ -15,7 +20,7 @@ import (
 // the store did it, or a write or delete after; and an object stored by a
 // write that failed can show in listings only some listings later.
 type chaosBucket struct {
-	Bucket
+	objstore.Bucket
 	mu   sync.Mutex
 	rng  *rand.Rand
 	p    float64        // the chance of each kind of failure
@@ -36,14 +41,14 @@ func (c *chaosBucket) fail() (fails, done bool) {
 	return false, false
 }
 
-func (c *chaosBucket) List(ctx context.Context, prefix string) ([]Object, error) {
+func (c *chaosBucket) List(ctx context.Context, prefix string) ([]objstore.Object, error) {
 	if fails, _ := c.fail(); fails {
 		return nil, errDown
 	}
 	objs, err := c.Bucket.List(ctx, prefix)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []Object
+	var out []objstore.Object
 	for _, o := range objs {
 		if c.late[o.Name] > 0 {
 			c.late[o.Name]--
@@ -76,7 +81,7 @@ func (c *chaosBucket) Write(ctx context.Context, name string, data []byte, ifNot
 	if err := c.Bucket.Write(ctx, name, data, ifNotExist); err != nil || !fails {
 		return err
 	}
-	if !strings.HasPrefix(name, leasePrefix) {
+	if !strings.HasPrefix(name, lease.Prefix) {
 		c.mu.Lock()
 		c.late[name] = c.rng.IntN(8)
 		c.mu.Unlock()
@@ -169,11 +174,11 @@ func faultyRun(t *testing.T, seed uint64) {
 		}
 	}
 	var blocks []string
-	lake := map[string]bool{}
+	parquets := map[string]bool{}
 	for _, name := range objects(t, b, "t-") {
-		switch block, ok := lakeBlock(name); {
+		switch block, ok := lake.BlockOf(name); {
 		case ok:
-			lake[block] = true
+			parquets[block] = true
 		case strings.HasSuffix(name, ".block"):
 			blocks = append(blocks, name)
 		default:
@@ -181,9 +186,9 @@ func faultyRun(t *testing.T, seed uint64) {
 		}
 	}
 	for _, name := range blocks {
-		delete(lake, name)
+		delete(parquets, name)
 	}
-	for name := range lake {
+	for name := range parquets {
 		t.Errorf("Parquet objects of %s, a block not in the bucket", name)
 	}
 	q.mu.RLock()
@@ -198,39 +203,39 @@ func faultyRun(t *testing.T, seed uint64) {
 }
 
 func TestUncovered(t *testing.T) {
-	blk := func(name string, uploads int, nodes map[string][]uint64) *block {
-		return &block{path: name, meta: blockMeta{Uploads: uploads, Nodes: nodes}}
+	blk := func(name string, uploads int, nodes map[string][]uint64) *storedBlock {
+		return &storedBlock{Block: &block.Block{Path: name, Meta: block.Meta{Uploads: uploads, Nodes: nodes}}}
 	}
 	for _, tc := range []struct {
 		name   string
-		blocks []*block
+		blocks []*storedBlock
 		kept   string
 	}{
-		{"disjoint", []*block{
+		{"disjoint", []*storedBlock{
 			blk("a", 2, map[string][]uint64{"n1": {1, 2}}),
 			blk("b", 2, map[string][]uint64{"n1": {3, 4}}),
 		}, "a b"},
-		{"a retry holding more covers the first", []*block{
+		{"a retry holding more covers the first", []*storedBlock{
 			blk("a", 2, map[string][]uint64{"n1": {1, 2}}),
 			blk("b", 5, map[string][]uint64{"n1": {1, 3}, "n2": {1, 2}}),
 		}, "b"},
-		{"of two alike the later stays", []*block{
+		{"of two alike the later stays", []*storedBlock{
 			blk("b", 2, map[string][]uint64{"n1": {1, 2}}),
 			blk("a", 2, map[string][]uint64{"n1": {1, 2}}),
 		}, "b"},
-		{"another node's ids do not cover", []*block{
+		{"another node's ids do not cover", []*storedBlock{
 			blk("a", 2, map[string][]uint64{"n1": {1, 2}}),
 			blk("b", 3, map[string][]uint64{"n2": {1, 3}}),
 		}, "a b"},
-		{"a range across two ranges is not held", []*block{
+		{"a range across two ranges is not held", []*storedBlock{
 			blk("a", 3, map[string][]uint64{"n1": {4, 6}}),
 			blk("b", 6, map[string][]uint64{"n1": {1, 5, 7, 7}}),
 		}, "a b"},
-		{"a range ending where one ends is held", []*block{
+		{"a range ending where one ends is held", []*storedBlock{
 			blk("a", 1, map[string][]uint64{"n1": {5, 5}}),
 			blk("b", 6, map[string][]uint64{"n1": {1, 5, 7, 7}}),
 		}, "b"},
-		{"blocks without nodes are kept", []*block{
+		{"blocks without nodes are kept", []*storedBlock{
 			blk("a", 1, nil),
 			blk("b", 6, map[string][]uint64{"n1": {1, 6}}),
 		}, "a b"},
@@ -239,7 +244,7 @@ func TestUncovered(t *testing.T) {
 			kept, covered := uncovered(tc.blocks)
 			var names []string
 			for _, b := range kept {
-				names = append(names, b.path)
+				names = append(names, b.Path)
 			}
 			if got := strings.Join(names, " "); got != tc.kept || len(kept)+len(covered) != len(tc.blocks) {
 				t.Errorf("kept %q and %d covered, want %q", got, len(covered), tc.kept)

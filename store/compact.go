@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/block"
+	"github.com/sparkprof/sparkprof/store/blockcache"
 )
 
 // background applies retention and compacts, once a minute and whenever
@@ -144,7 +146,7 @@ func (db *DB) compact(now int64, all bool) error {
 				}
 				olds = olds[:0:0]
 				for _, b := range t.blocks {
-					if b.meta.Partition == p {
+					if b.Meta.Partition == p {
 						olds = append(olds, b)
 					}
 				}
@@ -157,16 +159,16 @@ func (db *DB) compact(now int64, all bool) error {
 
 // byPartition groups uploads and blocks by their partition and returns
 // the latest receipt of each partition.
-func byPartition(ups []*Upload, blocks []*block, part int64) (byPart map[int64][]*Upload, partBlocks map[int64][]*block, lastReceived map[int64]int64) {
-	byPart, partBlocks, lastReceived = map[int64][]*Upload{}, map[int64][]*block{}, map[int64]int64{}
+func byPartition(ups []*Upload, blocks []*storedBlock, part int64) (byPart map[int64][]*Upload, partBlocks map[int64][]*storedBlock, lastReceived map[int64]int64) {
+	byPart, partBlocks, lastReceived = map[int64][]*Upload{}, map[int64][]*storedBlock{}, map[int64]int64{}
 	for _, u := range ups {
 		p := partitionOf(u, part)
 		byPart[p] = append(byPart[p], u)
 		lastReceived[p] = max(lastReceived[p], u.Received)
 	}
 	for _, b := range blocks {
-		partBlocks[b.meta.Partition] = append(partBlocks[b.meta.Partition], b)
-		lastReceived[b.meta.Partition] = max(lastReceived[b.meta.Partition], b.meta.Received)
+		partBlocks[b.Meta.Partition] = append(partBlocks[b.Meta.Partition], b)
+		lastReceived[b.Meta.Partition] = max(lastReceived[b.Meta.Partition], b.Meta.Received)
 	}
 	return byPart, partBlocks, lastReceived
 }
@@ -177,21 +179,21 @@ func byPartition(ups []*Upload, blocks []*block, part int64) (byPart map[int64][
 // budget, so that a partition that had blocks made early (many executors)
 // is not merged whole in memory at once. Blocks written before blocks
 // recorded their size count as small.
-func (db *DB) mergeable(ups []*Upload, blocks []*block) []*block {
+func (db *DB) mergeable(ups []*Upload, blocks []*storedBlock) []*storedBlock {
 	var head int64
 	for _, u := range ups {
 		head += u.memSize
 	}
 	for i := range blocks {
-		size, n := head+blocks[i].meta.MemSize, 1
+		size, n := head+blocks[i].Meta.MemSize, 1
 		if size > db.opts.HeadBytes {
 			continue
 		}
 		for _, b := range blocks[i+1:] {
-			if size+b.meta.MemSize > db.opts.HeadBytes {
+			if size+b.Meta.MemSize > db.opts.HeadBytes {
 				break
 			}
-			size += b.meta.MemSize
+			size += b.Meta.MemSize
 			n++
 		}
 		if n >= 2 || len(ups) > 0 {
@@ -203,7 +205,7 @@ func (db *DB) mergeable(ups []*Upload, blocks []*block) []*block {
 
 // compactCounted runs compactPartition, counting it and its time in the
 // store's statistics.
-func (db *DB) compactCounted(name string, t *tenant, p int64, ups []*Upload, olds []*block, early bool) error {
+func (db *DB) compactCounted(name string, t *tenant, p int64, ups []*Upload, olds []*storedBlock, early bool) error {
 	start := time.Now()
 	err := db.compactPartition(name, t, p, ups, olds, early)
 	db.mu.Lock()
@@ -230,12 +232,12 @@ func partitionOf(u *Upload, part int64) int64 {
 // compactPartition writes the uploads ups of partition p into a new block,
 // merged with the partition's blocks olds, which it replaces. An early
 // block (see compactHead) does not start in the cache.
-func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, olds []*block, early bool) error {
+func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, olds []*storedBlock, early bool) error {
 	oldProfiles, err := db.loadMerged(olds)
 	if err != nil {
 		return err
 	}
-	prof, meta := compactUploads(p, olds, oldProfiles, ups, int64(db.opts.Resolution))
+	prof, meta := block.Merge(p, blocksOf(olds), oldProfiles, inputs(ups), int64(db.opts.Resolution))
 	// The uploads' keys are in the log segments this compaction may delete.
 	if err := db.saveKeys(t, ups); err != nil {
 		return fmt.Errorf("save the upload keys: %w", err)
@@ -244,12 +246,13 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 	seq := t.nextBlock
 	t.nextBlock++
 	db.mu.Unlock()
-	path := filepath.Join(t.dir, blockName(p, seq))
-	b, roll, err := writeBlock(path, meta, prof, db.blockEnc, int64(db.opts.Partition))
+	path := filepath.Join(t.dir, block.Name(p, seq))
+	written, roll, err := block.Write(path, meta, prof, db.blockEnc, int64(db.opts.Partition))
 	if err != nil {
 		os.Remove(path + ".tmp")
 		return fmt.Errorf("write block: %w", err)
 	}
+	b := newStoredBlock(written)
 	db.attach(b)
 	// The newest block is the likeliest to be queried next: its rollup,
 	// which most flame graphs read, starts in the cache. Its samples, many
@@ -257,7 +260,7 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 	// to be merged with its partition's others, does not: under a steady
 	// stream of uploads those would fill the cache.
 	if !early {
-		db.cache.put(cacheKey{path: path, part: partRollup}, roll)
+		db.cache.Put(blockcache.Key{Path: path, Part: block.PartRollup}, roll)
 	}
 
 	db.mu.Lock()
@@ -270,12 +273,12 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 		done[u.ID] = true
 	}
 	t.dropUploads(func(u *Upload) bool { return done[u.ID] })
-	t.blocks = slices.DeleteFunc(t.blocks, func(x *block) bool { return slices.Contains(olds, x) })
+	t.blocks = slices.DeleteFunc(t.blocks, func(x *storedBlock) bool { return slices.Contains(olds, x) })
 	t.blocks = append(t.blocks, b)
-	slices.SortStableFunc(t.blocks, func(x, y *block) int { return cmp.Compare(x.meta.Partition, y.meta.Partition) })
+	slices.SortStableFunc(t.blocks, func(x, y *storedBlock) int { return cmp.Compare(x.Meta.Partition, y.Meta.Partition) })
 	for _, o := range olds {
-		removeBlock(o.path)
-		db.cache.forget(o.path)
+		block.Remove(o.Path)
+		db.cache.Forget(o.Path)
 	}
 	t.pruneSegments(db.log)
 	db.log.Info("store: compacted", "tenant", name, "partition", time.Unix(0, p).UTC().Format(time.RFC3339),
@@ -286,18 +289,18 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 // loadMerged reads the samples and series of the blocks a compaction
 // merges. They are read straight from disk (or the bucket): going through
 // the cache would push out what queries use.
-func (db *DB) loadMerged(olds []*block) ([]*profile.Profile, error) {
+func (db *DB) loadMerged(olds []*storedBlock) ([]*profile.Profile, error) {
 	oldProfiles := make([]*profile.Profile, len(olds))
 	for i, b := range olds {
-		op, err := b.load(partSamples, db.dec)
+		op, err := b.Load(block.PartSamples, db.dec)
 		if err != nil {
 			return nil, fmt.Errorf("read the block to merge into: %w", err)
 		}
 		// The series are in a part of their own; blocks written before
 		// November 25, 2026 hold them in their samples too (and those
 		// written before the series part, there alone).
-		if len(op.Series) == 0 && b.has(partSeries) {
-			sp, err := b.load(partSeries, db.dec)
+		if len(op.Series) == 0 && b.Has(block.PartSeries) {
+			sp, err := b.Load(block.PartSeries, db.dec)
 			if err != nil {
 				return nil, fmt.Errorf("read the series of the block to merge into: %w", err)
 			}
@@ -315,12 +318,12 @@ func (db *DB) dropOld(cutoff int64) {
 	defer db.mu.Unlock()
 	for _, t := range db.tenants {
 		t.dropUploads(func(u *Upload) bool { return max(u.Until, u.Received) < cutoff })
-		t.blocks = slices.DeleteFunc(t.blocks, func(b *block) bool {
-			if max(b.meta.Until, b.meta.Received) >= cutoff {
+		t.blocks = slices.DeleteFunc(t.blocks, func(b *storedBlock) bool {
+			if max(b.Meta.Until, b.Meta.Received) >= cutoff {
 				return false
 			}
-			removeBlock(b.path)
-			db.cache.forget(b.path)
+			block.Remove(b.Path)
+			db.cache.Forget(b.Path)
 			return true
 		})
 		t.pruneSegments(db.log)

@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/block"
 )
 
 func TestCompaction(t *testing.T) {
@@ -235,7 +236,7 @@ func fillPastBudget(t *testing.T, dir string) (want, largest int64) {
 		return nil
 	})
 	for _, b := range db.tenants["acme"].blocks {
-		largest = max(largest, b.meta.MemSize)
+		largest = max(largest, b.Meta.MemSize)
 	}
 	return want, largest
 }
@@ -264,7 +265,7 @@ func mergeQuiet(t *testing.T, dir string, budget, now, want int64) {
 	blocks := slices.Clone(db.tenants["acme"].blocks)
 	db.mu.RUnlock()
 	for i := 1; i < len(blocks); i++ {
-		if a, b := blocks[i-1].meta.MemSize, blocks[i].meta.MemSize; a+b <= db.opts.HeadBytes {
+		if a, b := blocks[i-1].Meta.MemSize, blocks[i].Meta.MemSize; a+b <= db.opts.HeadBytes {
 			t.Errorf("blocks %d and %d of %d and %d bytes fit the budget of %d together, yet stay apart", i-1, i, a, b, db.opts.HeadBytes)
 		}
 	}
@@ -297,21 +298,21 @@ func TestRollup(t *testing.T) {
 		}
 		ups = append(ups, u)
 	}
-	block, _ := compactUploads(0, nil, nil, ups, int64(time.Second))
+	merged, _ := block.Merge(0, nil, nil, inputs(ups), int64(time.Second))
 
 	// The reference: a Merger over the block with the labels dropped.
-	cp := *block
+	cp := *merged
 	cp.OwnLabelSets()
 	m := profile.NewMerger(profile.MergeOptions{Aggregate: true, DropThreads: true})
 	m.AddFunc(&cp, func(s *profile.Sample) bool {
 		s.Labels = cp.AddLabels(cp.LabelSet(s.Labels).Without(RollupDropped...))
 		return true
 	})
-	want, got := rows(m.Profile()), rows(rollup(block))
+	want, got := rows(m.Profile()), rows(block.Rollup(merged))
 	if len(want) == 0 || !maps.Equal(got, want) {
 		t.Errorf("rollup has %d rows, the merger's %d; they differ", len(got), len(want))
 	}
-	if r := rollup(block); len(r.Samples) != len(want) {
+	if r := block.Rollup(merged); len(r.Samples) != len(want) {
 		t.Errorf("rollup has %d samples for %d distinct rows", len(r.Samples), len(want))
 	}
 }
@@ -335,12 +336,12 @@ func TestThreadRollup(t *testing.T) {
 		}
 		ups = append(ups, u)
 	}
-	block, _ := compactUploads(0, nil, nil, ups, int64(time.Second))
-	if len(block.Threads) < 2 {
-		t.Fatalf("the block has %d threads; the test needs several", len(block.Threads))
+	merged, _ := block.Merge(0, nil, nil, inputs(ups), int64(time.Second))
+	if len(merged.Threads) < 2 {
+		t.Fatalf("the block has %d threads; the test needs several", len(merged.Threads))
 	}
 
-	cp := *block
+	cp := *merged
 	cp.OwnLabelSets()
 	m := profile.NewMerger(profile.MergeOptions{Aggregate: true})
 	m.AddFunc(&cp, func(s *profile.Sample) bool {
@@ -348,7 +349,7 @@ func TestThreadRollup(t *testing.T) {
 		s.Time = 0
 		return true
 	})
-	r := threadRollup(block)
+	r := block.ThreadRollup(merged)
 	want, got := rows(m.Profile()), rows(r)
 	if len(want) == 0 || !maps.Equal(got, want) {
 		t.Errorf("thread rollup has %d rows, the merger's %d; they differ", len(got), len(want))
@@ -356,8 +357,8 @@ func TestThreadRollup(t *testing.T) {
 	if len(r.Samples) != len(want) {
 		t.Errorf("thread rollup has %d samples for %d distinct rows", len(r.Samples), len(want))
 	}
-	if len(r.Samples) <= len(rollup(block).Samples) {
-		t.Errorf("thread rollup has %d samples, the rollup %d: no sum was split by thread", len(r.Samples), len(rollup(block).Samples))
+	if len(r.Samples) <= len(block.Rollup(merged).Samples) {
+		t.Errorf("thread rollup has %d samples, the rollup %d: no sum was split by thread", len(r.Samples), len(block.Rollup(merged).Samples))
 	}
 }
 
@@ -395,15 +396,15 @@ func TestThreadRollupWrittenWhenItSaves(t *testing.T) {
 				}
 				ups = append(ups, u)
 			}
-			p, meta := compactUploads(0, nil, nil, ups, int64(time.Second))
-			b, _, err := writeBlock(filepath.Join(t.TempDir(), "b.block"), meta, p, enc, 0)
+			p, meta := block.Merge(0, nil, nil, inputs(ups), int64(time.Second))
+			b, _, err := block.Write(filepath.Join(t.TempDir(), "b.block"), meta, p, enc, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.has(partThreads) != c.want {
-				t.Errorf("thread rollup written: %v, want %v (%d samples, %d rows by thread)", b.has(partThreads), c.want, len(p.Samples), len(threadRollup(p).Samples))
+			if b.Has(block.PartThreads) != c.want {
+				t.Errorf("thread rollup written: %v, want %v (%d samples, %d rows by thread)", b.Has(block.PartThreads), c.want, len(p.Samples), len(block.ThreadRollup(p).Samples))
 			}
-			if _, err := readBlock(b.path); err != nil {
+			if _, err := block.Read(b.Path); err != nil {
 				t.Errorf("reopen: %v", err)
 			}
 		})

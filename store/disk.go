@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -18,6 +17,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/sparkprof/sparkprof/store/blockcache"
+	"github.com/sparkprof/sparkprof/store/objstore"
+	"github.com/sparkprof/sparkprof/store/wal"
 )
 
 // DB is the embedded store. Per tenant, uploads are first appended to a
@@ -47,12 +50,12 @@ type DB struct {
 	closed   bool
 	blockEnc *zstd.Encoder
 	dec      *zstd.Decoder
-	cache    *cache
+	cache    *blockcache.Cache
 	// remote is the bucket's view and counters; nil without a bucket.
 	remote *remote
-	// rawBuf and recBuf are encodeRecord's buffers; under mu.
-	rawBuf, recBuf []byte
-	compactMu      sync.Mutex // one compaction at a time
+	// walEnc encodes the uploads' log records; under mu.
+	walEnc    wal.Encoder
+	compactMu sync.Mutex // one compaction at a time
 	// headRollups is the memory of the head uploads' rollups and timelines
 	// computed so far (Upload.LoadRollup, LoadTimeline), part of the
 	// head's budget.
@@ -74,14 +77,14 @@ type tenant struct {
 	dir       string
 	uploads   []*Upload // the head: not compacted yet, oldest first
 	headBytes int64     // the uploads' estimated memory (Upload.memSize)
-	blocks    []*block
+	blocks    []*storedBlock
 	nextID    uint64
 	nextBlock uint64
 	// shipped is the largest upload id shipped to the bucket.
 	shipped uint64
-	seg     segmentFile // segment being appended to
+	seg     wal.SegmentFile // segment being appended to
 	segN    int
-	segs    []segment
+	segs    []wal.Segment
 	// parked says that seg was closed to free its descriptor
 	// (Options.MaxOpenSegments): the last segment is reopened for the
 	// next upload. lastWrite orders tenants by their last upload (DB.writes).
@@ -96,8 +99,6 @@ type tenant struct {
 	keyLines int
 	keysTorn bool
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Options configure Open.
 type Options struct {
@@ -140,7 +141,7 @@ type Options struct {
 	// queries read its blocks and segments besides the node's head (see
 	// docs/storage-format.md, "Object storage"). Without it the store
 	// compacts into its own directory.
-	Bucket Bucket
+	Bucket objstore.Bucket
 	// FlushInterval is how often, with a Bucket, the head is shipped and
 	// the bucket listed anew; default ten seconds.
 	FlushInterval time.Duration
@@ -206,14 +207,14 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{dir: dir, opts: opts, log: opts.Logger, tenants: map[string]*tenant{}, blockEnc: blockEnc, dec: dec,
-		cache: newCache(opts.CacheBytes), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		cache: blockcache.New(opts.CacheBytes), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if opts.Bucket != nil {
 		if db.opts.Node == "" {
 			if db.opts.Node, err = nodeName(dir); err != nil {
 				return nil, err
 			}
 		}
-		db.remote = newRemote(opts.Bucket, db.opts.Node)
+		db.remote = newRemote(opts.Bucket, db.opts.Node, db.opts.LeaseTTL, db.log)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -307,7 +308,7 @@ func (db *DB) Stats() Stats {
 	defer db.mu.RUnlock()
 	st := Stats{Compactions: db.compactions, CompactionErrors: db.compactionErrors, CompactionTime: db.compactionTime,
 		HeadBytes: db.headBytes()}
-	st.CacheBytes, st.CacheHits, st.CacheMisses, st.CacheEvictions = db.cache.stats()
+	st.CacheBytes, st.CacheHits, st.CacheMisses, st.CacheEvictions = db.cache.Stats()
 	if r := db.remote; r != nil {
 		st.Bucket = &BucketStats{Up: r.up.Load(), Flushes: r.flushes.Load(), Errors: r.errors.Load(), Compactions: r.compactions.Load()}
 		for _, rt := range r.view {
@@ -315,7 +316,7 @@ func (db *DB) Stats() Stats {
 			st.Bucket.Segments += len(rt.segs)
 			st.Bucket.SegmentUploads += len(rt.uploads)
 			for _, b := range rt.blocks {
-				st.Bucket.BlockUploads += b.meta.Uploads
+				st.Bucket.BlockUploads += b.Meta.Uploads
 			}
 		}
 	}
@@ -324,11 +325,11 @@ func (db *DB) Stats() Stats {
 		st.UploadKeys += len(t.keys)
 		st.Blocks += len(t.blocks)
 		for _, b := range t.blocks {
-			st.BlockUploads += b.meta.Uploads
-			st.DiskBytes += b.diskSize()
+			st.BlockUploads += b.Meta.Uploads
+			st.DiskBytes += b.DiskSize()
 		}
 		for _, s := range t.segs {
-			st.DiskBytes += s.size
+			st.DiskBytes += s.Size
 		}
 	}
 	return st
@@ -353,6 +354,6 @@ func (db *DB) Close() error {
 			errs = append(errs, t.seg.Close())
 		}
 	}
-	db.cache.clear() // a closed store pins no block parts
+	db.cache.Clear() // a closed store pins no block parts
 	return errors.Join(errs...)
 }

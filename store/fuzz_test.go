@@ -12,6 +12,9 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/block"
+	"github.com/sparkprof/sparkprof/store/keyfile"
+	"github.com/sparkprof/sparkprof/store/lake"
 )
 
 // FuzzDecodeBlock feeds damaged block files to the block reader, meta and
@@ -19,7 +22,7 @@ import (
 // The seeds are a block of one upload, whole and sliced, the same written
 // before samples were Parquet (SPBLOCK3, testdata), and their halves.
 func FuzzDecodeBlock(f *testing.F) {
-	for _, sliced := range []int{minSlicedSamples, 1} {
+	for _, sliced := range []int{block.MinSlicedSamples, 1} {
 		data := seedBlock(f, sliced)
 		f.Add(data)
 		f.Add(data[:len(data)/2])
@@ -35,17 +38,17 @@ func FuzzDecodeBlock(f *testing.F) {
 	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(8<<20), zstd.WithDecoderLowmem(true))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
-		b, err := openBlock("fuzz.block", r, int64(len(data)))
+		b, err := block.Open("fuzz.block", r, int64(len(data)))
 		if err != nil {
 			return
 		}
-		for part := range numParts {
-			b.decode(r, part, dec)
+		for part := range block.NumParts {
+			b.Decode(r, part, dec)
 		}
-		for i := range b.slices {
-			for _, part := range []int{partRollup, partSamples} {
-				if tables, err := b.decodePart(r, part, dec); err == nil {
-					b.decodeSlice(r, i, part, tables, dec)
+		for i := range b.SliceParts {
+			for _, part := range []int{block.PartRollup, block.PartSamples} {
+				if tables, err := b.DecodePart(r, part, dec); err == nil {
+					b.DecodeSlice(r, i, part, tables, dec)
 				}
 			}
 		}
@@ -59,21 +62,21 @@ func FuzzDecodeBlock(f *testing.F) {
 // halves; the tables are that block's.
 func FuzzParquetSamples(f *testing.F) {
 	var tables *profile.Profile
-	for _, sliced := range []int{minSlicedSamples, 1} {
+	for _, sliced := range []int{block.MinSlicedSamples, 1} {
 		blk := oneUploadBlock(f, sliced)
-		data, err := os.ReadFile(samplesPath(blk))
+		data, err := os.ReadFile(lake.SamplesPath(blk))
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(data)
 		f.Add(data[:len(data)/2])
-		b, err := readBlock(blk)
+		b, err := block.Read(blk)
 		if err != nil {
 			f.Fatal(err)
 		}
 		dec, _ := zstd.NewReader(nil)
-		b.withReader(func(r io.ReaderAt, _ int64) error {
-			tables, err = b.decodePart(r, partSamples, dec)
+		b.WithReader(func(r io.ReaderAt, _ int64) error {
+			tables, err = b.DecodePart(r, block.PartSamples, dec)
 			return err
 		})
 		if err != nil {
@@ -83,7 +86,7 @@ func FuzzParquetSamples(f *testing.F) {
 	const name = "0-1.samples.parquet"
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, group := range []int{-1, 0, 1} {
-			samples, err := readSamplesParquet(name, bytes.NewReader(data), int64(len(data)), group, tables)
+			samples, err := lake.ReadSamples(name, bytes.NewReader(data), int64(len(data)), group, tables)
 			if err != nil && !strings.Contains(err.Error(), name) {
 				t.Fatalf("row group %d: %v: the error does not name the file", group, err)
 			}
@@ -111,8 +114,8 @@ func seedBlock(f *testing.F, minSliced int) []byte {
 // minSliced samples, and returns the block file's path.
 func oneUploadBlock(tb testing.TB, minSliced int) string {
 	tb.Helper()
-	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
-	minSlicedSamples = minSliced
+	defer func(n int) { block.MinSlicedSamples = n }(block.MinSlicedSamples)
+	block.MinSlicedSamples = minSliced
 	dir := tb.TempDir()
 	db, err := Open(dir, Options{Partition: time.Minute})
 	if err != nil {
@@ -134,26 +137,6 @@ func oneUploadBlock(tb testing.TB, minSliced int) string {
 	return blocks[0]
 }
 
-// FuzzDecodeRecord feeds damaged log records to the record decoder (the
-// log's checksum comes first, but the decoder must not rely on it).
-func FuzzDecodeRecord(f *testing.F) {
-	db, err := Open(f.TempDir(), Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer db.Close()
-	u := upload(f, "1")
-	u.ID = 7
-	rec, err := db.encodeRecord(u)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(bytes.Clone(rec[8:])) // the payload, after length and checksum
-	f.Fuzz(func(t *testing.T, data []byte) {
-		db.decodeRecord(data)
-	})
-}
-
 // FuzzLoadKeys feeds damaged keys files to the store's start: each loads
 // the keys it can read, never a panic nor a failed start.
 func FuzzLoadKeys(f *testing.F) {
@@ -163,7 +146,7 @@ func FuzzLoadKeys(f *testing.F) {
 		dir := t.TempDir()
 		tdir := filepath.Join(dir, TenantDir("t"))
 		os.MkdirAll(tdir, 0o755)
-		if err := os.WriteFile(filepath.Join(tdir, keysFile), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(tdir, keyfile.Name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		db, err := Open(dir, Options{KeyWindow: 1 << 62})

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/sparkprof/sparkprof/store/wal"
 )
 
 // Append implements Store.
@@ -43,23 +45,21 @@ func (db *DB) Append(name string, u *Upload) error {
 		return ErrDuplicate
 	}
 	u.ID = t.nextID
-	rec, err := db.encodeRecord(u)
+	rec, err := db.walEnc.Encode(recordOf(u))
 	if err != nil {
 		return fmt.Errorf("store: encode upload: %w", err)
 	}
 	if err := db.openForAppend(t); err != nil {
 		return err
 	}
-	walOff := t.segs[len(t.segs)-1].size
+	walOff := t.segs[len(t.segs)-1].Size
 	if err := t.write(rec); err != nil {
-		db.log.Error("store: cannot write an upload to the log; it is refused, the log cut back to the last upload stored", "tenant", name, "file", t.segs[len(t.segs)-1].path, "err", err)
+		db.log.Error("store: cannot write an upload to the log; it is refused, the log cut back to the last upload stored", "tenant", name, "file", t.segs[len(t.segs)-1].Path, "err", err)
 		return err
 	}
-	if cap(db.rawBuf) > maxKeptBuffer {
-		db.rawBuf, db.recBuf = nil, nil // a rare huge upload: not kept
-	}
-	t.segs[len(t.segs)-1].add(u.ID)
-	u.wal = walSpan{path: t.segs[len(t.segs)-1].path, off: walOff, n: int64(len(rec))}
+	db.walEnc.Trim() // a rare huge upload's buffers are not kept
+	t.segs[len(t.segs)-1].Add(u.ID)
+	u.wal = wal.Span{Path: t.segs[len(t.segs)-1].Path, Off: walOff, N: int64(len(rec))}
 	t.nextID++
 	t.addKey(u.Key, u.ID, u.Received, 0)
 	u.head = &headRollup{acct: &db.headRollups, res: int64(db.opts.Resolution)}

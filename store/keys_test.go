@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sparkprof/sparkprof/store/keyfile"
 )
 
 // TestUploadKeys sends the same keyed upload again at each stage of its
@@ -110,7 +112,7 @@ func keyedUpload(t *testing.T, key, exec string, at int64) *Upload {
 func checkTornKeysFile(t *testing.T, dir string) {
 	t.Helper()
 	hour := int64(time.Hour)
-	keys := filepath.Join(dir, TenantDir("acme"), keysFile)
+	keys := filepath.Join(dir, TenantDir("acme"), keyfile.Name)
 	data, err := os.ReadFile(keys)
 	if err != nil {
 		t.Fatal(err)

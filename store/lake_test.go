@@ -2,11 +2,9 @@ package store
 
 import (
 	"bytes"
-	"encoding/binary"
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,9 +13,10 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/block"
+	"github.com/sparkprof/sparkprof/store/lake"
 )
 
 // damageRowGroup flips the last byte of column col's chunk in row group g
@@ -55,7 +54,7 @@ func damageRowGroup(t testing.TB, path string, g int, col string) {
 func oldBlock(t testing.TB, name string) string {
 	t.Helper()
 	src := filepath.Join("testdata", name)
-	b, err := readBlock(src)
+	b, err := block.Read(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +66,7 @@ func oldBlock(t testing.TB, name string) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, blockName(b.meta.Partition, 0))
+	path := filepath.Join(dir, block.Name(b.Meta.Partition, 0))
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +159,8 @@ func TestOlderBlocksRead(t *testing.T) {
 func TestLakeFiles(t *testing.T) {
 	blk := oneUploadBlock(t, 1<<30)
 	dir := filepath.Dir(filepath.Dir(blk))
-	orphan := filepath.Join(filepath.Dir(blk), blockName(1, 99))
-	for _, suffix := range []string{samplesSuffix, stacksSuffix, samplesSuffix + ".tmp"} {
+	orphan := filepath.Join(filepath.Dir(blk), block.Name(1, 99))
+	for _, suffix := range []string{lake.SamplesSuffix, lake.StacksSuffix, lake.SamplesSuffix + ".tmp"} {
 		if err := os.WriteFile(strings.TrimSuffix(orphan, ".block")+suffix, []byte("PAR1"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -175,21 +174,21 @@ func TestLakeFiles(t *testing.T) {
 		t.Errorf("after open: %v, want the block's two Parquet files", got)
 	}
 
-	data, err := os.ReadFile(stacksPath(blk))
+	data, err := os.ReadFile(lake.StacksPath(blk))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(stacksPath(blk), data[:len(data)-1], 0o644); err != nil {
+	if err := os.WriteFile(lake.StacksPath(blk), data[:len(data)-1], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), filepath.Base(stacksPath(blk))) {
+	if _, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), filepath.Base(lake.StacksPath(blk))) {
 		t.Errorf("a Parquet file cut short: %v, want an error naming it", err)
 	}
-	os.Remove(stacksPath(blk))
+	os.Remove(lake.StacksPath(blk))
 	if _, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), filepath.Base(blk)) {
 		t.Errorf("a Parquet file missing: %v, want an error naming the block", err)
 	}
-	if err := os.WriteFile(stacksPath(blk), data, 0o644); err != nil {
+	if err := os.WriteFile(lake.StacksPath(blk), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -208,8 +207,8 @@ func TestLakeFiles(t *testing.T) {
 // label columns hold what the samples' labels say, and every row names the
 // block and a stack of the stacks file.
 func TestParquetColumns(t *testing.T) {
-	defer func(n int) { minSlicedSamples = n }(minSlicedSamples)
-	minSlicedSamples = 1
+	defer func(n int) { block.MinSlicedSamples = n }(block.MinSlicedSamples)
+	block.MinSlicedSamples = 1
 	dir := t.TempDir()
 	db, err := Open(dir, Options{Partition: time.Minute})
 	if err != nil {
@@ -224,23 +223,23 @@ func TestParquetColumns(t *testing.T) {
 	if len(blocks) != 1 {
 		t.Fatalf("blocks: %v", blocks)
 	}
-	rows, err := parquet.ReadFile[sampleRow](samplesPath(blocks[0]))
+	rows, err := parquet.ReadFile[lake.SampleRow](lake.SamplesPath(blocks[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stacks, err := parquet.ReadFile[stackRow](stacksPath(blocks[0]))
+	stacks, err := parquet.ReadFile[lake.StackRow](lake.StacksPath(blocks[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
 	known := map[int32]bool{}
 	for _, s := range stacks {
-		known[s.StackID] = s.Block == blockID(blocks[0]) && len(s.Frames) > 0 && s.Function == s.Frames[0]
+		known[s.StackID] = s.Block == lake.BlockID(blocks[0]) && len(s.Frames) > 0 && s.Function == s.Frames[0]
 	}
 	var total int64
 	tasks := map[int64]bool{}
 	named := map[int32]bool{}
 	for i, r := range rows {
-		if r.Block != blockID(blocks[0]) || !known[r.StackID] || r.Service != "app" || r.Executor != "1" && r.Executor != "2" {
+		if r.Block != lake.BlockID(blocks[0]) || !known[r.StackID] || r.Service != "app" || r.Executor != "1" && r.Executor != "2" {
 			t.Fatalf("row %d: %+v", i, r)
 		}
 		if r.Task == nil || r.ThreadName != "worker "+strconv.FormatInt(*r.Task, 10) {
@@ -274,10 +273,10 @@ func TestParquetWriterReuse(t *testing.T) {
 	b.Samples = b.Samples[:len(b.Samples)/3]
 	write := func(p *profile.Profile) []byte {
 		var buf bytes.Buffer
-		if err := writeSamplesParquet(&buf, "a", p, [][]profile.Sample{p.Samples[:10], p.Samples[10:]}); err != nil {
+		if err := lake.WriteSamples(&buf, "a", p, [][]profile.Sample{p.Samples[:10], p.Samples[10:]}); err != nil {
 			t.Fatal(err)
 		}
-		if err := writeStacksParquet(&buf, "a", p); err != nil {
+		if err := lake.WriteStacks(&buf, "a", p); err != nil {
 			t.Fatal(err)
 		}
 		return buf.Bytes()
@@ -286,58 +285,6 @@ func TestParquetWriterReuse(t *testing.T) {
 	write(b)
 	if again := write(a); !bytes.Equal(first, again) {
 		t.Errorf("the same block written again: %d bytes, first %d, not the same", len(again), len(first))
-	}
-}
-
-// TestCheckPagesBoundsHeaderLengths: a page header whose statistics claim
-// a gigabyte of bytes, in a chunk of a few, is refused without the
-// gigabyte being allocated.
-func TestCheckPagesBoundsHeaderLengths(t *testing.T) {
-	header := []byte{
-		0x15, 0x00, // type: DATA_PAGE
-		0x15, 0xc8, 0x01, // uncompressed_page_size: 100
-		0x15, 0x14, // compressed_page_size: 10
-		0x2c,                                           // data_page_header
-		0x15, 0x02, 0x15, 0x00, 0x15, 0x00, 0x15, 0x00, // num_values 1, encodings
-		0x1c,                               // statistics
-		0x18, 0x80, 0x80, 0x80, 0x80, 0x04, // max: binary of 1 GiB
-	}
-	chunk := append(header, make([]byte, 16)...)
-	meta := format.ColumnMetaData{NumValues: 1, TotalCompressedSize: int64(len(chunk))}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	err := checkPages(chunk, 0, int64(len(chunk)), meta)
-	runtime.ReadMemStats(&after)
-	if err == nil {
-		t.Errorf("a page header claiming 1 GiB of statistics in %d bytes was accepted", len(chunk))
-	}
-	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
-		t.Errorf("checking a %d-byte chunk allocated %d MB", len(chunk), n>>20)
-	}
-}
-
-// TestCheckFooterBoundsLength: a Parquet file whose footer length claims
-// more than the file holds is refused before parquet-go allocates it.
-func TestCheckFooterBoundsLength(t *testing.T) {
-	for _, tc := range []struct {
-		footer uint32
-		ok     bool
-	}{{8, true}, {9, false}, {1 << 30, false}} {
-		file := []byte("PAR1" + strings.Repeat("x", 8) + "....PAR1")
-		binary.LittleEndian.PutUint32(file[len(file)-8:], tc.footer)
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		_, err := readSamplesParquet("0-1.samples.parquet", bytes.NewReader(file), int64(len(file)), -1, nil)
-		runtime.ReadMemStats(&after)
-		if err := checkFooter(bytes.NewReader(file), int64(len(file))); (err == nil) != tc.ok {
-			t.Errorf("footer of %d bytes in %d: %v", tc.footer, len(file), err)
-		}
-		if err == nil {
-			t.Errorf("footer of %d bytes: read a file of no row groups", tc.footer)
-		}
-		if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
-			t.Errorf("footer of %d bytes in %d: reading allocated %d MB", tc.footer, len(file), n>>20)
-		}
 	}
 }
 
@@ -359,20 +306,20 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 // ranged reads.
 func TestSamplesParquetReadsOnce(t *testing.T) {
 	blk := oneUploadBlock(t, 1)
-	b, err := readBlock(blk)
+	b, err := block.Read(blk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dec, _ := zstd.NewReader(nil)
 	defer dec.Close()
 	var tables *profile.Profile
-	if err := b.withReader(func(r io.ReaderAt, _ int64) error {
-		tables, err = b.decodePart(r, partSamples, dec)
+	if err := b.WithReader(func(r io.ReaderAt, _ int64) error {
+		tables, err = b.DecodePart(r, block.PartSamples, dec)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(samplesPath(blk))
+	data, err := os.ReadFile(lake.SamplesPath(blk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +337,7 @@ func TestSamplesParquetReadsOnce(t *testing.T) {
 	const footerReads = 4
 	for g := -1; g < groups; g++ {
 		c := &countingReader{r: bytes.NewReader(data)}
-		if _, err := readSamplesParquet("x.samples.parquet", c, size, g, tables); err != nil {
+		if _, err := lake.ReadSamples("x.samples.parquet", c, size, g, tables); err != nil {
 			t.Fatal(err)
 		}
 		want := int64(footerReads + 1)

@@ -4,33 +4,34 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
-	"sync"
+
+	"github.com/sparkprof/sparkprof/store/block"
+	"github.com/sparkprof/sparkprof/store/wal"
 )
 
 // load reads a tenant's blocks and replays its segments, skipping uploads
 // a block already holds (a crash between writing a block and deleting the
 // segments it made obsolete).
 func (db *DB) load(name, dir string) error {
-	blocks, err := loadBlocks(dir)
+	bs, err := block.LoadAll(dir)
 	if err != nil {
 		return fmt.Errorf("store: tenant %q: %w", name, err)
 	}
+	blocks := storedBlocks(bs)
 	t := &tenant{dir: dir, nextID: 1, blocks: blocks}
 	if err := t.loadKeys(db.log, db.keyCutoff()); err != nil {
 		return err
 	}
 	for _, b := range blocks {
 		db.attach(b)
-		t.nextID = max(t.nextID, b.meta.maxID()+1)
+		t.nextID = max(t.nextID, b.Meta.MaxID()+1)
 		var seq uint64
 		var part int64
-		fmt.Sscanf(filepath.Base(b.path), "%020d-%010d.block", &part, &seq)
+		fmt.Sscanf(filepath.Base(b.Path), "%020d-%010d.block", &part, &seq)
 		t.nextBlock = max(t.nextBlock, seq+1)
 	}
 	segs, err := filepath.Glob(filepath.Join(dir, "*.wal"))
@@ -44,7 +45,7 @@ func (db *DB) load(name, dir string) error {
 			return err
 		}
 		fmt.Sscanf(filepath.Base(path), "%08d.wal", &t.segN)
-		seg.size = n
+		seg.Size = n
 		t.segs = append(t.segs, seg)
 	}
 	if db.opts.Bucket != nil {
@@ -67,8 +68,8 @@ func (db *DB) load(name, dir string) error {
 // then taken in order: decoding is most of what a restart after a crash
 // costs (about a millisecond per JDK recording). It returns the segment's
 // size.
-func (db *DB) replay(t *tenant, path string) (int64, segment, error) {
-	seg := segment{path: path}
+func (db *DB) replay(t *tenant, path string) (int64, wal.Segment, error) {
+	seg := wal.Segment{Path: path}
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, seg, fmt.Errorf("store: %w", err)
@@ -79,7 +80,7 @@ func (db *DB) replay(t *tenant, path string) (int64, segment, error) {
 		return 0, seg, fmt.Errorf("store: %w", err)
 	}
 	size := st.Size()
-	var batch []logRecord
+	var batch []wal.Payload
 	cutoff := db.keyCutoff()
 	take := func() error {
 		ups, err := db.decodeRecords(batch)
@@ -87,13 +88,13 @@ func (db *DB) replay(t *tenant, path string) (int64, segment, error) {
 			return fmt.Errorf("store: %s: %w", path, err)
 		}
 		for i, u := range ups {
-			u.wal = walSpan{path: path, off: batch[i].off, n: 8 + int64(len(batch[i].payload))}
+			u.wal = wal.Span{Path: path, Off: batch[i].Off, N: 8 + int64(len(batch[i].Data))}
 			t.nextID = max(t.nextID, u.ID+1)
 			t.addKey(u.Key, u.ID, u.Received, cutoff)
 			if t.compacted(u.ID) {
 				continue
 			}
-			seg.add(u.ID)
+			seg.Add(u.ID)
 			u.head = &headRollup{acct: &db.headRollups, res: int64(db.opts.Resolution)}
 			t.uploads = append(t.uploads, u)
 			t.headBytes += u.memSize
@@ -111,7 +112,7 @@ func (db *DB) replay(t *tenant, path string) (int64, segment, error) {
 			return off, seg, err
 		}
 		// tail leaves a torn record at the segment's end unread.
-		tail := func(why string) (int64, segment, error) {
+		tail := func(why string) (int64, wal.Segment, error) {
 			if err := take(); err != nil {
 				return 0, seg, err
 			}
@@ -132,7 +133,7 @@ func (db *DB) replay(t *tenant, path string) (int64, segment, error) {
 		if _, err := io.ReadFull(r, payload); err != nil {
 			return 0, seg, fmt.Errorf("store: %s: offset %d: %w", path, off, err)
 		}
-		if crc32.Checksum(payload, castagnoli) != sum {
+		if wal.Checksum(payload) != sum {
 			if end == size {
 				return tail("checksum")
 			}
@@ -140,7 +141,7 @@ func (db *DB) replay(t *tenant, path string) (int64, segment, error) {
 			off = end
 			continue
 		}
-		batch = append(batch, logRecord{off, payload})
+		batch = append(batch, wal.Payload{Off: off, Data: payload})
 		off += 8 + int64(n)
 		if len(batch) == replayBatch {
 			if err := take(); err != nil {
@@ -154,43 +155,10 @@ func (db *DB) replay(t *tenant, path string) (int64, segment, error) {
 // keep every core busy, few enough to bound the memory of their payloads.
 const replayBatch = 64
 
-// logRecord is a log record's payload and its offset in its segment.
-type logRecord struct {
-	off     int64
-	payload []byte
-}
-
-// decodeRecords decodes records on every core, returning their uploads in
-// order.
-func (db *DB) decodeRecords(recs []logRecord) ([]*Upload, error) {
-	ups := make([]*Upload, len(recs))
-	errs := make([]error, len(recs))
-	workers := min(runtime.GOMAXPROCS(0), len(recs))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(recs); i += workers {
-				ups[i], errs[i] = db.decodeRecord(recs[i].payload)
-			}
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			// The checksum holds, so this is no torn write to leave unread: the
-			// record is in a format this version does not read.
-			return nil, fmt.Errorf("record at offset %d: %w; the data directory was written by another sparkprof version: move it away (or use another --data) and import the data again", recs[i].off, err)
-		}
-	}
-	return ups, nil
-}
-
 // compacted reports whether a block holds upload id.
 func (t *tenant) compacted(id uint64) bool {
 	for _, b := range t.blocks {
-		if b.meta.contains(id) {
+		if b.Meta.Contains(id) {
 			return true
 		}
 	}

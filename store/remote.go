@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"path"
 	"slices"
@@ -13,6 +14,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sparkprof/sparkprof/store/block"
+	"github.com/sparkprof/sparkprof/store/lake"
+	"github.com/sparkprof/sparkprof/store/lease"
+	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
 // Role says what a node with a bucket does (Options.Role).
@@ -52,14 +58,14 @@ func (r Role) Compacts() bool { return r == RoleAll || r == RoleCompactor }
 // uploads of its segments, listed every flush interval, and what the node
 // counts of its work with the bucket.
 type remote struct {
-	b    Bucket
+	b    objstore.Bucket
 	node string
 
 	// refreshMu serialises listings; the fields below it are under the
 	// DB's mu.
 	refreshMu sync.Mutex
 	// blocks and segs cache what was read of each object, by name.
-	blocks map[string]*block
+	blocks map[string]*storedBlock
 	segs   map[string][]*Upload
 	// view is what queries see, per tenant: the blocks not replaced and
 	// the segments' uploads no block holds.
@@ -74,11 +80,8 @@ type remote struct {
 	// in the head's budget.
 	rollups atomic.Int64
 
-	// holder names this store in the compactor's lease (leaseHolder);
-	// leaseUntil is when the lease it last wrote expires (Unix ns).
-	holderOnce sync.Once
-	holder     string
-	leaseUntil atomic.Int64
+	// lease is this node's hold on the compactor's lease.
+	lease *lease.Lease
 
 	up                           atomic.Bool
 	flushes, errors, compactions atomic.Int64
@@ -86,13 +89,13 @@ type remote struct {
 
 // remoteTenant is what a tenant has in the bucket.
 type remoteTenant struct {
-	blocks  []*block
+	blocks  []*storedBlock
 	uploads []*Upload
 	segs    []string // the segment objects the uploads came from
 }
 
-func newRemote(b Bucket, node string) *remote {
-	return &remote{b: b, node: node, blocks: map[string]*block{}, segs: map[string][]*Upload{}, view: map[string]*remoteTenant{}, orphans: map[string]time.Time{}}
+func newRemote(b objstore.Bucket, node string, leaseTTL time.Duration, log *slog.Logger) *remote {
+	return &remote{b: b, node: node, lease: lease.New(b, node, leaseTTL, log), blocks: map[string]*storedBlock{}, segs: map[string][]*Upload{}, view: map[string]*remoteTenant{}, orphans: map[string]time.Time{}}
 }
 
 func (r *remote) ok() { r.up.Store(true) }
@@ -164,7 +167,7 @@ func (r *remote) addSegment(tenant, obj string, ups []*Upload) {
 // holds reports whether the tenant's blocks hold upload u of a segment.
 func (rt *remoteTenant) holds(u *Upload) bool {
 	for _, b := range rt.blocks {
-		if ids, ok := b.meta.Nodes[u.node]; ok && idsContain(ids, u.ID) {
+		if ids, ok := b.Meta.Nodes[u.node]; ok && idsContain(ids, u.ID) {
 			return true
 		}
 	}
@@ -198,7 +201,7 @@ func (db *DB) refresh(ctx context.Context) error {
 	r := db.remote
 	r.refreshMu.Lock()
 	defer r.refreshMu.Unlock()
-	lctx, cancel := context.WithTimeout(ctx, bucketTimeout)
+	lctx, cancel := context.WithTimeout(ctx, objstore.Timeout)
 	objs, err := r.b.List(lctx, "t-")
 	cancel()
 	if err != nil {
@@ -212,7 +215,7 @@ func (db *DB) refresh(ctx context.Context) error {
 		_, s := r.segs[name]
 		return b || s
 	}
-	var fresh []Object
+	var fresh []objstore.Object
 	sizes := make(map[string]int64, len(objs))
 	for _, o := range objs {
 		sizes[o.Name] = o.Size
@@ -221,7 +224,7 @@ func (db *DB) refresh(ctx context.Context) error {
 		}
 	}
 	db.mu.RUnlock()
-	newBlocks := map[string]*block{}
+	newBlocks := map[string]*storedBlock{}
 	newSegs := map[string][]*Upload{}
 	var errs []error
 	for _, o := range fresh {
@@ -231,8 +234,8 @@ func (db *DB) refresh(ctx context.Context) error {
 		}
 		if isBlock {
 			b, err := db.openRemoteBlock(o, sizes)
-			var ue *UnreachableError
-			if errors.As(err, &ue) && !errors.Is(err, ErrNotExist) {
+			var ue *objstore.UnreachableError
+			if errors.As(err, &ue) && !errors.Is(err, objstore.ErrNotExist) {
 				err = fmt.Errorf("%w: %w", errBlockUnread, err)
 			}
 			if err != nil {
@@ -242,7 +245,7 @@ func (db *DB) refresh(ctx context.Context) error {
 			newBlocks[o.Name] = b
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, bucketTimeout)
+		rctx, cancel := context.WithTimeout(ctx, objstore.Timeout)
 		data, err := r.b.ReadAll(rctx, o.Name)
 		cancel()
 		if err != nil {
@@ -274,7 +277,7 @@ func (db *DB) refresh(ctx context.Context) error {
 	for name := range r.blocks {
 		if !listed[name] {
 			delete(r.blocks, name)
-			db.cache.forget(name)
+			db.cache.Forget(name)
 		}
 	}
 	for name := range r.segs {
@@ -294,10 +297,10 @@ func (db *DB) refresh(ctx context.Context) error {
 // listOrphans notes the Parquet objects of objs, the bucket's listing,
 // whose block object is not listed: a compactor stopped, or a write that
 // failed, between writing them and their block. Under the DB's mu.
-func (r *remote) listOrphans(objs []Object, listed map[string]bool, now time.Time) {
+func (r *remote) listOrphans(objs []objstore.Object, listed map[string]bool, now time.Time) {
 	seen := map[string]bool{}
 	for _, o := range objs {
-		block, ok := lakeBlock(o.Name)
+		block, ok := lake.BlockOf(o.Name)
 		if !ok || listed[block] {
 			continue
 		}
@@ -315,26 +318,27 @@ func (r *remote) listOrphans(objs []Object, listed map[string]bool, now time.Tim
 
 // openRemoteBlock reads the meta of a block in the bucket; sizes holds
 // the sizes of the bucket's objects, by name, as listed.
-func (db *DB) openRemoteBlock(o Object, sizes map[string]int64) (*block, error) {
-	rd := bucketReader{b: db.remote.b, name: o.Name, size: o.Size}
-	b, err := openBlock(o.Name, rd, o.Size)
+func (db *DB) openRemoteBlock(o objstore.Object, sizes map[string]int64) (*storedBlock, error) {
+	rd := objstore.Reader{Bucket: db.remote.b, Name: o.Name, Size: o.Size}
+	opened, err := block.Open(o.Name, rd, o.Size)
 	if err != nil {
 		return nil, err
 	}
-	b.open = func() (blockReader, error) { return rd, nil }
-	if b.hasLake() {
-		err := b.checkLake(func(name string) (int64, error) {
+	b := newStoredBlock(opened)
+	b.Open = func() (block.Reader, error) { return rd, nil }
+	if b.HasLake() {
+		err := b.CheckLake(func(name string) (int64, error) {
 			n, ok := sizes[name]
 			if !ok {
-				return 0, fmt.Errorf("%w: %s", ErrNotExist, name)
+				return 0, fmt.Errorf("%w: %s", objstore.ErrNotExist, name)
 			}
 			return n, nil
 		})
 		if err != nil {
 			return nil, err
 		}
-		sr := bucketReader{b: db.remote.b, name: samplesPath(o.Name), size: b.meta.Lake.SamplesSize}
-		b.openSamples = func() (blockReader, error) { return sr, nil }
+		sr := objstore.Reader{Bucket: db.remote.b, Name: lake.SamplesPath(o.Name), Size: b.Meta.Lake.SamplesSize}
+		b.OpenSamples = func() (block.Reader, error) { return sr, nil }
 	}
 	db.attach(b)
 	return b, nil
@@ -355,15 +359,15 @@ func (r *remote) makeView() map[string]*remoteTenant {
 	}
 	replaced := map[string]bool{}
 	for _, b := range r.blocks {
-		for _, x := range b.meta.Replaces {
-			replaced[path.Join(path.Dir(b.path), x)] = true
+		for _, x := range b.Meta.Replaces {
+			replaced[path.Join(path.Dir(b.Path), x)] = true
 		}
 	}
 	type group struct {
 		tenant    string
 		partition int64
 	}
-	groups := map[group][]*block{}
+	groups := map[group][]*storedBlock{}
 	r.stale = r.stale[:0]
 	for _, name := range sortedKeys(r.blocks) {
 		if replaced[name] {
@@ -372,7 +376,7 @@ func (r *remote) makeView() map[string]*remoteTenant {
 		}
 		tenant, _, _, _ := parseObject(name)
 		b := r.blocks[name]
-		g := group{tenant, b.meta.Partition}
+		g := group{tenant, b.Meta.Partition}
 		groups[g] = append(groups[g], b)
 	}
 	for _, g := range slices.SortedFunc(maps.Keys(groups), func(x, y group) int {
@@ -382,7 +386,7 @@ func (r *remote) makeView() map[string]*remoteTenant {
 		rt := get(g.tenant)
 		rt.blocks = append(rt.blocks, kept...)
 		for _, b := range covered {
-			r.stale = append(r.stale, b.path)
+			r.stale = append(r.stale, b.Path)
 		}
 	}
 	type uploadKey struct {
@@ -404,7 +408,7 @@ func (r *remote) makeView() map[string]*remoteTenant {
 		}
 	}
 	for _, rt := range view {
-		slices.SortStableFunc(rt.blocks, func(x, y *block) int { return cmp.Compare(x.meta.Partition, y.meta.Partition) })
+		slices.SortStableFunc(rt.blocks, func(x, y *storedBlock) int { return cmp.Compare(x.Meta.Partition, y.Meta.Partition) })
 		slices.SortStableFunc(rt.uploads, func(x, y *Upload) int { return cmp.Compare(x.Received, y.Received) })
 	}
 	return view
@@ -415,24 +419,24 @@ func (r *remote) makeView() map[string]*remoteTenant {
 // that holds more, or as many and was written later. Only a compaction
 // whose write failed after the store took it, and was done again, makes
 // a covered block; a view that left it in would count its uploads twice.
-func uncovered(blocks []*block) (kept, covered []*block) {
+func uncovered(blocks []*storedBlock) (kept, covered []*storedBlock) {
 	blocks = slices.Clone(blocks)
-	slices.SortFunc(blocks, func(x, y *block) int {
-		return cmp.Or(cmp.Compare(y.meta.Uploads, x.meta.Uploads), strings.Compare(y.path, x.path))
+	slices.SortFunc(blocks, func(x, y *storedBlock) int {
+		return cmp.Or(cmp.Compare(y.Meta.Uploads, x.Meta.Uploads), strings.Compare(y.Path, x.Path))
 	})
 	for _, b := range blocks {
-		if len(b.meta.Nodes) > 0 && slices.ContainsFunc(kept, func(k *block) bool { return holdsAll(k.meta.Nodes, b.meta.Nodes) }) {
+		if len(b.Meta.Nodes) > 0 && slices.ContainsFunc(kept, func(k *storedBlock) bool { return holdsAll(k.Meta.Nodes, b.Meta.Nodes) }) {
 			covered = append(covered, b)
 			continue
 		}
 		kept = append(kept, b)
 	}
-	slices.SortFunc(kept, func(x, y *block) int { return strings.Compare(x.path, y.path) })
+	slices.SortFunc(kept, func(x, y *storedBlock) int { return strings.Compare(x.Path, y.Path) })
 	return kept, covered
 }
 
 // holdsAll reports whether the uploads of outer, ranges of ids by node as
-// blockMeta.Nodes lists them, include every upload of inner.
+// block.Meta.Nodes lists them, include every upload of inner.
 func holdsAll(outer, inner map[string][]uint64) bool {
 	for node, rs := range inner {
 		out, ok := outer[node]

@@ -3,19 +3,17 @@ package store
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sparkprof/sparkprof/internal/syncfile"
+	"github.com/sparkprof/sparkprof/store/wal"
 )
 
 // Files of a store directory kept for a bucket: the node's name, and per
@@ -51,7 +49,7 @@ func nodeName(dir string) (string, error) {
 	if err := syncfile.Write(path, strings.NewReader(name+"\n")); err != nil {
 		return "", fmt.Errorf("store: keep the node name: %w", err)
 	}
-	return name, syncDir(dir)
+	return name, syncfile.Dir(dir)
 }
 
 // validNode reports whether name can be a node's name in object names.
@@ -125,11 +123,11 @@ func (db *DB) shipOne(ctx context.Context, name string) (int, error) {
 	var ups []*Upload
 	var size int64
 	for _, u := range t.uploads {
-		if len(ups) > 0 && size+u.wal.n > maxSegmentBytes {
+		if len(ups) > 0 && size+u.wal.N > maxSegmentBytes {
 			break
 		}
 		ups = append(ups, u)
-		size += u.wal.n
+		size += u.wal.N
 	}
 	db.mu.RUnlock()
 	if len(ups) == 0 {
@@ -182,23 +180,23 @@ func readRecords(ups []*Upload, size int64) ([]byte, error) {
 	for i := 0; i < len(ups); {
 		w := ups[i].wal
 		j := i + 1
-		for j < len(ups) && ups[j].wal.path == w.path && ups[j].wal.off == w.off+w.n {
-			w.n += ups[j].wal.n
+		for j < len(ups) && ups[j].wal.Path == w.Path && ups[j].wal.Off == w.Off+w.N {
+			w.N += ups[j].wal.N
 			j++
 		}
-		if f == nil || f.Name() != w.path {
+		if f == nil || f.Name() != w.Path {
 			if f != nil {
 				f.Close()
 			}
 			var err error
-			if f, err = os.Open(w.path); err != nil {
+			if f, err = os.Open(w.Path); err != nil {
 				return nil, err
 			}
 		}
 		start := len(out)
-		out = out[:start+int(w.n)]
-		if _, err := f.ReadAt(out[start:], w.off); err != nil {
-			return nil, fmt.Errorf("%s: offset %d: %w", w.path, w.off, err)
+		out = out[:start+int(w.N)]
+		if _, err := f.ReadAt(out[start:], w.Off); err != nil {
+			return nil, fmt.Errorf("%s: offset %d: %w", w.Path, w.Off, err)
 		}
 		i = j
 	}
@@ -208,21 +206,9 @@ func readRecords(ups []*Upload, size int64) ([]byte, error) {
 // decodeSegment returns the uploads of a shipped segment's log records,
 // by node.
 func (db *DB) decodeSegment(obj, node string, data []byte) ([]*Upload, error) {
-	var recs []logRecord
-	for off := 0; off < len(data); {
-		if len(data)-off < 8 {
-			return nil, fmt.Errorf("%s: offset %d: %d bytes left, not a record", obj, off, len(data)-off)
-		}
-		n := int(binary.LittleEndian.Uint32(data[off:]))
-		if n > len(data)-off-8 {
-			return nil, fmt.Errorf("%s: offset %d: record of %d bytes runs past the end", obj, off, n)
-		}
-		payload := data[off+8 : off+8+n]
-		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(data[off+4:]) {
-			return nil, fmt.Errorf("%s: offset %d: checksum", obj, off)
-		}
-		recs = append(recs, logRecord{int64(off), payload})
-		off += 8 + n
+	recs, err := wal.Split(obj, data)
+	if err != nil {
+		return nil, err
 	}
 	ups, err := db.decodeRecords(recs)
 	if err != nil {
@@ -233,6 +219,3 @@ func (db *DB) decodeSegment(obj, node string, data []byte) ([]*Upload, error) {
 	}
 	return ups, nil
 }
-
-// bucketTimeout bounds one request to the bucket.
-const bucketTimeout = 30 * time.Second

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/block"
+	"github.com/sparkprof/sparkprof/store/lake"
 )
 
 // slicedStore opens a store in a new directory with one-minute partitions
@@ -18,9 +20,9 @@ import (
 // start of a partition.
 func slicedStore(t *testing.T) (db *DB, dir string, opts Options, start int64) {
 	t.Helper()
-	n := minSlicedSamples
-	t.Cleanup(func() { minSlicedSamples = n })
-	minSlicedSamples = 1
+	n := block.MinSlicedSamples
+	t.Cleanup(func() { block.MinSlicedSamples = n })
+	block.MinSlicedSamples = 1
 	dir = t.TempDir()
 	opts = Options{Partition: time.Minute}
 	db, err := Open(dir, opts)
@@ -211,12 +213,12 @@ func TestTimeSlices(t *testing.T) {
 	if len(blocks) != 1 {
 		t.Fatalf("blocks: %v", blocks)
 	}
-	b, err := readBlock(blocks[0])
+	b, err := block.Read(blocks[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.meta.Slices) != 11 {
-		t.Fatalf("%d time slices, want ten of six seconds and the untimed samples'", len(b.meta.Slices))
+	if len(b.Meta.Slices) != 11 {
+		t.Fatalf("%d time slices, want ten of six seconds and the untimed samples'", len(b.Meta.Slices))
 	}
 	// The block when the range covers it; else the slices the range
 	// overlaps, and the untimed samples' when it overlaps the block.
@@ -235,9 +237,9 @@ func TestTimeSlices(t *testing.T) {
 // block b of the closed store in dir, which holds tenant t's samples, and
 // opens the store with opts: the queries that read the slice fail, naming
 // the file, and no other does.
-func checkDamagedSlice(t *testing.T, dir string, opts Options, b *block, sec func(int) int64) {
+func checkDamagedSlice(t *testing.T, dir string, opts Options, b *block.Block, sec func(int) int64) {
 	t.Helper()
-	damageRowGroup(t, samplesPath(b.path), 3, colStack)
+	damageRowGroup(t, lake.SamplesPath(b.Path), 3, lake.ColStack)
 	db, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +251,7 @@ func checkDamagedSlice(t *testing.T, dir string, opts Options, b *block, sec fun
 			return err
 		})
 	}
-	if err := load(19, 23); err == nil || !strings.Contains(err.Error(), blockID(b.path)) || !strings.Contains(err.Error(), "checksum") {
+	if err := load(19, 23); err == nil || !strings.Contains(err.Error(), lake.BlockID(b.Path)) || !strings.Contains(err.Error(), "checksum") {
 		t.Errorf("a range in the damaged slice: %v", err)
 	}
 	if err := load(31, 35); err != nil {
@@ -266,8 +268,8 @@ func TestSlicedBlockOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(data[:len(blockMagic4)]) != blockMagic4 {
-		t.Fatalf("block starts %q, want %q", data[:len(blockMagic4)], blockMagic4)
+	if string(data[:len(block.Magic4)]) != block.Magic4 {
+		t.Fatalf("block starts %q, want %q", data[:len(block.Magic4)], block.Magic4)
 	}
 	old, err := os.ReadFile(filepath.Join("testdata", "spblock3-sliced.block"))
 	if err != nil {
@@ -280,19 +282,19 @@ func TestSlicedBlockOpen(t *testing.T) {
 	}{
 		{"cut short", data[:len(data)-5], "time slice"},
 		{"longer", append(data[:len(data):len(data)], 0, 0, 0), "bytes after the last part"},
-		{"unsliced magic", append([]byte(blockMagic), data[len(blockMagic):]...), "time slices under"},
-		{"magic without Parquet files", append([]byte(blockMagic3), data[len(blockMagic3):]...), "Parquet files under"},
+		{"unsliced magic", append([]byte(block.Magic), data[len(block.Magic):]...), "time slices under"},
+		{"magic without Parquet files", append([]byte(block.Magic3), data[len(block.Magic3):]...), "Parquet files under"},
 		{"SPBLOCK3 cut short", old[:len(old)-5], "time slice"},
 		{"SPBLOCK3 longer", append(old[:len(old):len(old)], 0, 0, 0), "bytes after the last part"},
-		{"SPBLOCK3 with the magic of Parquet files", append([]byte(blockMagic4), old[len(blockMagic4):]...), "Parquet files under"},
+		{"SPBLOCK3 with the magic of Parquet files", append([]byte(block.Magic4), old[len(block.Magic4):]...), "Parquet files under"},
 		// A sliced block without a thread rollup would take the thread
 		// rollup for the first slice's part.
-		{"SPBLOCK3 without a thread rollup", append([]byte(blockMagic2), old[len(blockMagic2):]...), "bytes after the last part"},
+		{"SPBLOCK3 without a thread rollup", append([]byte(block.Magic2), old[len(block.Magic2):]...), "bytes after the last part"},
 	} {
 		if err := os.WriteFile(blk, c.data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := readBlock(blk)
+		_, err := block.Read(blk)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), filepath.Base(blk)) {
 			t.Errorf("%s: %v, want an error naming the file and %q", c.name, err, c.want)
 		}
@@ -308,23 +310,23 @@ func TestOlderBlocks(t *testing.T) {
 		truncate int // at the part
 		timeline bool
 	}{
-		{"without a timeline", partTimeline, false},
-		{"without a thread rollup", partThreads, true},
+		{"without a timeline", block.PartTimeline, false},
+		{"without a thread rollup", block.PartThreads, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			blk := oldBlock(t, "spblock3.block")
-			b, err := readBlock(blk)
+			b, err := block.Read(blk)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Truncate(blk, b.parts[c.truncate].off-8); err != nil {
+			if err := os.Truncate(blk, b.Parts[c.truncate].Off-8); err != nil {
 				t.Fatal(err)
 			}
 			f, err := os.OpenFile(blk, os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = f.WriteAt([]byte(blockMagic), 0) // unsliced, as these were
+			_, err = f.WriteAt([]byte(block.Magic), 0) // unsliced, as these were
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
@@ -466,11 +468,11 @@ func TestSampleRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := db.tenants["t"].blocks[0]
-	if got := b.meta.SampleRanges; len(got) != 1 || got[profile.LabelTaskID] != [2]int64{0, 531} {
+	if got := b.Meta.SampleRanges; len(got) != 1 || got[profile.LabelTaskID] != [2]int64{0, 531} {
 		t.Errorf("block bounds %v, want the task ids' 0–531 alone", got)
 	}
-	if len(b.meta.Slices) != slicesPerBlock {
-		t.Fatalf("%d slices, want %d", len(b.meta.Slices), slicesPerBlock)
+	if len(b.Meta.Slices) != block.SlicesPerBlock {
+		t.Fatalf("%d slices, want %d", len(b.Meta.Slices), block.SlicesPerBlock)
 	}
 	check(db)
 	db.Close()

@@ -11,6 +11,9 @@ import (
 	"unsafe"
 
 	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store/block"
+	"github.com/sparkprof/sparkprof/store/objstore"
+	"github.com/sparkprof/sparkprof/store/wal"
 )
 
 // Upload is one ingested profile with what the agent said about it.
@@ -51,7 +54,7 @@ type Upload struct {
 	Bounds map[string][2]int64
 
 	// load reads a part of a block or of one of its time slices: its
-	// rollup, samples, series, timeline or tables (partRollup, ...); nil
+	// rollup, samples, series, timeline or tables (block.PartRollup, ...); nil
 	// for a single upload.
 	load func(part int) (*profile.Profile, error)
 	// head, for an upload in a store's head, is its rollup, timeline and
@@ -66,7 +69,7 @@ type Upload struct {
 	// node that stored it: node and ID name an upload across nodes.
 	node string
 	// wal is where an upload in the head has its log record.
-	wal walSpan
+	wal wal.Span
 }
 
 // LabelValues returns the values of each label u's samples carry, its
@@ -90,7 +93,7 @@ func (u *Upload) Load() (*profile.Profile, error) {
 	if u.load == nil {
 		return u.Profile, nil
 	}
-	return u.load(partSamples)
+	return u.load(block.PartSamples)
 }
 
 // Slices returns the uploads of the time slices a compacted block is cut
@@ -110,7 +113,7 @@ func (u *Upload) LoadLabelSets() (*profile.Profile, error) {
 	if u.load == nil {
 		return u.Profile, nil
 	}
-	return u.load(partTables)
+	return u.load(block.PartTables)
 }
 
 // LoadTimeline returns the timeline of a compacted block, of one of its
@@ -124,7 +127,7 @@ func (u *Upload) LoadLabelSets() (*profile.Profile, error) {
 func (u *Upload) LoadTimeline() (*profile.Profile, error) {
 	switch {
 	case u.load != nil:
-		return u.load(partTimeline)
+		return u.load(block.PartTimeline)
 	case u.head != nil:
 		return u.head.timeline(u.Profile), nil
 	}
@@ -157,7 +160,7 @@ func (u *Upload) LoadSeries() ([]profile.Series, error) {
 		}
 		return out, nil
 	}
-	p, err := u.load(partSeries)
+	p, err := u.load(block.PartSeries)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +177,7 @@ func (u *Upload) LoadSeries() ([]profile.Series, error) {
 func (u *Upload) LoadRollup() (*profile.Profile, error) {
 	switch {
 	case u.load != nil:
-		return u.load(partRollup)
+		return u.load(block.PartRollup)
 	case u.head != nil:
 		return u.head.rollup(u.Profile), nil
 	}
@@ -191,7 +194,7 @@ func (u *Upload) LoadThreadRollup() (*profile.Profile, error) {
 	if u.load == nil {
 		return nil, nil
 	}
-	return u.load(partThreads)
+	return u.load(block.PartThreads)
 }
 
 // HasRollup reports whether LoadRollup has a rollup for u.
@@ -227,11 +230,11 @@ type headRollup struct {
 }
 
 func (h *headRollup) rollup(p *profile.Profile) *profile.Profile {
-	return h.derive(&h.p, p, rollup)
+	return h.derive(&h.p, p, block.Rollup)
 }
 
 func (h *headRollup) timeline(p *profile.Profile) *profile.Profile {
-	return h.derive(&h.tl, p, func(p *profile.Profile) *profile.Profile { return timeline(p, h.res) })
+	return h.derive(&h.tl, p, func(p *profile.Profile) *profile.Profile { return block.Timeline(p, h.res) })
 }
 
 // derive returns *dst, built of p the first time and its memory
@@ -260,7 +263,7 @@ func (h *headRollup) span(p *profile.Profile) (first, last int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.spanned {
-		h.first, h.last = sampleSpan(p.Samples)
+		h.first, h.last = block.SampleSpan(p.Samples)
 		h.spanned = true
 	}
 	return h.first, h.last
@@ -273,7 +276,7 @@ func (h *headRollup) labelValues(u *Upload) map[string][]string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.valued {
-		h.values = sampleLabels(u.Profile, u.Labels)
+		h.values = block.SampleLabels(u.Profile, u.Labels)
 		h.valued = true
 		var size int64
 		for name, vals := range h.values {
@@ -302,6 +305,14 @@ func (h *headRollup) drop() {
 const (
 	sampleBytes   = int64(unsafe.Sizeof(profile.Sample{}))
 	labelSetBytes = 64
+)
+
+// RollupDropped and ThreadRollupDropped are the labels a block's rollup
+// and thread rollup leave out (block.RollupDropped): a query that matches
+// one of them reads the samples.
+var (
+	RollupDropped       = block.RollupDropped
+	ThreadRollupDropped = block.ThreadRollupDropped
 )
 
 // Query selects uploads.
@@ -372,6 +383,11 @@ type BucketStats struct {
 	// the blocks and of the segments: those no block holds.
 	BlockUploads, SegmentUploads int
 }
+
+// UnreachableError is the error of reading a block or segment of the
+// bucket that failed (objstore.UnreachableError): a query skips it and
+// names it among those it could not read.
+type UnreachableError = objstore.UnreachableError
 
 // ErrClosed is returned by a closed store.
 var ErrClosed = errors.New("store: closed")

@@ -12,11 +12,12 @@ import (
 	_ "gocloud.dev/blob/s3blob"
 
 	"github.com/sparkprof/sparkprof/store"
+	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
 // openedBucket is serve's --storage, opened, and its --role.
 type openedBucket struct {
-	b    store.Bucket
+	b    objstore.Bucket
 	c    io.Closer
 	role store.Role
 }
@@ -43,7 +44,7 @@ func (f *serveFlags) openBucket(ctx context.Context) (openedBucket, error) {
 	if f.flushInterval <= 0 {
 		return openedBucket{}, fmt.Errorf("--flush-interval %s: want a positive duration such as 10s", f.flushInterval)
 	}
-	b, c, err := store.OpenBucket(ctx, f.storage)
+	b, c, err := objstore.Open(ctx, f.storage)
 	if err != nil {
 		return openedBucket{}, fmt.Errorf("--storage: %w", err)
 	}

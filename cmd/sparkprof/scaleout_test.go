@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sparkprof/sparkprof/internal/seaweedtest"
-	"github.com/sparkprof/sparkprof/store"
+	"github.com/sparkprof/sparkprof/store/objstore"
 )
 
 // The metrics of a node's object storage the scale-out tests wait on.
@@ -303,7 +303,7 @@ func scaleBucketOutage(t *testing.T, e scaleEnv) {
 // that counted wrong had to read.
 func logBucket(t *testing.T, url string) {
 	ctx := context.Background()
-	b, closer, err := store.OpenBucket(ctx, url)
+	b, closer, err := objstore.Open(ctx, url)
 	if err != nil {
 		t.Logf("open the bucket: %v", err)
 		return

@@ -203,6 +203,47 @@ func (f *serveFlags) startWork(ctx context.Context, srv *server.Server, db *stor
 	return nil
 }
 
+// sayer returns the function that tells the operator what the server is
+// doing, whatever the --log-level: a plain line in text logs, a record in
+// JSON ones.
+func (f *serveFlags) sayer(stderr io.Writer) func(line, msg string, args ...any) {
+	sayLog, _ := newLogger(f.logFormat, stderr, slog.LevelInfo)
+	return func(line, msg string, args ...any) {
+		if f.logFormat == "json" {
+			sayLog.Info(msg, args...)
+			return
+		}
+		fmt.Fprintf(stderr, "sparkprof serve: %s\n", line)
+	}
+}
+
+// certs returns the reloader of --tls-cert and --tls-key, nil without them.
+func (f *serveFlags) certs(log *slog.Logger) (*certReloader, error) {
+	if f.tlsCert == "" && f.tlsKey == "" {
+		return nil, nil
+	}
+	if f.tlsCert == "" || f.tlsKey == "" {
+		return nil, fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
+	}
+	return newCertReloader(f.tlsCert, f.tlsKey, log)
+}
+
+// newHTTPServer returns the HTTP server of g, the listener it serves
+// (ln with its connections bounded, over TLS with certs when set) and its
+// scheme.
+func newHTTPServer(g *gate, ln net.Listener, certs *certReloader, log *slog.Logger) (*http.Server, net.Listener, string) {
+	hs := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	ln = limitConnections(ln, certs == nil)
+	if l, ok := ln.(*connlimit.Listener); ok {
+		hs.ConnState = l.ConnState // idle connections make room for new ones
+	}
+	if certs == nil {
+		return hs, ln, "http"
+	}
+	hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
+	return hs, tls.NewListener(ln, hs.TLSConfig), "https"
+}
+
 func runServe(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "serve")
 	var f serveFlags
@@ -217,24 +258,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	// say tells the operator what the server is doing, whatever the
-	// --log-level: a plain line in text logs, a record in JSON ones.
-	sayLog, _ := newLogger(f.logFormat, e.stderr, slog.LevelInfo)
-	say := func(line, msg string, args ...any) {
-		if f.logFormat == "json" {
-			sayLog.Info(msg, args...)
-			return
-		}
-		fmt.Fprintf(e.stderr, "sparkprof serve: %s\n", line)
-	}
-	var certs *certReloader
-	if f.tlsCert != "" || f.tlsKey != "" {
-		if f.tlsCert == "" || f.tlsKey == "" {
-			return fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
-		}
-		if certs, err = newCertReloader(f.tlsCert, f.tlsKey, log); err != nil {
-			return err
-		}
+	say := f.sayer(e.stderr)
+	certs, err := f.certs(log)
+	if err != nil {
+		return err
 	}
 	// Listen first: replaying a large write-ahead log after a crash takes
 	// seconds, during which the port answers 503 (and /healthz 200)
@@ -255,17 +282,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	mem.sizeStore(&f, set)
 	var g gate
-	hs := &http.Server{Handler: &g, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	scheme := "http"
-	ln = limitConnections(ln, certs == nil)
-	if l, ok := ln.(*connlimit.Listener); ok {
-		hs.ConnState = l.ConnState // idle connections make room for new ones
-	}
-	if certs != nil {
-		scheme = "https"
-		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
-		ln = tls.NewListener(ln, hs.TLSConfig)
-	}
+	hs, ln, scheme := newHTTPServer(&g, ln, certs, log)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	defer hs.Close()

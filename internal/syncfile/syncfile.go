@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Write creates the file at path, or truncates the one there, copies data
@@ -28,4 +29,18 @@ func Write(path string, data io.Reader) error {
 		err = cerr
 	}
 	return err
+}
+
+// Dir makes a directory's entries durable: a file created, renamed or
+// removed in it stays so after a crash.
+func Dir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !strings.Contains(err.Error(), "invalid argument") {
+		return err
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package store
+package lake
 
 import (
 	"encoding/binary"
@@ -16,7 +16,7 @@ import (
 	"github.com/sparkprof/sparkprof/profile"
 )
 
-// readSamplesParquet reads the samples of row group group (-1: all) of a
+// ReadSamples reads the samples of row group group (-1: all) of a
 // block's samples file, of size bytes, from r; their ids refer to tables,
 // the block's tables. name names the file in errors.
 //
@@ -26,7 +26,7 @@ import (
 // columns. parquet-go is not hardened against damaged files: a panic in
 // it is turned into an error naming the file, so that a damaged block
 // fails its query and not the server.
-func readSamplesParquet(name string, r io.ReaderAt, size int64, group int, tables *profile.Profile) (samples []profile.Sample, err error) {
+func ReadSamples(name string, r io.ReaderAt, size int64, group int, tables *profile.Profile) (samples []profile.Sample, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			samples, err = nil, fmt.Errorf("%s: damaged Parquet: %v; move the block away to query without it", name, v)
@@ -81,7 +81,7 @@ func readSamplesParquet(name string, r io.ReaderAt, size int64, group int, table
 // columnReader reads the store's columns of a samples file's row groups.
 type columnReader struct {
 	tables *profile.Profile
-	// The leaf columns, by their names (colTime...).
+	// The leaf columns, by their names (ColTime...).
 	cols map[string]parquet.LeafColumn
 	// types maps a type name and unit to the tables' type id.
 	types map[profile.SampleType]profile.TypeID
@@ -89,8 +89,8 @@ type columnReader struct {
 
 // The kind of values each column the store reads holds.
 var readColumns = map[string]parquet.Kind{
-	colTime: parquet.Int64, colValue: parquet.Int64, colStack: parquet.Int32, colLabelSet: parquet.Int32,
-	colThread: parquet.Int32, colType: parquet.ByteArray, colUnit: parquet.ByteArray, colThreadState: parquet.ByteArray,
+	ColTime: parquet.Int64, ColValue: parquet.Int64, ColStack: parquet.Int32, ColLabelSet: parquet.Int32,
+	ColThread: parquet.Int32, ColType: parquet.ByteArray, ColUnit: parquet.ByteArray, ColThreadState: parquet.ByteArray,
 }
 
 func newColumnReader(s *parquet.Schema, tables *profile.Profile) (*columnReader, error) {
@@ -153,19 +153,19 @@ func (cr *columnReader) read(rg parquet.RowGroup, samples []profile.Sample) ([]p
 	nameOf := make([]uint8, n)
 	state := func(b []byte) (int64, error) { return int64(profile.ParseThreadState(string(b))), nil }
 	err := errors.Join(
-		column(colTime, nil, func(s *profile.Sample, v int64) { s.Time = v * 1000 }),
-		column(colValue, nil, func(s *profile.Sample, v int64) { s.Value = v }),
-		column(colStack, nil, func(s *profile.Sample, v int64) { s.Stack = profile.StackID(uint32(v)) }),
-		column(colLabelSet, nil, func(s *profile.Sample, v int64) { s.Labels = profile.LabelSetID(uint32(v)) }),
-		column(colThread, nil, func(s *profile.Sample, v int64) { s.Thread = profile.ThreadID(uint32(v)) }),
-		column(colThreadState, state, func(s *profile.Sample, v int64) { s.State = profile.ThreadState(v) }),
-		eachValue(chunks[cr.cols[colType].ColumnIndex], n, intern(&names), func(row int, v int64) { nameOf[row] = uint8(v) }),
+		column(ColTime, nil, func(s *profile.Sample, v int64) { s.Time = v * 1000 }),
+		column(ColValue, nil, func(s *profile.Sample, v int64) { s.Value = v }),
+		column(ColStack, nil, func(s *profile.Sample, v int64) { s.Stack = profile.StackID(uint32(v)) }),
+		column(ColLabelSet, nil, func(s *profile.Sample, v int64) { s.Labels = profile.LabelSetID(uint32(v)) }),
+		column(ColThread, nil, func(s *profile.Sample, v int64) { s.Thread = profile.ThreadID(uint32(v)) }),
+		column(ColThreadState, state, func(s *profile.Sample, v int64) { s.State = profile.ThreadState(v) }),
+		eachValue(chunks[cr.cols[ColType].ColumnIndex], n, intern(&names), func(row int, v int64) { nameOf[row] = uint8(v) }),
 	)
 	if err != nil {
 		return nil, err
 	}
 	var bad error
-	err = eachValue(chunks[cr.cols[colUnit].ColumnIndex], n, intern(&units), func(row int, v int64) {
+	err = eachValue(chunks[cr.cols[ColUnit].ColumnIndex], n, intern(&units), func(row int, v int64) {
 		t := profile.SampleType{Name: names[nameOf[row]], Unit: units[v]}
 		id, ok := cr.types[t]
 		if !ok && bad == nil {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/sparkprof/sparkprof/store/wal"
 )
 
 // TestTornWrite cuts the last record as a crash during a write would: the
@@ -95,7 +96,7 @@ func TestForeignRecord(t *testing.T) {
 	enc, _ := zstd.NewWriter(nil)
 	payload := enc.EncodeAll([]byte("\x05{\"ID\":1}gob!"), nil)
 	rec := binary.LittleEndian.AppendUint32(nil, uint32(len(payload)))
-	rec = binary.LittleEndian.AppendUint32(rec, crc32.Checksum(payload, castagnoli))
+	rec = binary.LittleEndian.AppendUint32(rec, wal.Checksum(payload))
 	f, err := os.OpenFile(seg, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +137,7 @@ func TestZstdRecords(t *testing.T) {
 		}
 		payload := enc.EncodeAll(raw, nil)
 		old = binary.LittleEndian.AppendUint32(old, uint32(len(payload)))
-		old = binary.LittleEndian.AppendUint32(old, crc32.Checksum(payload, castagnoli))
+		old = binary.LittleEndian.AppendUint32(old, wal.Checksum(payload))
 		old = append(old, payload...)
 		data = data[8+n:]
 	}
@@ -201,8 +202,8 @@ func TestFailedWrites(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var seg *failingSegment
-			defer func(open func(string) (segmentFile, error)) { openSegment = open }(openSegment)
-			openSegment = func(path string) (segmentFile, error) {
+			defer func(open func(string) (wal.SegmentFile, error)) { wal.OpenSegment = open }(wal.OpenSegment)
+			wal.OpenSegment = func(path string) (wal.SegmentFile, error) {
 				f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 				seg = &failingSegment{File: f}
 				return seg, err
@@ -249,7 +250,7 @@ func TestDamagedRecord(t *testing.T) {
 	for _, e := range []string{"1", "2", "3"} {
 		db.Append("t", upload(t, e))
 		db.mu.RLock()
-		offsets = append(offsets, db.tenants["t"].segs[0].size)
+		offsets = append(offsets, db.tenants["t"].segs[0].Size)
 		db.mu.RUnlock()
 	}
 	db.Close()

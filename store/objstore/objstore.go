@@ -1,4 +1,7 @@
-package store
+// Package objstore is the object storage a store keeps its durable tier
+// in: the Bucket interface, one implementation over gocloud's buckets, and
+// the errors a store tells apart.
+package objstore
 
 import (
 	"context"
@@ -7,6 +10,7 @@ import (
 	"io"
 	neturl "net/url"
 	"strings"
+	"time"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -46,17 +50,17 @@ var (
 	ErrExists   = errors.New("object exists already")
 )
 
-// OpenBucket opens the bucket a URL names (s3://, gs://, azblob://,
+// Open opens the bucket a URL names (s3://, gs://, azblob://,
 // file:///...; the drivers of the schemes used must be linked in) and
 // returns it as a Bucket. Its objects are read and written under the
 // URL's prefix parameter, if any.
-func OpenBucket(ctx context.Context, url string) (Bucket, io.Closer, error) {
+func Open(ctx context.Context, url string) (Bucket, io.Closer, error) {
 	url = bucketURL(url)
 	b, err := blob.OpenBucket(ctx, url)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open bucket %s: %w", redactURL(url), err)
 	}
-	return NewBucket(b), b, nil
+	return New(b), b, nil
 }
 
 // bucketURL returns url with its path after the bucket made the prefix
@@ -100,8 +104,8 @@ func redactURL(url string) string {
 	return url
 }
 
-// NewBucket returns a Bucket over a gocloud.dev bucket.
-func NewBucket(b *blob.Bucket) Bucket { return gocloudBucket{b} }
+// New returns a Bucket over a gocloud.dev bucket.
+func New(b *blob.Bucket) Bucket { return gocloudBucket{b} }
 
 type gocloudBucket struct{ b *blob.Bucket }
 
@@ -165,26 +169,29 @@ func wrapObjectErr(op, name string, err error) error {
 	return fmt.Errorf("%s %s: %w", op, name, err)
 }
 
-// bucketReader reads an object by ranges: a block in a bucket, which a
-// query reads as it reads a block file (blockReader).
-type bucketReader struct {
-	b    Bucket
-	name string
-	size int64
+// Timeout bounds one request to a bucket.
+const Timeout = 30 * time.Second
+
+// Reader reads an object by ranges, as an io.ReaderAt: a block in a
+// bucket, which a query reads as it reads a block file.
+type Reader struct {
+	Bucket Bucket
+	Name   string // the object's name
+	Size   int64  // the object's size
 }
 
-func (r bucketReader) ReadAt(p []byte, off int64) (int, error) {
-	if off >= r.size {
+func (r Reader) ReadAt(p []byte, off int64) (int, error) {
+	if off >= r.Size {
 		return 0, io.EOF
 	}
 	n := len(p)
-	if rest := r.size - off; int64(n) > rest {
+	if rest := r.Size - off; int64(n) > rest {
 		n = int(rest)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), bucketTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	if err := r.b.ReadAt(ctx, r.name, p[:n], off); err != nil {
-		return 0, &UnreachableError{Object: r.name, Err: err}
+	if err := r.Bucket.ReadAt(ctx, r.Name, p[:n], off); err != nil {
+		return 0, &UnreachableError{Object: r.Name, Err: err}
 	}
 	if n < len(p) {
 		return n, io.EOF
@@ -192,7 +199,8 @@ func (r bucketReader) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-func (bucketReader) Close() error { return nil }
+// Close releases nothing: a Reader holds no resource.
+func (Reader) Close() error { return nil }
 
 // UnreachableError is the error of reading an object of the bucket that
 // failed: the bucket is down, or the object went away. A query skips the

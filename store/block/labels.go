@@ -1,4 +1,4 @@
-package store
+package block
 
 import (
 	"slices"
@@ -10,10 +10,10 @@ import (
 // maxMetaValues bounds the values of one label a block meta lists.
 const maxMetaValues = 64
 
-// sampleLabels returns the values of each label of p's samples, with the
+// SampleLabels returns the values of each label of p's samples, with the
 // labels extra that apply to all of them, those of labels with more than
 // maxMetaValues values left out (nil).
-func sampleLabels(p *profile.Profile, extra profile.Labels) map[string][]string {
+func SampleLabels(p *profile.Profile, extra profile.Labels) map[string][]string {
 	out := map[string][]string{}
 	seen := map[profile.Label]bool{}
 	add := func(ls profile.Labels) {
@@ -106,25 +106,25 @@ func unlisted(sl map[string][]string) []string {
 	return out
 }
 
-// intMatcher is a matcher that only integers listed can satisfy, on a
+// IntMatcher is a matcher that only integers listed can satisfy, on a
 // label with integer values.
-type intMatcher struct {
+type IntMatcher struct {
 	name   string
 	values []int64 // sorted
 }
 
-// intMatchers returns the matchers of ms that bounds of integer values
+// IntMatchers returns the matchers of ms that bounds of integer values
 // can decide: an equality, or literal alternatives, that does not match
 // "" (which a sample without the label has). A literal that is not an
 // integer matches none of the values of a label with bounds.
-func intMatchers(ms []profile.Matcher) []intMatcher {
-	var out []intMatcher
+func IntMatchers(ms []profile.Matcher) []IntMatcher {
+	var out []IntMatcher
 	for _, m := range ms {
 		lits, ok := m.Literals()
 		if !ok || slices.Contains(lits, "") {
 			continue
 		}
-		im := intMatcher{name: m.Name}
+		im := IntMatcher{name: m.Name}
 		for _, l := range lits {
 			if v, err := strconv.ParseInt(l, 10, 64); err == nil {
 				im.values = append(im.values, v)
@@ -136,10 +136,10 @@ func intMatchers(ms []profile.Matcher) []intMatcher {
 	return out
 }
 
-// mayMatch reports whether a value im matches can be among values bounded
+// MayMatch reports whether a value im matches can be among values bounded
 // by ranges, which bound the labels of names; a label of names missing
 // from ranges has no value.
-func (im intMatcher) mayMatch(names, ranges map[string][2]int64) bool {
+func (im IntMatcher) MayMatch(names, ranges map[string][2]int64) bool {
 	if _, bounded := names[im.name]; !bounded {
 		return true
 	}
@@ -151,35 +151,12 @@ func (im intMatcher) mayMatch(names, ranges map[string][2]int64) bool {
 	return i < len(im.values) && im.values[i] <= r[1]
 }
 
-// mayMatch reports whether the block can hold samples q's matchers
-// select: not when every upload carried a label and none of its values
-// satisfies q's matcher on that label, nor when the bounds of a label's
-// values leave out every value one of ims (q's SampleMatchers) matches.
-// (Select checks the time range on the block's Upload, as for any
-// upload.)
-func (b *block) mayMatch(q Query, ims []intMatcher) bool {
-	for _, im := range ims {
-		if !im.mayMatch(b.meta.SampleRanges, b.meta.SampleRanges) {
-			return false
-		}
-	}
-	for _, m := range q.Matchers {
-		// Only a label every upload carried decides: a label set may
-		// carry the name otherwise.
-		vals := b.meta.Values[m.Name]
-		if b.meta.Carried[m.Name] == b.meta.Uploads && !slices.ContainsFunc(vals, m.Matches) {
-			return false
-		}
-	}
-	return mayHold(b.up.Values, q.SampleMatchers)
-}
-
-// mayHold reports whether a sample whose labels take the values listed in
+// MayHold reports whether a sample whose labels take the values listed in
 // values (Upload.Values: by label name; nil for a label with too many to
 // list) can satisfy every matcher of ms. A label values does not name is
 // on no sample, whose value is then "". Unknown values (nil) decide
 // nothing.
-func mayHold(values map[string][]string, ms []profile.Matcher) bool {
+func MayHold(values map[string][]string, ms []profile.Matcher) bool {
 	if values == nil {
 		return true
 	}

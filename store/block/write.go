@@ -1,4 +1,4 @@
-package store
+package block
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -18,9 +17,20 @@ import (
 	"github.com/sparkprof/sparkprof/profile"
 )
 
-// compactUploads merges ups (and the blocks they join, whose samples are
-// oldProfiles) into one block profile, keeping sample times to res.
-func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profile, ups []*Upload, res int64) (*profile.Profile, blockMeta) {
+// Input is an upload a block is made of (Merge).
+type Input struct {
+	ID          uint64
+	Received    int64 // Unix ns when it was stored
+	From, Until int64 // Unix ns, the window its profile covers
+	Labels      profile.Labels
+	Bytes       int // its request body's size
+	Profile     *profile.Profile
+}
+
+// Merge merges ups (and the blocks they join, whose samples are
+// oldProfiles) into one block profile of partition, keeping sample times
+// to res, and returns it with the block's meta.
+func Merge(partition int64, olds []*Block, oldProfiles []*profile.Profile, ups []Input, res int64) (*profile.Profile, Meta) {
 	m := profile.NewMerger(profile.MergeOptions{Aggregate: true, Resolution: res, WithinAdd: true})
 	// Most samples of a compaction are distinct at a second's resolution:
 	// room for them all is made at once.
@@ -32,7 +42,7 @@ func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profi
 		n += len(u.Profile.Samples)
 	}
 	m.Grow(n)
-	meta := blockMeta{Partition: partition, Values: map[string][]string{}, Carried: map[string]int{}}
+	meta := Meta{Partition: partition, Values: map[string][]string{}, Carried: map[string]int{}}
 	var ids []uint64
 	seen := map[string]bool{}
 	addValues := func(ls profile.Labels) {
@@ -52,24 +62,24 @@ func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profi
 	}
 	for i, b := range olds {
 		m.Add(oldProfiles[i])
-		for i := 0; i+1 < len(b.meta.IDs); i += 2 {
-			for id := b.meta.IDs[i]; id <= b.meta.IDs[i+1]; id++ {
+		for i := 0; i+1 < len(b.Meta.IDs); i += 2 {
+			for id := b.Meta.IDs[i]; id <= b.Meta.IDs[i+1]; id++ {
 				ids = append(ids, id)
 			}
 		}
-		for name, vals := range b.meta.Values {
+		for name, vals := range b.Meta.Values {
 			for _, v := range vals {
 				addValues(profile.Labels{{Name: name, Value: v}})
 			}
 		}
-		for name, n := range b.meta.Carried {
+		for name, n := range b.Meta.Carried {
 			meta.Carried[name] += n
 		}
-		span(b.meta.From, b.meta.Until, b.meta.Received)
-		meta.Uploads += b.meta.Uploads
-		meta.Bytes += b.meta.Bytes
-		meta.Sources = append(meta.Sources, b.meta.Sources...)
-		meta.Replaces = append(meta.Replaces, filepath.Base(b.path))
+		span(b.Meta.From, b.Meta.Until, b.Meta.Received)
+		meta.Uploads += b.Meta.Uploads
+		meta.Bytes += b.Meta.Bytes
+		meta.Sources = append(meta.Sources, b.Meta.Sources...)
+		meta.Replaces = append(meta.Replaces, filepath.Base(b.Path))
 	}
 	for _, u := range ups {
 		cp := *u.Profile
@@ -87,21 +97,21 @@ func compactUploads(partition int64, olds []*block, oldProfiles []*profile.Profi
 			meta.Sources = append(meta.Sources, u.Profile.Source)
 		}
 	}
-	meta.IDs = idRanges(ids)
+	meta.IDs = IDRanges(ids)
 	slices.Sort(meta.Sources)
 	meta.Sources = slices.Compact(meta.Sources)
 	p := m.Profile()
 	p.Samples = slices.Clip(p.Samples) // MemSize counts the samples kept, not the room made
 	p.Warnings = slices.Compact(p.Warnings)
-	meta.FirstSample, meta.LastSample = sampleSpan(p.Samples)
+	meta.FirstSample, meta.LastSample = SampleSpan(p.Samples)
 	meta.MemSize = p.MemSize()
-	meta.SampleLabels = sampleLabels(p, nil)
+	meta.SampleLabels = SampleLabels(p, nil)
 	meta.SampleRanges = intRanges(p, p.Samples, unlisted(meta.SampleLabels))
 	return p, meta
 }
 
-// idRanges compresses ids into sorted [lo, hi] pairs.
-func idRanges(ids []uint64) []uint64 {
+// IDRanges compresses ids into sorted [lo, hi] pairs.
+func IDRanges(ids []uint64) []uint64 {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	var out []uint64
@@ -115,24 +125,24 @@ func idRanges(ids []uint64) []uint64 {
 	return out
 }
 
-// writeBlock writes a block file atomically (a temporary file, fsynced,
+// Write writes a block file atomically (a temporary file, fsynced,
 // renamed into place, the directory fsynced), after the Parquet files of
 // its samples and stacks, and returns the block, whose rollup and samples
-// stay on disk, and the rollup. A block of at least minSlicedSamples
+// stay on disk, and the rollup. A block of at least MinSlicedSamples
 // samples is cut into time slices of its partition's span (the block
 // span), each with a rollup of its own and a row group of the samples
 // file. When it fails, it leaves none of the files behind.
-func writeBlock(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encoder, span int64) (*block, *profile.Profile, error) {
+func Write(path string, meta Meta, p *profile.Profile, enc *zstd.Encoder, span int64) (*Block, *profile.Profile, error) {
 	b, roll, err := writeBlockFiles(path, meta, p, enc, span)
 	if err != nil {
-		removeBlock(path)
+		Remove(path)
 		os.Remove(path + ".tmp")
 	}
 	return b, roll, err
 }
 
-// writeBlockFiles writes the files of writeBlock.
-func writeBlockFiles(path string, meta blockMeta, p *profile.Profile, enc *zstd.Encoder, span int64) (*block, *profile.Profile, error) {
+// writeBlockFiles writes the files of Write.
+func writeBlockFiles(path string, meta Meta, p *profile.Profile, enc *zstd.Encoder, span int64) (*Block, *profile.Profile, error) {
 	// The rollup's map of label sets serves the slices' rollups and the
 	// timeline, which drop the same labels: each set is relabelled once.
 	roll, labels := p.SumOverTimeMap(withoutPerTask)
@@ -144,11 +154,11 @@ func writeBlockFiles(path string, meta blockMeta, p *profile.Profile, enc *zstd.
 	samples.Series = nil
 	samples.Samples = nil
 	sliced, groups := sliceBlock(&meta, p, labels, enc, span)
-	lake, err := writeLake(path, p, groups)
+	lm, err := writeLake(path, p, groups)
 	if err != nil {
 		return nil, nil, err
 	}
-	meta.Lake = lake
+	meta.Lake = lm
 	// After the slices, whose rollups refer to roll's label sets.
 	rb, err := roll.MarshalBinary()
 	if err != nil {
@@ -175,7 +185,7 @@ func writeBlockFiles(path string, meta blockMeta, p *profile.Profile, enc *zstd.
 	// the rollup.
 	var hb []byte
 	if 2*len(roll.Samples) <= len(p.Samples) {
-		if tr := threadRollup(p); 2*len(tr.Samples) <= len(p.Samples) {
+		if tr := ThreadRollup(p); 2*len(tr.Samples) <= len(p.Samples) {
 			if hb, err = tr.MarshalBinary(); err != nil {
 				return nil, nil, err
 			}
@@ -187,9 +197,9 @@ func writeBlockFiles(path string, meta blockMeta, p *profile.Profile, enc *zstd.
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode block meta: %w", err)
 	}
-	b := &block{path: path, meta: meta}
+	b := &Block{Path: path, Meta: meta}
 	var buf bytes.Buffer
-	buf.WriteString(blockMagic4)
+	buf.WriteString(Magic4)
 	var n [4]byte
 	var hz []byte // an empty part: no thread rollup
 	if hb != nil {
@@ -202,13 +212,13 @@ func writeBlockFiles(path string, meta blockMeta, p *profile.Profile, enc *zstd.
 		sum := crc32.Checksum(data, castagnoli)
 		binary.LittleEndian.PutUint32(n[:], sum)
 		buf.Write(n[:])
-		if i > 0 && i <= numParts {
-			b.parts[i-1] = part{off: int64(buf.Len()), size: int64(len(data)), sum: sum}
+		if i > 0 && i <= NumParts {
+			b.Parts[i-1] = Part{Off: int64(buf.Len()), Size: int64(len(data)), Sum: sum}
 		}
 		buf.Write(data)
 	}
-	b.size = int64(buf.Len())
-	if err := b.locateSlices(b.parts[numParts-1].off + b.parts[numParts-1].size); err != nil {
+	b.Size = int64(buf.Len())
+	if err := b.locateSlices(b.Parts[NumParts-1].Off + b.Parts[NumParts-1].Size); err != nil {
 		return nil, nil, err
 	}
 	tmp := path + ".tmp"
@@ -218,30 +228,29 @@ func writeBlockFiles(path string, meta blockMeta, p *profile.Profile, enc *zstd.
 	if err := os.Rename(tmp, path); err != nil {
 		return nil, nil, err
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := syncfile.Dir(filepath.Dir(path)); err != nil {
 		return nil, nil, err
 	}
-	b.newUpload()
 	return b, roll, nil
 }
 
 // sliceBlock cuts the samples of p, a block's profile whose meta is meta,
-// into time slices when it has at least minSlicedSamples, recording them
+// into time slices when it has at least MinSlicedSamples, recording them
 // in meta. It returns each slice's rollup part (compressed, its label sets
 // those labels maps p's to) followed by its samples part (empty: the
 // slice's samples are a row group of the Parquet samples file), and the
 // row groups of that file: the slices' samples, or all of p's.
-func sliceBlock(meta *blockMeta, p *profile.Profile, labels *profile.LabelMap, enc *zstd.Encoder, span int64) (parts [][]byte, groups [][]profile.Sample) {
-	if len(p.Samples) < minSlicedSamples || span <= 0 || meta.FirstSample == 0 {
+func sliceBlock(meta *Meta, p *profile.Profile, labels *profile.LabelMap, enc *zstd.Encoder, span int64) (parts [][]byte, groups [][]profile.Sample) {
+	if len(p.Samples) < MinSlicedSamples || span <= 0 || meta.FirstSample == 0 {
 		return nil, [][]profile.Sample{p.Samples}
 	}
-	sls := timeSlices(p, labels, meta.Partition, span/slicesPerBlock)
+	sls := timeSlices(p, labels, meta.Partition, span/SlicesPerBlock)
 	if sls == nil {
 		return nil, [][]profile.Sample{p.Samples}
 	}
 	for _, sl := range sls {
 		r := enc.EncodeAll(profile.AppendSamples(nil, sl.rollup), nil)
-		meta.Slices = append(meta.Slices, sliceMeta{First: sl.first, Last: sl.last, From: sl.from, Until: sl.until,
+		meta.Slices = append(meta.Slices, SliceMeta{First: sl.first, Last: sl.last, From: sl.from, Until: sl.until,
 			RollupSize: int64(len(r)), RollupSum: crc32.Checksum(r, castagnoli),
 			Ranges: intRanges(p, sl.samples, slices.Sorted(maps.Keys(meta.SampleRanges)))})
 		parts = append(parts, r, nil)
@@ -254,7 +263,7 @@ func sliceBlock(meta *blockMeta, p *profile.Profile, labels *profile.LabelMap, e
 // rollup in the block rollup's tables.
 type timeSlice struct {
 	first, last     int64
-	from, until     int64 // as in sliceMeta
+	from, until     int64 // as in SliceMeta
 	samples, rollup []profile.Sample
 }
 
@@ -267,20 +276,20 @@ type timeSlice struct {
 // It returns nil when the samples with a time fall in one slice.
 func timeSlices(p *profile.Profile, labels *profile.LabelMap, partition, width int64) []timeSlice {
 	width = max(width, 1)
-	const untimed = slicesPerBlock
+	const untimed = SlicesPerBlock
 	index := func(t int64) int {
 		if t == 0 {
 			return untimed
 		}
-		return int(min(max((t-partition)/width, 0), slicesPerBlock-1))
+		return int(min(max((t-partition)/width, 0), SlicesPerBlock-1))
 	}
-	var start [slicesPerBlock + 2]int
+	var start [SlicesPerBlock + 2]int
 	for _, s := range p.Samples {
 		start[index(s.Time)+1]++
 	}
 	timed := 0
 	for i := 1; i < len(start); i++ {
-		if i <= slicesPerBlock && start[i] > 0 {
+		if i <= SlicesPerBlock && start[i] > 0 {
 			timed++
 		}
 		start[i] += start[i-1]
@@ -296,14 +305,14 @@ func timeSlices(p *profile.Profile, labels *profile.LabelMap, partition, width i
 		next[i]++
 	}
 	var out []timeSlice
-	for i := range slicesPerBlock + 1 {
+	for i := range SlicesPerBlock + 1 {
 		samples := ordered[start[i]:start[i+1]]
 		if len(samples) == 0 {
 			continue
 		}
 		sl := timeSlice{samples: samples, rollup: p.SumSamplesOverTime(samples, labels)}
 		if i != untimed {
-			sl.first, sl.last = sampleSpan(samples)
+			sl.first, sl.last = SampleSpan(samples)
 			if len(out) > 0 {
 				sl.from = partition + int64(i)*width
 				out[len(out)-1].until = sl.from
@@ -318,11 +327,11 @@ func timeSlices(p *profile.Profile, labels *profile.LabelMap, partition, width i
 // a value per task or thread.
 var RollupDropped = []string{profile.LabelTaskID, profile.LabelPartition, profile.LabelThreadName}
 
-// rollup sums the samples of p over time and threads, with the labels in
+// Rollup sums the samples of p over time and threads, with the labels in
 // RollupDropped removed from their label sets: a whole-app or per-stage
 // flame graph of a block then reads one row per stack and label set
 // instead of one per sample. It shares p's frames and stacks.
-func rollup(p *profile.Profile) *profile.Profile { return p.SumOverTime(withoutPerTask) }
+func Rollup(p *profile.Profile) *profile.Profile { return p.SumOverTime(withoutPerTask) }
 
 // withoutPerTask removes the labels in RollupDropped from ls.
 func withoutPerTask(ls profile.Labels) profile.Labels { return ls.Without(RollupDropped...) }
@@ -331,28 +340,28 @@ func withoutPerTask(ls profile.Labels) profile.Labels { return ls.Without(Rollup
 // keep: those with a value per task.
 var ThreadRollupDropped = []string{profile.LabelTaskID, profile.LabelPartition}
 
-// threadRollup sums the samples of p over time per thread, with the labels
+// ThreadRollup sums the samples of p over time per thread, with the labels
 // in ThreadRollupDropped removed from their label sets: a flame graph of
 // some threads (a thread-name matcher, or the threads kept) of a block
 // then reads one row per stack, thread and label set instead of one per
 // sample. It shares p's frames, stacks and threads.
-func threadRollup(p *profile.Profile) *profile.Profile {
+func ThreadRollup(p *profile.Profile) *profile.Profile {
 	return p.SumOverTimeByThread(func(ls profile.Labels) profile.Labels { return ls.Without(ThreadRollupDropped...) })
 }
 
-// timeline sums the samples of p over stacks and threads, with the labels
+// Timeline sums the samples of p over stacks and threads, with the labels
 // in RollupDropped removed from their label sets, keeping their times to
 // res (0 as they are: a block's are at the store's resolution already): a
 // time series by app, executor or stage (the app page's CPU per executor)
 // then reads one row per second, label set, type and state instead of one
 // per sample.
-func timeline(p *profile.Profile, res int64) *profile.Profile {
+func Timeline(p *profile.Profile, res int64) *profile.Profile {
 	return p.SumOverStacks(withoutPerTask, res)
 }
 
-// sampleSpan returns the first and last time of samples; samples without
+// SampleSpan returns the first and last time of samples; samples without
 // a time are left out.
-func sampleSpan(samples []profile.Sample) (first, last int64) {
+func SampleSpan(samples []profile.Sample) (first, last int64) {
 	for _, s := range samples {
 		if s.Time == 0 {
 			continue
@@ -363,17 +372,4 @@ func sampleSpan(samples []profile.Sample) (first, last int64) {
 		last = max(last, s.Time)
 	}
 	return first, last
-}
-
-// syncDir makes a directory's entries durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !strings.Contains(err.Error(), "invalid argument") {
-		return err
-	}
-	return nil
 }

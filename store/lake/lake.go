@@ -1,4 +1,6 @@
-package store
+// Package lake writes and reads the Parquet files of a block: its samples
+// and its stacks, the tables a data lake reads.
+package lake
 
 import "strings"
 
@@ -13,10 +15,10 @@ import "strings"
 // of label sets and threads in the block's tables); the label columns are
 // for the lake. docs/storage-format.md documents the schema.
 
-// sampleRow is a row of a block's samples file: the schema, which the
-// writer fills column by column (writeSamplesParquet) rather than from
+// SampleRow is a row of a block's samples file: the schema, which the
+// writer fills column by column (WriteSamples) rather than from
 // rows.
-type sampleRow struct {
+type SampleRow struct {
 	Block        string            `parquet:"block,dict"`
 	Time         int64             `parquet:"time,optional,delta,timestamp(microsecond)"`
 	Value        int64             `parquet:"value"`
@@ -37,8 +39,8 @@ type sampleRow struct {
 	Thread       int32             `parquet:"thread,delta"`
 }
 
-// stackRow is a row of a block's stacks file.
-type stackRow struct {
+// StackRow is a row of a block's stacks file.
+type StackRow struct {
 	Block    string   `parquet:"block,dict"`
 	StackID  int32    `parquet:"stack_id,delta"`
 	Function string   `parquet:"function,dict"`
@@ -47,31 +49,31 @@ type stackRow struct {
 
 // Column names the store reads back from a samples file.
 const (
-	colTime        = "time"
-	colValue       = "value"
-	colType        = "type"
-	colUnit        = "unit"
-	colStack       = "stack_id"
-	colThreadState = "thread_state"
-	colLabelSet    = "label_set"
-	colThread      = "thread"
+	ColTime        = "time"
+	ColValue       = "value"
+	ColType        = "type"
+	ColUnit        = "unit"
+	ColStack       = "stack_id"
+	ColThreadState = "thread_state"
+	ColLabelSet    = "label_set"
+	ColThread      = "thread"
 )
 
 // The file names of a block's Parquet files, beside its block file.
 const (
-	samplesSuffix = ".samples.parquet"
-	stacksSuffix  = ".stacks.parquet"
+	SamplesSuffix = ".samples.parquet"
+	StacksSuffix  = ".stacks.parquet"
 )
 
-// samplesPath and stacksPath return the paths of the Parquet files of the
+// SamplesPath and StacksPath return the paths of the Parquet files of the
 // block whose file is path.
-func samplesPath(path string) string { return strings.TrimSuffix(path, ".block") + samplesSuffix }
-func stacksPath(path string) string  { return strings.TrimSuffix(path, ".block") + stacksSuffix }
+func SamplesPath(path string) string { return strings.TrimSuffix(path, ".block") + SamplesSuffix }
+func StacksPath(path string) string  { return strings.TrimSuffix(path, ".block") + StacksSuffix }
 
-// lakeBlock returns the block whose Parquet file is name, and whether
+// BlockOf returns the block whose Parquet file is name, and whether
 // name is one.
-func lakeBlock(name string) (string, bool) {
-	for _, suffix := range []string{samplesSuffix, stacksSuffix} {
+func BlockOf(name string) (string, bool) {
+	for _, suffix := range []string{SamplesSuffix, StacksSuffix} {
 		if base, ok := strings.CutSuffix(name, suffix); ok {
 			return base + ".block", true
 		}
@@ -79,9 +81,9 @@ func lakeBlock(name string) (string, bool) {
 	return "", false
 }
 
-// blockID returns the name of the block whose file is path, as the
+// BlockID returns the name of the block whose file is path, as the
 // Parquet files' block column holds it.
-func blockID(path string) string {
+func BlockID(path string) string {
 	base := path[strings.LastIndexByte(path, '/')+1:]
 	return strings.TrimSuffix(base, ".block")
 }

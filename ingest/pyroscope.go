@@ -28,6 +28,57 @@ import (
 // multipart with the parts the Pyroscope Java agent and the sparkprof
 // agent send.
 
+// Pyroscope is an upload of Pyroscope's ingest protocol as its request
+// carries it: the query parameters (name, from, until, spyName,
+// sampleRate, units, format, dropped) and the body's Content-Type and
+// Content-Encoding. It is the Protocol of Pipeline.Upload; Check reads its
+// name and parameters.
+type Pyroscope struct {
+	Query           url.Values
+	ContentType     string
+	ContentEncoding string
+
+	name   Name   // read by Check
+	params Params // read by Check
+}
+
+// Sender returns who sent the upload: its labels are its name's, when the
+// name parses.
+func (u *Pyroscope) Sender(tenant, remote string) Sender {
+	who := Sender{Tenant: tenant, Remote: remote, SpyName: u.Query.Get("spyName"), Name: u.Query.Get("name")}
+	if name, err := ParseName(who.Name); err == nil {
+		who.Labels = name.Labels
+	}
+	return who
+}
+
+// Check reads the upload's name and parameters (ParseName, ParseParams).
+func (u *Pyroscope) Check() error {
+	var err error
+	if u.name, err = ParseName(u.Query.Get("name")); err != nil {
+		return err
+	}
+	u.params, err = ParseParams(u.Query)
+	return err
+}
+
+// Decode returns the profile of the upload whose body is body
+// (ParseBody, PyroscopeProfile), with a hint for a body that says it is
+// gzipped and is not (EncodingHint).
+func (u *Pyroscope) Decode(body []byte, key string) (Profile, error) {
+	parts, err := ParseBody(body, u.ContentType, u.ContentEncoding)
+	if err != nil {
+		return Profile{}, err
+	}
+	in, err := PyroscopeProfile(u.name, u.Query, u.params, parts, key)
+	if err != nil {
+		return Profile{}, err
+	}
+	in.Hint = EncodingHint(u.ContentEncoding, parts.Data)
+	in.Dropped = u.params.Dropped
+	return in, nil
+}
+
 // Name is what an upload's name says: its labels and the sample type its
 // suffix names (zero without one).
 type Name struct {
@@ -258,11 +309,11 @@ func multipartParts(body []byte, boundary string) (Parts, error) {
 	return ps, nil
 }
 
-// LegacyProfile returns the profile of an upload to /ingest: its name, the
+// PyroscopeProfile returns the profile of an upload to /ingest: its name, the
 // query parameters q and its parts, with key as its upload key (the
 // content's when the sender named none, ContentKey); the caller sets its
 // Bytes. Errors are errkind.BadInput.
-func LegacyProfile(name Name, q url.Values, ps Params, parts Parts, key string) (Profile, error) {
+func PyroscopeProfile(name Name, q url.Values, ps Params, parts Parts, key string) (Profile, error) {
 	runs, err := ParseTaskRuns(parts.Tasks)
 	if err != nil {
 		return Profile{}, errkind.New(errkind.BadInput, err)

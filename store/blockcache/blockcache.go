@@ -1,63 +1,70 @@
-package store
+// Package blockcache keeps recently read parts of blocks in memory, within
+// a budget of heap bytes.
+package blockcache
 
 import (
 	"container/list"
 	"sync"
+	"unsafe"
 
 	"github.com/sparkprof/sparkprof/profile"
 )
 
-// cache keeps recently read block parts in memory, least recently used
+// Cache keeps recently read block parts in memory, least recently used
 // first out, within a budget of approximate heap bytes; a part larger than
 // the budget is not kept. Concurrent reads of the same part wait for one
 // load.
-type cache struct {
+type Cache struct {
 	mu     sync.Mutex
 	budget int64
 	used   int64
-	lru    *list.List // of *cacheEntry, most recent at the front
-	byKey  map[cacheKey]*list.Element
-	// hits, misses and evictions count since the store opened.
+	lru    *list.List // of *entry, most recent at the front
+	byKey  map[Key]*list.Element
+	// hits, misses and evictions count since the cache was made.
 	hits, misses, evictions int64
 }
 
-type cacheKey struct {
-	path string
-	part int
-	// slice is a time slice's index + 1 for its rollup or samples, 0 for
-	// the block's part, tablesOnly for the tables of a sliced block's
+// Key names a part of a block: the block file, the part and the time
+// slice.
+type Key struct {
+	Path string
+	Part int
+	// Slice is a time slice's index + 1 for its rollup or samples, 0 for
+	// the block's part, TablesOnly for the tables of a sliced block's
 	// samples (the part as stored).
-	slice int
+	Slice int
 }
 
-const tablesOnly = -1
+// TablesOnly is the Slice of the tables of a sliced block's samples.
+const TablesOnly = -1
 
-type cacheEntry struct {
-	key   cacheKey
+type entry struct {
+	key   Key
 	ready chan struct{} // closed when p and err are set
 	p     *profile.Profile
 	err   error
 	size  int64
 }
 
-func newCache(budget int64) *cache {
-	return &cache{budget: budget, lru: list.New(), byKey: map[cacheKey]*list.Element{}}
+// New returns a cache of budget bytes.
+func New(budget int64) *Cache {
+	return &Cache{budget: budget, lru: list.New(), byKey: map[Key]*list.Element{}}
 }
 
-// get returns the part k, calling load when it is not cached. A failed
+// Get returns the part k, calling load when it is not cached. A failed
 // load is not kept, so the next query tries again.
-func (c *cache) get(k cacheKey, load func() (*profile.Profile, error)) (*profile.Profile, error) {
+func (c *Cache) Get(k Key, load func() (*profile.Profile, error)) (*profile.Profile, error) {
 	c.mu.Lock()
 	if el, ok := c.byKey[k]; ok {
 		c.lru.MoveToFront(el)
 		c.hits++
-		e := el.Value.(*cacheEntry)
+		e := el.Value.(*entry)
 		c.mu.Unlock()
 		<-e.ready
 		return e.p, e.err
 	}
 	c.misses++
-	e := &cacheEntry{key: k, ready: make(chan struct{})}
+	e := &entry{key: k, ready: make(chan struct{})}
 	c.byKey[k] = c.lru.PushFront(e)
 	c.mu.Unlock()
 
@@ -90,10 +97,10 @@ func (c *cache) get(k cacheKey, load func() (*profile.Profile, error)) (*profile
 	return e.p, nil
 }
 
-// put adds part k, read or made elsewhere (a block just written), unless
+// Put adds part k, read or made elsewhere (a block just written), unless
 // it is larger than the whole budget.
-func (c *cache) put(k cacheKey, p *profile.Profile) {
-	e := &cacheEntry{key: k, ready: make(chan struct{}), p: p, size: k.sizeOf(p)}
+func (c *Cache) Put(k Key, p *profile.Profile) {
+	e := &entry{key: k, ready: make(chan struct{}), p: p, size: k.sizeOf(p)}
 	close(e.ready)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -110,10 +117,10 @@ func (c *cache) put(k cacheKey, p *profile.Profile) {
 
 // evict drops the least recently used loaded parts while over budget; the
 // part just loaded stays.
-func (c *cache) evict() {
+func (c *Cache) evict() {
 	for el := c.lru.Back(); el != nil && c.used > c.budget; {
 		prev := el.Prev()
-		if el != c.lru.Front() && el.Value.(*cacheEntry).size > 0 {
+		if el != c.lru.Front() && el.Value.(*entry).size > 0 {
 			c.remove(el)
 			c.evictions++
 		}
@@ -121,35 +128,38 @@ func (c *cache) evict() {
 	}
 }
 
-func (c *cache) remove(el *list.Element) {
-	e := el.Value.(*cacheEntry)
+func (c *Cache) remove(el *list.Element) {
+	e := el.Value.(*entry)
 	c.used -= e.size
 	c.lru.Remove(el)
 	delete(c.byKey, e.key)
 }
 
+// sampleBytes is the memory of a sample.
+const sampleBytes = int64(unsafe.Sizeof(profile.Sample{}))
+
 // sizeOf estimates the memory of part p: a time slice's shares the
 // tables of another part and holds only its samples.
-func (k cacheKey) sizeOf(p *profile.Profile) int64 {
-	if k.slice > 0 {
+func (k Key) sizeOf(p *profile.Profile) int64 {
+	if k.Slice > 0 {
 		return int64(cap(p.Samples)) * sampleBytes
 	}
 	return p.MemSize()
 }
 
-// forget drops the parts of a block file that no longer exists.
-func (c *cache) forget(path string) {
+// Forget drops the parts of a block file that no longer exists.
+func (c *Cache) Forget(path string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, el := range c.byKey {
-		if k.path == path {
+		if k.Path == path {
 			c.remove(el)
 		}
 	}
 }
 
-// clear drops every part.
-func (c *cache) clear() {
+// Clear drops every part.
+func (c *Cache) Clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lru.Init()
@@ -157,8 +167,19 @@ func (c *cache) clear() {
 	c.used = 0
 }
 
-// stats returns the bytes held and the counters.
-func (c *cache) stats() (used, hits, misses, evictions int64) {
+// Keys lists the parts held.
+func (c *Cache) Keys() []Key {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([]Key, 0, len(c.byKey))
+	for k := range c.byKey {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// Stats returns the bytes held and the counters.
+func (c *Cache) Stats() (used, hits, misses, evictions int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.used, c.hits, c.misses, c.evictions

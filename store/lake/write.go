@@ -1,4 +1,4 @@
-package store
+package lake
 
 import (
 	"cmp"
@@ -52,7 +52,7 @@ type leaf struct {
 func leafOf(s *parquet.Schema, path ...string) leaf {
 	lc, ok := s.Lookup(path...)
 	if !ok {
-		panic(fmt.Sprintf("store: no Parquet column %v", path))
+		panic(fmt.Sprintf("lake: no Parquet column %v", path))
 	}
 	return leaf{index: lc.ColumnIndex, def: lc.MaxDefinitionLevel, rep: lc.MaxRepetitionLevel}
 }
@@ -111,7 +111,7 @@ const (
 // samplesSchema is the schema of a samples file and leaves its leaf
 // columns, by the constants above.
 var samplesSchema = sync.OnceValues(func() (*parquet.Schema, []leaf) {
-	s := parquet.SchemaOf(sampleRow{})
+	s := parquet.SchemaOf(SampleRow{})
 	leaves := make([]leaf, sColumns)
 	for i, path := range [sColumns][]string{
 		{"block"}, {"time"}, {"value"}, {"type"}, {"unit"}, {"stack_id"}, {"service_name"}, {"app"}, {"executor"},
@@ -120,7 +120,7 @@ var samplesSchema = sync.OnceValues(func() (*parquet.Schema, []leaf) {
 	} {
 		leaves[i] = leafOf(s, path...)
 		if leaves[i].index != i {
-			panic(fmt.Sprintf("store: Parquet column %v is column %d, want %d", path, leaves[i].index, i))
+			panic(fmt.Sprintf("lake: Parquet column %v is column %d, want %d", path, leaves[i].index, i))
 		}
 	}
 	return s, leaves
@@ -300,7 +300,7 @@ func (w *samplesWriter) sorted(samples []profile.Sample) []profile.Sample {
 }
 
 // writeGroup writes samples, sorted, as a row group of pw.
-func (w *samplesWriter) writeGroup(pw *parquet.GenericWriter[sampleRow], samples []profile.Sample) error {
+func (w *samplesWriter) writeGroup(pw *parquet.GenericWriter[SampleRow], samples []profile.Sample) error {
 	samples = w.sorted(samples)
 	cws := pw.ColumnWriters()
 	lv := w.leaves
@@ -346,14 +346,14 @@ func (w *samplesWriter) writeGroup(pw *parquet.GenericWriter[sampleRow], samples
 	return pw.Flush() // ends the row group
 }
 
-// writeSamplesParquet writes the samples file of block id, whose profile
+// WriteSamples writes the samples file of block id, whose profile
 // is p, to w: one row group for each of groups, a time slice's samples,
 // sorted by stage, task and label set.
-func writeSamplesParquet(w io.Writer, id string, p *profile.Profile, groups [][]profile.Sample) error {
+func WriteSamples(w io.Writer, id string, p *profile.Profile, groups [][]profile.Sample) error {
 	schema, _ := samplesSchema()
 	opts := parquetWriterOptions([]string{"block"}, []string{"unit"}, []string{"thread_name"},
 		[]string{"labels", "key_value", "key"}, []string{"labels", "key_value", "value"})
-	pw := parquet.NewGenericWriter[sampleRow](w, append(opts, schema)...)
+	pw := parquet.NewGenericWriter[SampleRow](w, append(opts, schema)...)
 	sw := newSamplesWriter(id, p)
 	sw.vals = getBatch()
 	defer putBatch(sw.vals)
@@ -371,13 +371,13 @@ func writeSamplesParquet(w io.Writer, id string, p *profile.Profile, groups [][]
 // stacksSchema is the schema of a stacks file and its leaf columns: block,
 // stack_id, function and frames' elements.
 var stacksSchema = sync.OnceValues(func() (*parquet.Schema, [4]leaf) {
-	s := parquet.SchemaOf(stackRow{})
+	s := parquet.SchemaOf(StackRow{})
 	return s, [4]leaf{leafOf(s, "block"), leafOf(s, "stack_id"), leafOf(s, "function"), leafOf(s, "frames", "list", "element")}
 })
 
-// writeStacksParquet writes the stacks file of block id to w: a row for
+// WriteStacks writes the stacks file of block id to w: a row for
 // each stack p's samples name, its frames' names leaf first.
-func writeStacksParquet(w io.Writer, id string, p *profile.Profile) error {
+func WriteStacks(w io.Writer, id string, p *profile.Profile) error {
 	schema, lv := stacksSchema()
 	used := make([]bool, p.NumStacks())
 	for _, s := range p.Samples {
@@ -388,7 +388,7 @@ func writeStacksParquet(w io.Writer, id string, p *profile.Profile) error {
 	for i, f := range p.Frames {
 		names[i] = parquet.ByteArrayValue([]byte(f.Name))
 	}
-	pw := parquet.NewGenericWriter[stackRow](w, append(parquetWriterOptions([]string{"block"}, []string{"function"},
+	pw := parquet.NewGenericWriter[StackRow](w, append(parquetWriterOptions([]string{"block"}, []string{"function"},
 		[]string{"frames", "list", "element"}), schema)...)
 	vals := getBatch()
 	defer putBatch(vals)

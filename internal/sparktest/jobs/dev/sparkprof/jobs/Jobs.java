@@ -297,14 +297,14 @@ public final class Jobs {
     return x;
   }
 
-  /** Allocates n small objects, keeping the newest million alive. */
+  /** Allocates n small objects, keeping the newest two million alive. */
   static long churn(int n) {
     List<long[]> live = new ArrayList<>();
     long sum = 0;
     for (int i = 0; i < n; i++) {
       long[] a = new long[8];
       a[0] = i;
-      if (live.size() < 1_000_000) {
+      if (live.size() < 2_000_000) {
         live.add(a);
       } else {
         live.set(i % live.size(), a);

@@ -244,7 +244,21 @@ func (e *Engine) readAhead(ctx context.Context, tenant string, req Request, src 
 			return errStopped
 		}
 	}
+	// stopped reports whether stop was called. A read starts only before
+	// then: stop's draining takes what the reader sends, so a send can
+	// win over done, and the reader must not go on to read more.
+	stopped := func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
 	read := func(u *store.Upload) error {
+		if stopped() {
+			return errStopped
+		}
 		p, err := src(u)
 		switch {
 		case req.Missing.skip(err, e.log):
@@ -259,6 +273,9 @@ func (e *Engine) readAhead(ctx context.Context, tenant string, req Request, src 
 			parts = []*store.Upload{u}
 		}
 		for _, part := range parts {
+			if stopped() {
+				return errStopped
+			}
 			p, err := part.Load()
 			if req.Missing.skip(err, e.log) {
 				return nil

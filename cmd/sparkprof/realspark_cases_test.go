@@ -218,7 +218,7 @@ func sparkPlanted(t *testing.T, e realSpark) {
 	r := e.run(t, e.job("planted", map[string]string{"spark.serializer": "org.apache.spark.serializer.KryoSerializer"}))
 	app := r.App(t)
 	noAgentErrors(t, r)
-	checkSources(t, e, app, 0)
+	checkSources(t, e, app, 0, false)
 	a := measureAttribution(t, e, app)
 	t.Logf("Spark %s attribution of task-thread CPU: %v", e.spark.Version, a)
 	if a.wrong > 0 || float64(a.correct) < 0.99*float64(a.correct+a.wrong+a.unattributed) {
@@ -268,22 +268,30 @@ func sparkShortJob(t *testing.T, e realSpark) {
 	r := e.run(t, e.job("short", map[string]string{"spark.sparkprof.uploadInterval": "10m"}))
 	app := r.App(t)
 	noAgentErrors(t, r)
-	checkSources(t, e, app, 1)
+	checkSources(t, e, app, 1, false)
 	if n := ticks(t, e.base, e.tenant(), sel(app, `thread_pool="task"`), "cpu"); n == 0 {
 		t.Error("no task-thread CPU samples of the short job")
 	}
 }
 
 // sparkJavaagent: the agent as -javaagent on the driver and the executors
-// gives the labels the plugin gives.
+// gives the labels the plugin gives. A -javaagent driver's one window can
+// still lose the race with the Flight Recorder's own shutdown hook at the
+// JVM's exit (about one run in three on 4.3.0): the agent says so and
+// drops it, and the test then asks for the executors' alone.
 func sparkJavaagent(t *testing.T, e realSpark) {
 	opt := "-javaagent:" + e.agentJar + "=server=" + e.base + ",uploadInterval=10m,stopWait=30s"
 	j := e.job("short", map[string]string{"spark.plugins": "", "spark.sparkprof.server": ""})
 	j.DriverJavaOptions, j.ExecutorJavaOptions, j.Jars = opt, opt, nil
 	r := e.run(t, j)
 	app := r.App(t)
-	noAgentErrors(t, r)
-	checkSources(t, e, app, 1)
+	driverLost := strings.Contains(r.Log, exitRace)
+	if driverLost {
+		noAgentErrors(t, r, exitRace)
+	} else {
+		noAgentErrors(t, r)
+	}
+	checkSources(t, e, app, 1, driverLost)
 	var names []string
 	e.get(t, "/api/v1/label-values?"+url.Values{"name": {"service_name"}, "query": {sel(app)}}.Encode(), &names)
 	if len(names) != 1 || names[0] != "sparkprof-short" {
@@ -340,7 +348,7 @@ func sparkDynamicAllocation(t *testing.T, e realSpark) {
 	if len(a.Executors) < 4 { // the driver and at least three executors
 		t.Fatalf("executors %+v: dynamic allocation did not replace the removed ones", a.Executors)
 	}
-	checkSources(t, e, app, 3) // one at least that dynamic allocation added
+	checkSources(t, e, app, 3, false) // one at least that dynamic allocation added
 }
 
 // sparkDecommission: an executor sent SIGPWR mid-job, as a spot instance's

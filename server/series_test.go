@@ -39,24 +39,7 @@ func TestSampleSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
-	sec := func(s int) string { return strconv.FormatInt(start+int64(s)*int64(time.Second), 10) }
-	// A dashboard's range, its bounds between seconds: the uploads it
-	// holds whole are read from their timelines, those it cuts from
-	// their samples.
-	between := func(s int) string { return strconv.FormatInt(start+int64(s)*int64(time.Second)+123456789, 10) }
-	justAfter := func(s int) string { return strconv.FormatInt(start+int64(s)*int64(time.Second)+1, 10) }
-	app := url.QueryEscape(`{spark_app_id="app-bench"}`)
-	paths := []string{
-		"/api/v1/series?by=spark_executor_id&step=10s&query=" + app,
-		"/api/v1/series?by=spark_executor_id&step=7s&type=wall&query=" + app,
-		"/api/v1/series?by=spark_stage_id&step=1s&type=wall&state=SLEEPING&query=" + app,
-		"/api/v1/series?by=spark_task_id&step=3s&from=" + sec(17) + "&until=" + sec(44) + "&query=" + url.QueryEscape(`{spark_executor_id="1"}`),
-		"/api/v1/series?step=1ms&type=alloc&query=" + app,
-		"/api/v1/series?by=thread_name&step=20s&query=" + url.QueryEscape(`{spark_stage_id="1"}`),
-		"/api/v1/series?by=spark_executor_id&step=10s&from=" + between(15) + "&until=" + between(52) + "&query=" + app,
-		"/api/v1/series?step=10s&type=wall&from=" + between(-5) + "&until=" + between(200) + "&query=" + app,
-		"/api/v1/series?by=spark_executor_id&step=10s&from=" + justAfter(20) + "&until=" + between(200) + "&query=" + app,
-	}
+	paths := seriesPaths(start)
 	for _, span := range []time.Duration{0, time.Minute} {
 		t.Run(fmt.Sprintf("span=%v", span), func(t *testing.T) {
 			db, err := store.Open(t.TempDir(), store.Options{Partition: span})
@@ -133,6 +116,29 @@ func TestSampleSeries(t *testing.T) {
 			check("blocks")
 			checkGrafana("blocks")
 		})
+	}
+}
+
+// seriesPaths are the series requests TestSampleSeries checks over the
+// synthetic app that starts at start (Unix ns).
+func seriesPaths(start int64) []string {
+	sec := func(s int) string { return strconv.FormatInt(start+int64(s)*int64(time.Second), 10) }
+	// A dashboard's range, its bounds between seconds: the uploads it
+	// holds whole are read from their timelines, those it cuts from
+	// their samples.
+	between := func(s int) string { return strconv.FormatInt(start+int64(s)*int64(time.Second)+123456789, 10) }
+	justAfter := func(s int) string { return strconv.FormatInt(start+int64(s)*int64(time.Second)+1, 10) }
+	app := url.QueryEscape(`{spark_app_id="app-bench"}`)
+	return []string{
+		"/api/v1/series?by=spark_executor_id&step=10s&query=" + app,
+		"/api/v1/series?by=spark_executor_id&step=7s&type=wall&query=" + app,
+		"/api/v1/series?by=spark_stage_id&step=1s&type=wall&state=SLEEPING&query=" + app,
+		"/api/v1/series?by=spark_task_id&step=3s&from=" + sec(17) + "&until=" + sec(44) + "&query=" + url.QueryEscape(`{spark_executor_id="1"}`),
+		"/api/v1/series?step=1ms&type=alloc&query=" + app,
+		"/api/v1/series?by=thread_name&step=20s&query=" + url.QueryEscape(`{spark_stage_id="1"}`),
+		"/api/v1/series?by=spark_executor_id&step=10s&from=" + between(15) + "&until=" + between(52) + "&query=" + app,
+		"/api/v1/series?step=10s&type=wall&from=" + between(-5) + "&until=" + between(200) + "&query=" + app,
+		"/api/v1/series?by=spark_executor_id&step=10s&from=" + justAfter(20) + "&until=" + between(200) + "&query=" + app,
 	}
 }
 

@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkprof/sparkprof/format/jfr"
-	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/internal/agentwindows"
 	"github.com/sparkprof/sparkprof/store/keyfile"
 )
 
@@ -24,7 +23,7 @@ import (
 // minute): 4 executors' 25 windows, and 100 executors' windows of the same
 // 30 s.
 func BenchmarkCompact(b *testing.B) {
-	windows := agentWindows(b)
+	windows := agentwindows.Load(b)
 	for _, c := range []struct {
 		name                string
 		executors, nWindows int
@@ -44,7 +43,7 @@ func BenchmarkCompact(b *testing.B) {
 // their whole span, of half and of a fifth of it, as ten-minute blocks
 // compare with five- and two-minute ones.
 func BenchmarkBlockSpan(b *testing.B) {
-	windows := agentWindows(b)
+	windows := agentwindows.Load(b)
 	whole := time.Duration(len(windows)) * 10 * time.Second
 	for _, div := range []int{1, 2, 5} {
 		b.Run(fmt.Sprintf("span-1/%d", div), func(b *testing.B) {
@@ -104,46 +103,13 @@ func benchmarkCompact(b *testing.B, windows [][]byte, executors int, span time.D
 	b.ReportMetric(float64(blockBytes)/1024/float64(b.N*len(ups)), "block-KB/upload")
 }
 
-// executorUploads makes the uploads of executors that each sent windows
-// (at the windows' own times), their task threads named apart by executor.
+// executorUploads makes the uploads of executors that each sent windows.
 func executorUploads(b *testing.B, windows [][]byte, executors int) []*Upload {
 	var ups []*Upload
-	for i, w := range windows {
-		for e := range executors {
-			p, err := jfr.Decode(w, "window")
-			if err != nil {
-				b.Fatal(err)
-			}
-			p.DropIndexes()
-			for t := 1; t < len(p.Threads); t++ {
-				p.Threads[t].Name += " on executor " + strconv.Itoa(e)
-			}
-			if p.Start == 0 || p.End <= p.Start {
-				b.Fatalf("window %d: no time span (%d to %d)", i, p.Start, p.End)
-			}
-			ups = append(ups, &Upload{From: p.Start, Until: p.End, Profile: p,
-				Labels: profile.Labels{{Name: profile.LabelServiceName, Value: "app"}, {Name: profile.LabelExecutorID, Value: strconv.Itoa(e)}}})
-		}
+	for _, u := range agentwindows.Executors(b, windows, executors) {
+		ups = append(ups, &Upload{From: u.Profile.Start, Until: u.Profile.End, Profile: u.Profile, Labels: u.Labels})
 	}
 	return ups
-}
-
-// agentWindows returns the chunks of the recording SPARKPROF_JDK_WINDOWS
-// names, each one window the agent uploads, skipping b without one.
-func agentWindows(b *testing.B) [][]byte {
-	name := os.Getenv("SPARKPROF_JDK_WINDOWS")
-	if name == "" {
-		b.Skip("SPARKPROF_JDK_WINDOWS names no recording of the agent's windows")
-	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	windows, err := jfr.Chunks(data)
-	if err != nil || len(windows) == 0 {
-		b.Fatalf("%s: %d windows: %v", name, len(windows), err)
-	}
-	return windows
 }
 
 // BenchmarkSaveKeys measures what a compaction adds when every upload

@@ -1,16 +1,12 @@
 package block
 
 import (
-	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-
-	"github.com/sparkprof/sparkprof/format/jfr"
-	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/internal/agentwindows"
 )
 
 // BenchmarkBlockParts measures the steps of writing a block, apart from
@@ -19,7 +15,7 @@ import (
 // compression). Its block is 100 executors' windows of 30 s, as
 // BenchmarkCompact's (SPARKPROF_JDK_WINDOWS).
 func BenchmarkBlockParts(b *testing.B) {
-	ups := executorInputs(b, agentWindows(b)[:3], 100)
+	ups := executorInputs(b, agentwindows.Load(b)[:3], 100)
 	p, meta := Merge(0, nil, nil, ups, int64(time.Second))
 	// A block span of the samples' own, so that each slice holds some.
 	meta.Partition = meta.FirstSample
@@ -58,44 +54,11 @@ func BenchmarkBlockParts(b *testing.B) {
 	})
 }
 
-// executorInputs makes the uploads of executors that each sent windows
-// (at the windows' own times), their task threads named apart by executor.
+// executorInputs makes the inputs of executors that each sent windows.
 func executorInputs(b *testing.B, windows [][]byte, executors int) []Input {
-	var ups []Input
-	for i, w := range windows {
-		for e := range executors {
-			p, err := jfr.Decode(w, "window")
-			if err != nil {
-				b.Fatal(err)
-			}
-			p.DropIndexes()
-			for t := 1; t < len(p.Threads); t++ {
-				p.Threads[t].Name += " on executor " + strconv.Itoa(e)
-			}
-			if p.Start == 0 || p.End <= p.Start {
-				b.Fatalf("window %d: no time span (%d to %d)", i, p.Start, p.End)
-			}
-			ups = append(ups, Input{From: p.Start, Until: p.End, Profile: p,
-				Labels: profile.Labels{{Name: profile.LabelServiceName, Value: "app"}, {Name: profile.LabelExecutorID, Value: strconv.Itoa(e)}}})
-		}
+	var ins []Input
+	for _, u := range agentwindows.Executors(b, windows, executors) {
+		ins = append(ins, Input{From: u.Profile.Start, Until: u.Profile.End, Profile: u.Profile, Labels: u.Labels})
 	}
-	return ups
-}
-
-// agentWindows returns the chunks of the recording SPARKPROF_JDK_WINDOWS
-// names, each one window the agent uploads, skipping b without one.
-func agentWindows(b *testing.B) [][]byte {
-	name := os.Getenv("SPARKPROF_JDK_WINDOWS")
-	if name == "" {
-		b.Skip("SPARKPROF_JDK_WINDOWS names no recording of the agent's windows")
-	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	windows, err := jfr.Chunks(data)
-	if err != nil || len(windows) == 0 {
-		b.Fatalf("%s: %d windows: %v", name, len(windows), err)
-	}
-	return windows
+	return ins
 }

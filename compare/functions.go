@@ -1,0 +1,96 @@
+package compare
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// maxFunctions is how many functions a code cause names.
+const maxFunctions = 5
+
+// minShareGrowth is the least growth of a function's share of a stage's
+// CPU samples (in points of share) that a code cause names.
+const minShareGrowth = 0.05
+
+// functionShares returns, for a stage of a run, each function's share of
+// the stage's CPU samples: the samples with the function anywhere on their
+// stack (so that a function's callees count as its own). It returns nil
+// when the run's profiles have no CPU sample of the stage.
+func functionShares(ps []*profile.Profile, stage int) map[string]float64 {
+	id := strconv.Itoa(stage)
+	in := map[string]int64{}
+	var total int64
+	var buf []profile.FrameID
+	for _, p := range ps {
+		t, ok := p.TypeIndex(profile.TypeCPU)
+		if !ok {
+			continue
+		}
+		ofStage := map[profile.LabelSetID]bool{}
+		seen := map[string]bool{}
+		for _, s := range p.Samples {
+			if s.Type != t {
+				continue
+			}
+			on, known := ofStage[s.Labels]
+			if !known {
+				v, _ := p.LabelSet(s.Labels).Get(profile.LabelStageID)
+				if v == "" {
+					v, _ = p.Labels.Get(profile.LabelStageID)
+				}
+				on = v == id
+				ofStage[s.Labels] = on
+			}
+			if !on {
+				continue
+			}
+			total += s.Value
+			buf = p.Stack(s.Stack, buf[:0])
+			clear(seen)
+			for _, f := range buf {
+				name := p.Frames[f].Name
+				if !seen[name] {
+					seen[name] = true
+					in[name] += s.Value
+				}
+			}
+		}
+	}
+	if total == 0 {
+		return nil
+	}
+	shares := make(map[string]float64, len(in))
+	for name, v := range in {
+		shares[name] = float64(v) / float64(total)
+	}
+	return shares
+}
+
+// grownFunctions lists the functions whose share of a matched stage's CPU
+// samples grew most, innermost first among equals: nil without samples of
+// the stage in both runs.
+func grownFunctions(o, n *runFacts, oldStage, newStage int) []FunctionChange {
+	os, ns := functionShares(o.profiles, oldStage), functionShares(n.profiles, newStage)
+	if os == nil || ns == nil {
+		return nil
+	}
+	var out []FunctionChange
+	for name, s := range ns {
+		if s-os[name] >= minShareGrowth {
+			out = append(out, FunctionChange{Name: name, OldShare: round(os[name], 3), NewShare: round(s, 3)})
+		}
+	}
+	// The function that grew most and, among those that grew alike (a
+	// function and its callers), the one with the least share: the
+	// innermost, where the time went.
+	slices.SortFunc(out, func(a, b FunctionChange) int {
+		ga, gb := round(a.NewShare-a.OldShare, 2), round(b.NewShare-b.OldShare, 2)
+		return cmp.Or(cmp.Compare(gb, ga), cmp.Compare(a.NewShare, b.NewShare), cmp.Compare(a.Name, b.Name))
+	})
+	return firstN(out, maxFunctions)
+}
+
+func firstN[T any](xs []T, n int) []T { return xs[:min(n, len(xs))] }

@@ -45,6 +45,7 @@ const (
 	KindErrors            Kind = "errors"
 	KindLogChunks         Kind = "log-chunks"
 	KindWarnings          Kind = "warnings"
+	KindRegression        Kind = "regression"
 )
 
 // Severity says how urgent a finding is.
@@ -145,6 +146,11 @@ type Thresholds struct {
 	// cost, in at least PatternMinSamples samples, to be recommended on.
 	PatternShare      float64
 	PatternMinSamples int64
+	// RegressionRatio: a run of a job this many times longer than the
+	// job's previous run regressed, when the change comes to at least
+	// RegressionMinMs.
+	RegressionRatio float64
+	RegressionMinMs int64
 }
 
 // DefaultThresholds are the thresholds sparkprof uses unless told otherwise.
@@ -172,6 +178,8 @@ var DefaultThresholds = Thresholds{
 	SpeculationWasteShare: 0.10,
 	PatternShare:          0.05,
 	PatternMinSamples:     20,
+	RegressionRatio:       1.25,
+	RegressionMinMs:       60_000,
 }
 
 // Input is what an analysis looks at.

@@ -47,13 +47,19 @@ type Options struct {
 	Memory eventlog.Memory
 }
 
-// Reports analyses every application of s with the thresholds th.
+// Reports analyses every application of s with the thresholds th; a later
+// run of a job that regressed from its previous run among them gets a
+// regression finding.
 func (s *Set) Reports(th analysis.Thresholds) []*analysis.Report {
 	var out []*analysis.Report
-	for _, in := range s.Apps() {
+	ins := s.Apps()
+	for _, in := range ins {
 		r := analysis.NewReport(in, analysis.Analyze(in, th), s.Sources, s.Profiles)
 		r.Recommendations = analysis.Recommend(in, th)
 		out = append(out, r)
+	}
+	if len(s.EventLogs) > 1 {
+		analysis.AddRegressions(ins, out, th)
 	}
 	return out
 }

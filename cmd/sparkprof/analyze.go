@@ -125,6 +125,8 @@ func thresholdFlags(fs *flag.FlagSet, th *analysis.Thresholds) {
 	fs.Float64Var(&th.SpeculationWasteShare, "speculation-waste-share", th.SpeculationWasteShare, "share of task time on attempts that lost a speculation race that makes speculation a warning")
 	fs.Float64Var(&th.PatternShare, "pattern-share", th.PatternShare, "share of a stage's or the app's profile samples a code pattern must cost to be recommended on")
 	fs.Int64Var(&th.PatternMinSamples, "pattern-min-samples", th.PatternMinSamples, "... in at least this many samples")
+	fs.Float64Var(&th.RegressionRatio, "regression-ratio", th.RegressionRatio, "a run this many times longer than its job's previous run regressed")
+	fs.Int64Var(&th.RegressionMinMs, "regression-min-ms", th.RegressionMinMs, "... when it is at least this much (ms) longer")
 }
 
 // selectApp keeps the reports of the app of id id.

@@ -167,6 +167,9 @@ func (e *Engine) App(ctx context.Context, tenant string, app AppAttempt) (*analy
 	live := *rep
 	live.Metrics = e.withLiveMetrics(tenant, rep)
 	live.Findings = e.explainStragglers(ctx, tenant, rep)
+	if f, ok := e.regression(tenant, rep); ok {
+		live.Findings = analysis.WithFinding(live.Findings, f)
+	}
 	live.Recommendations = e.recommend(ctx, tenant, rep)
 	return &live, nil
 }

@@ -216,6 +216,8 @@ func (s *Server) api() []endpoint {
 		{"GET /api/v1/apps/{id}/stages/{stage}", s.handleStage, quickQuery},
 		{"GET /api/v1/apps/{id}/stages/{stage}/tasks", s.handleStageTasks, quickQuery},
 		{"GET /api/v1/apps/{id}/stages/{stage}/slow-vs-rest", s.handleSlowVsRest, heavyQuery},
+		{"GET /api/v1/jobs", s.handleJobs, notQuery},
+		{"GET /api/v1/compare", s.handleCompare, heavyQuery},
 		{"GET /pyroscope/render", s.handlePyroscopeRender, quickQuery},
 		{"GET /pyroscope/render-diff", s.handlePyroscopeDiff, heavyQuery},
 		{"GET /pyroscope/label-values", s.handlePyroscopeLabelValues, quickQuery},

@@ -18,6 +18,7 @@ import * as deadends from './steps/deadends.mjs';
 import * as sql from './steps/sql.mjs';
 import * as flame from './steps/flame.mjs';
 import * as server from './steps/server.mjs';
+import * as runs from './steps/runs.mjs';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const bin = path.resolve(process.argv[2] || path.join(here, '../../bin/sparkprof'));
@@ -78,7 +79,7 @@ try {
   // E2E_STEPS=app,flame runs only those files of steps (each starts from
   // a page of its own): while working on one part of the UI.
   const only = process.env.E2E_STEPS ? process.env.E2E_STEPS.split(',') : null;
-  const files = { app, numbers, deadends, sql, flame, server, history };
+  const files = { app, numbers, deadends, sql, flame, server, runs, history };
   for (const [name, steps] of Object.entries(files)) {
     // history goes last: it imports a generated app of 222,880 tasks under
     // the id of a corpus app the steps before read.

@@ -12,10 +12,12 @@ import { DiffPage } from './pages/Diff';
 import { LatencyPage } from './pages/Latency';
 import { HeapPage } from './pages/Heap';
 import { AgentsPage } from './pages/Agents';
+import { JobsPage, ComparePage } from './pages/Runs';
 import { RefreshProvider } from './common';
 
 const nav = [
   ['/', 'Applications'],
+  ['/jobs', 'Jobs'],
   ['/flame', 'Flame graph'],
   ['/diff', 'Diff'],
   ['/latency', 'Latency'],
@@ -36,8 +38,10 @@ function Page() {
   else if (path === '/latency') page = <LatencyPage params={params} setParams={setParams} />;
   else if (path === '/heap') page = <HeapPage params={params} setParams={setParams} />;
   else if (path === '/agents') page = <AgentsPage />;
+  else if (path === '/jobs') page = <JobsPage />;
+  else if (path === '/compare') page = <ComparePage params={params} />;
   else page = <AppsPage />;
-  const section = m || st ? '/' : path;
+  const section = m || st ? '/' : path === '/compare' ? '/jobs' : path;
   return (
     <>
       <header>

@@ -44,6 +44,27 @@ function OtherRuns({ app, appIds }) {
   );
 }
 
+// PreviousRun links to the comparison of this app with the previous run of
+// its job, when the server has read one.
+function PreviousRun({ app }) {
+  const { data: jobs } = useAsync(() => getJSON('/api/v1/jobs'), []);
+  const job = (jobs || []).find((j) => j.runs.some((r) => r.appId === app.id));
+  if (!job) return null;
+  const i = job.runs.findIndex((r) => r.appId === app.id);
+  if (i <= 0) return null;
+  const prev = job.runs[i - 1];
+  return (
+    <p>
+      <a href={href('/compare', { old: prev.appId, new: app.id })} data-testid="compare-previous">
+        Compare with the previous run of {job.name}
+      </a>{' '}
+      <span className="muted">
+        ({prev.appId}, {fmtTime(prev.startMs)}, {fmtMs(prev.durationMs)})
+      </span>
+    </p>
+  );
+}
+
 // tabs are the app page's views, as the History Server's tabs.
 const tabs = [
   ['', 'Overview'],
@@ -201,6 +222,7 @@ export function AppPage({ id, params, setParams }) {
       <AppFacts app={a} jobs={rep.jobs} stages={rep.stages} live={<RefreshControls />}>
         <a href={`/apps/${encodeURIComponent(a.id)}/report`}>offline HTML report</a>
       </AppFacts>
+      <PreviousRun app={a} />
       <nav className="tabs" data-testid="app-tabs">
         {tabs.map(([t, title]) => (
           <a key={t} href={href(`/apps/${encodeURIComponent(a.id)}`, { tab: t })} className={tab === t ? 'active' : ''}>

@@ -46,15 +46,16 @@ func Regression(job string, r *compare.Result, th Thresholds) (Finding, bool) {
 }
 
 // AddRegressions compares each app of ins that is a later run of a job
-// with the job's previous run among ins, and adds the regression finding
-// to its report (reports[i] is ins[i]'s) when it regressed.
-func AddRegressions(ins []Input, reports []*Report, th Thresholds) {
+// (named by jobOf, compare.JobOf when nil) with the job's previous run
+// among ins, and adds the regression finding to its report (reports[i] is
+// ins[i]'s) when it regressed.
+func AddRegressions(ins []Input, reports []*Report, th Thresholds, jobOf func(*spark.App) string) {
 	apps := make([]*spark.App, len(ins))
 	at := map[*spark.App]int{}
 	for i, in := range ins {
 		apps[i], at[in.App] = in.App, i
 	}
-	for _, j := range compare.Jobs(apps, nil) {
+	for _, j := range compare.Jobs(apps, jobOf) {
 		for k := 1; k < len(j.Runs); k++ {
 			r := compare.Compare(compare.Run{App: j.Runs[k-1]}, compare.Run{App: j.Runs[k]}, compare.Options{})
 			if f, ok := Regression(j.Name, r, th); ok {

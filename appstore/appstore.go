@@ -170,7 +170,7 @@ func (s *Store) analyse(paths []string, bundle string, mem eventlog.Memory) (*an
 	if len(in.EventLogs) == 0 && len(in.Logs) == 0 {
 		return nil, fmt.Errorf("%s: no event log or container log", filepath.Base(paths[0]))
 	}
-	reps := in.Reports(s.th)
+	reps := in.Reports(s.th, nil)
 	if len(reps) == 0 {
 		return nil, fmt.Errorf("%s: nothing to analyse", filepath.Base(paths[0]))
 	}

@@ -12,11 +12,21 @@ import (
 const JobProperty = "spark.sparkprof.job"
 
 // JobOf names the job app is a run of: its JobProperty, else its name.
-func JobOf(app *spark.App) string {
-	if v := sparkProps(app)[JobProperty]; v != "" {
-		return v
+func JobOf(app *spark.App) string { return JobBy("")(app) }
+
+// JobBy returns a function naming the job an app is a run of by the Spark
+// property prop, when the app has it (a tag a scheduler sets, say), else
+// as JobOf does.
+func JobBy(prop string) func(*spark.App) string {
+	return func(app *spark.App) string {
+		props := sparkProps(app)
+		for _, p := range []string{prop, JobProperty} {
+			if v := props[p]; p != "" && v != "" {
+				return v
+			}
+		}
+		return app.Name
 	}
-	return app.Name
 }
 
 // Job is the runs of one job, oldest first.

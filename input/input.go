@@ -48,9 +48,9 @@ type Options struct {
 }
 
 // Reports analyses every application of s with the thresholds th; a later
-// run of a job that regressed from its previous run among them gets a
-// regression finding.
-func (s *Set) Reports(th analysis.Thresholds) []*analysis.Report {
+// run of a job (named by jobOf, compare.JobOf when nil) that regressed
+// from its previous run among them gets a regression finding.
+func (s *Set) Reports(th analysis.Thresholds, jobOf func(*spark.App) string) []*analysis.Report {
 	var out []*analysis.Report
 	ins := s.Apps()
 	for _, in := range ins {
@@ -59,7 +59,7 @@ func (s *Set) Reports(th analysis.Thresholds) []*analysis.Report {
 		out = append(out, r)
 	}
 	if len(s.EventLogs) > 1 {
-		analysis.AddRegressions(ins, out, th)
+		analysis.AddRegressions(ins, out, th, jobOf)
 	}
 	return out
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sparkprof/sparkprof/appstore"
 	"github.com/sparkprof/sparkprof/attribution"
+	"github.com/sparkprof/sparkprof/compare"
 	"github.com/sparkprof/sparkprof/internal/errkind"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
@@ -36,6 +37,9 @@ type Config struct {
 	// is not bounded. Zero means 1,048,576.
 	MaxSamples int
 	Logger     *slog.Logger
+	// JobKey is the Spark property whose value names the job an app is a
+	// run of; "" for compare.JobOf's.
+	JobKey string
 }
 
 // Engine answers queries of a store.
@@ -44,6 +48,7 @@ type Engine struct {
 	apps       *appstore.Store
 	maxSamples int
 	log        *slog.Logger
+	jobOf      func(*spark.App) string
 	// orders keeps the stage task table's last sorts (StageTasks).
 	orders taskOrders
 }
@@ -56,7 +61,7 @@ func NewEngine(cfg Config) *Engine {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Engine{store: cfg.Store, apps: cfg.Apps, maxSamples: cfg.MaxSamples, log: cfg.Logger}
+	return &Engine{store: cfg.Store, apps: cfg.Apps, maxSamples: cfg.MaxSamples, log: cfg.Logger, jobOf: compare.JobBy(cfg.JobKey)}
 }
 
 // Merge returns the samples req selects as one profile, keeping the labels

@@ -40,7 +40,7 @@ func (e *Engine) Jobs(_ context.Context, tenant string, opt compare.Options) []J
 		apps = append(apps, a)
 	}
 	out := []JobRuns{}
-	for _, j := range compare.Jobs(apps, nil) {
+	for _, j := range compare.Jobs(apps, e.jobOf) {
 		jr := JobRuns{Name: j.Name}
 		for _, a := range j.Runs {
 			s := compare.Summarize(a, opt)
@@ -69,7 +69,7 @@ func (e *Engine) Compare(ctx context.Context, tenant string, old, new AppAttempt
 		return nil, err
 	}
 	n := modelOf(nrep)
-	job := compare.JobOf(n)
+	job := e.jobOf(n)
 	var orep *analysis.Report
 	if old.ID != "" {
 		if orep, err = e.report(tenant, old); err != nil {
@@ -89,7 +89,7 @@ func (e *Engine) Compare(ctx context.Context, tenant string, old, new AppAttempt
 func (e *Engine) previousRun(tenant, job string, rep *analysis.Report) *analysis.Report {
 	var prev *analysis.Report
 	for _, r := range e.latestReports(tenant) {
-		if r.App.ID == rep.App.ID || r.App.StartMs >= rep.App.StartMs || compare.JobOf(modelOf(r)) != job {
+		if r.App.ID == rep.App.ID || r.App.StartMs >= rep.App.StartMs || e.jobOf(modelOf(r)) != job {
 			continue
 		}
 		if prev == nil || r.App.StartMs > prev.App.StartMs {
@@ -103,7 +103,7 @@ func (e *Engine) previousRun(tenant, job string, rep *analysis.Report) *analysis
 // previous run of its job, if it regressed.
 func (e *Engine) regression(tenant string, rep *analysis.Report) (analysis.Finding, bool) {
 	a := modelOf(rep)
-	job := compare.JobOf(a)
+	job := e.jobOf(a)
 	prev := e.previousRun(tenant, job, rep)
 	if prev == nil {
 		return analysis.Finding{}, false

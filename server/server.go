@@ -77,6 +77,10 @@ type Config struct {
 	// Thresholds decide the findings of the apps the server analyses;
 	// the zero value means analysis.DefaultThresholds.
 	Thresholds analysis.Thresholds
+	// JobKey is the Spark property whose value names the job an app is a
+	// run of (the Jobs and Compare pages); "" for spark.sparkprof.job, else
+	// the app's name.
+	JobKey string
 	// SlowQuery, when positive, logs each query that takes at least that
 	// long, with its path, parameters and tenant, as a warning.
 	SlowQuery time.Duration
@@ -134,7 +138,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: m, apps: apps,
 		ingest: ingest.New(ingest.Config{Store: cfg.Store, Apps: apps, MaxDecodedBytes: cfg.MaxDecodedBytes, MaxLogBytes: cfg.MaxLogBytes,
 			RatePerSecond: cfg.RatePerSecond, MaxConcurrentUploads: cfg.MaxConcurrentUploads, MaxMemory: cfg.IngestMemory, Registerer: m.reg, Logger: cfg.Logger}),
-		query: query.NewEngine(query.Config{Store: cfg.Store, Apps: apps, MaxSamples: cfg.MaxQuerySamples, Logger: cfg.Logger}),
+		query: query.NewEngine(query.Config{Store: cfg.Store, Apps: apps, MaxSamples: cfg.MaxQuerySamples, Logger: cfg.Logger, JobKey: cfg.JobKey}),
 	}
 	s.queries = newQueryTurns(cfg.MaxConcurrentQueries)
 	if cfg.AuthToken != "" || len(cfg.Tokens) > 0 {

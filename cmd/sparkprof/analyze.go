@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/compare"
 	"github.com/sparkprof/sparkprof/input"
 	"github.com/sparkprof/sparkprof/internal/english"
 	"github.com/sparkprof/sparkprof/report"
@@ -46,6 +47,7 @@ func runAnalyze(ctx context.Context, e *env, args []string) error {
 	thresholdFlags(fs, &th)
 	full := fs.Bool("full", false, "with several applications, print each one's full report after the summary table")
 	appID := fs.String("app", "", "report only the application of this id (as the summary table lists them)")
+	jobKey := jobKeyFlag(fs)
 	if err := parsePaths(fs, args); err != nil {
 		return err
 	}
@@ -58,7 +60,7 @@ func runAnalyze(ctx context.Context, e *env, args []string) error {
 	for _, err := range in.Unreadable {
 		fmt.Fprintf(e.stderr, "sparkprof: skipping %v\n", err)
 	}
-	reports := in.Reports(th)
+	reports := in.Reports(th, compare.JobBy(*jobKey))
 	if *appID != "" {
 		if reports, err = selectApp(reports, *appID); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"html/template"
 	"io"
@@ -27,6 +28,13 @@ func init() {
 	})
 }
 
+// jobKeyFlag defines --job-key, the Spark property that names an app's
+// job.
+func jobKeyFlag(fs *flag.FlagSet) *string {
+	return fs.String("job-key", "", "the Spark property whose value names the job an app is a run of (default: "+
+		compare.JobProperty+", else the app's name)")
+}
+
 // comparison is one run compared with an earlier run of its job.
 type comparison struct {
 	Job string `json:"job"`
@@ -37,15 +45,15 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "compare")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	htmlOut := fs.String("html", "", "also write the comparison as a self-contained HTML page to this file")
-	job := fs.String("job", "", "compare the last two runs of this job only (a job is the apps of one "+
-		compare.JobProperty+", else of one name)")
+	job := fs.String("job", "", "compare the last two runs of this job only")
+	jobKey := jobKeyFlag(fs)
 	var opt compare.Options
 	fs.Float64Var(&opt.PricePerCoreHour, "price-core-hour", 0, "price of an executor core-hour, to cost each run")
 	fs.Float64Var(&opt.PricePerGiBHour, "price-gib-hour", 0, "price of an executor memory GiB-hour, to cost each run")
 	if err := parsePaths(fs, args); err != nil {
 		return err
 	}
-	cs, err := comparisons(e, fs.Args(), *job, opt)
+	cs, err := comparisons(e, fs.Args(), *job, compare.JobBy(*jobKey), opt)
 	if err != nil {
 		return err
 	}
@@ -73,13 +81,13 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 
 // comparisons reads the paths and compares: OLD with NEW when there are two
 // paths of one app each, else the last run of each job with the run before.
-func comparisons(e *env, paths []string, job string, opt compare.Options) ([]comparison, error) {
+func comparisons(e *env, paths []string, job string, jobOf func(*spark.App) string, opt compare.Options) ([]comparison, error) {
 	if len(paths) == 2 && job == "" {
 		old, err1 := readRun(e, paths[0])
 		new, err2 := readRun(e, paths[1])
 		if err1 == nil && err2 == nil {
 			r := compare.Compare(old, new, opt)
-			return []comparison{{Job: compare.JobOf(new.App), Result: r}}, nil
+			return []comparison{{Job: jobOf(new.App), Result: r}}, nil
 		}
 		if !errorIsSeveralApps(err1) || !errorIsSeveralApps(err2) {
 			if err1 != nil {
@@ -100,7 +108,7 @@ func comparisons(e *env, paths []string, job string, opt compare.Options) ([]com
 	}
 	var out []comparison
 	var single []string
-	for _, j := range compare.Jobs(apps, nil) {
+	for _, j := range compare.Jobs(apps, jobOf) {
 		if job != "" && j.Name != job {
 			continue
 		}

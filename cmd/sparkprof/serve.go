@@ -44,6 +44,7 @@ func defaultDataDir() string {
 
 // serveFlags are serve's flags.
 type serveFlags struct {
+	jobKey          *string
 	addr            string
 	data            string
 	retention       string
@@ -139,6 +140,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxTenants, "max-tenants", 1000, "most tenants (X-Scope-OrgID values) the server stores; uploads for more get 422 (0: no limit)")
 	fs.IntVar(&f.maxQueries, "max-concurrent-queries", 0, "queries answered at once; more wait their turn, heavy ones (exports, diffs, series) for at most half the turns (0: twice the CPUs)")
 	f.thresholds.th = analysis.DefaultThresholds
+	f.jobKey = jobKeyFlag(fs)
 	fs.Var(&f.thresholds, "threshold", "NAME=VALUE: a threshold of the findings of the apps the server analyses, named as analyze's flag (e.g. gc-share=0.2); repeatable")
 	fs.IntVar(&f.maxQuerySamples, "max-query-samples", 1<<20, "most samples a query that keeps labels merges its selection into (a pprof export with labels=all keeps one per stack, task and thread; a flame graph is not bounded); past it the query gets 422")
 }
@@ -307,7 +309,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	srv := server.New(server.Config{Store: db, Tokens: tokens, Logger: log, AgentJar: jar, RatePerSecond: f.rate, MaxConcurrentUploads: f.concurrent,
 		EventLogDir: filepath.Join(f.data, "eventlogs"), MaxLogBytes: f.maxLogGB << 30, MaxQuerySamples: f.maxQuerySamples, SlowQuery: f.slowQuery,
-		IngestMemory: mem.ingest, MaxConcurrentQueries: f.maxQueries, Thresholds: f.thresholds.th})
+		IngestMemory: mem.ingest, MaxConcurrentQueries: f.maxQueries, Thresholds: f.thresholds.th, JobKey: *f.jobKey})
 	defer srv.Close()
 	g.open(srv)
 	base := scheme + "://" + ln.Addr().String()

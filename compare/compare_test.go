@@ -262,3 +262,17 @@ func buildApp(t *testing.T, path string) *spark.App {
 	}
 	return app
 }
+
+func TestSameInEveryJVM(t *testing.T) {
+	for in, want := range map[string]string{
+		"org.apache.spark.rdd.RDD$$Lambda$1232+0x00007fe1e0789130.2020247813.apply": "org.apache.spark.rdd.RDD$$Lambda.apply",
+		"a.B$$Lambda$12/0x0000000800c0b000.run":                                     "a.B$$Lambda.run",
+		"java.lang.invoke.LambdaForm$DMH.0x000000080129cc00.newInvokeSpecial":       "java.lang.invoke.LambdaForm$DMH.newInvokeSpecial",
+		"dev.sparkprof.jobs.Jobs.parseDate":                                         "dev.sparkprof.jobs.Jobs.parseDate",
+		"kafka.server.ReplicaManager$$Lambda_.apply":                                "kafka.server.ReplicaManager$$Lambda_.apply",
+	} {
+		if got := sameInEveryJVM(in); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+}

@@ -2,8 +2,10 @@ package compare
 
 import (
 	"cmp"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/sparkprof/sparkprof/profile"
 )
@@ -51,7 +53,7 @@ func functionShares(ps []*profile.Profile, stage int) map[string]float64 {
 			buf = p.Stack(s.Stack, buf[:0])
 			clear(seen)
 			for _, f := range buf {
-				name := p.Frames[f].Name
+				name := sameInEveryJVM(p.Frames[f].Name)
 				if !seen[name] {
 					seen[name] = true
 					in[name] += s.Value
@@ -91,6 +93,22 @@ func grownFunctions(o, n *runFacts, oldStage, newStage int) []FunctionChange {
 		return cmp.Or(cmp.Compare(gb, ga), cmp.Compare(a.NewShare, b.NewShare), cmp.Compare(a.Name, b.Name))
 	})
 	return firstN(out, maxFunctions)
+}
+
+// jvmInstance matches the parts of a generated class's name that differ
+// from JVM to JVM: a lambda's hidden class as JDK 17's Flight Recorder
+// names it (RDD$$Lambda$1232+0x00007f9ed078dee8.6608933), and a method
+// handle's form (LambdaForm$DMH.0x000000080129cc00).
+var jvmInstance = regexp.MustCompile(`(\$\$Lambda)\$\d+[+/]0x[0-9a-f]+(?:[./]\d+)?|(LambdaForm\$[A-Za-z]+)[./+]0x[0-9a-f]+`)
+
+// sameInEveryJVM names a function the same in every JVM, so that the runs'
+// functions compare: the flame graphs keep the names the JVM gave, as
+// Pyroscope does, but two runs are always two sets of JVMs.
+func sameInEveryJVM(name string) string {
+	if !strings.Contains(name, "0x") {
+		return name
+	}
+	return jvmInstance.ReplaceAllString(name, "$1$2")
 }
 
 func firstN[T any](xs []T, n int) []T { return xs[:min(n, len(xs))] }

@@ -80,6 +80,7 @@ func TestRealSpark(t *testing.T) {
 				{"dead server", sparkDeadServer},
 				{"dynamic allocation", sparkDynamicAllocation},
 				{"decommissioning", sparkDecommission},
+				{"run over run", sparkRunOverRun},
 			} {
 				t.Run(tt.name, func(t *testing.T) { tt.run(t, e) })
 			}

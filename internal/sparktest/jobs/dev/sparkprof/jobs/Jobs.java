@@ -16,6 +16,9 @@ import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataTypes;
 import scala.Tuple2;
 
 /**
@@ -31,6 +34,10 @@ public final class Jobs {
     String mode = args[0];
     if (mode.equals("eventlogs")) {
       eventLogs(args[1]);
+      return;
+    }
+    if (mode.equals("runs")) {
+      runs();
       return;
     }
     SparkSession spark = SparkSession.builder().appName("sparkprof-" + mode).getOrCreate();
@@ -140,6 +147,64 @@ public final class Jobs {
       }
       return burn(50);
     }).count();
+  }
+
+  /** The rows of a run of the nightly job. */
+  static final long NIGHTLY_ROWS = 400_000;
+
+  /**
+   * Runs of one recurring job, {@code nightly} (its {@code spark.sparkprof.job}), each its own application: a
+   * first run, then one run for each planted change, which the tests compare with the first. Each prints
+   * {@code JOBS RUN CHANGE appId}. A warm-up run comes before them all: the first application of a driver loads
+   * and compiles Spark's classes, seconds that later runs, each in a driver of its own in production, spend
+   * alike.
+   */
+  static void runs() {
+    for (String change : new String[] {"warm-up", "first", "input", "skew", "slower", "executors", "partitions"}) {
+      SparkSession.Builder b = SparkSession.builder().appName("sparkprof-nightly")
+          .config("spark.sparkprof.job", "nightly")
+          .config("spark.sql.shuffle.partitions", change.equals("partitions") ? "1" : "8")
+          .config("spark.sql.adaptive.coalescePartitions.enabled", "false");
+      if (change.equals("executors")) {
+        b.config("spark.cores.max", "1"); // one executor of the two workers
+      }
+      SparkSession spark = b.getOrCreate();
+      try {
+        nightly(spark, change.equals("input") ? 2 * NIGHTLY_ROWS : NIGHTLY_ROWS, change.equals("skew") ? 90 : 0,
+            change.equals("slower") ? 3 : 1);
+        System.out.println("JOBS RUN " + change + " " + spark.sparkContext().applicationId());
+      } finally {
+        spark.stop();
+      }
+    }
+    System.out.println("JOBS DONE runs");
+  }
+
+  /**
+   * The nightly job: rows keyed by one of 1000 keys (skewPct % of them by key 0), repartitioned by key, each
+   * row's date parsed by the job's UDF parseDate, summed by key.
+   */
+  static void nightly(SparkSession spark, long rows, int skewPct, int slowdown) {
+    spark.udf().register("parseDate", (UDF1<String, Long>) s -> parseDate(s, slowdown), DataTypes.LongType);
+    spark.sparkContext().setJobDescription("nightly");
+    spark.range(0, rows, 1, 4)
+        .selectExpr("CASE WHEN id % 100 < " + skewPct + " THEN 0 ELSE id % 1000 END AS k",
+            "concat('2026-12-', id % 28 + 1, 'T', id) AS d")
+        .repartition(functions.col("k"))
+        .selectExpr("k", "parseDate(d) AS t")
+        .groupBy("k").sum("t")
+        .collect();
+  }
+
+  /** The nightly job's own function, where its time goes: a slower release of it works slowdown times as long. */
+  static long parseDate(String s, int slowdown) {
+    long h = 0;
+    for (int r = 0; r < 900 * slowdown; r++) {
+      for (int i = 0; i < s.length(); i++) {
+        h = h * 31 + s.charAt(i);
+      }
+    }
+    return h & 0xffff; // summed by key: no overflow
   }
 
   /** A few seconds of jobs: an RDD job with a shuffle and a SQL aggregation. */

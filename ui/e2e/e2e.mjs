@@ -68,7 +68,7 @@ try {
   page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
   // A wait is for the page's own signal; the bound is only for a page that
   // never gives it, and a busy machine must not reach it.
-  context.setDefaultTimeout(5 * 60_000);
+  context.setDefaultTimeout(Number(process.env.E2E_TIMEOUT_MS) || 5 * 60_000);
   failed = async () => {
     console.log(`     the page was at ${page.url()}; console errors: ${JSON.stringify(errors)}`);
     await page.screenshot({ path: path.join(shots, 'failed.png'), fullPage: true }).catch(() => {});

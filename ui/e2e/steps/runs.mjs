@@ -1,4 +1,5 @@
-// A recurring job's runs: the jobs page lists a corpus app and a later run
+// An app's attempts, kept apart as the History Server keeps them; and a
+// recurring job's runs: the jobs page lists a corpus app and a later run
 // of it, generated from the same log with every duration 1.6 times as long
 // (another app id, a day later); the compare page matches every stage and
 // splits the change over its causes; the later run's page links to it.
@@ -33,6 +34,27 @@ function laterRun(text) {
 }
 
 export async function run({ page, step, shot, url, bin, testdata }) {
+  await step('an app’s attempts, each with its own pages', async () => {
+    const id = 'local-1430917381535';
+    const r = spawnSync(bin, ['import', '--server', url, ...['_1', '_2'].map((a) => path.join(testdata, 'eventlogs/apache', id + a))], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    await page.goto(`${url}/#/`);
+    const links = page.getByTestId('apps').locator('tbody tr').filter({ hasText: id }).getByTestId('attempt-links');
+    await links.waitFor();
+    assert.deepEqual(await links.locator('a').allTextContents(), ['1', '2']);
+    await links.locator('a', { hasText: '1' }).click();
+    const title = page.getByTestId('app-title');
+    await title.waitFor();
+    assert.match(await title.textContent(), /attempt 1/);
+    const attempts = page.getByTestId('app-attempts');
+    assert.match(await attempts.textContent(), /Attempts: 1 .* · 2 /);
+    // The other attempt is a link; this one is not.
+    await attempts.locator('a', { hasText: '2' }).click();
+    await page.waitForFunction(() => /attempt 2/.test(document.querySelector('[data-testid="app-title"]')?.textContent || ''));
+    assert.match(page.url(), /appAttempt=2/);
+    await shot('16-attempts.png');
+  });
+
   await step('a job’s runs, and the later run compared with the first', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'sparkprof-e2e-runs-'));
     try {

@@ -44,6 +44,33 @@ function OtherRuns({ app, appIds }) {
   );
 }
 
+// Attempts links to the app's other attempts, as the History Server keeps
+// them apart, when it has several.
+function Attempts({ app }) {
+  const { data: apps } = useAsync(() => getJSON('/api/v1/apps'), []);
+  const row = (apps || []).find((o) => o.id === app.id);
+  if (!row || !row.attempts || row.attempts.length < 2) return null;
+  return (
+    <p data-testid="app-attempts">
+      Attempts:{' '}
+      {[...row.attempts].reverse().map((t, i) => (
+        <span key={t.attemptId}>
+          {i > 0 && ' · '}
+          {t.attemptId === app.attemptId ? (
+            <b>{t.attemptId}</b>
+          ) : (
+            <a href={href(`/apps/${encodeURIComponent(app.id)}`, { appAttempt: t.attemptId })}>{t.attemptId}</a>
+          )}{' '}
+          <span className="muted">
+            ({fmtTime(t.startMs)}, {fmtMs(t.durationMs)}
+            {t.status === 'running' ? ', running' : ''})
+          </span>
+        </span>
+      ))}
+    </p>
+  );
+}
+
 // PreviousRun links to the comparison of this app with the previous run of
 // its job, when the server has read one.
 function PreviousRun({ app }) {
@@ -130,7 +157,7 @@ function Overview({ rep, params, setParams, hasProfiles, appIds }) {
   const charts = useMemo(() => [...(samples ? [samples] : []), ...chartsOf(rep.metrics).slice(0, 4)], [samples, rep]);
   const sel = appFlameSelection(a.id, stage, params, win);
   const selectStage = (s) => setParams({ ...params, stage: s === stage ? '' : s });
-  const stageHref = (s) => href(`/apps/${encodeURIComponent(a.id)}/stages/${s.stageId}`, { attempt: s.attempt || undefined });
+  const stageHref = (s) => href(`/apps/${encodeURIComponent(a.id)}/stages/${s.stageId}`, { attempt: s.attempt || undefined, appAttempt: params.appAttempt });
   return (
     <>
       <section>
@@ -206,26 +233,30 @@ function Overview({ rep, params, setParams, hasProfiles, appIds }) {
 }
 
 export function AppPage({ id, params, setParams }) {
-  const { data: raw, error } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(id)}`, { tasks: 'timeline' }), [id]);
+  // appAttempt names an earlier attempt of the app (the latest without it).
+  const appAttempt = params.appAttempt;
+  const { data: raw, error } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(id)}`, { tasks: 'timeline', appAttempt }), [id, appAttempt]);
   const rep = useMemo(() => raw && decode(raw), [raw]);
   const { data: appIds } = useAsync(() => getJSON('/api/v1/label-values', { name: 'spark_app_id' }), []);
   if (error) return <ErrorBox error={error} />;
   if (!rep) return <Loading what="application" />;
   const a = rep.app;
   const tab = params.tab || '';
-  const stageHref = (s) => href(`/apps/${encodeURIComponent(a.id)}/stages/${s.stageId}`, { attempt: s.attempt || undefined });
+  const stageHref = (s) => href(`/apps/${encodeURIComponent(a.id)}/stages/${s.stageId}`, { attempt: s.attempt || undefined, appAttempt });
   return (
     <div>
       <h1 data-testid="app-title">
         {a.name || '(unnamed)'} <code className="muted">{a.id}</code>
+        {a.attemptId ? <span className="muted"> attempt {a.attemptId}</span> : null}
       </h1>
+      <Attempts app={a} />
       <AppFacts app={a} jobs={rep.jobs} stages={rep.stages} live={<RefreshControls />}>
         <a href={`/apps/${encodeURIComponent(a.id)}/report`}>offline HTML report</a>
       </AppFacts>
       <PreviousRun app={a} />
       <nav className="tabs" data-testid="app-tabs">
         {tabs.map(([t, title]) => (
-          <a key={t} href={href(`/apps/${encodeURIComponent(a.id)}`, { tab: t })} className={tab === t ? 'active' : ''}>
+          <a key={t} href={href(`/apps/${encodeURIComponent(a.id)}`, { tab: t, appAttempt })} className={tab === t ? 'active' : ''}>
             {title}
             {t === 'sql' ? ` (${rep.sql.length})` : t === 'jobs' ? ` (${rep.jobs.length})` : ''}
           </a>

@@ -70,6 +70,27 @@ export function AppsPage() {
             },
             { key: 'taskCount', title: 'Tasks', align: 'right', render: (a) => (profilesOnly(a) ? '' : a.taskCount) },
             {
+              key: 'attempts',
+              title: 'Attempts',
+              align: 'right',
+              sort: (a) => (a.attempts || []).length,
+              render: (a) =>
+                (a.attempts || []).length > 1 ? (
+                  <span data-testid="attempt-links">
+                    {[...a.attempts].reverse().map((t, i) => (
+                      <span key={t.attemptId}>
+                        {i > 0 && ' '}
+                        <a href={href(`/apps/${encodeURIComponent(a.id)}`, { appAttempt: t.attemptId })} title={`attempt ${t.attemptId}: ${fmtTime(t.startMs)}, ${fmtMs(t.durationMs)}`}>
+                          {t.attemptId}
+                        </a>
+                      </span>
+                    ))}
+                  </span>
+                ) : (
+                  ''
+                ),
+            },
+            {
               key: 'findingsCount',
               title: 'Findings',
               align: 'right',

@@ -97,13 +97,13 @@ const taskColumns = [
 ];
 
 // TaskTable is a page of the stage's tasks, sorted by the server.
-function TaskTable({ app, stage, attempt, params, setParams }) {
+function TaskTable({ app, appAttempt, stage, attempt, params, setParams }) {
   const sort = params.sort || 'index';
   const desc = params.desc === 'true';
   const at = Number(params.page || 0);
   const { data, error, loading } = useAsync(
-    () => getJSON(`/api/v1/apps/${encodeURIComponent(app)}/stages/${stage}/tasks`, { attempt, sort, desc, offset: at * PAGE, limit: PAGE }),
-    [app, stage, attempt, sort, desc, at],
+    () => getJSON(`/api/v1/apps/${encodeURIComponent(app)}/stages/${stage}/tasks`, { appAttempt, attempt, sort, desc, offset: at * PAGE, limit: PAGE }),
+    [app, appAttempt, stage, attempt, sort, desc, at],
   );
   if (error) return <ErrorBox error={error} />;
   if (!data) return <Loading what="tasks" />;
@@ -217,15 +217,17 @@ function StageTimeline({ rep, stage }) {
 
 export function StagePage({ app, stage, params, setParams }) {
   const attempt = params.attempt !== undefined && params.attempt !== '' ? Number(params.attempt) : undefined;
-  const { data: page, error } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(app)}/stages/${stage}`, { attempt }), [app, stage, attempt]);
-  const { data: raw } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(app)}`, { tasks: 'timeline' }), [app]);
+  // appAttempt names an earlier attempt of the app (the latest without it).
+  const appAttempt = params.appAttempt;
+  const { data: page, error } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(app)}/stages/${stage}`, { appAttempt, attempt }), [app, appAttempt, stage, attempt]);
+  const { data: raw } = useAsync(() => getJSON(`/api/v1/apps/${encodeURIComponent(app)}`, { tasks: 'timeline', appAttempt }), [app, appAttempt]);
   const rep = useMemo(() => raw && decode(raw), [raw]);
   const { data: appIds } = useAsync(() => getJSON('/api/v1/label-values', { name: 'spark_app_id' }), []);
   if (error) return <ErrorBox error={error} />;
   if (!page) return <Loading what="stage" />;
   const s = page.stage;
-  const appHref = href(`/apps/${encodeURIComponent(app)}`, {});
-  const stageHref = (x) => href(`/apps/${encodeURIComponent(app)}/stages/${x.stageId}`, {});
+  const appHref = href(`/apps/${encodeURIComponent(app)}`, { appAttempt });
+  const stageHref = (x) => href(`/apps/${encodeURIComponent(app)}/stages/${x.stageId}`, { appAttempt });
   return (
     <div>
       <h1 data-testid="stage-title">
@@ -238,7 +240,7 @@ export function StagePage({ app, stage, params, setParams }) {
         </span>
         {page.job && (
           <span>
-            job <a href={href(`/apps/${encodeURIComponent(app)}`, { tab: 'jobs', job: page.job.jobId })}>{page.job.jobId}</a>
+            job <a href={href(`/apps/${encodeURIComponent(app)}`, { tab: 'jobs', job: page.job.jobId, appAttempt })}>{page.job.jobId}</a>
           </span>
         )}
         <span className={s.status === 'FAILED' ? 'bad' : ''}>{s.status.toLowerCase()}</span>
@@ -250,7 +252,7 @@ export function StagePage({ app, stage, params, setParams }) {
           <span>
             attempts:{' '}
             {page.attempts.map((a) => (
-              <a key={a} href={href(`/apps/${encodeURIComponent(app)}/stages/${stage}`, { attempt: a })} className={a === s.attempt ? 'selected' : ''}>
+              <a key={a} href={href(`/apps/${encodeURIComponent(app)}/stages/${stage}`, { attempt: a, appAttempt })} className={a === s.attempt ? 'selected' : ''}>
                 {a}{' '}
               </a>
             ))}
@@ -294,7 +296,7 @@ export function StagePage({ app, stage, params, setParams }) {
         <h2>By executor</h2>
         <StageExecutors rows={page.executors} noMetrics={s.noMetrics} />
       </section>
-      <TaskTable app={app} stage={stage} attempt={s.attempt} params={params} setParams={setParams} />
+      <TaskTable app={app} appAttempt={appAttempt} stage={stage} attempt={s.attempt} params={params} setParams={setParams} />
       <section>
         <h2>Flame graph of stage {s.stageId}</h2>
         {(appIds || []).includes(app) ? (

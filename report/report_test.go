@@ -28,7 +28,7 @@ func analyzed(t *testing.T, paths ...string) *analysis.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reports := in.Reports(analysis.DefaultThresholds)
+	reports := in.Reports(analysis.DefaultThresholds, nil)
 	if len(reports) != 1 {
 		t.Fatalf("%v: %d applications, want 1", paths, len(reports))
 	}

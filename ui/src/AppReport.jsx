@@ -46,8 +46,9 @@ export function AppFacts({ app: a, jobs, stages, live, children }) {
 
 // Findings lists the findings but those of container logs, each with its
 // stage's other findings, its suggestion and evidence; a finding of a
-// stage selects the stage.
-export function Findings({ findings, onStage, taskFlameHref }) {
+// stage selects the stage. A regression links to compareHref(old, new),
+// the comparison of the runs, where there is one.
+export function Findings({ findings, onStage, taskFlameHref, compareHref }) {
   const shown = findings.filter((f) => !logKinds.includes(f.kind));
   if (shown.length === 0) return <p className="muted">No findings: nothing stands out.</p>;
   return (
@@ -78,7 +79,11 @@ export function Findings({ findings, onStage, taskFlameHref }) {
               </>
             )}
           </div>
-          {f.kind === 'warnings' ? (
+          {f.kind === 'regression' && compareHref && f.evidence ? (
+            <p data-testid="regression">
+              <a href={compareHref(f.evidence.old.appId, f.evidence.new.appId)}>compare with {f.evidence.old.appId}, stage by stage</a>
+            </p>
+          ) : f.kind === 'warnings' ? (
             <ul className="warnings" data-testid="warnings">
               {(f.evidence?.warnings || []).map((w) => (
                 <li key={w}>{w}</li>

@@ -1,6 +1,6 @@
 // An app's attempts, kept apart as the History Server keeps them; and a
 // recurring job's runs: the jobs page lists a corpus app and a later run
-// of it, generated from the same log with every duration 1.6 times as long
+// of it, generated from the same log with every duration twice as long
 // (another app id, a day later); the compare page matches every stage and
 // splits the change over its causes; the later run's page links to it.
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import path from 'node:path';
 
 const first = 'local-1642039451826';
 const later = 'local-1642039451827';
-const slower = 1.6;
+const slower = 2;
 
 // laterRun rewrites an event log as a later, slower run: the app id
 // replaced, and every time (epoch ms, after the app's start) moved a day
@@ -72,13 +72,18 @@ export async function run({ page, step, shot, url, bin, testdata }) {
     await row.waitFor();
     assert.ok(Number(await row.getByTestId('duration-sparkline').evaluate((e) => e.dataset.points)) >= 2, 'a point a run');
     await shot('17-jobs.png');
-    // The later run's page links to the comparison with the run before it.
+    // The later run regressed: its finding links to the comparison, as
+    // the page's link to the run before it does.
     await page.goto(`${url}/#/apps/${later}`);
-    await page.getByTestId('compare-previous').click();
+    await page.getByTestId('regression').locator('a').click();
     const title = page.getByTestId('compare-title');
     await title.waitFor();
     assert.match(page.url(), new RegExp(`old=${first}&new=${later}`));
-    assert.match(await title.textContent(), /\(1\.60×/);
+    await page.goto(`${url}/#/apps/${later}`);
+    await page.getByTestId('compare-previous').click();
+    await title.waitFor();
+    assert.match(page.url(), new RegExp(`old=${first}&new=${later}`));
+    assert.match(await title.textContent(), /\(2\.00×/);
     const stages = page.getByTestId('compare-stages');
     const matches = await stages.locator('tbody tr td:nth-child(3)').allTextContents();
     assert.ok(matches.length > 0 && matches.every((m) => m === '1.00'), `every stage of the same log matched at 1.00: ${matches}`);

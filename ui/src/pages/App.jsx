@@ -182,6 +182,7 @@ function Overview({ rep, params, setParams, hasProfiles, appIds }) {
           findings={rep.findings}
           onStage={selectStage}
           taskFlameHref={hasProfiles ? (task) => href('/flame', { query: selector({ spark_app_id: a.id, spark_task_id: String(task) }) }) : null}
+          compareHref={(o, n) => href('/compare', { old: o, new: n })}
         />
       </section>
       <Recommendations recommendations={rep.recommendations} appId={a.id} />

@@ -302,6 +302,28 @@ func sparkJavaagent(t *testing.T, e realSpark) {
 	}
 }
 
+// sparkAsyncProfiler: the agent's async-profiler mode, with async-profiler's
+// own library as Maven Central serves it, records the driver's and the
+// executors' samples in a real job, and their task-thread CPU samples are
+// attributed to their tasks as the Flight Recorder's are.
+func sparkAsyncProfiler(t *testing.T, e realSpark) {
+	lib := senderFile(t, "libasyncProfiler-*.so")
+	r := e.run(t, e.job("short", map[string]string{"spark.sparkprof.asyncProfiler": lib}))
+	app := r.App(t)
+	noAgentErrors(t, r)
+	for who, l := range runLogs(r) {
+		if !strings.Contains(l, "async-profiler "+lib+" records the samples") || strings.Contains(l, "cannot be used") {
+			t.Errorf("%s: async-profiler did not record the samples:\n%s", who, l)
+		}
+	}
+	checkSources(t, e, app, 1, false)
+	a := measureAttribution(t, e, app)
+	t.Logf("Spark %s attribution of task-thread CPU recorded by async-profiler: %v", e.spark.Version, a)
+	if a.wrong > 0 || float64(a.correct) < 0.99*float64(a.correct+a.wrong+a.unattributed) {
+		t.Errorf("attribution: %v; want at least 99%% correct and none misattributed", a)
+	}
+}
+
 // sparkDeadServer: a server that refuses connections costs the job nothing
 // but the data: it succeeds, and no exception of the agent's reaches its
 // logs, only the agent's one line that the server is down.

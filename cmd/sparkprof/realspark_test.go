@@ -77,6 +77,7 @@ func TestRealSpark(t *testing.T) {
 				{"planted memory problems", sparkPlantedMemory},
 				{"a job shorter than a window", sparkShortJob},
 				{"javaagent", sparkJavaagent},
+				{"async-profiler", sparkAsyncProfiler},
 				{"dead server", sparkDeadServer},
 				{"dynamic allocation", sparkDynamicAllocation},
 				{"decommissioning", sparkDecommission},

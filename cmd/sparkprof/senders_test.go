@@ -19,19 +19,28 @@ import (
 // missing jar skips the test, or fails it under CI=true.
 func senderJar(t *testing.T, artifact string) string {
 	t.Helper()
+	return senderFile(t, artifact+"-*.jar")
+}
+
+// senderFile is the file of build/senders that scripts/senders-install.sh
+// put there matching glob: a jar, or async-profiler's native library
+// (libasyncProfiler-*.so). A missing one skips the test, or fails it under
+// CI=true.
+func senderFile(t *testing.T, glob string) string {
+	t.Helper()
 	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	jars, _ := filepath.Glob(filepath.Join(root, "build", "senders", artifact+"-*.jar"))
-	if len(jars) == 0 {
-		msg := artifact + " is not in build/senders: run scripts/senders-install.sh"
+	files, _ := filepath.Glob(filepath.Join(root, "build", "senders", glob))
+	if len(files) == 0 {
+		msg := glob + " is not in build/senders: run scripts/senders-install.sh"
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
 	}
-	return jars[0]
+	return files[0]
 }
 
 // TestPyroscopeAgentInSpark runs the Pyroscope Java agent, unchanged, as a

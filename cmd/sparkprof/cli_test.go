@@ -286,17 +286,11 @@ func sortedLines(s string) []string {
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// TestAnalyzeJSONGolden pins the JSON schema of analyze (docs/analyze-json.md)
-// on a small real log.
-func TestAnalyzeJSONGolden(t *testing.T) {
-	in := corpus.Path(t, "eventlogs", "apache", "local-1642039451826")
-	code, out, stderr := sparkprof(t, "analyze", "--json", in)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	// The source path depends on where the corpus is.
-	out = strings.ReplaceAll(out, in, "local-1642039451826")
-	golden := filepath.Join("testdata", "analyze-local-1642039451826.json")
+// checkGolden compares out with the golden file testdata/name, or with
+// -update rewrites it; test names the tests that rewrite it.
+func checkGolden(t *testing.T, name, out, test string) {
+	t.Helper()
+	golden := filepath.Join("testdata", name)
 	if *update {
 		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
 			t.Fatal(err)
@@ -307,8 +301,21 @@ func TestAnalyzeJSONGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out != string(want) {
-		t.Errorf("analyze --json differs from %s; run go test ./cmd/sparkprof -run AnalyzeJSON -update and review the diff", golden)
+		t.Errorf("the output differs from %s; run go test ./cmd/sparkprof -run %s -update and review the diff:\n%s", golden, test, out)
 	}
+}
+
+// TestAnalyzeJSONGolden pins the JSON schema of analyze (docs/analyze-json.md)
+// on a small real log.
+func TestAnalyzeJSONGolden(t *testing.T) {
+	in := corpus.Path(t, "eventlogs", "apache", "local-1642039451826")
+	code, out, stderr := sparkprof(t, "analyze", "--json", in)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// The source path depends on where the corpus is.
+	out = strings.ReplaceAll(out, in, "local-1642039451826")
+	checkGolden(t, "analyze-local-1642039451826.json", out, "AnalyzeJSON")
 	var r struct {
 		App struct {
 			ID        string `json:"id"`

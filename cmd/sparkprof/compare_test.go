@@ -38,19 +38,7 @@ func TestCompareText(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("compare: exit %d: %s", code, errOut)
 	}
-	golden := filepath.Join("testdata", "compare.txt")
-	if *update {
-		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out != string(want) {
-		t.Errorf("compare differs from %s; run go test ./cmd/sparkprof -run CompareText -update and review the diff:\n%s", golden, out)
-	}
+	checkGolden(t, "compare.txt", out, "CompareText")
 	if code, byJob, errOut := sparkprof(t, "compare", dir); code != 0 || byJob != out {
 		t.Errorf("compare DIR: exit %d (%s), output differs from compare OLD NEW:\n%s", code, errOut, byJob)
 	}

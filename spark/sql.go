@@ -27,6 +27,18 @@ type PlanNode struct {
 	Metrics []*PlanMetric `json:"metrics,omitempty"`
 }
 
+// Walk calls fn for n and each operator under it, parents first; a nil n
+// has none.
+func (n *PlanNode) Walk(fn func(*PlanNode)) {
+	if n == nil {
+		return
+	}
+	fn(n)
+	for _, c := range n.Children {
+		c.Walk(fn)
+	}
+}
+
 // PlanMetric is one SQL metric of a plan operator: its name, its kind
 // (sum: a count; size: bytes; timing: ms; nsTiming: ns; average: tenths)
 // and its values over the execution's tasks and the driver's updates, as

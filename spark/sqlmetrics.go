@@ -112,18 +112,11 @@ func (tr *sqlTracker) exec(id int64) *execMetrics {
 func (tr *sqlTracker) addMetrics(id int64, plan *PlanNode, list []*fastjson.Value) {
 	e := tr.exec(id)
 	types := maps.Clone(e.types)
-	var walk func(n *PlanNode)
-	walk = func(n *PlanNode) {
+	plan.Walk(func(n *PlanNode) {
 		for _, m := range n.Metrics {
 			types[m.id] = m.Type
 		}
-		for _, c := range n.Children {
-			walk(c)
-		}
-	}
-	if plan != nil {
-		walk(plan)
-	}
+	})
 	for _, m := range list {
 		types[num(m, "accumulatorId")] = str(m, "metricType")
 	}

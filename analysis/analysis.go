@@ -46,6 +46,7 @@ const (
 	KindLogChunks         Kind = "log-chunks"
 	KindWarnings          Kind = "warnings"
 	KindRegression        Kind = "regression"
+	KindPythonUDF         Kind = "python-udf"
 )
 
 // Severity says how urgent a finding is.
@@ -151,6 +152,10 @@ type Thresholds struct {
 	// RegressionMinMs.
 	RegressionRatio float64
 	RegressionMinMs int64
+	// PythonShare of a stage's task time its Python UDFs' workers spent
+	// executing Python, when that comes to at least PythonMinMs.
+	PythonShare float64
+	PythonMinMs int64
 }
 
 // DefaultThresholds are the thresholds sparkprof uses unless told otherwise.
@@ -180,6 +185,8 @@ var DefaultThresholds = Thresholds{
 	PatternMinSamples:     20,
 	RegressionRatio:       1.25,
 	RegressionMinMs:       60_000,
+	PythonShare:           0.30,
+	PythonMinMs:           60_000,
 }
 
 // Input is what an analysis looks at.

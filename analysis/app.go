@@ -47,7 +47,7 @@ func appFindings(a *appFacts, th Thresholds) []Finding {
 			out = append(out, f)
 		}
 	}
-	return out
+	return append(out, pythonUDFRule(a, th)...)
 }
 
 // failuresRule groups failed tasks by reason and top frame, and lists

@@ -129,6 +129,8 @@ func thresholdFlags(fs *flag.FlagSet, th *analysis.Thresholds) {
 	fs.Int64Var(&th.PatternMinSamples, "pattern-min-samples", th.PatternMinSamples, "... in at least this many samples")
 	fs.Float64Var(&th.RegressionRatio, "regression-ratio", th.RegressionRatio, "a run this many times longer than its job's previous run regressed")
 	fs.Int64Var(&th.RegressionMinMs, "regression-min-ms", th.RegressionMinMs, "... when it is at least this much (ms) longer")
+	fs.Float64Var(&th.PythonShare, "python-share", th.PythonShare, "share of a stage's task time in Python UDFs that is a finding")
+	fs.Int64Var(&th.PythonMinMs, "python-min-ms", th.PythonMinMs, "... when the Python time comes to at least this (ms)")
 }
 
 // selectApp keeps the reports of the app of id id.

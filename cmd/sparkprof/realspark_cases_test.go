@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/sparkprof/sparkprof/internal/sparktest"
 )
 
 var (
@@ -68,6 +70,16 @@ func recommendedOn(pattern string, stage int, rep appReport) bool {
 }
 
 var plantedCauses = []planted{
+	{"python-udf", func(_ int, fs []finding, rep appReport, _ bool) bool {
+		// The UDF runs in the first stage of the job's query, not its last.
+		for _, f := range fs {
+			if f.Kind == "python-udf" && f.StageID != nil && jobOfStage(rep, *f.StageID) == "planted:python-udf" &&
+				strings.Contains(f.Message, "slow_parse") {
+				return true
+			}
+		}
+		return false
+	}, []string{"python-udf", "boxing"}}, // the JVM boxes each value it pickles for the UDF
 	{"straggler", func(stage int, fs []finding, _ appReport, profiles bool) bool {
 		f := verdictOn(stage, fs)
 		if f == nil || f.Kind != "straggler" {
@@ -322,6 +334,37 @@ func sparkAsyncProfiler(t *testing.T, e realSpark) {
 	if a.wrong > 0 || float64(a.correct) < 0.99*float64(a.correct+a.wrong+a.unattributed) {
 		t.Errorf("attribution: %v; want at least 99%% correct and none misattributed", a)
 	}
+}
+
+// sparkPySparkPlanted: a PySpark job's slow row-at-a-time Python UDF,
+// slow_parse, is named on the stage that ran it, by the server and by
+// analyze of the event log alone, and nothing is said of a job with no
+// Python.
+func sparkPySparkPlanted(t *testing.T, e realSpark) {
+	j := e.job("", nil)
+	j.Class, j.Args, j.Jar = "", nil, sparktest.PythonJob(t, "planted.py")
+	r := e.spark.Start(t, j)
+	r.Wait(t)
+	if !strings.Contains(r.Log, "JOBS DONE python") {
+		t.Fatalf("the PySpark job did not finish:\n%s", r.Log)
+	}
+	app := r.App(t)
+	e.waitFinished(t, app)
+	checkPlanted(t, e, app, "python-udf")
+}
+
+// jobOfStage is the description of the job of a stage of the report.
+func jobOfStage(rep appReport, stage int) string {
+	for _, s := range rep.Stages {
+		if s.StageID == stage {
+			for _, j := range rep.Jobs {
+				if j.JobID == s.JobID {
+					return j.Description
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // sparkDeadServer: a server that refuses connections costs the job nothing

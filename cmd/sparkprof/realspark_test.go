@@ -24,6 +24,7 @@ var plantedThresholds = map[string]string{
 	"skew-min-bytes":      "1000000",
 	"few-tasks-min-ms":    "3000",
 	"few-tasks-min-bytes": "1000000",
+	"python-min-ms":       "1000",
 }
 
 // realSpark is what the subtests of TestRealSpark share: one sparkprof
@@ -82,6 +83,7 @@ func TestRealSpark(t *testing.T) {
 				{"dynamic allocation", sparkDynamicAllocation},
 				{"decommissioning", sparkDecommission},
 				{"run over run", sparkRunOverRun},
+				{"pyspark planted problems", sparkPySparkPlanted},
 			} {
 				t.Run(tt.name, func(t *testing.T) { tt.run(t, e) })
 			}

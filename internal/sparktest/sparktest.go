@@ -140,10 +140,10 @@ func (s Spark) JobsJar(t testing.TB) string {
 	return jar
 }
 
-// Job is one spark-submit of a class of a jar.
+// Job is one spark-submit of a class of a jar, or of a Python script.
 type Job struct {
-	// Class and Jar are the main class and the application jar; Args its
-	// arguments.
+	// Class and Jar are the main class and the application jar, or with
+	// no Class the Python script (PythonJob); Args its arguments.
 	Class, Jar string
 	Args       []string
 	// Conf are --conf settings; Jars, --jars.
@@ -154,6 +154,17 @@ type Job struct {
 	DriverJavaOptions, ExecutorJavaOptions string
 	// Master is local-cluster[2,1,1024] unless set.
 	Master string
+}
+
+// PythonJob returns the path of a PySpark script of the test jobs
+// (internal/sparktest/jobs/pyspark), to run as a Job's Jar.
+func PythonJob(t testing.TB, name string) string {
+	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "internal", "sparktest", "jobs", "pyspark", name)
 }
 
 // Run is a started spark-submit.
@@ -205,7 +216,10 @@ func (s Spark) Start(t testing.TB, j Job) *Run {
 	for k, v := range j.Conf {
 		conf[k] = v
 	}
-	args := []string{"--master", master, "--class", j.Class}
+	args := []string{"--master", master}
+	if j.Class != "" {
+		args = append(args, "--class", j.Class)
+	}
 	if len(j.Jars) > 0 {
 		args = append(args, "--jars", strings.Join(j.Jars, ","))
 	}

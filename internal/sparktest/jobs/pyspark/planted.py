@@ -1,0 +1,35 @@
+"""The PySpark jobs of the real-Spark tests: a warm-up, then a job whose
+one planted cause is a slow row-at-a-time Python UDF, slow_parse, in the
+stage that evaluates it (job description planted:python-udf), and a job
+with no Python at all. Prints JOBS DONE python APP_ID."""
+
+from pyspark.sql import SparkSession
+from pyspark.sql.functions import col, udf
+from pyspark.sql.types import LongType
+
+
+def slow_parse(s):
+    """The planted cause: pure-Python work on every row."""
+    h = 0
+    for c in s * 40:
+        h = (h * 31 + ord(c)) & 0xFFFF
+    return h
+
+
+def main():
+    spark = SparkSession.builder.appName("sparkprof-pyspark").getOrCreate()
+    sc = spark.sparkContext
+    sc.setJobDescription("warm-up")
+    spark.range(0, 1000, 1, 8).selectExpr("id % 10 AS k").groupBy("k").count().collect()
+    sc.setJobDescription("planted:python-udf")
+    parse = udf(slow_parse, LongType())
+    rows = spark.range(0, 200_000, 1, 4).selectExpr("concat('2026-12-', id % 28 + 1, 'T', id) AS d")
+    rows.select(parse(col("d")).alias("t")).groupBy().sum("t").collect()
+    sc.setJobDescription("planted:none")
+    spark.range(0, 200_000, 1, 4).selectExpr("id % 10 AS k").groupBy("k").count().collect()
+    print("JOBS DONE python " + sc.applicationId, flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -74,7 +74,7 @@ func stageChange(m match, o, n *runFacts, config []ConfigChange) (StageChange, [
 		parts = decompose(m.old, m.new, stageFactors(m.old, m.new, config))
 		for i := range parts {
 			if parts[i].kind == KindCode {
-				parts[i].functions = grownFunctions(o, n, m.old.id, m.new.id)
+				parts[i].functions = grownFunctions(o, n, m.old, m.new)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"cmp"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -13,9 +14,9 @@ import (
 // maxFunctions is how many functions a code cause names.
 const maxFunctions = 5
 
-// minShareGrowth is the least growth of a function's share of a stage's
-// CPU samples (in points of share) that a code cause names.
-const minShareGrowth = 0.05
+// minGrowth is the least part of the growth of a stage's CPU per unit of
+// data that a function's own growth must be for a code cause to name it.
+const minGrowth = 0.10
 
 // functionShares returns, for a stage of a run, each function's share of
 // the stage's CPU samples: the samples with the function anywhere on their
@@ -71,28 +72,42 @@ func functionShares(ps []*profile.Profile, stage int) map[string]float64 {
 	return shares
 }
 
-// grownFunctions lists the functions whose share of a matched stage's CPU
-// samples grew most, innermost first among equals: nil without samples of
-// the stage in both runs.
-func grownFunctions(o, n *runFacts, oldStage, newStage int) []FunctionChange {
-	os, ns := functionShares(o.profiles, oldStage), functionShares(n.profiles, newStage)
-	if os == nil || ns == nil {
+// grownFunctions lists the functions of a matched stage whose CPU per
+// unit of data grew most, with their shares of the stage's CPU samples:
+// a function's CPU is its share of the samples times the stage's CPU
+// time. Among functions that grew alike (a function and its callers), the
+// one with the least share, the innermost, where the time went, comes
+// first. It returns nil without samples of the stage in both runs.
+func grownFunctions(o, n *runFacts, os, ns *stageFacts) []FunctionChange {
+	oshares, nshares := functionShares(o.profiles, os.id), functionShares(n.profiles, ns.id)
+	if oshares == nil || nshares == nil {
 		return nil
 	}
-	var out []FunctionChange
-	for name, s := range ns {
-		if s-os[name] >= minShareGrowth {
-			out = append(out, FunctionChange{Name: name, OldShare: round(os[name], 3), NewShare: round(s, 3)})
+	perData := func(m *StageMetrics) float64 { return float64(max(m.CPUMs, 1)) / float64(max(m.data(), 1)) }
+	ocpu, ncpu := perData(&os.m), perData(&ns.m)
+	total := ncpu - ocpu
+	if total <= 0 {
+		return nil
+	}
+	type grown struct {
+		FunctionChange
+		by float64 // its CPU per unit of data, new less old
+	}
+	var gs []grown
+	for name, sh := range nshares {
+		if by := sh*ncpu - oshares[name]*ocpu; by >= minGrowth*total {
+			gs = append(gs, grown{FunctionChange{Name: name, OldShare: round(oshares[name], 3), NewShare: round(sh, 3)}, by})
 		}
 	}
-	// The function that grew most and, among those that grew alike (a
-	// function and its callers), the one with the least share: the
-	// innermost, where the time went.
-	slices.SortFunc(out, func(a, b FunctionChange) int {
-		ga, gb := round(a.NewShare-a.OldShare, 2), round(b.NewShare-b.OldShare, 2)
+	slices.SortFunc(gs, func(a, b grown) int {
+		ga, gb := math.Round(20*a.by/total), math.Round(20*b.by/total) // alike: within 5 % of the growth
 		return cmp.Or(cmp.Compare(gb, ga), cmp.Compare(a.NewShare, b.NewShare), cmp.Compare(a.Name, b.Name))
 	})
-	return firstN(out, maxFunctions)
+	out := make([]FunctionChange, 0, min(len(gs), maxFunctions))
+	for _, g := range firstN(gs, maxFunctions) {
+		out = append(out, g.FunctionChange)
+	}
+	return out
 }
 
 // jvmInstance matches the parts of a generated class's name that differ

@@ -39,9 +39,8 @@ var jobsRunLine = regexp.MustCompile(`JOBS RUN (\S+) (app-[0-9]+-[0-9]+)`)
 // stage exactly, as the code is the same, and name the planted change as
 // the cause that slowed the run most: more data, a skewed key, the
 // function made slower (by name, from the samples), fewer executors, and
-// spark.sql.shuffle.partitions. On a two-core machine fewer executors
-// also take less CPU from each other, so the run need not be slower in
-// all: the planted cause must be its largest slowing part.
+// spark.sql.shuffle.partitions. The load of the shared machine, which
+// compare names hosts, is left out of that ranking.
 func sparkRunOverRun(t *testing.T, e realSpark) {
 	j := e.job("runs", nil)
 	j.Jar = e.spark.JobsJar(t)
@@ -79,7 +78,7 @@ func sparkRunOverRun(t *testing.T, e realSpark) {
 }
 
 // checkPlantedChange checks a comparison of a run with one planted change
-// against the first run, and returns the cause that slowed it most.
+// against the first run, and returns the cause but hosts that slowed it most.
 func checkPlantedChange(t *testing.T, how string, c comparison, want compare.Kind) compare.Cause {
 	t.Helper()
 	for _, s := range c.Stages {
@@ -87,16 +86,21 @@ func checkPlantedChange(t *testing.T, how string, c comparison, want compare.Kin
 			t.Errorf("%s: stage %s of the same code matched with confidence %v (%s), want 1", how, stageID(s.New), s.Confidence, s.MatchedBy)
 		}
 	}
+	// hosts is the machine's load, which a test on a shared machine does
+	// not control: the planted cause must be the largest slowing part
+	// of the others, and a quarter of all the slowing parts at least.
 	var top compare.Cause
+	var slowing int64
 	t.Logf("%s: %s → %s (%.2f×); causes:", how, english.Millis(c.Old.DurationMs), english.Millis(c.New.DurationMs), c.DurationRatio)
 	for _, k := range c.Causes {
 		t.Logf("  %-9s %6d ms %5.0f %%  %s", k.Kind, k.ChangeMs, 100*k.Share, causeText(k))
-		if k.ChangeMs > top.ChangeMs {
+		slowing += max(k.ChangeMs, 0)
+		if k.Kind != compare.KindHosts && k.ChangeMs > top.ChangeMs {
 			top = k
 		}
 	}
-	if top.Kind != want {
-		t.Errorf("%s: the largest slowing cause is %s (%d ms), want %s", how, top.Kind, top.ChangeMs, want)
+	if top.Kind != want || 4*top.ChangeMs < slowing {
+		t.Errorf("%s: the largest slowing cause but hosts is %s (%d ms of %d ms slowing), want %s, a quarter at least", how, top.Kind, top.ChangeMs, slowing, want)
 	}
 	switch want {
 	case compare.KindCode:

@@ -159,7 +159,7 @@ public final class Jobs {
    * and compiles Spark's classes, seconds that later runs, each in a driver of its own in production, spend
    * alike.
    */
-  static void runs() {
+  static void runs() throws InterruptedException {
     for (String change : new String[] {"warm-up", "first", "input", "skew", "slower", "executors", "partitions"}) {
       SparkSession.Builder b = SparkSession.builder().appName("sparkprof-nightly")
           .config("spark.sparkprof.job", "nightly")
@@ -169,15 +169,30 @@ public final class Jobs {
         b.config("spark.cores.max", "1"); // one executor of the two workers
       }
       SparkSession spark = b.getOrCreate();
+      String app = spark.sparkContext().applicationId();
       try {
         nightly(spark, change.equals("input") ? 2 * NIGHTLY_ROWS : NIGHTLY_ROWS, change.equals("skew") ? 90 : 0,
             change.equals("slower") ? 3 : 1);
-        System.out.println("JOBS RUN " + change + " " + spark.sparkContext().applicationId());
+        System.out.println("JOBS RUN " + change + " " + app);
       } finally {
         spark.stop();
       }
+      waitGone(app);
     }
     System.out.println("JOBS DONE runs");
+  }
+
+  /**
+   * Waits until no process of the app is left: its executors exit some seconds after it stops on a busy
+   * machine, and the next run must not share the cores with them.
+   */
+  static void waitGone(String app) throws InterruptedException {
+    for (long end = System.currentTimeMillis() + 600_000; System.currentTimeMillis() < end; ) {
+      if (ProcessHandle.allProcesses().noneMatch(p -> p.info().commandLine().orElse("").contains(app))) {
+        return;
+      }
+      Thread.sleep(100);
+    }
   }
 
   /**

@@ -22,7 +22,9 @@ func (*RegressionEvidence) evidence() {}
 // previous run of its job past the thresholds, given their comparison:
 // how much longer, and its main causes.
 func Regression(job string, r *compare.Result, th Thresholds) (Finding, bool) {
-	if r.DurationRatio < th.RegressionRatio || r.ChangeMs < th.RegressionMinMs {
+	// Apps that share a name (a shell's default, "Spark shell") but not
+	// their stages are not runs of one job.
+	if r.DurationRatio < th.RegressionRatio || r.ChangeMs < th.RegressionMinMs || r.MatchedShare < 0.5 {
 		return Finding{}, false
 	}
 	msg := fmt.Sprintf("%s took %s, %.2f× its previous run (%s on %s)", job, english.Millis(r.New.DurationMs),

@@ -36,6 +36,10 @@ type Result struct {
 	// difference.
 	DurationRatio float64 `json:"durationRatio"`
 	ChangeMs      int64   `json:"changeMs"`
+	// MatchedShare is the share of the stages of the run with more of them
+	// that matched a stage of the other with confidence 0.7 or more: under
+	// a half, the two apps share a name but not their code.
+	MatchedShare float64 `json:"matchedShare"`
 	// Causes split ChangeMs: their ChangeMs add up to it and their shares
 	// to 1 (a cause that made the run faster has a negative share when the
 	// run got slower). Largest first.
@@ -204,6 +208,15 @@ func Compare(old, new Run, opt Options) *Result {
 		evidence: "time with no stage running: " + msChange(o.durationMs-o.stageMs, n.durationMs-n.stageMs),
 	})
 	r.Causes = sumParts(parts, float64(r.ChangeMs))
+	matched := 0
+	for _, s := range r.Stages {
+		if s.Old != nil && s.New != nil && s.Confidence >= 0.7 {
+			matched++
+		}
+	}
+	if most := max(len(o.stages), len(n.stages)); most > 0 {
+		r.MatchedShare = round(float64(matched)/float64(most), 2)
+	}
 	return r
 }
 

@@ -3,10 +3,12 @@ package compare
 import (
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/sparkprof/sparkprof/eventlog"
 	"github.com/sparkprof/sparkprof/internal/corpus"
+	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
 )
 
@@ -273,6 +275,43 @@ func TestSameInEveryJVM(t *testing.T) {
 	} {
 		if got := sameInEveryJVM(in); got != want {
 			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+}
+
+// stageProfile is a CPU profile of stage 2 with the stacks (root first,
+// ";"-separated) and values given.
+func stageProfile(stacks map[string]int64) *profile.Profile {
+	p := profile.New()
+	typ := p.AddType(profile.TypeCPU)
+	ls := p.AddLabels(profile.Labels{{Name: profile.LabelStageID, Value: "2"}})
+	for stack, v := range stacks {
+		var ids []profile.FrameID
+		for _, name := range strings.Split(stack, ";") {
+			ids = append(ids, p.AddFrame(profile.Frame{Name: name}))
+		}
+		p.Samples = append(p.Samples, profile.Sample{Value: v, Stack: p.AddStack(ids), Labels: ls, Type: typ})
+	}
+	return p
+}
+
+// TestGrownFunctions: of a function made three times slower and its
+// callers, which grow alike, the function itself is named first; a
+// function that did not grow is not named.
+func TestGrownFunctions(t *testing.T) {
+	o := &runFacts{profiles: []*profile.Profile{stageProfile(map[string]int64{
+		"run;udf$$Lambda$12+0x7f01.call;parseDate": 88, "run;agg": 12})}}
+	n := &runFacts{profiles: []*profile.Profile{stageProfile(map[string]int64{
+		"run;udf$$Lambda$40+0x7f99.call;parseDate": 264, "run;agg": 12})}}
+	os := &stageFacts{id: 2, m: StageMetrics{CPUMs: 1000, ShuffleReadRecords: 1000}}
+	ns := &stageFacts{id: 2, m: StageMetrics{CPUMs: 2760, ShuffleReadRecords: 1000}}
+	fs := grownFunctions(o, n, os, ns)
+	if len(fs) != 3 || fs[0].Name != "parseDate" || fs[0].OldShare != 0.88 || fs[0].NewShare != 0.957 {
+		t.Fatalf("grown functions %+v, want parseDate first (88 %% → 95.7 %%), then its callers", fs)
+	}
+	for _, f := range fs {
+		if f.Name == "agg" {
+			t.Errorf("agg did not grow, yet is named: %+v", fs)
 		}
 	}
 }

@@ -18,13 +18,21 @@ const maxFunctions = 5
 // data that a function's own growth must be for a code cause to name it.
 const minGrowth = 0.10
 
+// functionShare is a function's part of a stage's CPU samples: the share
+// of them with the function anywhere on their stack (so that a function's
+// callees count as its own), and its mean depth in them (frames from the
+// root), which tells a callee from its callers.
+type functionShare struct {
+	share, depth float64
+}
+
 // functionShares returns, for a stage of a run, each function's share of
-// the stage's CPU samples: the samples with the function anywhere on their
-// stack (so that a function's callees count as its own). It returns nil
-// when the run's profiles have no CPU sample of the stage.
-func functionShares(ps []*profile.Profile, stage int) map[string]float64 {
+// the stage's CPU samples. It returns nil when the run's profiles have no
+// CPU sample of the stage.
+func functionShares(ps []*profile.Profile, stage int) map[string]functionShare {
 	id := strconv.Itoa(stage)
 	in := map[string]int64{}
+	depth := map[string]float64{}
 	var total int64
 	var buf []profile.FrameID
 	for _, p := range ps {
@@ -53,11 +61,12 @@ func functionShares(ps []*profile.Profile, stage int) map[string]float64 {
 			total += s.Value
 			buf = p.Stack(s.Stack, buf[:0])
 			clear(seen)
-			for _, f := range buf {
+			for d, f := range buf {
 				name := sameInEveryJVM(p.Frames[f].Name)
 				if !seen[name] {
 					seen[name] = true
 					in[name] += s.Value
+					depth[name] += float64(d) * float64(s.Value)
 				}
 			}
 		}
@@ -65,9 +74,9 @@ func functionShares(ps []*profile.Profile, stage int) map[string]float64 {
 	if total == 0 {
 		return nil
 	}
-	shares := make(map[string]float64, len(in))
+	shares := make(map[string]functionShare, len(in))
 	for name, v := range in {
-		shares[name] = float64(v) / float64(total)
+		shares[name] = functionShare{share: float64(v) / float64(total), depth: depth[name] / float64(v)}
 	}
 	return shares
 }
@@ -76,8 +85,8 @@ func functionShares(ps []*profile.Profile, stage int) map[string]float64 {
 // unit of data grew most, with their shares of the stage's CPU samples:
 // a function's CPU is its share of the samples times the stage's CPU
 // time. Among functions that grew alike (a function and its callers), the
-// one with the least share, the innermost, where the time went, comes
-// first. It returns nil without samples of the stage in both runs.
+// innermost, where the time went, comes first. It returns nil without
+// samples of the stage in both runs.
 func grownFunctions(o, n *runFacts, os, ns *stageFacts) []FunctionChange {
 	oshares, nshares := functionShares(o.profiles, os.id), functionShares(n.profiles, ns.id)
 	if oshares == nil || nshares == nil {
@@ -91,17 +100,18 @@ func grownFunctions(o, n *runFacts, os, ns *stageFacts) []FunctionChange {
 	}
 	type grown struct {
 		FunctionChange
-		by float64 // its CPU per unit of data, new less old
+		by    float64 // its CPU per unit of data, new less old
+		depth float64
 	}
 	var gs []grown
 	for name, sh := range nshares {
-		if by := sh*ncpu - oshares[name]*ocpu; by >= minGrowth*total {
-			gs = append(gs, grown{FunctionChange{Name: name, OldShare: round(oshares[name], 3), NewShare: round(sh, 3)}, by})
+		if by := sh.share*ncpu - oshares[name].share*ocpu; by >= minGrowth*total {
+			gs = append(gs, grown{FunctionChange{Name: name, OldShare: round(oshares[name].share, 3), NewShare: round(sh.share, 3)}, by, sh.depth})
 		}
 	}
 	slices.SortFunc(gs, func(a, b grown) int {
-		ga, gb := math.Round(20*a.by/total), math.Round(20*b.by/total) // alike: within 5 % of the growth
-		return cmp.Or(cmp.Compare(gb, ga), cmp.Compare(a.NewShare, b.NewShare), cmp.Compare(a.Name, b.Name))
+		ga, gb := math.Round(10*a.by/total), math.Round(10*b.by/total) // alike: within a tenth of the growth
+		return cmp.Or(cmp.Compare(gb, ga), cmp.Compare(b.depth, a.depth), cmp.Compare(a.Name, b.Name))
 	})
 	out := make([]FunctionChange, 0, min(len(gs), maxFunctions))
 	for _, g := range firstN(gs, maxFunctions) {

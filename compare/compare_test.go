@@ -2,6 +2,7 @@ package compare
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -295,23 +296,61 @@ func stageProfile(stacks map[string]int64) *profile.Profile {
 	return p
 }
 
-// TestGrownFunctions: of a function made three times slower and its
-// callers, which grow alike, the function itself is named first; a
-// function that did not grow is not named.
+// TestGrownFunctions: a function made slower is named, not its callers,
+// which grow with it, nor a function that did not grow; a caller whose
+// own time grew as much is named beside it.
 func TestGrownFunctions(t *testing.T) {
-	o := &runFacts{profiles: []*profile.Profile{stageProfile(map[string]int64{
-		"run;udf$$Lambda$12+0x7f01.call;parseDate": 88, "run;agg": 12})}}
-	n := &runFacts{profiles: []*profile.Profile{stageProfile(map[string]int64{
-		"run;udf$$Lambda$40+0x7f99.call;parseDate": 264, "run;agg": 12})}}
-	os := &stageFacts{id: 2, m: StageMetrics{CPUMs: 1000, ShuffleReadRecords: 1000}}
-	ns := &stageFacts{id: 2, m: StageMetrics{CPUMs: 2760, ShuffleReadRecords: 1000}}
-	fs := grownFunctions(o, n, os, ns)
-	if len(fs) != 3 || fs[0].Name != "parseDate" || fs[0].OldShare != 0.88 || fs[0].NewShare != 0.957 {
-		t.Fatalf("grown functions %+v, want parseDate first (88 %% → 95.7 %%), then its callers", fs)
-	}
-	for _, f := range fs {
-		if f.Name == "agg" {
-			t.Errorf("agg did not grow, yet is named: %+v", fs)
-		}
+	for _, tc := range []struct {
+		name     string
+		old, new map[string]int64
+		cpu      int64 // the new run's stage CPU ms (the old one's is 1000, for as much data)
+		want     []FunctionChange
+	}{{
+		name: "function three times slower",
+		old:  map[string]int64{"run;udf$$Lambda$12+0x7f01.call;parseDate": 88, "run;agg": 12},
+		new:  map[string]int64{"run;udf$$Lambda$40+0x7f99.call;parseDate": 264, "run;agg": 12},
+		cpu:  2760,
+		want: []FunctionChange{{"parseDate", 0.88, 0.957}},
+	}, {
+		// The shape of the real-Spark runs: the UDF's lambda has a little
+		// time of its own and grows a little more than parseDate.
+		name: "caller with a little time of its own",
+		old:  map[string]int64{"run;agg;udf.call;lambda;parseDate": 910, "run;agg;udf.call;lambda": 22, "run;agg": 68},
+		new:  map[string]int64{"run;agg;udf.call;lambda;parseDate": 940, "run;agg;udf.call;lambda": 20, "run;agg": 40},
+		cpu:  2860,
+		want: []FunctionChange{{"parseDate", 0.91, 0.94}},
+	}, {
+		name: "function slower under two callers",
+		old:  map[string]int64{"run;a;parse": 40, "run;b;parse": 40, "run;c": 20},
+		new:  map[string]int64{"run;a;parse": 120, "run;b;parse": 120, "run;c": 20},
+		cpu:  2600,
+		want: []FunctionChange{{"parse", 0.8, 0.923}},
+	}, {
+		name: "two functions slower",
+		old:  map[string]int64{"run;a;parse": 40, "run;b;format": 40, "run;c": 20},
+		new:  map[string]int64{"run;a;parse": 160, "run;b;format": 80, "run;c": 20},
+		cpu:  2600,
+		want: []FunctionChange{{"parse", 0.4, 0.615}, {"format", 0.4, 0.308}},
+	}, {
+		name: "caller slower beside its callee",
+		old:  map[string]int64{"run;read": 40, "run;read;decode": 40, "run;c": 20},
+		new:  map[string]int64{"run;read": 120, "run;read;decode": 120, "run;c": 20},
+		cpu:  2600,
+		want: []FunctionChange{{"decode", 0.4, 0.462}, {"read", 0.8, 0.923}},
+	}, {
+		name: "nothing slower",
+		old:  map[string]int64{"run;a;parse": 80, "run;c": 20},
+		new:  map[string]int64{"run;a;parse": 80, "run;c": 20},
+		cpu:  1000,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &runFacts{profiles: []*profile.Profile{stageProfile(tc.old)}}
+			n := &runFacts{profiles: []*profile.Profile{stageProfile(tc.new)}}
+			os := &stageFacts{id: 2, m: StageMetrics{CPUMs: 1000, ShuffleReadRecords: 1000}}
+			ns := &stageFacts{id: 2, m: StageMetrics{CPUMs: tc.cpu, ShuffleReadRecords: 1000}}
+			if got := grownFunctions(o, n, os, ns); !slices.Equal(got, tc.want) {
+				t.Errorf("grown functions %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

@@ -2,7 +2,6 @@ package compare
 
 import (
 	"cmp"
-	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -18,30 +17,19 @@ const maxFunctions = 5
 // data that a function's own growth must be for a code cause to name it.
 const minGrowth = 0.10
 
-// functionShare is a function's part of a stage's CPU samples: the share
-// of them with the function anywhere on their stack (so that a function's
-// callees count as its own), and its mean depth in them (frames from the
-// root), which tells a callee from its callers.
-type functionShare struct {
-	share, depth float64
-}
-
-// functionShares returns, for a stage of a run, each function's share of
-// the stage's CPU samples. It returns nil when the run's profiles have no
-// CPU sample of the stage.
-func functionShares(ps []*profile.Profile, stage int) map[string]functionShare {
+// stageSamples calls fn with each CPU sample of a stage in a run's
+// profiles: its value and its stack's function names, root first, each
+// named as in every JVM.
+func stageSamples(ps []*profile.Profile, stage int, fn func(v int64, names []string)) {
 	id := strconv.Itoa(stage)
-	in := map[string]int64{}
-	depth := map[string]float64{}
-	var total int64
 	var buf []profile.FrameID
+	var names []string
 	for _, p := range ps {
 		t, ok := p.TypeIndex(profile.TypeCPU)
 		if !ok {
 			continue
 		}
 		ofStage := map[profile.LabelSetID]bool{}
-		seen := map[string]bool{}
 		for _, s := range p.Samples {
 			if s.Type != t {
 				continue
@@ -58,25 +46,62 @@ func functionShares(ps []*profile.Profile, stage int) map[string]functionShare {
 			if !on {
 				continue
 			}
-			total += s.Value
 			buf = p.Stack(s.Stack, buf[:0])
-			clear(seen)
-			for d, f := range buf {
-				name := sameInEveryJVM(p.Frames[f].Name)
-				if !seen[name] {
-					seen[name] = true
-					in[name] += s.Value
-					depth[name] += float64(d) * float64(s.Value)
-				}
+			names = names[:0]
+			for _, f := range buf {
+				names = append(names, sameInEveryJVM(p.Frames[f].Name))
 			}
+			fn(s.Value, names)
 		}
 	}
+}
+
+// functionShares returns, for a stage of a run, each function's share of
+// the stage's CPU samples: the share of them with the function anywhere
+// on their stack, so that a function's callees count as its own. It
+// returns nil when the run's profiles have no CPU sample of the stage.
+func functionShares(ps []*profile.Profile, stage int) map[string]float64 {
+	in := map[string]int64{}
+	seen := map[string]bool{}
+	var total int64
+	stageSamples(ps, stage, func(v int64, names []string) {
+		total += v
+		clear(seen)
+		for _, name := range names {
+			if !seen[name] {
+				seen[name] = true
+				in[name] += v
+			}
+		}
+	})
 	if total == 0 {
 		return nil
 	}
-	shares := make(map[string]functionShare, len(in))
+	shares := make(map[string]float64, len(in))
 	for name, v := range in {
-		shares[name] = functionShare{share: float64(v) / float64(total), depth: depth[name] / float64(v)}
+		shares[name] = float64(v) / float64(total)
+	}
+	return shares
+}
+
+// innermostShares returns, for a stage of a run and a set of functions,
+// each function's share of the stage's CPU samples on which it is the
+// innermost function of the set on the stack.
+func innermostShares(ps []*profile.Profile, stage int, set map[string]bool) map[string]float64 {
+	in := map[string]int64{}
+	var total int64
+	stageSamples(ps, stage, func(v int64, names []string) {
+		total += v
+		for _, name := range slices.Backward(names) {
+			if set[name] {
+				in[name] += v
+				break
+			}
+		}
+	})
+	shares := make(map[string]float64, len(in))
+	for name, v := range in {
+		shares[name] = float64(v) / float64(max(total, 1))
 	}
 	return shares
 }
@@ -84,8 +109,9 @@ func functionShares(ps []*profile.Profile, stage int) map[string]functionShare {
 // grownFunctions lists the functions of a matched stage whose CPU per
 // unit of data grew most, with their shares of the stage's CPU samples:
 // a function's CPU is its share of the samples times the stage's CPU
-// time. Among functions that grew alike (a function and its callers), the
-// innermost, where the time went, comes first. It returns nil without
+// time. A function is named for the growth where it is the innermost of
+// the functions that grew: a slower function's callers, which grow with
+// it, are left for it, where the time went. It returns nil without
 // samples of the stage in both runs.
 func grownFunctions(o, n *runFacts, os, ns *stageFacts) []FunctionChange {
 	oshares, nshares := functionShares(o.profiles, os.id), functionShares(n.profiles, ns.id)
@@ -98,24 +124,28 @@ func grownFunctions(o, n *runFacts, os, ns *stageFacts) []FunctionChange {
 	if total <= 0 {
 		return nil
 	}
-	type grown struct {
-		FunctionChange
-		by    float64 // its CPU per unit of data, new less old
-		depth float64
-	}
-	var gs []grown
+	growth := func(oshare, nshare float64) float64 { return nshare*ncpu - oshare*ocpu }
+	grew := map[string]bool{}
 	for name, sh := range nshares {
-		if by := sh.share*ncpu - oshares[name].share*ocpu; by >= minGrowth*total {
-			gs = append(gs, grown{FunctionChange{Name: name, OldShare: round(oshares[name].share, 3), NewShare: round(sh.share, 3)}, by, sh.depth})
+		if growth(oshares[name], sh) >= minGrowth*total {
+			grew[name] = true
 		}
 	}
-	slices.SortFunc(gs, func(a, b grown) int {
-		ga, gb := math.Round(10*a.by/total), math.Round(10*b.by/total) // alike: within a tenth of the growth
-		return cmp.Or(cmp.Compare(gb, ga), cmp.Compare(b.depth, a.depth), cmp.Compare(a.Name, b.Name))
-	})
-	out := make([]FunctionChange, 0, min(len(gs), maxFunctions))
-	for _, g := range firstN(gs, maxFunctions) {
-		out = append(out, g.FunctionChange)
+	oinner, ninner := innermostShares(o.profiles, os.id, grew), innermostShares(n.profiles, ns.id, grew)
+	type grownFunction struct {
+		FunctionChange
+		by float64 // its CPU per unit of data where it is innermost, new less old
+	}
+	var named []grownFunction
+	for name := range grew {
+		if by := growth(oinner[name], ninner[name]); by >= minGrowth*total {
+			named = append(named, grownFunction{FunctionChange{Name: name, OldShare: round(oshares[name], 3), NewShare: round(nshares[name], 3)}, by})
+		}
+	}
+	slices.SortFunc(named, func(a, b grownFunction) int { return cmp.Or(cmp.Compare(b.by, a.by), cmp.Compare(a.Name, b.Name)) })
+	out := make([]FunctionChange, 0, min(len(named), maxFunctions))
+	for _, f := range firstN(named, maxFunctions) {
+		out = append(out, f.FunctionChange)
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import jdk.jfr.Recording;
+import jdk.jfr.RecordingState;
 
 /**
  * Records in windows: each window is its own recording, written to its own file when stopped, so that
@@ -170,6 +171,9 @@ final class Profiler {
     if (r == null) {
       return;
     }
+    if (atExit() && leftToRecorderHook(r, deadline)) {
+      return;
+    }
     try {
       r.stop();
     } catch (IllegalStateException e) {
@@ -181,6 +185,59 @@ final class Profiler {
       return;
     }
     r.close();
+  }
+
+  /** The name of the thread of the Flight Recorder's own shutdown hook. */
+  private static final String RECORDER_HOOK = "JFR Shutdown Hook";
+
+  /** Whether the JVM is exiting: its shutdown hooks run, and no more can be added. */
+  static boolean atExit() {
+    Thread probe = new Thread(() -> {}, "sparkprof-exit-probe");
+    try {
+      Runtime.getRuntime().addShutdownHook(probe);
+      Runtime.getRuntime().removeShutdownHook(probe);
+      return false;
+    } catch (IllegalStateException e) {
+      return true;
+    } catch (RuntimeException e) {
+      return false;
+    }
+  }
+
+  /**
+   * At JVM exit, leaves the running recording r to the Flight Recorder's own shutdown hook, which stops it,
+   * writes it to its destination (it dumps on exit) and closes it: stopping it here instead races the hook,
+   * which deletes the recorder's chunks as it ends while this stop would still be copying them ("Missing
+   * chunkfile"). Waits, until deadline (Unix ms) at most, for the hook to start and end. Returns false when the
+   * hook never ended the recording, which is then the caller's to stop.
+   */
+  private static boolean leftToRecorderHook(Recording r, long deadline) {
+    try {
+      while (System.currentTimeMillis() < deadline) {
+        Thread hook = recorderHook();
+        if (hook != null) {
+          hook.join(Math.max(1, deadline - System.currentTimeMillis()));
+          return !hook.isAlive();
+        }
+        if (r.getState() != RecordingState.RUNNING) {
+          return true; // the hook has ended it already
+        }
+        Thread.sleep(10);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return r.getState() != RecordingState.RUNNING;
+  }
+
+  /** The Flight Recorder's shutdown hook's thread while it runs, or null. */
+  private static Thread recorderHook() {
+    for (Thread t : Thread.getAllStackTraces().keySet()) {
+      if (RECORDER_HOOK.equals(t.getName()) && t.isAlive()) {
+        return t;
+      }
+    }
+    return null;
   }
 
   /** Waits until file holds whole chunks and stops growing, at most until deadline (Unix ms). */

@@ -77,6 +77,7 @@ public final class AgentUnitTest {
     WindowQueueTest.run();
     UploaderTest.run();
     OutputFileTest.run();
+    ExitWindowTest.run();
     if (failures > 0) {
       System.exit(1);
     }

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -191,14 +190,10 @@ func agentLines(t *testing.T, r *sparktest.Run) {
 
 // noAgentErrors fails the test when an exception reached the logs of the
 // job's JVMs, or the agent logged a failure.
-func noAgentErrors(t *testing.T, r *sparktest.Run, excused ...string) {
+func noAgentErrors(t *testing.T, r *sparktest.Run) {
 	t.Helper()
 	for who, l := range runLogs(r) {
 		for _, line := range strings.Split(l, "\n") {
-			if slices.ContainsFunc(excused, func(s string) bool { return strings.Contains(line, s) }) {
-				t.Logf("%s's log: %s", who, line)
-				continue
-			}
 			if strings.Contains(line, "[sparkprof]") && strings.Contains(line, "(logged once") ||
 				strings.Contains(line, "Exception") && strings.Contains(line, "sparkprof") {
 				t.Errorf("%s's log: %s", who, line)
@@ -224,19 +219,14 @@ type eventLogApp struct {
 	} `json:"tasks"`
 }
 
-// exitRace is the agent's line when the Flight Recorder's own shutdown
-// hook ended a JVM's recording before the agent read its last window.
-const exitRace = "did not write a whole recording of a window"
-
-// checkSources checks that profiles came from the driver (unless
-// driverLost: its log says it lost its one window at its exit) and every
+// checkSources checks that profiles came from the driver and every
 // executor of the event log, labelled with its id and host, the app id
 // and no attempt. With least > 0, only that many executors must have
 // sent, of those that ran tasks: in a job of a few seconds an executor's
 // one window is shipped as its worker ends it, which on a busy machine
 // can lose it (see docs/agent.md); the missing ones are logged with what
 // the server heard from each sender.
-func checkSources(t *testing.T, e realSpark, app string, least int, driverLost bool) {
+func checkSources(t *testing.T, e realSpark, app string, least int) {
 	t.Helper()
 	var a eventLogApp
 	e.get(t, "/api/v1/apps/"+app, &a)
@@ -264,8 +254,6 @@ func checkSources(t *testing.T, e realSpark, app string, least int, driverLost b
 		}
 	}
 	switch {
-	case !sent["driver"] && driverLost:
-		t.Logf("no profiles from the driver, which lost its window at its exit; from executors %v", sent)
 	case !sent["driver"]:
 		t.Errorf("no profiles from the driver; from executors %v", sent)
 	case least == 0 && len(missing) > 0, least > 0 && len(want)-len(missing) < least:

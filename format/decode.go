@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/sparkprof/sparkprof/attribution"
+	"github.com/sparkprof/sparkprof/format/chrometrace"
 	"github.com/sparkprof/sparkprof/format/folded"
 	"github.com/sparkprof/sparkprof/format/jfr"
 	"github.com/sparkprof/sparkprof/format/pprof"
@@ -39,6 +40,7 @@ var Formats = []Format{
 	{"pprof", pprof.Sniff, pprof.Decode},
 	{"pstats", pstats.Sniff, pstats.Decode},
 	{"speedscope", speedscope.Sniff, speedscope.Decode},
+	{"chrometrace", chrometrace.Sniff, chrometrace.Decode},
 	{"uber", uber.Sniff, uber.Decode},
 	{"pyspark", pyspark.Sniff, pyspark.Decode},
 	{"folded", folded.Sniff, folded.Decode},
@@ -90,6 +92,10 @@ type Options struct {
 	// JFRLabels is a Pyroscope LabelsSnapshot sent beside a JFR upload; it
 	// maps the samples' async-profiler context ids to labels.
 	JFRLabels []byte
+	// Start is the Unix ns time a trace's relative times count from:
+	// py-spy's chrometrace stamps its events from its own start. 0 leaves
+	// such samples untimed.
+	Start int64
 }
 
 // Decode decompresses data, detects its format, decodes it and labels the
@@ -117,9 +123,14 @@ func Decode(data []byte, source string, opts Options) (*profile.Profile, error) 
 		}
 	}
 	decode := f.Decode
-	if f.Name == "jfr" && len(opts.JFRLabels) > 0 {
+	switch {
+	case f.Name == "jfr" && len(opts.JFRLabels) > 0:
 		decode = func(data []byte, source string) (*profile.Profile, error) {
 			return jfr.DecodeWithOptions(data, source, jfr.Options{Labels: opts.JFRLabels})
+		}
+	case f.Name == "chrometrace" && opts.Start != 0:
+		decode = func(data []byte, source string) (*profile.Profile, error) {
+			return chrometrace.DecodeAt(data, source, opts.Start)
 		}
 	}
 	p, err := decode(data, source)

@@ -47,6 +47,8 @@ func TestPySpyOutputs(t *testing.T) {
 	}{
 		{"speedscope", "speedscope", "crunch.speedscope.json", nil, "wall:nanoseconds"},
 		{"raw", "raw", "crunch.folded", nil, "samples:count"},
+		// Each thread's time on each stack, idle time included.
+		{"chrometrace", "chrometrace", "crunch.trace.json", []string{"--idle"}, "wall:nanoseconds"},
 		// Frames "function (file.py)", and "process N:..." and "thread (N)"
 		// frames above them, not Python's.
 		{"raw without lines", "raw", "crunch.folded", []string{"--nolineno"}, "samples:count"},

@@ -209,7 +209,7 @@ func (p *Pipeline) decodeIn(res *reservation, in Profile, arrived time.Time) (*s
 	if len(data) == 0 {
 		return nil, 0, errkind.Errorf(errkind.BadInput, "%s: empty body: send a profile", in.Source)
 	}
-	opts := format.Options{Format: in.Format, MaxSize: p.cfg.MaxDecodedBytes}
+	opts := format.Options{Format: in.Format, MaxSize: p.cfg.MaxDecodedBytes, Start: in.From}
 	if in.JFRLabels != nil {
 		labels, err := p.inflate(res, in.JFRLabels, in.Source+" labels")
 		if err != nil {
@@ -243,6 +243,7 @@ func (p *Pipeline) decodeIn(res *reservation, in Profile, arrived time.Time) (*s
 	}
 	prof.LabelAll(in.Labels) // the upload's labels, not its samples', as Pyroscope
 	attribution.ApplyTaskRuns(prof, in.TaskRuns)
+	attribution.ApplyWorkerRuns(prof, in.TaskRuns)
 	addGCs(prof, in.GCs)
 	u := &store.Upload{From: in.From, Until: in.Until, Labels: in.Labels, Agent: in.Agent, Bytes: in.Bytes, Profile: prof, Key: in.Key}
 	clamped, err := checkTimes(u, arrived)

@@ -341,7 +341,7 @@ func PyroscopeProfile(name Name, q url.Values, ps Params, parts Parts, key strin
 // formatFor maps Pyroscope's format parameter to a decoder name.
 func formatFor(f string) string {
 	switch f {
-	case "jfr", "pprof", "speedscope":
+	case "jfr", "pprof", "speedscope", "chrometrace":
 		return f
 	}
 	return "folded" // folded, lines, trie (unsupported) and anything else

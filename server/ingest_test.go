@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -517,5 +518,74 @@ func TestRetryBodyNotSent(t *testing.T) {
 	}
 	if n := countUploads(t, db, ""); n != 2 {
 		t.Errorf("%d uploads stored, want 2", n)
+	}
+}
+
+// TestPythonWorkerUpload: the agent's window of its Python workers, a
+// py-spy Chrome trace beside the executor's task runs, is stored as wall
+// time, timed from the window's start: the worker's samples belong to the
+// task the executor ran then, the daemon's to none.
+func TestPythonWorkerUpload(t *testing.T) {
+	ts, _ := newTestServer(t, Config{})
+	const fromMs = 1_700_000_000_000
+	// The daemon (pid 10) forked a worker (pid 11), which served task 41
+	// for 2 s, from 0.5 s into the window, then waited for the next.
+	trace := `[
+{"name":"<module>","ph":"B","pid":10,"tid":0,"ts":0,"args":{"filename":"/opt/venv/lib/python3.11/site-packages/pyspark/daemon.py","line":1}},
+{"name":"manager","ph":"B","pid":10,"tid":0,"ts":0,"args":{"filename":"/opt/venv/lib/python3.11/site-packages/pyspark/daemon.py","line":9}},
+{"name":"<module>","ph":"B","pid":11,"tid":0,"ts":0,"args":{"filename":"/opt/venv/lib/python3.11/site-packages/pyspark/daemon.py","line":1}},
+{"name":"main","ph":"B","pid":11,"tid":0,"ts":0,"args":{"filename":"/opt/venv/lib/python3.11/site-packages/pyspark/worker.py","line":5}},
+{"name":"slow_parse","ph":"B","pid":11,"tid":0,"ts":500000,"args":{"filename":"/tmp/spark-1/userFiles-2/job.py","line":3}},
+{"name":"slow_parse","ph":"E","pid":11,"tid":0,"ts":2500000,"args":{"filename":"/tmp/spark-1/userFiles-2/job.py","line":3}},
+{"name":"main","ph":"E","pid":11,"tid":0,"ts":4000000,"args":{"filename":"/opt/venv/lib/python3.11/site-packages/pyspark/worker.py","line":5}},
+{"name":"<module>","ph":"E","pid":11,"tid":0,"ts":4000000,"args":{"filename":"/opt/venv/lib/python3.11/site-packages/pyspark/daemon.py","line":1}},
+{"name":"manager","ph":"E","pid":10,"tid":0,"ts":4000000,"args":{"filename":"/opt/venv/lib/python3.11/site-packages/pyspark/daemon.py","line":9}},
+{"name":"<module>","ph":"E","pid":10,"tid":0,"ts":4000000,"args":{"filename":"/opt/venv/lib/python3.11/site-packages/pyspark/daemon.py","line":1}}]`
+	tasks := fmt.Sprintf(`{"threadId":60,"threadName":"Executor task launch worker for task 0.0 in stage 7.0 (TID 41)","stageId":7,"stageAttempt":0,"partition":0,"taskId":41,"startMs":%d,"endMs":%d,"status":"SUCCESS"}`+"\n",
+		int64(fromMs+400), int64(fromMs+2600))
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	w, _ := mw.CreateFormFile("profile", "profile")
+	w.Write([]byte(trace))
+	w, _ = mw.CreateFormFile("tasks", "tasks")
+	w.Write([]byte(tasks))
+	mw.Close()
+	q := url.Values{"name": {"etl{spark_app_id=app-1,spark_executor_id=3}"}, "format": {"chrometrace"}, "spyName": {"sparkprof"},
+		"from": {strconv.Itoa(fromMs)}, "until": {strconv.Itoa(fromMs + 4100)}}
+	if code := post(t, ts, q, mw.FormDataContentType(), b.Bytes()); code != 200 {
+		t.Fatalf("the Python window: %d, want 200", code)
+	}
+	var bd struct {
+		Total int64
+		Rows  []struct {
+			Keys  []string
+			Value int64
+		}
+	}
+	getJSON(t, ts, "/api/v1/breakdown?"+url.Values{"query": {`{spark_app_id="app-1"}`}, "type": {"wall"}, "by": {"spark_task_id"},
+		"from": {strconv.Itoa(fromMs / 1000)}, "until": {strconv.Itoa(fromMs/1000 + 10)}}.Encode(), &bd)
+	got := map[string]int64{}
+	for _, r := range bd.Rows {
+		got[r.Keys[0]] = r.Value
+	}
+	// Task 41 ran 2.2 s, all of the worker's time then; the daemon's 4 s
+	// and the worker's 1.8 s before and after are the task's no more.
+	if want := map[string]int64{"41": 2.2e9, "": 5.8e9}; !maps.Equal(got, want) {
+		t.Errorf("the workers' wall time by task: %v, want %v", got, want)
+	}
+	var top struct {
+		Functions []struct {
+			Name  string
+			Total int64
+		}
+	}
+	getJSON(t, ts, "/api/v1/top?"+url.Values{"query": {`{spark_app_id="app-1",spark_task_id="41"}`}, "type": {"wall"}, "n": {"0"},
+		"from": {strconv.Itoa(fromMs / 1000)}, "until": {strconv.Itoa(fromMs/1000 + 10)}}.Encode(), &top)
+	names := map[string]int64{}
+	for _, f := range top.Functions {
+		names[f.Name] = f.Total
+	}
+	if names["job.py:slow_parse"] != 2e9 || names["pyspark/worker.py:main"] != 2.2e9 || names["pyspark/daemon.py:manager"] != 0 {
+		t.Errorf("task 41's Python functions: %v, want job.py:slow_parse 2 s under pyspark/worker.py:main 2.2 s, and none of the daemon's manager", names)
 	}
 }

@@ -1,0 +1,61 @@
+package attribution
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sparkprof/sparkprof/profile"
+)
+
+// TestApplyWorkerRuns: a Python worker's sample belongs to the task its
+// executor ran at the time, or to the stage of the tasks that ran, and
+// the daemon's samples to none.
+func TestApplyWorkerRuns(t *testing.T) {
+	const s = int64(1e9) // a second in ns
+	runs := []TaskRun{
+		{ThreadID: 40, StageID: 3, Partition: 0, TaskID: 7, StartMs: 10_000, EndMs: 0}, // drained running, then ended
+		{ThreadID: 40, StageID: 3, Partition: 0, TaskID: 7, StartMs: 10_000, EndMs: 12_000},
+		{ThreadID: 40, StageID: 3, Partition: 1, TaskID: 8, StartMs: 13_000, EndMs: 16_000},
+		{ThreadID: 41, StageID: 3, Partition: 2, TaskID: 9, StartMs: 15_000, EndMs: 17_000},
+		{ThreadID: 41, StageID: 5, Partition: 0, TaskID: 10, StartMs: 17_500, EndMs: 19_000},
+		{ThreadID: 40, StageID: 4, Partition: 0, TaskID: 11, StartMs: 18_000, EndMs: 20_000},
+	}
+	worker := "pyspark/daemon.py:<module>;pyspark/daemon.py:manager;pyspark/worker.py:main;job.py:slow_parse"
+	daemon := "pyspark/daemon.py:<module>;pyspark/daemon.py:manager"
+	for _, tc := range []struct {
+		name        string
+		stack       string
+		at          int64
+		stage, task string // "" for none
+	}{
+		{"the one task running", worker, 11 * s, "3", "7"},
+		{"the daemon", daemon, 11 * s, "", ""},
+		{"between tasks", worker, 12*s + 500e6, "", ""},
+		{"two tasks of one stage", worker, 15*s + 500e6, "3", ""},
+		{"tasks of two stages", worker, 18*s + 500e6, "", ""},
+		{"untimed", worker, 0, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := profile.New()
+			typ := p.AddType(profile.TypeWall)
+			frames := strings.Split(tc.stack, ";")
+			slices.Reverse(frames)
+			ls := p.AddLabels(profile.Labels{{Name: "spark_executor_id", Value: "1"}})
+			p.Samples = append(p.Samples, profile.Sample{Value: 1e7, Time: tc.at, Stack: p.AddPythonStack(frames), Labels: ls, Type: typ})
+			n := ApplyWorkerRuns(p, runs)
+			got := p.LabelSet(p.Samples[0].Labels)
+			stage, _ := got.Get(profile.LabelStageID)
+			task, _ := got.Get(profile.LabelTaskID)
+			if stage != tc.stage || task != tc.task {
+				t.Errorf("labels %v, want stage %q task %q", got, tc.stage, tc.task)
+			}
+			if exec, _ := got.Get("spark_executor_id"); exec != "1" {
+				t.Errorf("labels %v lost the executor", got)
+			}
+			if want := map[bool]int{true: 1}[tc.task != ""]; n != want {
+				t.Errorf("ApplyWorkerRuns labelled %d samples with a task, want %d", n, want)
+			}
+		})
+	}
+}

@@ -33,6 +33,7 @@ public final class Agent {
   private final String app, role, executorId;
   private final Path workDir;
   private final Profiler profiler;
+  private volatile PythonSampler python; // null unless an executor samples its Python workers
   private final WindowQueue queue;
   private final Uploader uploader; // null without a server
   private final OutputFile output; // null without an output directory
@@ -184,6 +185,9 @@ public final class Agent {
     }
     if (stopping) {
       return;
+    }
+    if ("executor".equals(role) && !stopping) {
+      python = PythonSampler.start(cfg, workDir, this::pythonWindow);
     }
     Log.info("profiling " + role + (executorId != null ? " " + executorId : "") + " of " + app + " to "
         + (cfg.get("server") != null ? cfg.get("server") : "") + (cfg.get("outputDir") != null ? " " + cfg.get("outputDir") : ""));
@@ -351,6 +355,28 @@ public final class Agent {
       w.key = uploader.nextKey();
     }
     queue.add(w, uploader != null, output != null);
+    sendPending(deadline);
+  }
+
+  /**
+   * Queues a window of the Python sampler's for upload, with the task runs of its time, then sends what is
+   * pending. Python windows go to a server only.
+   */
+  private synchronized void pythonWindow(Profiler.Window w, long deadline) {
+    if (uploader == null) {
+      Log.once("the Python workers' samples are sent to a server only (spark.sparkprof.server), not written to"
+          + " outputDir", null);
+      Profiler.delete(w);
+      return;
+    }
+    w.tasks = tasks.between(w.fromMs, w.untilMs);
+    w.key = uploader.nextKey();
+    queue.add(w, true, false);
+    sendPending(deadline);
+  }
+
+  /** Sends the windows that wait, oldest first, until one fails or the deadline passes. */
+  private synchronized void sendPending(long deadline) {
     if (uploader == null) {
       return;
     }
@@ -384,6 +410,10 @@ public final class Agent {
     try {
       shipper.join(Math.max(1, (deadline - System.currentTimeMillis()) / 2));
       window(profiler.rotate(true, deadline), deadline);
+      PythonSampler py = python;
+      if (py != null) {
+        py.stop(deadline);
+      }
       if (output != null) {
         writeOutput();
       }

@@ -69,7 +69,8 @@ final class Config {
   static final String[] KEYS = {
     "server", "enabled", "driver.enabled", "executor.enabled", "fraction", "events", "interval",
     "uploadInterval", "outputDir", "authToken", "labels", "appName", "appId", "executorId", "lockThreshold",
-    "maxQueuedBytes", "tenant", "asyncProfiler", "compression", "startWait", "stopWait"
+    "maxQueuedBytes", "tenant", "asyncProfiler", "compression", "startWait", "stopWait",
+    "python", "pySpy", "pythonInterval"
   };
 
   String get(String key) {

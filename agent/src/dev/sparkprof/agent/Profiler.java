@@ -41,6 +41,8 @@ final class Profiler {
     final Path file;
     final long fromMs, untilMs;
     String tasks, gc;
+    /** The recording's format as the server's {@code /ingest} names it: a JFR file, or py-spy's Chrome trace. */
+    String format = "jfr";
     /** Names the window on every attempt to send it, so that the server stores a retry once. */
     String key;
 

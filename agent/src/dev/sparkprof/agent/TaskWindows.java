@@ -45,6 +45,10 @@ final class TaskWindows {
 
   private final ConcurrentHashMap<Long, Task> running = new ConcurrentHashMap<>();
   private final ConcurrentLinkedQueue<Task> ended = new ConcurrentLinkedQueue<>();
+  /** The last RECENT tasks that ended, for {@link #between}: drains do not take them. */
+  private final ConcurrentLinkedQueue<Task> recent = new ConcurrentLinkedQueue<>();
+  private final AtomicInteger recentSize = new AtomicInteger();
+  static final int RECENT = 10_000;
   private final AtomicInteger endedSize = new AtomicInteger();
   final AtomicLong dropped = new AtomicLong();
 
@@ -83,6 +87,10 @@ final class TaskWindows {
     task.endMs = System.currentTimeMillis();
     task.status = status;
     ended.add(task);
+    recent.add(task);
+    if (recentSize.incrementAndGet() > RECENT && recent.poll() != null) {
+      recentSize.decrementAndGet();
+    }
     running.remove(tid);
     if (endedSize.incrementAndGet() > MAX && ended.poll() != null) {
       endedSize.decrementAndGet();
@@ -114,6 +122,25 @@ final class TaskWindows {
       now.add(t);
     }
     lastEnded = now;
+    return lines.isEmpty() ? null : String.join("\n", lines) + "\n";
+  }
+
+  /**
+   * The tasks that ran between fromMs and untilMs, as JSON lines, null when none: those running and the last
+   * {@link #RECENT} that ended, whether or not a drain took them. The Python sampler sends them with its windows.
+   */
+  String between(long fromMs, long untilMs) {
+    List<String> lines = new ArrayList<>();
+    for (Task t : running.values()) {
+      if (t.startMs <= untilMs) {
+        lines.add(t.json());
+      }
+    }
+    for (Task t : recent) {
+      if (t.startMs <= untilMs && t.endMs >= fromMs) {
+        lines.add(t.json());
+      }
+    }
     return lines.isEmpty() ? null : String.join("\n", lines) + "\n";
   }
 

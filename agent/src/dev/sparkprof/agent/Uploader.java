@@ -63,7 +63,7 @@ final class Uploader {
     try {
       byte[] jfr = compress(Files.readAllBytes(w.file), cfg.get("compression"));
       HttpURLConnection c = open(w, deadline, dropped);
-      byte[] body = body(c, jfr, w.tasks, w.gc);
+      byte[] body = body(c, w.format, jfr, w.tasks, w.gc);
       c.setFixedLengthStreamingMode(body.length);
       try (OutputStream out = c.getOutputStream()) {
         out.write(body);
@@ -96,7 +96,7 @@ final class Uploader {
     // The window in milliseconds, which Pyroscope's ingest reads as sparkprof's does (told apart from
     // seconds by size): seconds rounded up put its end up to a second after the upload.
     String query = "name=" + enc(labels.pyroscopeName(app)) + "&from=" + w.fromMs + "&until=" + w.untilMs
-        + "&format=jfr&spyName=sparkprof&sampleRate=" + (1000 / Math.max(1, cfg.millis("interval", 10)))
+        + "&format=" + w.format + "&spyName=sparkprof&sampleRate=" + (1000 / Math.max(1, cfg.millis("interval", 10)))
         + "&dropped=" + dropped;
     HttpURLConnection c = (HttpURLConnection) new URL(server.replaceAll("/+$", "") + "/ingest?" + query).openConnection();
     int budget = (int) Math.max(500, Math.min(10_000, deadline - System.currentTimeMillis()));
@@ -118,9 +118,11 @@ final class Uploader {
 
   /**
    * The body of an upload, its Content-Type set on c: the recording alone when nothing goes beside it, else a
-   * multipart form with the jfr part and the tasks and gc parts there are.
+   * multipart form with the recording's part (jfr, or profile for another format) and the tasks and gc parts
+   * there are.
    */
-  private static byte[] body(HttpURLConnection c, byte[] jfr, String tasks, String gc) throws IOException {
+  private static byte[] body(HttpURLConnection c, String format, byte[] jfr, String tasks, String gc)
+      throws IOException {
     if (tasks == null && gc == null) {
       c.setRequestProperty("Content-Type", "application/octet-stream");
       return jfr;
@@ -128,7 +130,7 @@ final class Uploader {
     String boundary = "sparkprof" + Long.toHexString(System.nanoTime());
     c.setRequestProperty("Content-Type", "multipart/form-data; boundary=" + boundary);
     ByteArrayOutputStream b = new ByteArrayOutputStream(jfr.length + 1024);
-    part(b, boundary, "jfr", jfr);
+    part(b, boundary, "jfr".equals(format) ? "jfr" : "profile", jfr);
     if (tasks != null) {
       part(b, boundary, "tasks", tasks.getBytes(StandardCharsets.UTF_8));
     }

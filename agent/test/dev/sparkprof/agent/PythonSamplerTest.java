@@ -1,0 +1,51 @@
+package dev.sparkprof.agent;
+
+import static dev.sparkprof.agent.AgentUnitTest.check;
+
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Unit tests of PythonSampler: where it finds py-spy, and that it finds the Python daemon among the JVM's
+ * descendants, not a worker the daemon forked, whose command line is the daemon's.
+ */
+final class PythonSamplerTest {
+  private PythonSamplerTest() {}
+
+  static void run() throws Exception {
+    AgentUnitTest.inTempDir("sparkprof-python", PythonSamplerTest::findPySpy);
+    daemon();
+  }
+
+  static void findPySpy(Path dir) throws Exception {
+    Path bin = Files.createDirectory(dir.resolve("bin"));
+    Path spy = Files.createFile(bin.resolve("py-spy"));
+    check("py-spy on no PATH", PythonSampler.findPySpy(null, null), null);
+    check("py-spy not executable", PythonSampler.findPySpy(null, bin.toString()), null);
+    spy.toFile().setExecutable(true);
+    check("py-spy on the PATH", PythonSampler.findPySpy(null, "/nonexistent" + File.pathSeparator + bin), spy);
+    check("py-spy configured", PythonSampler.findPySpy(spy.toString(), null), spy);
+    check("py-spy configured, missing", PythonSampler.findPySpy(dir.resolve("none").toString(), bin.toString()), null);
+  }
+
+  /** A process named as Spark starts the daemon, which forks a child as the daemon forks workers. */
+  static void daemon() throws Exception {
+    check("no daemon yet", PythonSampler.daemonPid(), Optional.empty());
+    Process p = new ProcessBuilder("python3", "-c",
+        "import os, sys, time\nif os.fork() == 0: print('forked', flush=True)\ntime.sleep(60)", "-m", PythonSampler.DAEMON)
+        .redirectErrorStream(true).start();
+    try {
+      // The child says it was forked: then both are the JVM's descendants.
+      String line = new String(p.getInputStream().readNBytes(7));
+      check("the daemon's child", line, "forked\n");
+      check("the daemon's pid", PythonSampler.daemonPid(), Optional.of(p.pid()));
+    } finally {
+      p.descendants().forEach(ProcessHandle::destroyForcibly);
+      p.destroyForcibly();
+      p.waitFor(10, TimeUnit.SECONDS);
+    }
+  }
+}

@@ -97,3 +97,13 @@ test('search within a zoomed frame sums the matches under it', () => {
   assert.equal(matchedTotal(t, named), 10);
   assert.equal(matchedTotal(t, named, other), 2);
 });
+
+test('Python frames are told from the JVM frames beside them', async () => {
+  const { isPython } = await import('../src/flame/draw.js');
+  for (const name of ['pyspark/worker.py:main', 'planted.py:slow_parse', 'pyspark/serializers.py:read_int', 'util.pyx:f']) {
+    assert.equal(isPython(name), true, name);
+  }
+  for (const name of ['org.apache.spark.api.python.PythonRunner$$anon$2.read', 'java.lang.Thread.run', 'pyspark', 'total']) {
+    assert.equal(isPython(name), false, name);
+  }
+});

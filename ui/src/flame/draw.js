@@ -10,11 +10,21 @@ export const ROW = 18;
 export const FONT = '12px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace';
 
 // Frames are coloured by package, so that a library's frames read as one
-// block; a hash of the package picks one of these.
+// block; a hash of the package picks one of these. Python frames
+// ("file.py:function") take the last four, teals no JVM frame has, so that
+// a PySpark worker's frames stand apart from the JVM's beside them.
 const palette = [
   '#f6a05a', '#f4c55c', '#e6806a', '#f2b880', '#d9a35f', '#eb9f8a', '#f0cf8a', '#de8d4d',
-  '#9fc58a', '#86b7d6', '#b69ad6', '#e3a6c4', '#8fcfc2', '#c8c76b', '#d8b4a0', '#a8b8e8',
+  '#9fc58a', '#86b7d6', '#b69ad6', '#e3a6c4', '#c8c76b', '#d8b4a0', '#a8b8e8',
+  '#5fb3a5', '#7cc4b8', '#4ea193', '#93d0c5',
 ];
+const jvmColors = 15;
+const pythonColors = palette.length - jvmColors;
+
+// isPython reports whether name is a Python frame: "file.py:function".
+export function isPython(name) {
+  return /\.pyx?:/.test(name);
+}
 const faded = '#e2e2e2';
 
 // packageEnd is where the package of a name ends, before its class and
@@ -27,14 +37,17 @@ function packageEnd(name) {
   return cls > 0 ? cls : method > 0 ? method : end;
 }
 
-// colorIndex returns the palette index of name by a hash of its package.
+// colorIndex returns the palette index of name by a hash of its package:
+// a Python frame's is its file's directory.
 function colorIndex(name) {
+  const python = isPython(name);
+  const end = python ? Math.max(0, name.lastIndexOf('/', name.indexOf('.py'))) : packageEnd(name);
   let h = 2166136261;
-  for (let i = 0, end = packageEnd(name); i < end; i++) {
+  for (let i = 0; i < end; i++) {
     h ^= name.charCodeAt(i);
     h = Math.imul(h, 16777619);
   }
-  return (h >>> 0) % palette.length;
+  return python ? jvmColors + (h >>> 0) % pythonColors : (h >>> 0) % jvmColors;
 }
 
 // colorOf returns the fill of name index i, cached per tree in cache (an

@@ -78,7 +78,7 @@ func DecodeAt(data []byte, source string, start int64) (*profile.Profile, error)
 		return p, err
 	}
 	d := decoder{p: p, source: source, start: start, wall: p.AddType(profile.TypeWall),
-		threads: map[threadKey]*thread{}, names: map[threadKey]string{}}
+		threads: map[int64]*thread{}, names: map[int64]string{}, ids: map[[2]int64]profile.ThreadID{}}
 	for i := range events {
 		if err := d.event(&events[i], i); err != nil {
 			return p, err
@@ -122,11 +122,13 @@ func parse(data []byte, source string) ([]event, error) {
 	return events, nil
 }
 
-type threadKey struct{ pid, tid int64 }
-
-// thread is a thread's stack as the events so far left it.
+// thread is a thread's stack as the events so far left it. py-spy keys
+// its threads by their id alone, and so do its B and E events: a worker
+// forked from a sampled process (--subprocesses) has the same thread id
+// as the thread that forked it, and its events follow that thread's. The
+// stack is that of the process of the last event.
 type thread struct {
-	id     profile.ThreadID
+	pid    int64
 	frames []profile.FrameID // root first
 	since  int64             // µs: when the stack became what it is
 }
@@ -136,8 +138,9 @@ type decoder struct {
 	source  string
 	start   int64 // Unix ns of the trace's zero; 0: untimed
 	wall    profile.TypeID
-	threads map[threadKey]*thread
-	names   map[threadKey]string // py-spy's thread names, from M events
+	threads map[int64]*thread             // by tid
+	names   map[int64]string              // py-spy's thread names, from M events, by tid
+	ids     map[[2]int64]profile.ThreadID // by pid and tid
 	begins  int
 	last    int64 // µs: the latest event
 }
@@ -147,11 +150,10 @@ func (d *decoder) errorf(i int, format string, args ...any) error {
 }
 
 func (d *decoder) event(e *event, i int) error {
-	k := threadKey{e.Pid, e.Tid}
 	switch e.Ph {
 	case "M":
 		if e.Name == "thread_name" {
-			d.names[k] = e.Args.Name
+			d.names[e.Tid] = e.Args.Name
 		}
 		return nil
 	case "B", "E":
@@ -162,17 +164,18 @@ func (d *decoder) event(e *event, i int) error {
 		return d.errorf(i, "%s event without a time in µs since the trace began (\"ts\"), or one past a year", e.Ph)
 	}
 	ts := int64(*e.Ts)
-	th := d.threads[k]
+	th := d.threads[e.Tid]
 	if th == nil {
-		th = &thread{id: d.p.AddThread(profile.Thread{Name: d.threadName(k)}), since: ts}
-		d.threads[k] = th
+		th = &thread{since: ts}
+		d.threads[e.Tid] = th
 	}
 	if ts < th.since {
 		return d.errorf(i, "time %d µs is before the thread's last event at %d µs: events must be in time order per thread", ts, th.since)
 	}
-	if err := d.hold(th, ts); err != nil {
+	if err := d.hold(e.Tid, th, ts); err != nil {
 		return d.errorf(i, "%v", err)
 	}
+	th.pid = e.Pid
 	d.last = max(d.last, ts)
 	if e.Ph == "B" {
 		d.begins++
@@ -190,7 +193,7 @@ func (d *decoder) event(e *event, i int) error {
 }
 
 // hold adds the samples of the time a thread held its stack until ts.
-func (d *decoder) hold(th *thread, ts int64) error {
+func (d *decoder) hold(tid int64, th *thread, ts int64) error {
 	from, until := th.since*1e3, ts*1e3
 	th.since = ts
 	if len(th.frames) == 0 || until <= from {
@@ -203,8 +206,9 @@ func (d *decoder) hold(th *thread, ts int64) error {
 	for _, f := range th.frames {
 		s = d.p.Push(s, f)
 	}
+	id := d.thread(th.pid, tid)
 	for t := from; t < until; t += MaxSpan {
-		smp := profile.Sample{Value: min(MaxSpan, until-t), Stack: s, Thread: th.id, Type: d.wall}
+		smp := profile.Sample{Value: min(MaxSpan, until-t), Stack: s, Thread: id, Type: d.wall}
 		if d.start != 0 {
 			smp.Time = d.start + t + smp.Value/2 // its middle
 		}
@@ -213,12 +217,20 @@ func (d *decoder) hold(th *thread, ts int64) error {
 	return nil
 }
 
-func (d *decoder) threadName(k threadKey) string {
-	name := "python " + strconv.FormatInt(k.pid, 10) + " " + strconv.FormatInt(k.tid, 10)
-	if n := d.names[k]; n != "" {
-		name += " (" + n + ")"
+// thread returns the profile thread of a process's thread, named
+// "python PID TID" with py-spy's name for it.
+func (d *decoder) thread(pid, tid int64) profile.ThreadID {
+	k := [2]int64{pid, tid}
+	id, ok := d.ids[k]
+	if !ok {
+		name := "python " + strconv.FormatInt(pid, 10) + " " + strconv.FormatInt(tid, 10)
+		if n := d.names[tid]; n != "" {
+			name += " (" + n + ")"
+		}
+		id = d.p.AddThread(profile.Thread{Name: name})
+		d.ids[k] = id
 	}
-	return name
+	return id
 }
 
 // frame is the profile frame of a B or E event: a Python frame named
@@ -244,10 +256,12 @@ var packageRoots = []string{"/site-packages/", "/dist-packages/", ".zip/"}
 // functions are named alike on every executor, whose copies of the job's
 // files are in directories of their own.
 func shortFile(path string) string {
+	from := strings.LastIndexByte(path, '/') + 1
+	last := -1
 	for _, root := range packageRoots {
-		if i := strings.LastIndex(path, root); i >= 0 {
-			return path[i+len(root):]
+		if i := strings.LastIndex(path, root); i > last {
+			last, from = i, i+len(root)
 		}
 	}
-	return path[strings.LastIndexByte(path, '/')+1:]
+	return path[from:]
 }

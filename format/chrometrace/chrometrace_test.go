@@ -73,10 +73,20 @@ func TestDecode(t *testing.T) {
 		},
 	}, {
 		name: "threads apart, other phases skipped",
-		trace: `[{"name":"a","ph":"B","pid":1,"tid":1,"ts":0},{"name":"b","ph":"B","pid":2,"tid":1,"ts":5},
+		trace: `[{"name":"a","ph":"B","pid":1,"tid":1,"ts":0},{"name":"b","ph":"B","pid":2,"tid":2,"ts":5},
 			{"name":"n","ph":"C","pid":1,"tid":1,"ts":7},
-			{"name":"a","ph":"E","pid":1,"tid":1,"ts":10},{"name":"b","ph":"E","pid":2,"tid":1,"ts":20}]`,
-		want: []sample{{"python 1 1", "a", 10e3, 0}, {"python 2 1", "b", 15e3, 0}},
+			{"name":"a","ph":"E","pid":1,"tid":1,"ts":10},{"name":"b","ph":"E","pid":2,"tid":2,"ts":20}]`,
+		want: []sample{{"python 1 1", "a", 10e3, 0}, {"python 2 2", "b", 15e3, 0}},
+	}, {
+		// py-spy --subprocesses: a forked worker's thread has the id of
+		// the thread that forked it, and py-spy's events of the two
+		// follow each other as one thread's.
+		name: "a forked process's thread, one with its parent's",
+		trace: `[{"name":"a","ph":"B","pid":1,"tid":0,"ts":0},
+			{"name":"a","ph":"E","pid":2,"tid":0,"ts":5},{"name":"b","ph":"B","pid":2,"tid":0,"ts":5},
+			{"name":"b","ph":"E","pid":1,"tid":0,"ts":10},{"name":"a","ph":"B","pid":1,"tid":0,"ts":10},
+			{"name":"a","ph":"E","pid":1,"tid":0,"ts":20}]`,
+		want: []sample{{"python 1 0", "a", 5e3, 0}, {"python 2 0", "b", 5e3, 0}, {"python 1 0", "a", 10e3, 0}},
 	}, {
 		name:  "frames begun and never ended: no time",
 		trace: `[{"name":"a","ph":"B","pid":1,"tid":1,"ts":0}]`,

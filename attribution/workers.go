@@ -14,10 +14,36 @@ func IsWorkerMain(f profile.Frame) bool {
 	return f.Kind == profile.KindPython && strings.HasSuffix(f.File, "worker.py") && strings.HasSuffix(f.Name, ":main")
 }
 
+// WaitingForTask reports whether a stack (root first) under a worker's
+// main is the worker waiting for its next task, reading the task's first
+// int from the JVM: pyspark/serializers.py's read_int right under main
+// (Spark 3.5), or under the reader of the task's init message (Spark 4).
+// A reused worker waits so between tasks, through other tasks of its
+// executor that do not use Python.
+func WaitingForTask(p *profile.Profile, stack []profile.FrameID) bool {
+	n := len(stack)
+	if n < 2 || !strings.HasSuffix(p.Frames[stack[n-1]].Name, "serializers.py:read_int") {
+		return false
+	}
+	for _, f := range slices.Backward(stack[:n-1]) {
+		name := p.Frames[f].Name
+		switch {
+		case IsWorkerMain(p.Frames[f]):
+			return true
+		case strings.Contains(name, "init_message"), strings.HasSuffix(name, "_state_transition.<locals>.decorator.<locals>.wrapper"),
+			strings.HasSuffix(name, "worker.py:invoke_udf"):
+		default:
+			return false
+		}
+	}
+	return false
+}
+
 // ApplyWorkerRuns labels each timed sample of a PySpark Python worker (a
 // stack under pyspark/worker.py's main; the daemon that forks the workers
-// is left alone) with the task its executor ran at the sample's time, as
-// the executor plugin recorded its runs. A worker serves one task at a
+// is left alone) serving a task (not WaitingForTask) with the task its
+// executor ran at the sample's time, as the executor plugin recorded its
+// runs. A worker serves one task at a
 // time, but the trace does not say which of the executor's tasks: a
 // sample taken while several ran gets their stage when all were of one,
 // and no task. It returns how many samples it labelled with a task.
@@ -43,7 +69,7 @@ func ApplyWorkerRuns(p *profile.Profile, runs []TaskRun) int {
 		worker, known := underMain[s.Stack]
 		if !known {
 			buf = p.Stack(s.Stack, buf[:0])
-			worker = slices.ContainsFunc(buf, func(f profile.FrameID) bool { return IsWorkerMain(p.Frames[f]) })
+			worker = slices.ContainsFunc(buf, func(f profile.FrameID) bool { return IsWorkerMain(p.Frames[f]) }) && !WaitingForTask(p, buf)
 			underMain[s.Stack] = worker
 		}
 		if !worker {

@@ -9,8 +9,8 @@ import (
 )
 
 // TestApplyWorkerRuns: a Python worker's sample belongs to the task its
-// executor ran at the time, or to the stage of the tasks that ran, and
-// the daemon's samples to none.
+// executor ran at the time, or to the stage of the tasks that ran; the
+// daemon's samples, and a worker's waiting for its next task, to none.
 func TestApplyWorkerRuns(t *testing.T) {
 	const s = int64(1e9) // a second in ns
 	runs := []TaskRun{
@@ -23,6 +23,14 @@ func TestApplyWorkerRuns(t *testing.T) {
 	}
 	worker := "pyspark/daemon.py:<module>;pyspark/daemon.py:manager;pyspark/worker.py:main;job.py:slow_parse"
 	daemon := "pyspark/daemon.py:<module>;pyspark/daemon.py:manager"
+	// A reused worker waiting for its next task, as Spark 3.5's and 4.3's
+	// wait, and one reading rows of its task.
+	waiting35 := "pyspark/daemon.py:worker;pyspark/worker.py:main;pyspark/serializers.py:read_int"
+	waiting43 := "pyspark/daemon.py:worker;pyspark/worker.py:main;pyspark/worker.py:invoke_udf;" +
+		"pyspark/messages/spark_message_receiver.py:SparkMessageReceiver._state_transition.<locals>.decorator.<locals>.wrapper;" +
+		"pyspark/messages/spark_message_receiver.py:SparkMessageReceiver.get_init_message;" +
+		"pyspark/messages/socket/spark_socket_message_receiver.py:SparkSocketMessageReceiver._do_get_init_message;pyspark/serializers.py:read_int"
+	reading := "pyspark/daemon.py:worker;pyspark/worker.py:main;pyspark/worker.py:process;pyspark/serializers.py:load_stream;pyspark/serializers.py:read_int"
 	for _, tc := range []struct {
 		name        string
 		stack       string
@@ -31,6 +39,9 @@ func TestApplyWorkerRuns(t *testing.T) {
 	}{
 		{"the one task running", worker, 11 * s, "3", "7"},
 		{"the daemon", daemon, 11 * s, "", ""},
+		{"waiting for the next task (Spark 3.5)", waiting35, 11 * s, "", ""},
+		{"waiting for the next task (Spark 4.3)", waiting43, 11 * s, "", ""},
+		{"reading the task's rows", reading, 11 * s, "3", "7"},
 		{"between tasks", worker, 12*s + 500e6, "", ""},
 		{"two tasks of one stage", worker, 15*s + 500e6, "3", ""},
 		{"tasks of two stages", worker, 18*s + 500e6, "", ""},

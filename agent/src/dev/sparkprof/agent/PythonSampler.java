@@ -4,20 +4,31 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Optional;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
+import java.util.stream.Collectors;
 
 /**
- * Samples an executor's PySpark workers with py-spy ({@code spark.sparkprof.python=true}): one {@code py-spy record}
- * a window on the Python daemon the executor started ({@code python -m pyspark.daemon}) and the workers it forks,
- * every thread's stack with its wall time ({@code --idle}), as a Chrome trace. Each trace goes to the server like a
- * JFR window, beside the executor's task runs of its time, which attribute the workers' samples to tasks. One
- * py-spy runs at a time, bounded by the window; it never pauses the workers ({@code --nonblocking}).
+ * Samples an executor's PySpark workers with py-spy ({@code spark.sparkprof.python=true}): a {@code py-spy record}
+ * a window on each worker the Python daemon forked (Spark starts the daemon as {@code python -m pyspark.daemon}), or
+ * Spark started without a daemon ({@code python -m pyspark.worker}), every thread's stack with its wall time
+ * ({@code --idle}), as a Chrome trace. A worker is found within a second of its start. Each trace goes to the server
+ * like a JFR window, beside the executor's task runs of its time, which attribute the worker's samples to tasks.
+ * py-spy never pauses the workers ({@code --nonblocking}), and at most {@link #MAX_WORKERS} run at once.
+ *
+ * <p>One py-spy a worker, not one on the daemon with {@code --subprocesses}: py-spy's trace keys threads by their id
+ * alone, which a forked worker's main thread shares with the daemon's, so their stacks would interleave.
  */
 final class PythonSampler {
   /** What the daemon's command line has: Spark starts it as {@code python -m pyspark.daemon}. */
   static final String DAEMON = "pyspark.daemon";
+  /** What a worker Spark starts without a daemon has ({@code spark.python.use.daemon=false}). */
+  static final String WORKER = "pyspark.worker";
+  /** The most workers sampled at once: an executor has one a running Python task. */
+  static final int MAX_WORKERS = 64;
 
   private final String pySpy;
   private final long windowMs;
@@ -26,7 +37,21 @@ final class PythonSampler {
   private final BiConsumer<Profiler.Window, Long> ship;
   private final Thread thread;
   private volatile boolean stopping;
-  private volatile Process recording;
+  /** The py-spy of each worker sampled in this window, by the worker's pid; only the sampler's thread writes it. */
+  private final Map<Long, Recording> recordings = new ConcurrentHashMap<>();
+
+  /** One worker's py-spy in a window. */
+  private static final class Recording {
+    final Process process;
+    final Path out;
+    final long fromMs;
+
+    Recording(Process process, Path out, long fromMs) {
+      this.process = process;
+      this.out = out;
+      this.fromMs = fromMs;
+    }
+  }
 
   private PythonSampler(String pySpy, Config cfg, Path dir, BiConsumer<Profiler.Window, Long> ship) {
     this.pySpy = pySpy;
@@ -75,65 +100,82 @@ final class PythonSampler {
     return null;
   }
 
-  /** The pid of the Python daemon among this JVM's descendants, if Spark has started it. */
-  static Optional<Long> daemonPid() {
+  /**
+   * The pids of the Python workers among this JVM's descendants: the processes the daemon forked, whose command line
+   * is the daemon's, and workers started without a daemon.
+   */
+  static List<Long> workerPids() {
     return ProcessHandle.current().descendants()
-        .filter(p -> isDaemon(p) && !p.parent().map(PythonSampler::isDaemon).orElse(false)) // not a worker it forked
+        .filter(p -> commandLineHas(p, WORKER) || commandLineHas(p, DAEMON)
+            && p.parent().map(parent -> commandLineHas(parent, DAEMON)).orElse(false))
         .map(ProcessHandle::pid)
-        .findFirst();
+        .collect(Collectors.toList());
   }
 
-  private static boolean isDaemon(ProcessHandle p) {
-    return p.info().commandLine().map(c -> c.contains(DAEMON)).orElse(false);
+  private static boolean commandLineHas(ProcessHandle p, String s) {
+    return p.info().commandLine().map(c -> c.contains(s)).orElse(false);
   }
 
   private void run() {
     try {
       while (!stopping) {
-        Optional<Long> daemon = daemonPid();
-        if (daemon.isEmpty()) {
-          sleep(1_000); // no Python task yet
-          continue;
+        long end = System.currentTimeMillis() + windowMs;
+        for (long now = System.currentTimeMillis(); now < end && !stopping; now = System.currentTimeMillis()) {
+          for (long pid : workerPids()) {
+            if (!recordings.containsKey(pid) && recordings.size() < MAX_WORKERS) {
+              start(pid, end - now);
+            }
+          }
+          sleep(Math.min(1_000, end - now));
         }
-        Profiler.Window w = record(daemon.get(), windowMs);
-        if (w != null) {
-          ship.accept(w, System.currentTimeMillis() + windowMs);
-        }
+        finish(System.currentTimeMillis() + 10_000);
       }
     } catch (Throwable t) {
       Log.once("sampling the Python workers failed; the agent goes on without them", t);
+    } finally {
+      recordings.values().forEach(r -> r.process.destroyForcibly());
     }
   }
 
-  /** Records the daemon and its workers for at most ms; returns the window, or null when py-spy wrote none. */
-  private Profiler.Window record(long pid, long ms) throws IOException, InterruptedException {
-    Path out = Files.createTempFile(dir, "python-", ".json");
+  /** Starts a py-spy on worker pid for the rest of the window, ms. */
+  private void start(long pid, long ms) throws IOException {
+    Path out = Files.createTempFile(dir, "python-" + pid + "-", ".json");
     long from = System.currentTimeMillis();
-    Process p = new ProcessBuilder(pySpy, "record", "--pid", Long.toString(pid), "--subprocesses", "--idle",
-        "--nonblocking", "--format", "chrometrace", "--rate", Integer.toString(rate),
-        "--duration", Long.toString(Math.max(1, ms / 1_000)), "--output", out.toString())
+    Process p = new ProcessBuilder(pySpy, "record", "--pid", Long.toString(pid), "--idle", "--nonblocking",
+        "--format", "chrometrace", "--rate", Integer.toString(rate),
+        "--duration", Long.toString(Math.max(1, (ms + 999) / 1_000)), "--output", out.toString())
         .redirectErrorStream(true)
         .redirectOutput(ProcessBuilder.Redirect.DISCARD)
         .start();
-    recording = p;
-    if (!p.waitFor(ms + 10_000, TimeUnit.MILLISECONDS)) {
-      p.destroyForcibly();
-      Log.once("py-spy did not end its window in time; the window is dropped", null);
-    }
-    recording = null;
-    long until = System.currentTimeMillis();
-    if (p.exitValue() != 0 || Files.size(out) == 0) {
-      Files.deleteIfExists(out);
-      if (!stopping && daemonPid().isPresent()) {
-        Log.once("py-spy exited with " + p.exitValue() + " on the Python daemon " + pid + " (can it trace this"
-            + " user's processes? see ptrace in docs/agent.md); windows without Python samples", null);
-        sleep(windowMs);
+    recordings.put(pid, new Recording(p, out, from));
+  }
+
+  /**
+   * Waits until deadline for the window's py-spys, which end with their duration, their worker's exit, or an
+   * interrupt, and ships what each recorded.
+   */
+  private void finish(long deadline) throws IOException, InterruptedException {
+    for (Map.Entry<Long, Recording> e : recordings.entrySet()) {
+      Recording r = e.getValue();
+      if (!r.process.waitFor(Math.max(0, deadline - System.currentTimeMillis()), TimeUnit.MILLISECONDS)) {
+        r.process.destroyForcibly();
+        Log.once("py-spy did not end its window in time; the window is dropped", null);
       }
-      return null;
+      long until = System.currentTimeMillis();
+      if (r.process.isAlive() || r.process.exitValue() != 0 || Files.size(r.out) == 0) {
+        Files.deleteIfExists(r.out);
+        if (r.process.isAlive() || r.process.exitValue() != 0) {
+          Log.once("py-spy exited with " + (r.process.isAlive() ? "no code" : r.process.exitValue())
+              + " on the Python worker " + e.getKey() + " (can it trace this user's processes? see ptrace in"
+              + " docs/agent.md); windows go on without its samples", null);
+        }
+        continue;
+      }
+      Profiler.Window w = new Profiler.Window(r.out, r.fromMs, until);
+      w.format = "chrometrace";
+      ship.accept(w, System.currentTimeMillis() + windowMs);
     }
-    Profiler.Window w = new Profiler.Window(out, from, until);
-    w.format = "chrometrace";
-    return w;
+    recordings.clear();
   }
 
   /**
@@ -142,14 +184,14 @@ final class PythonSampler {
    */
   void stop(long deadline) {
     stopping = true;
-    Process p = recording;
-    if (p != null) {
+    for (Recording r : recordings.values()) {
       try {
-        new ProcessBuilder("kill", "-INT", Long.toString(p.pid())).start().waitFor(1, TimeUnit.SECONDS);
+        new ProcessBuilder("kill", "-INT", Long.toString(r.process.pid())).start().waitFor(1, TimeUnit.SECONDS);
       } catch (IOException | RuntimeException e) {
-        p.destroy();
+        r.process.destroy();
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
+        break;
       }
     }
     try {

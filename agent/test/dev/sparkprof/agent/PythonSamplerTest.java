@@ -5,12 +5,15 @@ import static dev.sparkprof.agent.AgentUnitTest.check;
 import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Optional;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Unit tests of PythonSampler: where it finds py-spy, and that it finds the Python daemon among the JVM's
- * descendants, not a worker the daemon forked, whose command line is the daemon's.
+ * Unit tests of PythonSampler: where it finds py-spy, and that it finds the Python workers among the JVM's
+ * descendants: those the daemon forked, whose command line is the daemon's, not the daemon.
  */
 final class PythonSamplerTest {
   private PythonSamplerTest() {}
@@ -31,17 +34,19 @@ final class PythonSamplerTest {
     check("py-spy configured, missing", PythonSampler.findPySpy(dir.resolve("none").toString(), bin.toString()), null);
   }
 
-  /** A process named as Spark starts the daemon, which forks a child as the daemon forks workers. */
+  /**
+   * A process named as Spark starts the daemon, which forks a child as the daemon forks workers: the child is a
+   * worker, the daemon is not.
+   */
   static void daemon() throws Exception {
-    check("no daemon yet", PythonSampler.daemonPid(), Optional.empty());
+    check("no workers yet", PythonSampler.workerPids(), List.of());
     Process p = new ProcessBuilder("python3", "-c",
-        "import os, sys, time\nif os.fork() == 0: print('forked', flush=True)\ntime.sleep(60)", "-m", PythonSampler.DAEMON)
+        "import os, time\nif os.fork() == 0: print(os.getpid(), flush=True)\ntime.sleep(60)", "-m", PythonSampler.DAEMON)
         .redirectErrorStream(true).start();
     try {
-      // The child says it was forked: then both are the JVM's descendants.
-      String line = new String(p.getInputStream().readNBytes(7));
-      check("the daemon's child", line, "forked\n");
-      check("the daemon's pid", PythonSampler.daemonPid(), Optional.of(p.pid()));
+      // The child says its pid once forked: then both are the JVM's descendants.
+      String line = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)).readLine();
+      check("the daemon's forked worker", PythonSampler.workerPids(), List.of(Long.parseLong(line.trim())));
     } finally {
       p.descendants().forEach(ProcessHandle::destroyForcibly);
       p.destroyForcibly();

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sparkprof/sparkprof/internal/english"
 	"github.com/sparkprof/sparkprof/internal/sparktest"
 )
 
@@ -333,9 +334,11 @@ func sparkAsyncProfiler(t *testing.T, e realSpark) {
 // sparkPySparkPlanted: a PySpark job's slow row-at-a-time Python UDF,
 // slow_parse, is named on the stage that ran it, by the server and by
 // analyze of the event log alone, and nothing is said of a job with no
-// Python.
+// Python. The executors sample their Python workers with py-spy: the
+// workers' samples are attributed to the tasks that ran, and slow_parse
+// is where the UDF's stage spent its Python time.
 func sparkPySparkPlanted(t *testing.T, e realSpark) {
-	j := e.job("", nil)
+	j := e.job("", map[string]string{"spark.sparkprof.python": "true", "spark.sparkprof.pySpy": filepath.Join(pyTools(t), "py-spy")})
 	j.Class, j.Args, j.Jar = "", nil, sparktest.PythonJob(t, "planted.py")
 	r := e.spark.Start(t, j)
 	r.Wait(t)
@@ -344,7 +347,121 @@ func sparkPySparkPlanted(t *testing.T, e realSpark) {
 	}
 	app := r.App(t)
 	e.waitFinished(t, app)
+	noAgentErrors(t, r)
+	for who, l := range runLogs(r) {
+		for _, line := range strings.Split(l, "\n") {
+			if strings.Contains(line, "[sparkprof]") && strings.Contains(line, "Python") {
+				t.Logf("%s: %s", who, line)
+			}
+		}
+	}
 	checkPlanted(t, e, app, "python-udf")
+	checkPythonSamples(t, e, app)
+}
+
+// checkPythonSamples checks the samples of an app's Python workers: each
+// labelled with a task is labelled with one its executor ran then, most
+// are labelled with one, and slow_parse takes most of the Python time of
+// the UDF's stage and none of any other.
+func checkPythonSamples(t *testing.T, e realSpark, app string) {
+	var a eventLogApp
+	e.get(t, "/api/v1/apps/"+app, &a)
+	type run struct {
+		exec  string
+		stage int
+	}
+	tasks := map[string]run{}
+	for _, x := range a.Tasks {
+		tasks[strconv.FormatInt(x.TaskID, 10)] = run{x.ExecutorID, x.StageID}
+	}
+	var bd struct {
+		Total int64
+		Rows  []struct {
+			Keys  []string
+			Value int64
+		}
+	}
+	e.get(t, "/api/v1/breakdown?"+url.Values{"query": {sel(app)}, "type": {"wall"}, "focus": {`worker\.py:main$`},
+		"by": {"spark_executor_id,spark_stage_id,spark_task_id"}}.Encode(), &bd)
+	var res attribution
+	udfStage := ""
+	for _, row := range bd.Rows {
+		exec, stage, task := row.Keys[0], row.Keys[1], row.Keys[2]
+		x, ok := tasks[task]
+		switch {
+		case task == "":
+			res.unattributed += row.Value
+		case !ok || x.exec != exec || strconv.Itoa(x.stage) != stage:
+			t.Logf("misattributed: %d ns of Python labelled executor %s, stage %s, task %s; the event log: %+v", row.Value, exec, stage, task, x)
+			res.wrong += row.Value
+		default:
+			res.correct += row.Value
+		}
+	}
+	// A reused worker waiting for its next task is no task's: it reads
+	// the task's first int right under main (Spark 3.5) or under the
+	// reader of its init message (Spark 4).
+	waiting := int64(0)
+	unattributed := e.text(t, "/api/v1/export?"+url.Values{"query": {sel(app, `spark_task_id=""`)}, "type": {"wall"}, "format": {"folded"},
+		"focus": {`worker\.py:main$`}}.Encode())
+	for _, line := range strings.Split(strings.TrimSpace(unattributed), "\n") {
+		i := strings.LastIndexByte(line, ' ') // frames have spaces: <frozen runpy>
+		_, below, _ := strings.Cut(line[:max(i, 0)], "worker.py:main;")
+		n, _ := strconv.ParseInt(line[i+1:], 10, 64)
+		if below == "pyspark/serializers.py:read_int" || strings.Contains(below, "init_message") && strings.HasSuffix(below, ";pyspark/serializers.py:read_int") {
+			waiting += n
+		}
+	}
+	res.unattributed -= waiting
+	t.Logf("Spark %s attribution of the Python workers' time serving tasks: %v (and %s waiting for a task)", e.spark.Version, res, english.Millis(waiting/1e6))
+	if res.correct == 0 || res.wrong > 0 || float64(res.correct) < 0.9*float64(res.correct+res.unattributed) {
+		t.Errorf("attribution of the Python workers' time: %v; want at least 90%% correct and none misattributed", res)
+	}
+	var byStage struct {
+		Rows []struct {
+			Keys  []string
+			Value int64
+		}
+	}
+	e.get(t, "/api/v1/breakdown?"+url.Values{"query": {sel(app)}, "type": {"wall"}, "focus": {`:slow_parse$`},
+		"by": {"spark_stage_id"}}.Encode(), &byStage)
+	for _, row := range byStage.Rows {
+		t.Logf("slow_parse in stage %q: %s", row.Keys[0], english.Millis(row.Value/1e6))
+	}
+	if len(byStage.Rows) > 0 {
+		udfStage = byStage.Rows[0].Keys[0]
+	}
+	if want := findingStage(t, e, app, "python-udf"); udfStage == "" || udfStage != want {
+		t.Fatalf("slow_parse's time is mostly in stage %q, not the UDF's stage %s", udfStage, want)
+	}
+	var top struct {
+		Total     int64
+		Functions []struct {
+			Name  string
+			Total int64
+		}
+	}
+	e.get(t, "/api/v1/top?"+url.Values{"query": {sel(app, `spark_stage_id="`+udfStage+`"`)}, "type": {"wall"}, "n": {"0"}, "focus": {`worker\.py:main$`}}.Encode(), &top)
+	for _, f := range top.Functions {
+		if strings.HasSuffix(f.Name, ":slow_parse") {
+			t.Logf("slow_parse: %s of the %s the UDF's stage's Python workers ran", english.Millis(f.Total/1e6), english.Millis(top.Total/1e6))
+			if 2*f.Total < top.Total {
+				t.Errorf("slow_parse is %d of %d ns of the stage's Python time, want most", f.Total, top.Total)
+			}
+		}
+	}
+}
+
+// findingStage is the stage of the app's finding of that kind, "" if none.
+func findingStage(t *testing.T, e realSpark, app, kind string) string {
+	var rep appReport
+	e.get(t, "/api/v1/apps/"+app, &rep)
+	for _, f := range rep.Findings {
+		if f.Kind == kind && f.StageID != nil {
+			return strconv.Itoa(*f.StageID)
+		}
+	}
+	return ""
 }
 
 // jobOfStage is the description of the job of a stage of the report.

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -152,6 +154,23 @@ func (e realSpark) tenant() string { return "" }
 func (e realSpark) get(t *testing.T, path string, v any) {
 	t.Helper()
 	getTenant(t, e.base, path, e.tenant(), v)
+}
+
+// text reads a text answer of the test's tenant.
+func (e realSpark) text(t *testing.T, path string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", e.base+path, nil)
+	req.Header.Set("X-Scope-OrgID", e.tenant())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v: %s", path, resp.StatusCode, err, b)
+	}
+	return string(b)
 }
 
 // sel is a selector of the app's samples with more matchers.

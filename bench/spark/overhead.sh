@@ -11,12 +11,30 @@
 # children's rusage); then, per variant, the medians and their ratios to
 # the runs without the plugin, and the ratios pair by pair.
 #
-# usage: [PAIRS=5] [SPARK_VERSION=3.5.9] bench/spark/overhead.sh
+# With MODE=python, the job is the PySpark test job's Python-bound one
+# (internal/sparktest/jobs/pyspark/planted.py, its job planted:python-udf:
+# a row-at-a-time UDF over 4 tasks), and the variants are without the
+# plugin, with it, and with it sampling the Python workers with py-spy
+# (spark.sparkprof.python=true; scripts/python-tools-install.sh installs
+# py-spy).
+#
+# usage: [PAIRS=5] [SPARK_VERSION=3.5.9] [MODE=jvm|python] bench/spark/overhead.sh
 # Spark must be installed (scripts/spark-install.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 pairs=${PAIRS:-5}
+mode=${MODE:-jvm}
+case $mode in
+jvm) variants=(off plugin dead) job=cpu ;;
+python) variants=(off plugin python) job=planted:python-udf ;;
+*) echo "overhead: MODE=$mode: want jvm or python" >&2; exit 2 ;;
+esac
+pyspy=$root/build/pytools/bin/py-spy
+if [ "$mode" = python ] && [ ! -x "$pyspy" ]; then
+	echo "overhead: py-spy is not installed: run scripts/python-tools-install.sh" >&2
+	exit 1
+fi
 version=${SPARK_VERSION:-$(grep -v '^#' tools/spark/versions | head -1)}
 home=$(ls -d build/spark/"$version"/lib/python3*/site-packages/pyspark 2>/dev/null | head -1)
 [ -n "$home" ] || { echo "overhead: Spark $version is not installed: run scripts/spark-install.sh" >&2; exit 1; }
@@ -48,42 +66,56 @@ run() {
 	off) ;;
 	plugin) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$url") ;;
 	dead) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$dead") ;;
+	python) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$url"
+		--conf spark.sparkprof.python=true --conf "spark.sparkprof.pySpy=$pyspy") ;;
 	esac
+	local main=(--class dev.sparkprof.jobs.Jobs "$tmp/jobs.jar" cpu)
+	if [ "$mode" = python ]; then
+		main=("$root/internal/sparktest/jobs/pyspark/planted.py")
+	fi
 	/usr/bin/time -f '%U %S' -o "$dir/time" env SPARK_HOME="$home" TMPDIR="$dir" "$home/bin/spark-submit" \
-		--master 'local-cluster[2,1,1024]' --class dev.sparkprof.jobs.Jobs "${conf[@]}" \
+		--master 'local-cluster[2,1,1024]' "${conf[@]}" \
 		--conf spark.ui.enabled=false --conf spark.eventLog.enabled=true --conf "spark.eventLog.dir=$dir" \
 		--conf "spark.local.dir=$dir" --conf "spark.driver.extraJavaOptions=-Djava.io.tmpdir=$dir" \
 		--conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$dir" \
-		"$tmp/jobs.jar" cpu >"$dir/log" 2>&1
+		"${main[@]}" >"$dir/log" 2>&1
 	local app
-	app=$(grep -o 'JOBS DONE cpu app-[0-9-]*' "$dir/log" | awk '{print $4}')
+	app=$(grep -o 'JOBS DONE [a-z]* app-[0-9-]*' "$dir/log" | awk '{print $4}')
 	rm -rf "$home/work/$app"
 	local wall
-	wall=$("$tmp/sparkprof" analyze --json "$dir/$app" | python3 -c 'import json,sys; a=json.load(sys.stdin); print([j for j in a["jobs"] if j.get("description")=="cpu"][0]["durationMs"])')
+	wall=$("$tmp/sparkprof" analyze --json "$dir/$app" | python3 -c 'import json,sys; a=json.load(sys.stdin); print([j for j in a["jobs"] if j.get("description")==sys.argv[1]][0]["durationMs"])' "$job")
 	echo "$wall $(awk '{print $1+$2}' "$dir/time")"
 	rm -rf "$dir"
 }
 
-echo "overhead: Spark $version, $pairs rounds of off, plugin, dead server (wall ms of the job, CPU s of all JVMs)"
+echo "overhead: Spark $version, $pairs rounds of ${variants[*]} (wall ms of job $job, CPU s of all its processes)"
 for i in $(seq "$pairs"); do
-	for v in off plugin dead; do
+	for v in "${variants[@]}"; do
 		r=$(run $v)
 		echo "$i $v $r" | tee -a "$tmp/results"
 	done
 done
-python3 - "$tmp/results" <<'PY'
+python3 - "$tmp/results" "${variants[@]}" <<'PY'
 import statistics, sys
+variants = sys.argv[2:]
 rows = [l.split() for l in open(sys.argv[1])]
 runs = {}
 for i, v, wall, cpu in rows:
     runs.setdefault(v, {})[int(i)] = (float(wall), float(cpu))
 off = runs["off"]
-for v in ("plugin", "dead"):
+for v in variants[1:]:
     w = [runs[v][i][0] / off[i][0] for i in off]
     c = [runs[v][i][1] / off[i][1] for i in off]
     print(f"{v}: wall ratio median {statistics.median(w):.3f} (pairs {', '.join(f'{x:.3f}' for x in w)}); "
           f"CPU ratio median {statistics.median(c):.3f} (pairs {', '.join(f'{x:.3f}' for x in c)})")
-for v in ("off", "plugin", "dead"):
+if "python" in variants:
+    plugin = runs["plugin"]
+    w = [runs["python"][i][0] / plugin[i][0] for i in plugin]
+    c = [runs["python"][i][1] / plugin[i][1] for i in plugin]
+    print(f"python against plugin (the Python sampling alone): wall ratio median {statistics.median(w):.3f} "
+          f"(pairs {', '.join(f'{x:.3f}' for x in w)}); CPU ratio median {statistics.median(c):.3f} "
+          f"(pairs {', '.join(f'{x:.3f}' for x in c)})")
+for v in variants:
     print(f"{v}: median wall {statistics.median(x[0] for x in runs[v].values()):.0f} ms, "
           f"median CPU {statistics.median(x[1] for x in runs[v].values()):.1f} s")
 PY

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -86,4 +87,19 @@ func (b *BadLines) Finish(p *Profile) error {
 		return nil
 	}
 	return b.first
+}
+
+// JSONError is the DecodeError of a JSON document that encoding/json could
+// not read, err, with the byte offset and the field it names.
+func JSONError(source, msg string, err error) *DecodeError {
+	de := &DecodeError{Source: source, Offset: -1, Msg: msg, Err: err}
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		de.Offset = se.Offset
+	case errors.As(err, &te):
+		de.Offset, de.Field = te.Offset, te.Field
+	}
+	return de
 }

@@ -12,7 +12,6 @@ package chrometrace
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -108,16 +107,7 @@ func parse(data []byte, source string) ([]event, error) {
 		err = json.Unmarshal(data, &events)
 	}
 	if err != nil {
-		de := &profile.DecodeError{Source: source, Offset: -1, Msg: "not a trace: want a JSON array of trace events", Err: err}
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			de.Offset = se.Offset
-		case errors.As(err, &te):
-			de.Offset, de.Field = te.Offset, te.Field
-		}
-		return nil, de
+		return nil, profile.JSONError(source, "not a trace: want a JSON array of trace events", err)
 	}
 	return events, nil
 }

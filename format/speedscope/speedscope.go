@@ -10,7 +10,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -123,16 +122,7 @@ func Decode(data []byte, source string) (*profile.Profile, error) {
 	p.Source = source
 	var f file
 	if err := json.Unmarshal(data, &f); err != nil {
-		de := &profile.DecodeError{Source: source, Offset: -1, Msg: "not a speedscope JSON document", Err: err}
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			de.Offset = se.Offset
-		case errors.As(err, &te):
-			de.Offset, de.Field = te.Offset, te.Field
-		}
-		return p, de
+		return p, profile.JSONError(source, "not a speedscope JSON document", err)
 	}
 	if len(f.Profiles) == 0 {
 		return p, &profile.DecodeError{Source: source, Offset: -1, Field: "profiles", Msg: "expected at least one profile"}

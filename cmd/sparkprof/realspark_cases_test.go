@@ -338,7 +338,10 @@ func sparkAsyncProfiler(t *testing.T, e realSpark) {
 // workers' samples are attributed to the tasks that ran, and slow_parse
 // is where the UDF's stage spent its Python time.
 func sparkPySparkPlanted(t *testing.T, e realSpark) {
-	j := e.job("", map[string]string{"spark.sparkprof.python": "true", "spark.sparkprof.pySpy": filepath.Join(pyTools(t), "py-spy")})
+	// Windows of 2 s: the UDF's stage is shipped while the job runs, not
+	// only in the executors' last windows, which their end can cut short.
+	j := e.job("", map[string]string{"spark.sparkprof.python": "true", "spark.sparkprof.pySpy": filepath.Join(pyTools(t), "py-spy"),
+		"spark.sparkprof.uploadInterval": "2s"})
 	j.Class, j.Args, j.Jar = "", nil, sparktest.PythonJob(t, "planted.py")
 	r := e.spark.Start(t, j)
 	r.Wait(t)

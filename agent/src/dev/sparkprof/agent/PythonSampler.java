@@ -4,6 +4,7 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -37,7 +38,7 @@ final class PythonSampler {
   private final BiConsumer<Profiler.Window, Long> ship;
   private final Thread thread;
   private volatile boolean stopping;
-  /** The py-spy of each worker sampled in this window, by the worker's pid; only the sampler's thread writes it. */
+  /** The py-spy of each worker sampled, by the worker's pid; only the sampler's thread writes it. */
   private final Map<Long, Recording> recordings = new ConcurrentHashMap<>();
 
   /** One worker's py-spy in a window. */
@@ -116,19 +117,30 @@ final class PythonSampler {
     return p.info().commandLine().map(c -> c.contains(s)).orElse(false);
   }
 
+  /** How often the sampler looks for new workers, and for py-spys that ended, in ms. */
+  private static final long SCAN_MS = 1_000, POLL_MS = 100;
+
   private void run() {
     try {
+      long nextScan = 0;
       while (!stopping) {
-        long end = System.currentTimeMillis() + windowMs;
-        for (long now = System.currentTimeMillis(); now < end && !stopping; now = System.currentTimeMillis()) {
+        shipEnded(false);
+        long now = System.currentTimeMillis();
+        if (now >= nextScan) {
           for (long pid : workerPids()) {
             if (!recordings.containsKey(pid) && recordings.size() < MAX_WORKERS) {
-              start(pid, end - now);
+              start(pid);
             }
           }
-          sleep(Math.min(1_000, end - now));
+          nextScan = now + SCAN_MS;
         }
-        finish(System.currentTimeMillis() + 10_000);
+        sleep(POLL_MS);
+      }
+      // Stopping: stop interrupted the py-spys, which write what they have.
+      for (long deadline = System.currentTimeMillis() + 10_000; !recordings.isEmpty()
+          && System.currentTimeMillis() < deadline; ) {
+        shipEnded(true);
+        sleep(POLL_MS);
       }
     } catch (Throwable t) {
       Log.once("sampling the Python workers failed; the agent goes on without them", t);
@@ -137,13 +149,16 @@ final class PythonSampler {
     }
   }
 
-  /** Starts a py-spy on worker pid for the rest of the window, ms. */
-  private void start(long pid, long ms) throws IOException {
+  /**
+   * Starts a py-spy on worker pid for a window. Each worker's windows follow each other: the next starts as soon
+   * as the last ends, so that a worker is sampled all but py-spy's start-up.
+   */
+  private void start(long pid) throws IOException {
     Path out = Files.createTempFile(dir, "python-" + pid + "-", ".json");
     long from = System.currentTimeMillis();
     Process p = new ProcessBuilder(pySpy, "record", "--pid", Long.toString(pid), "--idle", "--nonblocking",
         "--format", "chrometrace", "--rate", Integer.toString(rate),
-        "--duration", Long.toString(Math.max(1, (ms + 999) / 1_000)), "--output", out.toString())
+        "--duration", Long.toString(Math.max(1, windowMs / 1_000)), "--output", out.toString())
         .redirectErrorStream(true)
         .redirectOutput(ProcessBuilder.Redirect.DISCARD)
         .start();
@@ -151,31 +166,40 @@ final class PythonSampler {
   }
 
   /**
-   * Waits until deadline for the window's py-spys, which end with their duration, their worker's exit, or an
-   * interrupt, and ships what each recorded.
+   * Ships the windows whose py-spy ended (with its duration, its worker's exit, or an interrupt), drops those
+   * past their time, and, unless last, starts the next window of each worker still alive.
    */
-  private void finish(long deadline) throws IOException, InterruptedException {
-    for (Map.Entry<Long, Recording> e : recordings.entrySet()) {
+  private void shipEnded(boolean last) throws IOException {
+    for (Iterator<Map.Entry<Long, Recording>> it = recordings.entrySet().iterator(); it.hasNext(); ) {
+      Map.Entry<Long, Recording> e = it.next();
       Recording r = e.getValue();
-      if (!r.process.waitFor(Math.max(0, deadline - System.currentTimeMillis()), TimeUnit.MILLISECONDS)) {
-        r.process.destroyForcibly();
-        Log.once("py-spy did not end its window in time; the window is dropped", null);
-      }
-      long until = System.currentTimeMillis();
-      if (r.process.isAlive() || r.process.exitValue() != 0 || Files.size(r.out) == 0) {
-        Files.deleteIfExists(r.out);
-        if (r.process.isAlive() || r.process.exitValue() != 0) {
-          Log.once("py-spy exited with " + (r.process.isAlive() ? "no code" : r.process.exitValue())
-              + " on the Python worker " + e.getKey() + " (can it trace this user's processes? see ptrace in"
-              + " docs/agent.md); windows go on without its samples", null);
+      long now = System.currentTimeMillis();
+      if (r.process.isAlive()) {
+        if (now > r.fromMs + windowMs + 10_000) {
+          r.process.destroyForcibly();
+          Files.deleteIfExists(r.out);
+          it.remove();
+          Log.once("py-spy did not end its window in time; the window is dropped", null);
         }
         continue;
       }
-      Profiler.Window w = new Profiler.Window(r.out, r.fromMs, until);
+      it.remove();
+      if (r.process.exitValue() != 0 || Files.size(r.out) == 0) {
+        Files.deleteIfExists(r.out);
+        if (r.process.exitValue() != 0 && ProcessHandle.of(e.getKey()).isPresent()) {
+          Log.once("py-spy exited with " + r.process.exitValue() + " on the Python worker " + e.getKey() + " (can"
+              + " it trace this user's processes? see ptrace in docs/agent.md); windows go on without its samples",
+              null);
+        }
+        continue;
+      }
+      if (!last && !stopping && ProcessHandle.of(e.getKey()).map(ProcessHandle::isAlive).orElse(false)) {
+        start(e.getKey());
+      }
+      Profiler.Window w = new Profiler.Window(r.out, r.fromMs, now);
       w.format = "chrometrace";
-      ship.accept(w, System.currentTimeMillis() + windowMs);
+      ship.accept(w, now + windowMs);
     }
-    recordings.clear();
   }
 
   /**

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -255,11 +256,29 @@ func (s Spark) Start(t testing.TB, j Job) *Run {
 			cmd.Process.Kill()
 			<-r.done
 		}
-		if r.AppID != "" {
-			os.RemoveAll(filepath.Join(s.Home, "work", r.AppID))
+		for _, id := range r.appIDs() {
+			os.RemoveAll(filepath.Join(s.Home, "work", id))
 		}
 	})
 	return r
+}
+
+// appIDs returns the ids of the apps spark-submit named: a driver that
+// runs one SparkContext after another names each, and a test need not
+// have asked for any (App).
+func (r *Run) appIDs() []string {
+	r.linesMu.Lock()
+	defer r.linesMu.Unlock()
+	ids := []string{}
+	if r.AppID != "" {
+		ids = append(ids, r.AppID)
+	}
+	for _, l := range r.lines {
+		if m := appIDLine.FindStringSubmatch(l); m != nil && !slices.Contains(ids, m[1]) {
+			ids = append(ids, m[1])
+		}
+	}
+	return ids
 }
 
 // read copies spark-submit's output to its log file, noting the app id.

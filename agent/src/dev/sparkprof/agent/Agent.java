@@ -229,12 +229,6 @@ public final class Agent {
     }
   }
 
-  /**
-   * How long a window's end waits, between uploads, for the Flight Recorder's own shutdown hook to write the
-   * window when the JVM exits under it; the last window's end waits until the stop's deadline instead.
-   */
-  private static final long ROTATE_WAIT_MS = 3_000;
-
   private void shipLoop() {
     long every = Math.max(100, cfg.millis("uploadInterval", 10_000));
     while (!stopping) {
@@ -252,8 +246,8 @@ public final class Agent {
         try {
           learnFromSpark();
           if (sparkStopped()) {
-            // Ship the last window now: at the JVM's exit the Flight Recorder's own shutdown hook races the
-            // agent's and can close the recording under it.
+            // Ship the last window now, not in the JVM's exit, whose shutdown hooks a cluster manager may cut
+            // short.
             Thread t = new Thread(() -> stop(Math.max(0, cfg.millis("stopWait", 5_000))), "sparkprof-stop");
             t.setDaemon(false);
             t.start();
@@ -267,7 +261,7 @@ public final class Agent {
         return;
       }
       try {
-        window(profiler.rotate(false, System.currentTimeMillis() + ROTATE_WAIT_MS), Long.MAX_VALUE);
+        window(profiler.rotate(false), Long.MAX_VALUE);
       } catch (Throwable t) {
         Log.once("recording a window failed", t);
       }
@@ -345,8 +339,8 @@ public final class Agent {
     }
     if (!Profiler.wholeRecording(w.file)) {
       queue.discard(w);
-      Log.once("the Flight Recorder did not write a whole recording of a window (at JVM exit its own shutdown hook"
-          + " can race the agent's); the window is dropped, not sent", null);
+      Log.once("the recorder did not write a whole recording of a window (" + w.file + "); the window is dropped,"
+          + " not sent", null);
       return;
     }
     if (uploader != null) {
@@ -409,7 +403,7 @@ public final class Agent {
     }
     try {
       shipper.join(Math.max(1, (deadline - System.currentTimeMillis()) / 2));
-      window(profiler.rotate(true, deadline), deadline);
+      window(profiler.rotate(true), deadline);
       PythonSampler py = python;
       if (py != null) {
         py.stop(deadline);

@@ -9,7 +9,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import jdk.jfr.Recording;
-import jdk.jfr.RecordingState;
 
 /**
  * Records in windows: each window is its own recording, written to its own file when stopped, so that
@@ -131,10 +130,10 @@ final class Profiler {
 
   /**
    * Ends the current window and, unless last, starts the next one. Returns the ended window, or null when
-   * nothing was recording. When the JVM's exit stopped the recording first, it waits until deadline (Unix ms)
-   * at most for the Flight Recorder to write it.
+   * nothing was recording. A next window that cannot start is reported once; profiling then stops, and the
+   * ended window is still returned.
    */
-  synchronized Window rotate(boolean last, long deadline) throws IOException {
+  synchronized Window rotate(boolean last) throws IOException {
     if (currentFile == null) {
       return null;
     }
@@ -143,13 +142,13 @@ final class Profiler {
     long from = currentStartMs, now = System.currentTimeMillis();
     currentFile = null;
     try {
-      end(ended, async != null ? jfrFile : file, deadline);
+      end(ended);
       if (async != null) {
         async.stop();
       }
     } finally {
       if (!last) {
-        begin(nextFile());
+        beginNext();
       }
     }
     if (jfrFile != null && Files.exists(jfrFile)) {
@@ -165,97 +164,26 @@ final class Profiler {
     return new Window(file, from, now);
   }
 
-  /**
-   * Stops and closes a Flight Recorder recording (if any), which writes it to file; one the JVM's exit stopped
-   * first is waited for until deadline.
-   */
-  private static void end(Recording r, Path file, long deadline) {
-    if (r == null) {
-      return;
-    }
-    if (atExit() && leftToRecorderHook(r, deadline)) {
-      return;
-    }
+  /** Starts the next window; a failure (the JVM exits, and its recorder with it) is reported once. */
+  private void beginNext() {
     try {
-      r.stop();
-    } catch (IllegalStateException e) {
-      // At JVM exit the recorder's own shutdown hook may have stopped the recording first. It writes the
-      // destination file itself, after it marks the recording stopped: closing the recording now would
-      // delete the chunks it is still copying ("Missing chunkfile"), and cut the file. The recording is left
-      // to the hook, which ends them all.
-      awaitWhole(file, deadline);
-      return;
-    }
-    r.close();
-  }
-
-  /** The name of the thread of the Flight Recorder's own shutdown hook. */
-  private static final String RECORDER_HOOK = "JFR Shutdown Hook";
-
-  /** Whether the JVM is exiting: its shutdown hooks run, and no more can be added. */
-  static boolean atExit() {
-    Thread probe = new Thread(() -> {}, "sparkprof-exit-probe");
-    try {
-      Runtime.getRuntime().addShutdownHook(probe);
-      Runtime.getRuntime().removeShutdownHook(probe);
-      return false;
-    } catch (IllegalStateException e) {
-      return true;
-    } catch (RuntimeException e) {
-      return false;
+      begin(nextFile());
+    } catch (IOException | RuntimeException e) {
+      Log.once("the next window cannot start; profiling stops", e);
     }
   }
 
   /**
-   * At JVM exit, leaves the running recording r to the Flight Recorder's own shutdown hook, which stops it,
-   * writes it to its destination (it dumps on exit) and closes it: stopping it here instead races the hook,
-   * which deletes the recorder's chunks as it ends while this stop would still be copying them ("Missing
-   * chunkfile"). Waits, until deadline (Unix ms) at most, for the hook to start and end. Returns false when the
-   * hook never ended the recording, which is then the caller's to stop.
+   * Ends a Flight Recorder recording (if any), which writes it to its destination. Closing a running
+   * recording stops it and writes it while holding the recorder's lock throughout. Stopping it first would
+   * write it after releasing the lock, and at JVM exit the recorder's own shutdown hook, which takes that
+   * lock to end every recording and delete their chunks, could delete them in between ("Missing
+   * chunkfile"). Whichever comes first, this close or the hook, writes the whole recording: the hook stops
+   * a running recording and writes it to its destination the same way.
    */
-  private static boolean leftToRecorderHook(Recording r, long deadline) {
-    try {
-      while (System.currentTimeMillis() < deadline) {
-        Thread hook = recorderHook();
-        if (hook != null) {
-          hook.join(Math.max(1, deadline - System.currentTimeMillis()));
-          return !hook.isAlive();
-        }
-        if (r.getState() != RecordingState.RUNNING) {
-          return true; // the hook has ended it already
-        }
-        Thread.sleep(10);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-    return r.getState() != RecordingState.RUNNING;
-  }
-
-  /** The Flight Recorder's shutdown hook's thread while it runs, or null. */
-  private static Thread recorderHook() {
-    for (Thread t : Thread.getAllStackTraces().keySet()) {
-      if (RECORDER_HOOK.equals(t.getName()) && t.isAlive()) {
-        return t;
-      }
-    }
-    return null;
-  }
-
-  /** Waits until file holds whole chunks and stops growing, at most until deadline (Unix ms). */
-  private static void awaitWhole(Path file, long deadline) {
-    long last = -1;
-    try {
-      while (System.currentTimeMillis() < deadline) {
-        long size = Files.exists(file) ? Files.size(file) : -1;
-        if (size > 0 && size == last && wholeRecording(file)) {
-          return;
-        }
-        last = size;
-        Thread.sleep(50);
-      }
-    } catch (IOException | InterruptedException e) {
-      Log.once("waiting for the last window failed", e);
+  private static void end(Recording r) {
+    if (r != null) {
+      r.close();
     }
   }
 
@@ -283,8 +211,7 @@ final class Profiler {
     Recording r = new Recording();
     r.setName("sparkprof");
     r.setToDisk(true);
-    r.setDestination(file);
-    r.setDumpOnExit(true);
+    r.setDestination(file); // not dumped on exit: the recorder's hook writes it there anyway (see end)
     long interval = Math.max(1, cfg.millis("interval", 10));
     long lock = cfg.millis("lockThreshold", 10);
     if (samples && cfg.hasEvent("cpu")) {
@@ -318,9 +245,9 @@ final class Profiler {
   private static final int CHUNK_HEADER = 68;
 
   /**
-   * Whether file holds whole JFR chunks, one after the other, and at least one. At JVM exit the Flight
-   * Recorder's own shutdown hook races the agent's, and can fail to write a window ("Missing chunkfile") and
-   * leave its file empty or cut: such a window is dropped, not sent as a recording the server cannot read.
+   * Whether file holds whole JFR chunks, one after the other, and at least one. A recorder that failed to
+   * write a window (its disk full, its chunks deleted) leaves the file empty or cut: such a window is
+   * dropped, not sent as a recording the server cannot read.
    */
   static boolean wholeRecording(Path file) {
     try (FileChannel ch = FileChannel.open(file)) {

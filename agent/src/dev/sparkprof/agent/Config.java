@@ -70,7 +70,7 @@ final class Config {
     "server", "enabled", "driver.enabled", "executor.enabled", "fraction", "events", "interval",
     "uploadInterval", "outputDir", "authToken", "labels", "appName", "appId", "executorId", "lockThreshold",
     "maxQueuedBytes", "tenant", "asyncProfiler", "compression", "startWait", "stopWait",
-    "python", "pySpy", "pythonInterval"
+    "python", "pySpy", "pythonInterval", "stackDepth"
   };
 
   String get(String key) {
@@ -109,6 +109,20 @@ final class Config {
       return Long.parseLong(v);
     } catch (RuntimeException e) {
       Log.once("bad duration " + key + "=" + v + ", using " + fallback + " ms", null);
+      return fallback;
+    }
+  }
+
+  /** Parses a whole number. */
+  int integer(String key, int fallback) {
+    String v = get(key);
+    if (v == null) {
+      return fallback;
+    }
+    try {
+      return Integer.parseInt(v.trim());
+    } catch (RuntimeException e) {
+      Log.once("bad number " + key + "=" + v + ", using " + fallback, null);
       return fallback;
     }
   }

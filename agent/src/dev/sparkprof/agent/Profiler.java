@@ -78,8 +78,19 @@ final class Profiler {
         Log.once("async-profiler " + lib + " cannot be used; the Flight Recorder records the samples instead", t);
       }
     }
+    int depth = cfg.integer("stackDepth", STACK_DEPTH);
+    if (depth > 0) {
+      StackDepth.raise(depth);
+    }
     begin(nextFile());
   }
+
+  /**
+   * The Flight Recorder's stack depth the agent sets by default ({@code stackDepth}; 0 keeps the JVM's):
+   * whole stacks of Spark's deep ones, as async-profiler's 2,048 keeps them, for a little more of the
+   * recorder's memory per thread.
+   */
+  static final int STACK_DEPTH = 512;
 
   /** Starts recording a window into file. */
   private void begin(Path file) throws IOException {

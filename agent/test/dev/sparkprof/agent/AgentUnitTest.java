@@ -78,6 +78,7 @@ public final class AgentUnitTest {
     UploaderTest.run();
     OutputFileTest.run();
     ExitWindowTest.run();
+    StackDepthTest.run();
     PythonSamplerTest.run();
     if (failures > 0) {
       System.exit(1);

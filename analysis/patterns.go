@@ -51,9 +51,9 @@ var patterns = []pattern{
 		suggestion: "log less inside tasks: raise the logger's level, guard debug lines (isDebugEnabled), and pass parameters instead of formatting messages that are never written"},
 	{id: "java-serialization", title: "Java serialization", view: viewCPU,
 		frames: regexp.MustCompile(`^java\.io\.Object(Output|Input)Stream\.(writeObject|readObject)`),
-		// Spark (de)serialises tasks and closures with Java serialization whatever
-		// spark.serializer says: only records count.
-		not:        regexp.MustCompile(`^org\.apache\.spark\.serializer\.JavaSerializerInstance\.(serialize|deserialize)$`),
+		// Spark (de)serialises tasks, closures and its RPC messages with Java
+		// serialization whatever spark.serializer says: only records count.
+		not:        regexp.MustCompile(`^(org\.apache\.spark\.serializer\.JavaSerializerInstance\.(serialize|deserialize)|org\.apache\.spark\.rpc\.netty\.(RequestMessage\.serialize|NettyRpcEnv\.(serialize|deserialize)))$`),
 		suggestion: "use Kryo (spark.serializer=org.apache.spark.serializer.KryoSerializer, register the classes with spark.kryo.classesToRegister); Java serialization of records or large closures is several times slower"},
 	{id: "reflection", title: "reflection per record", view: viewCPU,
 		frames:     regexp.MustCompile(`^java\.lang\.(reflect\.(Method\.invoke|Constructor\.newInstance|Field\.get)|Class\.(forName|getMethod|getDeclaredMethod|getMethods|getDeclaredMethods|getField|getDeclaredField|newInstance))`),

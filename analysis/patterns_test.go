@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sparkprof/sparkprof/format"
+	foldedformat "github.com/sparkprof/sparkprof/format/folded"
 	"github.com/sparkprof/sparkprof/internal/corpus"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
@@ -246,4 +247,40 @@ func recordPattern(classes, mode string) (*profile.Profile, error) {
 		return nil, fmt.Errorf("%v: %s", err, out)
 	}
 	return format.Load(jfr, format.Options{})
+}
+
+// TestPatternsSparkSerialization: Java serialization of records is
+// recommended on, and Spark's own of tasks and RPC messages is not.
+func TestPatternsSparkSerialization(t *testing.T) {
+	const task = "java.lang.Thread.run;java.util.concurrent.ThreadPoolExecutor$Worker.run;org.apache.spark.executor.Executor$TaskRunner.run;"
+	tests := []struct {
+		name  string
+		stack string
+		want  []string
+	}{
+		{"records written to a shuffle",
+			task + "org.apache.spark.scheduler.ShuffleMapTask.runTask;org.apache.spark.util.collection.ExternalSorter.writePartitionedMapOutput;org.apache.spark.serializer.JavaSerializationStream.writeObject;java.io.ObjectOutputStream.writeObject;java.io.ObjectOutputStream.writeObject0",
+			[]string{"java-serialization"}},
+		{"a task deserialised",
+			task + "org.apache.spark.serializer.JavaSerializerInstance.deserialize;org.apache.spark.serializer.JavaDeserializationStream.readObject;java.io.ObjectInputStream.readObject;java.io.ObjectInputStream.readObject0",
+			nil},
+		{"a task's status sent to the driver",
+			task + "org.apache.spark.executor.CoarseGrainedExecutorBackend.statusUpdate;org.apache.spark.rpc.netty.NettyRpcEndpointRef.send;org.apache.spark.rpc.netty.NettyRpcEnv.send;org.apache.spark.rpc.netty.RequestMessage.serialize;org.apache.spark.serializer.JavaSerializationStream.writeObject;java.io.ObjectOutputStream.writeObject",
+			nil},
+		{"an RPC message read",
+			"java.lang.Thread.run;org.apache.spark.rpc.netty.NettyRpcEnv.deserialize;org.apache.spark.serializer.JavaDeserializationStream.readObject;java.io.ObjectInputStream.readObject",
+			nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			folded := tt.stack + " 100\n" + task + "dev.example.Job.compute 100\n"
+			p, err := foldedformat.Decode([]byte(folded), "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := patternIDs(Recommend(profilesOnly(p), DefaultThresholds)); !slices.Equal(got, tt.want) {
+				t.Errorf("recommendations %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

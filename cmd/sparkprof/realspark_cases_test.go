@@ -179,7 +179,7 @@ func checkPlantedReport(t *testing.T, rep appReport, profiles bool, causes []str
 		t.Logf("finding: [%s] %s: %s", f.Severity, f.Kind, f.Message)
 	}
 	for _, r := range rep.Recommendations {
-		t.Logf("recommendation: %s on %s, %.0f%%", r.Pattern, stageName(r.StageID), 100*r.Share)
+		t.Logf("recommendation: %s on %s: %s", r.Pattern, stageName(r.StageID), r.Message)
 	}
 	allowed := map[string]map[string]bool{} // cause → kinds
 	for _, c := range causes {

@@ -401,5 +401,6 @@ type appReport struct {
 		Pattern string `json:"pattern"`
 		StageID *int   `json:"stageId"`
 		Share   float64
+		Message string `json:"message"`
 	} `json:"recommendations"`
 }

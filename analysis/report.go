@@ -22,6 +22,9 @@ type Report struct {
 	Exclusions []spark.ExclusionEvent `json:"exclusions"`
 	// Recommendations are the costly code patterns the profiles show.
 	Recommendations []Recommendation `json:"recommendations"`
+	// Python is the time PySpark's Python workers spent serving tasks, when
+	// the profiles have their samples.
+	Python *PythonTime `json:"python,omitempty"`
 	// Metrics are per-executor metric series (CPU load, heap, GC) from
 	// profiler records, for the timeline.
 	Metrics []Series `json:"metrics,omitempty"`

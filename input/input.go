@@ -56,6 +56,7 @@ func (s *Set) Reports(th analysis.Thresholds, jobOf func(*spark.App) string) []*
 	for _, in := range ins {
 		r := analysis.NewReport(in, analysis.Analyze(in, th), s.Sources, s.Profiles)
 		r.Recommendations = analysis.Recommend(in, th)
+		r.Python = analysis.Python(in.Profiles, in.App)
 		out = append(out, r)
 	}
 	if len(s.EventLogs) > 1 {

@@ -170,31 +170,33 @@ func (e *Engine) App(ctx context.Context, tenant string, app AppAttempt) (*analy
 	if f, ok := e.regression(tenant, rep); ok {
 		live.Findings = analysis.WithFinding(live.Findings, f)
 	}
-	live.Recommendations = e.recommend(ctx, tenant, rep)
+	live.Recommendations, live.Python = e.fromSamples(ctx, tenant, rep)
 	return &live, nil
 }
 
-// recommend returns the recommendations of the app's samples in the store
-// (analysis.Recommend), or rep's when the store holds none or the merge
+// fromSamples returns the recommendations of the app's samples in the
+// store (analysis.Recommend) and its Python workers' time
+// (analysis.Python), or rep's when the store holds none or the merge
 // fails. The merge keeps stages and thread pools, as a block's rollup
 // does, so a stored app reads its blocks' rollups.
-func (e *Engine) recommend(ctx context.Context, tenant string, rep *analysis.Report) []analysis.Recommendation {
+func (e *Engine) fromSamples(ctx context.Context, tenant string, rep *analysis.Report) ([]analysis.Recommendation, *analysis.PythonTime) {
 	m, err := profile.NewMatcher(profile.LabelAppID, profile.MatchEqual, rep.App.ID)
 	if err != nil {
-		return rep.Recommendations
+		return rep.Recommendations, rep.Python
 	}
 	req := NewRequest([]profile.Matcher{m}, "", 0, 0)
 	req.Keep = KeepCoarse
 	p, err := e.Merge(ctx, tenant, req)
 	if err != nil {
 		e.log.Warn("recommendations: reading the app's samples failed", "app", rep.App.ID, "err", err)
-		return rep.Recommendations
+		return rep.Recommendations, rep.Python
 	}
 	if len(p.Samples) == 0 {
-		return rep.Recommendations
+		return rep.Recommendations, rep.Python
 	}
-	in := analysis.Input{App: &spark.App{Summary: rep.App, Tasks: rep.Tasks}, Profiles: []*profile.Profile{p}}
-	return analysis.Recommend(in, e.apps.Thresholds())
+	app := &spark.App{Summary: rep.App, Tasks: rep.Tasks}
+	in := analysis.Input{App: app, Profiles: []*profile.Profile{p}}
+	return analysis.Recommend(in, e.apps.Thresholds()), analysis.Python(in.Profiles, app)
 }
 
 // withLiveMetrics returns rep's metrics and those of the app's live

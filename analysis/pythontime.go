@@ -1,0 +1,174 @@
+package analysis
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+
+	"github.com/sparkprof/sparkprof/attribution"
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/spark"
+)
+
+// PythonTime is the wall time of PySpark's Python workers, from their
+// samples (py-spy's, which the agent sends with spark.sparkprof.python):
+// the time they served tasks, against the tasks' run time, in the app and
+// in each stage, and the time they waited for a task.
+type PythonTime struct {
+	// ServingMs is the workers' time serving tasks; WaitingMs their time
+	// waiting for the next one (a reused worker between tasks).
+	ServingMs int64 `json:"servingMs"`
+	WaitingMs int64 `json:"waitingMs"`
+	// TaskMs is the run time of the app's tasks (executorRunTime), and
+	// Share ServingMs's part of it.
+	TaskMs int64   `json:"taskMs"`
+	Share  float64 `json:"share"`
+	// Stages are the stages whose tasks the workers served, the most
+	// Python time first.
+	Stages []StagePython `json:"stages"`
+}
+
+// StagePython is the Python workers' time serving one stage's tasks.
+type StagePython struct {
+	StageID   int     `json:"stageId"`
+	ServingMs int64   `json:"servingMs"`
+	TaskMs    int64   `json:"taskMs"`
+	Share     float64 `json:"share"`
+	// Functions are the Python functions where the workers spent most of
+	// that time (their self time, "file.py:function"), at most three.
+	Functions []PythonFunction `json:"functions"`
+}
+
+// PythonFunction is a Python function's self time in a stage's workers.
+type PythonFunction struct {
+	Name string `json:"name"`
+	Ms   int64  `json:"ms"`
+}
+
+// Python returns the Python workers' time in profiles' wall samples, with
+// the stages and tasks of app (nil: shares are 0), or nil when no sample is
+// a worker's.
+func Python(profiles []*profile.Profile, app *spark.App) *PythonTime {
+	serving := map[int]int64{} // by stage; -1: no stage
+	self := map[int]map[string]int64{}
+	var waiting int64
+	for _, p := range profiles {
+		wall, ok := p.TypeIndex(profile.TypeWall)
+		if !ok || !slices.ContainsFunc(p.Frames, attribution.IsWorkerMain) {
+			continue
+		}
+		kinds := map[profile.StackID]workerStack{}
+		var buf []profile.FrameID
+		for _, s := range p.Samples {
+			if s.Type != wall {
+				continue
+			}
+			k, ok := kinds[s.Stack]
+			if !ok {
+				buf = p.Stack(s.Stack, buf[:0])
+				k = classifyWorkerStack(p, buf)
+				kinds[s.Stack] = k
+			}
+			switch {
+			case !k.worker:
+				continue
+			case k.waiting:
+				waiting += s.Value
+				continue
+			}
+			stage := sampleStage(p, s)
+			serving[stage] += s.Value
+			if k.leaf != "" {
+				if self[stage] == nil {
+					self[stage] = map[string]int64{}
+				}
+				self[stage][k.leaf] += s.Value
+			}
+		}
+	}
+	if len(serving) == 0 && waiting == 0 {
+		return nil
+	}
+	const msNs = int64(1e6)
+	out := &PythonTime{WaitingMs: waiting / msNs, Stages: []StagePython{}}
+	taskMs := stageRunTimes(app)
+	for stage, ns := range serving {
+		out.ServingMs += ns / msNs
+		if stage < 0 {
+			continue
+		}
+		sp := StagePython{StageID: stage, ServingMs: ns / msNs, TaskMs: taskMs[stage], Functions: topFunctions(self[stage], 3)}
+		sp.Share = round2(share(sp.ServingMs, sp.TaskMs))
+		out.Stages = append(out.Stages, sp)
+	}
+	for _, ms := range taskMs {
+		out.TaskMs += ms
+	}
+	out.Share = round2(share(out.ServingMs, out.TaskMs))
+	slices.SortFunc(out.Stages, func(a, b StagePython) int {
+		return cmp.Or(cmp.Compare(b.ServingMs, a.ServingMs), cmp.Compare(a.StageID, b.StageID))
+	})
+	return out
+}
+
+// workerStack is what a stack says of a Python worker: whether it is a
+// worker's, waiting for a task, and its innermost Python function.
+type workerStack struct {
+	worker, waiting bool
+	leaf            string
+}
+
+// classifyWorkerStack reads a stack (root first).
+func classifyWorkerStack(p *profile.Profile, stack []profile.FrameID) workerStack {
+	var k workerStack
+	for _, f := range stack {
+		if attribution.IsWorkerMain(p.Frames[f]) {
+			k.worker = true
+		}
+		if p.Frames[f].Kind == profile.KindPython {
+			k.leaf = p.Frames[f].Name
+		}
+	}
+	k.waiting = k.worker && attribution.WaitingForTask(p, stack)
+	return k
+}
+
+// sampleStage returns the stage a sample is labelled with, or -1.
+func sampleStage(p *profile.Profile, s profile.Sample) int {
+	v, ok := p.LabelSet(s.Labels).Get(profile.LabelStageID)
+	if !ok {
+		v, ok = p.Labels.Get(profile.LabelStageID)
+	}
+	if !ok {
+		return -1
+	}
+	id, err := strconv.Atoi(v)
+	if err != nil {
+		return -1
+	}
+	return id
+}
+
+// stageRunTimes returns the run time of each stage's tasks, all attempts.
+func stageRunTimes(app *spark.App) map[int]int64 {
+	out := map[int]int64{}
+	if app == nil {
+		return out
+	}
+	for _, t := range app.Tasks {
+		out[t.StageID] += t.Metrics.RunTimeMs
+	}
+	return out
+}
+
+// topFunctions returns the n functions of most time in byName.
+func topFunctions(byName map[string]int64, n int) []PythonFunction {
+	fs := []PythonFunction{}
+	for name, ns := range byName {
+		fs = append(fs, PythonFunction{Name: name, Ms: ns / 1e6})
+	}
+	slices.SortFunc(fs, func(a, b PythonFunction) int {
+		return cmp.Or(cmp.Compare(b.Ms, a.Ms), cmp.Compare(a.Name, b.Name))
+	})
+	return firstN(fs, n)
+}

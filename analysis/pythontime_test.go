@@ -1,0 +1,58 @@
+package analysis
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/spark"
+)
+
+// TestPython: the workers' wall samples serving tasks are summed by the
+// stage they are labelled with and set against the stages' task time,
+// with the functions of most self time; waiting for a task, and the JVM's
+// own samples, are not a task's Python time.
+func TestPython(t *testing.T) {
+	p := profile.New()
+	wall := p.AddType(profile.TypeWall)
+	py := func(file, name string) profile.FrameID {
+		return p.AddFrame(profile.Frame{Name: name, File: file, Kind: profile.KindPython})
+	}
+	main := py("pyspark/worker.py", "worker.py:main")
+	process := py("pyspark/worker.py", "worker.py:process")
+	slow := py("planted.py", "planted.py:slow_parse")
+	dumps := py("pyspark/serializers.py", "serializers.py:dump_stream")
+	readInt := py("pyspark/serializers.py", "serializers.py:read_int")
+	jvm := p.AddFrame(profile.Frame{Name: "java.lang.Thread.run", Kind: profile.KindJava})
+	stage := func(id string) profile.LabelSetID {
+		if id == "" {
+			return 0
+		}
+		return p.AddLabels(profile.Labels{{Name: profile.LabelStageID, Value: id}})
+	}
+	add := func(ms int64, labels profile.LabelSetID, frames ...profile.FrameID) {
+		p.Samples = append(p.Samples, profile.Sample{Value: ms * 1e6, Time: 1, Stack: p.AddStack(frames), Labels: labels, Type: wall})
+	}
+	add(800, stage("3"), main, process, slow)
+	add(100, stage("3"), main, process, dumps)
+	add(50, stage(""), main, process, slow)
+	add(300, stage(""), main, readInt)
+	add(500, stage("3"), jvm)
+	app := &spark.App{Tasks: []*spark.Task{
+		{StageID: 3, Metrics: spark.TaskMetrics{RunTimeMs: 1000}},
+		{StageID: 3, Metrics: spark.TaskMetrics{RunTimeMs: 800}},
+		{StageID: 4, Metrics: spark.TaskMetrics{RunTimeMs: 200}},
+	}}
+	want := &PythonTime{ServingMs: 950, WaitingMs: 300, TaskMs: 2000, Share: 0.48, Stages: []StagePython{{
+		StageID: 3, ServingMs: 900, TaskMs: 1800, Share: 0.5,
+		Functions: []PythonFunction{{"planted.py:slow_parse", 800}, {"serializers.py:dump_stream", 100}},
+	}}}
+	if got := Python([]*profile.Profile{p}, app); !reflect.DeepEqual(got, want) {
+		t.Errorf("Python:\n got %+v\nwant %+v", got, want)
+	}
+	jvmOnly := profile.New()
+	jvmOnly.Samples = append(jvmOnly.Samples, profile.Sample{Value: 1e6, Stack: jvmOnly.AddStack([]profile.FrameID{jvmOnly.AddFrame(profile.Frame{Name: "java.lang.Thread.run", Kind: profile.KindJava})}), Type: jvmOnly.AddType(profile.TypeWall)})
+	if got := Python([]*profile.Profile{jvmOnly}, app); got != nil {
+		t.Errorf("Python of a JVM's samples: %+v, want nil", got)
+	}
+}

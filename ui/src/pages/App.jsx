@@ -17,6 +17,7 @@ import { SQL } from '../SQL';
 import { Environment } from '../Environment';
 import { decode } from '../tasks';
 import { Recommendations } from '../Recommendations';
+import { PythonTime } from '../PythonTime';
 
 
 // OtherRuns offers the diff of this app's profile against another run of
@@ -186,6 +187,7 @@ function Overview({ rep, params, setParams, hasProfiles, appIds }) {
         />
       </section>
       <Recommendations recommendations={rep.recommendations} appId={a.id} />
+      <PythonTime python={rep.python} stageHref={stageHref} />
       <Stages stages={rep.stages} findings={rep.findings} window={win} selectedStage={stage} onStage={selectStage} stageHref={stageHref} />
       <section>
         <h2>

@@ -11,6 +11,7 @@ import { StageDAG, jobStages } from '../Jobs';
 import { FlameView, ThreadScope, appFlameSelection } from '../Flame';
 import { Timeline } from '../Timeline';
 import { decode } from '../tasks';
+import { StagePython } from '../PythonTime';
 
 const PAGE = 100;
 
@@ -245,6 +246,7 @@ export function StagePage({ app, stage, params, setParams }) {
         )}
         <span className={s.status === 'FAILED' ? 'bad' : ''}>{s.status.toLowerCase()}</span>
         <span>ran {fmtMs(s.durationMs)}</span>
+        {rep && <StagePython python={rep.python} stageId={s.stageId} />}
         <span data-testid="stage-task-count" title="resubmitted: tasks that had succeeded, run again after their executor was lost with their output">
           {stageTasks(s).text}
         </span>

@@ -9,6 +9,7 @@ import { chartsOf } from '../Metrics';
 import { Jobs } from '../Jobs';
 import { SQL } from '../SQL';
 import { Recommendations } from '../Recommendations';
+import { PythonTime } from '../PythonTime';
 
 // ReportPage is the whole report; clicking a stage (in the findings, the
 // timeline or the stage table) selects it on the timeline and the table.
@@ -36,6 +37,7 @@ export function ReportPage({ rep }) {
           <Findings findings={rep.findings} onStage={select} />
         </section>
         <Recommendations recommendations={rep.recommendations} appId={a.id} offline />
+        <PythonTime python={rep.python} />
         <section>
           <h2>Timeline</h2>
           {rep.truncatedTasks > 0 && (

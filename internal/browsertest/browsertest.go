@@ -42,10 +42,10 @@ func Start(t *testing.T) (context.Context, func() []string) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("no-first-run", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(shortTempDir(t)),
 		// Chromium leaves directories of its own (org.chromium.Chromium.*)
 		// in its temporary directory: it gets one of the test's.
-		chromedp.Env("TMPDIR=" + t.TempDir()),
+		chromedp.Env("TMPDIR=" + shortTempDir(t)),
 		chromedp.WindowSize(1280, 900),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -100,4 +100,17 @@ func Until(t *testing.T, ctx context.Context, expr string) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr)); err != nil {
 		t.Fatalf("waiting for %s: %v", expr, err)
 	}
+}
+
+// shortTempDir returns a temporary directory the test removes at its end,
+// named short: Chromium's socket in it must fit a Unix socket's path (108
+// bytes), which a subtest's t.TempDir, named for the test, may not.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }

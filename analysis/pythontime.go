@@ -2,10 +2,13 @@ package analysis
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/sparkprof/sparkprof/attribution"
+	"github.com/sparkprof/sparkprof/internal/english"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/spark"
 )
@@ -34,6 +37,9 @@ type StagePython struct {
 	ServingMs int64   `json:"servingMs"`
 	TaskMs    int64   `json:"taskMs"`
 	Share     float64 `json:"share"`
+	// SerializationMs is the part of ServingMs in PySpark's serializers
+	// and pickle: records moved between the JVM and Python.
+	SerializationMs int64 `json:"serializationMs"`
 	// Functions are the Python functions where the workers spent most of
 	// that time (their self time, "file.py:function"), at most three.
 	Functions []PythonFunction `json:"functions"`
@@ -98,6 +104,12 @@ func Python(profiles []*profile.Profile, app *spark.App) *PythonTime {
 			continue
 		}
 		sp := StagePython{StageID: stage, ServingMs: ns / msNs, TaskMs: taskMs[stage], Functions: topFunctions(self[stage], 3)}
+		for name, ns := range self[stage] {
+			if isSerialization(name) {
+				sp.SerializationMs += ns
+			}
+		}
+		sp.SerializationMs /= msNs
 		sp.Share = round2(share(sp.ServingMs, sp.TaskMs))
 		out.Stages = append(out.Stages, sp)
 	}
@@ -131,6 +143,15 @@ func classifyWorkerStack(p *profile.Profile, stack []profile.FrameID) workerStac
 	}
 	k.waiting = k.worker && attribution.WaitingForTask(p, stack)
 	return k
+}
+
+// isSerialization reports whether a Python function (py-spy's
+// "file.py:function") moves records between the JVM and Python: PySpark's
+// serializers, which read and write the stream, and pickle's.
+func isSerialization(name string) bool {
+	file, _, _ := strings.Cut(name, ":")
+	return strings.HasSuffix(file, "pyspark/serializers.py") || strings.Contains(file, "cloudpickle") ||
+		file == "pickle.py" || strings.HasSuffix(file, "/pickle.py")
 }
 
 // sampleStage returns the stage a sample is labelled with, or -1.
@@ -171,4 +192,69 @@ func topFunctions(byName map[string]int64, n int) []PythonFunction {
 		return cmp.Or(cmp.Compare(b.Ms, a.Ms), cmp.Compare(a.Name, b.Name))
 	})
 	return firstN(fs, n)
+}
+
+// PythonSerializationEvidence is a python-serialization finding's: a
+// stage's Python workers' time moving records between the JVM and Python,
+// against their time serving its tasks and the tasks' run time.
+type PythonSerializationEvidence struct {
+	StageRef
+	SerializationMs int64            `json:"serializationMs"`
+	ServingMs       int64            `json:"servingMs"`
+	TaskMs          int64            `json:"taskMs"`
+	Share           float64          `json:"share"` // SerializationMs over TaskMs
+	Functions       []PythonFunction `json:"functions"`
+}
+
+func (*PythonSerializationEvidence) evidence() {}
+
+// PythonFindings returns a python-serialization finding for each stage
+// whose Python workers spent at least th.PythonShare of its task time, and
+// th.PythonMinMs, pickling records and moving them between the JVM and
+// Python (the RDD API's records, which Spark's SQL metrics do not
+// measure), unless findings already has a python-udf finding for it, which
+// says the same of a UDF's rows.
+func PythonFindings(py *PythonTime, app *spark.App, findings []Finding, th Thresholds) []Finding {
+	if py == nil {
+		return nil
+	}
+	udf := map[int]bool{}
+	for _, f := range findings {
+		if f.Kind == KindPythonUDF && f.StageID != nil {
+			udf[*f.StageID] = true
+		}
+	}
+	var out []Finding
+	for _, s := range py.Stages {
+		share := share(s.SerializationMs, s.TaskMs)
+		if udf[s.StageID] || s.TaskMs == 0 || share < th.PythonShare || s.SerializationMs < th.PythonMinMs {
+			continue
+		}
+		ev := &PythonSerializationEvidence{StageRef: stageRef(app, s.StageID), SerializationMs: s.SerializationMs,
+			ServingMs: s.ServingMs, TaskMs: s.TaskMs, Share: round2(share), Functions: s.Functions}
+		msg := fmt.Sprintf("stage %d: its Python workers spent %s moving records between the JVM and Python (pickling them and "+
+			"reading and writing the stream), %.0f%% of the stage's %s task time and %.0f%% of their %s serving its tasks",
+			s.StageID, english.Millis(s.SerializationMs), 100*share, english.Millis(s.TaskMs),
+			100*float64(s.SerializationMs)/float64(max(s.ServingMs, 1)), english.Millis(s.ServingMs))
+		out = append(out, Finding{Kind: KindPythonSerialization, Severity: Warning, StageID: intp(s.StageID), Message: msg,
+			Suggestion: "records cross between the JVM and Python one pickled object at a time: keep the data in DataFrames and " +
+				"use pyspark.sql.functions (no Python worker at all), or move it in Arrow batches (mapInArrow, mapInPandas, pandas " +
+				"UDFs); with RDDs, send fewer and smaller records (aggregate in mapPartitions before a shuffle, drop fields early)",
+			Evidence: ev, score: float64(s.SerializationMs)})
+	}
+	return out
+}
+
+// stageRef names the latest attempt of a stage of app.
+func stageRef(app *spark.App, stage int) StageRef {
+	var ref StageRef
+	if app == nil {
+		return ref
+	}
+	for _, st := range app.Stages {
+		if st.ID == stage && st.Attempt >= ref.StageAttempt {
+			ref = StageRef{StageAttempt: st.Attempt, StageName: st.Name}
+		}
+	}
+	return ref
 }

@@ -56,3 +56,39 @@ func TestPython(t *testing.T) {
 		t.Errorf("Python of a JVM's samples: %+v, want nil", got)
 	}
 }
+
+// TestPythonFindings: a stage whose Python workers spent enough of its
+// task time moving records gets a python-serialization finding, unless a
+// python-udf finding already covers it.
+func TestPythonFindings(t *testing.T) {
+	th := DefaultThresholds
+	th.PythonMinMs = 1000
+	stage := func(serializationMs, taskMs int64) *PythonTime {
+		return &PythonTime{Stages: []StagePython{{StageID: 2, ServingMs: serializationMs + 100, SerializationMs: serializationMs, TaskMs: taskMs,
+			Functions: []PythonFunction{{"pyspark/serializers.py:FramedSerializer._write_with_length", serializationMs}}}}}
+	}
+	udf := []Finding{{Kind: KindPythonUDF, StageID: intp(2)}}
+	tests := []struct {
+		name     string
+		py       *PythonTime
+		findings []Finding
+		want     int
+	}{
+		{"pickling most of the stage", stage(3000, 5000), nil, 1},
+		{"a UDF's stage", stage(3000, 5000), udf, 0},
+		{"under the share", stage(1200, 5000), nil, 0},
+		{"under the time", stage(900, 1000), nil, 0},
+		{"no Python", nil, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := PythonFindings(tt.py, nil, tt.findings, th)
+			if len(fs) != tt.want {
+				t.Fatalf("%d findings, want %d: %+v", len(fs), tt.want, fs)
+			}
+			if tt.want == 1 && (fs[0].Kind != KindPythonSerialization || *fs[0].StageID != 2 || fs[0].Evidence.(*PythonSerializationEvidence).Share != 0.6) {
+				t.Errorf("finding %+v", fs[0])
+			}
+		})
+	}
+}

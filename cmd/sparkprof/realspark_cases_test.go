@@ -2,16 +2,22 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
+	"github.com/sparkprof/sparkprof/analysis"
+	"github.com/sparkprof/sparkprof/internal/browsertest"
 	"github.com/sparkprof/sparkprof/internal/english"
 	"github.com/sparkprof/sparkprof/internal/sparktest"
 )
@@ -81,6 +87,21 @@ var plantedCauses = []planted{
 		}
 		return false
 	}, []string{"python-udf", "boxing"}}, // the JVM boxes each value it pickles for the UDF
+	{"python-serialization", func(_ int, fs []finding, rep appReport, profiles bool) bool {
+		// Both stages of the job move the records: the map side pickles
+		// them into the shuffle, the reduce side reads and unpickles them.
+		// Only the workers' samples show it.
+		if !profiles {
+			return true
+		}
+		n := 0
+		for _, f := range fs {
+			if f.Kind == "python-serialization" && f.StageID != nil && jobOfStage(rep, *f.StageID) == "planted:python-serialization" {
+				n++
+			}
+		}
+		return n > 0
+	}, []string{"python-serialization", "python-wait"}}, // the JVM waits on the workers' stream
 	{"straggler", func(stage int, fs []finding, _ appReport, profiles bool) bool {
 		f := verdictOn(stage, fs)
 		if f == nil || f.Kind != "straggler" {
@@ -358,15 +379,84 @@ func sparkPySparkPlanted(t *testing.T, e realSpark) {
 			}
 		}
 	}
-	checkPlanted(t, e, app, "python-udf")
-	checkPythonSamples(t, e, app)
+	checkPlanted(t, e, app, "python-udf", "python-serialization")
+	served := checkPythonSamples(t, e, app)
+	checkPythonTime(t, e, app, served)
+}
+
+// checkPythonTime checks the app's Python time on its page: the workers'
+// time serving tasks is what their samples say (served, ms), the UDF's
+// stage's is in slow_parse first, and no stage of the job with no Python
+// has any.
+func checkPythonTime(t *testing.T, e realSpark, app string, served int64) {
+	var rep struct {
+		appReport
+		Python *analysis.PythonTime `json:"python"`
+	}
+	e.get(t, "/api/v1/apps/"+app, &rep)
+	py := rep.Python
+	if py == nil || len(py.Stages) == 0 {
+		t.Fatalf("the app's page has no Python time: %+v", py)
+	}
+	t.Logf("Python time: %d ms serving tasks, %.0f%% of the %d ms of task time; %d ms waiting for a task", py.ServingMs, 100*py.Share, py.TaskMs, py.WaitingMs)
+	for _, s := range py.Stages {
+		t.Logf("Python time in stage %d: %d ms, %.0f%% of its %d ms; functions %v", s.StageID, s.ServingMs, 100*s.Share, s.TaskMs, s.Functions)
+		if job := jobOfStage(rep.appReport, s.StageID); job == "planted:none" {
+			t.Errorf("stage %d of the job with no Python has %d ms of Python time", s.StageID, s.ServingMs)
+		}
+	}
+	if d := py.ServingMs - served; d < -int64(len(py.Stages))-1 || d > int64(len(py.Stages))+1 {
+		t.Errorf("the page's Python time serving tasks is %d ms; the samples say %d ms", py.ServingMs, served)
+	}
+	want := findingStage(t, e, app, "python-udf")
+	i := slices.IndexFunc(py.Stages, func(s analysis.StagePython) bool { return strconv.Itoa(s.StageID) == want })
+	if i < 0 {
+		t.Fatalf("the UDF's stage %s has no Python time", want)
+	}
+	top := py.Stages[i]
+	if len(top.Functions) == 0 || !strings.HasSuffix(top.Functions[0].Name, ":slow_parse") {
+		t.Errorf("the UDF's stage's first Python functions are %v, want slow_parse", top.Functions)
+	}
+	if top.Share < 0.2 || top.Share > 1.2 {
+		t.Errorf("the UDF's stage's Python time is %.2f of its task time; want between 0.2 and 1.2", top.Share)
+	}
+	checkPythonPages(t, e, app, top.StageID)
+}
+
+// checkPythonPages opens the app's page and its UDF stage's in headless
+// Chromium: the app's Python section lists the stage with slow_parse, and
+// the stage's facts give its Python time.
+func checkPythonPages(t *testing.T, e realSpark, app string, stage int) {
+	ctx, problems := browsertest.Start(t)
+	page := e.base + "/#/apps/" + url.PathEscape(app)
+	if err := chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitReady(`[data-testid="python-stages"]`)); err != nil {
+		t.Fatalf("the app's page has no Python section: %v", err)
+	}
+	row := browsertest.Eval[string](t, ctx, `[...document.querySelectorAll('[data-testid="python-stages"] tbody tr')].
+		map((r) => r.innerText).find((r) => r.split('\t')[0].trim() === '`+strconv.Itoa(stage)+`') || ''`)
+	if !strings.Contains(row, "slow_parse") {
+		t.Errorf("the app page's Python row of stage %d is %q; want slow_parse in it", stage, row)
+	}
+	stagePage := fmt.Sprintf("%s/#/apps/%s/stages/%d", e.base, url.PathEscape(app), stage)
+	if err := chromedp.Do(ctx, chromedp.Navigate(stagePage), chromedp.WaitReady(`[data-testid="stage-python"]`)); err != nil {
+		t.Fatalf("stage %d's page gives no Python time: %v", stage, err)
+	}
+	fact := browsertest.Eval[string](t, ctx, `document.querySelector('[data-testid="stage-python"]').innerText`)
+	t.Logf("stage %d's page: %s", stage, fact)
+	if !strings.Contains(fact, "slow_parse") {
+		t.Errorf("stage %d's Python fact %q does not name slow_parse", stage, fact)
+	}
+	if p := problems(); len(p) > 0 {
+		t.Errorf("the pages reported %v", p)
+	}
 }
 
 // checkPythonSamples checks the samples of an app's Python workers: each
 // labelled with a task is labelled with one its executor ran then, most
 // are labelled with one, and slow_parse takes most of the Python time of
-// the UDF's stage and none of any other.
-func checkPythonSamples(t *testing.T, e realSpark, app string) {
+// the UDF's stage and none of any other. It returns the workers' time
+// serving tasks, in ms.
+func checkPythonSamples(t *testing.T, e realSpark, app string) int64 {
 	var a eventLogApp
 	e.get(t, "/api/v1/apps/"+app, &a)
 	type run struct {
@@ -453,6 +543,7 @@ func checkPythonSamples(t *testing.T, e realSpark, app string) {
 			}
 		}
 	}
+	return (res.correct + res.wrong + res.unattributed) / 1e6
 }
 
 // findingStage is the stage of the app's finding of that kind, "" if none.

@@ -1,7 +1,10 @@
 """The PySpark jobs of the real-Spark tests: a warm-up, then a job whose
 one planted cause is a slow row-at-a-time Python UDF, slow_parse, in the
-stage that evaluates it (job description planted:python-udf), and a job
-with no Python at all. Prints JOBS DONE python APP_ID."""
+stage that evaluates it (job description planted:python-udf), a job of
+the RDD API whose records are big Python objects that cross between the
+JVM and Python through a shuffle, pickled one by one
+(planted:python-serialization), and a job with no Python at all. Prints
+JOBS DONE python APP_ID."""
 
 from pyspark.sql import SparkSession
 from pyspark.sql.functions import col, udf
@@ -16,6 +19,11 @@ def slow_parse(s):
     return h
 
 
+def record(i):
+    """A record of the pickling job: cheap to make, costly to pickle."""
+    return {"id": i, "tags": ["t%d" % (i % 7)] * 40, "score": i / 3.0}
+
+
 def main():
     spark = SparkSession.builder.appName("sparkprof-pyspark").getOrCreate()
     sc = spark.sparkContext
@@ -25,6 +33,8 @@ def main():
     parse = udf(slow_parse, LongType())
     rows = spark.range(0, 200_000, 1, 4).selectExpr("concat('2026-12-', id % 28 + 1, 'T', id) AS d")
     rows.select(parse(col("d")).alias("t")).groupBy().sum("t").collect()
+    sc.setJobDescription("planted:python-serialization")
+    sc.parallelize(range(0, 800_000), 4).map(record).repartition(4).map(lambda d: d["id"]).sum()
     sc.setJobDescription("planted:none")
     spark.range(0, 200_000, 1, 4).selectExpr("id % 10 AS k").groupBy("k").count().collect()
     print("JOBS DONE python " + sc.applicationId, flush=True)

@@ -87,6 +87,15 @@ var plantedCauses = []planted{
 		}
 		return false
 	}, []string{"python-udf", "boxing"}}, // the JVM boxes each value it pickles for the UDF
+	{"pandas-udf", func(_ int, fs []finding, rep appReport, _ bool) bool {
+		for _, f := range fs {
+			if f.Kind == "python-udf" && f.StageID != nil && jobOfStage(rep, *f.StageID) == "planted:pandas-udf" &&
+				strings.Contains(f.Message, "slow_score") && strings.Contains(f.Message, "Arrow batches") {
+				return true
+			}
+		}
+		return false
+	}, []string{"python-udf"}},
 	{"python-serialization", func(_ int, fs []finding, rep appReport, profiles bool) bool {
 		// Both stages of the job move the records: the map side pickles
 		// them into the shuffle, the reduce side reads and unpickles them.
@@ -379,7 +388,7 @@ func sparkPySparkPlanted(t *testing.T, e realSpark) {
 			}
 		}
 	}
-	checkPlanted(t, e, app, "python-udf", "python-serialization")
+	checkPlanted(t, e, app, "python-udf", "pandas-udf", "python-serialization")
 	served := checkPythonSamples(t, e, app)
 	checkPythonTime(t, e, app, served)
 }
@@ -408,7 +417,7 @@ func checkPythonTime(t *testing.T, e realSpark, app string, served int64) {
 	if d := py.ServingMs - served; d < -int64(len(py.Stages))-1 || d > int64(len(py.Stages))+1 {
 		t.Errorf("the page's Python time serving tasks is %d ms; the samples say %d ms", py.ServingMs, served)
 	}
-	want := findingStage(t, e, app, "python-udf")
+	want := findingStage(t, e, app, "python-udf", "planted:python-udf")
 	i := slices.IndexFunc(py.Stages, func(s analysis.StagePython) bool { return strconv.Itoa(s.StageID) == want })
 	if i < 0 {
 		t.Fatalf("the UDF's stage %s has no Python time", want)
@@ -419,6 +428,13 @@ func checkPythonTime(t *testing.T, e realSpark, app string, served int64) {
 	}
 	if top.Share < 0.2 || top.Share > 1.2 {
 		t.Errorf("the UDF's stage's Python time is %.2f of its task time; want between 0.2 and 1.2", top.Share)
+	}
+	// The pandas UDF's time is in the function it maps over each value.
+	pandas := findingStage(t, e, app, "python-udf", "planted:pandas-udf")
+	if i := slices.IndexFunc(py.Stages, func(s analysis.StagePython) bool { return strconv.Itoa(s.StageID) == pandas }); i < 0 {
+		t.Errorf("the pandas UDF's stage %q has no Python time", pandas)
+	} else if fs := py.Stages[i].Functions; len(fs) == 0 || !strings.HasSuffix(fs[0].Name, ":slow_hash") {
+		t.Errorf("the pandas UDF's stage's first Python functions are %v, want slow_hash", fs)
 	}
 	checkPythonPages(t, e, app, top.StageID)
 }
@@ -524,7 +540,7 @@ func checkPythonSamples(t *testing.T, e realSpark, app string) int64 {
 	if len(byStage.Rows) > 0 {
 		udfStage = byStage.Rows[0].Keys[0]
 	}
-	if want := findingStage(t, e, app, "python-udf"); udfStage == "" || udfStage != want {
+	if want := findingStage(t, e, app, "python-udf", "planted:python-udf"); udfStage == "" || udfStage != want {
 		t.Fatalf("slow_parse's time is mostly in stage %q, not the UDF's stage %s", udfStage, want)
 	}
 	var top struct {
@@ -546,12 +562,13 @@ func checkPythonSamples(t *testing.T, e realSpark, app string) int64 {
 	return (res.correct + res.wrong + res.unattributed) / 1e6
 }
 
-// findingStage is the stage of the app's finding of that kind, "" if none.
-func findingStage(t *testing.T, e realSpark, app, kind string) string {
+// findingStage is the stage of the app's finding of that kind on a stage
+// of job (its description), "" if none.
+func findingStage(t *testing.T, e realSpark, app, kind, job string) string {
 	var rep appReport
 	e.get(t, "/api/v1/apps/"+app, &rep)
 	for _, f := range rep.Findings {
-		if f.Kind == kind && f.StageID != nil {
+		if f.Kind == kind && f.StageID != nil && jobOfStage(rep, *f.StageID) == job {
 			return strconv.Itoa(*f.StageID)
 		}
 	}

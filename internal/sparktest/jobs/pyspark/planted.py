@@ -1,13 +1,16 @@
 """The PySpark jobs of the real-Spark tests: a warm-up, then a job whose
 one planted cause is a slow row-at-a-time Python UDF, slow_parse, in the
-stage that evaluates it (job description planted:python-udf), a job of
+stage that evaluates it (job description planted:python-udf), a job
+whose pandas UDF, slow_score, runs slow_hash on every value of its
+batches (planted:pandas-udf), a job of
 the RDD API whose records are big Python objects that cross between the
 JVM and Python through a shuffle, pickled one by one
 (planted:python-serialization), and a job with no Python at all. Prints
 JOBS DONE python APP_ID."""
 
+import pandas as pd
 from pyspark.sql import SparkSession
-from pyspark.sql.functions import col, udf
+from pyspark.sql.functions import col, pandas_udf, udf
 from pyspark.sql.types import LongType
 
 
@@ -17,6 +20,20 @@ def slow_parse(s):
     for c in s * 40:
         h = (h * 31 + ord(c)) & 0xFFFF
     return h
+
+
+def slow_hash(s):
+    """The pandas job's planted cause: pure-Python work on every value."""
+    h = 0
+    for c in s * 40:
+        h = (h * 17 + ord(c)) & 0xFFFF
+    return h
+
+
+@pandas_udf(LongType())
+def slow_score(s: pd.Series) -> pd.Series:
+    """A pandas UDF that still runs Python on each value of its batch."""
+    return s.map(slow_hash)
 
 
 def record(i):
@@ -33,6 +50,9 @@ def main():
     parse = udf(slow_parse, LongType())
     rows = spark.range(0, 200_000, 1, 4).selectExpr("concat('2026-12-', id % 28 + 1, 'T', id) AS d")
     rows.select(parse(col("d")).alias("t")).groupBy().sum("t").collect()
+    sc.setJobDescription("planted:pandas-udf")
+    rows = spark.range(0, 150_000, 1, 4).selectExpr("concat('2026-12-', id % 28 + 1, 'T', id) AS d")
+    rows.select(slow_score(col("d")).alias("t")).groupBy().sum("t").collect()
     sc.setJobDescription("planted:python-serialization")
     sc.parallelize(range(0, 800_000), 4).map(record).repartition(4).map(lambda d: d["id"]).sum()
     sc.setJobDescription("planted:none")

@@ -26,8 +26,12 @@ type PythonUDFEvidence struct {
 	// which gives no such time, PythonMs is estimated (Estimated): the
 	// stage's task time off the JVM's CPU, less GC, which is mostly the
 	// task threads waiting on their Python workers.
-	PythonMs      int64   `json:"pythonMs"`
-	Estimated     bool    `json:"estimated,omitempty"`
+	PythonMs  int64 `json:"pythonMs"`
+	Estimated bool  `json:"estimated,omitempty"`
+	// Sampled says that PythonMs is the workers' time serving the stage's
+	// tasks from their samples (the agent's Python sampling), which
+	// replaces an estimate.
+	Sampled       bool    `json:"sampled,omitempty"`
 	StartupMs     int64   `json:"startupMs"`
 	TaskMs        int64   `json:"taskMs"`
 	Share         float64 `json:"share"`
@@ -184,7 +188,10 @@ func pythonFinding(stage int, ev *PythonUDFEvidence) Finding {
 		how = "Arrow batches"
 	}
 	executing := "executing Python"
-	if ev.Estimated {
+	switch {
+	case ev.Sampled:
+		executing = "in Python (the workers' samples)"
+	case ev.Estimated:
 		executing = "waiting on Python (task time off the JVM's CPU)"
 	}
 	msg := fmt.Sprintf("stage %d: Python UDF %s: %s %s, %.0f%% of the stage's %s task time (%s: %s, %s sent to the Python workers and %s returned)",
@@ -202,4 +209,38 @@ func pythonFinding(stage int, ev *PythonUDFEvidence) Finding {
 	}
 	return Finding{Kind: KindPythonUDF, Severity: Warning, StageID: intp(stage), Message: msg,
 		Suggestion: strings.Join(do, "; "), Evidence: ev, score: float64(ev.PythonMs)}
+}
+
+// WithSampledPython returns findings with each python-udf finding whose
+// Python time is an estimate (before Spark 4) given the time its stage's
+// workers spent serving tasks by their samples instead, when py has it;
+// findings itself is not changed.
+func WithSampledPython(findings []Finding, py *PythonTime) []Finding {
+	if py == nil {
+		return findings
+	}
+	var out []Finding
+	for i, f := range findings {
+		ev, ok := f.Evidence.(*PythonUDFEvidence)
+		if !ok || !ev.Estimated || f.StageID == nil {
+			continue
+		}
+		j := slices.IndexFunc(py.Stages, func(s StagePython) bool { return s.StageID == *f.StageID })
+		if j < 0 || py.Stages[j].ServingMs == 0 {
+			continue
+		}
+		sampled := *ev
+		sampled.PythonMs, sampled.Estimated, sampled.Sampled = py.Stages[j].ServingMs, false, true
+		sampled.Share = round2(share(sampled.PythonMs, sampled.TaskMs))
+		if out == nil {
+			out = slices.Clone(findings)
+		}
+		out[i] = pythonFinding(*f.StageID, &sampled)
+		out[i].Severity = f.Severity
+	}
+	if out == nil {
+		return findings
+	}
+	byImportance(out)
+	return out
 }

@@ -2,6 +2,8 @@ package analysis
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sparkprof/sparkprof/profile"
@@ -90,5 +92,33 @@ func TestPythonFindings(t *testing.T) {
 				t.Errorf("finding %+v", fs[0])
 			}
 		})
+	}
+}
+
+// TestWithSampledPython: an estimated python-udf finding takes its
+// stage's sampled Python time; a measured one, and the findings given,
+// stay as they are.
+func TestWithSampledPython(t *testing.T) {
+	udf := func(stage int, estimated bool) Finding {
+		return pythonFinding(stage, &PythonUDFEvidence{Operator: "BatchEvalPython", UDFs: []string{"slow_parse"}, PythonMs: 10_000,
+			Estimated: estimated, TaskMs: 11_000, Share: 0.91})
+	}
+	findings := []Finding{udf(3, true), udf(6, false)}
+	py := &PythonTime{Stages: []StagePython{{StageID: 3, ServingMs: 7_400}, {StageID: 6, ServingMs: 5_000}}}
+	got := WithSampledPython(findings, py)
+	slices.SortFunc(got, func(a, b Finding) int { return *a.StageID - *b.StageID })
+	ev := got[0].Evidence.(*PythonUDFEvidence)
+	if *got[0].StageID != 3 || ev.PythonMs != 7_400 || ev.Estimated || !ev.Sampled || ev.Share != 0.67 ||
+		!strings.Contains(got[0].Message, "7.4 s in Python (the workers' samples), 67%") {
+		t.Errorf("stage 3's finding %q, evidence %+v", got[0].Message, ev)
+	}
+	if ev := got[1].Evidence.(*PythonUDFEvidence); ev.PythonMs != 10_000 || ev.Sampled {
+		t.Errorf("stage 6's measured finding changed: %+v", ev)
+	}
+	if ev := findings[0].Evidence.(*PythonUDFEvidence); !ev.Estimated || ev.PythonMs != 10_000 {
+		t.Errorf("the findings given changed: %+v", ev)
+	}
+	if got := WithSampledPython(findings, nil); &got[0] != &findings[0] {
+		t.Error("no Python time: the findings are not returned as they are")
 	}
 }

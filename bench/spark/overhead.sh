@@ -16,9 +16,15 @@
 # a row-at-a-time UDF over 4 tasks), and the variants are without the
 # plugin, with it, and with it sampling the Python workers with py-spy
 # (spark.sparkprof.python=true; scripts/python-tools-install.sh installs
-# py-spy).
+# py-spy). UDF_ROWS sets the UDF job's rows (200,000: about 5 s; more
+# make the job longer against the machine's noise).
 #
-# usage: [PAIRS=5] [SPARK_VERSION=3.5.9] [MODE=jvm|python] bench/spark/overhead.sh
+# With MODE=depth, the job is the CPU-bound one, and the variants are
+# without the plugin, with it (the Flight Recorder keeping 512 frames of a
+# stack, the agent's default), and with it keeping the JVM's own 64
+# (spark.sparkprof.stackDepth=0).
+#
+# usage: [PAIRS=5] [SPARK_VERSION=3.5.9] [MODE=jvm|python|depth] [UDF_ROWS=N] bench/spark/overhead.sh
 # Spark must be installed (scripts/spark-install.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,7 +34,8 @@ mode=${MODE:-jvm}
 case $mode in
 jvm) variants=(off plugin dead) job=cpu ;;
 python) variants=(off plugin python) job=planted:python-udf ;;
-*) echo "overhead: MODE=$mode: want jvm or python" >&2; exit 2 ;;
+depth) variants=(off plugin shallow) job=cpu ;;
+*) echo "overhead: MODE=$mode: want jvm, python or depth" >&2; exit 2 ;;
 esac
 pyspy=$root/build/pytools/bin/py-spy
 if [ "$mode" = python ] && [ ! -x "$pyspy" ]; then
@@ -65,6 +72,8 @@ run() {
 	case $1 in
 	off) ;;
 	plugin) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$url") ;;
+	shallow) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$url"
+		--conf spark.sparkprof.stackDepth=0) ;;
 	dead) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$dead") ;;
 	python) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$url"
 		--conf spark.sparkprof.python=true --conf "spark.sparkprof.pySpy=$pyspy") ;;
@@ -108,13 +117,16 @@ for v in variants[1:]:
     c = [runs[v][i][1] / off[i][1] for i in off]
     print(f"{v}: wall ratio median {statistics.median(w):.3f} (pairs {', '.join(f'{x:.3f}' for x in w)}); "
           f"CPU ratio median {statistics.median(c):.3f} (pairs {', '.join(f'{x:.3f}' for x in c)})")
-if "python" in variants:
-    plugin = runs["plugin"]
-    w = [runs["python"][i][0] / plugin[i][0] for i in plugin]
-    c = [runs["python"][i][1] / plugin[i][1] for i in plugin]
-    print(f"python against plugin (the Python sampling alone): wall ratio median {statistics.median(w):.3f} "
+def against(a, b, what):
+    w = [runs[a][i][0] / runs[b][i][0] for i in runs[b]]
+    c = [runs[a][i][1] / runs[b][i][1] for i in runs[b]]
+    print(f"{a} against {b} ({what}): wall ratio median {statistics.median(w):.3f} "
           f"(pairs {', '.join(f'{x:.3f}' for x in w)}); CPU ratio median {statistics.median(c):.3f} "
           f"(pairs {', '.join(f'{x:.3f}' for x in c)})")
+if "python" in variants:
+    against("python", "plugin", "the Python sampling alone")
+if "shallow" in variants:
+    against("plugin", "shallow", "512 frames a stack against 64")
 for v in variants:
     print(f"{v}: median wall {statistics.median(x[0] for x in runs[v].values()):.0f} ms, "
           f"median CPU {statistics.median(x[1] for x in runs[v].values()):.1f} s")

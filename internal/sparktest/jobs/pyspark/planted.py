@@ -6,7 +6,10 @@ batches (planted:pandas-udf), a job of
 the RDD API whose records are big Python objects that cross between the
 JVM and Python through a shuffle, pickled one by one
 (planted:python-serialization), and a job with no Python at all. Prints
-JOBS DONE python APP_ID."""
+JOBS DONE python APP_ID. UDF_ROWS sets the rows of the UDF's job (200,000;
+the overhead benchmark's longer runs)."""
+
+import os
 
 import pandas as pd
 from pyspark.sql import SparkSession
@@ -48,7 +51,8 @@ def main():
     spark.range(0, 1000, 1, 8).selectExpr("id % 10 AS k").groupBy("k").count().collect()
     sc.setJobDescription("planted:python-udf")
     parse = udf(slow_parse, LongType())
-    rows = spark.range(0, 200_000, 1, 4).selectExpr("concat('2026-12-', id % 28 + 1, 'T', id) AS d")
+    n = int(os.environ.get("UDF_ROWS", "200000"))
+    rows = spark.range(0, n, 1, 4).selectExpr("concat('2026-12-', id % 28 + 1, 'T', id) AS d")
     rows.select(parse(col("d")).alias("t")).groupBy().sum("t").collect()
     sc.setJobDescription("planted:pandas-udf")
     rows = spark.range(0, 150_000, 1, 4).selectExpr("concat('2026-12-', id % 28 + 1, 'T', id) AS d")

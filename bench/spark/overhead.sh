@@ -46,6 +46,8 @@ version=${SPARK_VERSION:-$(grep -v '^#' tools/spark/versions | head -1)}
 home=$(ls -d build/spark/"$version"/lib/python3*/site-packages/pyspark 2>/dev/null | head -1)
 [ -n "$home" ] || { echo "overhead: Spark $version is not installed: run scripts/spark-install.sh" >&2; exit 1; }
 home=$root/$home
+# The environment's Python, which has the PySpark job's packages (pandas).
+python=$root/build/spark/$version/bin/python
 tmp=$(mktemp -d)
 ./agent/build.sh >/dev/null
 go build -o "$tmp/sparkprof" ./cmd/sparkprof
@@ -82,7 +84,7 @@ run() {
 	if [ "$mode" = python ]; then
 		main=("$root/internal/sparktest/jobs/pyspark/planted.py")
 	fi
-	/usr/bin/time -f '%U %S' -o "$dir/time" env SPARK_HOME="$home" TMPDIR="$dir" "$home/bin/spark-submit" \
+	/usr/bin/time -f '%U %S' -o "$dir/time" env SPARK_HOME="$home" TMPDIR="$dir" PYSPARK_PYTHON="$python" PYSPARK_DRIVER_PYTHON="$python" "$home/bin/spark-submit" \
 		--master 'local-cluster[2,1,1024]' "${conf[@]}" \
 		--conf spark.ui.enabled=false --conf spark.eventLog.enabled=true --conf "spark.eventLog.dir=$dir" \
 		--conf "spark.local.dir=$dir" --conf "spark.driver.extraJavaOptions=-Djava.io.tmpdir=$dir" \
@@ -90,6 +92,11 @@ run() {
 		"${main[@]}" >"$dir/log" 2>&1
 	local app
 	app=$(grep -o 'JOBS DONE [a-z]* app-[0-9-]*' "$dir/log" | awk '{print $4}')
+	if [ -z "$app" ]; then
+		echo "overhead: a run of variant $1 failed; the end of its log:" >&2
+		tail -20 "$dir/log" >&2
+		return 1
+	fi
 	rm -rf "$home/work/$app"
 	local wall
 	wall=$("$tmp/sparkprof" analyze --json "$dir/$app" | python3 -c 'import json,sys; a=json.load(sys.stdin); print([j for j in a["jobs"] if j.get("description")==sys.argv[1]][0]["durationMs"])' "$job")
@@ -100,7 +107,7 @@ run() {
 echo "overhead: Spark $version, $pairs rounds of ${variants[*]} (wall ms of job $job, CPU s of all its processes)"
 for i in $(seq "$pairs"); do
 	for v in "${variants[@]}"; do
-		r=$(run $v)
+		r=$(run $v) || exit 1
 		echo "$i $v $r" | tee -a "$tmp/results"
 	done
 done

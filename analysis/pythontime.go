@@ -209,11 +209,18 @@ type PythonSerializationEvidence struct {
 func (*PythonSerializationEvidence) evidence() {}
 
 // PythonFindings returns a python-serialization finding for each stage
-// whose Python workers spent at least th.PythonShare of its task time, and
+// whose Python workers served its tasks for at least th.PythonShare of its
+// task time and spent most of that (serializationShare), and at least
 // th.PythonMinMs, pickling records and moving them between the JVM and
 // Python (the RDD API's records, which Spark's SQL metrics do not
 // measure), unless findings already has a python-udf finding for it, which
-// says the same of a UDF's rows.
+// says the same of a UDF's rows. The JVM's side of moving the records (a
+// shuffle of their bytes) is in the task time too, so the serialisation
+// is measured against the workers' time.
+// serializationShare of the workers' time a stage's must spend moving
+// records for its python-serialization finding.
+const serializationShare = 0.5
+
 func PythonFindings(py *PythonTime, app *spark.App, findings []Finding, th Thresholds) []Finding {
 	if py == nil {
 		return nil
@@ -227,7 +234,8 @@ func PythonFindings(py *PythonTime, app *spark.App, findings []Finding, th Thres
 	var out []Finding
 	for _, s := range py.Stages {
 		share := share(s.SerializationMs, s.TaskMs)
-		if udf[s.StageID] || s.TaskMs == 0 || share < th.PythonShare || s.SerializationMs < th.PythonMinMs {
+		if udf[s.StageID] || s.TaskMs == 0 || s.Share < th.PythonShare || s.SerializationMs < th.PythonMinMs ||
+			float64(s.SerializationMs) < serializationShare*float64(s.ServingMs) {
 			continue
 		}
 		ev := &PythonSerializationEvidence{StageRef: stageRef(app, s.StageID), SerializationMs: s.SerializationMs,

@@ -65,8 +65,9 @@ func TestPython(t *testing.T) {
 func TestPythonFindings(t *testing.T) {
 	th := DefaultThresholds
 	th.PythonMinMs = 1000
-	stage := func(serializationMs, taskMs int64) *PythonTime {
-		return &PythonTime{Stages: []StagePython{{StageID: 2, ServingMs: serializationMs + 100, SerializationMs: serializationMs, TaskMs: taskMs,
+	stage := func(serializationMs, servingMs, taskMs int64) *PythonTime {
+		return &PythonTime{Stages: []StagePython{{StageID: 2, ServingMs: servingMs, SerializationMs: serializationMs, TaskMs: taskMs,
+			Share:     round2(share(servingMs, taskMs)),
 			Functions: []PythonFunction{{"pyspark/serializers.py:FramedSerializer._write_with_length", serializationMs}}}}}
 	}
 	udf := []Finding{{Kind: KindPythonUDF, StageID: intp(2)}}
@@ -76,10 +77,12 @@ func TestPythonFindings(t *testing.T) {
 		findings []Finding
 		want     int
 	}{
-		{"pickling most of the stage", stage(3000, 5000), nil, 1},
-		{"a UDF's stage", stage(3000, 5000), udf, 0},
-		{"under the share", stage(1200, 5000), nil, 0},
-		{"under the time", stage(900, 1000), nil, 0},
+		{"pickling most of the stage", stage(3000, 3100, 5000), nil, 1},
+		{"pickling most of the workers' time, the JVM shuffling", stage(1200, 1800, 5000), nil, 1},
+		{"a UDF's stage", stage(3000, 3100, 5000), udf, 0},
+		{"Python under the share", stage(1200, 1300, 5000), nil, 0},
+		{"pickling under half the workers' time", stage(1200, 3000, 5000), nil, 0},
+		{"under the time", stage(900, 1000, 1000), nil, 0},
 		{"no Python", nil, nil, 0},
 	}
 	for _, tt := range tests {
@@ -88,7 +91,7 @@ func TestPythonFindings(t *testing.T) {
 			if len(fs) != tt.want {
 				t.Fatalf("%d findings, want %d: %+v", len(fs), tt.want, fs)
 			}
-			if tt.want == 1 && (fs[0].Kind != KindPythonSerialization || *fs[0].StageID != 2 || fs[0].Evidence.(*PythonSerializationEvidence).Share != 0.6) {
+			if tt.want == 1 && (fs[0].Kind != KindPythonSerialization || *fs[0].StageID != 2 || fs[0].Evidence.(*PythonSerializationEvidence).ServingMs != tt.py.Stages[0].ServingMs) {
 				t.Errorf("finding %+v", fs[0])
 			}
 		})

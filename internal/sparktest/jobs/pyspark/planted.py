@@ -58,7 +58,7 @@ def main():
     rows = spark.range(0, 150_000, 1, 4).selectExpr("concat('2026-12-', id % 28 + 1, 'T', id) AS d")
     rows.select(slow_score(col("d")).alias("t")).groupBy().sum("t").collect()
     sc.setJobDescription("planted:python-serialization")
-    sc.parallelize(range(0, 800_000), 4).map(record).repartition(4).map(lambda d: d["id"]).sum()
+    sc.parallelize(range(0, 1_200_000), 4).map(record).repartition(4).count()
     sc.setJobDescription("planted:none")
     spark.range(0, 200_000, 1, 4).selectExpr("id % 10 AS k").groupBy("k").count().collect()
     print("JOBS DONE python " + sc.applicationId, flush=True)

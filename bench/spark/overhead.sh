@@ -24,7 +24,13 @@
 # stack, the agent's default), and with it keeping the JVM's own 64
 # (spark.sparkprof.stackDepth=0).
 #
-# usage: [PAIRS=5] [SPARK_VERSION=3.5.9] [MODE=jvm|python|depth] [UDF_ROWS=N] bench/spark/overhead.sh
+# VARIANTS="plugin python" runs only those of the mode's variants; the
+# ratios are then against the first. PYTHON_INTERVAL sets the variant
+# python's sampling period (spark.sparkprof.pythonInterval; the agent's
+# default otherwise).
+#
+# usage: [PAIRS=5] [SPARK_VERSION=3.5.9] [MODE=jvm|python|depth] [UDF_ROWS=N]
+#        [VARIANTS="V ..."] [PYTHON_INTERVAL=20ms] bench/spark/overhead.sh
 # Spark must be installed (scripts/spark-install.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,6 +43,9 @@ python) variants=(off plugin python) job=planted:python-udf ;;
 depth) variants=(off plugin shallow) job=cpu ;;
 *) echo "overhead: MODE=$mode: want jvm, python or depth" >&2; exit 2 ;;
 esac
+if [ -n "${VARIANTS:-}" ]; then
+	read -ra variants <<<"$VARIANTS"
+fi
 pyspy=$root/build/pytools/bin/py-spy
 if [ "$mode" = python ] && [ ! -x "$pyspy" ]; then
 	echo "overhead: py-spy is not installed: run scripts/python-tools-install.sh" >&2
@@ -78,7 +87,8 @@ run() {
 		--conf spark.sparkprof.stackDepth=0) ;;
 	dead) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$dead") ;;
 	python) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$url"
-		--conf spark.sparkprof.python=true --conf "spark.sparkprof.pySpy=$pyspy") ;;
+		--conf spark.sparkprof.python=true --conf "spark.sparkprof.pySpy=$pyspy"
+		${PYTHON_INTERVAL:+--conf "spark.sparkprof.pythonInterval=$PYTHON_INTERVAL"}) ;;
 	esac
 	local main=(--class dev.sparkprof.jobs.Jobs "$tmp/jobs.jar" cpu)
 	if [ "$mode" = python ]; then
@@ -118,11 +128,11 @@ rows = [l.split() for l in open(sys.argv[1])]
 runs = {}
 for i, v, wall, cpu in rows:
     runs.setdefault(v, {})[int(i)] = (float(wall), float(cpu))
-off = runs["off"]
+off = runs[variants[0]]
 for v in variants[1:]:
     w = [runs[v][i][0] / off[i][0] for i in off]
     c = [runs[v][i][1] / off[i][1] for i in off]
-    print(f"{v}: wall ratio median {statistics.median(w):.3f} (pairs {', '.join(f'{x:.3f}' for x in w)}); "
+    print(f"{v} against {variants[0]}: wall ratio median {statistics.median(w):.3f} (pairs {', '.join(f'{x:.3f}' for x in w)}); "
           f"CPU ratio median {statistics.median(c):.3f} (pairs {', '.join(f'{x:.3f}' for x in c)})")
 def against(a, b, what):
     w = [runs[a][i][0] / runs[b][i][0] for i in runs[b]]
@@ -130,9 +140,9 @@ def against(a, b, what):
     print(f"{a} against {b} ({what}): wall ratio median {statistics.median(w):.3f} "
           f"(pairs {', '.join(f'{x:.3f}' for x in w)}); CPU ratio median {statistics.median(c):.3f} "
           f"(pairs {', '.join(f'{x:.3f}' for x in c)})")
-if "python" in variants:
+if "python" in variants and "plugin" in variants and variants[0] != "plugin":
     against("python", "plugin", "the Python sampling alone")
-if "shallow" in variants:
+if "shallow" in variants and "plugin" in variants:
     against("plugin", "shallow", "512 frames a stack against 64")
 for v in variants:
     print(f"{v}: median wall {statistics.median(x[0] for x in runs[v].values()):.0f} ms, "

@@ -57,7 +57,7 @@ final class PythonSampler {
   private PythonSampler(String pySpy, Config cfg, Path dir, BiConsumer<Profiler.Window, Long> ship) {
     this.pySpy = pySpy;
     this.windowMs = Math.max(1_000, cfg.millis("uploadInterval", 10_000));
-    this.rate = (int) Math.max(1, Math.min(1_000, 1_000 / Math.max(1, cfg.millis("pythonInterval", 10))));
+    this.rate = (int) Math.max(1, Math.min(1_000, 1_000 / Math.max(1, cfg.millis("pythonInterval", 20))));
     this.dir = dir;
     this.ship = ship;
     this.thread = new Thread(this::run, "sparkprof-python");

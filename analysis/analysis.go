@@ -48,6 +48,7 @@ const (
 	KindRegression          Kind = "regression"
 	KindPythonUDF           Kind = "python-udf"
 	KindPythonSerialization Kind = "python-serialization"
+	KindPythonStartup       Kind = "python-startup"
 )
 
 // Severity says how urgent a finding is.

@@ -47,7 +47,8 @@ func appFindings(a *appFacts, th Thresholds) []Finding {
 			out = append(out, f)
 		}
 	}
-	return append(out, pythonUDFRule(a, th)...)
+	out = append(out, pythonUDFRule(a, th)...)
+	return append(out, pythonStartupRule(a, th)...)
 }
 
 // failuresRule groups failed tasks by reason and top frame, and lists

@@ -99,14 +99,7 @@ func appendCall(names []string, item string) []string {
 // instead of pickled rows, workers reused.
 func pythonUDFRule(a *appFacts, th Thresholds) []Finding {
 	var out []Finding
-	reuse := ""
-	if a.App.Environment != nil {
-		for _, kv := range a.App.Environment.Spark {
-			if kv[0] == "spark.python.worker.reuse" {
-				reuse = kv[1]
-			}
-		}
-	}
+	reuse := workerReuse(a.App)
 	for _, sql := range a.App.SQL {
 		sql.Plan.Walk(func(n *spark.PlanNode) {
 			ev, stage, ok := pythonEvidence(a, sql, n)
@@ -211,36 +204,49 @@ func pythonFinding(stage int, ev *PythonUDFEvidence) Finding {
 		Suggestion: strings.Join(do, "; "), Evidence: ev, score: float64(ev.PythonMs)}
 }
 
-// WithSampledPython returns findings with each python-udf finding whose
-// Python time is an estimate (before Spark 4) given the time its stage's
-// workers spent serving tasks by their samples instead, when py has it;
-// findings itself is not changed.
-func WithSampledPython(findings []Finding, py *PythonTime) []Finding {
+// WithPython returns findings with what py, the Python workers' time
+// from their samples, adds (findings itself is not changed):
+//   - a python-udf finding whose Python time is an estimate (before Spark
+//     4) gets the time its stage's workers spent serving tasks after
+//     setting them up instead, and is dropped when that falls short of th;
+//   - python-serialization findings (pythonSerializationFindings);
+//   - python-startup findings (pythonStartupFindings).
+func WithPython(findings []Finding, py *PythonTime, app *spark.App, th Thresholds) []Finding {
 	if py == nil {
 		return findings
 	}
-	var out []Finding
-	for i, f := range findings {
-		ev, ok := f.Evidence.(*PythonUDFEvidence)
-		if !ok || !ev.Estimated || f.StageID == nil {
-			continue
+	out := make([]Finding, 0, len(findings))
+	for _, f := range findings {
+		if s, ok := sampledUDF(f, py); ok {
+			if s.PythonMs < th.PythonMinMs || s.Share < th.PythonShare {
+				continue
+			}
+			sf := pythonFinding(*f.StageID, s)
+			sf.Severity = f.Severity
+			f = sf
 		}
-		j := slices.IndexFunc(py.Stages, func(s StagePython) bool { return s.StageID == *f.StageID })
-		if j < 0 || py.Stages[j].ServingMs == 0 {
-			continue
-		}
-		sampled := *ev
-		sampled.PythonMs, sampled.Estimated, sampled.Sampled = py.Stages[j].ServingMs, false, true
-		sampled.Share = round2(share(sampled.PythonMs, sampled.TaskMs))
-		if out == nil {
-			out = slices.Clone(findings)
-		}
-		out[i] = pythonFinding(*f.StageID, &sampled)
-		out[i].Severity = f.Severity
+		out = append(out, f)
 	}
-	if out == nil {
-		return findings
-	}
+	out = append(out, pythonSerializationFindings(py, app, out, th)...)
+	out = append(out, pythonStartupFindings(py, app, out, th)...)
 	byImportance(out)
 	return out
+}
+
+// sampledUDF returns the evidence of f, a python-udf finding whose Python
+// time is an estimate, with its stage's sampled time instead, if py has
+// it.
+func sampledUDF(f Finding, py *PythonTime) (*PythonUDFEvidence, bool) {
+	ev, ok := f.Evidence.(*PythonUDFEvidence)
+	if !ok || !ev.Estimated || f.StageID == nil {
+		return nil, false
+	}
+	j := slices.IndexFunc(py.Stages, func(s StagePython) bool { return s.StageID == *f.StageID })
+	if j < 0 || py.Stages[j].ServingMs == 0 {
+		return nil, false
+	}
+	sampled := *ev
+	sampled.PythonMs, sampled.Estimated, sampled.Sampled = py.Stages[j].ServingMs-py.Stages[j].SetupMs, false, true
+	sampled.Share = round2(share(sampled.PythonMs, sampled.TaskMs))
+	return &sampled, true
 }

@@ -40,6 +40,10 @@ type StagePython struct {
 	// SerializationMs is the part of ServingMs in PySpark's serializers
 	// and pickle: records moved between the JVM and Python.
 	SerializationMs int64 `json:"serializationMs"`
+	// SetupMs is the part of ServingMs setting up each task before its
+	// first record: reading its Python functions, unpickling them with
+	// what they capture, and the imports that brings.
+	SetupMs int64 `json:"setupMs"`
 	// Functions are the Python functions where the workers spent most of
 	// that time (their self time, "file.py:function"), at most three.
 	Functions []PythonFunction `json:"functions"`
@@ -56,6 +60,7 @@ type PythonFunction struct {
 // a worker's.
 func Python(profiles []*profile.Profile, app *spark.App) *PythonTime {
 	serving := map[int]int64{} // by stage; -1: no stage
+	serialization, setup := map[int]int64{}, map[int]int64{}
 	self := map[int]map[string]int64{}
 	var waiting int64
 	for _, p := range profiles {
@@ -84,6 +89,12 @@ func Python(profiles []*profile.Profile, app *spark.App) *PythonTime {
 			}
 			stage := sampleStage(p, s)
 			serving[stage] += s.Value
+			switch {
+			case k.setup:
+				setup[stage] += s.Value
+			case isSerialization(k.leaf):
+				serialization[stage] += s.Value
+			}
 			if k.leaf != "" {
 				if self[stage] == nil {
 					self[stage] = map[string]int64{}
@@ -103,13 +114,8 @@ func Python(profiles []*profile.Profile, app *spark.App) *PythonTime {
 		if stage < 0 {
 			continue
 		}
-		sp := StagePython{StageID: stage, ServingMs: ns / msNs, TaskMs: taskMs[stage], Functions: topFunctions(self[stage], 3)}
-		for name, ns := range self[stage] {
-			if isSerialization(name) {
-				sp.SerializationMs += ns
-			}
-		}
-		sp.SerializationMs /= msNs
+		sp := StagePython{StageID: stage, ServingMs: ns / msNs, TaskMs: taskMs[stage], Functions: topFunctions(self[stage], 3),
+			SerializationMs: serialization[stage] / msNs, SetupMs: setup[stage] / msNs}
 		sp.Share = round2(share(sp.ServingMs, sp.TaskMs))
 		out.Stages = append(out.Stages, sp)
 	}
@@ -124,10 +130,11 @@ func Python(profiles []*profile.Profile, app *spark.App) *PythonTime {
 }
 
 // workerStack is what a stack says of a Python worker: whether it is a
-// worker's, waiting for a task, and its innermost Python function.
+// worker's, waiting for a task or setting one up, and its innermost Python
+// function.
 type workerStack struct {
-	worker, waiting bool
-	leaf            string
+	worker, waiting, setup bool
+	leaf                   string
 }
 
 // classifyWorkerStack reads a stack (root first).
@@ -137,12 +144,26 @@ func classifyWorkerStack(p *profile.Profile, stack []profile.FrameID) workerStac
 		if attribution.IsWorkerMain(p.Frames[f]) {
 			k.worker = true
 		}
+		if k.worker && isTaskSetup(p.Frames[f]) {
+			k.setup = true
+		}
 		if p.Frames[f].Kind == profile.KindPython {
 			k.leaf = p.Frames[f].Name
 		}
 	}
 	k.waiting = k.worker && attribution.WaitingForTask(p, stack)
 	return k
+}
+
+// isTaskSetup reports whether a frame is PySpark's worker reading a
+// task's Python functions (pyspark/worker.py's read_udfs, for SQL's UDFs,
+// and read_command, for the RDD API's functions; read_command is in
+// worker_util.py from Spark 4).
+func isTaskSetup(f profile.Frame) bool {
+	if f.Kind != profile.KindPython || !strings.HasSuffix(f.File, "worker.py") && !strings.HasSuffix(f.File, "worker_util.py") {
+		return false
+	}
+	return strings.HasSuffix(f.Name, ":read_udfs") || strings.HasSuffix(f.Name, ":read_command")
 }
 
 // isSerialization reports whether a Python function (py-spy's
@@ -208,29 +229,22 @@ type PythonSerializationEvidence struct {
 
 func (*PythonSerializationEvidence) evidence() {}
 
-// PythonFindings returns a python-serialization finding for each stage
-// whose Python workers served its tasks for at least th.PythonShare of its
-// task time and spent most of that (serializationShare), and at least
-// th.PythonMinMs, pickling records and moving them between the JVM and
-// Python (the RDD API's records, which Spark's SQL metrics do not
-// measure), unless findings already has a python-udf finding for it, which
-// says the same of a UDF's rows. The JVM's side of moving the records (a
-// shuffle of their bytes) is in the task time too, so the serialisation
-// is measured against the workers' time.
 // serializationShare of the workers' time a stage's must spend moving
 // records for its python-serialization finding.
 const serializationShare = 0.5
 
-func PythonFindings(py *PythonTime, app *spark.App, findings []Finding, th Thresholds) []Finding {
-	if py == nil {
-		return nil
-	}
-	udf := map[int]bool{}
-	for _, f := range findings {
-		if f.Kind == KindPythonUDF && f.StageID != nil {
-			udf[*f.StageID] = true
-		}
-	}
+// pythonSerializationFindings returns a python-serialization finding for
+// each stage whose Python workers served its tasks for at least
+// th.PythonShare of its task time and spent most of that
+// (serializationShare), and at least th.PythonMinMs, pickling records and
+// moving them between the JVM and Python (the RDD API's records, which
+// Spark's SQL metrics do not measure), unless findings already has a
+// python-udf finding for it, which says the same of a UDF's rows. The
+// JVM's side of moving the records (a shuffle of their bytes) is in the
+// task time too, so the serialisation is measured against the workers'
+// time.
+func pythonSerializationFindings(py *PythonTime, app *spark.App, findings []Finding, th Thresholds) []Finding {
+	udf := stagesWith(findings, KindPythonUDF)
 	var out []Finding
 	for _, s := range py.Stages {
 		share := share(s.SerializationMs, s.TaskMs)

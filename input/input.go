@@ -57,10 +57,7 @@ func (s *Set) Reports(th analysis.Thresholds, jobOf func(*spark.App) string) []*
 		r := analysis.NewReport(in, analysis.Analyze(in, th), s.Sources, s.Profiles)
 		r.Recommendations = analysis.Recommend(in, th)
 		r.Python = analysis.Python(in.Profiles, in.App)
-		r.Findings = analysis.WithSampledPython(r.Findings, r.Python)
-		for _, f := range analysis.PythonFindings(r.Python, in.App, r.Findings, th) {
-			r.Findings = analysis.WithFinding(r.Findings, f)
-		}
+		r.Findings = analysis.WithPython(r.Findings, r.Python, in.App, th)
 		out = append(out, r)
 	}
 	if len(s.EventLogs) > 1 {

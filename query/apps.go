@@ -171,11 +171,8 @@ func (e *Engine) App(ctx context.Context, tenant string, app AppAttempt) (*analy
 		live.Findings = analysis.WithFinding(live.Findings, f)
 	}
 	live.Recommendations, live.Python = e.fromSamples(ctx, tenant, rep)
-	live.Findings = analysis.WithSampledPython(live.Findings, live.Python)
-	sparkApp := &spark.App{Summary: rep.App, Stages: rep.Stages, Tasks: rep.Tasks}
-	for _, f := range analysis.PythonFindings(live.Python, sparkApp, live.Findings, e.apps.Thresholds()) {
-		live.Findings = analysis.WithFinding(live.Findings, f)
-	}
+	sparkApp := &spark.App{Summary: rep.App, Stages: rep.Stages, Tasks: rep.Tasks, Environment: rep.Environment}
+	live.Findings = analysis.WithPython(live.Findings, live.Python, sparkApp, e.apps.Thresholds())
 	return &live, nil
 }
 

@@ -377,12 +377,13 @@ func measureAttribution(t *testing.T, e realSpark, app string) attribution {
 
 // finding is one finding of an app's report.
 type finding struct {
-	Kind     string          `json:"kind"`
-	Severity string          `json:"severity"`
-	StageID  *int            `json:"stageId"`
-	TaskID   *int64          `json:"taskId"`
-	Message  string          `json:"message"`
-	Evidence json.RawMessage `json:"evidence"`
+	Kind       string          `json:"kind"`
+	Severity   string          `json:"severity"`
+	StageID    *int            `json:"stageId"`
+	TaskID     *int64          `json:"taskId"`
+	Message    string          `json:"message"`
+	Suggestion string          `json:"suggestion"`
+	Evidence   json.RawMessage `json:"evidence"`
 }
 
 // appReport is what the planted tests read of an app's report.

@@ -5,7 +5,9 @@ whose pandas UDF, slow_score, runs slow_hash on every value of its
 batches (planted:pandas-udf), a job of
 the RDD API whose records are big Python objects that cross between the
 JVM and Python through a shuffle, pickled one by one
-(planted:python-serialization), and a job with no Python at all. Prints
+(planted:python-serialization), a job whose UDF closes over a big lookup
+table, which each task unpickles before its first row
+(planted:python-startup), and a job with no Python at all. Prints
 JOBS DONE python APP_ID. UDF_ROWS sets the rows of the UDF's job (200,000;
 the overhead benchmark's longer runs)."""
 
@@ -44,6 +46,16 @@ def record(i):
     return {"id": i, "tags": ["t%d" % (i % 7)] * 40, "score": i / 3.0}
 
 
+def lookup(table):
+    """The python-startup job's UDF: cheap on each row, but it closes over
+    table, which every task unpickles with it."""
+
+    def score(k):
+        return table.get(k, 0)
+
+    return score
+
+
 def main():
     spark = SparkSession.builder.appName("sparkprof-pyspark").getOrCreate()
     sc = spark.sparkContext
@@ -59,6 +71,10 @@ def main():
     rows.select(slow_score(col("d")).alias("t")).groupBy().sum("t").collect()
     sc.setJobDescription("planted:python-serialization")
     sc.parallelize(range(0, 1_200_000), 4).map(record).repartition(4).count()
+    sc.setJobDescription("planted:python-startup")
+    score = udf(lookup({"k%d" % i: i for i in range(500_000)}), LongType())
+    keys = spark.range(0, 16_000, 1, 16).selectExpr("concat('k', id * 31) AS k")
+    keys.select(score(col("k")).alias("v")).groupBy().sum("v").collect()
     sc.setJobDescription("planted:none")
     spark.range(0, 200_000, 1, 4).selectExpr("id % 10 AS k").groupBy("k").count().collect()
     print("JOBS DONE python " + sc.applicationId, flush=True)

@@ -1,7 +1,8 @@
 // PythonTime shows the time PySpark's Python workers spent serving an
 // app's tasks (analysis.PythonTime, from the samples the agent's py-spy
-// sends): its share of the app's task time, and by stage, with the Python
-// functions where each stage's workers spent most.
+// sends): its share of the app's task time, and by stage, with its parts
+// moving records and setting up tasks, and the Python functions where each
+// stage's workers spent most.
 import React from 'react';
 import { fmtMs, fmtPercent } from './format';
 
@@ -20,6 +21,8 @@ export function PythonTime({ python, stageHref }) {
               <th>Stage</th>
               <th>Python time</th>
               <th>of its task time</th>
+              <th>moving records</th>
+              <th>setting up tasks</th>
               <th>where (self time)</th>
             </tr>
           </thead>
@@ -29,6 +32,8 @@ export function PythonTime({ python, stageHref }) {
                 <td>{stageHref ? <a href={stageHref(s)}>{s.stageId}</a> : s.stageId}</td>
                 <td className="num">{fmtMs(s.servingMs)}</td>
                 <td className="num">{fmtPercent(s.share)}</td>
+                <td className="num">{fmtMs(s.serializationMs)}</td>
+                <td className="num">{fmtMs(s.setupMs)}</td>
                 <td>
                   <PythonFunctions functions={s.functions} />
                 </td>

@@ -15,7 +15,7 @@
 # (internal/sparktest/jobs/pyspark/planted.py, its job planted:python-udf:
 # a row-at-a-time UDF over 4 tasks), and the variants are without the
 # plugin, with it, and with it sampling the Python workers with py-spy
-# (spark.sparkprof.python=true; scripts/python-tools-install.sh installs
+# (spark.sparkprof.python; scripts/python-tools-install.sh installs
 # py-spy). UDF_ROWS sets the UDF job's rows (200,000: about 5 s; more
 # make the job longer against the machine's noise).
 #
@@ -82,10 +82,12 @@ run() {
 	dir=$(mktemp -d "$tmp/run.XXXX")
 	case $1 in
 	off) ;;
-	plugin) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$url") ;;
+	plugin) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$url"
+		--conf spark.sparkprof.python=false) ;;
 	shallow) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$url"
-		--conf spark.sparkprof.stackDepth=0) ;;
-	dead) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$dead") ;;
+		--conf spark.sparkprof.stackDepth=0 --conf spark.sparkprof.python=false) ;;
+	dead) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$dead"
+		--conf spark.sparkprof.python=false) ;;
 	python) conf=(--jars "$root/agent/build/sparkprof-agent.jar" --conf spark.plugins=dev.sparkprof.agent.SparkProfPlugin --conf "spark.sparkprof.server=$url"
 		--conf spark.sparkprof.python=true --conf "spark.sparkprof.pySpy=$pyspy"
 		${PYTHON_INTERVAL:+--conf "spark.sparkprof.pythonInterval=$PYTHON_INTERVAL"}) ;;

@@ -13,6 +13,11 @@ final class Log {
     System.err.println("[sparkprof] " + msg);
   }
 
+  /** Reports whether a message that begins with prefix was logged once. */
+  static boolean said(String prefix) {
+    return seen.stream().anyMatch(m -> m.startsWith(prefix));
+  }
+
   /** Logs msg and the throwable's message once per distinct message. */
   static void once(String msg, Throwable t) {
     String line = t == null ? msg : msg + ": " + t;

@@ -13,12 +13,13 @@ import java.util.function.BiConsumer;
 import java.util.stream.Collectors;
 
 /**
- * Samples an executor's PySpark workers with py-spy ({@code spark.sparkprof.python=true}): a {@code py-spy record}
- * a window on each worker the Python daemon forked (Spark starts the daemon as {@code python -m pyspark.daemon}), or
- * Spark started without a daemon ({@code python -m pyspark.worker}), every thread's stack with its wall time
- * ({@code --idle}), as a Chrome trace. A worker is found within a second of its start. Each trace goes to the server
- * like a JFR window, beside the executor's task runs of its time, which attribute the worker's samples to tasks.
- * py-spy never pauses the workers ({@code --nonblocking}), and at most {@link #MAX_WORKERS} run at once.
+ * Samples an executor's PySpark workers with py-spy ({@code spark.sparkprof.python}, on by default): a
+ * {@code py-spy record} a window on each worker the Python daemon forked (Spark starts the daemon as
+ * {@code python -m pyspark.daemon}), or Spark started without a daemon ({@code python -m pyspark.worker}), every
+ * thread's stack with its wall time ({@code --idle}), as a Chrome trace. A worker is found within a second of its
+ * start. Each trace goes to the server like a JFR window, beside the executor's task runs of its time, which
+ * attribute the worker's samples to tasks. py-spy never pauses the workers ({@code --nonblocking}), and at most
+ * {@link #MAX_WORKERS} run at once.
  *
  * <p>One py-spy a worker, not one on the daemon with {@code --subprocesses}: py-spy's trace keys threads by their id
  * alone, which a forked worker's main thread shares with the daemon's, so their stacks would interleave.
@@ -31,12 +32,13 @@ final class PythonSampler {
   /** The most workers sampled at once: an executor has one a running Python task. */
   static final int MAX_WORKERS = 64;
 
+  /** The py-spy binary; null when the node has none. */
   private final String pySpy;
   private final long windowMs;
   private final int rate;
   private final Path dir;
   private final BiConsumer<Profiler.Window, Long> ship;
-  private final Thread thread;
+  final Thread thread;
   private volatile boolean stopping;
   /** The py-spy of each worker sampled, by the worker's pid; only the sampler's thread writes it. */
   private final Map<Long, Recording> recordings = new ConcurrentHashMap<>();
@@ -65,22 +67,19 @@ final class PythonSampler {
   }
 
   /**
-   * Starts sampling when {@code python} is on and py-spy is found ({@code pySpy}, else on the PATH); says once why
-   * not otherwise. Finished windows go to ship with their deadline.
+   * Starts looking for Python workers when {@code python} is on (the default), to sample them with py-spy
+   * ({@code pySpy}, else on the PATH). When the node has no py-spy, the first worker found makes it say so once,
+   * and the sampler ends. Finished windows go to ship with their deadline.
    */
   static PythonSampler start(Config cfg, Path dir, BiConsumer<Profiler.Window, Long> ship) {
     if (!cfg.bool("python")) {
       return null;
     }
-    String pySpy = findPySpy(cfg.get("pySpy"), System.getenv("PATH"));
-    if (pySpy == null) {
-      Log.once("spark.sparkprof.python is on, but py-spy is not on this node (set spark.sparkprof.pySpy to its"
-          + " path, or put it on the PATH: pip install py-spy); the Python workers are not sampled", null);
-      return null;
-    }
-    PythonSampler s = new PythonSampler(pySpy, cfg, dir, ship);
+    PythonSampler s = new PythonSampler(findPySpy(cfg.get("pySpy"), System.getenv("PATH")), cfg, dir, ship);
     s.thread.start();
-    Log.info("sampling the Python workers with " + pySpy + " at " + s.rate + " Hz");
+    if (s.pySpy != null) {
+      Log.info("sampling the Python workers with " + s.pySpy + " at " + s.rate + " Hz");
+    }
     return s;
   }
 
@@ -128,6 +127,12 @@ final class PythonSampler {
         long now = System.currentTimeMillis();
         if (now >= nextScan) {
           for (long pid : workerPids()) {
+            if (pySpy == null) {
+              Log.once("this executor runs Python workers, but py-spy is not on this node (set"
+                  + " spark.sparkprof.pySpy to its path, or put it on the PATH: pip install py-spy); they are not"
+                  + " sampled", null);
+              return;
+            }
             if (!recordings.containsKey(pid) && recordings.size() < MAX_WORKERS) {
               start(pid);
             }

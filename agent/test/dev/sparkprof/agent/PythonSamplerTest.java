@@ -21,6 +21,7 @@ final class PythonSamplerTest {
   static void run() throws Exception {
     AgentUnitTest.inTempDir("sparkprof-python", PythonSamplerTest::findPySpy);
     daemon();
+    AgentUnitTest.inTempDir("sparkprof-python", PythonSamplerTest::noPySpy);
   }
 
   static void findPySpy(Path dir) throws Exception {
@@ -40,17 +41,46 @@ final class PythonSamplerTest {
    */
   static void daemon() throws Exception {
     check("no workers yet", PythonSampler.workerPids(), List.of());
-    Process p = new ProcessBuilder("python3", "-c",
-        "import os, time\nif os.fork() == 0: print(os.getpid(), flush=True)\ntime.sleep(60)", "-m", PythonSampler.DAEMON)
-        .redirectErrorStream(true).start();
+    Process p = startDaemon();
     try {
       // The child says its pid once forked: then both are the JVM's descendants.
       String line = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)).readLine();
       check("the daemon's forked worker", PythonSampler.workerPids(), List.of(Long.parseLong(line.trim())));
     } finally {
-      p.descendants().forEach(ProcessHandle::destroyForcibly);
-      p.destroyForcibly();
-      p.waitFor(10, TimeUnit.SECONDS);
+      stop(p);
     }
+  }
+
+  /**
+   * Python sampling is on by default: on a node with no py-spy, the sampler says so once when it finds a worker, and
+   * ends.
+   */
+  static void noPySpy(Path dir) throws Exception {
+    Config cfg = new Config();
+    cfg.put("pySpy", dir.resolve("none").toString());
+    PythonSampler s = PythonSampler.start(cfg, dir, (w, deadline) -> { });
+    check("a sampler started by default", s != null, true);
+    check("nothing said before a worker", Log.said("this executor runs Python workers"), false);
+    Process p = startDaemon();
+    try {
+      s.thread.join(120_000);
+      check("the sampler ends at the first worker", s.thread.isAlive(), false);
+      check("it says py-spy is missing", Log.said("this executor runs Python workers, but py-spy is not on"), true);
+    } finally {
+      stop(p);
+    }
+  }
+
+  /** Starts a process named as Spark starts the daemon, which forks a child that prints its pid. */
+  private static Process startDaemon() throws Exception {
+    return new ProcessBuilder("python3", "-c",
+        "import os, time\nif os.fork() == 0: print(os.getpid(), flush=True)\ntime.sleep(60)", "-m", PythonSampler.DAEMON)
+        .redirectErrorStream(true).start();
+  }
+
+  private static void stop(Process p) throws InterruptedException {
+    p.descendants().forEach(ProcessHandle::destroyForcibly);
+    p.destroyForcibly();
+    p.waitFor(10, TimeUnit.SECONDS);
   }
 }

@@ -1,6 +1,8 @@
 package attribution
 
 import (
+	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,17 +45,18 @@ func WaitingForTask(p *profile.Profile, stack []profile.FrameID) bool {
 // stack under pyspark/worker.py's main; the daemon that forks the workers
 // is left alone) serving a task (not WaitingForTask) with the task its
 // executor ran at the sample's time, as the executor plugin recorded its
-// runs. A worker serves one task at a
-// time, but the trace does not say which of the executor's tasks: a
-// sample taken while several ran gets their stage when all were of one,
-// and no task. It returns how many samples it labelled with a task.
+// runs. A worker serves one task at a time, but the trace does not say
+// which of the executor's tasks: a sample taken while several ran gets
+// the task its stretch of serving matches (servedRuns), else their stage
+// when all were of one, and no task. It returns how many samples it
+// labelled with a task.
 func ApplyWorkerRuns(p *profile.Profile, runs []TaskRun) int {
 	if len(runs) == 0 || !slices.ContainsFunc(p.Frames, IsWorkerMain) {
 		return 0
 	}
 	runs = latestRuns(runs)
-	underMain := map[profile.StackID]bool{}
-	var buf []profile.FrameID
+	kinds := workerStacks(p)
+	served := servedRuns(p, kinds, runs)
 	type key struct {
 		labels profile.LabelSetID
 		stage  int // -1: none
@@ -66,16 +69,13 @@ func ApplyWorkerRuns(p *profile.Profile, runs []TaskRun) int {
 		if s.Time == 0 {
 			continue
 		}
-		worker, known := underMain[s.Stack]
-		if !known {
-			buf = p.Stack(s.Stack, buf[:0])
-			worker = slices.ContainsFunc(buf, func(f profile.FrameID) bool { return IsWorkerMain(p.Frames[f]) }) && !WaitingForTask(p, buf)
-			underMain[s.Stack] = worker
-		}
-		if !worker {
+		if kinds[s.Stack] != serving {
 			continue
 		}
 		r, stage := workerRun(runs, s.Time/1e6)
+		if x := served[i]; r == nil && x != nil {
+			r, stage = x, x
+		}
 		if stage == nil {
 			continue
 		}
@@ -125,4 +125,123 @@ func workerRun(runs []TaskRun, ms int64) (r, stage *TaskRun) {
 		}
 	}
 	return r, stage
+}
+
+// A worker stack's kind.
+const (
+	notWorker = iota
+	serving   // under the worker's main, serving a task
+	waiting   // waiting for its next task (WaitingForTask)
+)
+
+// workerStacks returns the kind of each of p's stacks that is a worker's.
+func workerStacks(p *profile.Profile) map[profile.StackID]int {
+	kinds := map[profile.StackID]int{}
+	var buf []profile.FrameID
+	for _, s := range p.Samples {
+		if _, ok := kinds[s.Stack]; ok {
+			continue
+		}
+		buf = p.Stack(s.Stack, buf[:0])
+		switch {
+		case !slices.ContainsFunc(buf, func(f profile.FrameID) bool { return IsWorkerMain(p.Frames[f]) }):
+			kinds[s.Stack] = notWorker
+		case WaitingForTask(p, buf):
+			kinds[s.Stack] = waiting
+		default:
+			kinds[s.Stack] = serving
+		}
+	}
+	return kinds
+}
+
+// ambiguousMs: two runs whose ends (or starts) are this close to a
+// stretch's are not told apart.
+const ambiguousMs = 100
+
+// servedRuns returns, by sample index, the task a worker served when
+// several of its executor's tasks ran (an executor of several task
+// slots). A worker serves one task from the end of one wait for a task to
+// the start of the next, and its task ends as it stops serving: each such
+// stretch of its samples goes to the run that ended nearest its end, or,
+// for a stretch the trace cuts before its end, that began nearest its
+// start, when no other run is as near (ambiguousMs).
+func servedRuns(p *profile.Profile, kinds map[profile.StackID]int, runs []TaskRun) map[int]*TaskRun {
+	var idx []int
+	for i, s := range p.Samples {
+		if s.Time != 0 && kinds[s.Stack] != notWorker {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(p.Samples[a].Time, p.Samples[b].Time) })
+	out := map[int]*TaskRun{}
+	for i := 0; i < len(idx); {
+		if kinds[p.Samples[idx[i]].Stack] != serving {
+			i++
+			continue
+		}
+		j := i
+		for j < len(idx) && kinds[p.Samples[idx[j]].Stack] == serving {
+			j++
+		}
+		first, last := p.Samples[idx[i]], p.Samples[idx[j-1]]
+		from, to := first.Time/1e6, (last.Time+last.Value)/1e6
+		if r := matchStretch(runs, from, to, i > 0, j < len(idx)); r != nil {
+			for _, k := range idx[i:j] {
+				if ms := p.Samples[k].Time / 1e6; ms >= r.StartMs && (r.EndMs == 0 || ms <= r.EndMs) {
+					out[k] = r
+				}
+			}
+		}
+		i = j
+	}
+	return out
+}
+
+// matchStretch returns the run a worker served from from to to, given
+// whether a wait for a task came before (started) and after (ended) it,
+// or nil when one run or none overlaps it (workerRun tells those), or the
+// match is not clear.
+func matchStretch(runs []TaskRun, from, to int64, started, ended bool) *TaskRun {
+	var cands []*TaskRun
+	for i := range runs {
+		if r := &runs[i]; r.StartMs <= to && (r.EndMs == 0 || r.EndMs >= from) {
+			cands = append(cands, r)
+		}
+	}
+	if len(cands) < 2 {
+		return nil
+	}
+	var distance func(r *TaskRun) (int64, bool)
+	switch {
+	case ended:
+		distance = func(r *TaskRun) (int64, bool) { return abs(r.EndMs - to), r.EndMs != 0 }
+	case started:
+		distance = func(r *TaskRun) (int64, bool) { return abs(r.StartMs - from), true }
+	default:
+		return nil
+	}
+	var best *TaskRun
+	bestD, secondD := int64(math.MaxInt64), int64(math.MaxInt64)
+	for _, r := range cands {
+		d, ok := distance(r)
+		switch {
+		case !ok:
+		case d < bestD:
+			best, bestD, secondD = r, d, bestD
+		case d < secondD:
+			secondD = d
+		}
+	}
+	if best == nil || secondD-bestD < ambiguousMs {
+		return nil
+	}
+	return best
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

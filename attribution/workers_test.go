@@ -70,3 +70,61 @@ func TestApplyWorkerRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyWorkerRunsSlots: on an executor of two task slots, each
+// stretch of a worker's serving, between its waits for a task, goes to the
+// task that ended nearest its end, or began nearest its start when the
+// trace cuts it; a stretch two tasks match as well gets their stage alone.
+func TestApplyWorkerRunsSlots(t *testing.T) {
+	const ms = int64(1e6)
+	serve := "pyspark/daemon.py:worker;pyspark/worker.py:main;pyspark/worker.py:process;job.py:part"
+	wait := "pyspark/daemon.py:worker;pyspark/worker.py:main;pyspark/serializers.py:read_int"
+	runs := []TaskRun{
+		{ThreadID: 40, StageID: 3, TaskID: 20, StartMs: 10_000, EndMs: 14_000},
+		{ThreadID: 41, StageID: 3, TaskID: 21, StartMs: 10_050, EndMs: 16_300},
+		{ThreadID: 40, StageID: 3, TaskID: 22, StartMs: 14_500, EndMs: 18_000},
+		{ThreadID: 41, StageID: 3, TaskID: 23, StartMs: 16_200, EndMs: 18_040},
+		{ThreadID: 40, StageID: 4, TaskID: 24, StartMs: 19_000, EndMs: 0},
+		{ThreadID: 41, StageID: 4, TaskID: 25, StartMs: 19_500, EndMs: 0},
+	}
+	// The worker's timeline, in 100 ms samples: what it did from each ms on.
+	timeline := []struct {
+		fromMs int64
+		stack  string
+		task   string // the task its samples must get; "-" for the stage alone
+	}{
+		{10_100, serve, "20"}, // ends 50 ms before task 20, 2 s before task 21
+		{14_000, wait, ""},
+		{14_600, serve, "-"}, // ends with task 22 and 40 ms before task 23
+		{18_000, wait, ""},
+		{19_100, serve, "24"}, // the trace ends before the stretch does: by its start
+	}
+	p := profile.New()
+	typ := p.AddType(profile.TypeWall)
+	want := map[int]string{}
+	for k, span := range timeline {
+		to := int64(20_000)
+		if k+1 < len(timeline) {
+			to = timeline[k+1].fromMs
+		}
+		frames := strings.Split(span.stack, ";")
+		slices.Reverse(frames)
+		stack := p.AddPythonStack(frames)
+		for at := span.fromMs; at+100 <= to; at += 100 {
+			want[len(p.Samples)] = span.task
+			p.Samples = append(p.Samples, profile.Sample{Value: 100 * ms, Time: at * ms, Stack: stack, Type: typ})
+		}
+	}
+	ApplyWorkerRuns(p, runs)
+	for i, s := range p.Samples {
+		ls := p.LabelSet(s.Labels)
+		task, _ := ls.Get(profile.LabelTaskID)
+		stage, _ := ls.Get(profile.LabelStageID)
+		switch w := want[i]; {
+		case w == "-" && (task != "" || stage != "3"):
+			t.Errorf("sample at %d ms: labels %v, want stage 3 alone", s.Time/ms, ls)
+		case w != "-" && task != w:
+			t.Errorf("sample at %d ms: labels %v, want task %q", s.Time/ms, ls, w)
+		}
+	}
+}

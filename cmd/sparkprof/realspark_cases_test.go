@@ -412,6 +412,54 @@ func sparkPySparkPlanted(t *testing.T, e realSpark) {
 	checkPythonTime(t, e, app, served)
 }
 
+// sparkPySparkSlots: on an executor of two task slots, whose Python
+// workers serve two tasks at once, each worker's samples are attributed
+// to the task it served. Partition k's task runs part_k, so a sample's
+// stack says its partition. A stretch of serving that a window cuts at
+// both ends (a task longer than a window) gets its stage alone: the
+// windows are of 5 s, the tasks of 1.5 to 6 s.
+func sparkPySparkSlots(t *testing.T, e realSpark) {
+	j := e.job("", map[string]string{"spark.sparkprof.python": "true", "spark.sparkprof.pySpy": filepath.Join(pyTools(t), "py-spy"),
+		"spark.sparkprof.uploadInterval": "5s"})
+	j.Class, j.Args, j.Jar = "", nil, sparktest.PythonJob(t, "slots.py")
+	j.Master = "local-cluster[1,2,1024]"
+	r := e.spark.Start(t, j)
+	r.Wait(t)
+	if !strings.Contains(r.Log, "JOBS DONE slots") {
+		t.Fatalf("the PySpark job did not finish:\n%s", r.Log)
+	}
+	app := r.App(t)
+	e.waitFinished(t, app)
+	noAgentErrors(t, r)
+	var res attribution
+	for k := range 4 {
+		var bd struct {
+			Rows []struct {
+				Keys  []string
+				Value int64
+			}
+		}
+		e.get(t, "/api/v1/breakdown?"+url.Values{"query": {sel(app)}, "type": {"wall"}, "focus": {`slots\.py:part_` + strconv.Itoa(k) + `$`},
+			"by": {"spark_partition,spark_task_id"}}.Encode(), &bd)
+		for _, row := range bd.Rows {
+			switch {
+			case row.Keys[1] == "":
+				res.unattributed += row.Value
+			case row.Keys[0] != strconv.Itoa(k):
+				t.Logf("part_%d: %s labelled partition %s, task %s", k, english.Millis(row.Value/1e6), row.Keys[0], row.Keys[1])
+				res.wrong += row.Value
+			default:
+				res.correct += row.Value
+			}
+		}
+	}
+	t.Logf("Spark %s attribution of two slots' Python time to tasks: %v", e.spark.Version, res)
+	if total := res.correct + res.wrong + res.unattributed; total == 0 || float64(res.correct) < 0.9*float64(total) ||
+		float64(res.wrong) > 0.01*float64(total) {
+		t.Errorf("attribution of two slots' Python time: %v; want at least 90%% to its task, at most 1%% to another", res)
+	}
+}
+
 // checkPythonTime checks the app's Python time on its page: the workers'
 // time serving tasks is what their samples say (served, ms), the UDF's
 // stage's is in slow_parse first, and no stage of the job with no Python

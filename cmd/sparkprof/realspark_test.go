@@ -85,6 +85,7 @@ func TestRealSpark(t *testing.T) {
 				{"decommissioning", sparkDecommission},
 				{"run over run", sparkRunOverRun},
 				{"pyspark planted problems", sparkPySparkPlanted},
+				{"pyspark two task slots", sparkPySparkSlots},
 			} {
 				t.Run(tt.name, func(t *testing.T) { tt.run(t, e) })
 			}

@@ -401,6 +401,41 @@ public final class Agent {
     synchronized (wake) {
       wake.notifyAll();
     }
+    // The last window ends on a thread of its own, which the stop waits for until its deadline: a recorder
+    // stuck at the JVM's exit (a thread waiting in it forever holds the profiler's lock) must not keep the
+    // JVM from exiting.
+    Thread last = new Thread(() -> endLast(deadline), "sparkprof-last-window");
+    last.setDaemon(true);
+    try {
+      last.start();
+      last.join(Math.max(1, deadline - System.currentTimeMillis()) + LAST_WINDOW_SLACK_MS);
+      if (last.isAlive()) {
+        Log.once("the last window did not end by the stop's deadline; the agent stops without it", null);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      GcPauses g;
+      synchronized (this) {
+        g = gcPauses;
+      }
+      if (g != null) {
+        g.uninstall();
+      }
+      deleteTree(workDir);
+      Log.info("stopped: " + (uploader != null ? uploader.uploads.get() : 0) + " uploads, "
+          + (uploader != null ? uploader.failures.get() : 0) + " failed, " + queue.dropped.get()
+          + " windows dropped, " + tasks.dropped.get() + " task records dropped"
+          + (g != null ? ", " + g.dropped.get() + " GC records dropped" : ""));
+      done.countDown();
+    }
+  }
+
+  /** How long past its deadline a stop waits for the last window to end: the upload's own deadline is the stop's. */
+  private static final long LAST_WINDOW_SLACK_MS = 2_000;
+
+  /** Ends and ships the last window, stops the Python sampling, writes the output file, and stops the profiler. */
+  private void endLast(long deadline) {
     try {
       shipper.join(Math.max(1, (deadline - System.currentTimeMillis()) / 2));
       window(profiler.rotate(true), deadline);
@@ -415,19 +450,6 @@ public final class Agent {
       Log.once("stopping the profiler failed", t);
     } finally {
       profiler.stop();
-      GcPauses g;
-      synchronized (this) {
-        g = gcPauses;
-      }
-      if (g != null) {
-        g.uninstall();
-      }
-      deleteTree(workDir);
-      Log.info("stopped: " + (uploader != null ? uploader.uploads.get() : 0) + " uploads, "
-          + (uploader != null ? uploader.failures.get() : 0) + " failed, " + queue.dropped.get()
-          + " windows dropped, " + tasks.dropped.get() + " task records dropped"
-          + (g != null ? ", " + g.dropped.get() + " GC records dropped" : ""));
-      done.countDown();
     }
   }
 

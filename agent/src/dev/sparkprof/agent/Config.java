@@ -26,7 +26,6 @@ final class Config {
     put("maxQueuedBytes", "64m");
     put("compression", "none");
     put("startWait", "3s");
-    put("python", "true");
   }
 
   void put(String key, String value) {

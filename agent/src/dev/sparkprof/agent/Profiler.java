@@ -175,12 +175,31 @@ final class Profiler {
     return new Window(file, from, now);
   }
 
-  /** Starts the next window; a failure (the JVM exits, and its recorder with it) is reported once. */
+  /**
+   * Starts the next window, unless the JVM is exiting; a failure is reported once. Once the JVM exits, the
+   * Flight Recorder's own shutdown hook may have ended the recorder, and a recording started then waits for it
+   * forever.
+   */
   private void beginNext() {
+    if (exiting()) {
+      return;
+    }
     try {
       begin(nextFile());
     } catch (IOException | RuntimeException e) {
       Log.once("the next window cannot start; profiling stops", e);
+    }
+  }
+
+  /** Reports whether the JVM's shutdown has begun: it then refuses new shutdown hooks. */
+  static boolean exiting() {
+    Thread probe = new Thread(() -> { });
+    try {
+      Runtime.getRuntime().addShutdownHook(probe);
+      Runtime.getRuntime().removeShutdownHook(probe);
+      return false;
+    } catch (IllegalStateException e) {
+      return true;
     }
   }
 

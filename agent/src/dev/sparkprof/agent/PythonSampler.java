@@ -13,7 +13,7 @@ import java.util.function.BiConsumer;
 import java.util.stream.Collectors;
 
 /**
- * Samples an executor's PySpark workers with py-spy ({@code spark.sparkprof.python}, on by default): a
+ * Samples an executor's PySpark workers with py-spy ({@code spark.sparkprof.python=true}): a
  * {@code py-spy record} a window on each worker the Python daemon forked (Spark starts the daemon as
  * {@code python -m pyspark.daemon}), or Spark started without a daemon ({@code python -m pyspark.worker}), every
  * thread's stack with its wall time ({@code --idle}), as a Chrome trace. A worker is found within a second of its
@@ -67,7 +67,7 @@ final class PythonSampler {
   }
 
   /**
-   * Starts looking for Python workers when {@code python} is on (the default), to sample them with py-spy
+   * Starts looking for Python workers when {@code python} is on, to sample them with py-spy
    * ({@code pySpy}, else on the PATH). When the node has no py-spy, the first worker found makes it say so once,
    * and the sampler ends. Finished windows go to ship with their deadline.
    */

@@ -6,6 +6,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import jdk.jfr.FlightRecorder;
+import jdk.jfr.RecordingState;
 
 /**
  * Unit test of the last window at JVM exit, while the Flight Recorder's own shutdown hook ends its recordings:
@@ -16,12 +19,32 @@ import java.util.List;
 final class ExitWindowTest {
   /** How long after its window's end each JVM of the second kind exits, in ms: -1 ends it from a hook. */
   private static final long[] EXIT_AFTER = {-1, -1, -1, -1, 0, 1, 2, 5, 10, 20, 40};
+  /** The EXIT_AFTER of a JVM that rotates to a next window after the recorder's own hook has ended. */
+  private static final long AFTER_RECORDER_HOOK = -2;
   static volatile long sink;
 
   private ExitWindowTest() {}
 
   static void run() throws Exception {
     AgentUnitTest.inTempDir("sparkprof-exit", ExitWindowTest::lastWindowAtExit);
+    AgentUnitTest.inTempDir("sparkprof-exit", ExitWindowTest::nextWindowAtExit);
+  }
+
+  /**
+   * A window that would begin after the Flight Recorder's own shutdown hook has ended the recorder is not begun:
+   * its recording would wait for the recorder forever, and the JVM never exit.
+   */
+  static void nextWindowAtExit(Path dir) throws Exception {
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    Path out = dir.resolve("out");
+    Process p = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), ExitWindowTest.class.getName(),
+        dir.toString(), Long.toString(AFTER_RECORDER_HOOK)).redirectError(ProcessBuilder.Redirect.INHERIT)
+        .redirectOutput(out.toFile()).start();
+    boolean exited = p.waitFor(120, TimeUnit.SECONDS); // a guard: it exits at once, or never
+    p.destroyForcibly();
+    p.waitFor();
+    check("a JVM rotating after the recorder's hook exits", exited, true);
+    check("its rotation", Files.readString(out).trim(), "rotated");
   }
 
   static void lastWindowAtExit(Path dir) throws Exception {
@@ -63,6 +86,18 @@ final class ExitWindowTest {
         System.out.println("failed: " + e);
       }
     }, "ender");
+    if (exitAfter == AFTER_RECORDER_HOOK) {
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        try {
+          awaitRecorderHook();
+          p.rotate(false);
+          System.out.println("rotated");
+        } catch (Exception e) {
+          System.out.println("failed: " + e);
+        }
+      }));
+      return;
+    }
     if (exitAfter < 0) {
       Runtime.getRuntime().addShutdownHook(ender);
       return;
@@ -78,5 +113,14 @@ final class ExitWindowTest {
     ender.setDaemon(true);
     ender.start();
     Thread.sleep(exitAfter);
+  }
+
+  /** Waits, at most 30 s, until the Flight Recorder's shutdown hook has ended every running recording. */
+  private static void awaitRecorderHook() throws InterruptedException {
+    for (long end = System.currentTimeMillis() + 30_000; System.currentTimeMillis() < end; Thread.sleep(1)) {
+      if (FlightRecorder.getFlightRecorder().getRecordings().stream().noneMatch(r -> r.getState() == RecordingState.RUNNING)) {
+        return;
+      }
+    }
   }
 }

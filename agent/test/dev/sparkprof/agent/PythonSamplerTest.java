@@ -52,14 +52,14 @@ final class PythonSamplerTest {
   }
 
   /**
-   * Python sampling is on by default: on a node with no py-spy, the sampler says so once when it finds a worker, and
-   * ends.
+   * On a node with no py-spy, the sampler says so once when it finds a worker, and ends.
    */
   static void noPySpy(Path dir) throws Exception {
     Config cfg = new Config();
+    cfg.put("python", "true");
     cfg.put("pySpy", dir.resolve("none").toString());
     PythonSampler s = PythonSampler.start(cfg, dir, (w, deadline) -> { });
-    check("a sampler started by default", s != null, true);
+    check("a sampler started", s != null, true);
     check("nothing said before a worker", Log.said("this executor runs Python workers"), false);
     Process p = startDaemon();
     try {

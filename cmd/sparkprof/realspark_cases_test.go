@@ -389,17 +389,7 @@ func sparkAsyncProfiler(t *testing.T, e realSpark) {
 func sparkPySparkPlanted(t *testing.T, e realSpark) {
 	// Windows of 2 s: the UDF's stage is shipped while the job runs, not
 	// only in the executors' last windows, which their end can cut short.
-	j := e.job("", map[string]string{"spark.sparkprof.python": "true", "spark.sparkprof.pySpy": filepath.Join(pyTools(t), "py-spy"),
-		"spark.sparkprof.uploadInterval": "2s"})
-	j.Class, j.Args, j.Jar = "", nil, sparktest.PythonJob(t, "planted.py")
-	r := e.spark.Start(t, j)
-	r.Wait(t)
-	if !strings.Contains(r.Log, "JOBS DONE python") {
-		t.Fatalf("the PySpark job did not finish:\n%s", r.Log)
-	}
-	app := r.App(t)
-	e.waitFinished(t, app)
-	noAgentErrors(t, r)
+	r, app := e.runPySpark(t, "planted.py", "", "2s")
 	for who, l := range runLogs(r) {
 		for _, line := range strings.Split(l, "\n") {
 			if strings.Contains(line, "[sparkprof]") && strings.Contains(line, "Python") {
@@ -412,6 +402,25 @@ func sparkPySparkPlanted(t *testing.T, e realSpark) {
 	checkPythonTime(t, e, app, served)
 }
 
+// runPySpark runs a PySpark job of internal/sparktest/jobs/pyspark on
+// master ("": the harness's), its executors sampling their Python
+// workers in windows of window, and waits for the server to have it.
+func (e realSpark) runPySpark(t *testing.T, script, master, window string) (*sparktest.Run, string) {
+	t.Helper()
+	j := e.job("", map[string]string{"spark.sparkprof.python": "true", "spark.sparkprof.pySpy": filepath.Join(pyTools(t), "py-spy"),
+		"spark.sparkprof.uploadInterval": window})
+	j.Class, j.Args, j.Jar, j.Master = "", nil, sparktest.PythonJob(t, script), master
+	r := e.spark.Start(t, j)
+	r.Wait(t)
+	if !strings.Contains(r.Log, "JOBS DONE ") {
+		t.Fatalf("the PySpark job %s did not finish:\n%s", script, r.Log)
+	}
+	app := r.App(t)
+	e.waitFinished(t, app)
+	noAgentErrors(t, r)
+	return r, app
+}
+
 // sparkPySparkSlots: on an executor of two task slots, whose Python
 // workers serve two tasks at once, each worker's samples are attributed
 // to the task it served. Partition k's task runs part_k, so a sample's
@@ -419,18 +428,7 @@ func sparkPySparkPlanted(t *testing.T, e realSpark) {
 // both ends (a task longer than a window) gets its stage alone: the
 // windows are of 5 s, the tasks of 1.5 to 6 s.
 func sparkPySparkSlots(t *testing.T, e realSpark) {
-	j := e.job("", map[string]string{"spark.sparkprof.python": "true", "spark.sparkprof.pySpy": filepath.Join(pyTools(t), "py-spy"),
-		"spark.sparkprof.uploadInterval": "5s"})
-	j.Class, j.Args, j.Jar = "", nil, sparktest.PythonJob(t, "slots.py")
-	j.Master = "local-cluster[1,2,1024]"
-	r := e.spark.Start(t, j)
-	r.Wait(t)
-	if !strings.Contains(r.Log, "JOBS DONE slots") {
-		t.Fatalf("the PySpark job did not finish:\n%s", r.Log)
-	}
-	app := r.App(t)
-	e.waitFinished(t, app)
-	noAgentErrors(t, r)
+	_, app := e.runPySpark(t, "slots.py", "local-cluster[1,2,1024]", "5s")
 	var res attribution
 	for k := range 4 {
 		var bd struct {

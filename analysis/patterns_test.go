@@ -270,6 +270,13 @@ func TestPatternsSparkSerialization(t *testing.T) {
 		{"an RPC message read",
 			"java.lang.Thread.run;org.apache.spark.rpc.netty.NettyRpcEnv.deserialize;org.apache.spark.serializer.JavaDeserializationStream.readObject;java.io.ObjectInputStream.readObject",
 			nil},
+		// Seen in real Spark 4.3: Arrow's Schema parses JSON once a JVM.
+		{"JSON parsed in a class's initialiser",
+			task + "org.apache.arrow.vector.types.pojo.Schema.<clinit>;com.fasterxml.jackson.databind.ObjectMapper.readerFor;com.fasterxml.jackson.databind.ObjectReader.readValue",
+			nil},
+		{"JSON parsed in a task",
+			task + "dev.example.Job.parse;com.fasterxml.jackson.databind.ObjectMapper.readValue;com.fasterxml.jackson.core.json.ReaderBasedJsonParser.nextToken",
+			[]string{"json-parsing"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -121,6 +121,9 @@ func newMasks(p *profile.Profile) *profileMasks {
 	m := &profileMasks{p: p, match: make([]uint64, len(p.Frames)), not: make([]uint64, len(p.Frames)), leafOK: make([]uint64, len(p.Frames)),
 		stack: make([]uint64, p.NumStacks()), done: make([]bool, p.NumStacks())}
 	for f, fr := range p.Frames {
+		if strings.HasSuffix(fr.Name, ".<clinit>") {
+			m.not[f] = ^uint64(0) // a class's initialiser runs once a JVM, not once a record
+		}
 		for i, pt := range patterns {
 			bit := uint64(1) << i
 			if pt.frames.MatchString(fr.Name) {

@@ -425,8 +425,9 @@ func (e realSpark) runPySpark(t *testing.T, script, master, window string) (*spa
 // workers serve two tasks at once, each worker's samples are attributed
 // to the task it served. Partition k's task runs part_k, so a sample's
 // stack says its partition. A stretch of serving that a window cuts at
-// both ends (a task longer than a window) gets its stage alone: the
-// windows are of 5 s, the tasks of 1.5 to 6 s.
+// both ends (a task longer than a window) gets its stage alone, so the
+// tasks, of 1 to 4 s, are shorter than the windows, of 5 s: a 6 s task
+// once held a whole window, a third of the job's Python time.
 func sparkPySparkSlots(t *testing.T, e realSpark) {
 	_, app := e.runPySpark(t, "slots.py", "local-cluster[1,2,1024]", "5s")
 	var res attribution

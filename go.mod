@@ -11,6 +11,7 @@ require (
 	github.com/grafana/jfr-parser v0.19.0
 	github.com/grafana/pyroscope/api v1.6.0
 	github.com/klauspost/compress v1.20.3
+	github.com/maypok86/otter/v2 v2.4.0
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/prometheus/client_golang v1.25.0

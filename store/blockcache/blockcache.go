@@ -3,25 +3,28 @@
 package blockcache
 
 import (
-	"container/list"
-	"sync"
+	"context"
+	"math"
 	"unsafe"
+
+	"github.com/maypok86/otter/v2"
+	"github.com/maypok86/otter/v2/stats"
 
 	"github.com/sparkprof/sparkprof/profile"
 )
 
-// Cache keeps recently read block parts in memory, least recently used
-// first out, within a budget of approximate heap bytes; a part larger than
-// the budget is not kept. Concurrent reads of the same part wait for one
-// load.
+// Cache keeps block parts read from disk in memory within a budget of
+// approximate heap bytes; a part larger than the budget is not kept.
+// Concurrent reads of the same part wait for one load.
+//
+// Its policy is otter's W-TinyLFU: a part read often outlives one read
+// once. A dashboard that renders the same range every second reads every
+// block of it in turn; when they outgrow the budget, a least-recently-used
+// cache drops each part just before its next read and misses them all,
+// where this one keeps what fits and misses the rest.
 type Cache struct {
-	mu     sync.Mutex
-	budget int64
-	used   int64
-	lru    *list.List // of *entry, most recent at the front
-	byKey  map[Key]*list.Element
-	// hits, misses and evictions count since the cache was made.
-	hits, misses, evictions int64
+	c     *otter.Cache[Key, *profile.Profile]
+	stats *stats.Counter
 }
 
 // Key names a part of a block: the block file, the part and the time
@@ -38,141 +41,62 @@ type Key struct {
 // TablesOnly is the Slice of the tables of a sliced block's samples.
 const TablesOnly = -1
 
-type entry struct {
-	key   Key
-	ready chan struct{} // closed when p and err are set
-	p     *profile.Profile
-	err   error
-	size  int64
-}
-
 // New returns a cache of budget bytes.
 func New(budget int64) *Cache {
-	return &Cache{budget: budget, lru: list.New(), byKey: map[Key]*list.Element{}}
+	counter := stats.NewCounter()
+	return &Cache{
+		c: otter.Must(&otter.Options[Key, *profile.Profile]{
+			MaximumWeight: uint64(max(budget, 1)),
+			Weigher:       weigh,
+			StatsRecorder: counter,
+		}),
+		stats: counter,
+	}
 }
 
 // Get returns the part k, calling load when it is not cached. A failed
 // load is not kept, so the next query tries again.
 func (c *Cache) Get(k Key, load func() (*profile.Profile, error)) (*profile.Profile, error) {
-	c.mu.Lock()
-	if el, ok := c.byKey[k]; ok {
-		c.lru.MoveToFront(el)
-		c.hits++
-		e := el.Value.(*entry)
-		c.mu.Unlock()
-		<-e.ready
-		return e.p, e.err
-	}
-	c.misses++
-	e := &entry{key: k, ready: make(chan struct{})}
-	c.byKey[k] = c.lru.PushFront(e)
-	c.mu.Unlock()
-
-	e.p, e.err = load()
-	if e.err == nil {
-		e.size = k.sizeOf(e.p)
-	}
-	close(e.ready)
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.byKey[k]
-	if !ok || el.Value != e {
-		return e.p, e.err // dropped while loading
-	}
-	if e.err != nil {
-		c.remove(el)
-		return nil, e.err
-	}
-	if e.size > c.budget {
-		// It would push out every other part and still not fit: a
-		// query reading all of a large block's samples. Its readers
-		// have it; the cache keeps what it held.
-		c.lru.Remove(el)
-		delete(c.byKey, k)
-		return e.p, nil
-	}
-	c.used += e.size
-	c.evict()
-	return e.p, nil
+	return c.c.Get(context.Background(), k, otter.LoaderFunc[Key, *profile.Profile](func(context.Context, Key) (*profile.Profile, error) {
+		return load()
+	}))
 }
 
-// Put adds part k, read or made elsewhere (a block just written), unless
-// it is larger than the whole budget.
-func (c *Cache) Put(k Key, p *profile.Profile) {
-	e := &entry{key: k, ready: make(chan struct{}), p: p, size: k.sizeOf(p)}
-	close(e.ready)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.byKey[k]; ok {
-		c.remove(el)
-	}
-	if e.size > c.budget {
-		return
-	}
-	c.byKey[k] = c.lru.PushFront(e)
-	c.used += e.size
-	c.evict()
-}
-
-// evict drops the least recently used loaded parts while over budget; the
-// part just loaded stays.
-func (c *Cache) evict() {
-	for el := c.lru.Back(); el != nil && c.used > c.budget; {
-		prev := el.Prev()
-		if el != c.lru.Front() && el.Value.(*entry).size > 0 {
-			c.remove(el)
-			c.evictions++
-		}
-		el = prev
-	}
-}
-
-func (c *Cache) remove(el *list.Element) {
-	e := el.Value.(*entry)
-	c.used -= e.size
-	c.lru.Remove(el)
-	delete(c.byKey, e.key)
-}
+// Put adds part k, read or made elsewhere (a block just written).
+func (c *Cache) Put(k Key, p *profile.Profile) { c.c.Set(k, p) }
 
 // sampleBytes is the memory of a sample.
 const sampleBytes = int64(unsafe.Sizeof(profile.Sample{}))
 
-// sizeOf estimates the memory of part p: a time slice's shares the
-// tables of another part and holds only its samples.
-func (k Key) sizeOf(p *profile.Profile) int64 {
+// weigh estimates the memory of part p: a time slice's shares the tables
+// of another part and holds only its samples.
+func weigh(k Key, p *profile.Profile) uint32 {
+	var n int64
 	if k.Slice > 0 {
-		return int64(cap(p.Samples)) * sampleBytes
+		n = int64(cap(p.Samples)) * sampleBytes
+	} else {
+		n = p.MemSize()
 	}
-	return p.MemSize()
+	return uint32(min(n, math.MaxUint32))
 }
 
 // Forget drops the parts of a block file that no longer exists.
 func (c *Cache) Forget(path string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, el := range c.byKey {
+	for k := range c.c.Keys() {
 		if k.Path == path {
-			c.remove(el)
+			c.c.Invalidate(k)
 		}
 	}
 }
 
 // Clear drops every part.
-func (c *Cache) Clear() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lru.Init()
-	clear(c.byKey)
-	c.used = 0
-}
+func (c *Cache) Clear() { c.c.InvalidateAll() }
 
 // Keys lists the parts held.
 func (c *Cache) Keys() []Key {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	keys := make([]Key, 0, len(c.byKey))
-	for k := range c.byKey {
+	c.c.CleanUp()
+	var keys []Key
+	for k := range c.c.Keys() {
 		keys = append(keys, k)
 	}
 	return keys
@@ -180,7 +104,7 @@ func (c *Cache) Keys() []Key {
 
 // Stats returns the bytes held and the counters.
 func (c *Cache) Stats() (used, hits, misses, evictions int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.used, c.hits, c.misses, c.evictions
+	c.c.CleanUp()
+	s := c.stats.Snapshot()
+	return int64(c.c.WeightedSize()), int64(s.Hits), int64(s.Misses), int64(s.Evictions)
 }

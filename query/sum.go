@@ -187,6 +187,9 @@ type summer struct {
 	typ             string // the type asked for, "" for the default
 	sums            map[profile.SampleType]*typeSums
 	order           []profile.SampleType // as they first have a selected sample
+	// groupOf maps the sumKeys of the upload being added to their group;
+	// cleared, not remade, for each upload.
+	groupOf map[sumKey]*group
 }
 
 // sumKey is what decides a sample's group: its type, label set and state,
@@ -211,7 +214,11 @@ func (s *summer) add(u *store.Upload, p *profile.Profile, keep func(*profile.Sam
 		}
 	}
 	byThread := slices.Contains(s.by, profile.LabelThreadName)
-	groupOf := map[sumKey]*group{} // looked up once per key
+	if s.groupOf == nil {
+		s.groupOf = map[sumKey]*group{}
+	}
+	groupOf := s.groupOf // looked up once per key
+	clear(groupOf)
 	for i := range p.Samples {
 		smp := p.Samples[i] // keep may relabel it
 		if skip[smp.Type] || !keep(&smp) {

@@ -40,6 +40,9 @@ type Config struct {
 	// JobKey is the Spark property whose value names the job an app is a
 	// run of; "" for compare.JobOf's.
 	JobKey string
+	// FlameCacheBytes bounds the memory (estimated) of the compacted
+	// blocks' flame graphs kept for later flame graphs; 0 keeps none.
+	FlameCacheBytes int64
 }
 
 // Engine answers queries of a store.
@@ -51,6 +54,8 @@ type Engine struct {
 	jobOf      func(*spark.App) string
 	// orders keeps the stage task table's last sorts (StageTasks).
 	orders taskOrders
+	// flames keeps compacted blocks' flame graphs (nil for none).
+	flames *blockFlames
 }
 
 // NewEngine returns an engine over cfg.Store.
@@ -61,7 +66,8 @@ func NewEngine(cfg Config) *Engine {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Engine{store: cfg.Store, apps: cfg.Apps, maxSamples: cfg.MaxSamples, log: cfg.Logger, jobOf: compare.JobBy(cfg.JobKey)}
+	return &Engine{store: cfg.Store, apps: cfg.Apps, maxSamples: cfg.MaxSamples, log: cfg.Logger, jobOf: compare.JobBy(cfg.JobKey),
+		flames: newBlockFlames(cfg.FlameCacheBytes)}
 }
 
 // Merge returns the samples req selects as one profile, keeping the labels
@@ -79,7 +85,7 @@ func (e *Engine) Merge(ctx context.Context, tenant string, req Request) (*profil
 	}
 	m := profile.NewMerger(opts)
 	req = narrowToStage(req, e.stageWindowOf(tenant))
-	err := e.eachUpload(ctx, tenant, req, source, func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
+	err := e.eachUpload(ctx, tenant, req, e.flames.source(ctx), func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
 		m.AddFunc(p, keep)
 		// A merge that keeps labels grows with tasks, threads and
 		// executors; a flame graph's only with the stacks the store holds.

@@ -1,0 +1,119 @@
+package query
+
+import (
+	"maps"
+	"regexp"
+	"testing"
+
+	"github.com/sparkprof/sparkprof/internal/synth"
+	"github.com/sparkprof/sparkprof/profile"
+	"github.com/sparkprof/sparkprof/store"
+)
+
+// A flame graph of compacted blocks read through their cached flame
+// graphs equals the one their rollups and samples make, first and again;
+// requests the cached flame graphs cannot answer (a range cutting a
+// block, a matcher on a stage or task, a thread filter) do not use them.
+func TestBlockFlames(t *testing.T) {
+	base, db, plain := newTestEngine(t, store.Options{})
+	const windows = 4
+	for w := range windows {
+		for e := range 3 {
+			if err := db.Append("", synth.Upload(base, synth.Start, e, w, windows)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	cached := NewEngine(Config{Store: db, Apps: newTestApps(t), FlameCacheBytes: 64 << 20})
+	thread := base.Threads[1].Name
+	for _, c := range []struct {
+		name   string
+		sel    string
+		focus  string
+		cut    bool // the range cuts the blocks
+		cached bool
+	}{
+		{"the whole app", `{}`, "", false, true},
+		{"an executor", `{spark_executor_id="1"}`, "", false, true},
+		{"not an executor", `{spark_executor_id!="1"}`, "", false, true},
+		{"a thread's name", `{thread_name="` + thread + `"}`, "", false, false},
+		{"frames in focus", `{}`, "java", false, true},
+		{"a stage", `{spark_stage_id=~".+"}`, "", false, false},
+		{"a task", `{spark_task_id=~".+"}`, "", false, false},
+		{"a range cutting the blocks", `{}`, "", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ms, _, err := ParseSelector(c.sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var from, until int64
+			if c.cut {
+				from, until = synth.Start+int64(15e9), synth.Start+int64(25e9)
+			}
+			req := NewRequest(ms, "", from, until)
+			req.Keep = KeepNone
+			if c.focus != "" {
+				req.Filter.Focus = regexp.MustCompile(c.focus)
+			}
+			want, err := plain.Merge(t.Context(), "", req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cached.flames.c.InvalidateAll()
+			for round := range 2 {
+				got, err := cached.Merge(t.Context(), "", req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g, w := mergeRows(got), mergeRows(want); len(w) == 0 || !maps.Equal(g, w) {
+					t.Errorf("round %d: %d rows, without the cache %d; they differ", round, len(g), len(w))
+				}
+			}
+			cached.flames.c.CleanUp()
+			if n := cached.flames.c.EstimatedSize(); (n > 0) != c.cached {
+				t.Errorf("%d flame graphs cached, want some: %v", n, c.cached)
+			}
+		})
+	}
+}
+
+// The flame graph of a block keeps only the labels its request matches.
+func TestBlockFlameLabels(t *testing.T) {
+	base, db, _ := newTestEngine(t, store.Options{})
+	for e := range 3 {
+		if err := db.Append("", synth.Upload(base, synth.Start, e, 0, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	var block *store.Upload
+	db.Select("", store.Query{}, func(u *store.Upload) error { block = u; return nil })
+	rollup, err := block.LoadRollup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newBlockFlames(64 << 20)
+	ms, _, _ := ParseSelector(`{spark_app_id="app-bench"}`)
+	req := NewRequest(ms, "", 0, 0)
+	req.Keep = KeepNone
+	p, err := f.source(t.Context())(block, req, nil)
+	if err != nil || p == nil {
+		t.Fatalf("flame graph: %v, %v", p, err)
+	}
+	if len(p.Samples) >= len(rollup.Samples) || len(p.Threads) > 1 {
+		t.Errorf("flame graph of %d rows and %d threads, the rollup %d rows; want fewer rows and no threads", len(p.Samples), len(p.Threads), len(rollup.Samples))
+	}
+	for _, s := range p.Samples {
+		for _, l := range p.LabelSet(s.Labels) {
+			if l.Name != profile.LabelAppID {
+				t.Fatalf("a sample keeps label %s", l.Name)
+			}
+		}
+	}
+}

@@ -40,9 +40,10 @@ type Config struct {
 	// JobKey is the Spark property whose value names the job an app is a
 	// run of; "" for compare.JobOf's.
 	JobKey string
-	// FlameCacheBytes bounds the memory (estimated) of the compacted
-	// blocks' flame graphs kept for later flame graphs; 0 keeps none.
-	FlameCacheBytes int64
+	// SumsCacheBytes bounds the memory (estimated) of the compacted
+	// blocks' rollups and timelines summed over the labels a query does
+	// not name, kept for later queries (blockSums); 0 keeps none.
+	SumsCacheBytes int64
 }
 
 // Engine answers queries of a store.
@@ -54,8 +55,8 @@ type Engine struct {
 	jobOf      func(*spark.App) string
 	// orders keeps the stage task table's last sorts (StageTasks).
 	orders taskOrders
-	// flames keeps compacted blocks' flame graphs (nil for none).
-	flames *blockFlames
+	// sums keeps compacted blocks' parts summed (nil for none).
+	sums *blockSums
 }
 
 // NewEngine returns an engine over cfg.Store.
@@ -67,7 +68,7 @@ func NewEngine(cfg Config) *Engine {
 		cfg.Logger = slog.Default()
 	}
 	return &Engine{store: cfg.Store, apps: cfg.Apps, maxSamples: cfg.MaxSamples, log: cfg.Logger, jobOf: compare.JobBy(cfg.JobKey),
-		flames: newBlockFlames(cfg.FlameCacheBytes)}
+		sums: newBlockSums(cfg.SumsCacheBytes)}
 }
 
 // Merge returns the samples req selects as one profile, keeping the labels
@@ -85,7 +86,7 @@ func (e *Engine) Merge(ctx context.Context, tenant string, req Request) (*profil
 	}
 	m := profile.NewMerger(opts)
 	req = narrowToStage(req, e.stageWindowOf(tenant))
-	err := e.eachUpload(ctx, tenant, req, e.flames.source(ctx), func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
+	err := e.eachUpload(ctx, tenant, req, e.sums.flameSource(ctx), func(u *store.Upload, p *profile.Profile, keep func(*profile.Sample) bool) error {
 		m.AddFunc(p, keep)
 		// A merge that keeps labels grows with tasks, threads and
 		// executors; a flame graph's only with the stacks the store holds.
@@ -354,7 +355,7 @@ func source(u *store.Upload, req Request, tasksOf attribution.TasksOf) (*profile
 // labels by and step: an upload's timeline when it serves, its samples
 // (nil) otherwise. A timeline that keeps times coarser than its samples' (an
 // upload in the head) serves only a step and range its resolution divides.
-func seriesSource(by []string, step time.Duration, origin int64) sourceFunc {
+func seriesSource(ctx context.Context, sums *blockSums, by []string, step time.Duration, origin int64) sourceFunc {
 	return func(u *store.Upload, req Request, tasksOf attribution.TasksOf) (*profile.Profile, error) {
 		f := req.Filter
 		dropped := func(name string) bool { return slices.Contains(store.RollupDropped, name) }
@@ -370,7 +371,7 @@ func seriesSource(by []string, step time.Duration, origin int64) sourceFunc {
 		needsSamples := f.Thread != nil || f.ByStack() || slices.ContainsFunc(by, dropped) ||
 			slices.ContainsFunc(f.Labels, func(m profile.Matcher) bool { return dropped(m.Name) })
 		if aligned && !needsSamples {
-			tl, err := u.LoadTimeline()
+			tl, err := sums.timeline(ctx, u, req, by)
 			if err != nil {
 				return nil, err
 			}

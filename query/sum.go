@@ -84,7 +84,7 @@ func (e *Engine) Sum(ctx context.Context, tenant string, req Request, o Sums) (S
 		return Summed{Step: step}, err
 	}
 	s.step = step
-	if err := e.eachUpload(ctx, tenant, req, seriesSource(o.By, step, s.origin), s.add); err != nil {
+	if err := e.eachUpload(ctx, tenant, req, seriesSource(ctx, e.sums, o.By, step, s.origin), s.add); err != nil {
 		return Summed{Step: step}, err
 	}
 	return s.result(), nil

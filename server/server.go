@@ -74,10 +74,10 @@ type Config struct {
 	// its selection into (see query.Config.MaxSamples): past it the query
 	// is refused with 422. Zero means 1,048,576.
 	MaxQuerySamples int
-	// FlameCacheBytes bounds the memory (estimated) of compacted blocks'
-	// flame graphs kept for later ones (query.Config.FlameCacheBytes);
-	// zero keeps none.
-	FlameCacheBytes int64
+	// SumsCacheBytes bounds the memory (estimated) of compacted blocks'
+	// parts summed for later queries (query.Config.SumsCacheBytes); zero
+	// keeps none.
+	SumsCacheBytes int64
 	// Thresholds decide the findings of the apps the server analyses;
 	// the zero value means analysis.DefaultThresholds.
 	Thresholds analysis.Thresholds
@@ -142,7 +142,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: m, apps: apps,
 		ingest: ingest.New(ingest.Config{Store: cfg.Store, Apps: apps, MaxDecodedBytes: cfg.MaxDecodedBytes, MaxLogBytes: cfg.MaxLogBytes,
 			RatePerSecond: cfg.RatePerSecond, MaxConcurrentUploads: cfg.MaxConcurrentUploads, MaxMemory: cfg.IngestMemory, Registerer: m.reg, Logger: cfg.Logger}),
-		query: query.NewEngine(query.Config{Store: cfg.Store, Apps: apps, MaxSamples: cfg.MaxQuerySamples, Logger: cfg.Logger, JobKey: cfg.JobKey, FlameCacheBytes: cfg.FlameCacheBytes}),
+		query: query.NewEngine(query.Config{Store: cfg.Store, Apps: apps, MaxSamples: cfg.MaxQuerySamples, Logger: cfg.Logger, JobKey: cfg.JobKey, SumsCacheBytes: cfg.SumsCacheBytes}),
 	}
 	s.queries = newQueryTurns(cfg.MaxConcurrentQueries)
 	if cfg.AuthToken != "" || len(cfg.Tokens) > 0 {

@@ -2,19 +2,21 @@ package query
 
 import (
 	"maps"
+	"reflect"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/sparkprof/sparkprof/internal/synth"
 	"github.com/sparkprof/sparkprof/profile"
 	"github.com/sparkprof/sparkprof/store"
 )
 
-// A flame graph of compacted blocks read through their cached flame
-// graphs equals the one their rollups and samples make, first and again;
-// requests the cached flame graphs cannot answer (a range cutting a
-// block, a matcher on a stage or task, a thread filter) do not use them.
-func TestBlockFlames(t *testing.T) {
+// A flame graph and a time series of compacted blocks read through their
+// cached sums equal the ones their rollups, timelines and samples make,
+// first and again; requests the sums cannot answer (a range cutting a
+// block, a matcher on a stage, task or thread name) do not use them.
+func TestBlockSums(t *testing.T) {
 	base, db, plain := newTestEngine(t, store.Options{})
 	const windows = 4
 	for w := range windows {
@@ -27,23 +29,26 @@ func TestBlockFlames(t *testing.T) {
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	cached := NewEngine(Config{Store: db, Apps: newTestApps(t), FlameCacheBytes: 64 << 20})
+	cached := NewEngine(Config{Store: db, Apps: newTestApps(t), SumsCacheBytes: 64 << 20})
 	thread := base.Threads[1].Name
 	for _, c := range []struct {
-		name   string
-		sel    string
-		focus  string
-		cut    bool // the range cuts the blocks
-		cached bool
+		name  string
+		sel   string
+		focus string
+		cut   bool // the range cuts the blocks
+		// flame and series: the flame graph and the series are read from
+		// the blocks' sums.
+		flame, series bool
 	}{
-		{"the whole app", `{}`, "", false, true},
-		{"an executor", `{spark_executor_id="1"}`, "", false, true},
-		{"not an executor", `{spark_executor_id!="1"}`, "", false, true},
-		{"a thread's name", `{thread_name="` + thread + `"}`, "", false, false},
-		{"frames in focus", `{}`, "java", false, true},
-		{"a stage", `{spark_stage_id=~".+"}`, "", false, false},
-		{"a task", `{spark_task_id=~".+"}`, "", false, false},
-		{"a range cutting the blocks", `{}`, "", true, false},
+		{"the whole app", `{}`, "", false, true, true},
+		{"an executor", `{spark_executor_id="1"}`, "", false, true, true},
+		{"not an executor", `{spark_executor_id!="1"}`, "", false, true, true},
+		{"a thread's name", `{thread_name="` + thread + `"}`, "", false, false, false},
+		{"frames in focus", `{}`, "java", false, true, false},
+		{"a stage", `{spark_stage_id=~".+"}`, "", false, false, false},
+		{"a task", `{spark_task_id=~".+"}`, "", false, false, false},
+		// The timeline's rows keep their times: the range cuts them.
+		{"a range cutting the blocks", `{}`, "", true, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ms, _, err := ParseSelector(c.sel)
@@ -63,19 +68,43 @@ func TestBlockFlames(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cached.flames.c.InvalidateAll()
+			cached.sums.c.InvalidateAll()
 			for round := range 2 {
 				got, err := cached.Merge(t.Context(), "", req)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if g, w := mergeRows(got), mergeRows(want); len(w) == 0 || !maps.Equal(g, w) {
-					t.Errorf("round %d: %d rows, without the cache %d; they differ", round, len(g), len(w))
+					t.Errorf("flame graph, round %d: %d rows, without the cache %d; they differ", round, len(g), len(w))
+				}
+				if c.focus != "" {
+					continue // a series is summed over stacks
+				}
+				for _, by := range [][]string{nil, {profile.LabelExecutorID}} {
+					o := Sums{Step: time.Second, By: by}
+					want, err := plain.Sum(t.Context(), "", req, o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := cached.Sum(t.Context(), "", req, o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(want.Series) == 0 || !reflect.DeepEqual(got, want) {
+						t.Errorf("series by %v, round %d: %d series, without the cache %d; they differ", by, round, len(got.Series), len(want.Series))
+					}
 				}
 			}
-			cached.flames.c.CleanUp()
-			if n := cached.flames.c.EstimatedSize(); (n > 0) != c.cached {
-				t.Errorf("%d flame graphs cached, want some: %v", n, c.cached)
+			var flames, series int
+			for k := range cached.sums.c.Keys() {
+				if k.timeline {
+					series++
+				} else {
+					flames++
+				}
+			}
+			if (flames > 0) != c.flame || (series > 0) != c.series {
+				t.Errorf("%d flame graphs and %d timelines summed, want some: %v and %v", flames, series, c.flame, c.series)
 			}
 		})
 	}
@@ -98,11 +127,11 @@ func TestBlockFlameLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newBlockFlames(64 << 20)
+	f := newBlockSums(64 << 20)
 	ms, _, _ := ParseSelector(`{spark_app_id="app-bench"}`)
 	req := NewRequest(ms, "", 0, 0)
 	req.Keep = KeepNone
-	p, err := f.source(t.Context())(block, req, nil)
+	p, err := f.flameSource(t.Context())(block, req, nil)
 	if err != nil || p == nil {
 		t.Fatalf("flame graph: %v, %v", p, err)
 	}

@@ -52,14 +52,18 @@ type memoryLimits struct {
 	ingest int64
 }
 
-// defaultIngestMemory is the ingest memory without a memory limit to take
-// a share of.
-const defaultIngestMemory = 1 << 30
+// defaultMemoryLimit is the memory limit when neither a flag, GOMEMLIMIT
+// nor a container sets one: nine tenths of 1 GiB, as of a container's
+// limit, leaving room for what the runtime does not count (the
+// executable's pages), so that the process stays under 1 GiB. Enough for
+// 200 executors sending every 10 s with a dashboard open (BENCHMARKS.md,
+// "A fleet under load").
+const defaultMemoryLimit = 1 << 30 / 10 * 9
 
 // resolveMemory works out the memory budgets: --memory-limit, else
 // GOMEMLIMIT (which the runtime read already), else nine tenths of the
-// container's limit; --ingest-memory, else a quarter of the memory limit,
-// else 1 GiB.
+// container's limit, else defaultMemoryLimit; --ingest-memory, else a
+// quarter of the memory limit.
 func resolveMemory(memFlag, ingestFlag string) (memoryLimits, error) {
 	var m memoryLimits
 	switch {
@@ -72,14 +76,12 @@ func resolveMemory(memFlag, ingestFlag string) (memoryLimits, error) {
 	case os.Getenv("GOMEMLIMIT") != "":
 		m.runtime, m.source = debug.SetMemoryLimit(-1), "GOMEMLIMIT"
 	default:
+		m.runtime, m.source = defaultMemoryLimit, "the default, nine tenths of 1 GiB (no --memory-limit, GOMEMLIMIT or container limit)"
 		if n, ok := cgroup.MemoryLimit(); ok {
 			m.runtime, m.source = n/10*9, "nine tenths of the container's limit"
 		}
 	}
-	m.ingest = defaultIngestMemory
-	if m.runtime > 0 {
-		m.ingest = m.runtime / 4
-	}
+	m.ingest = m.runtime / 4
 	if ingestFlag != "" {
 		n, err := parseSize(ingestFlag)
 		if err != nil || n < 1<<20 {
@@ -92,11 +94,8 @@ func resolveMemory(memFlag, ingestFlag string) (memoryLimits, error) {
 
 // sizeStore sizes the store's head (--head-mb) and block cache
 // (--block-cache-mb) within the memory limit, a quarter and an eighth of
-// it, unless their flags were given (set) or there is no limit.
+// it, unless their flags were given (set).
 func (m memoryLimits) sizeStore(f *serveFlags, set map[string]bool) {
-	if m.runtime <= 0 {
-		return
-	}
 	if !set["head-mb"] {
 		f.headMB = min(f.headMB, max(16, m.runtime/4>>20))
 	}
@@ -107,14 +106,10 @@ func (m memoryLimits) sizeStore(f *serveFlags, set map[string]bool) {
 
 // apply sets the Go runtime's memory limit, and says what the budgets are.
 func (m memoryLimits) apply(log *slog.Logger) {
-	if m.runtime > 0 && m.source != "GOMEMLIMIT" {
+	if m.source != "GOMEMLIMIT" {
 		debug.SetMemoryLimit(m.runtime)
 	}
-	if m.runtime > 0 {
-		log.Info("memory limit", "limit", english.Bytes(m.runtime), "from", m.source, "ingest_memory", english.Bytes(m.ingest))
-	} else {
-		log.Info("no memory limit (no --memory-limit, GOMEMLIMIT or container limit)", "ingest_memory", english.Bytes(m.ingest))
-	}
+	log.Info("memory limit", "limit", english.Bytes(m.runtime), "from", m.source, "ingest_memory", english.Bytes(m.ingest))
 }
 
 // maxOpenSegments bounds the store's log segments held open, one per

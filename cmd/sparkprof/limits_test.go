@@ -8,10 +8,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sparkprof/sparkprof/internal/cgroup"
 )
 
 func TestParseSize(t *testing.T) {
@@ -24,6 +27,52 @@ func TestParseSize(t *testing.T) {
 		if _, err := parseSize(bad); err == nil {
 			t.Errorf("parseSize(%q): no error", bad)
 		}
+	}
+}
+
+// TestResolveMemory: the memory limit comes from the flag, else
+// GOMEMLIMIT, else a container's limit, else the 1 GiB default; the
+// ingest memory, head and block cache take their shares of it unless
+// their flags are given.
+func TestResolveMemory(t *testing.T) {
+	def := int64(defaultMemoryLimit)
+	if n, ok := cgroup.MemoryLimit(); ok {
+		def = n / 10 * 9
+	}
+	for _, c := range []struct {
+		name, flag, env, ingest string
+		set                     map[string]bool
+		limit, ingestWant       int64
+		headMB, cacheMB         int64
+	}{
+		{name: "nothing set", limit: def, ingestWant: def / 4, headMB: min(512, def/4>>20), cacheMB: min(512, def/8>>20)},
+		{name: "the flag", flag: "3GiB", limit: 3 << 30, ingestWant: 3 << 28, headMB: 512, cacheMB: 384},
+		{name: "a small flag", flag: "64MiB", limit: 64 << 20, ingestWant: 16 << 20, headMB: 16, cacheMB: 16},
+		{name: "GOMEMLIMIT", env: "2GiB", limit: 2 << 30, ingestWant: 1 << 29, headMB: 512, cacheMB: 256},
+		{name: "ingest and head given", flag: "1GiB", ingest: "100MiB", set: map[string]bool{"head-mb": true},
+			limit: 1 << 30, ingestWant: 100 << 20, headMB: 512, cacheMB: 128},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.env != "" {
+				t.Setenv("GOMEMLIMIT", c.env)
+				old := debug.SetMemoryLimit(-1)
+				n, _ := parseSize(c.env)
+				debug.SetMemoryLimit(n) // what the runtime reads at start
+				t.Cleanup(func() { debug.SetMemoryLimit(old) })
+			} else {
+				t.Setenv("GOMEMLIMIT", "")
+			}
+			m, err := resolveMemory(c.flag, c.ingest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := serveFlags{headMB: 512, cacheMB: 512}
+			m.sizeStore(&f, c.set)
+			if m.runtime != c.limit || m.ingest != c.ingestWant || f.headMB != c.headMB || f.cacheMB != c.cacheMB {
+				t.Errorf("limit %d, ingest %d, head %d MiB, cache %d MiB; want %d, %d, %d, %d",
+					m.runtime, m.ingest, f.headMB, f.cacheMB, c.limit, c.ingestWant, c.headMB, c.cacheMB)
+			}
+		})
 	}
 }
 

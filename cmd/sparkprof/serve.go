@@ -112,7 +112,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:4040", "address to listen on")
 	fs.StringVar(&f.data, "data", defaultDataDir(), "directory of the embedded store")
 	fs.StringVar(&f.retention, "retention", "30d", "drop data older than this (e.g. 72h, 30d; 0 keeps all)")
-	fs.Int64Var(&f.cacheMB, "block-cache-mb", 512, "memory (MiB, estimated) that keeps compacted blocks read from disk for later queries: three quarters their parts, a quarter their flame graphs and time series (default: an eighth of the memory limit, at most 512)")
+	fs.Int64Var(&f.cacheMB, "block-cache-mb", 512, "memory (MiB, estimated) that keeps compacted blocks read from disk for later queries: half their parts, half their flame graphs and time series (default: an eighth of the memory limit, at most 512)")
 	fs.DurationVar(&f.blockSpan, "block-span", 10*time.Minute, "time span of a compacted block, read in ten time slices by a range that cuts it: shorter ones keep the head smaller for more disk (5m: about a fifth more)")
 	fs.StringVar(&f.storage, "storage", "", "object storage to keep the data in, shared by every node (s3://bucket/prefix?region=R&endpoint=URL&s3ForcePathStyle=true, gs://bucket/prefix, azblob://container/prefix, file:///dir); --data then holds only the node's write-ahead log (default: the embedded store in --data)")
 	fs.DurationVar(&f.flushInterval, "flush-interval", 10*time.Second, "with --storage: how often the node ships what it took to the bucket and lists the bucket anew")
@@ -135,7 +135,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.keyWindow, "key-window", time.Hour, "how long an upload's Idempotency-Key is remembered, so that a retry of it (the agent's after a lost answer, an import run again) is not stored twice")
 	fs.Int64Var(&f.maxLogGB, "max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
 	fs.DurationVar(&f.slowQuery, "slow-query", time.Second, "log each query that takes at least this long, with its parameters, as a warning (0: none)")
-	fs.StringVar(&f.memoryLimit, "memory-limit", "", "memory the server aims to stay under (the Go runtime's limit, e.g. 3GiB; default: GOMEMLIMIT, else nine tenths of the container's limit, else 1GiB; raise it for more than about 200 executors)")
+	fs.StringVar(&f.memoryLimit, "memory-limit", "", "memory the server aims to stay under (the Go runtime's limit, e.g. 3GiB; default: GOMEMLIMIT, else nine tenths of the container's limit, else of 1GiB; raise it for more than about 200 executors)")
 	fs.StringVar(&f.ingestMemory, "ingest-memory", "", "memory uploads in progress may hold at once, bodies, inflated data, decoded profiles and event logs being analysed together (e.g. 512MiB); past it uploads get 503 and retry (default: a quarter of the memory limit)")
 	fs.IntVar(&f.maxTenants, "max-tenants", 1000, "most tenants (X-Scope-OrgID values) the server stores; uploads for more get 422 (0: no limit)")
 	fs.IntVar(&f.maxQueries, "max-concurrent-queries", 0, "queries answered at once; more wait their turn, heavy ones (exports, diffs, series) for at most half the turns (0: twice the CPUs)")
@@ -292,7 +292,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := store.Open(f.data, store.Options{Retention: keep, Partition: f.blockSpan, CacheBytes: f.cacheMB << 20 * 3 / 4, HeadBytes: f.headMB << 20, KeyWindow: f.keyWindow,
+	db, err := store.Open(f.data, store.Options{Retention: keep, Partition: f.blockSpan, CacheBytes: f.cacheMB << 20 / 2, HeadBytes: f.headMB << 20, KeyWindow: f.keyWindow,
 		MaxTenants: f.maxTenants, MaxOpenSegments: maxOpenSegments, Logger: log, Bucket: bucket.b, FlushInterval: f.flushInterval, Role: bucket.role})
 	if err != nil {
 		bucket.close()
@@ -308,7 +308,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	srv := server.New(server.Config{Store: db, Tokens: tokens, Logger: log, AgentJar: jar, RatePerSecond: f.rate, MaxConcurrentUploads: f.concurrent,
-		EventLogDir: filepath.Join(f.data, "eventlogs"), MaxLogBytes: f.maxLogGB << 30, MaxQuerySamples: f.maxQuerySamples, SumsCacheBytes: f.cacheMB << 20 / 4, SlowQuery: f.slowQuery,
+		EventLogDir: filepath.Join(f.data, "eventlogs"), MaxLogBytes: f.maxLogGB << 30, MaxQuerySamples: f.maxQuerySamples, SumsCacheBytes: f.cacheMB << 20 / 2, SlowQuery: f.slowQuery,
 		IngestMemory: mem.ingest, MaxConcurrentQueries: f.maxQueries, Thresholds: f.thresholds.th, JobKey: *f.jobKey})
 	defer srv.Close()
 	g.open(srv)

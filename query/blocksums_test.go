@@ -18,17 +18,7 @@ import (
 // block, a matcher on a stage, task or thread name) do not use them.
 func TestBlockSums(t *testing.T) {
 	base, db, plain := newTestEngine(t, store.Options{})
-	const windows = 4
-	for w := range windows {
-		for e := range 3 {
-			if err := db.Append("", synth.Upload(base, synth.Start, e, w, windows)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := db.Compact(); err != nil {
-		t.Fatal(err)
-	}
+	compactUploads(t, db, base, 4, 3)
 	cached := NewEngine(Config{Store: db, Apps: newTestApps(t), SumsCacheBytes: 64 << 20})
 	thread := base.Threads[1].Name
 	for _, c := range []struct {
@@ -113,14 +103,7 @@ func TestBlockSums(t *testing.T) {
 // The flame graph of a block keeps only the labels its request matches.
 func TestBlockFlameLabels(t *testing.T) {
 	base, db, _ := newTestEngine(t, store.Options{})
-	for e := range 3 {
-		if err := db.Append("", synth.Upload(base, synth.Start, e, 0, 1)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.Compact(); err != nil {
-		t.Fatal(err)
-	}
+	compactUploads(t, db, base, 1, 3)
 	var block *store.Upload
 	db.Select("", store.Query{}, func(u *store.Upload) error { block = u; return nil })
 	rollup, err := block.LoadRollup()

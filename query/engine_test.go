@@ -39,6 +39,22 @@ func newTestEngine(t *testing.T, opts store.Options) (*profile.Profile, *store.D
 	return synth.Base(t), db, NewEngine(Config{Store: db, Apps: newTestApps(t)})
 }
 
+// compactUploads stores windows windows of execs executors' uploads of
+// base (synth.Upload) in db and compacts them.
+func compactUploads(t *testing.T, db *store.DB, base *profile.Profile, windows, execs int) {
+	t.Helper()
+	for w := range windows {
+		for e := range execs {
+			if err := db.Append("", synth.Upload(base, synth.Start, e, w, windows)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A query of one stage of an app with a task model reads only the time
 // its tasks ran, widened by attribution.WindowSlack; other queries keep their range.
 func TestNarrowToStage(t *testing.T) {
@@ -155,17 +171,7 @@ func TestEachUploadReadsAhead(t *testing.T) {
 // at a time, and add the same as the block's rollup does.
 func TestSlicedBlockReadBySlice(t *testing.T) {
 	base, db, s := newTestEngine(t, store.Options{}) // one block of two minutes, in one-minute slices
-	const windows = 12
-	for w := range windows {
-		for e := range 8 {
-			if err := db.Append("", synth.Upload(base, synth.Start, e, w, windows)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := db.Compact(); err != nil {
-		t.Fatal(err)
-	}
+	compactUploads(t, db, base, 12, 8)
 	var block *store.Upload
 	db.Select("", store.Query{}, func(u *store.Upload) error { block = u; return nil })
 	if block == nil || len(block.Slices()) < 2 {
@@ -210,17 +216,7 @@ func TestSlicedBlockReadBySlice(t *testing.T) {
 // matcher on one, reads the samples.
 func TestThreadRollupServes(t *testing.T) {
 	base, db, s := newTestEngine(t, store.Options{})
-	const windows = 4
-	for w := range windows {
-		for e := range 3 {
-			if err := db.Append("", synth.Upload(base, synth.Start, e, w, windows)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := db.Compact(); err != nil {
-		t.Fatal(err)
-	}
+	compactUploads(t, db, base, 4, 3)
 	var block *store.Upload
 	db.Select("", store.Query{}, func(u *store.Upload) error { block = u; return nil })
 	samples, err := block.Load()

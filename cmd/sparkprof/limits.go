@@ -60,10 +60,17 @@ type memoryLimits struct {
 // "A fleet under load").
 const defaultMemoryLimit = 1 << 30 / 10 * 9
 
+// defaultIngestMemory is the ingest memory under the default memory
+// limit: one large import (a jvm-profiler stack file of the corpus
+// decodes into 350 MiB) must fit beside the steady state the default
+// limit is sized for, which the runtime's soft limit then lets it pass.
+const defaultIngestMemory = 1 << 30
+
 // resolveMemory works out the memory budgets: --memory-limit, else
 // GOMEMLIMIT (which the runtime read already), else nine tenths of the
 // container's limit, else defaultMemoryLimit; --ingest-memory, else a
-// quarter of the memory limit.
+// quarter of the memory limit, or defaultIngestMemory under the default
+// limit.
 func resolveMemory(memFlag, ingestFlag string) (memoryLimits, error) {
 	var m memoryLimits
 	switch {
@@ -76,12 +83,15 @@ func resolveMemory(memFlag, ingestFlag string) (memoryLimits, error) {
 	case os.Getenv("GOMEMLIMIT") != "":
 		m.runtime, m.source = debug.SetMemoryLimit(-1), "GOMEMLIMIT"
 	default:
-		m.runtime, m.source = defaultMemoryLimit, "the default, nine tenths of 1 GiB (no --memory-limit, GOMEMLIMIT or container limit)"
 		if n, ok := cgroup.MemoryLimit(); ok {
 			m.runtime, m.source = n/10*9, "nine tenths of the container's limit"
+		} else {
+			m.runtime, m.source, m.ingest = defaultMemoryLimit, "the default, nine tenths of 1 GiB (no --memory-limit, GOMEMLIMIT or container limit)", defaultIngestMemory
 		}
 	}
-	m.ingest = m.runtime / 4
+	if m.ingest == 0 {
+		m.ingest = m.runtime / 4
+	}
 	if ingestFlag != "" {
 		n, err := parseSize(ingestFlag)
 		if err != nil || n < 1<<20 {

@@ -31,13 +31,14 @@ func TestParseSize(t *testing.T) {
 }
 
 // TestResolveMemory: the memory limit comes from the flag, else
-// GOMEMLIMIT, else a container's limit, else the 1 GiB default; the
-// ingest memory, head and block cache take their shares of it unless
-// their flags are given.
+// GOMEMLIMIT, else a container's limit, else the default; the ingest
+// memory, head and block cache take their shares of it unless their flags
+// are given, the ingest memory 1 GiB under the default.
 func TestResolveMemory(t *testing.T) {
-	def := int64(defaultMemoryLimit)
+	def, defIngest := int64(defaultMemoryLimit), int64(defaultIngestMemory)
 	if n, ok := cgroup.MemoryLimit(); ok {
 		def = n / 10 * 9
+		defIngest = def / 4
 	}
 	for _, c := range []struct {
 		name, flag, env, ingest string
@@ -45,7 +46,7 @@ func TestResolveMemory(t *testing.T) {
 		limit, ingestWant       int64
 		headMB, cacheMB         int64
 	}{
-		{name: "nothing set", limit: def, ingestWant: def / 4, headMB: min(512, def/4>>20), cacheMB: min(512, def/8>>20)},
+		{name: "nothing set", limit: def, ingestWant: defIngest, headMB: min(512, def/4>>20), cacheMB: min(512, def/8>>20)},
 		{name: "the flag", flag: "3GiB", limit: 3 << 30, ingestWant: 3 << 28, headMB: 512, cacheMB: 384},
 		{name: "a small flag", flag: "64MiB", limit: 64 << 20, ingestWant: 16 << 20, headMB: 16, cacheMB: 16},
 		{name: "GOMEMLIMIT", env: "2GiB", limit: 2 << 30, ingestWant: 1 << 29, headMB: 512, cacheMB: 256},

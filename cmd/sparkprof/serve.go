@@ -136,7 +136,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.maxLogGB, "max-log-gb", 16, "largest event log or container log (GiB, as sent) that /api/v1/import takes; they stream to disk")
 	fs.DurationVar(&f.slowQuery, "slow-query", time.Second, "log each query that takes at least this long, with its parameters, as a warning (0: none)")
 	fs.StringVar(&f.memoryLimit, "memory-limit", "", "memory the server aims to stay under (the Go runtime's limit, e.g. 3GiB; default: GOMEMLIMIT, else nine tenths of the container's limit, else of 1GiB; raise it for more than about 200 executors)")
-	fs.StringVar(&f.ingestMemory, "ingest-memory", "", "memory uploads in progress may hold at once, bodies, inflated data, decoded profiles and event logs being analysed together (e.g. 512MiB); past it uploads get 503 and retry (default: a quarter of the memory limit)")
+	fs.StringVar(&f.ingestMemory, "ingest-memory", "", "memory uploads in progress may hold at once, bodies, inflated data, decoded profiles and event logs being analysed together (e.g. 512MiB); past it uploads get 503 and retry (default: a quarter of the memory limit; 1GiB under the default limit)")
 	fs.IntVar(&f.maxTenants, "max-tenants", 1000, "most tenants (X-Scope-OrgID values) the server stores; uploads for more get 422 (0: no limit)")
 	fs.IntVar(&f.maxQueries, "max-concurrent-queries", 0, "queries answered at once; more wait their turn, heavy ones (exports, diffs, series) for at most half the turns (0: twice the CPUs)")
 	f.thresholds.th = analysis.DefaultThresholds

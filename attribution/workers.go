@@ -164,8 +164,9 @@ const ambiguousMs = 100
 // slots). A worker serves one task from the end of one wait for a task to
 // the start of the next, and its task ends as it stops serving: each such
 // stretch of its samples goes to the run that ended nearest its end, or,
-// for a stretch the trace cuts before its end, that began nearest its
-// start, when no other run is as near (ambiguousMs).
+// for a stretch the trace cuts before its end or two runs ended as near,
+// that began nearest its start, when no other run is as near
+// (ambiguousMs).
 func servedRuns(p *profile.Profile, kinds map[profile.StackID]int, runs []TaskRun) map[int]*TaskRun {
 	var idx []int
 	for i, s := range p.Samples {
@@ -201,7 +202,8 @@ func servedRuns(p *profile.Profile, kinds map[profile.StackID]int, runs []TaskRu
 // matchStretch returns the run a worker served from from to to, given
 // whether a wait for a task came before (started) and after (ended) it,
 // or nil when one run or none overlaps it (workerRun tells those), or the
-// match is not clear.
+// match is not clear: by the runs' ends when it ended, else, or when two
+// runs ended as near, by their starts when it started.
 func matchStretch(runs []TaskRun, from, to int64, started, ended bool) *TaskRun {
 	var cands []*TaskRun
 	for i := range runs {
@@ -212,15 +214,19 @@ func matchStretch(runs []TaskRun, from, to int64, started, ended bool) *TaskRun 
 	if len(cands) < 2 {
 		return nil
 	}
-	var distance func(r *TaskRun) (int64, bool)
-	switch {
-	case ended:
-		distance = func(r *TaskRun) (int64, bool) { return abs(r.EndMs - to), r.EndMs != 0 }
-	case started:
-		distance = func(r *TaskRun) (int64, bool) { return abs(r.StartMs - from), true }
-	default:
-		return nil
+	var r *TaskRun
+	if ended {
+		r = nearest(cands, func(r *TaskRun) (int64, bool) { return abs(r.EndMs - to), r.EndMs != 0 })
 	}
+	if r == nil && started {
+		r = nearest(cands, func(r *TaskRun) (int64, bool) { return abs(r.StartMs - from), true })
+	}
+	return r
+}
+
+// nearest returns the run of cands at the least distance, nil when none
+// has one or another is as near (ambiguousMs).
+func nearest(cands []*TaskRun, distance func(*TaskRun) (int64, bool)) *TaskRun {
 	var best *TaskRun
 	bestD, secondD := int64(math.MaxInt64), int64(math.MaxInt64)
 	for _, r := range cands {

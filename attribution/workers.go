@@ -161,33 +161,46 @@ const ambiguousMs = 100
 
 // servedRuns returns, by sample index, the task a worker served when
 // several of its executor's tasks ran (an executor of several task
-// slots). A worker serves one task from the end of one wait for a task to
-// the start of the next, and its task ends as it stops serving: each such
-// stretch of its samples goes to the run that ended nearest its end, or,
-// for a stretch the trace cuts before its end or two runs ended as near,
-// that began nearest its start, when no other run is as near
-// (ambiguousMs).
+// slots). A worker's thread serves one task from the end of one wait for
+// a task, or of the daemon's loop between two (its samples not under the
+// worker's main), to the start of the next, and its task ends as it stops
+// serving: each such stretch of its samples goes to the run that ended
+// nearest its end, or, for a stretch the trace cuts before its end or two
+// runs ended as near, that began nearest its start, when no other run is
+// as near (ambiguousMs).
 func servedRuns(p *profile.Profile, kinds map[profile.StackID]int, runs []TaskRun) map[int]*TaskRun {
+	workers := map[profile.ThreadID]bool{}
+	for _, s := range p.Samples {
+		if kinds[s.Stack] != notWorker {
+			workers[s.Thread] = true
+		}
+	}
 	var idx []int
 	for i, s := range p.Samples {
-		if s.Time != 0 && kinds[s.Stack] != notWorker {
+		if s.Time != 0 && workers[s.Thread] {
 			idx = append(idx, i)
 		}
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(p.Samples[a].Time, p.Samples[b].Time) })
+	slices.SortStableFunc(idx, func(a, b int) int {
+		x, y := p.Samples[a], p.Samples[b]
+		return cmp.Or(cmp.Compare(x.Thread, y.Thread), cmp.Compare(x.Time, y.Time))
+	})
 	out := map[int]*TaskRun{}
 	for i := 0; i < len(idx); {
 		if kinds[p.Samples[idx[i]].Stack] != serving {
 			i++
 			continue
 		}
+		thread := p.Samples[idx[i]].Thread
 		j := i
-		for j < len(idx) && kinds[p.Samples[idx[j]].Stack] == serving {
+		for j < len(idx) && p.Samples[idx[j]].Thread == thread && kinds[p.Samples[idx[j]].Stack] == serving {
 			j++
 		}
 		first, last := p.Samples[idx[i]], p.Samples[idx[j-1]]
 		from, to := first.Time/1e6, (last.Time+last.Value)/1e6
-		if r := matchStretch(runs, from, to, i > 0, j < len(idx)); r != nil {
+		started := i > 0 && p.Samples[idx[i-1]].Thread == thread
+		ended := j < len(idx) && p.Samples[idx[j]].Thread == thread
+		if r := matchStretch(runs, from, to, started, ended); r != nil {
 			for _, k := range idx[i:j] {
 				if ms := p.Samples[k].Time / 1e6; ms >= r.StartMs && (r.EndMs == 0 || ms <= r.EndMs) {
 					out[k] = r

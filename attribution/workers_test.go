@@ -72,14 +72,18 @@ func TestApplyWorkerRuns(t *testing.T) {
 }
 
 // TestApplyWorkerRunsSlots: on an executor of two task slots, each
-// stretch of a worker's serving, between its waits for a task, goes to the
-// task that ended nearest its end, or began nearest its start when the
-// trace cuts it or two tasks ended as near; a stretch two tasks match as
-// well both ways gets their stage alone.
+// stretch of a worker's serving, between its waits for a task or the
+// daemon's loop between two, goes to the task that ended nearest its end,
+// or began nearest its start when the trace cuts it or two tasks ended as
+// near; a stretch two tasks match as well both ways gets their stage
+// alone.
 func TestApplyWorkerRunsSlots(t *testing.T) {
 	const ms = int64(1e6)
 	serve := "pyspark/daemon.py:worker;pyspark/worker.py:main;pyspark/worker.py:process;job.py:part"
 	wait := "pyspark/daemon.py:worker;pyspark/worker.py:main;pyspark/serializers.py:read_int"
+	// The daemon's loop in the worker between two tasks (gc.collect), the
+	// wait for the next too short to be sampled.
+	between := "pyspark/daemon.py:<module>;pyspark/daemon.py:manager"
 	runs := []TaskRun{
 		{ThreadID: 40, StageID: 3, TaskID: 18, StartMs: 5_000, EndMs: 8_000},
 		{ThreadID: 41, StageID: 3, TaskID: 19, StartMs: 5_030, EndMs: 8_050},
@@ -100,7 +104,7 @@ func TestApplyWorkerRunsSlots(t *testing.T) {
 		{5_100, serve, "-"}, // begins and ends within 100 ms of both tasks 18 and 19
 		{8_000, wait, ""},
 		{10_100, serve, "20"}, // ends 50 ms before task 20, 2 s before task 21
-		{14_000, wait, ""},
+		{14_000, between, ""},
 		{14_600, serve, "22"}, // ends with task 22 and 40 ms before task 23; began 100 ms after 22, 1.6 s before 23
 		{18_000, wait, ""},
 		{19_100, serve, "24"}, // the trace ends before the stretch does: by its start

@@ -69,7 +69,7 @@ func ApplyWorkerRuns(p *profile.Profile, runs []TaskRun) int {
 		if s.Time == 0 {
 			continue
 		}
-		if kinds[s.Stack] != serving {
+		if !isServing(kinds[s.Stack]) {
 			continue
 		}
 		r, stage := workerRun(runs, s.Time/1e6)
@@ -129,10 +129,32 @@ func workerRun(runs []TaskRun, ms int64) (r, stage *TaskRun) {
 
 // A worker stack's kind.
 const (
-	notWorker = iota
-	serving   // under the worker's main, serving a task
-	waiting   // waiting for its next task (WaitingForTask)
+	notWorker  = iota
+	serving    // under the worker's main, serving a task: setting it up or ending it
+	processing // serving a task, in the function that processes its records (processesRecords)
+	waiting    // waiting for its next task (WaitingForTask)
 )
+
+// isServing reports whether a worker stack's kind is serving a task.
+func isServing(kind int) bool { return kind == serving || kind == processing }
+
+// processesRecords reports whether a stack (root first) under a worker's
+// main is in the function through which PySpark's worker.py runs a task's
+// records, once a task: process (pipelined_process on Spark 4.3 with
+// SPARK_PIPELINED_UDF), nested in main (Spark 3.5) or invoke_udf (4.3).
+func processesRecords(p *profile.Profile, stack []profile.FrameID) bool {
+	for _, id := range stack {
+		f := p.Frames[id]
+		if f.Kind != profile.KindPython || !strings.HasSuffix(f.File, "worker.py") {
+			continue
+		}
+		fn := f.Name[strings.LastIndexAny(f.Name, ":.")+1:]
+		if fn == "process" || fn == "pipelined_process" {
+			return true
+		}
+	}
+	return false
+}
 
 // workerStacks returns the kind of each of p's stacks that is a worker's.
 func workerStacks(p *profile.Profile) map[profile.StackID]int {
@@ -148,6 +170,8 @@ func workerStacks(p *profile.Profile) map[profile.StackID]int {
 			kinds[s.Stack] = notWorker
 		case WaitingForTask(p, buf):
 			kinds[s.Stack] = waiting
+		case processesRecords(p, buf):
+			kinds[s.Stack] = processing
 		default:
 			kinds[s.Stack] = serving
 		}
@@ -164,10 +188,12 @@ const ambiguousMs = 100
 // slots). A worker's thread serves one task from the end of one wait for
 // a task, or of the daemon's loop between two (its samples not under the
 // worker's main), to the start of the next, and its task ends as it stops
-// serving: each such stretch of its samples goes to the run that ended
-// nearest its end, or, for a stretch the trace cuts before its end or two
-// runs ended as near, that began nearest its start, when no other run is
-// as near (ambiguousMs).
+// serving. A stretch with no sampled wait in it may hold several tasks:
+// it is cut where the worker processes records again (tasksOf). Each
+// stretch of its samples goes to the run that ended nearest its end, or,
+// for a stretch the trace cuts before its end or two runs ended as near,
+// that began nearest its start, when no other run is as near
+// (ambiguousMs).
 func servedRuns(p *profile.Profile, kinds map[profile.StackID]int, runs []TaskRun) map[int]*TaskRun {
 	workers := map[profile.ThreadID]bool{}
 	for _, s := range p.Samples {
@@ -187,21 +213,26 @@ func servedRuns(p *profile.Profile, kinds map[profile.StackID]int, runs []TaskRu
 	})
 	out := map[int]*TaskRun{}
 	for i := 0; i < len(idx); {
-		if kinds[p.Samples[idx[i]].Stack] != serving {
+		if !isServing(kinds[p.Samples[idx[i]].Stack]) {
 			i++
 			continue
 		}
 		thread := p.Samples[idx[i]].Thread
 		j := i
-		for j < len(idx) && p.Samples[idx[j]].Thread == thread && kinds[p.Samples[idx[j]].Stack] == serving {
+		for j < len(idx) && p.Samples[idx[j]].Thread == thread && isServing(kinds[p.Samples[idx[j]].Stack]) {
 			j++
 		}
-		first, last := p.Samples[idx[i]], p.Samples[idx[j-1]]
-		from, to := first.Time/1e6, (last.Time+last.Value)/1e6
 		started := i > 0 && p.Samples[idx[i-1]].Thread == thread
 		ended := j < len(idx) && p.Samples[idx[j]].Thread == thread
-		if r := matchStretch(runs, from, to, started, ended); r != nil {
-			for _, k := range idx[i:j] {
+		parts := tasksOf(p, kinds, idx[i:j])
+		for n, part := range parts {
+			first, last := p.Samples[part[0]], p.Samples[part[len(part)-1]]
+			from, to := first.Time/1e6, (last.Time+last.Value)/1e6
+			r := matchStretch(runs, from, to, started || n > 0, ended || n < len(parts)-1)
+			if r == nil {
+				continue
+			}
+			for _, k := range part {
 				if ms := p.Samples[k].Time / 1e6; ms >= r.StartMs && (r.EndMs == 0 || ms <= r.EndMs) {
 					out[k] = r
 				}
@@ -210,6 +241,30 @@ func servedRuns(p *profile.Profile, kinds map[profile.StackID]int, runs []TaskRu
 		i = j
 	}
 	return out
+}
+
+// tasksOf splits a worker's stretch of serving (its samples' indexes, in
+// time order) where it processes records again after a pause: a worker
+// processes a task's records once, between the task's setup and its end,
+// so processing again is its next task, come too soon for its wait to be
+// sampled. Each part but the first begins with the pause.
+func tasksOf(p *profile.Profile, kinds map[profile.StackID]int, stretch []int) [][]int {
+	var parts [][]int
+	start, pause, processed := 0, -1, false
+	for k, i := range stretch {
+		switch {
+		case kinds[p.Samples[i].Stack] != processing:
+			if processed && pause < 0 {
+				pause = k
+			}
+		case pause >= 0:
+			parts = append(parts, stretch[start:pause])
+			start, pause = pause, -1
+		default:
+			processed = true
+		}
+	}
+	return append(parts, stretch[start:])
 }
 
 // matchStretch returns the run a worker served from from to to, given

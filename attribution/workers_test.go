@@ -78,7 +78,6 @@ func TestApplyWorkerRuns(t *testing.T) {
 // near; a stretch two tasks match as well both ways gets their stage
 // alone.
 func TestApplyWorkerRunsSlots(t *testing.T) {
-	const ms = int64(1e6)
 	serve := "pyspark/daemon.py:worker;pyspark/worker.py:main;pyspark/worker.py:process;job.py:part"
 	wait := "pyspark/daemon.py:worker;pyspark/worker.py:main;pyspark/serializers.py:read_int"
 	// The daemon's loop in the worker between two tasks (gc.collect), the
@@ -95,11 +94,7 @@ func TestApplyWorkerRunsSlots(t *testing.T) {
 		{ThreadID: 41, StageID: 4, TaskID: 25, StartMs: 19_500, EndMs: 0},
 	}
 	// The worker's timeline, in 100 ms samples: what it did from each ms on.
-	timeline := []struct {
-		fromMs int64
-		stack  string
-		task   string // the task its samples must get; "-" for the stage alone
-	}{
+	checkWorkerTimeline(t, runs, 20_000, []span{
 		{4_900, wait, ""},
 		{5_100, serve, "-"}, // begins and ends within 100 ms of both tasks 18 and 19
 		{8_000, wait, ""},
@@ -108,12 +103,51 @@ func TestApplyWorkerRunsSlots(t *testing.T) {
 		{14_600, serve, "22"}, // ends with task 22 and 40 ms before task 23; began 100 ms after 22, 1.6 s before 23
 		{18_000, wait, ""},
 		{19_100, serve, "24"}, // the trace ends before the stretch does: by its start
+	})
+}
+
+// TestApplyWorkerRunsBackToBack: a worker that takes its next task so soon
+// that neither its wait nor the daemon's loop is sampled serves two tasks
+// in one stretch; processing records again after the first task's end and
+// the second's setup starts the second.
+func TestApplyWorkerRunsBackToBack(t *testing.T) {
+	process := "pyspark/daemon.py:worker;pyspark/worker.py:main;pyspark/worker.py:main.<locals>.process;job.py:part"
+	setup := "pyspark/daemon.py:worker;pyspark/worker.py:main;<frozen zipimport>:zipimporter.invalidate_caches"
+	wait := "pyspark/daemon.py:worker;pyspark/worker.py:main;pyspark/serializers.py:read_int"
+	runs := []TaskRun{
+		{ThreadID: 40, StageID: 3, TaskID: 30, StartMs: 1_000, EndMs: 3_000},
+		{ThreadID: 41, StageID: 3, TaskID: 31, StartMs: 1_050, EndMs: 5_000},
+		{ThreadID: 40, StageID: 3, TaskID: 32, StartMs: 3_050, EndMs: 7_000},
+		{ThreadID: 41, StageID: 3, TaskID: 33, StartMs: 5_050, EndMs: 8_000},
 	}
+	// The worker of thread 41's tasks, in 100 ms samples from its first.
+	checkWorkerTimeline(t, runs, 8_500, []span{
+		{1_100, setup, "31"},
+		{1_300, process, "31"},
+		{4_900, setup, "-"}, // task 31's end and task 33's setup, while tasks 31 and 32 ran
+		{5_100, process, "33"},
+		{8_000, wait, ""},
+	})
+}
+
+// A span of a worker's timeline: what it did from fromMs on, and the task
+// its samples must get ("-" for the stage alone, "" for none).
+type span struct {
+	fromMs int64
+	stack  string
+	task   string
+}
+
+// checkWorkerTimeline samples a worker's timeline every 100 ms until
+// endMs, applies runs to the samples, and checks each sample's task.
+func checkWorkerTimeline(t *testing.T, runs []TaskRun, endMs int64, timeline []span) {
+	t.Helper()
+	const ms = int64(1e6)
 	p := profile.New()
 	typ := p.AddType(profile.TypeWall)
 	want := map[int]string{}
 	for k, span := range timeline {
-		to := int64(20_000)
+		to := endMs
 		if k+1 < len(timeline) {
 			to = timeline[k+1].fromMs
 		}

@@ -282,7 +282,7 @@ func (db *DB) compactPartition(name string, t *tenant, p int64, ups []*Upload, o
 	}
 	t.pruneSegments(db.log)
 	db.log.Info("store: compacted", "tenant", name, "partition", time.Unix(0, p).UTC().Format(time.RFC3339),
-		"uploads", meta.Uploads, "samples", len(prof.Samples), "file", filepath.Base(path), "head_over_budget", early)
+		"uploads", meta.Uploads, "samples", len(prof.Samples), "mem_bytes", meta.MemSize, "file", filepath.Base(path), "head_over_budget", early)
 	return nil
 }
 

@@ -114,6 +114,17 @@ func (m memoryLimits) sizeStore(f *serveFlags, set map[string]bool) {
 	}
 }
 
+// cacheSplit splits --block-cache-mb (MiB) into the bytes that keep
+// blocks' parts and those that keep their sums (query.Config.SumsCacheBytes):
+// a quarter and three quarters. A dashboard reads each block's sums, a few
+// hundred KB, at every refresh, and its parts, ten times larger, once to
+// make them: under a fleet's load (bench/server/load.sh, five minutes) the
+// parts' cache hit 1 read of 593, and render p99 fell from 3.9 to 0.9 s
+// once the sums of the 128 blocks in range fitted.
+func cacheSplit(mb int64) (parts, sums int64) {
+	return mb << 20 / 4, mb << 20 * 3 / 4
+}
+
 // apply sets the Go runtime's memory limit, and says what the budgets are.
 func (m memoryLimits) apply(log *slog.Logger) {
 	if m.source != "GOMEMLIMIT" {

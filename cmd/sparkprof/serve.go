@@ -112,7 +112,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:4040", "address to listen on")
 	fs.StringVar(&f.data, "data", defaultDataDir(), "directory of the embedded store")
 	fs.StringVar(&f.retention, "retention", "30d", "drop data older than this (e.g. 72h, 30d; 0 keeps all)")
-	fs.Int64Var(&f.cacheMB, "block-cache-mb", 512, "memory (MiB, estimated) that keeps compacted blocks read from disk for later queries: half their parts, half their flame graphs and time series (default: an eighth of the memory limit, at most 512)")
+	fs.Int64Var(&f.cacheMB, "block-cache-mb", 512, "memory (MiB, estimated) that keeps compacted blocks read from disk for later queries: a quarter their parts, three quarters their flame graphs and time series summed (default: an eighth of the memory limit, at most 512)")
 	fs.DurationVar(&f.blockSpan, "block-span", 10*time.Minute, "time span of a compacted block, read in ten time slices by a range that cuts it: shorter ones keep the head smaller for more disk (5m: about a fifth more)")
 	fs.StringVar(&f.storage, "storage", "", "object storage to keep the data in, shared by every node (s3://bucket/prefix?region=R&endpoint=URL&s3ForcePathStyle=true, gs://bucket/prefix, azblob://container/prefix, file:///dir); --data then holds only the node's write-ahead log (default: the embedded store in --data)")
 	fs.DurationVar(&f.flushInterval, "flush-interval", 10*time.Second, "with --storage: how often the node ships what it took to the bucket and lists the bucket anew")
@@ -292,7 +292,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := store.Open(f.data, store.Options{Retention: keep, Partition: f.blockSpan, CacheBytes: f.cacheMB << 20 / 2, HeadBytes: f.headMB << 20, KeyWindow: f.keyWindow,
+	partsCache, sumsCache := cacheSplit(f.cacheMB)
+	db, err := store.Open(f.data, store.Options{Retention: keep, Partition: f.blockSpan, CacheBytes: partsCache, HeadBytes: f.headMB << 20, KeyWindow: f.keyWindow,
 		MaxTenants: f.maxTenants, MaxOpenSegments: maxOpenSegments, Logger: log, Bucket: bucket.b, FlushInterval: f.flushInterval, Role: bucket.role})
 	if err != nil {
 		bucket.close()
@@ -308,7 +309,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	srv := server.New(server.Config{Store: db, Tokens: tokens, Logger: log, AgentJar: jar, RatePerSecond: f.rate, MaxConcurrentUploads: f.concurrent,
-		EventLogDir: filepath.Join(f.data, "eventlogs"), MaxLogBytes: f.maxLogGB << 30, MaxQuerySamples: f.maxQuerySamples, SumsCacheBytes: f.cacheMB << 20 / 2, SlowQuery: f.slowQuery,
+		EventLogDir: filepath.Join(f.data, "eventlogs"), MaxLogBytes: f.maxLogGB << 30, MaxQuerySamples: f.maxQuerySamples, SumsCacheBytes: sumsCache, SlowQuery: f.slowQuery,
 		IngestMemory: mem.ingest, MaxConcurrentQueries: f.maxQueries, Thresholds: f.thresholds.th, JobKey: *f.jobKey})
 	defer srv.Close()
 	g.open(srv)

@@ -17,8 +17,11 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -185,6 +188,7 @@ type Run struct {
 	done   chan error
 	waited bool
 	err    error
+	killed atomic.Pointer[string] // why the run was killed, if it was
 
 	linesMu sync.Mutex
 	lines   []string      // the output so far, for WaitLine
@@ -251,7 +255,9 @@ func (s Spark) Start(t testing.TB, j Job) *Run {
 	pw.Close()
 	go r.read(pr)
 	go func() { r.done <- cmd.Wait() }()
+	stopWatchdog := r.killBeforeDeadline(t)
 	t.Cleanup(func() {
+		stopWatchdog()
 		if !r.waited {
 			cmd.Process.Kill()
 			<-r.done
@@ -261,6 +267,31 @@ func (s Spark) Start(t testing.TB, j Job) *Run {
 		}
 	})
 	return r
+}
+
+// deadlineMargin is how long before the test binary's deadline a run
+// still going is killed: time for its test to fail with the run's log,
+// where go test's timeout would panic, skip the cleanups and leave Spark
+// running.
+const deadlineMargin = 2 * time.Minute
+
+// killBeforeDeadline kills the run, driver and executors, deadlineMargin
+// before t's deadline, if t has one, until stop is called.
+func (r *Run) killBeforeDeadline(t testing.TB) (stop func() bool) {
+	d, ok := t.(interface{ Deadline() (time.Time, bool) })
+	if !ok {
+		return func() bool { return false }
+	}
+	deadline, ok := d.Deadline()
+	if !ok {
+		return func() bool { return false }
+	}
+	return time.AfterFunc(time.Until(deadline)-deadlineMargin, func() {
+		why := fmt.Sprintf("killed %v before the test binary's deadline (go test -timeout)", deadlineMargin)
+		r.killed.Store(&why)
+		r.cmd.Process.Kill()
+		killExecutors(r.appIDs())
+	}).Stop
 }
 
 // appIDs returns the ids of the apps spark-submit named: a driver that
@@ -357,6 +388,9 @@ func (r *Run) Wait(t testing.TB) {
 func (r *Run) End() error {
 	if !r.waited {
 		r.err = <-r.done
+		if why := r.killed.Load(); why != nil {
+			r.err = fmt.Errorf("%s: %w", *why, r.err)
+		}
 		r.waited = true
 		r.out.Close()
 		b, _ := os.ReadFile(r.out.Name())
@@ -409,7 +443,21 @@ func waitExecutorsGone(appID string) {
 }
 
 // executorsRunning reports whether a process of the app's executors runs.
-func executorsRunning(appID string) bool {
+func executorsRunning(appID string) bool { return len(executorPids(appID)) > 0 }
+
+// killExecutors kills the executors' JVMs of the apps.
+func killExecutors(appIDs []string) {
+	for _, id := range appIDs {
+		for _, pid := range executorPids(id) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// executorPids returns the processes of the app's executors: those whose
+// command line is Spark's executor backend's with the app's id.
+func executorPids(appID string) []int {
+	var pids []int
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
@@ -422,9 +470,9 @@ func executorsRunning(appID string) bool {
 			backend = backend || strings.HasSuffix(a, "ExecutorBackend")
 			app = app || a == "--app-id" && i+1 < len(args) && args[i+1] == appID
 		}
-		if backend && app {
-			return true
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil && backend && app {
+			pids = append(pids, pid)
 		}
 	}
-	return false
+	return pids
 }

@@ -153,7 +153,7 @@ func oracleApp(t *testing.T, s sparktest.Spark, l generatedLog, hs, base string,
 	// of 4.3.0 compared the executors a poll early).
 	sections := []string{"jobs", "stages", "executors", "sql", "environment"}
 	var row, served jsonObj
-	waitFor(t, "serve to read "+l.path+" as analyze does", func() bool {
+	waitUntil(t, "serve to read "+l.path+" as analyze does", func() error {
 		var apps []jsonObj
 		mustGetJSON(t, base+"/api/v1/apps", &apps)
 		row = nil
@@ -164,16 +164,16 @@ func oracleApp(t *testing.T, s sparktest.Spark, l generatedLog, hs, base string,
 			}
 		}
 		if row == nil {
-			return false
+			return fmt.Errorf("the app's list has no attempt %q with %v tasks, finished %v", l.attempt, app["taskCount"], finished)
 		}
 		served = nil
 		mustGetJSON(t, servedURL+"?tasks=none"+q, &served)
 		for _, k := range sections {
 			if a, b := mustJSON(t, rep[k]), mustJSON(t, served[k]); !bytes.Equal(a, b) {
-				return false
+				return fmt.Errorf("%s differ: %s", k, firstDifference(a, b))
 			}
 		}
-		return true
+		return nil
 	})
 
 	// The History Server: the app is listed, complete as the log is.
@@ -494,4 +494,17 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// firstDifference shows where two JSON texts first differ, a little of
+// each around it.
+func firstDifference(a, b []byte) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	around := func(x []byte) string {
+		return string(x[max(0, i-60):min(len(x), i+60)])
+	}
+	return fmt.Sprintf("at byte %d, analyze has …%s…, serve …%s…", i, around(a), around(b))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -65,10 +66,22 @@ func startServeIn(t *testing.T, dir, bin, data string, extra ...string) (*exec.C
 // is said shortly before it would strike.
 func waitFor(t *testing.T, what string, done func() bool) {
 	t.Helper()
+	waitUntil(t, what, func() error {
+		if !done() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+}
+
+// waitUntil is waitFor of a check that says what it still misses: its
+// last error is said with what was waited for.
+func waitUntil(t *testing.T, what string, check func() error) {
+	t.Helper()
 	deadline, bounded := t.Deadline()
-	for !done() {
+	for err := check(); err != nil; err = check() {
 		if bounded && time.Until(deadline) < 15*time.Second {
-			t.Fatalf("still waiting for %s as the test's -timeout nears", what)
+			t.Fatalf("still waiting for %s as the test's -timeout nears: %v", what, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

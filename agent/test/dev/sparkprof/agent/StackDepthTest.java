@@ -2,6 +2,8 @@ package dev.sparkprof.agent;
 
 import static dev.sparkprof.agent.AgentUnitTest.check;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,7 +52,9 @@ final class StackDepthTest {
     cfg.put("stackDepth", args[1]);
     Profiler p = new Profiler(cfg, java.nio.file.Files.createDirectories(Path.of(args[0])));
     p.start();
-    for (long end = System.currentTimeMillis() + 500; System.currentTimeMillis() < end; ) {
+    // Half a second of the thread's CPU, not of the clock: on a busy machine the thread may get little of it.
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    for (long end = threads.getCurrentThreadCpuTime() + 500_000_000L; threads.getCurrentThreadCpuTime() < end; ) {
       sink += deep(300);
     }
     Profiler.Window w = p.rotate(true);

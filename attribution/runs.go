@@ -18,6 +18,9 @@ type TaskRun struct {
 	TaskID       int64  `json:"taskId"`
 	StartMs      int64  `json:"startMs"`
 	EndMs        int64  `json:"endMs"` // 0 while running
+	// PythonPids are the Python workers that served the task, as the
+	// agent found them (none when it did not).
+	PythonPids []int64 `json:"pythonPids,omitempty"`
 }
 
 // ApplyTaskRuns labels each timed sample of a thread the agent recorded task

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sparkprof/sparkprof/format/chrometrace"
 	"github.com/sparkprof/sparkprof/profile"
 )
 
@@ -45,18 +46,21 @@ func WaitingForTask(p *profile.Profile, stack []profile.FrameID) bool {
 // stack under pyspark/worker.py's main; the daemon that forks the workers
 // is left alone) serving a task (not WaitingForTask) with the task its
 // executor ran at the sample's time, as the executor plugin recorded its
-// runs. A worker serves one task at a time, but the trace does not say
-// which of the executor's tasks: a sample taken while several ran gets
-// the task its stretch of serving matches (servedRuns), else their stage
-// when all were of one, and no task. It returns how many samples it
-// labelled with a task.
+// runs. A worker serves one task at a time: the run that names the
+// worker's process (PythonPids; a trace's threads as format/chrometrace
+// names them) among those running. Of runs that name none, the trace
+// does not say which: a sample taken while several ran gets the task its
+// stretch of serving matches (servedRuns), else their stage when all
+// were of one, and no task. It returns how many samples it labelled with
+// a task.
 func ApplyWorkerRuns(p *profile.Profile, runs []TaskRun) int {
 	if len(runs) == 0 || !slices.ContainsFunc(p.Frames, IsWorkerMain) {
 		return 0
 	}
 	runs = latestRuns(runs)
 	kinds := workerStacks(p)
-	served := servedRuns(p, kinds, runs)
+	of := workerRuns(p, runs)
+	served := servedRuns(p, kinds, of)
 	type key struct {
 		labels profile.LabelSetID
 		stage  int // -1: none
@@ -72,7 +76,11 @@ func ApplyWorkerRuns(p *profile.Profile, runs []TaskRun) int {
 		if !isServing(kinds[s.Stack]) {
 			continue
 		}
-		r, stage := workerRun(runs, s.Time/1e6)
+		own := of(s.Thread)
+		r, stage := workerRun(own.named, s.Time/1e6)
+		if r == nil {
+			r, stage = workerRun(own.runs, s.Time/1e6)
+		}
 		if x := served[i]; r == nil && x != nil {
 			r, stage = x, x
 		}
@@ -103,6 +111,39 @@ func ApplyWorkerRuns(p *profile.Profile, runs []TaskRun) int {
 		}
 	}
 	return n
+}
+
+// processRuns are the runs a worker's process may have served: those that
+// name it among their workers (named) and those that name none.
+type processRuns struct {
+	named, runs []TaskRun
+}
+
+// workerRuns returns, by thread, the runs each thread's process may have
+// served: all when its process is not known.
+func workerRuns(p *profile.Profile, runs []TaskRun) func(profile.ThreadID) processRuns {
+	byPid := map[int64]processRuns{}
+	return func(t profile.ThreadID) processRuns {
+		pid, known := chrometrace.Process(p.Threads[t])
+		if !known {
+			pid = -1 // not a process: every run may be its thread's
+		}
+		if pr, ok := byPid[pid]; ok {
+			return pr
+		}
+		var pr processRuns
+		for _, r := range runs {
+			switch {
+			case !known || len(r.PythonPids) == 0:
+				pr.runs = append(pr.runs, r)
+			case slices.Contains(r.PythonPids, pid):
+				pr.named = append(pr.named, r)
+				pr.runs = append(pr.runs, r)
+			}
+		}
+		byPid[pid] = pr
+		return pr
+	}
 }
 
 // workerRun returns the run of its executor a worker's sample at ms
@@ -194,7 +235,7 @@ const ambiguousMs = 100
 // for a stretch the trace cuts before its end or two runs ended as near,
 // that began nearest its start, when no other run is as near
 // (ambiguousMs).
-func servedRuns(p *profile.Profile, kinds map[profile.StackID]int, runs []TaskRun) map[int]*TaskRun {
+func servedRuns(p *profile.Profile, kinds map[profile.StackID]int, of func(profile.ThreadID) processRuns) map[int]*TaskRun {
 	workers := map[profile.ThreadID]bool{}
 	for _, s := range p.Samples {
 		if kinds[s.Stack] != notWorker {
@@ -228,7 +269,7 @@ func servedRuns(p *profile.Profile, kinds map[profile.StackID]int, runs []TaskRu
 		for n, part := range parts {
 			first, last := p.Samples[part[0]], p.Samples[part[len(part)-1]]
 			from, to := first.Time/1e6, (last.Time+last.Value)/1e6
-			r := matchStretch(runs, from, to, started || n > 0, ended || n < len(parts)-1)
+			r := matchStretch(of(thread).runs, from, to, started || n > 0, ended || n < len(parts)-1)
 			if r == nil {
 				continue
 			}

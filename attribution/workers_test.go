@@ -94,7 +94,7 @@ func TestApplyWorkerRunsSlots(t *testing.T) {
 		{ThreadID: 41, StageID: 4, TaskID: 25, StartMs: 19_500, EndMs: 0},
 	}
 	// The worker's timeline, in 100 ms samples: what it did from each ms on.
-	checkWorkerTimeline(t, runs, 20_000, []span{
+	checkWorkerTimeline(t, "", runs, 20_000, []span{
 		{4_900, wait, ""},
 		{5_100, serve, "-"}, // begins and ends within 100 ms of both tasks 18 and 19
 		{8_000, wait, ""},
@@ -121,13 +121,55 @@ func TestApplyWorkerRunsBackToBack(t *testing.T) {
 		{ThreadID: 41, StageID: 3, TaskID: 33, StartMs: 5_050, EndMs: 8_000},
 	}
 	// The worker of thread 41's tasks, in 100 ms samples from its first.
-	checkWorkerTimeline(t, runs, 8_500, []span{
+	checkWorkerTimeline(t, "", runs, 8_500, []span{
 		{1_100, setup, "31"},
 		{1_300, process, "31"},
 		{4_900, setup, "-"}, // task 31's end and task 33's setup, while tasks 31 and 32 ran
 		{5_100, process, "33"},
 		{8_000, wait, ""},
 	})
+}
+
+// TestApplyWorkerRunsNamed: runs that name their workers' processes give
+// each worker's samples their task where timing cannot: two tasks that
+// start and end together. A run that names another worker is not this
+// one's; one that names none may be.
+func TestApplyWorkerRunsNamed(t *testing.T) {
+	serve := "pyspark/daemon.py:worker;pyspark/worker.py:main;pyspark/worker.py:process;job.py:part"
+	wait := "pyspark/daemon.py:worker;pyspark/worker.py:main;pyspark/serializers.py:read_int"
+	runs := []TaskRun{
+		{ThreadID: 40, StageID: 3, TaskID: 0, StartMs: 1_000, EndMs: 5_000, PythonPids: []int64{7}},
+		{ThreadID: 41, StageID: 3, TaskID: 1, StartMs: 1_003, EndMs: 5_018, PythonPids: []int64{8}},
+		{ThreadID: 40, StageID: 3, TaskID: 2, StartMs: 5_100, EndMs: 8_000},
+		{ThreadID: 41, StageID: 3, TaskID: 3, StartMs: 5_110, EndMs: 8_020, PythonPids: []int64{8}},
+	}
+	for _, tc := range []struct {
+		thread string
+		want   []span
+	}{
+		{"python 7 0 (140: MainThread)", []span{
+			{1_100, serve, "0"},
+			{5_000, wait, ""},
+			{5_200, serve, "2"}, // task 3 is worker 8's
+		}},
+		{"python 8 0 (140: MainThread)", []span{
+			{1_100, serve, "1"},
+			{5_000, wait, ""},
+			{5_200, serve, "3"},
+		}},
+		{"python 9 0", []span{ // a worker no run names: task 2 is the one that may be its
+			{1_100, serve, ""},
+			{5_000, wait, ""},
+			{5_200, serve, "2"},
+		}},
+		{"", []span{ // a thread of no known process: by time alone
+			{1_100, serve, "-"},
+			{5_000, wait, ""},
+			{5_200, serve, "-"},
+		}},
+	} {
+		t.Run(tc.thread, func(t *testing.T) { checkWorkerTimeline(t, tc.thread, runs, 7_900, tc.want) })
+	}
 }
 
 // A span of a worker's timeline: what it did from fromMs on, and the task
@@ -139,12 +181,17 @@ type span struct {
 }
 
 // checkWorkerTimeline samples a worker's timeline every 100 ms until
-// endMs, applies runs to the samples, and checks each sample's task.
-func checkWorkerTimeline(t *testing.T, runs []TaskRun, endMs int64, timeline []span) {
+// endMs, on the thread of that name ("" for none), applies runs to the
+// samples, and checks each sample's task.
+func checkWorkerTimeline(t *testing.T, thread string, runs []TaskRun, endMs int64, timeline []span) {
 	t.Helper()
 	const ms = int64(1e6)
 	p := profile.New()
 	typ := p.AddType(profile.TypeWall)
+	var th profile.ThreadID
+	if thread != "" {
+		th = p.AddThread(profile.Thread{Name: thread})
+	}
 	want := map[int]string{}
 	for k, span := range timeline {
 		to := endMs
@@ -156,7 +203,7 @@ func checkWorkerTimeline(t *testing.T, runs []TaskRun, endMs int64, timeline []s
 		stack := p.AddPythonStack(frames)
 		for at := span.fromMs; at+100 <= to; at += 100 {
 			want[len(p.Samples)] = span.task
-			p.Samples = append(p.Samples, profile.Sample{Value: 100 * ms, Time: at * ms, Stack: stack, Type: typ})
+			p.Samples = append(p.Samples, profile.Sample{Value: 100 * ms, Time: at * ms, Stack: stack, Type: typ, Thread: th})
 		}
 	}
 	ApplyWorkerRuns(p, runs)

@@ -423,39 +423,84 @@ func (e realSpark) runPySpark(t *testing.T, script, master, window string) (*spa
 
 // sparkPySparkSlots: on an executor of two task slots, whose Python
 // workers serve two tasks at once, each worker's samples are attributed
-// to the task it served. Partition k's task runs part_k, so a sample's
+// to the task it served: the agent finds which worker serves which task
+// in Spark's Python runner. Partition k's task runs part_k, so a sample's
 // stack says its partition. A stretch of serving that a window cuts at
 // both ends (a task longer than a window) gets its stage alone, so the
 // tasks, of 1 to 4 s, are shorter than the windows, of 5 s: a 6 s task
 // once held a whole window, a third of the job's Python time.
 func sparkPySparkSlots(t *testing.T, e realSpark) {
-	_, app := e.runPySpark(t, "slots.py", "local-cluster[1,2,1024]", "5s")
+	r, app := e.runPySpark(t, "slots.py", "local-cluster[1,2,1024]", "5s")
+	if l := r.ExecutorLogs["0"]; !strings.Contains(l, "[sparkprof] Python worker ") {
+		t.Errorf("the executor's log does not say that the agent found a Python worker's task:\n%s", l)
+	}
 	var res attribution
-	for k := range 4 {
+	var parts [4]attribution
+	for k := range parts {
 		var bd struct {
 			Rows []struct {
 				Keys  []string
 				Value int64
 			}
 		}
-		e.get(t, "/api/v1/breakdown?"+url.Values{"query": {sel(app)}, "type": {"wall"}, "focus": {`slots\.py:part_` + strconv.Itoa(k) + `$`},
+		e.get(t, "/api/v1/breakdown?"+url.Values{"query": {sel(app)}, "type": {"wall"}, "focus": {partFocus(k)},
 			"by": {"spark_partition,spark_task_id"}}.Encode(), &bd)
 		for _, row := range bd.Rows {
 			switch {
 			case row.Keys[1] == "":
-				res.unattributed += row.Value
+				parts[k].unattributed += row.Value
 			case row.Keys[0] != strconv.Itoa(k):
 				t.Logf("part_%d: %s labelled partition %s, task %s", k, english.Millis(row.Value/1e6), row.Keys[0], row.Keys[1])
-				res.wrong += row.Value
+				parts[k].wrong += row.Value
 			default:
-				res.correct += row.Value
+				parts[k].correct += row.Value
 			}
 		}
+		res.correct, res.wrong, res.unattributed = res.correct+parts[k].correct, res.wrong+parts[k].wrong, res.unattributed+parts[k].unattributed
 	}
 	t.Logf("Spark %s attribution of two slots' Python time to tasks: %v", e.spark.Version, res)
 	if total := res.correct + res.wrong + res.unattributed; total == 0 || float64(res.correct) < 0.9*float64(total) ||
 		float64(res.wrong) > 0.01*float64(total) {
+		logSlotsTimeline(t, e, app, parts)
 		t.Errorf("attribution of two slots' Python time: %v; want at least 90%% to its task, at most 1%% to another", res)
+	}
+}
+
+// partFocus selects the frames of slots.py's part_k.
+func partFocus(k int) string { return `slots\.py:part_` + strconv.Itoa(k) + `$` }
+
+// logSlotsTimeline logs, for a failed sparkPySparkSlots, when each part's
+// Python time fell and which task it went to, beside the tasks' times as
+// the event log has them, from the first task's launch.
+func logSlotsTimeline(t *testing.T, e realSpark, app string, parts [4]attribution) {
+	var a eventLogApp
+	e.get(t, "/api/v1/apps/"+app, &a)
+	var t0 int64
+	for _, task := range a.Tasks {
+		if t0 == 0 || task.LaunchMs < t0 {
+			t0 = task.LaunchMs
+		}
+	}
+	for _, task := range a.Tasks {
+		t.Logf("task %d of stage %d: %d–%d ms", task.TaskID, task.StageID, task.LaunchMs-t0, task.FinishMs-t0)
+	}
+	for k, p := range parts {
+		var ans struct {
+			Series []struct {
+				Key    string
+				Points [][2]int64
+			}
+		}
+		e.get(t, "/api/v1/series?"+url.Values{"query": {sel(app)}, "type": {"wall"}, "focus": {partFocus(k)},
+			"by": {"spark_task_id"}, "step": {"100ms"}}.Encode(), &ans)
+		t.Logf("part_%d: %v", k, p)
+		for _, sr := range ans.Series {
+			var b strings.Builder
+			for _, pt := range sr.Points {
+				fmt.Fprintf(&b, " %d:%d", pt[0]-t0, pt[1]/1e6)
+			}
+			t.Logf("  task %q, ms from the first launch:ms of wall time:%s", sr.Key, b.String())
+		}
 	}
 }
 

@@ -207,13 +207,16 @@ func (d *decoder) hold(tid int64, th *thread, ts int64) error {
 	return nil
 }
 
+// threadPrefix begins the name of each thread of a decoded trace.
+const threadPrefix = "python "
+
 // thread returns the profile thread of a process's thread, named
 // "python PID TID" with py-spy's name for it.
 func (d *decoder) thread(pid, tid int64) profile.ThreadID {
 	k := [2]int64{pid, tid}
 	id, ok := d.ids[k]
 	if !ok {
-		name := "python " + strconv.FormatInt(pid, 10) + " " + strconv.FormatInt(tid, 10)
+		name := threadPrefix + strconv.FormatInt(pid, 10) + " " + strconv.FormatInt(tid, 10)
 		if n := d.names[tid]; n != "" {
 			name += " (" + n + ")"
 		}
@@ -221,6 +224,17 @@ func (d *decoder) thread(pid, tid int64) profile.ThreadID {
 		d.ids[k] = id
 	}
 	return id
+}
+
+// Process returns the id of the process of a thread of a decoded trace, as
+// py-spy gave it, and whether t is such a thread.
+func Process(t profile.Thread) (int64, bool) {
+	rest, ok := strings.CutPrefix(t.Name, threadPrefix)
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.ParseInt(strings.SplitN(rest, " ", 2)[0], 10, 64)
+	return pid, err == nil
 }
 
 // frame is the profile frame of a B or E event: a Python frame named

@@ -109,6 +109,28 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+func TestProcess(t *testing.T) {
+	p, err := Decode([]byte(pySpyTrace), "trace.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		thread profile.Thread
+		pid    int64
+		ok     bool
+	}{
+		{p.Threads[p.Samples[0].Thread], 7, true},
+		{profile.Thread{Name: "python 12 0"}, 12, true},
+		{profile.Thread{Name: "main"}, 0, false},
+		{profile.Thread{Name: "python main"}, 0, false},
+		{profile.Thread{}, 0, false},
+	} {
+		if pid, ok := Process(tc.thread); pid != tc.pid || ok != tc.ok {
+			t.Errorf("Process(%q) = %d, %v; want %d, %v", tc.thread.Name, pid, ok, tc.pid, tc.ok)
+		}
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, trace, want string

@@ -187,7 +187,7 @@ public final class Agent {
       return;
     }
     if ("executor".equals(role) && !stopping) {
-      python = PythonSampler.start(cfg, workDir, this::pythonWindow);
+      python = PythonSampler.start(cfg, workDir, tasks, this::pythonWindow);
     }
     Log.info("profiling " + role + (executorId != null ? " " + executorId : "") + " of " + app + " to "
         + (cfg.get("server") != null ? cfg.get("server") : "") + (cfg.get("outputDir") != null ? " " + cfg.get("outputDir") : ""));

@@ -38,6 +38,8 @@ final class PythonSampler {
   private final int rate;
   private final Path dir;
   private final BiConsumer<Profiler.Window, Long> ship;
+  private final TaskWindows tasks;
+  private final PythonWorkerTasks workerTasks = new PythonWorkerTasks();
   final Thread thread;
   private volatile boolean stopping;
   /** The py-spy of each worker sampled, by the worker's pid; only the sampler's thread writes it. */
@@ -56,8 +58,9 @@ final class PythonSampler {
     }
   }
 
-  private PythonSampler(String pySpy, Config cfg, Path dir, BiConsumer<Profiler.Window, Long> ship) {
+  private PythonSampler(String pySpy, Config cfg, Path dir, TaskWindows tasks, BiConsumer<Profiler.Window, Long> ship) {
     this.pySpy = pySpy;
+    this.tasks = tasks;
     this.windowMs = Math.max(1_000, cfg.millis("uploadInterval", 10_000));
     this.rate = (int) Math.max(1, Math.min(1_000, 1_000 / Math.max(1, cfg.millis("pythonInterval", 20))));
     this.dir = dir;
@@ -69,13 +72,14 @@ final class PythonSampler {
   /**
    * Starts looking for Python workers when {@code python} is on, to sample them with py-spy
    * ({@code pySpy}, else on the PATH). When the node has no py-spy, the first worker found makes it say so once,
-   * and the sampler ends. Finished windows go to ship with their deadline.
+   * and the sampler ends. Finished windows go to ship with their deadline. The worker that serves each task is
+   * noted on its run in tasks.
    */
-  static PythonSampler start(Config cfg, Path dir, BiConsumer<Profiler.Window, Long> ship) {
+  static PythonSampler start(Config cfg, Path dir, TaskWindows tasks, BiConsumer<Profiler.Window, Long> ship) {
     if (!cfg.bool("python")) {
       return null;
     }
-    PythonSampler s = new PythonSampler(findPySpy(cfg.get("pySpy"), System.getenv("PATH")), cfg, dir, ship);
+    PythonSampler s = new PythonSampler(findPySpy(cfg.get("pySpy"), System.getenv("PATH")), cfg, dir, tasks, ship);
     s.thread.start();
     if (s.pySpy != null) {
       Log.info("sampling the Python workers with " + s.pySpy + " at " + s.rate + " Hz");
@@ -124,6 +128,7 @@ final class PythonSampler {
       long nextScan = 0;
       while (!stopping) {
         shipEnded(false);
+        workerTasks.resolve(recordings.keySet(), tasks::pythonWorker);
         long now = System.currentTimeMillis();
         if (now >= nextScan) {
           for (long pid : workerPids()) {

@@ -2,6 +2,7 @@ package dev.sparkprof.agent;
 
 import java.lang.reflect.Method;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -23,6 +24,8 @@ final class TaskWindows {
     final long taskId, startMs;
     volatile long endMs;
     volatile String status = "RUNNING";
+    /** The pids of the Python workers that served the task; only the Python sampler's thread writes it. */
+    volatile long[] pythonPids = new long[0];
 
     Task(long threadId, String threadName, int stageId, int stageAttempt, int partition, long taskId, long startMs) {
       this.threadId = threadId;
@@ -34,12 +37,29 @@ final class TaskWindows {
       this.startMs = startMs;
     }
 
+    void addPythonPid(long pid) {
+      long[] pids = pythonPids;
+      for (long p : pids) {
+        if (p == pid) {
+          return;
+        }
+      }
+      long[] more = Arrays.copyOf(pids, pids.length + 1);
+      more[pids.length] = pid;
+      pythonPids = more;
+    }
+
     String json() {
+      long[] pids = pythonPids;
+      StringBuilder python = new StringBuilder();
+      for (int i = 0; i < pids.length; i++) {
+        python.append(i == 0 ? ",\"pythonPids\":[" : ",").append(pids[i]).append(i == pids.length - 1 ? "]" : "");
+      }
       return String.format(
           "{\"threadId\":%d,\"threadName\":%s,\"stageId\":%d,\"stageAttempt\":%d,\"partition\":%d,"
-              + "\"taskId\":%d,\"startMs\":%d,\"endMs\":%d,\"status\":\"%s\"}",
+              + "\"taskId\":%d,\"startMs\":%d,\"endMs\":%d,\"status\":\"%s\"%s}",
           threadId, Json.quote(threadName), stageId, stageAttempt, partition, taskId,
-          startMs, endMs, status);
+          startMs, endMs, status, python);
     }
   }
 
@@ -142,6 +162,25 @@ final class TaskWindows {
       }
     }
     return lines.isEmpty() ? null : String.join("\n", lines) + "\n";
+  }
+
+  /**
+   * Notes that the Python worker pid serves task taskId, running or among the recent ones. Only the Python
+   * sampler's thread calls it.
+   */
+  void pythonWorker(long taskId, long pid) {
+    for (Task t : running.values()) {
+      if (t.taskId == taskId) {
+        t.addPythonPid(pid);
+        return;
+      }
+    }
+    for (Task t : recent) {
+      if (t.taskId == taskId) {
+        t.addPythonPid(pid);
+        return;
+      }
+    }
   }
 
   private static Object taskContext() {

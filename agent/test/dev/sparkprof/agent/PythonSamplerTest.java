@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.net.Socket;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -21,6 +22,7 @@ final class PythonSamplerTest {
   static void run() throws Exception {
     AgentUnitTest.inTempDir("sparkprof-python", PythonSamplerTest::findPySpy);
     daemon();
+    workerOfConnection();
     AgentUnitTest.inTempDir("sparkprof-python", PythonSamplerTest::noPySpy);
   }
 
@@ -58,7 +60,7 @@ final class PythonSamplerTest {
     Config cfg = new Config();
     cfg.put("python", "true");
     cfg.put("pySpy", dir.resolve("none").toString());
-    PythonSampler s = PythonSampler.start(cfg, dir, (w, deadline) -> { });
+    PythonSampler s = PythonSampler.start(cfg, dir, new TaskWindows(), (w, deadline) -> { });
     check("a sampler started", s != null, true);
     check("nothing said before a worker", Log.said("this executor runs Python workers"), false);
     Process p = startDaemon();
@@ -69,6 +71,42 @@ final class PythonSamplerTest {
     } finally {
       stop(p);
     }
+  }
+
+  /**
+   * As Spark's daemon does, a process accepts the JVM's connection and forks a worker that holds it: the worker,
+   * not the daemon, is found by the port of the JVM's end.
+   */
+  static void workerOfConnection() throws Exception {
+    Process p = new ProcessBuilder("python3", "-c", String.join("\n",
+        "import os, socket, sys, time",
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()",
+        "print(s.getsockname()[1], flush=True)",
+        "c, _ = s.accept()",
+        "if os.fork() == 0:",
+        "    print(os.getpid(), flush=True); time.sleep(60); sys.exit()",
+        "c.close(); time.sleep(60)")).redirectErrorStream(true).start();
+    try (BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+        Socket jvmEnd = new Socket("127.0.0.1", Integer.parseInt(out.readLine().trim()))) {
+      long worker = Long.parseLong(out.readLine().trim());
+      int port = jvmEnd.getLocalPort();
+      check("the worker holding the connection", PythonWorkerTasks.workersByPeerPort(List.of(worker)).get(port), worker);
+      check("the daemon, which closed it", PythonWorkerTasks.workersByPeerPort(List.of(p.pid())).get(port), null);
+    } finally {
+      stop(p);
+    }
+    // The worker noted on a task's run, running or ended, once.
+    TaskWindows tasks = new TaskWindows();
+    org.apache.spark.TaskContext.set(new org.apache.spark.TaskContext(1, 0, 3, 42));
+    tasks.start();
+    tasks.pythonWorker(42, 1234);
+    tasks.pythonWorker(42, 1234);
+    tasks.pythonWorker(7, 99);
+    check("a running task's worker", tasks.between(0, Long.MAX_VALUE).contains("\"pythonPids\":[1234]}"), true);
+    tasks.end("SUCCESS");
+    tasks.pythonWorker(42, 5678);
+    check("an ended task's second worker", tasks.between(0, Long.MAX_VALUE).contains("\"pythonPids\":[1234,5678]}"), true);
+    org.apache.spark.TaskContext.set(null);
   }
 
   /** Starts a process named as Spark starts the daemon, which forks a child that prints its pid. */

@@ -122,15 +122,12 @@ type processRuns struct {
 // workerRuns returns, by thread, the runs each thread's process may have
 // served: all when its process is not known.
 func workerRuns(p *profile.Profile, runs []TaskRun) func(profile.ThreadID) processRuns {
-	byPid := map[int64]processRuns{}
+	byThread := map[profile.ThreadID]processRuns{}
 	return func(t profile.ThreadID) processRuns {
-		pid, known := chrometrace.Process(p.Threads[t])
-		if !known {
-			pid = -1 // not a process: every run may be its thread's
-		}
-		if pr, ok := byPid[pid]; ok {
+		if pr, ok := byThread[t]; ok {
 			return pr
 		}
+		pid, known := chrometrace.Process(p.Threads[t])
 		var pr processRuns
 		for _, r := range runs {
 			switch {
@@ -141,7 +138,7 @@ func workerRuns(p *profile.Profile, runs []TaskRun) func(profile.ThreadID) proce
 				pr.runs = append(pr.runs, r)
 			}
 		}
-		byPid[pid] = pr
+		byThread[t] = pr
 		return pr
 	}
 }

@@ -233,8 +233,9 @@ func Process(t profile.Thread) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	pid, err := strconv.ParseInt(strings.SplitN(rest, " ", 2)[0], 10, 64)
-	return pid, err == nil
+	pid, _, _ := strings.Cut(rest, " ")
+	n, err := strconv.ParseInt(pid, 10, 64)
+	return n, err == nil
 }
 
 // frame is the profile frame of a B or E event: a Python frame named

@@ -35,6 +35,8 @@ final class PythonWorkerTasks {
 
   /** The worker process of each JVM end found so far: Spark reuses a worker, and its end, for many tasks. */
   private final Map<Object, Long> pids = new WeakHashMap<>();
+  /** The workers each JVM end not found was looked for among: it is looked for again only among others. */
+  private final Map<Object, Set<Long>> missed = new WeakHashMap<>();
   /** The (task, pid) pairs reported, of those Spark still lists. */
   private Set<List<Long>> reported = new HashSet<>();
 
@@ -54,7 +56,7 @@ final class PythonWorkerTasks {
         long task = ((Number) second.invoke(pair)).longValue();
         Long pid = pids.get(worker);
         if (pid == null) {
-          int port = localPort(worker);
+          int port = workers.equals(missed.get(worker)) ? 0 : localPort(worker);
           if (port <= 0) {
             continue;
           }
@@ -63,6 +65,7 @@ final class PythonWorkerTasks {
           }
           pid = byPort.get(port);
           if (pid == null) {
+            missed.put(worker, Set.copyOf(workers));
             continue;
           }
           pids.put(worker, pid);

@@ -8,6 +8,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Collectors;
 
 /**
  * Exact task start and end per thread, from the executor plugin's task hooks, shipped with each upload so
@@ -51,10 +52,8 @@ final class TaskWindows {
 
     String json() {
       long[] pids = pythonPids;
-      StringBuilder python = new StringBuilder();
-      for (int i = 0; i < pids.length; i++) {
-        python.append(i == 0 ? ",\"pythonPids\":[" : ",").append(pids[i]).append(i == pids.length - 1 ? "]" : "");
-      }
+      String python = pids.length == 0 ? ""
+          : Arrays.stream(pids).mapToObj(Long::toString).collect(Collectors.joining(",", ",\"pythonPids\":[", "]"));
       return String.format(
           "{\"threadId\":%d,\"threadName\":%s,\"stageId\":%d,\"stageAttempt\":%d,\"partition\":%d,"
               + "\"taskId\":%d,\"startMs\":%d,\"endMs\":%d,\"status\":\"%s\"%s}",

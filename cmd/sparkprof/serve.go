@@ -112,7 +112,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:4040", "address to listen on")
 	fs.StringVar(&f.data, "data", defaultDataDir(), "directory of the embedded store")
 	fs.StringVar(&f.retention, "retention", "30d", "drop data older than this (e.g. 72h, 30d; 0 keeps all)")
-	fs.Int64Var(&f.cacheMB, "block-cache-mb", 512, "memory (MiB, estimated) that keeps compacted blocks read from disk for later queries: a quarter their parts, three quarters their flame graphs and time series summed (default: an eighth of the memory limit, at most 512)")
+	fs.Int64Var(&f.cacheMB, "block-cache-mb", 512, "memory (MiB, estimated) that keeps compacted blocks read from disk for later queries: a quarter for their parts, three quarters for their flame graphs and time series summed (default: an eighth of the memory limit, at most 512)")
 	fs.DurationVar(&f.blockSpan, "block-span", 10*time.Minute, "time span of a compacted block, read in ten time slices by a range that cuts it: shorter ones keep the head smaller for more disk (5m: about a fifth more)")
 	fs.StringVar(&f.storage, "storage", "", "object storage to keep the data in, shared by every node (s3://bucket/prefix?region=R&endpoint=URL&s3ForcePathStyle=true, gs://bucket/prefix, azblob://container/prefix, file:///dir); --data then holds only the node's write-ahead log (default: the embedded store in --data)")
 	fs.DurationVar(&f.flushInterval, "flush-interval", 10*time.Second, "with --storage: how often the node ships what it took to the bucket and lists the bucket anew")

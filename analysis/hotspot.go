@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sparkprof/sparkprof/internal/english"
@@ -23,15 +24,26 @@ type Hotspot struct {
 	Python bool `json:"python,omitempty"`
 }
 
+// runtimePrefixes are the packages of the JDK and of Scala's library,
+// which apps and libraries alike call.
+var runtimePrefixes = []string{"java.", "javax.", "jdk.", "sun.", "com.sun.", "scala."}
+
 // libraryPrefixes are the packages whose frames are not an application's
-// own code.
-var libraryPrefixes = []string{
-	"java.", "javax.", "jdk.", "sun.", "com.sun.", "scala.", "org.apache.spark.", "io.netty.", "org.apache.hadoop.",
-	"org.apache.parquet.", "com.google.", "org.slf4j.", "org.apache.log4j.",
-}
+// own code: the runtime's, Spark's and the libraries Spark ships.
+var libraryPrefixes = append(slices.Clone(runtimePrefixes),
+	"org.apache.spark.", "io.netty.", "org.apache.hadoop.", "org.apache.parquet.", "com.google.", "org.slf4j.", "org.apache.log4j.")
 
 func isLibrary(name string) bool {
-	for _, p := range libraryPrefixes {
+	return hasPrefix(name, libraryPrefixes)
+}
+
+// isRuntime reports whether frame name is the JDK's or Scala's.
+func isRuntime(name string) bool {
+	return hasPrefix(name, runtimePrefixes)
+}
+
+func hasPrefix(name string, prefixes []string) bool {
+	for _, p := range prefixes {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

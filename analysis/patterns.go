@@ -24,13 +24,15 @@ const (
 
 // A pattern is a costly way of writing code that a profile's stacks show:
 // a sample is the pattern's when a frame of its stack matches frames (and,
-// when set, its leaf matches leaf), and no frame matches not.
+// when set, its leaf matches leaf), no frame matches not, and, when notBy
+// is set, the code that called the matching frame does not match notBy.
 type pattern struct {
 	id, title  string
 	view       view
 	frames     *regexp.Regexp
 	leaf       *regexp.Regexp
 	not        *regexp.Regexp
+	notBy      *regexp.Regexp // of the caller: the nearest frame below that is not the JDK's or Scala's
 	suggestion string
 }
 
@@ -60,7 +62,13 @@ var patterns = []pattern{
 		not:        regexp.MustCompile(`^java\.io\.Object(Output|Input)Stream\.`),
 		suggestion: "look up methods, fields and classes once, outside the per-record code (or use a MethodHandle); better, call the code directly"},
 	{id: "boxing", title: "boxing of primitive values", view: viewAlloc,
-		frames:     regexp.MustCompile(`^(java\.lang\.(Integer|Long|Double|Float|Short|Byte|Character|Boolean)\.valueOf|scala\.runtime\.BoxesRunTime\.(boxTo|unboxTo))`),
+		frames: regexp.MustCompile(`^(java\.lang\.(Integer|Long|Double|Float|Short|Byte|Character|Boolean)\.valueOf|scala\.runtime\.BoxesRunTime\.(boxTo|unboxTo))`),
+		// Spark's own record plumbing boxes what it moves (coalesce numbers
+		// each record; PySpark pickles each value, with Pyrolite): no change
+		// to the app's code removes that. Boxing in the code that evaluates
+		// the app's functions (UDFs, typed Dataset operations, the code
+		// Spark generates for a query) counts.
+		notBy:      regexp.MustCompile(`^(org\.apache\.spark\.(rdd|api|util|shuffle|storage|scheduler|executor|serializer|sql\.execution\.python)\.|net\.razorvine\.)`),
 		suggestion: "a UDF or collection of boxed numbers allocates an object per value: use primitive arrays or Spark's built-in functions (typed UDFs on Datasets box every value)"},
 	{id: "compression", title: "compression and decompression", view: viewCPU,
 		frames:     regexp.MustCompile(`^(org\.xerial\.snappy\.|com\.github\.luben\.zstd\.|net\.jpountz\.lz4\.|io\.airlift\.compress\.|java\.util\.zip\.(Deflater|Inflater|GZIP|CRC32)|org\.apache\.hadoop\.io\.compress\.|com\.ning\.compress\.|org\.apache\.commons\.compress\.)`),

@@ -291,3 +291,52 @@ func TestPatternsSparkSerialization(t *testing.T) {
 		})
 	}
 }
+
+// TestPatternsBoxingCaller: boxing is recommended on when the app's code,
+// or the code that evaluates its functions, boxes, and not when Spark's
+// record plumbing does (stacks seen in real Spark 3.5's planted jobs).
+func TestPatternsBoxingCaller(t *testing.T) {
+	const task = "java.lang.Thread.run;java.util.concurrent.ThreadPoolExecutor$Worker.run;org.apache.spark.executor.Executor$TaskRunner.run;"
+	tests := []struct {
+		name  string
+		stack string
+		want  []string
+	}{
+		{"coalesce numbering each record (PySpark's repartition)",
+			task + "org.apache.spark.rdd.RDD.$anonfun$coalesce$4;scala.runtime.BoxesRunTime.boxToInteger;java.lang.Integer.valueOf",
+			nil},
+		{"a Python UDF's results converted",
+			task + "org.apache.spark.sql.execution.python.EvaluatePython$$anonfun$$nestedInanonfun$makeFromJava$5$1.applyOrElse;scala.runtime.BoxesRunTime.boxToLong",
+			nil},
+		{"Pyrolite unpickling",
+			task + "org.apache.spark.api.python.SerDeUtil$.pythonToJava;net.razorvine.pickle.Unpickler.load_binint2;java.lang.Integer.valueOf",
+			nil},
+		{"the app's lambda",
+			task + "org.apache.spark.rdd.RDD.$anonfun$map$1;dev.example.Job.lambda$main$0;java.lang.Integer.valueOf",
+			[]string{"boxing"}},
+		{"the app's code through Scala's collections",
+			task + "dev.example.Job.sum;scala.collection.immutable.List.map;scala.runtime.BoxesRunTime.boxToInteger;java.lang.Integer.valueOf",
+			[]string{"boxing"}},
+		{"the code Spark generates for a query",
+			task + "org.apache.spark.sql.catalyst.expressions.GeneratedClass$GeneratedIteratorForCodegenStage1.processNext;java.lang.Integer.valueOf",
+			[]string{"boxing"}},
+		{"a typed UDF's arguments",
+			task + "org.apache.spark.sql.catalyst.expressions.ScalaUDF.eval;scala.runtime.BoxesRunTime.boxToInteger",
+			[]string{"boxing"}},
+		{"boxing with no caller but the runtime's",
+			"java.lang.Thread.run;scala.runtime.BoxesRunTime.boxToInteger",
+			[]string{"boxing"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			folded := "# type=alloc_objects unit=count\n" + tt.stack + " 100\n" + task + "dev.example.Job.compute;java.util.Arrays.copyOf 100\n"
+			p, err := foldedformat.Decode([]byte(folded), "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := patternIDs(Recommend(profilesOnly(p), DefaultThresholds)); !slices.Equal(got, tt.want) {
+				t.Errorf("recommendations %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

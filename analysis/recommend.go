@@ -113,19 +113,32 @@ type profileMasks struct {
 	p          *profile.Profile
 	match, not []uint64 // by frame
 	leafOK     []uint64 // by frame: the patterns whose leaf condition it meets
+	notBy      []uint64 // by frame: the patterns whose match it drops when it is the caller
+	passed     []bool   // by frame: the JDK's or Scala's, which is no pattern's caller
+	byCaller   uint64   // the patterns that judge their matches' callers
 	stack      []uint64 // by stack: match &^ not over its frames; 0 until computed
 	done       []bool
 }
 
 func newMasks(p *profile.Profile) *profileMasks {
-	m := &profileMasks{p: p, match: make([]uint64, len(p.Frames)), not: make([]uint64, len(p.Frames)), leafOK: make([]uint64, len(p.Frames)),
-		stack: make([]uint64, p.NumStacks()), done: make([]bool, p.NumStacks())}
+	n := len(p.Frames)
+	m := &profileMasks{p: p, match: make([]uint64, n), not: make([]uint64, n), leafOK: make([]uint64, n),
+		notBy: make([]uint64, n), passed: make([]bool, n), stack: make([]uint64, p.NumStacks()), done: make([]bool, p.NumStacks())}
+	for i, pt := range patterns {
+		if pt.notBy != nil {
+			m.byCaller |= 1 << i
+		}
+	}
 	for f, fr := range p.Frames {
 		if strings.HasSuffix(fr.Name, ".<clinit>") {
 			m.not[f] = ^uint64(0) // a class's initialiser runs once a JVM, not once a record
 		}
+		m.passed[f] = isRuntime(fr.Name)
 		for i, pt := range patterns {
 			bit := uint64(1) << i
+			if pt.notBy != nil && pt.notBy.MatchString(fr.Name) {
+				m.notBy[f] |= bit
+			}
 			if pt.frames.MatchString(fr.Name) {
 				m.match[f] |= bit
 			}
@@ -148,12 +161,20 @@ func (m *profileMasks) of(s profile.StackID) uint64 {
 	if m.done[s] {
 		return m.stack[s]
 	}
-	var match, not uint64
+	// pending are the matches of patterns that judge their caller, until
+	// the walk to the root meets it.
+	var match, not, pending uint64
 	for x := s; x != profile.NoStack; x = m.p.Parent(x) {
 		f := m.p.Leaf(x)
-		match |= m.match[f]
+		if pending != 0 && !m.passed[f] {
+			match |= pending &^ m.notBy[f]
+			pending = 0
+		}
+		match |= m.match[f] &^ m.byCaller
+		pending |= m.match[f] & m.byCaller
 		not |= m.not[f]
 	}
+	match |= pending
 	m.stack[s], m.done[s] = (match&^not)&m.leafOK[m.p.Leaf(s)], true
 	return m.stack[s]
 }

@@ -260,9 +260,8 @@ func (p *Pipeline) decodeIn(res *reservation, in Profile, arrived time.Time) (*s
 // sender should retry. arrived is when the upload came, for the ingest
 // latency metric.
 func (p *Pipeline) Store(tenant string, u *store.Upload, arrived time.Time) (duplicate bool, err error) {
-	if b, ok := p.cfg.Store.(backlogged); ok && b.Backlogged() {
-		return false, &errkind.Error{Kind: errkind.Unavailable, RetryAfter: backlogRetry,
-			Err: errors.New("the server's store is behind: its uploads not yet compacted hold twice their memory, or with a bucket (serve --storage) those not yet shipped hold theirs (serve --head-mb); retry later")}
+	if err := p.behind(); err != nil {
+		return false, err
 	}
 	err = p.cfg.Store.Append(tenant, u)
 	if errors.Is(err, store.ErrDuplicate) {
@@ -345,6 +344,17 @@ type backlogged interface{ Backlogged() bool }
 // backlogRetry is how long a sender refused for a store behind is told to
 // wait: a compaction takes seconds.
 const backlogRetry = 10 * time.Second
+
+// behind returns the errkind.Unavailable error of a store that is behind,
+// else nil. Uploads ask before their bodies are read and decoded, so that
+// a server behind spends no CPU on what it will refuse; Store asks again.
+func (p *Pipeline) behind() error {
+	if b, ok := p.cfg.Store.(backlogged); ok && b.Backlogged() {
+		return &errkind.Error{Kind: errkind.Unavailable, RetryAfter: backlogRetry,
+			Err: errors.New("the server's store is behind: its uploads not yet compacted hold twice their memory, or with a bucket (serve --storage) those not yet shipped hold theirs (serve --head-mb); retry later")}
+	}
+	return nil
+}
 
 // keyIndex is a store that can tell whether an upload key was stored, so
 // that a retry is answered before its body is read or decoded: a client

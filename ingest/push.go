@@ -33,6 +33,10 @@ func (p *Pipeline) Push(ctx context.Context, tenant string, who Sender, req *pus
 		p.senders.Failed(who, err.Error())
 		return err
 	}
+	if err := p.behind(); err != nil {
+		p.senders.Failed(who, err.Error())
+		return err
+	}
 	// The push's body is read already: its turn bounds the decoding.
 	release, err := p.Turn(ctx)
 	if err != nil {

@@ -46,8 +46,8 @@ type Protocol interface {
 // Upload takes one upload in the order every upload is taken: what its
 // request says (Protocol.Check), its tenant's rate (Allow), its key, a
 // retry of an upload stored under it answered before the body is read,
-// the body (ReadBody), a turn (Turn), and the profile decoded and stored
-// (Ingest). The sender is counted in the agents list as the upload ends:
+// a store behind refused before it too, the body (ReadBody), a turn
+// (Turn), and the profile decoded and stored (Ingest). The sender is counted in the agents list as the upload ends:
 // stored, retried or failed. Errors are typed (errkind).
 func (p *Pipeline) Upload(ctx context.Context, r Request) (Stored, error) {
 	who := r.Protocol.Sender(r.Tenant, r.Remote)
@@ -95,8 +95,11 @@ func (p *Pipeline) upload(ctx context.Context, r Request, arrived time.Time) (st
 // receive reads r's body, then takes a turn, and calls fn with the body
 // in its turn: the body first, so that a sender that sends slowly holds
 // memory it sent, not a turn others wait for. The body is freed when fn
-// returns.
+// returns. A store behind refuses before the body is read.
 func (p *Pipeline) receive(ctx context.Context, r Request, fn func(*Body) error) error {
+	if err := p.behind(); err != nil {
+		return err
+	}
 	body, err := p.ReadBody(r.Body, r.Size, r.MaxBytes)
 	if err != nil {
 		return err

@@ -246,7 +246,8 @@ func sampledUDF(f Finding, py *PythonTime) (*PythonUDFEvidence, bool) {
 		return nil, false
 	}
 	sampled := *ev
-	sampled.PythonMs, sampled.Estimated, sampled.Sampled = py.Stages[j].ServingMs-py.Stages[j].SetupMs, false, true
+	st := py.Stages[j]
+	sampled.PythonMs, sampled.Estimated, sampled.Sampled = st.ServingMs-st.SetupMs-st.ImportCachesMs, false, true
 	sampled.Share = round2(share(sampled.PythonMs, sampled.TaskMs))
 	return &sampled, true
 }

@@ -44,6 +44,11 @@ type StagePython struct {
 	// first record: reading its Python functions, unpickling them with
 	// what they capture, and the imports that brings.
 	SetupMs int64 `json:"setupMs"`
+	// ImportCachesMs is the part of ServingMs in PySpark's worker clearing
+	// Python's import caches before each task (importlib.invalidate_caches,
+	// which re-reads the directories of pyspark.zip and the job's
+	// archives): PySpark's own cost, which no change to the job removes.
+	ImportCachesMs int64 `json:"importCachesMs"`
 	// Functions are the Python functions where the workers spent most of
 	// that time (their self time, "file.py:function"), at most three.
 	Functions []PythonFunction `json:"functions"`
@@ -60,7 +65,7 @@ type PythonFunction struct {
 // a worker's.
 func Python(profiles []*profile.Profile, app *spark.App) *PythonTime {
 	serving := map[int]int64{} // by stage; -1: no stage
-	serialization, setup := map[int]int64{}, map[int]int64{}
+	serialization, setup, importCaches := map[int]int64{}, map[int]int64{}, map[int]int64{}
 	self := map[int]map[string]int64{}
 	var waiting int64
 	for _, p := range profiles {
@@ -92,6 +97,8 @@ func Python(profiles []*profile.Profile, app *spark.App) *PythonTime {
 			switch {
 			case k.setup:
 				setup[stage] += s.Value
+			case k.importCaches:
+				importCaches[stage] += s.Value
 			case isSerialization(k.leaf):
 				serialization[stage] += s.Value
 			}
@@ -115,7 +122,7 @@ func Python(profiles []*profile.Profile, app *spark.App) *PythonTime {
 			continue
 		}
 		sp := StagePython{StageID: stage, ServingMs: ns / msNs, TaskMs: taskMs[stage], Functions: topFunctions(self[stage], 3),
-			SerializationMs: serialization[stage] / msNs, SetupMs: setup[stage] / msNs}
+			SerializationMs: serialization[stage] / msNs, SetupMs: setup[stage] / msNs, ImportCachesMs: importCaches[stage] / msNs}
 		sp.Share = round2(share(sp.ServingMs, sp.TaskMs))
 		out.Stages = append(out.Stages, sp)
 	}
@@ -130,11 +137,11 @@ func Python(profiles []*profile.Profile, app *spark.App) *PythonTime {
 }
 
 // workerStack is what a stack says of a Python worker: whether it is a
-// worker's, waiting for a task or setting one up, and its innermost Python
-// function.
+// worker's, waiting for a task, setting one up or clearing the import
+// caches before one, and its innermost Python function.
 type workerStack struct {
-	worker, waiting, setup bool
-	leaf                   string
+	worker, waiting, setup, importCaches bool
+	leaf                                 string
 }
 
 // classifyWorkerStack reads a stack (root first).
@@ -146,6 +153,9 @@ func classifyWorkerStack(p *profile.Profile, stack []profile.FrameID) workerStac
 		}
 		if k.worker && isTaskSetup(p.Frames[f]) {
 			k.setup = true
+		}
+		if k.worker && isImportCaches(p.Frames[f]) {
+			k.importCaches = true
 		}
 		if p.Frames[f].Kind == profile.KindPython {
 			k.leaf = p.Frames[f].Name
@@ -164,6 +174,18 @@ func isTaskSetup(f profile.Frame) bool {
 		return false
 	}
 	return strings.HasSuffix(f.Name, ":read_udfs") || strings.HasSuffix(f.Name, ":read_command")
+}
+
+// isImportCaches reports whether a frame is Python clearing its import
+// caches (importlib.invalidate_caches and the finders' and zipimport's
+// methods it calls), which PySpark's worker does before each task.
+func isImportCaches(f profile.Frame) bool {
+	if f.Kind != profile.KindPython {
+		return false
+	}
+	file, fn, _ := strings.Cut(f.Name, ":")
+	return strings.HasSuffix(fn, "invalidate_caches") &&
+		(file == "__init__.py" || strings.HasPrefix(file, "<frozen importlib.") || file == "<frozen zipimport>")
 }
 
 // isSerialization reports whether a Python function (py-spy's

@@ -27,6 +27,8 @@ func TestPython(t *testing.T) {
 	readInt := py("pyspark/serializers.py", "serializers.py:read_int")
 	readUDFs := py("pyspark/worker.py", "worker.py:read_udfs")
 	loads := py("pyspark/serializers.py", "pyspark/serializers.py:loads")
+	invalidate := py("__init__.py", "__init__.py:invalidate_caches")
+	readDirectory := py("<frozen zipimport>", "<frozen zipimport>:_read_directory")
 	jvm := p.AddFrame(profile.Frame{Name: "java.lang.Thread.run", Kind: profile.KindJava})
 	stage := func(id string) profile.LabelSetID {
 		if id == "" {
@@ -40,6 +42,7 @@ func TestPython(t *testing.T) {
 	add(800, stage("3"), main, process, slow)
 	add(100, stage("3"), main, process, dumps)
 	add(200, stage("3"), main, readUDFs, loads)
+	add(50, stage("3"), main, invalidate, readDirectory)
 	add(50, stage(""), main, process, slow)
 	add(300, stage(""), main, readInt)
 	add(500, stage("3"), jvm)
@@ -48,8 +51,8 @@ func TestPython(t *testing.T) {
 		{StageID: 3, Metrics: spark.TaskMetrics{RunTimeMs: 800}},
 		{StageID: 4, Metrics: spark.TaskMetrics{RunTimeMs: 200}},
 	}}
-	want := &PythonTime{ServingMs: 1150, WaitingMs: 300, TaskMs: 2000, Share: 0.57, Stages: []StagePython{{
-		StageID: 3, ServingMs: 1100, TaskMs: 1800, Share: 0.61, SerializationMs: 100, SetupMs: 200,
+	want := &PythonTime{ServingMs: 1200, WaitingMs: 300, TaskMs: 2000, Share: 0.6, Stages: []StagePython{{
+		StageID: 3, ServingMs: 1150, TaskMs: 1800, Share: 0.64, SerializationMs: 100, SetupMs: 200, ImportCachesMs: 50,
 		Functions: []PythonFunction{{"planted.py:slow_parse", 800}, {"pyspark/serializers.py:loads", 200}, {"pyspark/serializers.py:dump_stream", 100}},
 	}}}
 	if got := Python([]*profile.Profile{p}, app); !reflect.DeepEqual(got, want) {
@@ -155,14 +158,16 @@ func TestWithPythonSampledUDF(t *testing.T) {
 		return pythonFinding(stage, &PythonUDFEvidence{Operator: "BatchEvalPython", UDFs: []string{"slow_parse"}, PythonMs: 10_000,
 			Estimated: estimated, TaskMs: 11_000, Share: 0.91})
 	}
-	findings := []Finding{udf(3, true), udf(6, false), udf(8, true)}
+	findings := []Finding{udf(3, true), udf(6, false), udf(8, true), udf(11, true)}
+	// Stage 11 as in real Spark 3.5: its tasks' UDF is cheap, and most of
+	// what is not setting up is PySpark clearing the import caches.
 	py := &PythonTime{Stages: []StagePython{{StageID: 3, ServingMs: 7_600, SetupMs: 200}, {StageID: 6, ServingMs: 5_000},
-		{StageID: 8, ServingMs: 3_000, SetupMs: 2_000}}}
+		{StageID: 8, ServingMs: 3_000, SetupMs: 2_000}, {StageID: 11, ServingMs: 8_000, SetupMs: 3_000, ImportCachesMs: 2_400}}}
 	th := DefaultThresholds
 	th.PythonMinMs = 1000
 	got := WithPython(findings, py, nil, th)
 	if len(got) != 2 {
-		t.Fatalf("%d findings, want 2 (stage 8's Python is mostly setting up): %+v", len(got), got)
+		t.Fatalf("%d findings, want 2 (stage 8's Python is mostly setting up, stage 11's that and clearing import caches): %+v", len(got), got)
 	}
 	slices.SortFunc(got, func(a, b Finding) int { return *a.StageID - *b.StageID })
 	ev := got[0].Evidence.(*PythonUDFEvidence)

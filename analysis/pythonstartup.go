@@ -2,6 +2,8 @@ package analysis
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/sparkprof/sparkprof/internal/english"
@@ -55,7 +57,9 @@ func pythonStartupRule(a *appFacts, th Thresholds) []Finding {
 		})
 	}
 	var out []Finding
-	for stage, ms := range startup {
+	// By stage: findings of equal cost keep this order.
+	for _, stage := range slices.Sorted(maps.Keys(startup)) {
+		ms := startup[stage]
 		ev := &PythonStartupEvidence{StageRef: stageRef(a.App, stage), StartupMs: ms, WorkerReuse: reuse}
 		for _, t := range a.byStage[[2]int{stage, ev.StageAttempt}] {
 			ev.TaskMs += t.DurationMs()

@@ -230,3 +230,28 @@ func TestPythonStartupRule(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonStartupRuleOrder: two stages whose workers started alike get
+// their findings in the order of the stages, every time.
+func TestPythonStartupRuleOrder(t *testing.T) {
+	metric := func(name string, total int64, stage int) *spark.PlanMetric {
+		return &spark.PlanMetric{Name: name, Type: "timing", Known: true, Total: total, MaxAt: &spark.MaxAt{Stage: stage}}
+	}
+	a := &spark.App{Environment: &spark.Environment{Spark: [][2]string{{"spark.python.worker.reuse", "false"}}}}
+	for _, stage := range []int{5, 4} {
+		a.Stages = append(a.Stages, &spark.Stage{ID: stage})
+		a.SQL = append(a.SQL, &spark.SQLExecution{ID: int64(stage), Plan: &spark.PlanNode{Name: "BatchEvalPython", Detail: "BatchEvalPython [score(k#1)#2], [pythonUDF0#3]",
+			Metrics: []*spark.PlanMetric{metric(pyInitMetric, 4_000, stage), metric(pyExecMetric, 400, stage)}}})
+		for i := range 8 {
+			a.Tasks = append(a.Tasks, &spark.Task{StageID: stage, ID: int64(10*stage + i), Index: i, FinishMs: 600, Metrics: spark.TaskMetrics{RunTimeMs: 600}})
+		}
+	}
+	th := DefaultThresholds
+	th.PythonMinMs = 1000
+	for range 20 {
+		fs := find(Analyze(Input{App: a}, th), KindPythonStartup)
+		if len(fs) != 2 || *fs[0].StageID != 4 || *fs[1].StageID != 5 {
+			t.Fatalf("python-startup findings %+v, want stages 4 then 5", fs)
+		}
+	}
+}

@@ -252,76 +252,82 @@ func recordPattern(classes, mode string) (*profile.Profile, error) {
 // TestPatternsSparkSerialization: Java serialization of records is
 // recommended on, and Spark's own of tasks and RPC messages is not.
 func TestPatternsSparkSerialization(t *testing.T) {
-	const task = "java.lang.Thread.run;java.util.concurrent.ThreadPoolExecutor$Worker.run;org.apache.spark.executor.Executor$TaskRunner.run;"
 	tests := []struct {
 		name  string
 		stack string
 		want  []string
 	}{
 		{"records written to a shuffle",
-			task + "org.apache.spark.scheduler.ShuffleMapTask.runTask;org.apache.spark.util.collection.ExternalSorter.writePartitionedMapOutput;org.apache.spark.serializer.JavaSerializationStream.writeObject;java.io.ObjectOutputStream.writeObject;java.io.ObjectOutputStream.writeObject0",
+			taskStack + "org.apache.spark.scheduler.ShuffleMapTask.runTask;org.apache.spark.util.collection.ExternalSorter.writePartitionedMapOutput;org.apache.spark.serializer.JavaSerializationStream.writeObject;java.io.ObjectOutputStream.writeObject;java.io.ObjectOutputStream.writeObject0",
 			[]string{"java-serialization"}},
 		{"a task deserialised",
-			task + "org.apache.spark.serializer.JavaSerializerInstance.deserialize;org.apache.spark.serializer.JavaDeserializationStream.readObject;java.io.ObjectInputStream.readObject;java.io.ObjectInputStream.readObject0",
+			taskStack + "org.apache.spark.serializer.JavaSerializerInstance.deserialize;org.apache.spark.serializer.JavaDeserializationStream.readObject;java.io.ObjectInputStream.readObject;java.io.ObjectInputStream.readObject0",
 			nil},
 		{"a task's status sent to the driver",
-			task + "org.apache.spark.executor.CoarseGrainedExecutorBackend.statusUpdate;org.apache.spark.rpc.netty.NettyRpcEndpointRef.send;org.apache.spark.rpc.netty.NettyRpcEnv.send;org.apache.spark.rpc.netty.RequestMessage.serialize;org.apache.spark.serializer.JavaSerializationStream.writeObject;java.io.ObjectOutputStream.writeObject",
+			taskStack + "org.apache.spark.executor.CoarseGrainedExecutorBackend.statusUpdate;org.apache.spark.rpc.netty.NettyRpcEndpointRef.send;org.apache.spark.rpc.netty.NettyRpcEnv.send;org.apache.spark.rpc.netty.RequestMessage.serialize;org.apache.spark.serializer.JavaSerializationStream.writeObject;java.io.ObjectOutputStream.writeObject",
 			nil},
 		{"an RPC message read",
 			"java.lang.Thread.run;org.apache.spark.rpc.netty.NettyRpcEnv.deserialize;org.apache.spark.serializer.JavaDeserializationStream.readObject;java.io.ObjectInputStream.readObject",
 			nil},
 		// Seen in real Spark 4.3: Arrow's Schema parses JSON once a JVM.
 		{"JSON parsed in a class's initialiser",
-			task + "org.apache.arrow.vector.types.pojo.Schema.<clinit>;com.fasterxml.jackson.databind.ObjectMapper.readerFor;com.fasterxml.jackson.databind.ObjectReader.readValue",
+			taskStack + "org.apache.arrow.vector.types.pojo.Schema.<clinit>;com.fasterxml.jackson.databind.ObjectMapper.readerFor;com.fasterxml.jackson.databind.ObjectReader.readValue",
 			nil},
 		{"JSON parsed in a task",
-			task + "dev.example.Job.parse;com.fasterxml.jackson.databind.ObjectMapper.readValue;com.fasterxml.jackson.core.json.ReaderBasedJsonParser.nextToken",
+			taskStack + "dev.example.Job.parse;com.fasterxml.jackson.databind.ObjectMapper.readValue;com.fasterxml.jackson.core.json.ReaderBasedJsonParser.nextToken",
 			[]string{"json-parsing"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			folded := tt.stack + " 100\n" + task + "dev.example.Job.compute 100\n"
-			p, err := foldedformat.Decode([]byte(folded), "test")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := patternIDs(Recommend(profilesOnly(p), DefaultThresholds)); !slices.Equal(got, tt.want) {
+			if got := foldedPatterns(t, tt.stack+" 100\n"+taskStack+"dev.example.Job.compute 100\n"); !slices.Equal(got, tt.want) {
 				t.Errorf("recommendations %v, want %v", got, tt.want)
 			}
 		})
 	}
 }
 
+// taskStack begins the stacks of a Spark task thread.
+const taskStack = "java.lang.Thread.run;java.util.concurrent.ThreadPoolExecutor$Worker.run;org.apache.spark.executor.Executor$TaskRunner.run;"
+
+// foldedPatterns returns the patterns recommended on the folded stacks.
+func foldedPatterns(t *testing.T, folded string) []string {
+	t.Helper()
+	p, err := foldedformat.Decode([]byte(folded), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return patternIDs(Recommend(profilesOnly(p), DefaultThresholds))
+}
+
 // TestPatternsBoxingCaller: boxing is recommended on when the app's code,
 // or the code that evaluates its functions, boxes, and not when Spark's
 // record plumbing does (stacks seen in real Spark 3.5's planted jobs).
 func TestPatternsBoxingCaller(t *testing.T) {
-	const task = "java.lang.Thread.run;java.util.concurrent.ThreadPoolExecutor$Worker.run;org.apache.spark.executor.Executor$TaskRunner.run;"
 	tests := []struct {
 		name  string
 		stack string
 		want  []string
 	}{
 		{"coalesce numbering each record (PySpark's repartition)",
-			task + "org.apache.spark.rdd.RDD.$anonfun$coalesce$4;scala.runtime.BoxesRunTime.boxToInteger;java.lang.Integer.valueOf",
+			taskStack + "org.apache.spark.rdd.RDD.$anonfun$coalesce$4;scala.runtime.BoxesRunTime.boxToInteger;java.lang.Integer.valueOf",
 			nil},
 		{"a Python UDF's results converted",
-			task + "org.apache.spark.sql.execution.python.EvaluatePython$$anonfun$$nestedInanonfun$makeFromJava$5$1.applyOrElse;scala.runtime.BoxesRunTime.boxToLong",
+			taskStack + "org.apache.spark.sql.execution.python.EvaluatePython$$anonfun$$nestedInanonfun$makeFromJava$5$1.applyOrElse;scala.runtime.BoxesRunTime.boxToLong",
 			nil},
 		{"Pyrolite unpickling",
-			task + "org.apache.spark.api.python.SerDeUtil$.pythonToJava;net.razorvine.pickle.Unpickler.load_binint2;java.lang.Integer.valueOf",
+			taskStack + "org.apache.spark.api.python.SerDeUtil$.pythonToJava;net.razorvine.pickle.Unpickler.load_binint2;java.lang.Integer.valueOf",
 			nil},
 		{"the app's lambda",
-			task + "org.apache.spark.rdd.RDD.$anonfun$map$1;dev.example.Job.lambda$main$0;java.lang.Integer.valueOf",
+			taskStack + "org.apache.spark.rdd.RDD.$anonfun$map$1;dev.example.Job.lambda$main$0;java.lang.Integer.valueOf",
 			[]string{"boxing"}},
 		{"the app's code through Scala's collections",
-			task + "dev.example.Job.sum;scala.collection.immutable.List.map;scala.runtime.BoxesRunTime.boxToInteger;java.lang.Integer.valueOf",
+			taskStack + "dev.example.Job.sum;scala.collection.immutable.List.map;scala.runtime.BoxesRunTime.boxToInteger;java.lang.Integer.valueOf",
 			[]string{"boxing"}},
 		{"the code Spark generates for a query",
-			task + "org.apache.spark.sql.catalyst.expressions.GeneratedClass$GeneratedIteratorForCodegenStage1.processNext;java.lang.Integer.valueOf",
+			taskStack + "org.apache.spark.sql.catalyst.expressions.GeneratedClass$GeneratedIteratorForCodegenStage1.processNext;java.lang.Integer.valueOf",
 			[]string{"boxing"}},
 		{"a typed UDF's arguments",
-			task + "org.apache.spark.sql.catalyst.expressions.ScalaUDF.eval;scala.runtime.BoxesRunTime.boxToInteger",
+			taskStack + "org.apache.spark.sql.catalyst.expressions.ScalaUDF.eval;scala.runtime.BoxesRunTime.boxToInteger",
 			[]string{"boxing"}},
 		{"boxing with no caller but the runtime's",
 			"java.lang.Thread.run;scala.runtime.BoxesRunTime.boxToInteger",
@@ -329,12 +335,8 @@ func TestPatternsBoxingCaller(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			folded := "# type=alloc_objects unit=count\n" + tt.stack + " 100\n" + task + "dev.example.Job.compute;java.util.Arrays.copyOf 100\n"
-			p, err := foldedformat.Decode([]byte(folded), "test")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := patternIDs(Recommend(profilesOnly(p), DefaultThresholds)); !slices.Equal(got, tt.want) {
+			folded := "# type=alloc_objects unit=count\n" + tt.stack + " 100\n" + taskStack + "dev.example.Job.compute;java.util.Arrays.copyOf 100\n"
+			if got := foldedPatterns(t, folded); !slices.Equal(got, tt.want) {
 				t.Errorf("recommendations %v, want %v", got, tt.want)
 			}
 		})

@@ -114,7 +114,7 @@ type profileMasks struct {
 	match, not []uint64 // by frame
 	leafOK     []uint64 // by frame: the patterns whose leaf condition it meets
 	notBy      []uint64 // by frame: the patterns whose match it drops when it is the caller
-	passed     []bool   // by frame: the JDK's or Scala's, which is no pattern's caller
+	runtime    []bool   // by frame: the JDK's or Scala's, which no pattern takes for a caller
 	byCaller   uint64   // the patterns that judge their matches' callers
 	stack      []uint64 // by stack: match &^ not over its frames; 0 until computed
 	done       []bool
@@ -123,7 +123,7 @@ type profileMasks struct {
 func newMasks(p *profile.Profile) *profileMasks {
 	n := len(p.Frames)
 	m := &profileMasks{p: p, match: make([]uint64, n), not: make([]uint64, n), leafOK: make([]uint64, n),
-		notBy: make([]uint64, n), passed: make([]bool, n), stack: make([]uint64, p.NumStacks()), done: make([]bool, p.NumStacks())}
+		notBy: make([]uint64, n), runtime: make([]bool, n), stack: make([]uint64, p.NumStacks()), done: make([]bool, p.NumStacks())}
 	for i, pt := range patterns {
 		if pt.notBy != nil {
 			m.byCaller |= 1 << i
@@ -133,7 +133,7 @@ func newMasks(p *profile.Profile) *profileMasks {
 		if strings.HasSuffix(fr.Name, ".<clinit>") {
 			m.not[f] = ^uint64(0) // a class's initialiser runs once a JVM, not once a record
 		}
-		m.passed[f] = isRuntime(fr.Name)
+		m.runtime[f] = isRuntime(fr.Name)
 		for i, pt := range patterns {
 			bit := uint64(1) << i
 			if pt.notBy != nil && pt.notBy.MatchString(fr.Name) {
@@ -166,7 +166,7 @@ func (m *profileMasks) of(s profile.StackID) uint64 {
 	var match, not, pending uint64
 	for x := s; x != profile.NoStack; x = m.p.Parent(x) {
 		f := m.p.Leaf(x)
-		if pending != 0 && !m.passed[f] {
+		if pending != 0 && !m.runtime[f] {
 			match |= pending &^ m.notBy[f]
 			pending = 0
 		}

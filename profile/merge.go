@@ -43,11 +43,19 @@ type MergeOptions struct {
 
 // A Merger combines profiles into one. Each Add costs a hash per frame and
 // per stack of the added profile plus a lookup per sample; only stacks the
-// output does not have yet are interned node by node.
+// output does not have yet are interned node by node. The first Add of a
+// profile with no more samples than stacks (a flame graph's rollup) takes
+// its frames and stacks as they are instead: the merged profile may then
+// share that profile's tables, which must not change while it is in use.
 type Merger struct {
 	opts  MergeOptions
 	out   *Profile
 	first bool
+	// unindexed is set while the stacks the first Add took are not in
+	// stackByHash: the next Add puts them there.
+	unindexed bool
+	// kept holds the samples of the Add that takes its profile's stacks.
+	kept []Sample
 	// byTime finds the aggregated samples in out.Samples, a table per
 	// sample time: a compaction's samples come in runs of one time, whose
 	// table stays in the processor's cache, where one table of millions of
@@ -145,21 +153,12 @@ func (m *Merger) AddFunc(p *Profile, keep func(*Sample) bool) {
 	if m.opts.Aggregate && m.opts.WithinAdd {
 		m.addTable.reset(len(p.Samples))
 	}
-	m.frameHash = p.frameHashes(true, m.frameHash)
-	m.stackHash = p.stackHashes(m.frameHash, m.stackHash)
-	m.frameMap = resize(m.frameMap, len(p.Frames))
-	for i := range m.frameMap {
-		m.frameMap[i] = noFrame
-	}
-	m.stackMap = resize(m.stackMap, len(p.stacks))
-	if keep == nil || m.stackByHash.Len() == 0 {
-		// Room for every stack of p at once spares the table's doublings,
-		// a fifth of merging a profile of a million stacks into an empty
-		// merger. Without keep every stack with a sample is mapped; with
-		// it, a first profile's room is taken on trust, later ones grow
-		// as they need.
-		m.stackByHash.Grow(len(p.stacks))
-		out.stacks = grow(out.stacks, len(p.stacks))
+	samples, taken := p.Samples, false
+	if len(out.stacks) == 1 && len(p.Samples) <= len(p.stacks) {
+		samples, taken, keep = m.takeStacks(p, keep), true, nil
+		defer func() { m.kept = nil }()
+	} else {
+		m.startMap(p, keep != nil)
 	}
 	threadMap := make([]ThreadID, len(p.Threads))
 	if !m.opts.DropThreads {
@@ -190,12 +189,14 @@ func (m *Merger) AddFunc(p *Profile, keep func(*Sample) bool) {
 	}
 
 	s := new(Sample) // one allocation: keep's argument escapes
-	for i := range p.Samples {
-		*s = p.Samples[i]
+	for i := range samples {
+		*s = samples[i]
 		if keep != nil && !keep(s) {
 			continue
 		}
-		s.Stack = m.mapStack(p, s.Stack)
+		if !taken {
+			s.Stack = m.mapStack(p, s.Stack)
+		}
 		s.Type = typeMap[s.Type]
 		s.Thread = threadMap[s.Thread]
 		s.Labels = mapLabels(s.Labels)
@@ -217,6 +218,94 @@ func (m *Merger) AddFunc(p *Profile, keep func(*Sample) bool) {
 	} else if p.Source != "" && p.Source != out.Source {
 		out.Source = "merged profiles"
 	}
+}
+
+// startMap readies the mapping of p's stacks to the output's (mapStack).
+func (m *Merger) startMap(p *Profile, filtered bool) {
+	if m.unindexed {
+		m.indexOutput()
+	}
+	m.frameHash = p.frameHashes(true, m.frameHash)
+	m.stackHash = p.stackHashes(m.frameHash, m.stackHash)
+	m.frameMap = resize(m.frameMap, len(p.Frames))
+	for i := range m.frameMap {
+		m.frameMap[i] = noFrame
+	}
+	m.stackMap = resize(m.stackMap, len(p.stacks))
+	if !filtered || m.stackByHash.Len() == 0 {
+		// Room for every stack of p at once spares the table's doublings,
+		// a fifth of merging a profile of a million stacks into an empty
+		// merger. Without a filter every stack with a sample is mapped;
+		// with one, a first profile's room is taken on trust, later ones
+		// grow as they need.
+		m.stackByHash.Grow(len(p.stacks))
+		m.out.stacks = grow(m.out.stacks, len(p.stacks))
+	}
+}
+
+// takeStacks makes p's stacks the output's, which has none yet, and
+// returns the samples of p that keep accepts, on the output's stacks: all
+// of p's frames and stacks, shared, when keep accepts every sample, else
+// copies of those the kept samples are on, in the order of p's (a caller's
+// id is below its callees'). No frame or stack is hashed or looked up.
+func (m *Merger) takeStacks(p *Profile, keep func(*Sample) bool) []Sample {
+	m.kept = slices.Grow(m.kept[:0], len(p.Samples))
+	s := new(Sample) // one allocation: keep's argument escapes
+	for i := range p.Samples {
+		*s = p.Samples[i]
+		if keep == nil || keep(s) {
+			m.kept = append(m.kept, *s)
+		}
+	}
+	out := m.out
+	out.frameIndex = nil // built if frames are ever added
+	m.unindexed = true
+	if len(m.kept) == len(p.Samples) {
+		out.Frames, out.stacks = slices.Clip(p.Frames), slices.Clip(p.stacks)
+		return m.kept
+	}
+	// newID is 1 for a stack to copy, then its id in the output.
+	newID := resize(m.stackMap, len(p.stacks))
+	clear(newID)
+	for _, s := range m.kept {
+		for st := s.Stack; st != NoStack && newID[st] == 0; st = p.stacks[st].parent {
+			newID[st] = 1
+		}
+	}
+	m.frameMap = resize(m.frameMap, len(p.Frames))
+	for i := range m.frameMap {
+		m.frameMap[i] = noFrame
+	}
+	for i := 1; i < len(p.stacks); i++ {
+		if newID[i] == 0 {
+			continue
+		}
+		n := p.stacks[i]
+		f := m.frameMap[n.frame]
+		if f == noFrame {
+			f = FrameID(len(out.Frames))
+			out.Frames = append(out.Frames, p.Frames[n.frame])
+			m.frameMap[n.frame] = f
+		}
+		newID[i] = out.AppendStack(newID[n.parent], f)
+	}
+	for i := range m.kept {
+		m.kept[i].Stack = newID[m.kept[i].Stack]
+	}
+	m.stackMap = newID
+	return m.kept
+}
+
+// indexOutput puts the stacks the first Add took into stackByHash.
+func (m *Merger) indexOutput() {
+	out := m.out
+	m.frameHash = out.frameHashes(true, m.frameHash)
+	m.stackHash = out.stackHashes(m.frameHash, m.stackHash)
+	m.stackByHash.Grow(len(out.stacks))
+	for i := 1; i < len(out.stacks); i++ {
+		m.stackByHash.Put(m.stackHash[i], uint32(i))
+	}
+	m.unindexed = false
 }
 
 // mapStack returns the output stack equal to stack s of p, adding the

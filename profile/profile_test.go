@@ -3,6 +3,7 @@ package profile
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -585,5 +586,70 @@ func TestDiff(t *testing.T) {
 	c := d.Root.Children[0].Children[1]
 	if c.Name != "c" || float64(c.Total)-float64(c.BaseTotal)*d.BaseScale() != -10 {
 		t.Errorf("normalised change of c = %v, want -10", float64(c.Total)-float64(c.BaseTotal)*d.BaseScale())
+	}
+}
+
+// The first Add of a profile with no more samples than stacks takes its
+// frames and stacks: whole when every sample is kept, else those the kept
+// samples are on. The merged profile is the same as the interned one,
+// holds no stack twice and none without a sample on or above it, and the
+// inputs do not change, through the Adds that follow too.
+func TestMergeTakesFirstStacks(t *testing.T) {
+	first := []string{"a;b;c 1", "a;b;d 2", "a;e 4", "f;g 8"}
+	second := []string{"a;b;c 16", "a;x 32", "f;g;h 64"}
+	many := []string{"a;b;c 1", "a;b;c 2", "a;b;c 3", "a;b;c 4"} // more samples than stacks
+	dropE := func(p *Profile) func(*Sample) bool {
+		return func(s *Sample) bool { return p.Frames[p.Leaf(s.Stack)].Name != "e" }
+	}
+	tests := []struct {
+		name   string
+		inputs [][]string
+		filter bool // the first input drops its samples of leaf e
+		want   []string
+	}{
+		{"one profile", [][]string{first}, false, []string{"a;b;c 1", "a;b;d 2", "a;e 4", "f;g 8"}},
+		{"one profile filtered", [][]string{first}, true, []string{"a;b;c 1", "a;b;d 2", "f;g 8"}},
+		{"taken, then another", [][]string{first, second}, false, []string{"a;b;c 17", "a;b;d 2", "a;e 4", "a;x 32", "f;g 8", "f;g;h 64"}},
+		{"filtered, then another", [][]string{first, second}, true, []string{"a;b;c 17", "a;b;d 2", "a;x 32", "f;g 8", "f;g;h 64"}},
+		{"interned first, then another", [][]string{many, first}, false, []string{"a;b;c 11", "a;b;d 2", "a;e 4", "f;g 8"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMerger(MergeOptions{Aggregate: true})
+			var inputs []*Profile
+			var before []string
+			for i, lines := range tt.inputs {
+				p := build(t, nil, lines...)
+				inputs = append(inputs, p)
+				before = append(before, fmt.Sprint(p.Frames, p.stacks))
+				if i == 0 && tt.filter {
+					m.AddFunc(p, dropE(p))
+				} else {
+					m.Add(p)
+				}
+			}
+			out := m.Profile()
+			if got := folded(NewTree(out, TypeCPU)); !slices.Equal(got, tt.want) {
+				t.Errorf("merged %q, want %q", got, tt.want)
+			}
+			used := make([]bool, len(out.stacks))
+			for _, s := range out.Samples {
+				for st := s.Stack; st != NoStack; st = out.Parent(st) {
+					used[st] = true
+				}
+			}
+			seen := map[stackNode]bool{}
+			for i, n := range out.stacks[1:] {
+				if seen[n] || !used[i+1] {
+					t.Errorf("stack %d (%v): twice %t, unused %t", i+1, n, seen[n], !used[i+1])
+				}
+				seen[n] = true
+			}
+			for i, p := range inputs {
+				if got := fmt.Sprint(p.Frames, p.stacks); got != before[i] {
+					t.Errorf("input %d changed: %s, was %s", i, got, before[i])
+				}
+			}
+		})
 	}
 }

@@ -33,6 +33,7 @@ func main() {
 	interval := flag.Duration("interval", 10*time.Second, "time between an agent's uploads (its window)")
 	duration := flag.Duration("duration", 5*time.Minute, "how long the load lasts")
 	renderEvery := flag.Duration("render", time.Second, "time between renders (0: none)")
+	query := flag.String("query", `process_cpu:cpu:nanoseconds:cpu:nanoseconds{}`, "the renders' query, as Grafana sends it: a profile type and labels")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: load [flags] RECORDING\n  RECORDING: a JFR file (gzipped or not), sent as each upload")
 		flag.PrintDefaults()
@@ -52,7 +53,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(1)
 	}
-	r := &run{server: *server, data: data, chunks: chunkOffsets(chunks), interval: *interval,
+	r := &run{server: *server, query: *query, data: data, chunks: chunkOffsets(chunks), interval: *interval,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *agents}, Timeout: time.Minute}}
 	r.start(*agents, *duration, *renderEvery)
 	r.report(os.Stdout)
@@ -75,6 +76,7 @@ func chunkOffsets(chunks [][]byte) []int {
 // run is one load run and what it measured.
 type run struct {
 	server   string
+	query    string
 	data     []byte
 	chunks   []int
 	interval time.Duration
@@ -160,7 +162,7 @@ func (r *run) upload(a, seq int) {
 // renderOnce asks for the flame graph and timeline of the last five
 // minutes of the fleet, as a Grafana panel does.
 func (r *run) renderOnce() {
-	q := url.Values{"query": {"load.cpu{}"}, "from": {"now-5m"}, "until": {"now"}}
+	q := url.Values{"query": {r.query}, "from": {"now-5m"}, "until": {"now"}}
 	start := time.Now()
 	resp, err := r.client.Get(r.server + "/pyroscope/render?" + q.Encode())
 	var ans struct {

@@ -54,8 +54,6 @@ type Merger struct {
 	// unindexed is set while the stacks the first Add took are not in
 	// stackByHash: the next Add puts them there.
 	unindexed bool
-	// kept holds the samples of the Add that takes its profile's stacks.
-	kept []Sample
 	// byTime finds the aggregated samples in out.Samples, a table per
 	// sample time: a compaction's samples come in runs of one time, whose
 	// table stays in the processor's cache, where one table of millions of
@@ -156,7 +154,6 @@ func (m *Merger) AddFunc(p *Profile, keep func(*Sample) bool) {
 	samples, taken := p.Samples, false
 	if len(out.stacks) == 1 && len(p.Samples) <= len(p.stacks) {
 		samples, taken, keep = m.takeStacks(p, keep), true, nil
-		defer func() { m.kept = nil }()
 	} else {
 		m.startMap(p, keep != nil)
 	}
@@ -227,10 +224,7 @@ func (m *Merger) startMap(p *Profile, filtered bool) {
 	}
 	m.frameHash = p.frameHashes(true, m.frameHash)
 	m.stackHash = p.stackHashes(m.frameHash, m.stackHash)
-	m.frameMap = resize(m.frameMap, len(p.Frames))
-	for i := range m.frameMap {
-		m.frameMap[i] = noFrame
-	}
+	m.resetFrameMap(len(p.Frames))
 	m.stackMap = resize(m.stackMap, len(p.stacks))
 	if !filtered || m.stackByHash.Len() == 0 {
 		// Room for every stack of p at once spares the table's doublings,
@@ -245,37 +239,40 @@ func (m *Merger) startMap(p *Profile, filtered bool) {
 
 // takeStacks makes p's stacks the output's, which has none yet, and
 // returns the samples of p that keep accepts, on the output's stacks: all
-// of p's frames and stacks, shared, when keep accepts every sample, else
-// copies of those the kept samples are on, in the order of p's (a caller's
-// id is below its callees'). No frame or stack is hashed or looked up.
+// of p's frames and stacks, shared, when the kept samples are on every
+// stack (a rollup, a decoded upload), else copies of those they are on,
+// in the order of p's (a caller's id is below its callees'), so that a
+// time slice of a block does not bring the block's other stacks. No frame
+// or stack is hashed or looked up.
 func (m *Merger) takeStacks(p *Profile, keep func(*Sample) bool) []Sample {
-	m.kept = slices.Grow(m.kept[:0], len(p.Samples))
+	kept := make([]Sample, 0, len(p.Samples))
 	s := new(Sample) // one allocation: keep's argument escapes
 	for i := range p.Samples {
 		*s = p.Samples[i]
 		if keep == nil || keep(s) {
-			m.kept = append(m.kept, *s)
+			kept = append(kept, *s)
 		}
 	}
+	// newID is 1 for a stack a kept sample is on, or its caller, then its
+	// id in the output.
+	newID := resize(m.stackMap, len(p.stacks))
+	clear(newID)
+	used := 0
+	for _, s := range kept {
+		for st := s.Stack; st != NoStack && newID[st] == 0; st = p.stacks[st].parent {
+			newID[st] = 1
+			used++
+		}
+	}
+	m.stackMap = newID
 	out := m.out
 	out.frameIndex = nil // built if frames are ever added
 	m.unindexed = true
-	if len(m.kept) == len(p.Samples) {
+	if used == len(p.stacks)-1 {
 		out.Frames, out.stacks = slices.Clip(p.Frames), slices.Clip(p.stacks)
-		return m.kept
+		return kept
 	}
-	// newID is 1 for a stack to copy, then its id in the output.
-	newID := resize(m.stackMap, len(p.stacks))
-	clear(newID)
-	for _, s := range m.kept {
-		for st := s.Stack; st != NoStack && newID[st] == 0; st = p.stacks[st].parent {
-			newID[st] = 1
-		}
-	}
-	m.frameMap = resize(m.frameMap, len(p.Frames))
-	for i := range m.frameMap {
-		m.frameMap[i] = noFrame
-	}
+	m.resetFrameMap(len(p.Frames))
 	for i := 1; i < len(p.stacks); i++ {
 		if newID[i] == 0 {
 			continue
@@ -289,11 +286,18 @@ func (m *Merger) takeStacks(p *Profile, keep func(*Sample) bool) []Sample {
 		}
 		newID[i] = out.AppendStack(newID[n.parent], f)
 	}
-	for i := range m.kept {
-		m.kept[i].Stack = newID[m.kept[i].Stack]
+	for i := range kept {
+		kept[i].Stack = newID[kept[i].Stack]
 	}
-	m.stackMap = newID
-	return m.kept
+	return kept
+}
+
+// resetFrameMap sizes frameMap for n frames, none mapped.
+func (m *Merger) resetFrameMap(n int) {
+	m.frameMap = resize(m.frameMap, n)
+	for i := range m.frameMap {
+		m.frameMap[i] = noFrame
+	}
 }
 
 // indexOutput puts the stacks the first Add took into stackByHash.

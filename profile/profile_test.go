@@ -590,8 +590,9 @@ func TestDiff(t *testing.T) {
 }
 
 // The first Add of a profile with no more samples than stacks takes its
-// frames and stacks: whole when every sample is kept, else those the kept
-// samples are on. The merged profile is the same as the interned one,
+// frames and stacks: whole when the kept samples are on every stack, else
+// those they are on (a filter's, or a time slice's of a block, whose
+// tables hold stacks of other slices). The merged profile is the same as the interned one,
 // holds no stack twice and none without a sample on or above it, and the
 // inputs do not change, through the Adds that follow too.
 func TestMergeTakesFirstStacks(t *testing.T) {
@@ -605,13 +606,16 @@ func TestMergeTakesFirstStacks(t *testing.T) {
 		name   string
 		inputs [][]string
 		filter bool // the first input drops its samples of leaf e
+		slice  bool // the first input has a stack no sample is on, a;q;r
 		want   []string
 	}{
-		{"one profile", [][]string{first}, false, []string{"a;b;c 1", "a;b;d 2", "a;e 4", "f;g 8"}},
-		{"one profile filtered", [][]string{first}, true, []string{"a;b;c 1", "a;b;d 2", "f;g 8"}},
-		{"taken, then another", [][]string{first, second}, false, []string{"a;b;c 17", "a;b;d 2", "a;e 4", "a;x 32", "f;g 8", "f;g;h 64"}},
-		{"filtered, then another", [][]string{first, second}, true, []string{"a;b;c 17", "a;b;d 2", "a;x 32", "f;g 8", "f;g;h 64"}},
-		{"interned first, then another", [][]string{many, first}, false, []string{"a;b;c 11", "a;b;d 2", "a;e 4", "f;g 8"}},
+		{"one profile", [][]string{first}, false, false, []string{"a;b;c 1", "a;b;d 2", "a;e 4", "f;g 8"}},
+		{"one profile filtered", [][]string{first}, true, false, []string{"a;b;c 1", "a;b;d 2", "f;g 8"}},
+		{"a slice of a block", [][]string{first}, false, true, []string{"a;b;c 1", "a;b;d 2", "a;e 4", "f;g 8"}},
+		{"taken, then another", [][]string{first, second}, false, false, []string{"a;b;c 17", "a;b;d 2", "a;e 4", "a;x 32", "f;g 8", "f;g;h 64"}},
+		{"filtered, then another", [][]string{first, second}, true, false, []string{"a;b;c 17", "a;b;d 2", "a;x 32", "f;g 8", "f;g;h 64"}},
+		{"a slice, then another", [][]string{first, second}, false, true, []string{"a;b;c 17", "a;b;d 2", "a;e 4", "a;x 32", "f;g 8", "f;g;h 64"}},
+		{"interned first, then another", [][]string{many, first}, false, false, []string{"a;b;c 11", "a;b;d 2", "a;e 4", "f;g 8"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -620,6 +624,10 @@ func TestMergeTakesFirstStacks(t *testing.T) {
 			var before []string
 			for i, lines := range tt.inputs {
 				p := build(t, nil, lines...)
+				if i == 0 && tt.slice {
+					a := p.AddFrame(Frame{Name: "a", Kind: KindJava})
+					p.AddStack([]FrameID{a, p.AddFrame(Frame{Name: "q", Kind: KindJava}), p.AddFrame(Frame{Name: "r", Kind: KindJava})})
+				}
 				inputs = append(inputs, p)
 				before = append(before, fmt.Sprint(p.Frames, p.stacks))
 				if i == 0 && tt.filter {

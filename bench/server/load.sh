@@ -10,8 +10,8 @@
 #   RECORDING: a JFR file (default: the corpus's cortex recording, 685 KB)
 #   e.g. bench/server/load.sh ../shared/testdata/jfr/cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz --memory-limit 900MiB
 # environment: AGENTS (200), DURATION (5m), INTERVAL (10s), RENDER (1s between renders, 0 for none), SERVER=BIN (a build to measure instead of this checkout's),
-#   PYROSCOPE=BIN (a Pyroscope server built from source, bench/server/pyroscope-build.sh, to measure instead: single
-#   binary at its defaults but for the limits that would refuse the recording; serve flags then go to it)
+#   PYROSCOPE=BIN (a Pyroscope server built from source, bench/server/pyroscope-build.sh, to measure instead: one
+#   binary on its v1 storage, the limits that would refuse the load lifted; serve flags then go to it)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rec=${1:-${SPARKPROF_TESTDATA:-$root/../shared/testdata}/jfr/cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz}

@@ -17,11 +17,13 @@ out=${3:-$root/build/pyroscope/pyroscope}
 mkdir -p "$(dirname "$out")"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# A copy, so that the replace does not touch the checkout.
-cp -r "$src" "$tmp/pyroscope"
-cd "$tmp/pyroscope"
+# The replace goes into a copy of its go.mod (go build -modfile), so that
+# the checkout is not touched.
+cp "$src/go.mod" "$tmp/go.mod"
+cp "$src/go.sum" "$tmp/go.sum"
 if [ -n "$dskit" ]; then
-	go mod edit -replace "github.com/grafana/dskit=$dskit"
+	go mod edit -replace "github.com/grafana/dskit=$dskit" "$tmp/go.mod"
 fi
-GOTOOLCHAIN=local GOFLAGS=-mod=mod go build -o "$out" ./cmd/pyroscope
+cd "$src"
+GOTOOLCHAIN=local GOFLAGS=-mod=mod go build -modfile "$tmp/go.mod" -o "$out" ./cmd/pyroscope
 echo "built $out from $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo "$src")"

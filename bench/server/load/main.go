@@ -1,11 +1,12 @@
-// Command load holds a sparkprof server under the load of a fleet: agents
-// agents each upload a JFR window every interval, for duration, while a
-// dashboard renders a flame graph and timeline every second. Each upload
-// is the recording given with its chunks' start times moved to the window
-// just ended, so its samples fall where a live agent's would. It reports
-// errors, ingest and render latencies (p50, p99, max) and how many
-// uploads were acknowledged; bench/server/load.sh runs it against a server
-// and adds the server's peak memory and what it stored.
+// Command load holds a sparkprof (or Pyroscope) server under the load of
+// a fleet: agents agents each upload a JFR window every interval, for
+// duration, while a dashboard renders a flame graph and timeline every
+// second. Each upload is the recording given with its chunks' start times
+// moved to the window just ended, so its samples fall where a live
+// agent's would. It reports errors, ingest and render latencies (p50,
+// p99, max) and how many uploads were acknowledged; bench/server/load.sh
+// runs it against a server and adds the server's peak memory and what it
+// stored.
 package main
 
 import (

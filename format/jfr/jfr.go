@@ -54,6 +54,23 @@ func Chunks(data []byte) ([][]byte, error) {
 	return chunks, nil
 }
 
+// Redate returns a copy of the recording data whose every chunk starts at
+// start (Unix ns), its events moved with it: a recording sent again as a
+// later window, as a load test or benchmark sends one.
+func Redate(data []byte, start int64) ([]byte, error) {
+	chunks, err := Chunks(data)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(data)
+	off := 0
+	for _, c := range chunks {
+		binary.BigEndian.PutUint64(out[off+32:], uint64(start))
+		off += len(c)
+	}
+	return out, nil
+}
+
 // WholeChunks returns how many leading bytes of data are whole chunks. A
 // recording still being written or copied (Spark's profiler plugin copies
 // its recording to spark.profiler.dfsDir as it grows) ends in a chunk cut

@@ -97,6 +97,51 @@ func TestChunks(t *testing.T) {
 	}
 }
 
+// A recording of three chunks redated: each chunk's samples keep their
+// offsets from the chunk's start, which is the new start; the input is
+// not changed.
+func TestRedate(t *testing.T) {
+	data := corpus.Read(t, "jfr", "FastSlow_2024_01_16_180855.jfr.gz")
+	orig := bytes.Clone(data)
+	const start = int64(1_800_000_000_000_000_000)
+	moved, err := Redate(data, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(data, orig) {
+		t.Error("Redate changed its input")
+	}
+	before, _ := Chunks(data)
+	after, err := Chunks(moved)
+	if err != nil || len(after) != len(before) {
+		t.Fatalf("redated: %d chunks, %v; want %d", len(after), err, len(before))
+	}
+	samples := 0
+	for i := range before {
+		h0, _ := readChunkHeader(before[i])
+		p0, err0 := Decode(before[i], "before")
+		p1, err1 := Decode(after[i], "after")
+		if err0 != nil || err1 != nil {
+			t.Fatalf("chunk %d: %v, %v", i, err0, err1)
+		}
+		if len(p0.Samples) != len(p1.Samples) {
+			t.Fatalf("chunk %d: %d samples redated, %d before", i, len(p1.Samples), len(p0.Samples))
+		}
+		samples += len(p1.Samples)
+		for j := range p0.Samples {
+			if got, want := p1.Samples[j].Time-start, p0.Samples[j].Time-h0.startNanos; got != want {
+				t.Fatalf("chunk %d, sample %d: %d ns after the new start, was %d after the old", i, j, got, want)
+			}
+		}
+	}
+	if samples == 0 {
+		t.Fatal("no samples to compare")
+	}
+	if _, err := Redate(data[:len(data)-1], start); err == nil {
+		t.Error("a cut recording redated without an error")
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	dump1 := corpus.Read(t, "jfr", "dump1.jfr.gz")
 	bigSize := bytes.Clone(dump1[:chunkHeaderSize])

@@ -10,6 +10,8 @@
 #   RECORDING: a JFR file (default: the corpus's cortex recording, 685 KB)
 #   e.g. bench/server/load.sh ../shared/testdata/jfr/cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz --memory-limit 900MiB
 # environment: AGENTS (200), DURATION (5m), INTERVAL (10s), RENDER (1s between renders, 0 for none), SERVER=BIN (a build to measure instead of this checkout's),
+#   LABELS=FILE (a LabelsSnapshot sent beside each JFR as the Pyroscope Java agent's multipart: bench/contexts makes
+#   both), WARMUP (1m: the server's CPU per upload is also counted from then on, its compaction under way),
 #   PYROSCOPE=BIN (a Pyroscope server built from source, bench/server/pyroscope-build.sh, to measure instead: one
 #   binary on its v1 storage, the limits that would refuse the load lifted; serve flags then go to it)
 set -euo pipefail
@@ -58,7 +60,7 @@ cpu() { awk -v t="$tck" '{print ($14 + $15) / t}' "/proc/$pid/stat"; }
 
 serve "$@"
 cpu0=$(cpu)
-"$tmp/load" -server "http://127.0.0.1:$port" -agents "${AGENTS:-200}" -duration "${DURATION:-5m}" -interval "${INTERVAL:-10s}" -render "${RENDER:-1s}" "$rec" | tee "$tmp/load.out" || true
+"$tmp/load" -server "http://127.0.0.1:$port" -pid "$pid" -warmup "${WARMUP:-1m}" ${LABELS:+-labels "$LABELS"} -agents "${AGENTS:-200}" -duration "${DURATION:-5m}" -interval "${INTERVAL:-10s}" -render "${RENDER:-1s}" "$rec" | tee "$tmp/load.out" || true
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 acked=$(awk -F= '/^acknowledged=/ {print $2}' "$tmp/load.out")
 echo "server: peak RSS $((hwm / 1024)) MB, CPU $(awk -v a="$cpu0" -v b="$(cpu)" -v n="$acked" 'BEGIN {printf "%.1f s, %.1f ms per upload", b - a, (b - a) * 1000 / n}')"

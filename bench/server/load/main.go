@@ -3,23 +3,30 @@
 // duration, while a dashboard renders a flame graph and timeline every
 // second. Each upload is the recording given with its chunks' start times
 // moved to the window just ended, so its samples fall where a live
-// agent's would. It reports errors, ingest and render latencies (p50,
-// p99, max) and how many uploads were acknowledged; bench/server/load.sh
+// agent's would; with -labels, it goes with a LabelsSnapshot of task
+// contexts as the Pyroscope Java agent's multipart upload (bench/contexts
+// makes both). It reports errors, ingest and render latencies (p50, p99,
+// max) and how many uploads were acknowledged, and with -pid the server's
+// CPU per upload once the first -warmup has passed (its compaction or
+// flushes by then under way at their steady rate); bench/server/load.sh
 // runs it against a server and adds the server's peak memory and what it
 // stored.
 package main
 
 import (
 	"bytes"
-	"encoding/binary"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +41,9 @@ func main() {
 	interval := flag.Duration("interval", 10*time.Second, "time between an agent's uploads (its window)")
 	duration := flag.Duration("duration", 5*time.Minute, "how long the load lasts")
 	renderEvery := flag.Duration("render", time.Second, "time between renders (0: none)")
+	labelsFile := flag.String("labels", "", "a LabelsSnapshot (protobuf, gzipped or not) sent beside each JFR as a multipart upload")
+	pid := flag.Int("pid", 0, "the server's process, whose CPU (from /proc) per upload acknowledged after -warmup is reported")
+	warmup := flag.Duration("warmup", time.Minute, "with -pid, time from the start before the server's CPU is counted")
 	query := flag.String("query", `process_cpu:cpu:nanoseconds:cpu:nanoseconds{}`, "the renders' query, as Grafana sends it: a profile type and labels")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: load [flags] RECORDING\n  RECORDING: a JFR file (gzipped or not), sent as each upload")
@@ -49,13 +59,37 @@ func main() {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(1)
 	}
-	chunks, err := jfr.Chunks(data)
+	_, err = jfr.Chunks(data)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(1)
 	}
-	r := &run{server: *server, query: *query, data: data, chunks: chunkOffsets(chunks), interval: *interval,
+	r := &run{server: *server, query: *query, data: data, interval: *interval,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *agents}, Timeout: time.Minute}}
+	if *labelsFile != "" {
+		if r.labels, err = os.ReadFile(*labelsFile); err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+	}
+	if *pid > 0 {
+		r.cpu = &cpuMeter{pid: *pid}
+		if _, err := r.cpu.read(); err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+		if *warmup >= *duration {
+			fmt.Fprintf(os.Stderr, "load: -warmup %v leaves nothing of -duration %v to measure\n", *warmup, *duration)
+			os.Exit(2)
+		}
+		r.cpu.after = time.Now().Add(*warmup)
+		time.AfterFunc(*warmup, func() {
+			base, _ := r.cpu.read()
+			r.mu.Lock()
+			r.cpu.base = base
+			r.mu.Unlock()
+		})
+	}
 	r.start(*agents, *duration, *renderEvery)
 	r.report(os.Stdout)
 	if r.errors.Load() > 0 {
@@ -63,23 +97,13 @@ func main() {
 	}
 }
 
-// chunkOffsets returns where each chunk starts in the recording.
-func chunkOffsets(chunks [][]byte) []int {
-	var offs []int
-	off := 0
-	for _, c := range chunks {
-		offs = append(offs, off)
-		off += len(c)
-	}
-	return offs
-}
-
 // run is one load run and what it measured.
 type run struct {
 	server   string
 	query    string
 	data     []byte
-	chunks   []int
+	labels   []byte    // a LabelsSnapshot sent with each JFR, or nil
+	cpu      *cpuMeter // the server's CPU, or nil
 	interval time.Duration
 	client   *http.Client
 
@@ -130,14 +154,18 @@ func (r *run) start(agents int, duration, renderEvery time.Duration) {
 func (r *run) upload(a, seq int) {
 	until := time.Now()
 	from := until.Add(-r.interval)
-	body := slices.Clone(r.data)
-	for _, off := range r.chunks {
-		binary.BigEndian.PutUint64(body[off+32:], uint64(from.UnixNano())) // the chunk header's start time
+	body, err := jfr.Redate(r.data, from.UnixNano())
+	if err != nil {
+		panic(err) // checked in main
+	}
+	contentType := "application/octet-stream"
+	if r.labels != nil {
+		contentType, body = multipartJFR(body, r.labels)
 	}
 	name := fmt.Sprintf("load.cpu{spark_app_id=app-load,spark_executor_id=%d,host=host-%d}", a, a%50)
 	q := url.Values{"name": {name}, "format": {"jfr"}, "from": {fmt.Sprint(from.Unix())}, "until": {fmt.Sprint(until.Unix())}}
 	req, _ := http.NewRequest("POST", r.server+"/ingest?"+q.Encode(), bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Idempotency-Key", fmt.Sprintf("load-%d-%d", a, seq))
 	start := time.Now()
 	resp, err := r.client.Do(req)
@@ -158,6 +186,56 @@ func (r *run) upload(a, seq int) {
 	}
 	r.acked.Add(1)
 	r.ingest = append(r.ingest, d)
+	if r.cpu != nil && start.After(r.cpu.after) {
+		r.cpu.acked++
+	}
+}
+
+// multipartJFR returns the body of a multipart upload of a JFR and its
+// labels, as the Pyroscope Java agent sends them, and its content type.
+func multipartJFR(jfr, labels []byte) (string, []byte) {
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	for _, part := range []struct {
+		name string
+		data []byte
+	}{{"jfr", jfr}, {"labels", labels}} {
+		w, _ := mw.CreateFormFile(part.name, part.name)
+		w.Write(part.data)
+	}
+	mw.Close()
+	return mw.FormDataContentType(), b.Bytes()
+}
+
+// cpuMeter counts a process's CPU time from /proc from a start on, and
+// the uploads sent after that start and acknowledged.
+type cpuMeter struct {
+	pid   int
+	after time.Time     // uploads sent after it count
+	base  time.Duration // the CPU time at after; under run.mu
+	acked int           // under run.mu
+}
+
+// read returns the process's user and system CPU time so far.
+func (m *cpuMeter) read() (time.Duration, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command, which is in parentheses and may hold
+	// spaces: utime and stime are the 12th and 13th of them, in clock
+	// ticks (100 a second on Linux).
+	i := bytes.LastIndexByte(stat, ')')
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the command", m.pid, len(f))
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := cmp.Or(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", m.pid, err)
+	}
+	return time.Duration(u+s) * 10 * time.Millisecond, nil
 }
 
 // renderOnce asks for the flame graph and timeline of the last five
@@ -209,6 +287,19 @@ func (r *run) report(w io.Writer) {
 	fmt.Fprintf(w, "render latency: %s (the last one's flame graph: %d ticks)\n", quantiles(r.render), r.renderSamples)
 	for _, e := range r.firstErrors {
 		fmt.Fprintln(w, "error:", e)
+	}
+	if r.cpu != nil {
+		used, err := r.cpu.read()
+		switch {
+		case err != nil:
+			fmt.Fprintln(w, "server CPU: ", err)
+		case r.cpu.acked == 0:
+			fmt.Fprintln(w, "server CPU: no upload acknowledged after the warm-up")
+		default:
+			used -= r.cpu.base
+			fmt.Fprintf(w, "server CPU after the warm-up: %.1f s for %d uploads, %.1f ms per upload\n",
+				used.Seconds(), r.cpu.acked, float64(used.Microseconds())/1000/float64(r.cpu.acked))
+		}
 	}
 	fmt.Fprintf(w, "acknowledged=%d\n", r.acked.Load())
 }

@@ -35,8 +35,20 @@ import (
 // (10 s, about 12 s of set-up); and (a) as the agent sends a JVM's windows
 // (jvm-windows, see benchmarkJVMWindows).
 func BenchmarkIngest(b *testing.B) {
-	cortex := corpus.Read(b, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz")
-	dump := corpus.Read(b, "jfr", "dump1.jfr.gz")
+	// Each recording is dated to the window its uploads name (query,
+	// below), so that its samples keep their times, a second apart, as a
+	// live agent's window does, rather than all being moved to the start
+	// of a window they lie years away from.
+	const window = 1764000000000 // ms, the start of a partition
+	dated := func(data []byte) []byte {
+		d, err := jfr.Redate(data, window*1e6)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	cortex := dated(corpus.Read(b, "jfr", "cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz"))
+	dump := dated(corpus.Read(b, "jfr", "dump1.jfr.gz"))
 	labels := corpus.Read(b, "jfr", "dump1.labels.pb.gz")
 	ct, multi := multipartJFR(b, gzipBytes(b, dump), gzipBytes(b, labels))
 	cases := []struct {
@@ -64,7 +76,7 @@ func BenchmarkIngest(b *testing.B) {
 			name        string
 			body        []byte
 			contentType string
-		}{"jdk-jfr", jdk, ""})
+		}{"jdk-jfr", dated(jdk), ""})
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -76,7 +88,7 @@ func BenchmarkIngest(b *testing.B) {
 			// millisecond apart, so that all fall in one partition, as the
 			// same recording sent again did before uploads named windows.
 			query := func(i int) string {
-				from := 1764000000000 + i // ms, the start of a partition
+				from := window + i
 				return url.Values{"name": {"app.cpu{spark_app_id=app-1,spark_executor_id=1}"}, "format": {"jfr"},
 					"from": {strconv.Itoa(from)}, "until": {strconv.Itoa(from + 10000)}}.Encode()
 			}

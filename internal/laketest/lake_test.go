@@ -123,6 +123,39 @@ func TestDuckDBTopOfStage(t *testing.T) {
 			t.Errorf("stage %d: DuckDB's top 10:\n%v\n/api/v1/top's:\n%v", stage, got, want)
 		}
 	}
+	labelColumns(t, duck, filepath.ToSlash(filepath.Join(dir, "*", "*.samples.parquet")))
+}
+
+// labelColumns checks in DuckDB that the samples files at glob, of
+// synth.Upload's uploads, have each executor's host in the host column
+// and not in the labels map.
+func labelColumns(t *testing.T, duck *sql.DB, glob string) {
+	t.Helper()
+	rows, err := duck.Query(`SELECT executor, host, count(*), count(*) FILTER (WHERE list_contains(map_keys(labels), 'host'))
+		FROM read_parquet('` + glob + `') GROUP BY ALL ORDER BY executor`)
+	if err != nil {
+		t.Fatalf("DuckDB: %v", err)
+	}
+	defer rows.Close()
+	var execs []string
+	for rows.Next() {
+		var exec, host string
+		var n, inMap int64
+		if err := rows.Scan(&exec, &host, &n, &inMap); err != nil {
+			t.Fatal(err)
+		}
+		execs = append(execs, exec)
+		e, _ := strconv.Atoi(exec)
+		if want := fmt.Sprintf("node-%02d", e%20); host != want || inMap != 0 {
+			t.Errorf("executor %s: host %q on %d rows, %d of them with host in labels; want %q and none", exec, host, n, inMap, want)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(execs, []string{"0", "1", "2"}) {
+		t.Errorf("executors %v in the samples files, want 0, 1 and 2", execs)
+	}
 }
 
 // engineTop asks the server at base for the ten top functions of stage,

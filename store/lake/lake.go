@@ -15,9 +15,8 @@ import "strings"
 // of label sets and threads in the block's tables); the label columns are
 // for the lake. docs/storage-format.md documents the schema.
 
-// SampleRow is a row of a block's samples file: the schema, which the
-// writer fills column by column (WriteSamples) rather than from
-// rows.
+// SampleRow is a row of a block's samples file, and its schema. An
+// optional column's zero value is written as null.
 type SampleRow struct {
 	Block        string            `parquet:"block,dict"`
 	Time         int64             `parquet:"time,optional,delta,timestamp(microsecond)"`
@@ -32,6 +31,10 @@ type SampleRow struct {
 	StageAttempt *int32            `parquet:"stage_attempt,optional"`
 	Task         *int64            `parquet:"task,optional"`
 	Partition    *int32            `parquet:"partition,optional"`
+	Host         string            `parquet:"host,optional,dict"`
+	Role         string            `parquet:"role,optional,dict"`
+	ThreadPool   string            `parquet:"thread_pool,optional,dict"`
+	AllocClass   string            `parquet:"alloc_class,optional,dict"`
 	ThreadName   string            `parquet:"thread_name,optional,dict"`
 	ThreadState  string            `parquet:"thread_state,optional,dict"`
 	Labels       map[string]string `parquet:"labels,optional" parquet-key:",dict" parquet-value:",dict"`

@@ -14,10 +14,11 @@ import (
 	"github.com/sparkprof/sparkprof/profile"
 )
 
-// The writers fill the Parquet files column by column: each value of a
-// row that depends on its label set, thread, type or state alone is made
-// once (a parquet.Value, its levels set) and appended for every row that
-// has it, so that a row costs a few appends and no allocation.
+// The samples file is written a batch of rows at a time through
+// parquet-go's typed writer, which fills each column from the rows' field
+// directly; the columns that depend on a sample's label set alone are
+// worked out once per set. The stacks file, whose frames are a list, fills
+// its column writers with values, each frame's name made a value once.
 
 // parquetCodec compresses the pages of both Parquet files. It is shared:
 // it keeps its zstd encoders, which are costly to make, in a pool.
@@ -71,173 +72,109 @@ func (c leaf) str(s string) parquet.Value {
 	return c.value(parquet.ByteArrayValue([]byte(s)))
 }
 
-// int returns the decimal integer s as a value of column c, of the
-// column's size (bits), and whether s is one.
-func (c leaf) int(s string, bits int) (parquet.Value, bool) {
-	n, err := strconv.ParseInt(s, 10, bits)
-	if err != nil {
-		return parquet.Value{}, false
-	}
-	if bits == 32 {
-		return c.value(parquet.Int32Value(int32(n))), true
-	}
-	return c.value(parquet.Int64Value(n)), true
-}
+// samplesSchema is the schema of a samples file.
+var samplesSchema = sync.OnceValue(func() *parquet.Schema { return parquet.SchemaOf(SampleRow{}) })
 
-// The leaf columns of the samples file, in the order of its schema.
-const (
-	sBlock = iota
-	sTime
-	sValue
-	sType
-	sUnit
-	sStack
-	sService
-	sApp
-	sExecutor
-	sStage
-	sStageAttempt
-	sTask
-	sPartition
-	sThreadName
-	sThreadState
-	sLabelKey
-	sLabelValue
-	sLabelSet
-	sThread
-	sColumns
-)
-
-// samplesSchema is the schema of a samples file and leaves its leaf
-// columns, by the constants above.
-var samplesSchema = sync.OnceValues(func() (*parquet.Schema, []leaf) {
-	s := parquet.SchemaOf(SampleRow{})
-	leaves := make([]leaf, sColumns)
-	for i, path := range [sColumns][]string{
-		{"block"}, {"time"}, {"value"}, {"type"}, {"unit"}, {"stack_id"}, {"service_name"}, {"app"}, {"executor"},
-		{"stage"}, {"stage_attempt"}, {"task"}, {"partition"}, {"thread_name"}, {"thread_state"},
-		{"labels", "key_value", "key"}, {"labels", "key_value", "value"}, {"label_set"}, {"thread"},
-	} {
-		leaves[i] = leafOf(s, path...)
-		if leaves[i].index != i {
-			panic(fmt.Sprintf("lake: Parquet column %v is column %d, want %d", path, leaves[i].index, i))
-		}
-	}
-	return s, leaves
-})
-
-// labelColumns are the values of a sample row that come from its label
+// labelColumns are the columns of a sample row that come from its label
 // set, worked out once per set.
 type labelColumns struct {
-	// fixed holds the values of the label columns, by the constants above
-	// (sService to sThreadName; a null thread name: the thread's).
-	fixed [sThreadState]parquet.Value
-	// keys and values are the entries of the labels map.
-	keys, values []parquet.Value
+	row SampleRow // the label columns; a thread_name of "": the thread's
+	// The integer columns, which row points to.
+	stage, stageAttempt, partition int32
+	task                           int64
 	// order sorts rows by stage, then task: absent first.
 	stageKey, taskKey int64
 }
 
-// columnsOf works out the label columns of label set id of p, whose
+// columnsOf sets c to the label columns of label set id of p, whose
 // profile-wide labels apply to every set.
-func columnsOf(p *profile.Profile, id profile.LabelSetID, leaves []leaf) labelColumns {
-	ls := p.Labels.Merge(p.LabelSet(id))
-	c := labelColumns{stageKey: -1, taskKey: -1}
-	for i := sService; i < sThreadState; i++ {
-		c.fixed[i] = leaves[i].null()
-	}
-	set := func(col int, v parquet.Value) { c.fixed[col] = v }
-	for _, l := range ls {
+func columnsOf(c *labelColumns, p *profile.Profile, id profile.LabelSetID) {
+	c.stageKey, c.taskKey = -1, -1
+	r := &c.row
+	for _, l := range p.Labels.Merge(p.LabelSet(id)) {
 		ok := true
-		var v parquet.Value
 		switch l.Name {
 		case profile.LabelServiceName:
-			set(sService, leaves[sService].str(l.Value))
+			r.Service = l.Value
 		case profile.LabelAppID:
-			set(sApp, leaves[sApp].str(l.Value))
+			r.App = l.Value
 		case profile.LabelExecutorID:
-			set(sExecutor, leaves[sExecutor].str(l.Value))
+			r.Executor = l.Value
+		case profile.LabelHost:
+			r.Host = l.Value
+		case profile.LabelRole:
+			r.Role = l.Value
+		case profile.LabelThreadPool:
+			r.ThreadPool = l.Value
+		case profile.LabelAllocClass:
+			r.AllocClass = l.Value
 		case profile.LabelThreadName:
-			set(sThreadName, leaves[sThreadName].str(l.Value))
+			r.ThreadName = l.Value
 		case profile.LabelStageID:
-			if v, ok = leaves[sStage].int(l.Value, 32); ok {
-				set(sStage, v)
-				c.stageKey = int64(v.Int32())
+			if ok = parseInt(l.Value, &c.stage); ok {
+				r.Stage, c.stageKey = &c.stage, int64(c.stage)
 			}
 		case profile.LabelStageAttempt:
-			if v, ok = leaves[sStageAttempt].int(l.Value, 32); ok {
-				set(sStageAttempt, v)
+			if ok = parseInt(l.Value, &c.stageAttempt); ok {
+				r.StageAttempt = &c.stageAttempt
 			}
 		case profile.LabelPartition:
-			if v, ok = leaves[sPartition].int(l.Value, 32); ok {
-				set(sPartition, v)
+			if ok = parseInt(l.Value, &c.partition); ok {
+				r.Partition = &c.partition
 			}
 		case profile.LabelTaskID:
-			if v, ok = leaves[sTask].int(l.Value, 64); ok {
-				set(sTask, v)
-				c.taskKey = v.Int64()
+			if ok = parseInt(l.Value, &c.task); ok {
+				r.Task, c.taskKey = &c.task, c.task
 			}
 		default:
 			ok = false
 		}
 		if !ok { // another label, or a value the column cannot hold
-			rep := 0
-			if len(c.keys) > 0 {
-				rep = leaves[sLabelKey].rep
+			if r.Labels == nil {
+				r.Labels = make(map[string]string)
 			}
-			k, val := leaves[sLabelKey], leaves[sLabelValue]
-			c.keys = append(c.keys, parquet.ByteArrayValue([]byte(l.Name)).Level(rep, k.def, k.index))
-			c.values = append(c.values, parquet.ByteArrayValue([]byte(l.Value)).Level(rep, val.def, val.index))
+			r.Labels[l.Name] = l.Value
 		}
 	}
-	if c.keys == nil { // no map
-		c.keys = []parquet.Value{leaves[sLabelKey].null()}
-		c.values = []parquet.Value{leaves[sLabelValue].null()}
+}
+
+// parseInt sets *n to the decimal integer s, of n's size, and reports
+// whether s is one.
+func parseInt[T int32 | int64](s string, n *T) bool {
+	bits := 64
+	if _, ok := any(*n).(int32); ok {
+		bits = 32
 	}
-	return c
+	v, err := strconv.ParseInt(s, 10, bits)
+	if err != nil {
+		return false
+	}
+	*n = T(v)
+	return true
 }
 
 // rowBatch is the most rows written to the columns at once.
 const rowBatch = 1024
 
-// batchPool holds the values of a batch of rows, a slice per column, to
-// be used again.
-var batchPool = sync.Pool{New: func() any { return new([sColumns][]parquet.Value) }}
-
-// getBatch returns empty slices of values from batchPool.
-func getBatch() *[sColumns][]parquet.Value {
-	return batchPool.Get().(*[sColumns][]parquet.Value)
-}
-
-// putBatch returns the slices of b to batchPool.
-func putBatch(b *[sColumns][]parquet.Value) {
-	for i := range b {
-		clear(b[i]) // no strings kept alive
-		b[i] = b[i][:0]
-	}
-	batchPool.Put(b)
-}
+// rowPool holds batches of sample rows, to be used again.
+var rowPool = sync.Pool{New: func() any { return new([rowBatch]SampleRow) }}
 
 // samplesWriter writes the samples file of a block.
 type samplesWriter struct {
-	p      *profile.Profile
-	leaves []leaf
-	block  parquet.Value
-	cols   []labelColumns
-	rank   []int32 // the label sets' order: by stage, task and id
-	// threads, types, units and states hold the values of those columns
-	// for each thread, type and state.
-	threads, types, units []parquet.Value
-	states                [256]parquet.Value
-	vals                  *[sColumns][]parquet.Value // a batch of rows, from batchPool
+	p     *profile.Profile
+	block string
+	cols  []labelColumns
+	rank  []int32 // the label sets' order: by stage, task and id
+	// states holds each thread state's name, "" (null) when unknown.
+	states [256]string
+	rows   *[rowBatch]SampleRow // a batch of rows, from rowPool
 }
 
 func newSamplesWriter(id string, p *profile.Profile) *samplesWriter {
-	_, leaves := samplesSchema()
-	w := &samplesWriter{p: p, leaves: leaves, block: leaves[sBlock].str(id)}
+	w := &samplesWriter{p: p, block: id}
 	w.cols = make([]labelColumns, p.NumLabelSets())
 	for i := range w.cols {
-		w.cols[i] = columnsOf(p, profile.LabelSetID(i), leaves)
+		columnsOf(&w.cols[i], p, profile.LabelSetID(i))
 	}
 	order := make([]int32, len(w.cols))
 	for i := range order {
@@ -257,16 +194,10 @@ func newSamplesWriter(id string, p *profile.Profile) *samplesWriter {
 	for r, id := range order {
 		w.rank[id] = int32(r)
 	}
-	w.threads = make([]parquet.Value, len(p.Threads))
-	for i, t := range p.Threads {
-		w.threads[i] = leaves[sThreadName].str(t.Name)
-	}
-	for _, t := range p.Types {
-		w.types = append(w.types, leaves[sType].str(t.Name))
-		w.units = append(w.units, leaves[sUnit].str(t.Unit))
-	}
 	for i := range w.states {
-		w.states[i] = leaves[sThreadState].str(profile.ThreadState(i).String())
+		if st := profile.ThreadState(i); st != profile.StateUnknown {
+			w.states[i] = st.String()
+		}
 	}
 	return w
 }
@@ -302,45 +233,29 @@ func (w *samplesWriter) sorted(samples []profile.Sample) []profile.Sample {
 // writeGroup writes samples, sorted, as a row group of pw.
 func (w *samplesWriter) writeGroup(pw *parquet.GenericWriter[SampleRow], samples []profile.Sample) error {
 	samples = w.sorted(samples)
-	cws := pw.ColumnWriters()
-	lv := w.leaves
+	p := w.p
 	for len(samples) > 0 {
 		batch := samples[:min(len(samples), rowBatch)]
 		samples = samples[len(batch):]
-		for i := range w.vals {
-			w.vals[i] = w.vals[i][:0]
+		rows := w.rows[:len(batch)]
+		for i, s := range batch {
+			r := &rows[i]
+			*r = w.cols[s.Labels].row
+			r.Block = w.block
+			r.Time = s.Time / 1000 // 0, no time, is null
+			r.Value = s.Value
+			t := &p.Types[s.Type]
+			r.Type, r.Unit = t.Name, t.Unit
+			r.StackID = int32(s.Stack)
+			if r.ThreadName == "" {
+				r.ThreadName = p.Threads[s.Thread].Name
+			}
+			r.ThreadState = w.states[s.State]
+			r.LabelSet = int32(s.Labels)
+			r.Thread = int32(s.Thread)
 		}
-		v := w.vals
-		for _, s := range batch {
-			c := &w.cols[s.Labels]
-			v[sBlock] = append(v[sBlock], w.block)
-			if s.Time != 0 {
-				v[sTime] = append(v[sTime], lv[sTime].value(parquet.Int64Value(s.Time/1000)))
-			} else {
-				v[sTime] = append(v[sTime], lv[sTime].null())
-			}
-			v[sValue] = append(v[sValue], lv[sValue].value(parquet.Int64Value(s.Value)))
-			v[sType] = append(v[sType], w.types[s.Type])
-			v[sUnit] = append(v[sUnit], w.units[s.Type])
-			v[sStack] = append(v[sStack], lv[sStack].value(parquet.Int32Value(int32(s.Stack))))
-			for i := sService; i < sThreadName; i++ {
-				v[i] = append(v[i], c.fixed[i])
-			}
-			if name := c.fixed[sThreadName]; !name.IsNull() {
-				v[sThreadName] = append(v[sThreadName], name)
-			} else {
-				v[sThreadName] = append(v[sThreadName], w.threads[s.Thread])
-			}
-			v[sThreadState] = append(v[sThreadState], w.states[s.State])
-			v[sLabelKey] = append(v[sLabelKey], c.keys...)
-			v[sLabelValue] = append(v[sLabelValue], c.values...)
-			v[sLabelSet] = append(v[sLabelSet], lv[sLabelSet].value(parquet.Int32Value(int32(s.Labels))))
-			v[sThread] = append(v[sThread], lv[sThread].value(parquet.Int32Value(int32(s.Thread))))
-		}
-		for i, cw := range cws {
-			if _, err := cw.WriteRowValues(w.vals[i]); err != nil {
-				return err
-			}
+		if _, err := pw.Write(rows); err != nil {
+			return err
 		}
 	}
 	return pw.Flush() // ends the row group
@@ -350,13 +265,14 @@ func (w *samplesWriter) writeGroup(pw *parquet.GenericWriter[SampleRow], samples
 // is p, to w: one row group for each of groups, a time slice's samples,
 // sorted by stage, task and label set.
 func WriteSamples(w io.Writer, id string, p *profile.Profile, groups [][]profile.Sample) error {
-	schema, _ := samplesSchema()
-	opts := parquetWriterOptions([]string{"block"}, []string{"unit"}, []string{"thread_name"},
-		[]string{"labels", "key_value", "key"}, []string{"labels", "key_value", "value"})
-	pw := parquet.NewGenericWriter[SampleRow](w, append(opts, schema)...)
+	opts := parquetWriterOptions(noSampleBounds...)
+	pw := parquet.NewGenericWriter[SampleRow](w, append(opts, samplesSchema())...)
 	sw := newSamplesWriter(id, p)
-	sw.vals = getBatch()
-	defer putBatch(sw.vals)
+	sw.rows = rowPool.Get().(*[rowBatch]SampleRow)
+	defer func() {
+		clear(sw.rows[:]) // no strings or maps kept alive
+		rowPool.Put(sw.rows)
+	}()
 	for _, g := range groups {
 		if err := sw.writeGroup(pw, g); err != nil {
 			return fmt.Errorf("write samples: %w", err)
@@ -367,6 +283,20 @@ func WriteSamples(w io.Writer, id string, p *profile.Profile, groups [][]profile
 	}
 	return nil
 }
+
+// noSampleBounds are the columns of the samples file without statistics
+// or page bounds: those no filter of a lake engine would use (a sample's
+// value, its ids in the block's tables, the stack a join looks up), and
+// strings that are long or the same on every row.
+var noSampleBounds = [][]string{
+	{"block"}, {"value"}, {"unit"}, {"stack_id"}, {"service_name"}, {"stage_attempt"}, {"role"}, {"alloc_class"},
+	{"thread_name"}, {"thread_state"}, {"labels", "key_value", "key"}, {"labels", "key_value", "value"},
+	{"label_set"}, {"thread"},
+}
+
+// stackBatchPool holds the values of a batch of the stacks file's rows, a
+// slice per column, to be used again.
+var stackBatchPool = sync.Pool{New: func() any { return new([4][]parquet.Value) }}
 
 // stacksSchema is the schema of a stacks file and its leaf columns: block,
 // stack_id, function and frames' elements.
@@ -390,8 +320,14 @@ func WriteStacks(w io.Writer, id string, p *profile.Profile) error {
 	}
 	pw := parquet.NewGenericWriter[StackRow](w, append(parquetWriterOptions([]string{"block"}, []string{"function"},
 		[]string{"frames", "list", "element"}), schema)...)
-	vals := getBatch()
-	defer putBatch(vals)
+	vals := stackBatchPool.Get().(*[4][]parquet.Value)
+	defer func() {
+		for i := range vals {
+			clear(vals[i]) // no strings kept alive
+			vals[i] = vals[i][:0]
+		}
+		stackBatchPool.Put(vals)
+	}()
 	flush := func() error {
 		for i, cw := range pw.ColumnWriters() {
 			if _, err := cw.WriteRowValues(vals[i]); err != nil {

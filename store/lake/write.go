@@ -82,14 +82,20 @@ type labelColumns struct {
 	// The integer columns, which row points to.
 	stage, stageAttempt, partition int32
 	task                           int64
-	// order sorts rows by stage, then task: absent first.
-	stageKey, taskKey int64
+}
+
+// orderKey is the value of an integer column rows are sorted by: absent
+// first.
+func orderKey[T int32 | int64](v *T) int64 {
+	if v == nil {
+		return -1
+	}
+	return int64(*v)
 }
 
 // columnsOf sets c to the label columns of label set id of p, whose
 // profile-wide labels apply to every set.
 func columnsOf(c *labelColumns, p *profile.Profile, id profile.LabelSetID) {
-	c.stageKey, c.taskKey = -1, -1
 	r := &c.row
 	for _, l := range p.Labels.Merge(p.LabelSet(id)) {
 		ok := true
@@ -111,21 +117,13 @@ func columnsOf(c *labelColumns, p *profile.Profile, id profile.LabelSetID) {
 		case profile.LabelThreadName:
 			r.ThreadName = l.Value
 		case profile.LabelStageID:
-			if ok = parseInt(l.Value, &c.stage); ok {
-				r.Stage, c.stageKey = &c.stage, int64(c.stage)
-			}
+			r.Stage, ok = intColumn(l.Value, &c.stage)
 		case profile.LabelStageAttempt:
-			if ok = parseInt(l.Value, &c.stageAttempt); ok {
-				r.StageAttempt = &c.stageAttempt
-			}
+			r.StageAttempt, ok = intColumn(l.Value, &c.stageAttempt)
 		case profile.LabelPartition:
-			if ok = parseInt(l.Value, &c.partition); ok {
-				r.Partition = &c.partition
-			}
+			r.Partition, ok = intColumn(l.Value, &c.partition)
 		case profile.LabelTaskID:
-			if ok = parseInt(l.Value, &c.task); ok {
-				r.Task, c.taskKey = &c.task, c.task
-			}
+			r.Task, ok = intColumn(l.Value, &c.task)
 		default:
 			ok = false
 		}
@@ -138,19 +136,19 @@ func columnsOf(c *labelColumns, p *profile.Profile, id profile.LabelSetID) {
 	}
 }
 
-// parseInt sets *n to the decimal integer s, of n's size, and reports
-// whether s is one.
-func parseInt[T int32 | int64](s string, n *T) bool {
+// intColumn sets *n to the decimal integer s and returns n, when s is one
+// of n's size; else nil and false.
+func intColumn[T int32 | int64](s string, n *T) (*T, bool) {
 	bits := 64
 	if _, ok := any(*n).(int32); ok {
 		bits = 32
 	}
 	v, err := strconv.ParseInt(s, 10, bits)
 	if err != nil {
-		return false
+		return nil, false
 	}
 	*n = T(v)
-	return true
+	return n, true
 }
 
 // rowBatch is the most rows written to the columns at once.
@@ -181,14 +179,9 @@ func newSamplesWriter(id string, p *profile.Profile) *samplesWriter {
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(a, b int32) int {
-		ca, cb := &w.cols[a], &w.cols[b]
-		if c := cmp.Compare(ca.stageKey, cb.stageKey); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(ca.taskKey, cb.taskKey); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
+		ra, rb := &w.cols[a].row, &w.cols[b].row
+		return cmp.Or(cmp.Compare(orderKey(ra.Stage), orderKey(rb.Stage)), cmp.Compare(orderKey(ra.Task), orderKey(rb.Task)),
+			cmp.Compare(a, b))
 	})
 	w.rank = make([]int32, len(order))
 	for r, id := range order {

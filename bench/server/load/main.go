@@ -292,7 +292,7 @@ func (r *run) report(w io.Writer) {
 		used, err := r.cpu.read()
 		switch {
 		case err != nil:
-			fmt.Fprintln(w, "server CPU: ", err)
+			fmt.Fprintln(w, "server CPU:", err)
 		case r.cpu.acked == 0:
 			fmt.Fprintln(w, "server CPU: no upload acknowledged after the warm-up")
 		default:

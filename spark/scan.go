@@ -20,7 +20,7 @@ type scanner struct {
 	i   int
 	bad bool
 	// leave, set by an object's field, makes object return at once; its
-	// caller then skips the object whole.
+	// caller then skips the rest of the object (skipNested(1)).
 	leave bool
 }
 
@@ -75,11 +75,35 @@ func (s *scanner) num() int64 {
 		s.bad = true
 		return 0
 	}
-	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
-	if err != nil {
+	n, ok := parseInt(s.b[start:s.i])
+	if !ok {
 		s.bad = true
 	}
 	return n
+}
+
+// parseInt parses a decimal integer as strconv.ParseInt does: by hand
+// when it has at most 18 digits, which cannot overflow.
+func parseInt(b []byte) (int64, bool) {
+	d := b
+	if len(d) > 0 && (d[0] == '-' || d[0] == '+') {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		n, err := strconv.ParseInt(string(b), 10, 64)
+		return n, err == nil
+	}
+	var n int64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if b[0] == '-' {
+		n = -n
+	}
+	return n, true
 }
 
 func (s *scanner) boolean() bool {
@@ -119,38 +143,7 @@ func (s *scanner) skip() {
 		}
 		s.bad = true
 	case '{', '[':
-		// The hot loop of the scanner: accumulator arrays are most of a
-		// TaskEnd. Plain bytes are skipped by table lookup, strings by
-		// searching for their closing quote.
-		depth := 0
-		b, i := s.b, s.i
-		for i < len(b) {
-			c := b[i]
-			if !structural[c] {
-				i++
-				continue
-			}
-			switch c {
-			case '"':
-				end, ok := stringEnd(b, i+1)
-				if !ok {
-					s.bad = true
-					return
-				}
-				i = end + 1
-			case '{', '[':
-				depth++
-				i++
-			default: // '}', ']'
-				depth--
-				i++
-				if depth == 0 {
-					s.i = i
-					return
-				}
-			}
-		}
-		s.bad = true
+		s.skipNested(0)
 	default:
 		for s.i < len(s.b) {
 			switch s.b[s.i] {
@@ -160,6 +153,43 @@ func (s *scanner) skip() {
 			s.i++
 		}
 	}
+}
+
+// skipNested skips to the end of the container depth levels deep at s.i:
+// 0 skips the container that starts there, 1 the rest of the one s.i is
+// in.
+func (s *scanner) skipNested(depth int) {
+	// The hot loop of the scanner: accumulator arrays are most of a
+	// TaskEnd. Plain bytes are skipped by table lookup, strings by
+	// searching for their closing quote.
+	b, i := s.b, s.i
+	for i < len(b) {
+		c := b[i]
+		if !structural[c] {
+			i++
+			continue
+		}
+		switch c {
+		case '"':
+			end, ok := stringEnd(b, i+1)
+			if !ok {
+				s.bad = true
+				return
+			}
+			i = end + 1
+		case '{', '[':
+			depth++
+			i++
+		default: // '}', ']'
+			depth--
+			i++
+			if depth == 0 {
+				s.i = i
+				return
+			}
+		}
+	}
+	s.bad = true
 }
 
 // structural marks the bytes skip must look at inside containers.
@@ -324,9 +354,7 @@ func (s *scanner) accumulables(updates []accumUpdate) []accumUpdate {
 	for !s.bad {
 		var u accumUpdate
 		var seen uint64
-		updated := false
-		s.ws()
-		start := s.i
+		updated, metric := false, false
 		s.object(func(k []byte) {
 			switch string(k) {
 			case "ID":
@@ -344,17 +372,21 @@ func (s *scanner) accumulables(updates []accumUpdate) []accumUpdate {
 					name := s.i
 					s.skip()
 					// A task metric's: the rest of it is not read.
-					s.leave = bytes.HasPrefix(s.b[name:s.i], []byte(`"`+taskMetricPrefix))
+					metric = bytes.HasPrefix(s.b[name:s.i], []byte(`"`+taskMetricPrefix))
 				}
 			default:
 				s.skip()
 			}
+			// The rest (Value, Internal, Metadata...) is not read
+			// either, once the three fields are: fastjson too takes
+			// the first of duplicate keys.
+			s.leave = metric || seen == 0b111
 		})
 		if s.leave {
 			s.leave = false
-			s.i = start
-			s.skip()
-		} else if updated {
+			s.skipNested(1)
+		}
+		if updated && !metric {
 			updates = append(updates, u)
 		}
 		s.ws()
@@ -382,8 +414,7 @@ func integer(raw []byte) (int64, bool) {
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
 		raw = raw[1 : len(raw)-1]
 	}
-	n, err := strconv.ParseInt(string(raw), 10, 64)
-	return n, err == nil
+	return parseInt(raw)
 }
 
 // metrics reads a "Task Metrics" object, or one of the objects of numbers

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -138,6 +139,19 @@ func eachTaskEvent(tb testing.TB, rel []string, fn func(line []byte, pos eventlo
 		}
 		if bytes.HasPrefix(line, taskEventPrefix) && !fn(line, pos) {
 			return
+		}
+	}
+}
+
+// TestParseInt checks the scanner's integer parse against strconv's.
+func TestParseInt(t *testing.T) {
+	for _, s := range []string{"0", "7", "-7", "+7", "007", "-0", "123456789012345678", "-123456789012345678",
+		"9223372036854775807", "-9223372036854775808", "9223372036854775808", "", "-", "+", "--5", "1-2", "1.5", "12a",
+		" 1", "99999999999999999999"} {
+		n, ok := parseInt([]byte(s))
+		want, err := strconv.ParseInt(s, 10, 64)
+		if ok != (err == nil) || ok && n != want {
+			t.Errorf("parseInt(%q) = %d, %v; strconv: %d, %v", s, n, ok, want, err)
 		}
 	}
 }

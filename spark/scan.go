@@ -352,42 +352,13 @@ func (s *scanner) accumulables(updates []accumUpdate) []accumUpdate {
 		return updates
 	}
 	for !s.bad {
-		var u accumUpdate
-		var seen uint64
-		updated, metric := false, false
-		s.object(func(k []byte) {
-			switch string(k) {
-			case "ID":
-				if s.once(&seen, 0) {
-					u.id = s.num()
-				}
-			case "Update":
-				if s.once(&seen, 1) {
-					start := s.i
-					s.skip()
-					u.value, updated = integer(s.b[start:s.i])
-				}
-			case "Name":
-				if s.once(&seen, 2) {
-					name := s.i
-					s.skip()
-					// A task metric's: the rest of it is not read.
-					metric = bytes.HasPrefix(s.b[name:s.i], []byte(`"`+taskMetricPrefix))
-				}
-			default:
-				s.skip()
+		s.ws()
+		if u, updated, ok := s.sparkAccumulable(); ok {
+			if updated {
+				updates = append(updates, u)
 			}
-			// The rest (Value, Internal, Metadata...) is not read
-			// either, once the three fields are: fastjson too takes
-			// the first of duplicate keys.
-			s.leave = metric || seen == 0b111
-		})
-		if s.leave {
-			s.leave = false
-			s.skipNested(1)
-		}
-		if updated && !metric {
-			updates = append(updates, u)
+		} else {
+			updates = s.accumulable(updates)
 		}
 		s.ws()
 		if s.i >= len(s.b) {
@@ -403,6 +374,99 @@ func (s *scanner) accumulables(updates []accumUpdate) []accumUpdate {
 			break
 		}
 		s.bad = true
+	}
+	return updates
+}
+
+// Spark writes an accumulable's fields in this order, without spaces.
+var (
+	accumIDKey     = []byte(`{"ID":`)
+	accumNameKey   = []byte(`,"Name":`)
+	accumUpdateKey = []byte(`,"Update":`)
+	metricName     = []byte(`"` + taskMetricPrefix)
+)
+
+// sparkAccumulable reads an accumulable written as Spark writes them,
+// {"ID":n,"Name":"...","Update":v,...}, reporting its update (updated: an
+// integer update of an accumulator other than a task metric's) and ok. On
+// any other form it reports !ok having read nothing, and accumulable reads
+// it field by field.
+func (s *scanner) sparkAccumulable() (u accumUpdate, updated, ok bool) {
+	b, i := s.b, s.i
+	if !bytes.HasPrefix(b[i:], accumIDKey) {
+		return u, false, false
+	}
+	i += len(accumIDKey)
+	start := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	id, isInt := parseInt(b[start:i])
+	if !isInt || !bytes.HasPrefix(b[i:], accumNameKey) {
+		return u, false, false
+	}
+	i += len(accumNameKey)
+	if bytes.HasPrefix(b[i:], metricName) {
+		s.i = i
+		s.skipNested(1)
+		return u, false, true
+	}
+	if i >= len(b) || b[i] != '"' {
+		return u, false, false
+	}
+	end, closed := stringEnd(b, i+1)
+	if !closed || !bytes.HasPrefix(b[end+1:], accumUpdateKey) {
+		return u, false, false
+	}
+	s.i = end + 1 + len(accumUpdateKey)
+	start = s.i
+	s.skip()
+	u.id = id
+	u.value, updated = integer(b[start:s.i])
+	s.skipNested(1)
+	return u, updated, true
+}
+
+// accumulable reads one accumulable of any form, field by field, appending
+// its update to updates as sparkAccumulable reports it.
+func (s *scanner) accumulable(updates []accumUpdate) []accumUpdate {
+	var u accumUpdate
+	var seen uint64
+	updated, metric := false, false
+	s.object(func(k []byte) {
+		switch string(k) {
+		case "ID":
+			if s.once(&seen, 0) {
+				u.id = s.num()
+			}
+		case "Update":
+			if s.once(&seen, 1) {
+				start := s.i
+				s.skip()
+				u.value, updated = integer(s.b[start:s.i])
+			}
+		case "Name":
+			if s.once(&seen, 2) {
+				s.ws()
+				name := s.i
+				s.skip()
+				// A task metric's: the rest of it is not read.
+				metric = bytes.HasPrefix(s.b[name:s.i], metricName)
+			}
+		default:
+			s.skip()
+		}
+		// The rest (Value, Internal, Metadata...) is not read
+		// either, once the three fields are: fastjson too takes
+		// the first of duplicate keys.
+		s.leave = metric || seen == 0b111
+	})
+	if s.leave {
+		s.leave = false
+		s.skipNested(1)
+	}
+	if updated && !metric {
+		updates = append(updates, u)
 	}
 	return updates
 }

@@ -155,3 +155,53 @@ func TestParseInt(t *testing.T) {
 		}
 	}
 }
+
+// TestScanAccumulables checks the updates the scanner reads from a
+// TaskEnd's accumulables against fastjson's, on the form Spark writes
+// (which the scanner reads by its fast path) and on the forms it must
+// read field by field.
+func TestScanAccumulables(t *testing.T) {
+	for _, tc := range []struct {
+		name, accums string
+		want         []accumUpdate
+		handOver     bool // the scanner gives the line to fastjson
+	}{
+		{"spark's form", `{"ID":5,"Name":"number of output rows","Update":"12","Value":"40","Internal":true,"Count Failed Values":true,"Metadata":"sql"},` +
+			`{"ID":6,"Name":"internal.metrics.executorRunTime","Update":7,"Value":7,"Internal":true,"Count Failed Values":true},` +
+			`{"ID":7,"Name":"duration","Update":3,"Value":9}`, []accumUpdate{{5, 12}, {7, 3}}, false},
+		{"spaces", `{ "ID": 5, "Name": "rows", "Update": 12 }, { "ID": 6, "Name": "internal.metrics.resultSize", "Update": 1 }`, []accumUpdate{{5, 12}}, false},
+		{"other order", `{"Name":"rows","Update":4,"ID":8},{"Update":2,"ID":9,"Name":"internal.metrics.x"}`, []accumUpdate{{8, 4}}, false},
+		{"escaped name", `{"ID":5,"Name":"a \"quoted\" metric","Update":3,"Value":3}`, []accumUpdate{{5, 3}}, false},
+		{"not an integer", `{"ID":5,"Name":"rows","Update":"n/a"},{"ID":6,"Name":"rows","Update":1.5},{"ID":7,"Name":"rows","Update":{"a":[1]}}`, nil, false},
+		{"no update", `{"ID":5,"Name":"rows","Value":3}`, nil, false},
+		{"nested rest", `{"ID":5,"Name":"rows","Update":2,"Metadata":{"k":["}",{"x":"]"}]}},{"ID":6,"Name":"b","Update":-3}`, []accumUpdate{{5, 2}, {6, -3}}, false},
+		{"duplicate key after the three", `{"ID":5,"Name":"rows","Update":2,"Update":3}`, []accumUpdate{{5, 2}}, false},
+		{name: "big id", accums: `{"ID":123456789012345678901,"Name":"rows","Update":2}`, handOver: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			line := []byte(`{"Event":"SparkListenerTaskEnd","Stage ID":1,"Stage Attempt ID":0,"Task Type":"ResultTask",` +
+				`"Task End Reason":{"Reason":"Success"},"Task Info":{"Task ID":3,"Index":0,"Attempt":0,"Launch Time":1,` +
+				`"Executor ID":"1","Host":"h","Finish Time":2,"Failed":false,"Killed":false,"Accumulables":[` + tc.accums + `]}}`)
+			want, _, wok := fullParse(line)
+			got, _, ok := scanTaskEvent(line)
+			if tc.handOver {
+				if ok {
+					t.Fatalf("the scanner read %+v, want it to give the line to fastjson", got.accums)
+				}
+				return
+			}
+			if !wok {
+				if ok {
+					t.Fatalf("the scanner read a line fastjson rejects: %+v", got.accums)
+				}
+				return
+			}
+			if !reflect.DeepEqual(want.accums, tc.want) {
+				t.Fatalf("fastjson's updates %v, the test expects %v", want.accums, tc.want)
+			}
+			if ok && !reflect.DeepEqual(got, want) {
+				t.Errorf("scanner: %+v\nfastjson: %+v", got.accums, want.accums)
+			}
+		})
+	}
+}

@@ -149,16 +149,35 @@ func checkLabels(ls profile.Labels) error {
 // (letters, digits, '_', '.' and '-' only), or whose value is not text:
 // invalid UTF-8, control characters, or longer than the limit.
 func checkLabel(l profile.Label) error {
-	if l.Name == "" || len(l.Name) > maxLabelNameBytes || strings.IndexFunc(l.Name, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
-	}) >= 0 {
+	if l.Name == "" || len(l.Name) > maxLabelNameBytes || !allBytes(l.Name, &nameBytes) {
 		return fmt.Errorf("label name %q: want 1 to %d letters, digits, '_', '.' or '-'", english.Truncate(l.Name, 100), maxLabelNameBytes)
 	}
-	if len(l.Value) > maxLabelValueBytes || !utf8.ValidString(l.Value) || strings.IndexFunc(l.Value, unicode.IsControl) >= 0 {
+	if len(l.Value) > maxLabelValueBytes ||
+		!allBytes(l.Value, &printableASCII) && (!utf8.ValidString(l.Value) || strings.IndexFunc(l.Value, unicode.IsControl) >= 0) {
 		return fmt.Errorf("label %s: value %q of %d bytes: want text (valid UTF-8 without control characters) of at most %d bytes",
 			l.Name, english.Truncate(l.Value, 100), len(l.Value), maxLabelValueBytes)
 	}
 	return nil
+}
+
+// nameBytes are the bytes of a label name; printableASCII, those of the
+// values that need no further check, as nearly all do.
+var nameBytes, printableASCII = func() (names, printable [256]bool) {
+	for c := range 256 {
+		names[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
+		printable[c] = c >= ' ' && c < 0x7f
+	}
+	return names, printable
+}()
+
+// allBytes reports whether every byte of s is in set.
+func allBytes(s string, set *[256]bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !set[s[i]] {
+			return false
+		}
+	}
+	return true
 }
 
 // checkProfileLabels reports a label of p's samples, or of p itself, that

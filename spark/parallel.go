@@ -35,6 +35,9 @@ type result struct {
 type batch struct {
 	block   eventlog.Block
 	results []result
+	// updates holds the accumulator updates of the batch's tasks, until
+	// the builder has applied them (scanTaskEvent).
+	updates []accumUpdate
 	err     error // the reader's memory refused the parse of a line
 	done    chan struct{}
 }
@@ -51,12 +54,13 @@ const resultBytes = int64(unsafe.Sizeof(result{}))
 // line whose parse the reader's memory refused, in bt.err.
 func (bt *batch) parse(p *jsonParser) {
 	bt.results = bt.results[:0]
+	bt.updates = bt.updates[:0] // the batch before is applied
 	bt.block.Lines(func(line []byte, pos eventlog.Pos) {
 		if bt.err != nil {
 			return
 		}
 		had := cap(bt.results)
-		res, err := parseLine(line, pos, p)
+		res, err := parseLine(line, pos, p, &bt.updates)
 		if err != nil {
 			bt.err = err
 			return
@@ -68,16 +72,16 @@ func (bt *batch) parse(p *jsonParser) {
 	})
 }
 
-// parseLine parses a task event, by the scanner when it can, and leaves
-// any other line to the builder. Its error is a refusal of the memory of
-// the line's parse.
-func parseLine(line []byte, pos eventlog.Pos, p *jsonParser) (result, error) {
+// parseLine parses a task event, by the scanner when it can (appending the
+// task's accumulator updates to updates), and leaves any other line to the
+// builder. Its error is a refusal of the memory of the line's parse.
+func parseLine(line []byte, pos eventlog.Pos, p *jsonParser, updates *[]accumUpdate) (result, error) {
 	res := result{pos: pos}
 	if !bytes.HasPrefix(line, taskEventPrefix) {
 		res.line = line
 		return res, nil
 	}
-	if t, end, ok := scanTaskEvent(line); ok {
+	if t, end, ok := scanTaskEvent(line, updates); ok {
 		res.kind, res.task = resTaskStart, t
 		if end {
 			res.kind, res.cls = resTaskEnd, "Success"

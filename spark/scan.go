@@ -22,6 +22,9 @@ type scanner struct {
 	// leave, set by an object's field, makes object return at once; its
 	// caller then skips the rest of the object (skipNested(1)).
 	leave bool
+	// updates holds the accumulator updates of the tasks scanned, which
+	// share its array (see scanTaskEvent).
+	updates *[]accumUpdate
 }
 
 func (s *scanner) ws() {
@@ -333,7 +336,11 @@ func (s *scanner) taskInfo(t *Task) (killed bool) {
 			if !s.once(&seen1, 12) {
 				return
 			}
-			t.accums = s.accumulables(t.accums[:0])
+			all := s.accumulables(*s.updates)
+			if start := len(*s.updates); len(all) > start {
+				t.accums = all[start:len(all):len(all)]
+			}
+			*s.updates = all
 		default:
 			s.skip()
 		}
@@ -519,9 +526,15 @@ func metricIndex(fields []metricField, next int, key []byte) int {
 }
 
 // scanTaskEvent parses a TaskStart or a successful TaskEnd line without
-// building values. ok is false when the line needs the full parser.
-func scanTaskEvent(line []byte) (t *Task, end bool, ok bool) {
-	s := scanner{b: line}
+// building values. ok is false when the line needs the full parser. The
+// task's accumulator updates are appended to updates, when not nil, and
+// share its array: the caller keeps it until the task is applied, then
+// reuses it, so that a batch of lines allocates them once.
+func scanTaskEvent(line []byte, updates *[]accumUpdate) (t *Task, end bool, ok bool) {
+	if updates == nil {
+		updates = new([]accumUpdate)
+	}
+	s := scanner{b: line, updates: updates}
 	t = &Task{}
 	var event []byte
 	var info, reasonOK bool

@@ -48,7 +48,7 @@ func TestScanMatchesFastjson(t *testing.T) {
 	for _, rel := range logs {
 		scanned, fellBack := 0, 0
 		eachTaskEvent(t, rel, func(line []byte, pos eventlog.Pos) bool {
-			got, gotEnd, ok := scanTaskEvent(line)
+			got, gotEnd, ok := scanTaskEvent(line, nil)
 			if !ok {
 				fellBack++
 				return true
@@ -77,7 +77,7 @@ func FuzzScanTaskEvent(f *testing.F) {
 		return n < 20
 	})
 	f.Fuzz(func(t *testing.T, line []byte) {
-		got, gotEnd, ok := scanTaskEvent(line)
+		got, gotEnd, ok := scanTaskEvent(line, nil)
 		if !ok {
 			return
 		}
@@ -110,9 +110,15 @@ func BenchmarkScanTaskEvent(b *testing.B) {
 			})
 			b.SetBytes(size)
 			b.ReportAllocs()
+			var updates []accumUpdate
 			for b.Loop() {
+				updates = updates[:0]
+				n := 0
 				for _, line := range lines {
-					scanTaskEvent(line)
+					scanTaskEvent(line, &updates)
+					if n += len(line); n >= batchBytes { // as a batch's lines share it
+						updates, n = updates[:0], 0
+					}
 				}
 			}
 		})
@@ -183,7 +189,7 @@ func TestScanAccumulables(t *testing.T) {
 				`"Task End Reason":{"Reason":"Success"},"Task Info":{"Task ID":3,"Index":0,"Attempt":0,"Launch Time":1,` +
 				`"Executor ID":"1","Host":"h","Finish Time":2,"Failed":false,"Killed":false,"Accumulables":[` + tc.accums + `]}}`)
 			want, _, wok := fullParse(line)
-			got, _, ok := scanTaskEvent(line)
+			got, _, ok := scanTaskEvent(line, nil)
 			if tc.handOver {
 				if ok {
 					t.Fatalf("the scanner read %+v, want it to give the line to fastjson", got.accums)

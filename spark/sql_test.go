@@ -190,3 +190,46 @@ func TestScalaSetOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLMetricsAcrossBatches reads a log of many batches (batchBytes) of
+// task events, whose accumulator updates a batch's tasks share, parsed by
+// several workers: each task's update of a sum is its index + 1 and of a
+// size its index, so that the execution's figures are known.
+func TestSQLMetricsAcrossBatches(t *testing.T) {
+	const tasks = 30_000
+	const sqlEvent = "org.apache.spark.sql.execution.ui.SparkListener"
+	var log strings.Builder
+	fmt.Fprintf(&log, `{"Event":"SparkListenerLogStart","Spark Version":"3.5.1"}
+{"Event":"%sSQLExecutionStart","executionId":0,"description":"q","details":"","physicalPlanDescription":"","time":1,`+
+		`"sparkPlanInfo":{"nodeName":"Scan","simpleString":"Scan","children":[],"metadata":{},"metrics":[`+
+		`{"name":"rows","accumulatorId":1,"metricType":"sum"},{"name":"bytes","accumulatorId":2,"metricType":"size"}]}}
+{"Event":"SparkListenerJobStart","Job ID":0,"Submission Time":1,"Stage Infos":[{"Stage ID":0,"Stage Attempt ID":0,"Stage Name":"a","Number of Tasks":%d}],"Stage IDs":[0],"Properties":{"spark.sql.execution.id":"0"}}
+{"Event":"SparkListenerStageSubmitted","Stage Info":{"Stage ID":0,"Stage Attempt ID":0,"Stage Name":"a","Number of Tasks":%d}}
+`, sqlEvent, tasks, tasks)
+	for i := range tasks {
+		fmt.Fprintf(&log, `{"Event":"SparkListenerTaskEnd","Stage ID":0,"Stage Attempt ID":0,"Task End Reason":{"Reason":"Success"},`+
+			`"Task Info":{"Task ID":%d,"Index":%d,"Attempt":0,"Launch Time":1,"Executor ID":"1","Host":"h","Finish Time":2,"Failed":false,"Killed":false,"Accumulables":[`+
+			`{"ID":100,"Name":"internal.metrics.executorRunTime","Update":7,"Value":7,"Internal":true,"Count Failed Values":true},`+
+			`{"ID":1,"Name":"rows","Update":%d,"Value":0,"Internal":true,"Count Failed Values":true,"Metadata":"sql"},`+
+			`{"ID":2,"Name":"bytes","Update":"%d","Value":"0","Internal":true,"Count Failed Values":true,"Metadata":"sql"}]}}`+"\n", i, i, i+1, i)
+	}
+	fmt.Fprintf(&log, `{"Event":"%sSQLExecutionEnd","executionId":0,"time":9}`+"\n", sqlEvent)
+	if log.Len() < 8*batchBytes {
+		t.Fatalf("the log has %d bytes, under 8 batches", log.Len())
+	}
+	path := filepath.Join(t.TempDir(), "eventlog")
+	if err := os.WriteFile(path, []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app, _ := buildPath(t, path)
+	got := map[string]PlanMetric{}
+	for _, m := range app.SQL[0].Plan.Metrics {
+		got[m.Name] = *m
+	}
+	if m := got["rows"]; m.Total != tasks*(tasks+1)/2 || m.Values != tasks {
+		t.Errorf("rows: total %d of %d values, want %d of %d", m.Total, m.Values, tasks*(tasks+1)/2, tasks)
+	}
+	if m := got["bytes"]; m.Total != tasks*(tasks-1)/2 || m.Min != 0 || m.Max != tasks-1 || m.Med != tasks/2-1 && m.Med != tasks/2 {
+		t.Errorf("bytes: total %d, min %d, med %d, max %d; want %d, 0, about %d, %d", m.Total, m.Min, m.Med, m.Max, tasks*(tasks-1)/2, tasks/2, tasks-1)
+	}
+}

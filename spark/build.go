@@ -445,6 +445,7 @@ func parseTaskStart(v *fastjson.Value) (*Task, bool) {
 }
 
 func (b *builder) addTaskStart(t *Task) {
+	t.accums = nil // only a TaskEnd's are applied, and they share a batch's array
 	b.tasks[t.ID] = t
 	b.app.Tasks = append(b.app.Tasks, t)
 	st := b.stage(t.StageID, t.StageAttempt)

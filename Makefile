@@ -1,7 +1,7 @@
 # sparkprof build. `make` builds everything; `make test` is what CI runs.
 GO       ?= go
 BIN      := bin/sparkprof
-TESTDATA ?= ../shared/testdata
+TESTDATA ?= $(or $(SPARKPROF_TESTDATA),../shared/testdata)
 # How many inputs each fuzz target runs in `make test` (a count, not a
 # duration: see scripts/fuzz.sh).
 FUZZEXECS ?= 10000

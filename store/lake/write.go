@@ -163,7 +163,7 @@ type samplesWriter struct {
 	block string
 	cols  []labelColumns
 	rank  []int32 // the label sets' order: by stage, task and id
-	// states holds each thread state's name, "" (null) when unknown.
+	// states holds each thread state's name ("", a null, when unknown).
 	states [256]string
 	rows   *[rowBatch]SampleRow // a batch of rows, from rowPool
 }
@@ -188,9 +188,7 @@ func newSamplesWriter(id string, p *profile.Profile) *samplesWriter {
 		w.rank[id] = int32(r)
 	}
 	for i := range w.states {
-		if st := profile.ThreadState(i); st != profile.StateUnknown {
-			w.states[i] = st.String()
-		}
+		w.states[i] = profile.ThreadState(i).String()
 	}
 	return w
 }

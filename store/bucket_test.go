@@ -438,7 +438,12 @@ func TestCompactorKeepsItsLease(t *testing.T) {
 	// fail a real compactor too.
 	const ttl = 30 * time.Second
 	ing := openNode(t, t.TempDir(), b, RoleIngest, Options{})
+	// A compactor's background work takes the lease at once: c1 takes it
+	// before c2 starts, so that c1 is the one that compacts.
 	c1 := openNode(t, t.TempDir(), held, RoleCompactor, Options{LeaseTTL: ttl})
+	for len(objects(t, b, lease.Prefix)) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
 	c2 := openNode(t, t.TempDir(), b, RoleCompactor, Options{LeaseTTL: ttl})
 	want := appendN(t, ing, "acme", 2)
 	if err := ing.Flush(ctx); err != nil {
@@ -446,7 +451,11 @@ func TestCompactorKeepsItsLease(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- c1.CompactBucket(ctx, time.Now()) }()
-	<-held.held
+	select {
+	case <-held.held:
+	case err := <-done:
+		t.Fatalf("the first compactor wrote no block (err %v): it did not hold the lease", err)
+	}
 	// While c1's block waits, its lease is renewed before it runs out.
 	first := leaseExpiry(t, b)
 	for leaseExpiry(t, b) == first {

@@ -235,11 +235,14 @@ func (p *Pipeline) decodeIn(res *reservation, in Profile, arrived time.Time) (*s
 	if err := checkProfileLabels(prof); err != nil {
 		return nil, 0, errkind.Errorf(errkind.BadInput, "%s: %w", in.Source, err)
 	}
-	if in.SampleRate > 0 {
-		typeUntyped(prof, in.NameType, in.Units, in.SampleRate)
+	if in.SampleRate > 0 && untyped(prof) {
+		// A text body with no stack is a mistake; a recording with no
+		// sample is a window in which nothing was sampled (an idle JVM's),
+		// whose task and GC parts are kept.
 		if len(prof.Samples) == 0 && len(prof.Series) == 0 {
 			return nil, 0, errkind.Errorf(errkind.BadInput, "%s: no stacks in the body: want lines of frame;frame;... count", in.Source)
 		}
+		typeUntyped(prof, in.NameType, in.Units, in.SampleRate)
 	}
 	prof.LabelAll(in.Labels) // the upload's labels, not its samples', as Pyroscope
 	attribution.ApplyTaskRuns(prof, in.TaskRuns)

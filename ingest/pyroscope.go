@@ -385,7 +385,7 @@ func linesToFolded(data []byte) []byte {
 // becomes time, each sample worth 1/sampleRate seconds. Profiles that carry
 // their own types (JFR, pprof, ...) are left as they are.
 func typeUntyped(p *profile.Profile, nameType profile.SampleType, units string, sampleRate int64) {
-	if len(p.Types) != 1 || p.Types[0] != profile.TypeSamples {
+	if !untyped(p) {
 		return
 	}
 	t := nameType
@@ -402,6 +402,12 @@ func typeUntyped(p *profile.Profile, nameType profile.SampleType, units string, 
 	for i := range p.Samples {
 		p.Samples[i].Value *= int64(time.Second) / sampleRate
 	}
+}
+
+// untyped reports whether p is of a format without types of its own: its
+// one type is a count of samples.
+func untyped(p *profile.Profile) bool {
+	return len(p.Types) == 1 && p.Types[0] == profile.TypeSamples
 }
 
 // readableEncoding reports whether ingest reads a body of Content-Encoding

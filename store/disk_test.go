@@ -126,3 +126,35 @@ func checkDiskBytes(t *testing.T, db *DB, dir, when string) {
 		t.Errorf("%s: DiskBytes %d, files %d bytes", when, got, want)
 	}
 }
+
+// TestEmptyUpload: an upload with no sample (an idle JVM's window) is
+// stored, compacted and read back beside others.
+func TestEmptyUpload(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := &Upload{Labels: profile.Labels{{Name: profile.LabelServiceName, Value: "app"}, {Name: profile.LabelExecutorID, Value: "2"}},
+		Profile: profile.New(), From: 1, Until: 2}
+	for _, u := range []*Upload{upload(t, "1"), upload(t, "3"), empty} {
+		if err := db.Append("acme", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, want := count(t, db, "acme", Query{})
+	if n != 3 {
+		t.Errorf("%d uploads in the head, want 3", n)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if db, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, total := count(t, db, "acme", Query{}); total != want {
+		t.Errorf("after compaction: %d, want %d", total, want)
+	}
+}

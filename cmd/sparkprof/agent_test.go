@@ -165,6 +165,7 @@ func TestAgentWithServer(t *testing.T) {
 		{"a server that comes up late gets the windows it missed, with their task parts", agentLateServer},
 		{"an unusable async-profiler falls back to the Flight Recorder", agentAsyncProfilerFallback},
 		{"async-profiler records the samples", agentAsyncProfiler},
+		{"async-profiler's windows with no sample are stored", agentAsyncProfilerIdle},
 		{"last window shipped at shutdown", agentLastWindow},
 		{"a window whose answer was lost is sent again and stored once", agentLostAnswers},
 		{"fraction 0 profiles nothing", agentFractionZero},
@@ -384,6 +385,25 @@ func agentAsyncProfiler(t *testing.T, e agentEnv) {
 		if n := ticks(t, e.base, "apwall", `{spark_stage_id="1"}`, typ); n == 0 {
 			t.Errorf("no %s samples for stage 1 with events=cpu,wall,gc", typ)
 		}
+	}
+}
+
+func agentAsyncProfilerIdle(t *testing.T, e agentEnv) {
+	// Lock samples alone, and a pause between the stages: the windows of
+	// the pause have no sample and no metric series, as an idle JVM's.
+	lib := senderFile(t, "libasyncProfiler-*.so")
+	_, stderr := runWorkloadJVM(t, []string{"-Dworkload.pauseMs=3000"}, e.base, "1.0", "-", "spark.sparkprof.uploadInterval=1s",
+		"spark.sparkprof.tenant=apidle", "spark.sparkprof.asyncProfiler="+lib, "spark.sparkprof.events=lock")
+	if strings.Contains(stderr, "refused") || strings.Contains(stderr, "cannot be used") {
+		t.Errorf("async-profiler not in use, or windows refused:\n%s", stderr)
+	}
+	var agents []struct{ Uploads, Errors int }
+	getTenant(t, e.base, "/api/v1/agents", "apidle", &agents)
+	if len(agents) != 1 || agents[0].Uploads < 4 || agents[0].Errors != 0 {
+		t.Errorf("agents %+v, want one with an upload a second of the pause and no error", agents)
+	}
+	if n := ticks(t, e.base, "apidle", `{spark_stage_id="2"}`, "lock"); n == 0 {
+		t.Error("no lock samples for stage 2")
 	}
 }
 

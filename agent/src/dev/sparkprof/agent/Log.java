@@ -18,6 +18,16 @@ final class Log {
     return seen.stream().anyMatch(m -> m.startsWith(prefix));
   }
 
+  /**
+   * Logs msg and detail once per distinct msg: a detail that varies from one time to the next (a server's answer)
+   * adds no line.
+   */
+  static void onceWith(String msg, String detail) {
+    if (seen.size() < 1000 && seen.add(msg)) {
+      System.err.println("[sparkprof] " + msg + ": " + detail + " (logged once; the agent goes on without it)");
+    }
+  }
+
   /** Logs msg and the throwable's message once per distinct message. */
   static void once(String msg, Throwable t) {
     String line = t == null ? msg : msg + ": " + t;

@@ -69,14 +69,15 @@ final class Uploader {
         out.write(body);
       }
       int code = c.getResponseCode();
+      byte[] answer = new byte[0];
       try (InputStream in = code < 400 ? c.getInputStream() : c.getErrorStream()) {
         if (in != null) {
-          in.readAllBytes();
+          answer = in.readAllBytes();
         }
       }
       if (code / 100 != 2) {
         failures.incrementAndGet();
-        Log.once("the server refused an upload with HTTP " + code, null);
+        Log.onceWith("the server refused an upload with HTTP " + code, reason(answer));
         // A 4xx will not get better: drop the window rather than retry it.
         return code >= 400 && code < 500 && code != 429;
       }
@@ -89,6 +90,12 @@ final class Uploader {
           + " maxQueuedBytes, and the oldest are dropped", null);
       return false;
     }
+  }
+
+  /** The server's answer to a refused upload as one line of at most 300 characters. */
+  static String reason(byte[] answer) {
+    String s = new String(answer, 0, Math.min(answer.length, 300), StandardCharsets.UTF_8).strip();
+    return s.isEmpty() ? "(no reason given)" : s.replaceAll("\\s+", " ");
   }
 
   /** Opens the POST of window w, with its query and headers, timed out by deadline (2 s to connect, 10 s at most). */

@@ -46,6 +46,7 @@ final class UploaderTest {
       String url = "http://127.0.0.1:" + srv.getAddress().getPort() + "//";
       AgentUnitTest.inTempDir("sparkprof-upload", dir -> requests(dir, url), UploaderTest::deadServer);
       keys();
+      reasons();
     } finally {
       srv.stop(0);
     }
@@ -182,6 +183,15 @@ final class UploaderTest {
   }
 
   /** Keys: one prefix per uploader (random, pid, start time), then the window's number. */
+  /** A refused upload's reason is the server's answer on one line, cut to 300 characters. */
+  static void reasons() {
+    check("reason", Uploader.reason("{\"error\":\"a window\\nof\"}\n".getBytes(StandardCharsets.UTF_8)),
+        "{\"error\":\"a window\\nof\"}");
+    check("reason of lines", Uploader.reason("bad\r\n\tinput\n".getBytes(StandardCharsets.UTF_8)), "bad input");
+    check("no reason", Uploader.reason(new byte[0]), "(no reason given)");
+    check("long reason", Uploader.reason("x".repeat(1000).getBytes(StandardCharsets.UTF_8)).length(), 300);
+  }
+
   static void keys() {
     Uploader u = uploader("http://127.0.0.1:1", "none");
     String first = u.nextKey(), second = u.nextKey();

@@ -434,8 +434,8 @@ func sparkPySparkSlots(t *testing.T, e realSpark) {
 	if l := r.ExecutorLogs["0"]; !strings.Contains(l, "[sparkprof] Python worker ") {
 		t.Errorf("the executor's log does not say that the agent found a Python worker's task:\n%s", l)
 	}
-	var res attribution
-	var parts [4]attribution
+	var res verdicts
+	var parts [4]verdicts
 	for k := range parts {
 		var bd struct {
 			Rows []struct {
@@ -472,7 +472,7 @@ func partFocus(k int) string { return `slots\.py:part_` + strconv.Itoa(k) + `$` 
 // logSlotsTimeline logs, for a failed sparkPySparkSlots, when each part's
 // Python time fell and which task it went to, beside the tasks' times as
 // the event log has them, from the first task's launch.
-func logSlotsTimeline(t *testing.T, e realSpark, app string, parts [4]attribution) {
+func logSlotsTimeline(t *testing.T, e realSpark, app string, parts [4]verdicts) {
 	var a eventLogApp
 	e.get(t, "/api/v1/apps/"+app, &a)
 	var t0 int64
@@ -604,7 +604,7 @@ func checkPythonSamples(t *testing.T, e realSpark, app string) int64 {
 	}
 	e.get(t, "/api/v1/breakdown?"+url.Values{"query": {sel(app)}, "type": {"wall"}, "focus": {`worker\.py:main$`},
 		"by": {"spark_executor_id,spark_stage_id,spark_task_id"}}.Encode(), &bd)
-	var res attribution
+	var res verdicts
 	udfStage := ""
 	for _, row := range bd.Rows {
 		exec, stage, task := row.Keys[0], row.Keys[1], row.Keys[2]

@@ -13,7 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/sparkprof/sparkprof/attribution"
 	"github.com/sparkprof/sparkprof/internal/sparktest"
 )
 
@@ -297,11 +299,11 @@ func checkSources(t *testing.T, e realSpark, app string, least int) {
 	}
 }
 
-// attribution is how much of the task threads' CPU time went to which
+// verdicts is how much of the task threads' CPU time went to which
 // verdict.
-type attribution struct{ correct, wrong, unattributed int64 }
+type verdicts struct{ correct, wrong, unattributed int64 }
 
-func (a attribution) String() string {
+func (a verdicts) String() string {
 	all := float64(a.correct + a.wrong + a.unattributed)
 	return fmt.Sprintf("%.2f%% correct, %.2f%% misattributed, %.2f%% unattributed of %.1f s",
 		100*float64(a.correct)/all, 100*float64(a.wrong)/all, 100*float64(a.unattributed)/all, all/1e9)
@@ -310,7 +312,7 @@ func (a attribution) String() string {
 // measureAttribution checks each task-thread sample's stage, stage attempt
 // and task against the task the event log says ran on its executor at its
 // time: per executor, the CPU time per task per second.
-func measureAttribution(t *testing.T, e realSpark, app string) attribution {
+func measureAttribution(t *testing.T, e realSpark, app string) verdicts {
 	t.Helper()
 	var a eventLogApp
 	e.get(t, "/api/v1/apps/"+app, &a)
@@ -323,7 +325,7 @@ func measureAttribution(t *testing.T, e realSpark, app string) attribution {
 	for _, x := range a.Tasks {
 		tasks[strconv.FormatInt(x.TaskID, 10)] = run{x.StageID, x.Attempt, x.ExecutorID, x.LaunchMs, x.FinishMs}
 	}
-	var res attribution
+	var res verdicts
 	// The labels a sample carries must be those of its task.
 	var bd struct {
 		Rows []struct {
@@ -347,7 +349,12 @@ func measureAttribution(t *testing.T, e realSpark, app string) attribution {
 		}
 	}
 	// ... and its time must lie within the task's run (a step of a second
-	// that overlaps it).
+	// that overlaps it). A CPU sample is taken when its thread has run an
+	// interval's worth, which may come after the task's end, as its result
+	// is sent and its thread cleaned up, and the event log's finish is when
+	// the driver heard of the end: a sample may follow the finish by the
+	// slack the server's own join allows (attribution.WindowSlack).
+	slackMs := attribution.WindowSlack / int64(time.Millisecond)
 	for _, exec := range e.labelValues(t, "spark_executor_id", sel(app, `thread_pool="task"`)) {
 		var ser struct {
 			StepMs int64
@@ -365,10 +372,13 @@ func measureAttribution(t *testing.T, e realSpark, app string) attribution {
 			}
 			for _, p := range s.Points {
 				at := int64(p[0])
-				if at+ser.StepMs <= r.launch || r.finish > 0 && at > r.finish {
+				switch {
+				case at+ser.StepMs <= r.launch || r.finish > 0 && at > r.finish+slackMs:
 					t.Logf("misattributed: %v ns of task %s at %d, outside its run %d-%d", p[1], s.Key, at, r.launch, r.finish)
 					res.wrong += int64(p[1])
 					res.correct -= int64(p[1])
+				case r.finish > 0 && at > r.finish:
+					t.Logf("%v ns of task %s in the second from %d, after its finish at %d", p[1], s.Key, at, r.finish)
 				}
 			}
 		}

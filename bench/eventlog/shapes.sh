@@ -7,12 +7,14 @@
 # (user + system, from time(1)) is kept. CPU, not wall time, so that a busy
 # machine changes the figures little; on two cores analyze's wall time is
 # about half its CPU time, so CPU per byte at 1.33× fastjson's is the line
-# where analyze runs 1.5× faster than a one-core fastjson decode.
+# where analyze runs 1.5× faster than a one-core fastjson decode. RSS per
+# GiB is the peak RSS over the log's size: the binary's own ~47 MiB (its
+# RSS on a log of 1 MB) weigh 4× in it at 256M, hence 1 GiB by default.
 #
-# usage: [RUNS=3] bench/eventlog/shapes.sh [SIZE (default 256M)] [SPARKPROF (default: built here)] [SOURCE...]
+# usage: [RUNS=3] bench/eventlog/shapes.sh [SIZE (default 1G)] [SPARKPROF (default: built here)] [SOURCE...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-size=${1:-256M}
+size=${1:-1G}
 td=$root/../shared/testdata/eventlogs
 runs=${RUNS:-3}
 tmp=$(mktemp -d)

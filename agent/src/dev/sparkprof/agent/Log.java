@@ -19,20 +19,18 @@ final class Log {
   }
 
   /**
-   * Logs msg and detail once per distinct msg: a detail that varies from one time to the next (a server's answer)
-   * adds no line.
+   * Logs msg and detail (none when null) once per distinct msg: a detail that varies from one time to the next (a
+   * server's answer) adds no line.
    */
   static void onceWith(String msg, String detail) {
     if (seen.size() < 1000 && seen.add(msg)) {
-      System.err.println("[sparkprof] " + msg + ": " + detail + " (logged once; the agent goes on without it)");
+      String line = detail == null ? msg : msg + ": " + detail;
+      System.err.println("[sparkprof] " + line + " (logged once; the agent goes on without it)");
     }
   }
 
   /** Logs msg and the throwable's message once per distinct message. */
   static void once(String msg, Throwable t) {
-    String line = t == null ? msg : msg + ": " + t;
-    if (seen.size() < 1000 && seen.add(msg)) {
-      System.err.println("[sparkprof] " + line + " (logged once; the agent goes on without it)");
-    }
+    onceWith(msg, t == null ? null : t.toString());
   }
 }

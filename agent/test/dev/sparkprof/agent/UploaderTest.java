@@ -182,7 +182,6 @@ final class UploaderTest {
     check("dead server: uploads", u.uploads.get(), 0L);
   }
 
-  /** Keys: one prefix per uploader (random, pid, start time), then the window's number. */
   /** A refused upload's reason is the server's answer on one line, cut to 300 characters. */
   static void reasons() {
     check("reason", Uploader.reason("{\"error\":\"a window\\nof\"}\n".getBytes(StandardCharsets.UTF_8)),
@@ -192,6 +191,7 @@ final class UploaderTest {
     check("long reason", Uploader.reason("x".repeat(1000).getBytes(StandardCharsets.UTF_8)).length(), 300);
   }
 
+  /** Keys: one prefix per uploader (random, pid, start time), then the window's number. */
   static void keys() {
     Uploader u = uploader("http://127.0.0.1:1", "none");
     String first = u.nextKey(), second = u.nextKey();
